@@ -1,0 +1,59 @@
+/* A context is one device (a backend) plus the state of define-by-run
+ * execution on it: the autograd tape, the tensors created during the current
+ * step, the random generator and the grad-mode switch. Every tensor belongs to
+ * exactly one context; an operation whose inputs come from two contexts fails. */
+#ifndef NN_CONTEXT_H
+#define NN_CONTEXT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "nn_error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nn_ctx nn_ctx;
+
+typedef struct nn_ctx_options {
+    const char *device; /* "cpu" (default when NULL) */
+    int threads;        /* worker threads for the CPU backend; 0 = one per core */
+    uint64_t seed;      /* seed of the context's random generator */
+} nn_ctx_options;
+
+/* Open a context on a device. Returns NULL and sets nn_last_error() when the
+ * device is unknown or cannot be opened. options may be NULL (CPU, all cores,
+ * seed 0). */
+nn_ctx *nn_ctx_new(const nn_ctx_options *options);
+/* Free the context and every tensor, module and optimizer still bound to it. */
+void nn_ctx_free(nn_ctx *ctx);
+
+/* Human-readable device name, e.g. "cpu (OpenBLAS, 2 threads)". */
+const char *nn_ctx_device_name(const nn_ctx *ctx);
+/* Number of worker threads the backend uses. */
+int nn_ctx_threads(const nn_ctx *ctx);
+/* Wait until all work submitted to the device has finished. */
+nn_status nn_ctx_sync(nn_ctx *ctx);
+
+/* Re-seed the context's random generator (initialisers draw from it). */
+nn_status nn_ctx_manual_seed(nn_ctx *ctx, uint64_t seed);
+
+/* Grad mode: when disabled, operations record nothing on the tape (inference,
+ * evaluation). Returns the previous setting. */
+bool nn_ctx_set_grad_enabled(nn_ctx *ctx, bool enabled);
+bool nn_ctx_grad_enabled(const nn_ctx *ctx);
+
+/* End a training step: drop the autograd tape and free every tensor an
+ * operation created since the previous call (the step's activations and
+ * temporaries), except those handed to nn_tensor_persist(). Pointers to the
+ * freed tensors become invalid. Parameters, their gradients and tensors made
+ * with nn_tensor_new()/nn_tensor_from_data() are not touched. */
+nn_status nn_ctx_step_end(nn_ctx *ctx);
+
+/* Number of tensors the current step owns (a leak check for callers). */
+int64_t nn_ctx_step_tensor_count(const nn_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

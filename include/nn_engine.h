@@ -1,0 +1,15 @@
+/* nn-engine: a neural-network training engine in C. One include for all of
+ * the public API; see DESIGN.md for the layers behind it. */
+#ifndef NN_ENGINE_H
+#define NN_ENGINE_H
+
+#define NN_ENGINE_VERSION "0.1.0"
+
+#include "nn_error.h"
+#include "nn_context.h"
+#include "nn_tensor.h"
+#include "nn_ops.h"
+#include "nn_layers.h"
+#include "nn_optim.h"
+
+#endif

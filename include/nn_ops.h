@@ -1,0 +1,64 @@
+/* Operations. Each takes its inputs' context, checks shapes, runs forward
+ * kernels on the context's device and, when an input requires grad and grad
+ * mode is on, records a node on the autograd tape. Results are new tensors
+ * owned by the current step (see nn_tensor.h). On failure: NULL, with a
+ * message naming the operation and the shapes in nn_last_error(). */
+#ifndef NN_OPS_H
+#define NN_OPS_H
+
+#include <stdbool.h>
+#include "nn_tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* op(a) x op(b) for 2-D tensors; op transposes when the flag is set. */
+nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b, bool transpose_a, bool transpose_b);
+/* x + bias along dimension 1: x is [N, C] or [N, C, H, W], bias is [C]. */
+nn_tensor *nn_add_bias(nn_tensor *x, nn_tensor *bias);
+/* x W^T + b: x [N, in], weight [out, in], bias [out] or NULL. */
+nn_tensor *nn_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias);
+
+typedef struct nn_conv2d_params {
+    int stride_h, stride_w;
+    int pad_h, pad_w;
+} nn_conv2d_params;
+/* 2-D convolution (cross-correlation, as PyTorch): x [N, C, H, W],
+ * weight [OC, C, KH, KW], bias [OC] or NULL. im2col + GEMM; the column matrix
+ * is kept for the backward pass. */
+nn_tensor *nn_conv2d(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int stride, int padding);
+nn_tensor *nn_conv2d_ex(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
+                        const nn_conv2d_params *params);
+
+/* Max pooling over kernel x kernel windows: x [N, C, H, W]. Padding (at most
+ * kernel / 2) never wins the max, as in PyTorch. The argmax is kept for backward. */
+nn_tensor *nn_maxpool2d(nn_tensor *x, int kernel, int stride);
+nn_tensor *nn_maxpool2d_ex(nn_tensor *x, int kernel, int stride, int padding);
+
+/* Views sharing x's storage. flatten: [N, ...] -> [N, rest]. reshape: one
+ * dimension may be -1 and is inferred. */
+nn_tensor *nn_flatten(nn_tensor *x);
+nn_tensor *nn_reshape(nn_tensor *x, int ndim, const int64_t *shape);
+
+nn_tensor *nn_relu(nn_tensor *x);
+/* Softmax over the last dimension. */
+nn_tensor *nn_softmax(nn_tensor *x);
+/* Mean over the batch of -log softmax(logits)[label]: logits [N, C] float32,
+ * labels [N] int32 in [0, C). Numerically stable; one fused kernel each way.
+ * Returns a one-element tensor. */
+nn_tensor *nn_softmax_cross_entropy(nn_tensor *logits, nn_tensor *labels);
+
+/* Elementwise, on tensors of the same shape. */
+nn_tensor *nn_add(nn_tensor *a, nn_tensor *b);
+nn_tensor *nn_mul(nn_tensor *a, nn_tensor *b);
+nn_tensor *nn_scale(nn_tensor *x, float factor);
+
+/* Reductions over all elements, to a one-element tensor. */
+nn_tensor *nn_sum(nn_tensor *x);
+nn_tensor *nn_mean(nn_tensor *x);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and tests need, when they are
+# missing. As root it runs apt-get; otherwise it prints the exact command.
+set -euo pipefail
+
+needed=(gcc make pkg-config libopenblas-dev)
+missing=()
+for pkg in "${needed[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||
+        missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "nn-engine needs these Debian packages: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "run: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}"

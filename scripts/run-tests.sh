@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds and runs the C suite in three variants and prints the grand total
+# as the last line. Exit status is non-zero if any build or test fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+jobs=$(nproc 2>/dev/null || echo 2)
+total_passed=0
+total_failed=0
+status=0
+
+run_variant() {
+    local label=$1; shift
+    echo "== $label"
+    if ! make -s -j"$jobs" "$@" lib >/dev/null; then
+        echo "build failed: make $*"
+        status=1
+        total_failed=$((total_failed + 1))
+        return
+    fi
+    local log
+    log=$(mktemp)
+    make -s "$@" check 2>&1 | tee "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    local summary
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+    rm -f "$log"
+    if [ -z "$summary" ]; then
+        echo "no summary from the $label run (crashed?)"
+        status=1
+        total_failed=$((total_failed + 1))
+        return
+    fi
+    total_passed=$((total_passed + $(echo "$summary" | cut -d' ' -f1)))
+    total_failed=$((total_failed + $(echo "$summary" | cut -d' ' -f3)))
+}
+
+if pkg-config --exists openblas; then
+    run_variant "OpenBLAS GEMM" BUILD=build BLAS=1
+else
+    echo "OpenBLAS not found: libopenblas-dev is missing (make deps installs it)"
+    status=1
+    total_failed=$((total_failed + 1))
+fi
+run_variant "built-in blocked GEMM" BUILD=build/noblas BLAS=0
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    run_variant "AddressSanitizer + UBSan (built-in GEMM)" BUILD=build/asan BLAS=0 SANITIZE=1
+
+echo "all variants:"
+echo "$total_passed passed, $total_failed failed"
+exit $status

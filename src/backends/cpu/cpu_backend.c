@@ -1,0 +1,260 @@
+/* The CPU backend: host buffers, a cache of freed buffers, and the table
+ * that routes each kernel family to its implementation. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "cpu_backend.h"
+#include "cpu_gemm.h"
+
+/* A training step frees and re-allocates buffers of the same sizes every
+ * step; keeping freed buffers by exact size makes that allocation free of
+ * malloc and page faults. Under AddressSanitizer the cache is off so that a
+ * use after free is still caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define CACHE_ENABLED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CACHE_ENABLED 0
+#endif
+#endif
+#ifndef CACHE_ENABLED
+#define CACHE_ENABLED 1
+#endif
+
+#define CACHE_SIZE_CLASSES 64
+#define CACHE_MAX_BYTES ((size_t)1 << 30)
+
+typedef struct cpu_backend {
+    nn_backend base;
+    nn_thread_pool *pool;
+    struct {
+        size_t bytes;
+        nn_buffer *head;
+    } cache[CACHE_SIZE_CLASSES];
+    size_t cached_bytes;
+} cpu_backend;
+
+static cpu_backend *as_cpu(nn_backend *self) { return (cpu_backend *)self; }
+
+static void release_buffer(nn_buffer *buffer) {
+    free(buffer->data);
+    free(buffer);
+}
+
+static void cache_flush(cpu_backend *cpu) {
+    for (int i = 0; i < CACHE_SIZE_CLASSES; i++) {
+        while (cpu->cache[i].head) {
+            nn_buffer *b = cpu->cache[i].head;
+            cpu->cache[i].head = b->next;
+            release_buffer(b);
+        }
+        cpu->cache[i].bytes = 0;
+    }
+    cpu->cached_bytes = 0;
+}
+
+static nn_buffer *cache_take(cpu_backend *cpu, size_t bytes) {
+    for (int i = 0; i < CACHE_SIZE_CLASSES; i++) {
+        if (cpu->cache[i].bytes != bytes || !cpu->cache[i].head) continue;
+        nn_buffer *b = cpu->cache[i].head;
+        cpu->cache[i].head = b->next;
+        cpu->cached_bytes -= bytes;
+        return b;
+    }
+    return NULL;
+}
+
+/* Returns false when the cache is full or has no room for this size. */
+static int cache_put(cpu_backend *cpu, nn_buffer *buffer) {
+    if (!CACHE_ENABLED || cpu->cached_bytes + buffer->bytes > CACHE_MAX_BYTES) return 0;
+    int free_slot = -1;
+    for (int i = 0; i < CACHE_SIZE_CLASSES; i++) {
+        if (cpu->cache[i].bytes == buffer->bytes) {
+            free_slot = i;
+            break;
+        }
+        if (free_slot < 0 && !cpu->cache[i].head) free_slot = i;
+    }
+    if (free_slot < 0) return 0;
+    cpu->cache[free_slot].bytes = buffer->bytes;
+    buffer->next = cpu->cache[free_slot].head;
+    cpu->cache[free_slot].head = buffer;
+    cpu->cached_bytes += buffer->bytes;
+    return 1;
+}
+
+static nn_buffer *cpu_alloc(nn_backend *self, size_t bytes) {
+    cpu_backend *cpu = as_cpu(self);
+    nn_buffer *buffer = cache_take(cpu, bytes);
+    if (buffer) return buffer;
+    buffer = calloc(1, sizeof *buffer);
+    /* Round up to the alignment; never ask for 0 bytes. */
+    size_t rounded = ((bytes ? bytes : 1) + 63) & ~(size_t)63;
+    void *data = buffer ? aligned_alloc(64, rounded) : NULL;
+    if (!data && buffer && cpu->cached_bytes) {
+        cache_flush(cpu); /* give the cached memory back and try once more */
+        data = aligned_alloc(64, rounded);
+    }
+    if (!data) {
+        free(buffer);
+        nn_set_error(NN_ERR_MEMORY, "cpu: out of memory allocating %zu bytes", bytes);
+        return NULL;
+    }
+    buffer->bytes = bytes;
+    buffer->data = data;
+    return buffer;
+}
+
+static void cpu_free(nn_backend *self, nn_buffer *buffer) {
+    if (!buffer) return;
+    if (!cache_put(as_cpu(self), buffer)) release_buffer(buffer);
+}
+
+static nn_status check_range(const char *fn, nn_buffer_ref ref, size_t bytes) {
+    if (!ref.buffer || ref.offset > ref.buffer->bytes || bytes > ref.buffer->bytes - ref.offset)
+        return nn_set_error(NN_ERR_ARGUMENT, "cpu %s: %zu bytes at offset %zu outside the buffer",
+                            fn, bytes, ref.offset);
+    return NN_OK;
+}
+
+static nn_status cpu_write(nn_backend *self, nn_buffer_ref dst, const void *src, size_t bytes) {
+    NN_TRY(check_range("write", dst, bytes));
+    memcpy((char *)dst.buffer->data + dst.offset, src, bytes);
+    return NN_OK;
+}
+
+static nn_status cpu_read(nn_backend *self, nn_buffer_ref src, void *dst, size_t bytes) {
+    NN_TRY(check_range("read", src, bytes));
+    memcpy(dst, (char *)src.buffer->data + src.offset, bytes);
+    return NN_OK;
+}
+
+static nn_status cpu_fill(nn_backend *self, nn_buffer_ref dst, float value, size_t count) {
+    NN_TRY(check_range("fill", dst, count * sizeof(float)));
+    float *p = nn_cpu_f32(dst);
+    if (value == 0.0f) {
+        memset(p, 0, count * sizeof(float));
+    } else {
+        for (size_t i = 0; i < count; i++) p[i] = value;
+    }
+    return NN_OK;
+}
+
+static nn_status cpu_copy(nn_backend *self, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes) {
+    NN_TRY(check_range("copy", dst, bytes));
+    NN_TRY(check_range("copy", src, bytes));
+    memmove((char *)dst.buffer->data + dst.offset, (char *)src.buffer->data + src.offset, bytes);
+    return NN_OK;
+}
+
+/* How many buffer arguments each kernel takes (kernels.h lists them). */
+static const int kernel_arg_count[NN_KERNEL_COUNT] = {
+    [NN_KERNEL_GEMM] = 3,           [NN_KERNEL_IM2COL] = 2,
+    [NN_KERNEL_COL2IM] = 2,         [NN_KERNEL_MAXPOOL_FORWARD] = 3,
+    [NN_KERNEL_MAXPOOL_BACKWARD] = 3, [NN_KERNEL_BIAS_ADD] = 2,
+    [NN_KERNEL_BIAS_GRAD] = 2,      [NN_KERNEL_RELU_FORWARD] = 2,
+    [NN_KERNEL_RELU_BACKWARD] = 3,  [NN_KERNEL_ELEMENTWISE] = 3,
+    [NN_KERNEL_SOFTMAX_FORWARD] = 2, [NN_KERNEL_SOFTMAX_BACKWARD] = 3,
+    [NN_KERNEL_SOFTMAX_CE_FORWARD] = 4, [NN_KERNEL_SOFTMAX_CE_BACKWARD] = 4,
+    [NN_KERNEL_REDUCE_SUM] = 2,     [NN_KERNEL_BROADCAST_SCALAR] = 2,
+    [NN_KERNEL_SUM_SQUARES] = 2,    [NN_KERNEL_SGD_UPDATE] = 4,
+};
+
+static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int nargs,
+                         const void *params) {
+    nn_thread_pool *pool = as_cpu(self)->pool;
+    if ((unsigned)kernel >= NN_KERNEL_COUNT)
+        return nn_set_error(NN_ERR_BACKEND, "cpu: no kernel with id %d", (int)kernel);
+    if (nargs != kernel_arg_count[kernel] || !params)
+        return nn_set_error(NN_ERR_BACKEND, "cpu %s: called with %d buffers (wants %d)%s",
+                            nn_kernel_name(kernel), nargs, kernel_arg_count[kernel],
+                            params ? "" : " and no parameters");
+    switch (kernel) {
+    case NN_KERNEL_GEMM: {
+        nn_status s = nn_cpu_gemm(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]));
+        if (s != NN_OK) {
+            const nn_gemm_params *g = params;
+            return nn_set_error(s, "cpu gemm m=%d n=%d k=%d batch=%d lda=%d ldb=%d ldc=%d: %s", g->m,
+                                g->n, g->k, g->batch, g->lda, g->ldb, g->ldc,
+                                s == NN_ERR_MEMORY ? "out of scratch memory" : "invalid sizes or strides");
+        }
+        return NN_OK;
+    }
+    case NN_KERNEL_IM2COL: return nn_cpu_im2col(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
+    case NN_KERNEL_COL2IM: return nn_cpu_col2im(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
+    case NN_KERNEL_MAXPOOL_FORWARD:
+        return nn_cpu_maxpool_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_i32(a[2]));
+    case NN_KERNEL_MAXPOOL_BACKWARD:
+        return nn_cpu_maxpool_backward(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]), nn_cpu_f32(a[2]));
+    case NN_KERNEL_BIAS_ADD: return nn_cpu_bias_add(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
+    case NN_KERNEL_BIAS_GRAD: return nn_cpu_bias_grad(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
+    case NN_KERNEL_RELU_FORWARD:
+        return nn_cpu_relu_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
+    case NN_KERNEL_RELU_BACKWARD:
+        return nn_cpu_relu_backward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]));
+    case NN_KERNEL_ELEMENTWISE:
+        return nn_cpu_elementwise(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]));
+    case NN_KERNEL_SOFTMAX_FORWARD:
+        return nn_cpu_softmax_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
+    case NN_KERNEL_SOFTMAX_BACKWARD:
+        return nn_cpu_softmax_backward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]));
+    case NN_KERNEL_SOFTMAX_CE_FORWARD:
+        return nn_cpu_softmax_ce_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]),
+                                         nn_cpu_f32(a[2]), nn_cpu_f32(a[3]));
+    case NN_KERNEL_SOFTMAX_CE_BACKWARD:
+        return nn_cpu_softmax_ce_backward(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]),
+                                          nn_cpu_f32(a[2]), nn_cpu_f32(a[3]));
+    case NN_KERNEL_REDUCE_SUM: return nn_cpu_reduce_sum(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
+    case NN_KERNEL_BROADCAST_SCALAR:
+        return nn_cpu_broadcast_scalar(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
+    case NN_KERNEL_SUM_SQUARES: return nn_cpu_sum_squares(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
+    case NN_KERNEL_SGD_UPDATE:
+        return nn_cpu_sgd_update(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),
+                                 nn_cpu_f32(a[3]));
+    case NN_KERNEL_COUNT: break;
+    }
+    return nn_set_error(NN_ERR_BACKEND, "cpu: kernel %s is not implemented", nn_kernel_name(kernel));
+}
+
+/* Kernels run synchronously on the calling thread (and the pool). */
+static nn_status cpu_sync(nn_backend *self) { return NN_OK; }
+
+static void cpu_destroy(nn_backend *self) {
+    cpu_backend *cpu = as_cpu(self);
+    cache_flush(cpu);
+    nn_thread_pool_free(cpu->pool);
+    free(cpu);
+}
+
+nn_backend *nn_cpu_backend_new(int threads) {
+    if (threads <= 0) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cores > 0 ? (int)cores : 1;
+    }
+    cpu_backend *cpu = calloc(1, sizeof *cpu);
+    if (!cpu) return NN_FAIL_NULL(NN_ERR_MEMORY, "cpu backend: out of host memory");
+    cpu->pool = nn_thread_pool_new(threads);
+    if (!cpu->pool) {
+        free(cpu);
+        return NN_FAIL_NULL(NN_ERR_BACKEND, "cpu backend: could not start %d worker threads", threads);
+    }
+    nn_backend *b = &cpu->base;
+    b->name = "cpu";
+    b->kind = NN_DEVICE_CPU;
+    b->threads = threads;
+    snprintf(b->description, sizeof b->description, "cpu (%s, %d thread%s)", nn_cpu_gemm_library(),
+             threads, threads == 1 ? "" : "s");
+    b->alloc = cpu_alloc;
+    b->free = cpu_free;
+    b->write = cpu_write;
+    b->read = cpu_read;
+    b->fill = cpu_fill;
+    b->copy = cpu_copy;
+    b->run = cpu_run;
+    b->sync = cpu_sync;
+    b->destroy = cpu_destroy;
+    return b;
+}

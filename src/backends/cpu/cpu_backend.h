@@ -1,0 +1,63 @@
+/* The CPU backend's private types and its kernels, one file per family. */
+#ifndef NN_CPU_BACKEND_H
+#define NN_CPU_BACKEND_H
+
+#include "backends/backend.h"
+#include "thread_pool.h"
+
+struct nn_buffer {
+    size_t bytes;
+    void *data;             /* 64-byte aligned */
+    struct nn_buffer *next; /* in the free cache */
+};
+
+/* Element pointers from kernel arguments (NULL for an absent optional one). */
+static inline float *nn_cpu_f32(nn_buffer_ref ref) {
+    return ref.buffer ? (float *)((char *)ref.buffer->data + ref.offset) : NULL;
+}
+static inline int32_t *nn_cpu_i32(nn_buffer_ref ref) {
+    return ref.buffer ? (int32_t *)((char *)ref.buffer->data + ref.offset) : NULL;
+}
+
+/* Elements below which a pointwise kernel runs on one thread: waking the
+ * workers costs more than the work. */
+#define NN_CPU_MIN_CHUNK 16384
+
+nn_status nn_cpu_im2col(nn_thread_pool *pool, const nn_conv_geometry *g, const float *image,
+                        float *cols);
+nn_status nn_cpu_col2im(nn_thread_pool *pool, const nn_conv_geometry *g, const float *cols,
+                        float *image);
+nn_status nn_cpu_maxpool_forward(nn_thread_pool *pool, const nn_pool_params *p, const float *x,
+                                 float *y, int32_t *argmax);
+nn_status nn_cpu_maxpool_backward(nn_thread_pool *pool, const nn_pool_params *p, const float *dy,
+                                  const int32_t *argmax, float *dx);
+nn_status nn_cpu_bias_add(nn_thread_pool *pool, const nn_bias_params *p, float *y,
+                          const float *bias);
+nn_status nn_cpu_bias_grad(nn_thread_pool *pool, const nn_bias_params *p, const float *dy,
+                           float *dbias);
+nn_status nn_cpu_relu_forward(nn_thread_pool *pool, const nn_pointwise_params *p, const float *x,
+                              float *y);
+nn_status nn_cpu_relu_backward(nn_thread_pool *pool, const nn_pointwise_params *p, const float *y,
+                               const float *dy, float *dx);
+nn_status nn_cpu_elementwise(nn_thread_pool *pool, const nn_pointwise_params *p, const float *a,
+                             const float *b, float *out);
+nn_status nn_cpu_reduce_sum(nn_thread_pool *pool, const nn_pointwise_params *p, const float *x,
+                            float *out);
+nn_status nn_cpu_sum_squares(nn_thread_pool *pool, const nn_pointwise_params *p, const float *x,
+                             float *out);
+nn_status nn_cpu_broadcast_scalar(nn_thread_pool *pool, const nn_pointwise_params *p,
+                                  const float *s, float *out);
+nn_status nn_cpu_softmax_forward(nn_thread_pool *pool, const nn_softmax_params *p, const float *x,
+                                 float *y);
+nn_status nn_cpu_softmax_backward(nn_thread_pool *pool, const nn_softmax_params *p, const float *y,
+                                  const float *dy, float *dx);
+nn_status nn_cpu_softmax_ce_forward(nn_thread_pool *pool, const nn_softmax_params *p,
+                                    const float *logits, const int32_t *labels, float *probs,
+                                    float *loss);
+nn_status nn_cpu_softmax_ce_backward(nn_thread_pool *pool, const nn_softmax_params *p,
+                                     const float *probs, const int32_t *labels,
+                                     const float *dloss, float *dlogits);
+nn_status nn_cpu_sgd_update(nn_thread_pool *pool, const nn_sgd_params *p, float *param,
+                            const float *grad, float *velocity, const float *grad_norm_sq);
+
+#endif

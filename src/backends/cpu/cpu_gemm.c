@@ -1,0 +1,535 @@
+/* The CPU GEMM. Two layers:
+ *
+ * 1. One product, C = alpha op(A) op(B) + beta C, by the library chosen at
+ *    build time: cblas_sgemm with -DNN_USE_OPENBLAS, otherwise the built-in
+ *    blocked GEMM below (the Goto/BLIS scheme: pack panels of A and B, then a
+ *    register-blocked micro-kernel over them).
+ * 2. Threading, shared by both: the batch and the rows or columns of C are
+ *    cut into pieces that the pool's workers run as independent products.
+ *    OpenBLAS's own threads are switched off so the two never fight over
+ *    the cores.
+ *
+ * Determinism: every piece of C is computed by exactly one worker in a fixed
+ * order, and the pool hands out static ranges, so a given pool size always
+ * gives the same bits. The summed batch (stride_c == 0) gives each worker a
+ * private partial C; the partials are added in worker order. */
+#include "cpu_gemm.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef NN_USE_OPENBLAS
+#include <cblas.h>
+#endif
+
+/* Waking a worker costs a few microseconds; a worker is only used when it
+ * gets at least this many flops (about 25 us of work at 80 GFLOP/s). Tests
+ * may define it smaller to exercise the threaded paths on small shapes. */
+#ifndef MIN_FLOPS_PER_THREAD
+#define MIN_FLOPS_PER_THREAD (2.0 * 1024 * 1024)
+#endif
+
+static int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
+static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
+static int64_t round_up(int64_t x, int64_t unit) { return ceil_div(x, unit) * unit; }
+
+/* One product on plain pointers and 64-bit sizes: what layer 1 runs. */
+typedef struct gemm_call {
+    int64_t m, n, k;
+    int trans_a, trans_b;
+    const float *a;
+    int64_t lda;
+    const float *b;
+    int64_t ldb;
+    float *c;
+    int64_t ldc;
+    float alpha, beta; /* beta == 0: C is written without being read */
+} gemm_call;
+
+/* C = beta * C for an m x n block (beta == 0 writes zeros, so NaN garbage
+ * in C does not survive). Used for k == 0 and alpha == 0. */
+static void scale_block(float *c, int64_t m, int64_t n, int64_t ldc, float beta) {
+    if (beta == 1.0f) return;
+    for (int64_t i = 0; i < m; i++) {
+        float *row = c + i * ldc;
+        if (beta == 0.0f)
+            memset(row, 0, (size_t)n * sizeof *row);
+        else
+            for (int64_t j = 0; j < n; j++) row[j] *= beta;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+#ifdef NN_USE_OPENBLAS
+/* Layer 1 with OpenBLAS. */
+
+/* OpenBLAS's work is split by our pool, never by OpenBLAS's own threads. */
+#define ROW_UNIT 16
+#define COL_UNIT 16
+
+static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
+static char g_library[96] = "OpenBLAS";
+
+static void gemm_init(void) {
+    openblas_set_num_threads(1);
+    /* openblas_get_config() reads "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH ...":
+     * keep the name and version, and add the kernel set picked for this CPU. */
+    const char *config = openblas_get_config();
+    const char *core = openblas_get_corename();
+    char name[48] = "OpenBLAS", version[32] = "";
+    if (config) sscanf(config, "%47s %31s", name, version);
+    snprintf(g_library, sizeof g_library, "%s%s%s%s%s%s", name, version[0] ? " " : "", version,
+             core && core[0] ? " (" : "", core && core[0] ? core : "", core && core[0] ? ")" : "");
+}
+
+static size_t scratch_a_floats(int64_t m, int64_t k) { return 0; }
+static size_t scratch_b_floats(int64_t n, int64_t k) { return 0; }
+
+static void gemm_one(const gemm_call *g, float *pack_a, float *pack_b) {
+    /* cblas_sgemm with beta == 0 sets C to zero without reading it (BLAS
+     * semantics), which is what the contract asks for. The sizes fit: all
+     * come from int32_t fields. */
+    cblas_sgemm(CblasRowMajor, g->trans_a ? CblasTrans : CblasNoTrans,
+                g->trans_b ? CblasTrans : CblasNoTrans, (blasint)g->m, (blasint)g->n,
+                (blasint)g->k, g->alpha, g->a, (blasint)g->lda, g->b, (blasint)g->ldb, g->beta,
+                g->c, (blasint)g->ldc);
+}
+
+/* ------------------------------------------------------------------------ */
+#else
+/* Layer 1, built in. C += A B is computed in blocks sized for the caches:
+ *
+ *   for each NC-wide column block of B (jc)         B block ~ L3
+ *     for each KC-deep slice of k (pc)              pack B[pc, jc] into panels of NR columns
+ *       for each MC-tall row block of A (ic)        pack A[ic, pc] into panels of MR rows (~ L2)
+ *         for each NR-wide B panel (jr)             one B panel (KC x NR) stays in L1
+ *           for each MR-tall A panel (ir)
+ *             micro-kernel: an MR x NR tile of C, kept in registers over KC steps
+ *
+ * Packing copies op(A) and op(B) into the exact order the micro-kernel reads
+ * them, so transposes cost nothing in the hot loop and every load there is
+ * unit stride. Panels are zero-padded at the edges: the micro-kernel always
+ * computes a whole tile, and only the write-back handles partial tiles. */
+
+/* Tile shapes. The micro-kernel is plain C that the compiler vectorizes
+ * along NR; MR x NR accumulators must fit the 16 AVX2 registers with room for
+ * B and a broadcast. gcc keeps a 6 x 16 tile (12 ymm accumulators) in
+ * registers; clang 14 spills that one but handles 4 x 24 well (measured on
+ * Zen 3: both reach ~70-80 GFLOP/s on one core in L1). */
+#if defined(__clang__)
+#define MR 4
+#define NR 24
+#else
+#define MR 6
+#define NR 16
+#endif
+#define KC 256        /* a KC x NR panel of B is 16-24 KiB: stays in L1 */
+#define MC (MR * 24)  /* an MC x KC block of A is 96-144 KiB: stays in L2 */
+#define NC (NR * 192) /* a KC x NC block of B is 3-4.5 MiB: stays in L3 */
+#define ROW_UNIT MR
+#define COL_UNIT NR
+
+#if defined(__GNUC__)
+#define NN_ALWAYS_INLINE inline __attribute__((always_inline))
+/* Unrolling the MR rows lets the accumulators live in registers. */
+#define NN_UNROLL_ROWS _Pragma("GCC unroll 8")
+#else
+#define NN_ALWAYS_INLINE inline
+#define NN_UNROLL_ROWS
+#endif
+
+/* x86-64 with gcc/clang: the micro-kernel is compiled twice, for AVX2+FMA
+ * and for the baseline (SSE2), and the right one is picked at run time, so
+ * one binary is fast on modern CPUs and still runs on old ones. (A manual
+ * dispatch rather than target_clones: target_clones("avx2,fma") makes one
+ * clone per feature, not one with both.) Build with -DNN_GEMM_NO_DISPATCH
+ * to force the baseline kernel, e.g. to test it on an AVX2 machine. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(NN_GEMM_NO_DISPATCH)
+#define NN_GEMM_DISPATCH 1
+#else
+#define NN_GEMM_DISPATCH 0
+#endif
+
+typedef void (*micro_kernel_fn)(int64_t kc, const float *ap, const float *bp, float *c,
+                                int64_t ldc, float alpha, float beta);
+
+/* The MR x NR tile C = alpha * (A panel x B panel) + beta * C, where the A
+ * panel holds MR values per k step and the B panel NR values. use_fma is a
+ * constant after inlining: fmaf becomes one vfmadd instruction when the
+ * target has FMA, and gcc in ISO C mode (-std=c11) would not fuse a*b+c by
+ * itself; without FMA hardware fmaf would be a slow library call, so the
+ * baseline kernel multiplies and adds. */
+static NN_ALWAYS_INLINE void micro_kernel_body(int64_t kc, const float *restrict ap,
+                                               const float *restrict bp, float *restrict c,
+                                               int64_t ldc, float alpha, float beta,
+                                               int use_fma) {
+    float acc[MR][NR] = {{0}};
+    for (int64_t p = 0; p < kc; p++) {
+        const float *a = ap + p * MR;
+        const float *b = bp + p * NR;
+        NN_UNROLL_ROWS
+        for (int i = 0; i < MR; i++) {
+            float ai = a[i];
+            for (int j = 0; j < NR; j++)
+                acc[i][j] = use_fma ? fmaf(ai, b[j], acc[i][j]) : acc[i][j] + ai * b[j];
+        }
+    }
+    if (beta == 0.0f) {
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++) c[i * ldc + j] = alpha * acc[i][j];
+    } else {
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++) c[i * ldc + j] = beta * c[i * ldc + j] + alpha * acc[i][j];
+    }
+}
+
+static void micro_kernel_generic(int64_t kc, const float *ap, const float *bp, float *c,
+                                 int64_t ldc, float alpha, float beta) {
+    micro_kernel_body(kc, ap, bp, c, ldc, alpha, beta, 0);
+}
+
+#if NN_GEMM_DISPATCH
+__attribute__((target("avx2,fma"))) static void
+micro_kernel_avx2(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc,
+                  float alpha, float beta) {
+    micro_kernel_body(kc, ap, bp, c, ldc, alpha, beta, 1);
+}
+#endif
+
+static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
+static micro_kernel_fn g_kernel = micro_kernel_generic;
+static const char *g_library = "built-in blocked GEMM";
+
+static void gemm_init(void) {
+#if NN_GEMM_DISPATCH
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        g_kernel = micro_kernel_avx2;
+        g_library = "built-in blocked GEMM (AVX2+FMA)";
+    }
+#endif
+}
+
+/* Scratch for one worker's packed blocks of an m x n x k product. */
+static size_t scratch_a_floats(int64_t m, int64_t k) {
+    return (size_t)round_up(round_up(min64(m, MC), MR) * min64(k, KC), 16);
+}
+static size_t scratch_b_floats(int64_t n, int64_t k) {
+    return (size_t)round_up(min64(k, KC) * round_up(min64(n, NC), NR), 16);
+}
+
+/* op(A)[i][p] for the mc x kc block at a: row panels of MR, zero-padded. */
+static void pack_a(int64_t mc, int64_t kc, const float *a, int64_t lda, int trans, float *dst) {
+    for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
+        int64_t rows = min64(MR, mc - i0);
+        for (int64_t p = 0; p < kc; p++) {
+            float *d = dst + p * MR;
+            int64_t i = 0;
+            if (trans) /* stored k x m: the MR values of one k step are adjacent */
+                for (const float *s = a + p * lda + i0; i < rows; i++) d[i] = s[i];
+            else
+                for (const float *s = a + i0 * lda + p; i < rows; i++) d[i] = s[i * lda];
+            for (; i < MR; i++) d[i] = 0.0f;
+        }
+    }
+}
+
+/* op(B)[p][j] for the kc x nc block at b: column panels of NR, zero-padded. */
+static void pack_b(int64_t kc, int64_t nc, const float *b, int64_t ldb, int trans, float *dst) {
+    for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {
+        int64_t cols = min64(NR, nc - j0);
+        if (trans) { /* stored n x k: walk each stored row once */
+            for (int64_t j = 0; j < cols; j++) {
+                const float *s = b + (j0 + j) * ldb;
+                for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = s[p];
+            }
+            for (int64_t p = 0; p < kc; p++)
+                for (int64_t j = cols; j < NR; j++) dst[p * NR + j] = 0.0f;
+        } else {
+            for (int64_t p = 0; p < kc; p++) {
+                const float *s = b + p * ldb + j0;
+                float *d = dst + p * NR;
+                int64_t j = 0;
+                for (; j < cols; j++) d[j] = s[j];
+                for (; j < NR; j++) d[j] = 0.0f;
+            }
+        }
+    }
+}
+
+/* A partial tile (at the right or bottom edge of C): the micro-kernel wrote
+ * the whole MR x NR product into tile; merge the part inside C. */
+static void edge_update(float *c, int64_t ldc, const float *tile, int64_t mr, int64_t nr,
+                        float alpha, float beta) {
+    for (int64_t i = 0; i < mr; i++)
+        for (int64_t j = 0; j < nr; j++) {
+            float v = alpha * tile[i * NR + j];
+            c[i * ldc + j] = beta == 0.0f ? v : beta * c[i * ldc + j] + v;
+        }
+}
+
+static void gemm_one(const gemm_call *g, float *pack_a_buf, float *pack_b_buf) {
+    micro_kernel_fn kernel = g_kernel;
+    for (int64_t jc = 0; jc < g->n; jc += NC) {
+        int64_t nc = min64(NC, g->n - jc);
+        for (int64_t pc = 0; pc < g->k; pc += KC) {
+            int64_t kc = min64(KC, g->k - pc);
+            /* beta applies once; later k slices add to what is there. */
+            float beta = pc == 0 ? g->beta : 1.0f;
+            const float *b = g->trans_b ? g->b + jc * g->ldb + pc : g->b + pc * g->ldb + jc;
+            pack_b(kc, nc, b, g->ldb, g->trans_b, pack_b_buf);
+            for (int64_t ic = 0; ic < g->m; ic += MC) {
+                int64_t mc = min64(MC, g->m - ic);
+                const float *a = g->trans_a ? g->a + pc * g->lda + ic : g->a + ic * g->lda + pc;
+                pack_a(mc, kc, a, g->lda, g->trans_a, pack_a_buf);
+                for (int64_t jr = 0; jr < nc; jr += NR) {
+                    int64_t nr = min64(NR, nc - jr);
+                    const float *bp = pack_b_buf + jr * kc;
+                    for (int64_t ir = 0; ir < mc; ir += MR) {
+                        int64_t mr = min64(MR, mc - ir);
+                        const float *ap = pack_a_buf + ir * kc;
+                        float *c = g->c + (ic + ir) * g->ldc + jc + jr;
+                        if (mr == MR && nr == NR) {
+                            kernel(kc, ap, bp, c, g->ldc, g->alpha, beta);
+                        } else {
+                            float tile[MR * NR];
+                            kernel(kc, ap, bp, tile, NR, 1.0f, 0.0f);
+                            edge_update(c, g->ldc, tile, mr, nr, g->alpha, beta);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+#endif /* built-in */
+
+/* ------------------------------------------------------------------------ */
+/* Layer 2: splitting the work over the pool. */
+
+typedef struct gemm_job {
+    const nn_gemm_params *p;
+    const float *a, *b;
+    float *c;
+    /* Each product is cut into `chunks` pieces of `chunk` rows (split_rows)
+     * or columns of C. */
+    int split_rows;
+    int64_t chunk, chunks;
+    /* Per worker (indexed by the pool's worker number): packing space and,
+     * for a summed batch, a private partial C (m x n, dense). */
+    float *scratch;
+    size_t scratch_a, scratch_b; /* floats per worker */
+    float *partials;
+    int *partial_used;
+    int workers; /* the pool's size: how many partial_used flags there are */
+} gemm_job;
+
+/* The product of batch entry `item`, restricted to rows [r0, r1) and
+ * columns [c0, c1) of C: offsetting A's rows and B's columns is all it takes. */
+static gemm_call piece(const gemm_job *job, int64_t item, int64_t r0, int64_t r1, int64_t c0,
+                       int64_t c1) {
+    const nn_gemm_params *p = job->p;
+    const float *a = job->a + item * p->stride_a;
+    const float *b = job->b + item * p->stride_b;
+    gemm_call g = {
+        .m = r1 - r0, .n = c1 - c0, .k = p->k,
+        .trans_a = p->trans_a != 0, .trans_b = p->trans_b != 0,
+        .a = p->trans_a ? a + r0 : a + r0 * p->lda, .lda = p->lda,
+        .b = p->trans_b ? b + c0 * p->ldb : b + c0, .ldb = p->ldb,
+        .c = job->c + item * p->stride_c + r0 * p->ldc + c0, .ldc = p->ldc,
+        .alpha = p->alpha, .beta = p->beta,
+    };
+    return g;
+}
+
+static void chunk_bounds(const gemm_job *job, int64_t ch, int64_t *r0, int64_t *r1, int64_t *c0,
+                         int64_t *c1) {
+    const nn_gemm_params *p = job->p;
+    int64_t lo = ch * job->chunk, dim = job->split_rows ? p->m : p->n;
+    int64_t hi = min64(lo + job->chunk, dim);
+    *r0 = 0, *r1 = p->m, *c0 = 0, *c1 = p->n;
+    if (job->split_rows)
+        *r0 = lo, *r1 = hi;
+    else
+        *c0 = lo, *c1 = hi;
+}
+
+static float *worker_pack_a(const gemm_job *job, int worker) {
+    return job->scratch ? job->scratch + (size_t)worker * (job->scratch_a + job->scratch_b) : NULL;
+}
+static float *worker_pack_b(const gemm_job *job, int worker) {
+    return job->scratch ? worker_pack_a(job, worker) + job->scratch_a : NULL;
+}
+
+/* Independent products: item = batch entry * chunks + chunk. */
+static void run_pieces(void *arg, int64_t begin, int64_t end, int worker) {
+    const gemm_job *job = arg;
+    for (int64_t it = begin; it < end; it++) {
+        int64_t r0, r1, c0, c1;
+        chunk_bounds(job, it % job->chunks, &r0, &r1, &c0, &c1);
+        gemm_call g = piece(job, it / job->chunks, r0, r1, c0, c1);
+        gemm_one(&g, worker_pack_a(job, worker), worker_pack_b(job, worker));
+    }
+}
+
+/* A summed batch cut along C: each chunk of C runs through the whole batch,
+ * the first product applying beta and the others adding. */
+static void run_summed_chunks(void *arg, int64_t begin, int64_t end, int worker) {
+    const gemm_job *job = arg;
+    for (int64_t ch = begin; ch < end; ch++) {
+        int64_t r0, r1, c0, c1;
+        chunk_bounds(job, ch, &r0, &r1, &c0, &c1);
+        for (int64_t item = 0; item < job->p->batch; item++) {
+            gemm_call g = piece(job, item, r0, r1, c0, c1);
+            if (item > 0) g.beta = 1.0f;
+            gemm_one(&g, worker_pack_a(job, worker), worker_pack_b(job, worker));
+        }
+    }
+}
+
+/* A summed batch cut along the batch: the worker holding the first entries
+ * writes C itself (applying beta); every other worker sums its entries into
+ * its private partial, added to C afterwards in worker order. */
+static void run_summed_batch(void *arg, int64_t begin, int64_t end, int worker) {
+    const gemm_job *job = arg;
+    const nn_gemm_params *p = job->p;
+    float *partial = job->partials + (size_t)worker * (size_t)p->m * (size_t)p->n;
+    for (int64_t item = begin; item < end; item++) {
+        gemm_call g = piece(job, item, 0, p->m, 0, p->n);
+        if (begin > 0) {
+            g.c = partial;
+            g.ldc = p->n;
+            g.beta = item == begin ? 0.0f : 1.0f;
+        } else if (item > begin) {
+            g.beta = 1.0f;
+        }
+        gemm_one(&g, worker_pack_a(job, worker), worker_pack_b(job, worker));
+    }
+    if (begin > 0) job->partial_used[worker] = 1;
+}
+
+/* C += the used partials, in worker order, for rows [begin, end). The order
+ * of additions per element does not depend on how the rows are split. */
+static void add_partials(void *arg, int64_t begin, int64_t end, int worker) {
+    const gemm_job *job = arg;
+    const nn_gemm_params *p = job->p;
+    for (int w = 0; w < job->workers; w++) {
+        if (!job->partial_used[w]) continue;
+        const float *part = job->partials + (size_t)w * (size_t)p->m * (size_t)p->n;
+        for (int64_t i = begin; i < end; i++) {
+            float *c = job->c + i * p->ldc;
+            const float *s = part + i * p->n;
+            for (int64_t j = 0; j < p->n; j++) c[j] += s[j];
+        }
+    }
+}
+
+/* Cut one product into about `want` chunks along its longer side (in tiles),
+ * whole tiles per chunk so that no worker computes padding it need not. */
+static void choose_split(gemm_job *job, int64_t want) {
+    const nn_gemm_params *p = job->p;
+    int64_t tiles_m = ceil_div(p->m, ROW_UNIT), tiles_n = ceil_div(p->n, COL_UNIT);
+    job->split_rows = tiles_m > tiles_n;
+    int64_t tiles = job->split_rows ? tiles_m : tiles_n;
+    int64_t unit = job->split_rows ? ROW_UNIT : COL_UNIT;
+    int64_t dim = job->split_rows ? p->m : p->n;
+    job->chunk = min64(ceil_div(tiles, want) * unit, dim);
+    job->chunks = ceil_div(dim, job->chunk);
+}
+
+static nn_status check_params(const nn_gemm_params *p, const float *a, const float *b,
+                              const float *c) {
+    if (!p || p->m < 0 || p->n < 0 || p->k < 0 || p->batch < 0) return NN_ERR_ARGUMENT;
+    if (p->stride_a < 0 || p->stride_b < 0 || p->stride_c < 0) return NN_ERR_ARGUMENT;
+    if (p->lda < (p->trans_a ? p->m : p->k) || p->ldb < (p->trans_b ? p->k : p->n) ||
+        p->ldc < p->n)
+        return NN_ERR_ARGUMENT;
+    if (p->m == 0 || p->n == 0 || p->batch == 0) return NN_OK;
+    if (!c) return NN_ERR_ARGUMENT;
+    if (p->k > 0 && p->alpha != 0.0f && (!a || !b)) return NN_ERR_ARGUMENT;
+    /* Distinct outputs of a batch must not overlap: they are written in parallel. */
+    if (p->batch > 1 && p->stride_c != 0 && p->stride_c < (int64_t)(p->m - 1) * p->ldc + p->n)
+        return NN_ERR_ARGUMENT;
+    return NN_OK;
+}
+
+nn_status nn_cpu_gemm(nn_thread_pool *pool, const nn_gemm_params *p, const float *a,
+                      const float *b, float *c) {
+    nn_status st = check_params(p, a, b, c);
+    if (st != NN_OK || p->m == 0 || p->n == 0 || p->batch == 0) return st;
+    pthread_once(&g_init_once, gemm_init);
+
+    int summed = p->stride_c == 0 && p->batch > 1;
+    int64_t outputs = summed ? 1 : p->batch;
+    if (p->k == 0 || p->alpha == 0.0f) { /* nothing to multiply: C = beta C */
+        for (int64_t i = 0; i < outputs; i++)
+            scale_block(c + i * p->stride_c, p->m, p->n, p->ldc, p->beta);
+        return NN_OK;
+    }
+
+    int pool_size = nn_thread_pool_size(pool);
+    double flops = 2.0 * p->m * p->n * p->k * p->batch;
+    int64_t threads = (int64_t)(flops / MIN_FLOPS_PER_THREAD);
+    if (threads > pool_size) threads = pool_size;
+    if (threads < 1) threads = 1;
+
+    gemm_job job = {.p = p, .a = a, .b = b, .c = c, .chunk = p->n, .chunks = 1,
+                    .workers = pool_size};
+    enum { PIECES, SUMMED_CHUNKS, SUMMED_BATCH } plan = summed ? SUMMED_CHUNKS : PIECES;
+    if (summed && threads > 1 && p->batch >= threads) {
+        plan = SUMMED_BATCH;
+    } else if (threads > 1 && (summed || p->batch < threads ||
+                               (p->batch % threads != 0 && p->batch < 4 * threads))) {
+        /* Too few batch entries to share out evenly: cut each product too. */
+        choose_split(&job, threads);
+    }
+
+    /* One allocation for everything the workers need, indexed by worker
+     * number (any of the pool's), made here so failure is reported before
+     * any work starts. */
+    int64_t rows = job.split_rows ? job.chunk : p->m, cols = job.split_rows ? p->n : job.chunk;
+    job.scratch_a = scratch_a_floats(rows, p->k);
+    job.scratch_b = scratch_b_floats(cols, p->k);
+    size_t per_worker = job.scratch_a + job.scratch_b;
+    size_t partial_floats = plan == SUMMED_BATCH ? (size_t)p->m * (size_t)p->n : 0;
+    size_t floats = (size_t)pool_size * (per_worker + partial_floats);
+    size_t bytes = floats * sizeof(float) + (size_t)pool_size * sizeof(int);
+    void *mem = NULL;
+    if (floats > 0 || plan == SUMMED_BATCH) {
+        mem = aligned_alloc(64, (size_t)round_up((int64_t)bytes, 64));
+        if (!mem) return NN_ERR_MEMORY;
+        job.scratch = per_worker ? mem : NULL;
+        job.partials = (float *)mem + (size_t)pool_size * per_worker;
+        job.partial_used = (int *)((float *)mem + floats);
+        memset(job.partial_used, 0, (size_t)pool_size * sizeof(int));
+    }
+
+    switch (plan) {
+    case PIECES: {
+        int64_t items = p->batch * job.chunks;
+        nn_parallel_for(pool, items, ceil_div(items, threads), run_pieces, &job);
+        break;
+    }
+    case SUMMED_CHUNKS:
+        nn_parallel_for(pool, job.chunks, ceil_div(job.chunks, threads), run_summed_chunks, &job);
+        break;
+    case SUMMED_BATCH: {
+        nn_parallel_for(pool, p->batch, ceil_div(p->batch, threads), run_summed_batch, &job);
+        int64_t adds = (int64_t)p->m * p->n * (threads - 1);
+        int64_t min_rows = adds >= (1 << 18) ? ceil_div(p->m, threads) : p->m;
+        nn_parallel_for(pool, p->m, min_rows, add_partials, &job);
+        break;
+    }
+    }
+    free(mem);
+    return NN_OK;
+}
+
+const char *nn_cpu_gemm_library(void) {
+    pthread_once(&g_init_once, gemm_init);
+    return g_library;
+}

@@ -1,0 +1,101 @@
+/* The kernel families every backend implements, and the parameters of each
+ * (the seed's constant buffers, Vulkan's push constants). All sizes are
+ * element counts; all tensors are dense and row-major. Buffer arguments are
+ * passed to backend->run in the order listed beside each kernel. */
+#ifndef NN_KERNELS_H
+#define NN_KERNELS_H
+
+#include <stdint.h>
+
+typedef enum nn_kernel {
+    NN_KERNEL_GEMM,              /* A, B, C */
+    NN_KERNEL_IM2COL,            /* image, columns */
+    NN_KERNEL_COL2IM,            /* columns, image */
+    NN_KERNEL_MAXPOOL_FORWARD,   /* x, y, argmax (int32) */
+    NN_KERNEL_MAXPOOL_BACKWARD,  /* dy, argmax, dx */
+    NN_KERNEL_BIAS_ADD,          /* y (in place), bias */
+    NN_KERNEL_BIAS_GRAD,         /* dy, dbias */
+    NN_KERNEL_RELU_FORWARD,      /* x, y */
+    NN_KERNEL_RELU_BACKWARD,     /* y, dy, dx */
+    NN_KERNEL_ELEMENTWISE,       /* a, b (unused by SCALE), out */
+    NN_KERNEL_SOFTMAX_FORWARD,   /* x, y */
+    NN_KERNEL_SOFTMAX_BACKWARD,  /* y, dy, dx */
+    NN_KERNEL_SOFTMAX_CE_FORWARD,  /* logits, labels (int32), probs, loss[1] */
+    NN_KERNEL_SOFTMAX_CE_BACKWARD, /* probs, labels, dloss[1], dlogits */
+    NN_KERNEL_REDUCE_SUM,        /* x, out[1] */
+    NN_KERNEL_BROADCAST_SCALAR,  /* s[1], out */
+    NN_KERNEL_SUM_SQUARES,       /* x, out[1] */
+    NN_KERNEL_SGD_UPDATE,        /* param, grad, velocity (or none), grad_norm_sq[1] (or none) */
+    NN_KERNEL_COUNT
+} nn_kernel;
+
+/* Backward kernels either overwrite their output or add into it: a tensor
+ * used by several operations accumulates its gradient (the seed's grad_accum). */
+
+/* C[b] = alpha * op(A[b]) op(B[b]) + beta * C[b], for b < batch, where A[b]
+ * starts at b * stride_a (likewise B, C). op(A) is m x k, op(B) is k x n.
+ * stride_c == 0 with batch > 1 sums the batch into one C (conv's dW). */
+typedef struct nn_gemm_params {
+    int32_t m, n, k;
+    int32_t trans_a, trans_b;
+    int32_t lda, ldb, ldc;
+    int32_t batch;
+    int64_t stride_a, stride_b, stride_c;
+    float alpha, beta;
+} nn_gemm_params;
+
+/* Image [batch, channels, height, width] <-> columns [batch, channels*kh*kw,
+ * out_h*out_w]; col2im adds every column entry back into its pixel. */
+typedef struct nn_conv_geometry {
+    int32_t batch, channels, height, width;
+    int32_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+    int32_t out_h, out_w;
+    int32_t accumulate; /* col2im only */
+} nn_conv_geometry;
+
+typedef struct nn_pool_params {
+    int32_t batch, channels, height, width;
+    int32_t kernel, stride, pad;
+    int32_t out_h, out_w;
+    int32_t accumulate; /* backward only */
+} nn_pool_params;
+
+/* y[o, c, i] += bias[c] for o < outer, c < channels, i < inner (forward);
+ * dbias[c] (+)= sum over o, i of dy[o, c, i] (backward). */
+typedef struct nn_bias_params {
+    int64_t outer, inner;
+    int32_t channels;
+    int32_t accumulate;
+} nn_bias_params;
+
+typedef enum nn_elementwise_op {
+    NN_EW_ADD,   /* out (+)= a + b */
+    NN_EW_MUL,   /* out (+)= a * b */
+    NN_EW_SCALE  /* out (+)= alpha * a */
+} nn_elementwise_op;
+
+/* For elementwise kernels, relu, broadcast, reductions. */
+typedef struct nn_pointwise_params {
+    int64_t n;
+    int32_t op;         /* nn_elementwise_op, for NN_KERNEL_ELEMENTWISE */
+    int32_t accumulate; /* add into the output instead of overwriting it */
+    float alpha;        /* scale factor (SCALE, REDUCE_SUM, BROADCAST_SCALAR) */
+} nn_pointwise_params;
+
+/* Row-wise softmax and softmax + cross-entropy over [rows, cols]. */
+typedef struct nn_softmax_params {
+    int32_t rows, cols;
+    int32_t accumulate;
+} nn_softmax_params;
+
+typedef struct nn_sgd_params {
+    int64_t n;
+    float lr, momentum, weight_decay;
+    float clip_value;    /* 0 = off */
+    float max_grad_norm; /* 0 = off; reads grad_norm_sq[0] */
+    int32_t nesterov;
+} nn_sgd_params;
+
+const char *nn_kernel_name(nn_kernel kernel);
+
+#endif

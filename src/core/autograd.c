@@ -1,0 +1,126 @@
+/* The define-by-run tape and nn_backward. Ops append nodes as they run;
+ * backward walks the nodes in reverse from the loss's node and calls each
+ * node's rule when its output has received a gradient. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+bool nn_autograd_needed(nn_ctx *ctx, nn_tensor *const *inputs, int count) {
+    if (!ctx->grad_enabled) return false;
+    for (int i = 0; i < count; i++)
+        if (inputs[i] && inputs[i]->requires_grad) return true;
+    return false;
+}
+
+bool nn_wants_grad(const nn_tensor *t) { return t && t->requires_grad; }
+
+nn_node *nn_tape_record(nn_tensor *output, const char *op, nn_backward_fn backward,
+                        nn_tensor *const *inputs, int input_count, nn_tensor *const *saved,
+                        int saved_count) {
+    nn_ctx *ctx = output->ctx;
+    if (ctx->tape_count == ctx->tape_capacity) {
+        int64_t capacity = ctx->tape_capacity ? ctx->tape_capacity * 2 : 64;
+        nn_node **grown = realloc(ctx->tape, (size_t)capacity * sizeof *grown);
+        if (!grown) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory for the tape", op);
+        ctx->tape = grown;
+        ctx->tape_capacity = capacity;
+    }
+    nn_node *node = calloc(1, sizeof *node);
+    if (!node) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory for the tape", op);
+    node->op = op;
+    node->backward = backward;
+    node->output = nn_tensor_retain(output);
+    for (int i = 0; i < input_count; i++) node->inputs[i] = nn_tensor_retain(inputs[i]);
+    node->input_count = input_count;
+    for (int i = 0; i < saved_count; i++) node->saved[i] = nn_tensor_retain(saved[i]);
+    node->saved_count = saved_count;
+    node->tape_index = ctx->tape_count;
+    ctx->tape[ctx->tape_count++] = node;
+    output->grad_fn = node;
+    output->requires_grad = true;
+    output->is_result = true;
+    return node;
+}
+
+void nn_tape_clear(nn_ctx *ctx) {
+    for (int64_t i = 0; i < ctx->tape_count; i++) {
+        nn_node *node = ctx->tape[i];
+        node->output->grad_fn = NULL;
+        nn_tensor_release(node->output);
+        for (int k = 0; k < node->input_count; k++) nn_tensor_release(node->inputs[k]);
+        for (int k = 0; k < node->saved_count; k++) nn_tensor_release(node->saved[k]);
+        free(node);
+    }
+    ctx->tape_count = 0;
+}
+
+nn_status nn_grad_target(nn_tensor *t, nn_tensor **grad, int32_t *accumulate) {
+    bool leaf = t->grad_fn == NULL;
+    if (!t->grad) {
+        t->grad = nn_tensor_alloc(t->ctx, NN_F32, t->ndim, t->shape, false);
+        if (!t->grad) return nn_last_status();
+        /* A leaf's gradient is a running sum (until zeroed), so it starts at 0;
+         * a non-leaf's is overwritten by the first rule that writes it. */
+        if (leaf) NN_TRY(nn_tensor_fill(t->grad, 0.0f));
+    }
+    *grad = t->grad;
+    if (leaf) {
+        *accumulate = 1;
+    } else {
+        *accumulate = t->grad_written;
+        t->grad_written = true;
+    }
+    return NN_OK;
+}
+
+/* d(leaf)/d(leaf) = 1 added into the leaf's grad. */
+static nn_status backward_from_leaf(nn_tensor *loss) {
+    nn_tensor *grad;
+    int32_t accumulate;
+    NN_TRY(nn_grad_target(loss, &grad, &accumulate));
+    nn_tensor *one = nn_tensor_alloc(loss->ctx, NN_F32, loss->ndim, loss->shape, false);
+    if (!one) return nn_last_status();
+    nn_status status = nn_tensor_fill(one, 1.0f);
+    if (status == NN_OK) {
+        nn_pointwise_params p = {.n = 1, .op = NN_EW_SCALE, .accumulate = 1, .alpha = 1.0f};
+        nn_buffer_ref args[3] = {nn_tensor_ref(one), nn_tensor_ref(one), nn_tensor_ref(grad)};
+        status = nn_ctx_run(loss->ctx, NN_KERNEL_ELEMENTWISE, args, 3, &p);
+    }
+    nn_tensor_release(one);
+    return status;
+}
+
+nn_status nn_backward(nn_tensor *loss) {
+    if (!loss) return nn_set_error(NN_ERR_ARGUMENT, "nn_backward: loss is NULL");
+    char buf[96];
+    if (loss->numel != 1)
+        return nn_set_error(NN_ERR_SHAPE,
+                            "nn_backward: the loss must have one element, got shape %s",
+                            nn_format_shape(loss->ndim, loss->shape, buf, sizeof buf));
+    if (loss->dtype != NN_F32)
+        return nn_set_error(NN_ERR_DTYPE, "nn_backward: the loss must be float32");
+    if (!loss->requires_grad)
+        return nn_set_error(NN_ERR_STATE,
+                            "nn_backward: the loss does not require grad (no input of the "
+                            "operations that produced it requires grad, or grad mode was off)");
+    if (!loss->grad_fn && loss->is_result)
+        return nn_set_error(NN_ERR_STATE,
+                            "nn_backward: the operations that produced the loss were already "
+                            "consumed by an earlier nn_backward (or dropped by nn_ctx_step_end)");
+    if (!loss->grad_fn) return backward_from_leaf(loss);
+
+    nn_ctx *ctx = loss->ctx;
+    int64_t start = loss->grad_fn->tape_index;
+    for (int64_t i = 0; i <= start; i++) ctx->tape[i]->output->grad_written = false;
+
+    nn_tensor *grad;
+    int32_t accumulate;
+    nn_status status = nn_grad_target(loss, &grad, &accumulate);
+    if (status == NN_OK) status = nn_tensor_fill(grad, 1.0f);
+    for (int64_t i = start; i >= 0 && status == NN_OK; i--) {
+        nn_node *node = ctx->tape[i];
+        if (node->output->grad_written) status = node->backward(node);
+    }
+    nn_tape_clear(ctx);
+    return status;
+}

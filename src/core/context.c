@@ -1,0 +1,113 @@
+/* Contexts: device choice, the step's tensors, grad mode, the generator. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+nn_ctx *nn_ctx_new(const nn_ctx_options *options) {
+    nn_ctx_options defaults = {"cpu", 0, 0};
+    if (!options) options = &defaults;
+    const char *device = options->device ? options->device : "cpu";
+    if (options->threads < 0)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_ctx_new: threads must be >= 0 (0 = one per core), got %d",
+                            options->threads);
+    /* "auto" takes a GPU when one is usable; this build has only the CPU. */
+    if (strcmp(device, "cpu") != 0 && strcmp(device, "auto") != 0)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT,
+                            "nn_ctx_new: unknown device '%s' (this build has: cpu, auto)", device);
+    nn_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return NN_FAIL_NULL(NN_ERR_MEMORY, "nn_ctx_new: out of host memory");
+    ctx->backend = nn_cpu_backend_new(options->threads);
+    if (!ctx->backend) {
+        free(ctx);
+        return NULL; /* the backend said why */
+    }
+    ctx->grad_enabled = true;
+    nn_rng_seed(&ctx->rng, options->seed);
+    return ctx;
+}
+
+void nn_ctx_free(nn_ctx *ctx) {
+    if (!ctx) return;
+    nn_tape_clear(ctx);
+    /* Free every tensor still alive, whoever holds it. Storage is shared by
+     * views, so release it by count; grads are on the live list themselves. */
+    nn_tensor *t = ctx->live_head;
+    while (t) {
+        nn_tensor *next = t->live_next;
+        if (--t->storage->refcount == 0) {
+            ctx->backend->free(ctx->backend, t->storage->buffer);
+            free(t->storage);
+        }
+        free(t);
+        t = next;
+    }
+    free(ctx->step_tensors);
+    free(ctx->tape);
+    ctx->backend->destroy(ctx->backend);
+    free(ctx);
+}
+
+const char *nn_ctx_device_name(const nn_ctx *ctx) { return ctx ? ctx->backend->description : ""; }
+int nn_ctx_threads(const nn_ctx *ctx) { return ctx ? ctx->backend->threads : 0; }
+
+nn_status nn_ctx_sync(nn_ctx *ctx) {
+    if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_sync: ctx is NULL");
+    return ctx->backend->sync(ctx->backend);
+}
+
+nn_status nn_ctx_manual_seed(nn_ctx *ctx, uint64_t seed) {
+    if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_manual_seed: ctx is NULL");
+    nn_rng_seed(&ctx->rng, seed);
+    return NN_OK;
+}
+
+bool nn_ctx_set_grad_enabled(nn_ctx *ctx, bool enabled) {
+    if (!ctx) return false;
+    bool previous = ctx->grad_enabled;
+    ctx->grad_enabled = enabled;
+    return previous;
+}
+
+bool nn_ctx_grad_enabled(const nn_ctx *ctx) { return ctx && ctx->grad_enabled; }
+
+nn_status nn_ctx_track_step_tensor(nn_ctx *ctx, nn_tensor *t) {
+    if (ctx->step_count == ctx->step_capacity) {
+        int64_t capacity = ctx->step_capacity ? ctx->step_capacity * 2 : 256;
+        nn_tensor **grown = realloc(ctx->step_tensors, (size_t)capacity * sizeof *grown);
+        if (!grown) return nn_set_error(NN_ERR_MEMORY, "out of host memory tracking step tensors");
+        ctx->step_tensors = grown;
+        ctx->step_capacity = capacity;
+    }
+    t->step_slot = ctx->step_count;
+    ctx->step_tensors[ctx->step_count++] = t;
+    ctx->step_live++;
+    return NN_OK;
+}
+
+void nn_ctx_untrack_step_tensor(nn_ctx *ctx, nn_tensor *t) {
+    ctx->step_tensors[t->step_slot] = NULL;
+    t->step_slot = -1;
+    ctx->step_live--;
+}
+
+nn_status nn_ctx_step_end(nn_ctx *ctx) {
+    if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_step_end: ctx is NULL");
+    nn_tape_clear(ctx);
+    for (int64_t i = 0; i < ctx->step_count; i++) {
+        nn_tensor *t = ctx->step_tensors[i];
+        if (!t) continue;
+        t->step_slot = -1;
+        nn_tensor_release(t);
+    }
+    ctx->step_count = 0;
+    ctx->step_live = 0;
+    return NN_OK;
+}
+
+int64_t nn_ctx_step_tensor_count(const nn_ctx *ctx) { return ctx ? ctx->step_live : 0; }
+
+nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
+                     const void *params) {
+    return ctx->backend->run(ctx->backend, kernel, args, nargs, params);
+}

@@ -1,0 +1,123 @@
+/* The library's private view of contexts, tensors and the autograd tape.
+ * Included by src/ only. */
+#ifndef NN_CORE_INTERNAL_H
+#define NN_CORE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nn_engine.h"
+#include "backends/backend.h"
+#include "error.h"
+#include "rng.h"
+
+/* A device buffer shared by a tensor and its views. */
+typedef struct nn_storage {
+    int refcount;
+    nn_buffer *buffer;
+    size_t bytes;
+} nn_storage;
+
+typedef struct nn_node nn_node;
+
+struct nn_tensor {
+    nn_ctx *ctx;
+    nn_dtype dtype;
+    int ndim;
+    int64_t shape[NN_MAX_DIMS];
+    int64_t numel;
+    nn_storage *storage;
+    size_t offset; /* bytes into storage, for views */
+    int refcount;
+
+    bool requires_grad;
+    nn_tensor *grad;     /* owned; same shape */
+    bool grad_written;   /* non-leaf: this backward pass has written grad */
+    nn_node *grad_fn;    /* the tape node that produced it; NULL for leaves */
+    bool is_result;      /* produced by a recorded op (stays set after the tape is cleared) */
+
+    int64_t step_slot;   /* index in ctx->step_tensors, or -1 when not step-owned */
+    nn_tensor *live_prev, *live_next; /* every live tensor of the context */
+};
+
+/* The most saved tensors or inputs any operation needs. */
+#define NN_NODE_MAX_TENSORS 4
+
+typedef nn_status (*nn_backward_fn)(nn_node *node);
+
+/* One recorded operation: its output, inputs, what it saved for backward
+ * (column matrix, argmax, probabilities) and its parameters. The node holds
+ * references to all of them until the tape is cleared. */
+struct nn_node {
+    const char *op;
+    nn_backward_fn backward;
+    nn_tensor *output;
+    nn_tensor *inputs[NN_NODE_MAX_TENSORS];
+    int input_count;
+    nn_tensor *saved[NN_NODE_MAX_TENSORS];
+    int saved_count;
+    int64_t tape_index;
+    union {
+        nn_gemm_params gemm;
+        nn_conv_geometry conv;
+        nn_pool_params pool;
+        struct {
+            bool transpose_a, transpose_b;
+        } matmul;
+        float factor;
+    } params;
+};
+
+struct nn_ctx {
+    nn_backend *backend;
+    nn_rng rng;
+    bool grad_enabled;
+
+    nn_node **tape;
+    int64_t tape_count, tape_capacity;
+
+    nn_tensor **step_tensors; /* slots may be NULL after an early free */
+    int64_t step_count, step_capacity, step_live;
+
+    nn_tensor *live_head; /* every tensor not yet freed */
+};
+
+/* ---- tensors (tensor.c) ---- */
+
+/* A new tensor with its own (uninitialised) storage. step_owned: belongs to
+ * the current step (an op's result) rather than the caller. */
+nn_tensor *nn_tensor_alloc(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape,
+                           bool step_owned);
+/* A tensor sharing `source`'s storage with a new shape (same numel). */
+nn_tensor *nn_tensor_view(nn_tensor *source, int ndim, const int64_t *shape);
+nn_tensor *nn_tensor_retain(nn_tensor *t);
+void nn_tensor_release(nn_tensor *t);
+nn_buffer_ref nn_tensor_ref(const nn_tensor *t);
+
+/* ---- context (context.c) ---- */
+
+nn_status nn_ctx_track_step_tensor(nn_ctx *ctx, nn_tensor *t);
+void nn_ctx_untrack_step_tensor(nn_ctx *ctx, nn_tensor *t);
+/* Launch a kernel on the context's backend; a failure names the kernel. */
+nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
+                     const void *params);
+
+/* ---- autograd (autograd.c) ---- */
+
+/* True when an op on these inputs must be recorded (grad mode on and some
+ * input requires grad). NULL entries are skipped. */
+bool nn_autograd_needed(nn_ctx *ctx, nn_tensor *const *inputs, int count);
+/* Record a node producing `output`; marks output as requiring grad. The node
+ * takes references to inputs and saved tensors. */
+nn_node *nn_tape_record(nn_tensor *output, const char *op, nn_backward_fn backward,
+                        nn_tensor *const *inputs, int input_count, nn_tensor *const *saved,
+                        int saved_count);
+/* Drop every node (and the references they hold). */
+void nn_tape_clear(nn_ctx *ctx);
+/* Whether an input of a node wants a gradient. */
+bool nn_wants_grad(const nn_tensor *t);
+/* The gradient tensor of t that a backward rule should write, and whether
+ * to add into it (it already holds a gradient) or overwrite it. */
+nn_status nn_grad_target(nn_tensor *t, nn_tensor **grad, int32_t *accumulate);
+
+#endif

@@ -1,0 +1,250 @@
+/* Tensor lifetime, shape queries and host <-> device copies. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define ELEMENT_BYTES 4 /* float32 and int32 */
+
+static const char *dtype_name(nn_dtype dtype) { return dtype == NN_F32 ? "float32" : "int32"; }
+
+/* Validates a user-supplied shape; on success stores the element count. */
+static nn_status check_shape(const char *fn, int ndim, const int64_t *shape, int64_t *numel) {
+    if (ndim < 1 || ndim > NN_MAX_DIMS)
+        return nn_set_error(NN_ERR_SHAPE, "%s: ndim must be 1..%d, got %d", fn, NN_MAX_DIMS, ndim);
+    if (!shape) return nn_set_error(NN_ERR_ARGUMENT, "%s: shape is NULL", fn);
+    int64_t count = 1;
+    for (int i = 0; i < ndim; i++) {
+        char buf[96];
+        if (shape[i] < 1)
+            return nn_set_error(NN_ERR_SHAPE, "%s: dimension %d of shape %s must be >= 1", fn, i,
+                                nn_format_shape(ndim, shape, buf, sizeof buf));
+        if (count > INT64_MAX / ELEMENT_BYTES / shape[i])
+            return nn_set_error(NN_ERR_SHAPE, "%s: shape %s is too large", fn,
+                                nn_format_shape(ndim, shape, buf, sizeof buf));
+        count *= shape[i];
+    }
+    *numel = count;
+    return NN_OK;
+}
+
+static nn_tensor *tensor_struct(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape,
+                                int64_t numel) {
+    nn_tensor *t = calloc(1, sizeof *t);
+    if (!t) return NN_FAIL_NULL(NN_ERR_MEMORY, "out of host memory for a tensor header");
+    t->ctx = ctx;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    memcpy(t->shape, shape, (size_t)ndim * sizeof *shape);
+    t->numel = numel;
+    t->refcount = 1;
+    t->step_slot = -1;
+    t->live_next = ctx->live_head;
+    if (ctx->live_head) ctx->live_head->live_prev = t;
+    ctx->live_head = t;
+    return t;
+}
+
+static void unlink_live(nn_tensor *t) {
+    if (t->live_prev) t->live_prev->live_next = t->live_next;
+    else t->ctx->live_head = t->live_next;
+    if (t->live_next) t->live_next->live_prev = t->live_prev;
+}
+
+nn_tensor *nn_tensor_alloc(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape,
+                           bool step_owned) {
+    int64_t numel;
+    if (check_shape("nn_tensor_alloc", ndim, shape, &numel) != NN_OK) return NULL;
+    nn_storage *storage = calloc(1, sizeof *storage);
+    if (!storage) return NN_FAIL_NULL(NN_ERR_MEMORY, "out of host memory for a tensor");
+    storage->bytes = (size_t)numel * ELEMENT_BYTES;
+    storage->buffer = ctx->backend->alloc(ctx->backend, storage->bytes);
+    if (!storage->buffer) {
+        free(storage);
+        return NULL; /* the backend named the size */
+    }
+    storage->refcount = 1;
+    nn_tensor *t = tensor_struct(ctx, dtype, ndim, shape, numel);
+    if (!t) {
+        ctx->backend->free(ctx->backend, storage->buffer);
+        free(storage);
+        return NULL;
+    }
+    t->storage = storage;
+    if (step_owned && nn_ctx_track_step_tensor(ctx, t) != NN_OK) {
+        nn_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+nn_tensor *nn_tensor_view(nn_tensor *source, int ndim, const int64_t *shape) {
+    int64_t numel;
+    if (check_shape("nn_tensor_view", ndim, shape, &numel) != NN_OK) return NULL;
+    nn_tensor *t = tensor_struct(source->ctx, source->dtype, ndim, shape, numel);
+    if (!t) return NULL;
+    t->storage = source->storage;
+    t->storage->refcount++;
+    t->offset = source->offset;
+    if (nn_ctx_track_step_tensor(source->ctx, t) != NN_OK) {
+        nn_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+nn_tensor *nn_tensor_retain(nn_tensor *t) {
+    if (t) t->refcount++;
+    return t;
+}
+
+static void storage_release(nn_ctx *ctx, nn_storage *storage) {
+    if (--storage->refcount > 0) return;
+    ctx->backend->free(ctx->backend, storage->buffer);
+    free(storage);
+}
+
+void nn_tensor_release(nn_tensor *t) {
+    if (!t || --t->refcount > 0) return;
+    nn_tensor_release(t->grad);
+    storage_release(t->ctx, t->storage);
+    unlink_live(t);
+    free(t);
+}
+
+nn_buffer_ref nn_tensor_ref(const nn_tensor *t) {
+    nn_buffer_ref ref = {t->storage->buffer, t->offset};
+    return ref;
+}
+
+/* ---- public API ---- */
+
+nn_tensor *nn_tensor_new(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
+    if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_tensor_new: ctx is NULL");
+    if (dtype != NN_F32 && dtype != NN_I32)
+        return NN_FAIL_NULL(NN_ERR_DTYPE, "nn_tensor_new: unknown dtype %d", (int)dtype);
+    int64_t numel;
+    if (check_shape("nn_tensor_new", ndim, shape, &numel) != NN_OK) return NULL;
+    nn_tensor *t = nn_tensor_alloc(ctx, dtype, ndim, shape, false);
+    if (!t) return NULL;
+    /* All-zero bits are 0.0f and 0 alike. */
+    if (ctx->backend->fill(ctx->backend, nn_tensor_ref(t), 0.0f, (size_t)numel) != NN_OK) {
+        nn_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+nn_tensor *nn_tensor_from_data(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape,
+                               const void *data) {
+    if (!data) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_tensor_from_data: data is NULL");
+    if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_tensor_from_data: ctx is NULL");
+    if (dtype != NN_F32 && dtype != NN_I32)
+        return NN_FAIL_NULL(NN_ERR_DTYPE, "nn_tensor_from_data: unknown dtype %d", (int)dtype);
+    int64_t numel;
+    if (check_shape("nn_tensor_from_data", ndim, shape, &numel) != NN_OK) return NULL;
+    nn_tensor *t = nn_tensor_alloc(ctx, dtype, ndim, shape, false);
+    if (!t) return NULL;
+    if (ctx->backend->write(ctx->backend, nn_tensor_ref(t), data, (size_t)numel * ELEMENT_BYTES) !=
+        NN_OK) {
+        nn_tensor_release(t);
+        return NULL;
+    }
+    return t;
+}
+
+void nn_tensor_free(nn_tensor *t) {
+    if (!t) return;
+    if (t->step_slot >= 0) nn_ctx_untrack_step_tensor(t->ctx, t);
+    nn_tensor_release(t);
+}
+
+nn_status nn_tensor_persist(nn_tensor *t) {
+    if (!t) return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_persist: tensor is NULL");
+    if (t->step_slot < 0)
+        return nn_set_error(NN_ERR_STATE,
+                            "nn_tensor_persist: the tensor is not owned by the step (it was made "
+                            "by nn_tensor_new/from_data, or persisted already)");
+    /* The step's reference becomes the caller's. */
+    nn_ctx_untrack_step_tensor(t->ctx, t);
+    return NN_OK;
+}
+
+static nn_status check_copy(const char *fn, const nn_tensor *t, const void *data, size_t bytes) {
+    if (!t) return nn_set_error(NN_ERR_ARGUMENT, "%s: tensor is NULL", fn);
+    if (!data) return nn_set_error(NN_ERR_ARGUMENT, "%s: data is NULL", fn);
+    size_t want = (size_t)t->numel * ELEMENT_BYTES;
+    if (bytes != want) {
+        char buf[96];
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: %zu bytes given, tensor %s %s holds %zu", fn,
+                            bytes, dtype_name(t->dtype),
+                            nn_format_shape(t->ndim, t->shape, buf, sizeof buf), want);
+    }
+    return NN_OK;
+}
+
+nn_status nn_tensor_write(nn_tensor *t, const void *data, size_t bytes) {
+    NN_TRY(check_copy("nn_tensor_write", t, data, bytes));
+    return t->ctx->backend->write(t->ctx->backend, nn_tensor_ref(t), data, bytes);
+}
+
+nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes) {
+    NN_TRY(check_copy("nn_tensor_read", t, data, bytes));
+    return t->ctx->backend->read(t->ctx->backend, nn_tensor_ref(t), data, bytes);
+}
+
+nn_status nn_tensor_fill(nn_tensor *t, float value) {
+    if (!t) return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_fill: tensor is NULL");
+    if (t->dtype != NN_F32)
+        return nn_set_error(NN_ERR_DTYPE, "nn_tensor_fill: tensor is int32, fill takes float32");
+    return t->ctx->backend->fill(t->ctx->backend, nn_tensor_ref(t), value, (size_t)t->numel);
+}
+
+nn_ctx *nn_tensor_ctx(const nn_tensor *t) { return t ? t->ctx : NULL; }
+nn_dtype nn_tensor_dtype(const nn_tensor *t) { return t ? t->dtype : NN_F32; }
+int nn_tensor_ndim(const nn_tensor *t) { return t ? t->ndim : 0; }
+int64_t nn_tensor_numel(const nn_tensor *t) { return t ? t->numel : 0; }
+
+int64_t nn_tensor_dim(const nn_tensor *t, int dim) {
+    if (!t) return 0;
+    if (dim < 0) dim += t->ndim;
+    return dim >= 0 && dim < t->ndim ? t->shape[dim] : 0;
+}
+
+int nn_tensor_shape(const nn_tensor *t, int64_t *shape) {
+    if (!t || !shape) return 0;
+    memcpy(shape, t->shape, (size_t)t->ndim * sizeof *shape);
+    return t->ndim;
+}
+
+const char *nn_tensor_shape_str(const nn_tensor *t, char *buf, size_t size) {
+    if (!buf || size == 0) return buf;
+    if (!t) {
+        snprintf(buf, size, "(null)");
+        return buf;
+    }
+    return nn_format_shape(t->ndim, t->shape, buf, size);
+}
+
+nn_status nn_tensor_set_requires_grad(nn_tensor *t, bool requires_grad) {
+    if (!t) return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_set_requires_grad: tensor is NULL");
+    if (requires_grad && t->dtype != NN_F32)
+        return nn_set_error(NN_ERR_DTYPE,
+                            "nn_tensor_set_requires_grad: only float32 tensors have gradients");
+    if (!requires_grad && t->grad_fn)
+        return nn_set_error(NN_ERR_STATE,
+                            "nn_tensor_set_requires_grad: the tensor is the result of a recorded "
+                            "operation; its requires_grad follows its inputs");
+    t->requires_grad = requires_grad;
+    return NN_OK;
+}
+
+bool nn_tensor_requires_grad(const nn_tensor *t) { return t && t->requires_grad; }
+nn_tensor *nn_tensor_grad(const nn_tensor *t) { return t ? t->grad : NULL; }
+
+nn_status nn_tensor_zero_grad(nn_tensor *t) {
+    if (!t) return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_zero_grad: tensor is NULL");
+    if (!t->grad) return NN_OK;
+    return nn_tensor_fill(t->grad, 0.0f);
+}

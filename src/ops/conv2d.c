@@ -1,0 +1,160 @@
+/* Convolution as im2col + GEMM, the seed's route: general and correct for
+ * any stride and padding. The column matrix is kept for the backward pass,
+ * which then needs no second im2col. For each image n:
+ *   forward   y_n[OC, P]  = W[OC, K] cols_n[K, P]             (+ bias)
+ *   backward  dW         += dy_n[OC, P] cols_n^T[P, K]        (summed over n)
+ *             dcols_n     = W^T[K, OC] dy_n[OC, P], then col2im into dx
+ * with K = C*KH*KW and P = OH*OW; all images in one batched GEMM launch. */
+#include "op_common.h"
+
+static nn_status conv_backward(nn_node *node) {
+    nn_tensor *x = node->inputs[0], *w = node->inputs[1], *bias = node->inputs[2];
+    nn_tensor *cols = node->saved[0], *dy = node->output->grad;
+    const nn_conv_geometry *g = &node->params.conv;
+    nn_ctx *ctx = x->ctx;
+    const int32_t oc = (int32_t)w->shape[0];
+    const int32_t k = g->channels * g->kernel_h * g->kernel_w;
+    const int32_t positions = g->out_h * g->out_w;
+    nn_tensor *grad;
+    int32_t acc;
+
+    if (nn_wants_grad(w)) {
+        NN_TRY(nn_grad_target(w, &grad, &acc));
+        nn_gemm_params p = {
+            .m = oc, .n = k, .k = positions, .trans_a = 0, .trans_b = 1,
+            .lda = positions, .ldb = positions, .ldc = k,
+            .batch = g->batch, .stride_a = (int64_t)oc * positions,
+            .stride_b = (int64_t)k * positions, .stride_c = 0,
+            .alpha = 1.0f, .beta = acc ? 1.0f : 0.0f,
+        };
+        nn_buffer_ref args[3] = {nn_tensor_ref(dy), nn_tensor_ref(cols), nn_tensor_ref(grad)};
+        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_GEMM, args, 3, &p));
+    }
+    if (nn_wants_grad(bias)) {
+        NN_TRY(nn_grad_target(bias, &grad, &acc));
+        nn_bias_params p = {.outer = g->batch, .channels = oc, .inner = positions, .accumulate = acc};
+        nn_buffer_ref args[2] = {nn_tensor_ref(dy), nn_tensor_ref(grad)};
+        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_BIAS_GRAD, args, 2, &p));
+    }
+    if (nn_wants_grad(x)) {
+        nn_tensor *dcols = nn_op_scratch(ctx, NN_F32, cols->ndim, cols->shape);
+        if (!dcols) return nn_last_status();
+        nn_gemm_params p = {
+            .m = k, .n = positions, .k = oc, .trans_a = 1, .trans_b = 0,
+            .lda = k, .ldb = positions, .ldc = positions,
+            .batch = g->batch, .stride_a = 0, .stride_b = (int64_t)oc * positions,
+            .stride_c = (int64_t)k * positions, .alpha = 1.0f, .beta = 0.0f,
+        };
+        nn_buffer_ref gemm_args[3] = {nn_tensor_ref(w), nn_tensor_ref(dy), nn_tensor_ref(dcols)};
+        nn_status status = nn_ctx_run(ctx, NN_KERNEL_GEMM, gemm_args, 3, &p);
+        if (status == NN_OK) status = nn_grad_target(x, &grad, &acc);
+        if (status == NN_OK) {
+            nn_conv_geometry geometry = *g;
+            geometry.accumulate = acc;
+            nn_buffer_ref args[2] = {nn_tensor_ref(dcols), nn_tensor_ref(grad)};
+            status = nn_ctx_run(ctx, NN_KERNEL_COL2IM, args, 2, &geometry);
+        }
+        nn_tensor_release(dcols);
+        NN_TRY(status);
+    }
+    return NN_OK;
+}
+
+static nn_status check_conv_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tensor *bias,
+                                 const nn_conv2d_params *params) {
+    NN_TRY(nn_check_tensor_ndim(op, "x", x, NN_F32, 4));
+    NN_TRY(nn_check_tensor_ndim(op, "weight", w, NN_F32, 4));
+    NN_TRY(nn_check_same_ctx(op, x, w));
+    if (!params) return nn_set_error(NN_ERR_ARGUMENT, "%s: params is NULL", op);
+    char sx[96], sw[96], sb[96];
+    nn_format_shape(4, x->shape, sx, sizeof sx);
+    nn_format_shape(4, w->shape, sw, sizeof sw);
+    if (x->shape[1] != w->shape[1])
+        return nn_set_error(NN_ERR_SHAPE, "%s: x %s has %lld channels, weight %s expects %lld", op,
+                            sx, (long long)x->shape[1], sw, (long long)w->shape[1]);
+    if (params->stride_h < 1 || params->stride_w < 1)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: stride must be >= 1, got %dx%d", op,
+                            params->stride_h, params->stride_w);
+    if (params->pad_h < 0 || params->pad_w < 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: padding must be >= 0, got %dx%d", op,
+                            params->pad_h, params->pad_w);
+    if (x->shape[2] + 2 * params->pad_h < w->shape[2] || x->shape[3] + 2 * params->pad_w < w->shape[3])
+        return nn_set_error(NN_ERR_SHAPE, "%s: kernel %lldx%lld is larger than the padded input %s (padding %dx%d)",
+                            op, (long long)w->shape[2], (long long)w->shape[3], sx, params->pad_h,
+                            params->pad_w);
+    if (bias) {
+        NN_TRY(nn_check_tensor_ndim(op, "bias", bias, NN_F32, 1));
+        NN_TRY(nn_check_same_ctx(op, x, bias));
+        if (bias->shape[0] != w->shape[0])
+            return nn_set_error(NN_ERR_SHAPE, "%s: bias %s does not match weight %s (%lld filters)",
+                                op, nn_format_shape(1, bias->shape, sb, sizeof sb), sw,
+                                (long long)w->shape[0]);
+    }
+    /* Every size a kernel sees must fit int32, including the column matrix. */
+    int64_t k = w->shape[1] * w->shape[2] * w->shape[3];
+    int64_t positions = ((x->shape[2] + 2 * params->pad_h - w->shape[2]) / params->stride_h + 1) *
+                        ((x->shape[3] + 2 * params->pad_w - w->shape[3]) / params->stride_w + 1);
+    NN_TRY(nn_check_int32(op, "batch", x->shape[0]));
+    NN_TRY(nn_check_int32(op, "height", x->shape[2]));
+    NN_TRY(nn_check_int32(op, "width", x->shape[3]));
+    NN_TRY(nn_check_int32(op, "filters", w->shape[0]));
+    NN_TRY(nn_check_int32(op, "channels x kernel", k));
+    NN_TRY(nn_check_int32(op, "output positions", positions));
+    return NN_OK;
+}
+
+nn_tensor *nn_conv2d_ex(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
+                        const nn_conv2d_params *params) {
+    const char *op = "nn_conv2d";
+    if (check_conv_args(op, x, weight, bias, params) != NN_OK) return NULL;
+    nn_conv_geometry g = {
+        .batch = (int32_t)x->shape[0], .channels = (int32_t)x->shape[1],
+        .height = (int32_t)x->shape[2], .width = (int32_t)x->shape[3],
+        .kernel_h = (int32_t)weight->shape[2], .kernel_w = (int32_t)weight->shape[3],
+        .stride_h = params->stride_h, .stride_w = params->stride_w,
+        .pad_h = params->pad_h, .pad_w = params->pad_w,
+    };
+    g.out_h = (g.height + 2 * g.pad_h - g.kernel_h) / g.stride_h + 1;
+    g.out_w = (g.width + 2 * g.pad_w - g.kernel_w) / g.stride_w + 1;
+    const int32_t oc = (int32_t)weight->shape[0];
+    const int32_t k = g.channels * g.kernel_h * g.kernel_w;
+    const int32_t positions = g.out_h * g.out_w;
+
+    nn_ctx *ctx = x->ctx;
+    int64_t col_shape[3] = {g.batch, k, positions};
+    nn_tensor *cols = nn_op_scratch(ctx, NN_F32, 3, col_shape);
+    if (!cols) return NULL;
+    int64_t y_shape[4] = {g.batch, oc, g.out_h, g.out_w};
+    nn_tensor *y = nn_op_result(ctx, 4, y_shape);
+    if (!y) {
+        nn_tensor_release(cols);
+        return NULL;
+    }
+    nn_buffer_ref im2col_args[2] = {nn_tensor_ref(x), nn_tensor_ref(cols)};
+    nn_gemm_params p = {
+        .m = oc, .n = positions, .k = k, .trans_a = 0, .trans_b = 0,
+        .lda = k, .ldb = positions, .ldc = positions,
+        .batch = g.batch, .stride_a = 0, .stride_b = (int64_t)k * positions,
+        .stride_c = (int64_t)oc * positions, .alpha = 1.0f, .beta = 0.0f,
+    };
+    nn_buffer_ref gemm_args[3] = {nn_tensor_ref(weight), nn_tensor_ref(cols), nn_tensor_ref(y)};
+    nn_bias_params bp = {.outer = g.batch, .channels = oc, .inner = positions};
+    nn_buffer_ref bias_args[2] = {nn_tensor_ref(y), bias ? nn_tensor_ref(bias) : nn_tensor_ref(y)};
+    if (nn_ctx_run(ctx, NN_KERNEL_IM2COL, im2col_args, 2, &g) != NN_OK ||
+        nn_ctx_run(ctx, NN_KERNEL_GEMM, gemm_args, 3, &p) != NN_OK ||
+        (bias && nn_ctx_run(ctx, NN_KERNEL_BIAS_ADD, bias_args, 2, &bp) != NN_OK)) {
+        nn_tensor_release(cols);
+        return nn_op_fail(y);
+    }
+    nn_tensor *inputs[3] = {x, weight, bias};
+    nn_node *node;
+    y = nn_op_finish(y, op, conv_backward, inputs, 3, &cols, 1, &node);
+    if (node) node->params.conv = g;
+    nn_tensor_release(cols); /* the node holds it when backward needs it */
+    return y;
+}
+
+nn_tensor *nn_conv2d(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int stride, int padding) {
+    nn_conv2d_params params = {stride, stride, padding, padding};
+    return nn_conv2d_ex(x, weight, bias, &params);
+}

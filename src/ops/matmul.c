@@ -1,0 +1,135 @@
+/* matmul with transpose flags, and linear (x W^T + b) as one node. */
+#include "op_common.h"
+
+/* C = op(A) op(B). With the flags, each gradient is one more GEMM:
+ *   dA = dC op(B)^T      (A not transposed)   dA = op(B) dC^T   (A transposed)
+ *   dB = op(A)^T dC      (B not transposed)   dB = dC^T op(A)   (B transposed) */
+static nn_status matmul_backward(nn_node *node) {
+    nn_tensor *a = node->inputs[0], *b = node->inputs[1], *c = node->output;
+    bool ta = node->params.matmul.transpose_a, tb = node->params.matmul.transpose_b;
+    int m = (int)c->shape[0], n = (int)c->shape[1];
+    int k = (int)(ta ? a->shape[0] : a->shape[1]);
+    nn_ctx *ctx = c->ctx;
+    nn_tensor *grad;
+    int32_t acc;
+    if (nn_wants_grad(a)) {
+        NN_TRY(nn_grad_target(a, &grad, &acc));
+        if (!ta)
+            NN_TRY(nn_run_gemm(ctx, nn_tensor_ref(c->grad), nn_tensor_ref(b), nn_tensor_ref(grad), m,
+                               k, n, false, !tb, acc));
+        else
+            NN_TRY(nn_run_gemm(ctx, nn_tensor_ref(b), nn_tensor_ref(c->grad), nn_tensor_ref(grad), k,
+                               m, n, tb, true, acc));
+    }
+    if (nn_wants_grad(b)) {
+        NN_TRY(nn_grad_target(b, &grad, &acc));
+        if (!tb)
+            NN_TRY(nn_run_gemm(ctx, nn_tensor_ref(a), nn_tensor_ref(c->grad), nn_tensor_ref(grad), k,
+                               n, m, !ta, false, acc));
+        else
+            NN_TRY(nn_run_gemm(ctx, nn_tensor_ref(c->grad), nn_tensor_ref(a), nn_tensor_ref(grad), n,
+                               k, m, true, ta, acc));
+    }
+    return NN_OK;
+}
+
+nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b, bool transpose_a, bool transpose_b) {
+    const char *op = "nn_matmul";
+    if (nn_check_tensor_ndim(op, "a", a, NN_F32, 2) || nn_check_tensor_ndim(op, "b", b, NN_F32, 2) ||
+        nn_check_same_ctx(op, a, b))
+        return NULL;
+    int64_t m = transpose_a ? a->shape[1] : a->shape[0];
+    int64_t k = transpose_a ? a->shape[0] : a->shape[1];
+    int64_t kb = transpose_b ? b->shape[1] : b->shape[0];
+    int64_t n = transpose_b ? b->shape[0] : b->shape[1];
+    if (k != kb) {
+        char sa[96], sb[96];
+        return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: inner dimensions differ: a %s%s has %lld, b %s%s has %lld",
+                            op, nn_format_shape(2, a->shape, sa, sizeof sa),
+                            transpose_a ? " (transposed)" : "", (long long)k,
+                            nn_format_shape(2, b->shape, sb, sizeof sb),
+                            transpose_b ? " (transposed)" : "", (long long)kb);
+    }
+    if (nn_check_int32(op, "m", m) || nn_check_int32(op, "n", n) || nn_check_int32(op, "k", k))
+        return NULL;
+    int64_t shape[2] = {m, n};
+    nn_tensor *c = nn_op_result(a->ctx, 2, shape);
+    if (!c) return NULL;
+    if (nn_run_gemm(a->ctx, nn_tensor_ref(a), nn_tensor_ref(b), nn_tensor_ref(c), (int)m, (int)n,
+                    (int)k, transpose_a, transpose_b, 0) != NN_OK)
+        return nn_op_fail(c);
+    nn_tensor *inputs[2] = {a, b};
+    nn_node *node;
+    c = nn_op_finish(c, op, matmul_backward, inputs, 2, NULL, 0, &node);
+    if (node) {
+        node->params.matmul.transpose_a = transpose_a;
+        node->params.matmul.transpose_b = transpose_b;
+    }
+    return c;
+}
+
+/* y = x W^T + b:  dx = dy W,  dW = dy^T x,  db = column sums of dy. */
+static nn_status linear_backward(nn_node *node) {
+    nn_tensor *x = node->inputs[0], *w = node->inputs[1], *bias = node->inputs[2];
+    nn_tensor *dy = node->output->grad;
+    int batch = (int)x->shape[0], in = (int)x->shape[1], out = (int)w->shape[0];
+    nn_ctx *ctx = x->ctx;
+    nn_tensor *grad;
+    int32_t acc;
+    if (nn_wants_grad(x)) {
+        NN_TRY(nn_grad_target(x, &grad, &acc));
+        NN_TRY(nn_run_gemm(ctx, nn_tensor_ref(dy), nn_tensor_ref(w), nn_tensor_ref(grad), batch, in,
+                           out, false, false, acc));
+    }
+    if (nn_wants_grad(w)) {
+        NN_TRY(nn_grad_target(w, &grad, &acc));
+        NN_TRY(nn_run_gemm(ctx, nn_tensor_ref(dy), nn_tensor_ref(x), nn_tensor_ref(grad), out, in,
+                           batch, true, false, acc));
+    }
+    if (nn_wants_grad(bias)) {
+        NN_TRY(nn_grad_target(bias, &grad, &acc));
+        nn_bias_params p = {.outer = batch, .inner = 1, .channels = out, .accumulate = acc};
+        nn_buffer_ref args[2] = {nn_tensor_ref(dy), nn_tensor_ref(grad)};
+        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_BIAS_GRAD, args, 2, &p));
+    }
+    return NN_OK;
+}
+
+nn_tensor *nn_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias) {
+    const char *op = "nn_linear";
+    if (nn_check_tensor_ndim(op, "x", x, NN_F32, 2) ||
+        nn_check_tensor_ndim(op, "weight", weight, NN_F32, 2) || nn_check_same_ctx(op, x, weight))
+        return NULL;
+    char sx[96], sw[96], sb[96];
+    if (x->shape[1] != weight->shape[1])
+        return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: x %s has %lld features, weight %s expects %lld", op,
+                            nn_format_shape(2, x->shape, sx, sizeof sx), (long long)x->shape[1],
+                            nn_format_shape(2, weight->shape, sw, sizeof sw),
+                            (long long)weight->shape[1]);
+    if (bias) {
+        if (nn_check_tensor_ndim(op, "bias", bias, NN_F32, 1) || nn_check_same_ctx(op, x, bias))
+            return NULL;
+        if (bias->shape[0] != weight->shape[0])
+            return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: bias %s does not match weight %s (%lld outputs)",
+                                op, nn_format_shape(1, bias->shape, sb, sizeof sb),
+                                nn_format_shape(2, weight->shape, sw, sizeof sw),
+                                (long long)weight->shape[0]);
+    }
+    int64_t batch = x->shape[0], in = x->shape[1], out = weight->shape[0];
+    if (nn_check_int32(op, "batch", batch) || nn_check_int32(op, "in_features", in) ||
+        nn_check_int32(op, "out_features", out))
+        return NULL;
+    int64_t shape[2] = {batch, out};
+    nn_tensor *y = nn_op_result(x->ctx, 2, shape);
+    if (!y) return NULL;
+    if (nn_run_gemm(x->ctx, nn_tensor_ref(x), nn_tensor_ref(weight), nn_tensor_ref(y), (int)batch,
+                    (int)out, (int)in, false, true, 0) != NN_OK)
+        return nn_op_fail(y);
+    if (bias) {
+        nn_bias_params p = {.outer = batch, .inner = 1, .channels = (int32_t)out};
+        nn_buffer_ref args[2] = {nn_tensor_ref(y), nn_tensor_ref(bias)};
+        if (nn_ctx_run(x->ctx, NN_KERNEL_BIAS_ADD, args, 2, &p) != NN_OK) return nn_op_fail(y);
+    }
+    nn_tensor *inputs[3] = {x, weight, bias};
+    return nn_op_finish(y, op, linear_backward, inputs, 3, NULL, 0, NULL);
+}

@@ -1,0 +1,91 @@
+#include "op_common.h"
+
+#include <limits.h>
+
+static const char *dtype_name(nn_dtype dtype) { return dtype == NN_F32 ? "float32" : "int32"; }
+
+nn_status nn_check_tensor(const char *op, const char *what, const nn_tensor *t, nn_dtype dtype) {
+    if (!t) return nn_set_error(NN_ERR_ARGUMENT, "%s: %s is NULL", op, what);
+    if (t->dtype != dtype)
+        return nn_set_error(NN_ERR_DTYPE, "%s: %s must be %s, got %s", op, what, dtype_name(dtype),
+                            dtype_name(t->dtype));
+    return NN_OK;
+}
+
+nn_status nn_check_tensor_ndim(const char *op, const char *what, const nn_tensor *t,
+                               nn_dtype dtype, int ndim) {
+    NN_TRY(nn_check_tensor(op, what, t, dtype));
+    if (t->ndim != ndim) {
+        char buf[96];
+        return nn_set_error(NN_ERR_SHAPE, "%s: %s must be %d-D, got shape %s", op, what, ndim,
+                            nn_format_shape(t->ndim, t->shape, buf, sizeof buf));
+    }
+    return NN_OK;
+}
+
+nn_status nn_check_same_ctx(const char *op, const nn_tensor *a, const nn_tensor *b) {
+    if (a && b && a->ctx != b->ctx)
+        return nn_set_error(NN_ERR_STATE, "%s: the inputs belong to different contexts", op);
+    return NN_OK;
+}
+
+nn_status nn_check_same_shape(const char *op, const nn_tensor *a, const nn_tensor *b) {
+    bool same = a->ndim == b->ndim;
+    for (int i = 0; same && i < a->ndim; i++) same = a->shape[i] == b->shape[i];
+    if (same) return NN_OK;
+    char sa[96], sb[96];
+    return nn_set_error(NN_ERR_SHAPE, "%s: shapes %s and %s differ", op,
+                        nn_format_shape(a->ndim, a->shape, sa, sizeof sa),
+                        nn_format_shape(b->ndim, b->shape, sb, sizeof sb));
+}
+
+nn_status nn_check_int32(const char *op, const char *what, int64_t value) {
+    if (value > INT32_MAX)
+        return nn_set_error(NN_ERR_SHAPE, "%s: %s = %lld exceeds the kernels' 32-bit sizes", op,
+                            what, (long long)value);
+    return NN_OK;
+}
+
+nn_tensor *nn_op_result(nn_ctx *ctx, int ndim, const int64_t *shape) {
+    return nn_tensor_alloc(ctx, NN_F32, ndim, shape, true);
+}
+
+nn_tensor *nn_op_scratch(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
+    return nn_tensor_alloc(ctx, dtype, ndim, shape, false);
+}
+
+nn_tensor *nn_op_fail(nn_tensor *output) {
+    nn_tensor_free(output);
+    return NULL;
+}
+
+nn_tensor *nn_op_finish(nn_tensor *output, const char *op, nn_backward_fn backward,
+                        nn_tensor *const *inputs, int input_count, nn_tensor *const *saved,
+                        int saved_count, nn_node **node_out) {
+    if (node_out) *node_out = NULL;
+    if (!nn_autograd_needed(output->ctx, inputs, input_count)) return output;
+    nn_node *node = nn_tape_record(output, op, backward, inputs, input_count, saved, saved_count);
+    if (!node) return nn_op_fail(output);
+    if (node_out) *node_out = node;
+    return output;
+}
+
+nn_status nn_run_gemm(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref b, nn_buffer_ref c, int m, int n,
+                      int k, bool trans_a, bool trans_b, int32_t accumulate) {
+    nn_gemm_params p = {
+        .m = m, .n = n, .k = k,
+        .trans_a = trans_a, .trans_b = trans_b,
+        .lda = trans_a ? m : k, .ldb = trans_b ? k : n, .ldc = n,
+        .batch = 1,
+        .alpha = 1.0f, .beta = accumulate ? 1.0f : 0.0f,
+    };
+    nn_buffer_ref args[3] = {a, b, c};
+    return nn_ctx_run(ctx, NN_KERNEL_GEMM, args, 3, &p);
+}
+
+nn_status nn_run_scale(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref out, int64_t n, float alpha,
+                       int32_t accumulate) {
+    nn_pointwise_params p = {.n = n, .op = NN_EW_SCALE, .accumulate = accumulate, .alpha = alpha};
+    nn_buffer_ref args[3] = {a, a, out};
+    return nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, args, 3, &p);
+}

@@ -1,0 +1,41 @@
+/* What every operation does the same way: argument checks with messages that
+ * name the op and the shapes, result allocation, kernel launches. */
+#ifndef NN_OP_COMMON_H
+#define NN_OP_COMMON_H
+
+#include "core/internal.h"
+
+/* t is not NULL and has the given dtype; `what` names it ("x", "weight"). */
+nn_status nn_check_tensor(const char *op, const char *what, const nn_tensor *t, nn_dtype dtype);
+/* As nn_check_tensor, and t has exactly `ndim` dimensions. */
+nn_status nn_check_tensor_ndim(const char *op, const char *what, const nn_tensor *t,
+                               nn_dtype dtype, int ndim);
+/* Both tensors belong to the same context. */
+nn_status nn_check_same_ctx(const char *op, const nn_tensor *a, const nn_tensor *b);
+/* Same shape, for elementwise ops. */
+nn_status nn_check_same_shape(const char *op, const nn_tensor *a, const nn_tensor *b);
+
+/* An op's float32 result, owned by the current step. */
+nn_tensor *nn_op_result(nn_ctx *ctx, int ndim, const int64_t *shape);
+/* A temporary float32 or int32 tensor the caller releases (not step-owned). */
+nn_tensor *nn_op_scratch(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape);
+
+/* Record `output` on the tape when autograd needs it. On failure the output
+ * is freed and NULL returned, so ops can end with `return nn_op_finish(...)`. */
+nn_tensor *nn_op_finish(nn_tensor *output, const char *op, nn_backward_fn backward,
+                        nn_tensor *const *inputs, int input_count, nn_tensor *const *saved,
+                        int saved_count, nn_node **node_out);
+/* Free a result after a failed kernel and return NULL. */
+nn_tensor *nn_op_fail(nn_tensor *output);
+
+/* C (+)= op(A) op(B) on one matrix each (row-major, minimal leading dims). */
+nn_status nn_run_gemm(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref b, nn_buffer_ref c, int m, int n,
+                      int k, bool trans_a, bool trans_b, int32_t accumulate);
+/* out (+)= alpha * a, elementwise over n items (copies, gradient passing). */
+nn_status nn_run_scale(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref out, int64_t n, float alpha,
+                       int32_t accumulate);
+
+/* Tensor dimensions are int64; kernels take int32 sizes. */
+nn_status nn_check_int32(const char *op, const char *what, int64_t value);
+
+#endif

@@ -1,0 +1,310 @@
+/* Autograd semantics through the public API: gradient accumulation (one leaf
+ * used twice, shared intermediates, repeated backward calls until zero_grad),
+ * errors (backward twice, backward on a non-scalar, mixed contexts), which
+ * tensors get gradients, grad mode, step ownership and views. The operations'
+ * numerical gradients are tested in test_ops_backward.c; here the values are
+ * simple enough to state exactly. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reference.h"
+
+#define N_X 12
+static const int64_t shape_x[2] = {3, 4};
+
+/* A [3, 4] leaf holding the values of `data`. */
+static nn_tensor *leaf(nn_ctx *ctx, const float *data, bool requires_grad) {
+    nn_tensor *t = ref_tensor_f32(ctx, 2, shape_x, data);
+    if (t && requires_grad) CHECK(nn_tensor_set_requires_grad(t, true) == NN_OK);
+    return t;
+}
+
+/* t's values equal want[i] (times `factor`) within float rounding. */
+static void expect_values(const char *what, const nn_tensor *t, const float *want, double factor,
+                          int64_t n) {
+    double *got = ref_alloc_d(n), *w = ref_alloc_d(n);
+    for (int64_t i = 0; i < n; i++) w[i] = factor * want[i];
+    if (ref_read_tensor(t, got, n, what)) CHECK_ALL_CLOSE(what, got, w, n, 1e-6, 1e-7);
+    free(got);
+    free(w);
+}
+
+/* loss = sum(x * c): d loss / dx = c. */
+static nn_tensor *dot_loss(nn_tensor *x, nn_tensor *c) { return nn_sum(nn_mul(x, c)); }
+
+static nn_status backward_or_fail(nn_tensor *loss, const char *what) {
+    nn_status st = loss ? nn_backward(loss) : NN_ERR_STATE;
+    CHECK_MSG(st == NN_OK, "%s: backward failed: %s", what, nn_last_error());
+    return st;
+}
+
+/* Random [3, 4] values in x and c. */
+typedef struct fixture {
+    nn_ctx *ctx;
+    float xv[N_X], cv[N_X];
+    nn_tensor *x, *c;
+} fixture;
+
+static bool fixture_open(fixture *f, int threads, uint64_t seed, bool c_requires_grad) {
+    memset(f, 0, sizeof *f);
+    ref_rng r = ref_rng_new(seed);
+    ref_fill_away_from_zero(&r, f->xv, N_X, 0.05f, 1);
+    ref_fill_uniform(&r, f->cv, N_X, -1, 1);
+    f->ctx = ref_ctx(threads);
+    if (!f->ctx) return false;
+    f->x = leaf(f->ctx, f->xv, true);
+    f->c = leaf(f->ctx, f->cv, c_requires_grad);
+    return f->x && f->c;
+}
+
+static void fixture_close(fixture *f) {
+    if (f->ctx) CHECK(nn_ctx_step_end(f->ctx) == NN_OK);
+    nn_tensor_free(f->x);
+    nn_tensor_free(f->c);
+    nn_ctx_free(f->ctx);
+}
+
+TEST(autograd_leaf_used_by_two_ops_gets_the_sum) {
+    fixture f;
+    if (fixture_open(&f, 1, 3000, false)) {
+        /* loss = sum(2x + x*c): dx = 2 + c */
+        nn_tensor *loss = nn_sum(nn_add(nn_scale(f.x, 2.0f), nn_mul(f.x, f.c)));
+        if (backward_or_fail(loss, "two uses") == NN_OK) {
+            float want[N_X];
+            for (int i = 0; i < N_X; i++) want[i] = 2.0f + f.cv[i];
+            expect_values("grad x", nn_tensor_grad(f.x), want, 1, N_X);
+        }
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_shared_intermediate_accumulates) {
+    fixture f;
+    if (fixture_open(&f, 2, 3010, false)) {
+        /* h = relu(x); loss = sum(h*c + 3h): dx = (c + 3) [x > 0] */
+        nn_tensor *h = nn_relu(f.x);
+        nn_tensor *loss = nn_sum(nn_add(nn_mul(h, f.c), nn_scale(h, 3.0f)));
+        if (backward_or_fail(loss, "shared intermediate") == NN_OK) {
+            float want[N_X];
+            for (int i = 0; i < N_X; i++) want[i] = f.xv[i] > 0 ? f.cv[i] + 3.0f : 0.0f;
+            expect_values("grad x", nn_tensor_grad(f.x), want, 1, N_X);
+        }
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_paths_of_different_depths) {
+    fixture f;
+    if (fixture_open(&f, 1, 3020, true)) {
+        /* h = 2x; g = 3h; loss = sum((h + g) * c): dx = 8c, dc = 8x */
+        nn_tensor *h = nn_scale(f.x, 2.0f);
+        nn_tensor *loss = dot_loss(nn_add(h, nn_scale(h, 3.0f)), f.c);
+        if (backward_or_fail(loss, "diamond") == NN_OK) {
+            expect_values("grad x", nn_tensor_grad(f.x), f.cv, 8, N_X);
+            expect_values("grad c", nn_tensor_grad(f.c), f.xv, 8, N_X);
+        }
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_leaf_grads_accumulate_until_zeroed) {
+    fixture f;
+    if (fixture_open(&f, 2, 3030, false)) {
+        CHECK(nn_tensor_grad(f.x) == NULL);
+        CHECK(nn_tensor_zero_grad(f.x) == NN_OK); /* no grad yet: a no-op */
+        CHECK(nn_tensor_grad(f.x) == NULL);
+        /* Two graphs in the same step, then one more after step_end. */
+        backward_or_fail(dot_loss(f.x, f.c), "first");
+        expect_values("after one backward", nn_tensor_grad(f.x), f.cv, 1, N_X);
+        backward_or_fail(dot_loss(f.x, f.c), "second");
+        expect_values("after two backwards", nn_tensor_grad(f.x), f.cv, 2, N_X);
+        CHECK(nn_ctx_step_end(f.ctx) == NN_OK);
+        expect_values("grad survives step_end", nn_tensor_grad(f.x), f.cv, 2, N_X);
+        backward_or_fail(dot_loss(f.x, f.c), "third");
+        expect_values("after three backwards", nn_tensor_grad(f.x), f.cv, 3, N_X);
+
+        CHECK(nn_tensor_zero_grad(f.x) == NN_OK);
+        expect_values("after zero_grad", nn_tensor_grad(f.x), f.cv, 0, N_X);
+        backward_or_fail(dot_loss(f.x, f.c), "after zero_grad");
+        expect_values("backward after zero_grad", nn_tensor_grad(f.x), f.cv, 1, N_X);
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_second_backward_on_consumed_graph_is_an_error) {
+    fixture f;
+    if (fixture_open(&f, 1, 3040, false)) {
+        nn_tensor *loss = dot_loss(f.x, f.c);
+        if (backward_or_fail(loss, "first") == NN_OK) {
+            nn_clear_error();
+            nn_status st = nn_backward(loss);
+            CHECK_MSG(st == NN_ERR_STATE, "second backward returned %d (%s), want NN_ERR_STATE",
+                      (int)st, nn_status_name(st));
+            CHECK(strlen(nn_last_error()) > 0);
+            /* A failed call leaves the gradient as it was. */
+            expect_values("grad after failed backward", nn_tensor_grad(f.x), f.cv, 1, N_X);
+        }
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_backward_on_non_scalar_is_a_shape_error) {
+    fixture f;
+    if (fixture_open(&f, 2, 3050, false)) {
+        nn_tensor *y = nn_mul(f.x, f.c);
+        CHECK(y != NULL);
+        nn_clear_error();
+        nn_status st = y ? nn_backward(y) : NN_ERR_STATE;
+        CHECK_MSG(st == NN_ERR_SHAPE, "backward on [3, 4] returned %s, want shape error",
+                  nn_status_name(st));
+        CHECK(strlen(nn_last_error()) > 0);
+        CHECK(nn_tensor_grad(f.x) == NULL);
+        /* The refused call consumed nothing: the graph still works. */
+        if (y && backward_or_fail(nn_sum(y), "sum after refusal") == NN_OK)
+            expect_values("grad x", nn_tensor_grad(f.x), f.cv, 1, N_X);
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_only_tensors_requiring_grad_get_one) {
+    fixture f;
+    if (fixture_open(&f, 1, 3060, false)) {
+        CHECK(nn_tensor_requires_grad(f.x));
+        CHECK(!nn_tensor_requires_grad(f.c));
+        nn_tensor *y = nn_mul(f.x, f.c);
+        CHECK(y && nn_tensor_requires_grad(y));
+        nn_tensor *k = nn_scale(f.c, 2.0f); /* depends on no grad-requiring tensor */
+        CHECK(k && !nn_tensor_requires_grad(k));
+        backward_or_fail(nn_sum(nn_add(y, k)), "mixed");
+        CHECK(nn_tensor_grad(f.c) == NULL);
+        expect_values("grad x", nn_tensor_grad(f.x), f.cv, 1, N_X);
+
+        /* Labels (int32) cannot require grad. */
+        int32_t labels[3] = {0, 1, 2};
+        int64_t n3[1] = {3};
+        nn_tensor *l = ref_tensor_i32(f.ctx, 1, n3, labels);
+        nn_clear_error();
+        CHECK(l && nn_tensor_set_requires_grad(l, true) != NN_OK);
+        CHECK(l && !nn_tensor_requires_grad(l));
+        CHECK(strlen(nn_last_error()) > 0);
+        nn_tensor_free(l);
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_grad_mode_off_records_nothing) {
+    fixture f;
+    if (fixture_open(&f, 2, 3070, false)) {
+        CHECK(nn_ctx_grad_enabled(f.ctx));
+        CHECK(nn_ctx_set_grad_enabled(f.ctx, false) == true);
+        CHECK(!nn_ctx_grad_enabled(f.ctx));
+        nn_tensor *loss = dot_loss(f.x, f.c);
+        CHECK(loss && !nn_tensor_requires_grad(loss));
+        double want = 0, got = 0;
+        for (int i = 0; i < N_X; i++) want += (double)f.xv[i] * f.cv[i];
+        if (ref_read_tensor(loss, &got, 1, "no-grad loss")) CHECK_CLOSE(got, want, 1e-5);
+        if (loss) (void)nn_backward(loss); /* an error or nothing at all */
+        CHECK(nn_tensor_grad(f.x) == NULL);
+
+        CHECK(nn_ctx_set_grad_enabled(f.ctx, true) == false);
+        nn_tensor *loss2 = dot_loss(f.x, f.c);
+        CHECK(loss2 && nn_tensor_requires_grad(loss2));
+        if (backward_or_fail(loss2, "grad mode back on") == NN_OK)
+            expect_values("grad x", nn_tensor_grad(f.x), f.cv, 1, N_X);
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_step_end_frees_results_but_not_persisted) {
+    fixture f;
+    if (fixture_open(&f, 1, 3080, false)) {
+        CHECK(nn_ctx_step_tensor_count(f.ctx) == 0); /* leaves belong to the caller */
+        nn_tensor *y = nn_mul(f.x, f.c);
+        nn_tensor *z = nn_scale(y, -2.0f);
+        nn_tensor *loss = nn_sum(z);
+        int64_t count = nn_ctx_step_tensor_count(f.ctx);
+        CHECK_MSG(count >= 3, "step owns %lld tensors after 3 ops", (long long)count);
+        CHECK(z && nn_tensor_persist(z) == NN_OK);
+        CHECK(nn_ctx_step_tensor_count(f.ctx) == count - 1);
+        backward_or_fail(loss, "before step_end");
+        CHECK(nn_ctx_step_end(f.ctx) == NN_OK);
+        CHECK(nn_ctx_step_tensor_count(f.ctx) == 0);
+
+        float want[N_X];
+        for (int i = 0; i < N_X; i++) want[i] = f.xv[i] * f.cv[i];
+        expect_values("persisted result", z, want, -2, N_X);
+        expect_values("leaf", f.x, f.xv, 1, N_X);
+        expect_values("leaf grad", nn_tensor_grad(f.x), f.cv, -2, N_X);
+        /* A second step works as the first did. */
+        nn_tensor *y2 = nn_mul(f.x, f.c);
+        CHECK(nn_ctx_step_tensor_count(f.ctx) >= 1);
+        expect_values("second step", y2, want, 1, N_X);
+        CHECK(nn_ctx_step_end(f.ctx) == NN_OK);
+        CHECK(nn_ctx_step_tensor_count(f.ctx) == 0);
+        nn_tensor_free(z);
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_inputs_freed_before_backward) {
+    /* "Freeing a tensor early is always allowed; the tape keeps what it needs." */
+    fixture f;
+    if (fixture_open(&f, 2, 3090, false)) {
+        nn_tensor *loss = dot_loss(f.x, f.c);
+        nn_tensor_free(f.c);
+        f.c = NULL;
+        if (backward_or_fail(loss, "after freeing c") == NN_OK)
+            expect_values("grad x", nn_tensor_grad(f.x), f.cv, 1, N_X);
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_views_show_their_source) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    ref_rng r = ref_rng_new(3100);
+    float v[24], v2[24];
+    ref_fill_uniform(&r, v, 24, -1, 1);
+    ref_fill_uniform(&r, v2, 24, -1, 1);
+    int64_t s4[4] = {2, 3, 2, 2}, s_flat[2] = {2, 12}, ask[2] = {-1, 6}, s_re[2] = {4, 6};
+    nn_tensor *x = ref_tensor_f32(ctx, 4, s4, v);
+    if (x) {
+        nn_tensor *flat = nn_flatten(x), *re = nn_reshape(x, 2, ask);
+        ref_check_shape(flat, 2, s_flat, "flatten view");
+        ref_check_shape(re, 2, s_re, "reshape view");
+        expect_values("flatten view", flat, v, 1, 24);
+        expect_values("reshape view", re, v, 1, 24);
+        /* Views share storage: a write to the source shows through. */
+        CHECK(nn_tensor_write(x, v2, sizeof v2) == NN_OK);
+        expect_values("flatten view after write", flat, v2, 1, 24);
+        expect_values("reshape view after write", re, v2, 1, 24);
+        /* A view of an op's result, and a view of a view. */
+        nn_tensor *y = nn_scale(x, 0.5f);
+        nn_tensor *yv = nn_reshape(nn_flatten(y), 2, ask);
+        ref_check_shape(yv, 2, s_re, "view of a view");
+        expect_values("view of a result", yv, v2, 0.5, 24);
+    }
+    CHECK(nn_ctx_step_end(ctx) == NN_OK);
+    CHECK(nn_ctx_step_tensor_count(ctx) == 0);
+    expect_values("source after step_end", x, v2, 1, 24);
+    nn_tensor_free(x);
+    nn_ctx_free(ctx);
+}
+
+TEST(autograd_mixed_contexts_are_rejected) {
+    nn_ctx *a = ref_ctx(1), *b = ref_ctx(1);
+    float v[N_X] = {0};
+    nn_tensor *ta = a ? leaf(a, v, true) : NULL, *tb = b ? leaf(b, v, false) : NULL;
+    if (ta && tb) {
+        nn_clear_error();
+        CHECK(nn_add(ta, tb) == NULL);
+        CHECK_MSG(nn_last_status() == NN_ERR_STATE, "mixed contexts: %s, want state error",
+                  nn_status_name(nn_last_status()));
+        CHECK(nn_mul(ta, tb) == NULL);
+        CHECK(strlen(nn_last_error()) > 0);
+    }
+    nn_tensor_free(ta);
+    nn_tensor_free(tb);
+    nn_ctx_free(a);
+    nn_ctx_free(b);
+}
