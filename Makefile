@@ -15,7 +15,7 @@ ifeq ($(BLAS),auto)
 endif
 
 CPPFLAGS += -Iinclude -Isrc -D_GNU_SOURCE
-CFLAGS ?= -O2 -g
+CFLAGS ?= -O3 -g
 CFLAGS += -std=c11 -fPIC -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread
 LDLIBS += -lm -pthread
 
@@ -36,12 +36,21 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all lib deps test check bench clean
-all: lib
+.PHONY: all lib deps test check bench examples demo clean
+all: deps lib examples
 lib: $(BUILD)/libnnengine.a $(BUILD)/libnnengine.so
+examples: $(BUILD)/examples/train_lenet5
 
 deps:
 	@scripts/install-deps.sh
+
+# The main job: LeNet-5 on Fashion-MNIST (Debian's dataset-fashion-mnist).
+DEMO_DATA ?= /usr/share/datasets/fashion-mnist
+DEMO_EPOCHS ?= 3
+demo:
+	@scripts/install-deps.sh zlib1g-dev dataset-fashion-mnist
+	@$(MAKE) -s examples
+	$(BUILD)/examples/train_lenet5 $(DEMO_DATA) $(DEMO_EPOCHS)
 
 # The whole suite, three builds; the last line is the total "N passed, N failed".
 test: deps
@@ -65,6 +74,10 @@ $(BUILD)/libnnengine.so: $(LIB_OBJ)
 $(BUILD)/tests/nn_tests: $(TEST_OBJ) $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libnnengine.a $(LDLIBS)
+
+$(BUILD)/examples/train_lenet5: $(BUILD)/obj/examples/train_lenet5.o $(BUILD)/libnnengine.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libnnengine.a $(LDLIBS) -lz
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)

@@ -25,7 +25,9 @@ typedef struct nn_ctx_options {
  * device is unknown or cannot be opened. options may be NULL (CPU, all cores,
  * seed 0). */
 nn_ctx *nn_ctx_new(const nn_ctx_options *options);
-/* Free the context and every tensor, module and optimizer still bound to it. */
+/* Free the context and every tensor still alive on it (whoever holds it).
+ * Free its modules and optimizers first: they hold tensors and would be left
+ * pointing at freed memory. NULL is ignored. */
 void nn_ctx_free(nn_ctx *ctx);
 
 /* Human-readable device name, e.g. "cpu (OpenBLAS, 2 threads)". */

@@ -65,8 +65,9 @@ nn_status nn_tensor_zero_grad(nn_tensor *t);
 /* Back-propagate from a one-element tensor: every tensor that requires grad
  * and contributed to `loss` receives d(loss)/d(tensor), added to what its
  * .grad already holds (leaves accumulate across calls until zeroed, as in
- * PyTorch). The tape is consumed: a second backward through the same
- * operations is an error. */
+ * PyTorch). The operations walked are consumed: a second backward through
+ * them is an error (as in PyTorch without retain_graph), while another loss
+ * recorded in the same step, from other operations, can still be used. */
 nn_status nn_backward(nn_tensor *loss);
 
 #ifdef __cplusplus

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and tests need, when they are
-# missing. As root it runs apt-get; otherwise it prints the exact command.
+# Installs the Debian packages the build and tests need, plus any named as
+# arguments (the demo adds its dataset), when they are missing. As root it
+# runs apt-get; otherwise it prints the exact command to run.
 set -euo pipefail
 
-needed=(gcc make pkg-config libopenblas-dev)
+needed=(gcc make pkg-config libopenblas-dev zlib1g-dev "$@")
 missing=()
 for pkg in "${needed[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||

@@ -203,6 +203,25 @@ void ref_matmul(const double *a, const double *b, double *c, int m, int n, int k
         }
 }
 
+void ref_matmul_backward(const double *a, const double *b, const double *dc, double *da,
+                         double *db, int m, int n, int k, bool ta, bool tb) {
+    /* c[i, j] = sum_p A[i, p] B[p, j] with A = op(a), B = op(b). */
+    for (int i = 0; da && i < m; i++)
+        for (int p = 0; p < k; p++) {
+            double s = 0;
+            for (int j = 0; j < n; j++)
+                s += dc[(int64_t)i * n + j] * (tb ? b[(int64_t)j * k + p] : b[(int64_t)p * n + j]);
+            da[ta ? (int64_t)p * m + i : (int64_t)i * k + p] = s;
+        }
+    for (int p = 0; db && p < k; p++)
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int i = 0; i < m; i++)
+                s += (ta ? a[(int64_t)p * m + i] : a[(int64_t)i * k + p]) * dc[(int64_t)i * n + j];
+            db[tb ? (int64_t)j * k + p : (int64_t)p * n + j] = s;
+        }
+}
+
 void ref_add_bias(const double *x, const double *bias, double *y, int64_t outer, int channels,
                   int64_t inner) {
     for (int64_t o = 0; o < outer; o++)
@@ -239,6 +258,34 @@ void ref_conv2d(const double *x, const double *w, const double *bias, double *y,
                                      w[(((int64_t)o * g->c + c) * g->kh + ky) * g->kw + kx];
                             }
                     y[(((int64_t)b * g->oc + o) * oh + yi) * ow + xi] = s;
+                }
+}
+
+void ref_conv2d_backward(const double *x, const double *w, const double *dy, double *dx,
+                         double *dw, double *dbias, const ref_conv *g) {
+    int oh = ref_conv_oh(g), ow = ref_conv_ow(g);
+    if (dx)
+        for (int64_t i = 0; i < (int64_t)g->n * g->c * g->h * g->w; i++) dx[i] = 0;
+    if (dw)
+        for (int64_t i = 0; i < (int64_t)g->oc * g->c * g->kh * g->kw; i++) dw[i] = 0;
+    if (dbias)
+        for (int o = 0; o < g->oc; o++) dbias[o] = 0;
+    for (int b = 0; b < g->n; b++)
+        for (int o = 0; o < g->oc; o++)
+            for (int yi = 0; yi < oh; yi++)
+                for (int xi = 0; xi < ow; xi++) {
+                    double d = dy[(((int64_t)b * g->oc + o) * oh + yi) * ow + xi];
+                    if (dbias) dbias[o] += d;
+                    for (int c = 0; c < g->c; c++)
+                        for (int ky = 0; ky < g->kh; ky++)
+                            for (int kx = 0; kx < g->kw; kx++) {
+                                int iy = yi * g->sh - g->ph + ky, ix = xi * g->sw - g->pw + kx;
+                                if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) continue;
+                                int64_t at = (((int64_t)b * g->c + c) * g->h + iy) * g->w + ix;
+                                int64_t wat = (((int64_t)o * g->c + c) * g->kh + ky) * g->kw + kx;
+                                if (dx) dx[at] += d * w[wat];
+                                if (dw) dw[wat] += d * x[at];
+                            }
                 }
 }
 

@@ -104,6 +104,10 @@ ref_cmp ref_compare(const double *got, const double *want, int64_t n, double rto
 /* c[M, N] = op(a) op(b); a is [M, K] ([K, M] when ta), b is [K, N] ([N, K] when tb). */
 void ref_matmul(const double *a, const double *b, double *c, int m, int n, int k, bool ta,
                 bool tb);
+/* Gradients of ref_matmul given dc = d loss / dc: da and db (same layouts
+ * as a and b; either may be NULL). */
+void ref_matmul_backward(const double *a, const double *b, const double *dc, double *da,
+                         double *db, int m, int n, int k, bool ta, bool tb);
 /* y[o, c, i] = x[o, c, i] + bias[c] for x [outer, channels, inner]. */
 void ref_add_bias(const double *x, const double *bias, double *y, int64_t outer, int channels,
                   int64_t inner);
@@ -121,6 +125,10 @@ int ref_conv_ow(const ref_conv *g);
 /* Cross-correlation as PyTorch; bias may be NULL. y is [n, oc, oh, ow]. */
 void ref_conv2d(const double *x, const double *w, const double *bias, double *y,
                 const ref_conv *g);
+
+/* Gradients of ref_conv2d given dy: dx, dw, dbias (any may be NULL). */
+void ref_conv2d_backward(const double *x, const double *w, const double *dy, double *dx,
+                         double *dw, double *dbias, const ref_conv *g);
 
 typedef struct ref_pool {
     int n, c, h, w;

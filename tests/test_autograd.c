@@ -308,3 +308,87 @@ TEST(autograd_mixed_contexts_are_rejected) {
     nn_ctx_free(a);
     nn_ctx_free(b);
 }
+
+TEST(autograd_step_tensor_freed_early) {
+    /* An op's result may be freed before backward and before step_end. */
+    fixture f;
+    if (fixture_open(&f, 1, 3110, false)) {
+        nn_tensor *y = nn_mul(f.x, f.c);
+        nn_tensor *loss = nn_sum(nn_scale(y, 3.0f));
+        nn_tensor_free(y);
+        if (backward_or_fail(loss, "after freeing an intermediate") == NN_OK)
+            expect_values("grad x", nn_tensor_grad(f.x), f.cv, 3, N_X);
+        nn_tensor_free(loss);
+    }
+    fixture_close(&f); /* use-after-free and double free: AddressSanitizer's to catch */
+}
+
+TEST(autograd_backward_after_step_end_is_an_error) {
+    fixture f;
+    if (fixture_open(&f, 2, 3120, false)) {
+        nn_tensor *loss = dot_loss(f.x, f.c);
+        CHECK(loss && nn_tensor_persist(loss) == NN_OK);
+        CHECK(nn_ctx_step_end(f.ctx) == NN_OK); /* drops the tape */
+        nn_clear_error();
+        nn_status st = loss ? nn_backward(loss) : NN_OK;
+        CHECK_MSG(st == NN_ERR_STATE, "backward after step_end returned %s", nn_status_name(st));
+        CHECK(strlen(nn_last_error()) > 0);
+        CHECK(nn_tensor_grad(f.x) == NULL);
+        nn_tensor_free(loss);
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_two_losses_built_then_backward_each) {
+    /* As in PyTorch: two graphs sharing only a leaf are independent; the
+     * first backward must not consume the second. */
+    fixture f;
+    if (fixture_open(&f, 1, 3130, false)) {
+        nn_tensor *loss1 = dot_loss(f.x, f.c);
+        nn_tensor *loss2 = nn_sum(nn_scale(f.x, 2.0f));
+        backward_or_fail(loss1, "first loss");
+        backward_or_fail(loss2, "second loss");
+        float want[N_X];
+        for (int i = 0; i < N_X; i++) want[i] = f.cv[i] + 2.0f;
+        expect_values("grad x", nn_tensor_grad(f.x), want, 1, N_X);
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_reusing_a_consumed_result_is_an_error_or_correct) {
+    /* h = 2x; backward(sum(h)) consumes scale's node. A new graph on h then
+     * goes "through the same operations": nn_backward must refuse it, or
+     * (as PyTorch does for ops that saved nothing) still reach x. Returning
+     * OK while silently dropping x's share is wrong either way. */
+    fixture f;
+    if (fixture_open(&f, 2, 3140, false)) {
+        nn_tensor *h = nn_scale(f.x, 2.0f);
+        backward_or_fail(nn_sum(h), "first");
+        nn_tensor *loss2 = h ? dot_loss(h, f.c) : NULL;
+        nn_status st = loss2 ? nn_backward(loss2) : NN_ERR_STATE;
+        if (st == NN_OK) {
+            float want[N_X];
+            for (int i = 0; i < N_X; i++) want[i] = 2.0f + 2.0f * f.cv[i];
+            expect_values("grad x after backward through a consumed op", nn_tensor_grad(f.x),
+                          want, 1, N_X);
+        } else {
+            CHECK(strlen(nn_last_error()) > 0);
+        }
+    }
+    fixture_close(&f);
+}
+
+TEST(autograd_backward_from_a_leaf_scalar) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    float v = 0.25f;
+    int64_t one[1] = {1};
+    nn_tensor *x = ref_tensor_f32(ctx, 1, one, &v);
+    if (x && nn_tensor_set_requires_grad(x, true) == NN_OK &&
+        backward_or_fail(x, "leaf loss") == NN_OK) {
+        float want = 1.0f;
+        expect_values("d x / d x", nn_tensor_grad(x), &want, 1, 1);
+    }
+    nn_tensor_free(x);
+    nn_ctx_free(ctx);
+}

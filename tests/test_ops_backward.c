@@ -46,6 +46,12 @@ typedef struct arg_spec {
  * (labels arrive as doubles holding small integers). */
 typedef nn_tensor *(*run_fn)(nn_tensor *const *x, const void *p);
 typedef void (*ref_fn)(double *const *x, double *y, const void *p);
+/* Optional analytic gradients of sum(w * ref(x)) for inputs too large to
+ * difference: grads[a] is non-NULL for each input that requires grad. The
+ * analytic references are themselves checked against finite differences
+ * (bwd_reference_gradients_match_finite_differences). */
+typedef void (*ref_grad_fn)(double *const *x, const double *w, double *const *grads,
+                            const void *p);
 
 typedef struct bwd_case {
     char what[160];
@@ -55,6 +61,7 @@ typedef struct bwd_case {
     int64_t out_shape[NN_MAX_DIMS];
     run_fn run;
     ref_fn ref;
+    ref_grad_fn ref_grad; /* NULL: finite differences */
     const void *p;
     int threads;
     uint64_t seed;
@@ -92,9 +99,8 @@ static void finite_diff(const bwd_case *c, double *const *x, int a, const double
     free(y);
 }
 
-/* Check the gradient the engine left on argument a against finite differences. */
-static void check_arg_grad(const bwd_case *c, nn_tensor *t, double *const *x, int a,
-                           const double *w, int64_t out_n) {
+/* Check the gradient the engine left on argument a against `want`. */
+static void check_arg_grad(const bwd_case *c, nn_tensor *t, int a, const double *want) {
     const arg_spec *s = &c->arg[a];
     nn_tensor *g = nn_tensor_grad(t);
     char what[200];
@@ -105,14 +111,26 @@ static void check_arg_grad(const bwd_case *c, nn_tensor *t, double *const *x, in
     }
     if (!ref_check_shape(g, s->ndim, s->shape, what)) return;
     int64_t n = ref_numel(s->ndim, s->shape);
-    double *got = ref_alloc_d(n), *want = ref_alloc_d(n);
+    double *got = ref_alloc_d(n);
     if (ref_read_tensor(g, got, n, what)) {
-        finite_diff(c, x, a, w, out_n, want);
         double floor = GRAD_ATOL * fmax(1.0, ref_max_abs(want, n));
         CHECK_ALL_CLOSE(what, got, want, n, GRAD_RTOL, floor);
     }
     free(got);
-    free(want);
+}
+
+/* The expected gradient of every input that requires grad (NULL for others). */
+static void expected_grads(const bwd_case *c, double *const *x, const double *w, int64_t out_n,
+                           double **grads) {
+    for (int a = 0; a < c->nargs; a++)
+        grads[a] = c->arg[a].grad ? ref_alloc_d(ref_numel(c->arg[a].ndim, c->arg[a].shape))
+                                  : NULL;
+    if (c->ref_grad) {
+        c->ref_grad(x, w, grads, c->p);
+        return;
+    }
+    for (int a = 0; a < c->nargs; a++)
+        if (grads[a]) finite_diff(c, x, a, w, out_n, grads[a]);
 }
 
 /* The op's result has the expected shape (any one-element shape will do for
@@ -175,8 +193,14 @@ static void run_bwd_case(const bwd_case *c) {
                   c->what, nn_last_error());
         nn_status st = loss ? nn_backward(loss) : NN_ERR_STATE;
         CHECK_MSG(st == NN_OK, "%s: nn_backward: %s", c->what, nn_last_error());
-        if (st == NN_OK)
-            for (int a = 0; a < c->nargs; a++) check_arg_grad(c, t[a], x, a, w.d, out_n);
+        if (st == NN_OK) {
+            double *grads[MAX_ARGS] = {0};
+            expected_grads(c, x, w.d, out_n, grads);
+            for (int a = 0; a < c->nargs; a++) {
+                check_arg_grad(c, t[a], a, grads[a]);
+                free(grads[a]);
+            }
+        }
     } else {
         CHECK_MSG(y != NULL, "%s: op failed: %s", c->what, nn_last_error());
     }
@@ -228,6 +252,29 @@ TEST(bwd_matmul_all_transposes) {
         for (int flags = 0; flags < 4; flags++)
             bwd_matmul(sizes[i][0], sizes[i][1], sizes[i][2], flags & 1, flags & 2, true,
                        1 + (i + flags) % 2, 2000 + (uint64_t)(4 * i + flags));
+}
+
+static void grad_matmul(double *const *x, const double *w, double *const *grads,
+                        const void *p) {
+    const matmul_p *q = p;
+    ref_matmul_backward(x[0], x[1], w, grads[0], grads[1], q->m, q->n, q->k, q->ta, q->tb);
+}
+
+TEST(bwd_matmul_crosses_gemm_blocks_all_transposes) {
+    static const int sizes[][3] = {{130, 70, 300}, {65, 257, 33}, {7, 4700, 300}};
+    for (int i = 0; i < (int)(sizeof sizes / sizeof sizes[0]); i++)
+        for (int flags = 0; flags < 4; flags++) {
+            matmul_p q = {sizes[i][0], sizes[i][1], sizes[i][2], flags & 1, flags & 2};
+            bwd_case c = {.nargs = 2, .run = run_matmul, .ref = ref_matmul_op,
+                          .ref_grad = grad_matmul, .p = &q, .threads = 1 + (i + flags) % 2,
+                          .seed = 2050 + (uint64_t)(4 * i + flags)};
+            snprintf(c.what, sizeof c.what, "matmul m=%d n=%d k=%d ta=%d tb=%d", q.m, q.n, q.k,
+                     q.ta, q.tb);
+            c.arg[0] = spec(FILL_UNIFORM, true, 2, q.ta ? q.k : q.m, q.ta ? q.m : q.k, 0, 0);
+            c.arg[1] = spec(FILL_UNIFORM, true, 2, q.tb ? q.n : q.k, q.tb ? q.k : q.n, 0, 0);
+            set_out(&c, 2, q.m, q.n, 0, 0);
+            run_bwd_case(&c);
+        }
 }
 
 TEST(bwd_matmul_only_b_requires_grad) {
@@ -293,7 +340,7 @@ TEST(bwd_linear_with_and_without_bias) {
                       .threads = 2 - i % 2, .seed = 2300 + (uint64_t)i};
         snprintf(c.what, sizeof c.what, "linear n=%d in=%d out=%d bias=%d", q->n, q->in, q->out,
                  q->bias);
-        c.arg[0] = spec(FILL_UNIFORM, true, 2, q->n, q->in, 0, 0);
+        c.arg[0] = spec(FILL_UNIFORM, i != 4, 2, q->n, q->in, 0, 0); /* case 4: x constant */
         c.arg[1] = spec(FILL_UNIFORM, true, 2, q->out, q->in, 0, 0);
         c.arg[2] = spec(FILL_UNIFORM, true, 1, q->out, 0, 0, 0);
         set_out(&c, 2, q->n, q->out, 0, 0);
@@ -322,6 +369,23 @@ static void ref_conv_op(double *const *x, double *y, const void *p) {
     ref_conv2d(x[0], x[1], q->bias ? x[2] : NULL, y, &q->g);
 }
 
+static void grad_conv(double *const *x, const double *w, double *const *grads, const void *p) {
+    const conv_p *q = p;
+    ref_conv2d_backward(x[0], x[1], w, grads[0], grads[1], q->bias ? grads[2] : NULL, &q->g);
+}
+
+static void conv_case_setup(bwd_case *c, const conv_p *q, int threads, uint64_t seed) {
+    const ref_conv *g = &q->g;
+    *c = (bwd_case){.nargs = q->bias ? 3 : 2, .run = run_conv, .ref = ref_conv_op, .p = q,
+                    .threads = threads, .seed = seed};
+    snprintf(c->what, sizeof c->what, "conv2d x[%d,%d,%d,%d] w[%d,%d,%d,%d] stride %d,%d pad %d,%d",
+             g->n, g->c, g->h, g->w, g->oc, g->c, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw);
+    c->arg[0] = spec(FILL_UNIFORM, true, 4, g->n, g->c, g->h, g->w);
+    c->arg[1] = spec(FILL_UNIFORM, true, 4, g->oc, g->c, g->kh, g->kw);
+    c->arg[2] = spec(FILL_UNIFORM, true, 1, g->oc, 0, 0, 0);
+    set_out(c, 4, g->n, g->oc, ref_conv_oh(g), ref_conv_ow(g));
+}
+
 TEST(bwd_conv2d_geometries) {
     static const conv_p cases[] = {
         /* n  c  h  w  oc kh kw sh sw ph pw   bias */
@@ -335,15 +399,23 @@ TEST(bwd_conv2d_geometries) {
         {{1, 1, 3, 3, 2, 5, 5, 1, 1, 2, 2}, true},   /* kernel larger than the image */
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
-        const ref_conv *g = &cases[i].g;
-        bwd_case c = {.nargs = cases[i].bias ? 3 : 2, .run = run_conv, .ref = ref_conv_op,
-                      .p = &cases[i], .threads = 1 + i % 2, .seed = 2400 + (uint64_t)i};
-        snprintf(c.what, sizeof c.what, "conv2d x[%d,%d,%d,%d] k%dx%d stride %d,%d pad %d,%d",
-                 g->n, g->c, g->h, g->w, g->kh, g->kw, g->sh, g->sw, g->ph, g->pw);
-        c.arg[0] = spec(FILL_UNIFORM, true, 4, g->n, g->c, g->h, g->w);
-        c.arg[1] = spec(FILL_UNIFORM, true, 4, g->oc, g->c, g->kh, g->kw);
-        c.arg[2] = spec(FILL_UNIFORM, true, 1, g->oc, 0, 0, 0);
-        set_out(&c, 4, g->n, g->oc, ref_conv_oh(g), ref_conv_ow(g));
+        bwd_case c;
+        conv_case_setup(&c, &cases[i], 1 + i % 2, 2400 + (uint64_t)i);
+        run_bwd_case(&c);
+    }
+}
+
+TEST(bwd_conv2d_crosses_gemm_blocks) {
+    static const conv_p cases[] = {
+        {{2, 16, 33, 33, 32, 3, 3, 1, 1, 1, 1}, true}, /* K=144, 2178 columns */
+        {{2, 8, 17, 15, 12, 5, 5, 2, 2, 2, 2}, true},  /* K=200, stride 2 + padding */
+        {{1, 65, 9, 9, 70, 3, 3, 1, 1, 0, 0}, false},  /* K=585 */
+        {{1, 3, 70, 70, 8, 3, 3, 1, 1, 1, 1}, true},   /* 4900 columns */
+    };
+    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
+        bwd_case c;
+        conv_case_setup(&c, &cases[i], 2 - i % 2, 2460 + (uint64_t)i);
+        c.ref_grad = grad_conv;
         run_bwd_case(&c);
     }
 }
@@ -539,88 +611,160 @@ static void ref_ce_op(double *const *x, double *y, const void *p) {
     free(labels);
 }
 
-/* One unary or binary pointwise-shaped case on `shape` (output = same shape
- * unless out_ndim says otherwise). */
+static nn_tensor *run_square_of_result(nn_tensor *const *x, const void *p) {
+    (void)p;
+    nn_tensor *h = nn_scale(x[0], 1.5f); /* a non-leaf used twice by one op */
+    return nn_mul(h, h);
+}
+static void ref_square_of_result_op(double *const *x, double *y, const void *p) {
+    const pw_p *q = p;
+    for (int64_t i = 0; i < q->n; i++) y[i] = 2.25 * x[0][i] * x[0][i];
+}
+
+/* Analytic gradients of sum(w * op(x)), for sizes too large to difference. */
+static void grad_add(double *const *x, const double *w, double *const *g, const void *p) {
+    (void)x;
+    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) {
+        g[0][i] = w[i];
+        if (g[1]) g[1][i] = w[i];
+    }
+}
+static void grad_mul(double *const *x, const double *w, double *const *g, const void *p) {
+    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) {
+        g[0][i] = w[i] * x[1][i];
+        if (g[1]) g[1][i] = w[i] * x[0][i];
+    }
+}
+static void grad_square(double *const *x, const double *w, double *const *g, const void *p) {
+    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) g[0][i] = 2 * w[i] * x[0][i];
+}
+static void grad_square_of_result(double *const *x, const double *w, double *const *g,
+                                  const void *p) {
+    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) g[0][i] = 4.5 * w[i] * x[0][i];
+}
+static void grad_relu(double *const *x, const double *w, double *const *g, const void *p) {
+    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) g[0][i] = x[0][i] > 0 ? w[i] : 0.0;
+}
+static void grad_scale(double *const *x, const double *w, double *const *g, const void *p) {
+    (void)x;
+    const pw_p *q = p;
+    for (int64_t i = 0; i < q->n; i++) g[0][i] = q->factor * w[i];
+}
+static void grad_sum(double *const *x, const double *w, double *const *g, const void *p) {
+    (void)x;
+    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) g[0][i] = w[0];
+}
+static void grad_mean(double *const *x, const double *w, double *const *g, const void *p) {
+    (void)x;
+    const pw_p *q = p;
+    for (int64_t i = 0; i < q->n; i++) g[0][i] = w[0] / (double)q->n;
+}
+static void grad_softmax(double *const *x, const double *w, double *const *g, const void *p) {
+    const pw_p *q = p;
+    double *y = ref_alloc_d(q->n);
+    ref_softmax(x[0], y, q->rows, q->cols);
+    for (int64_t r = 0; r < q->rows; r++) { /* dx = y * (w - sum(w * y)) per row */
+        const double *yr = y + r * q->cols, *wr = w + r * q->cols;
+        double dot = ref_dot(wr, yr, q->cols);
+        for (int j = 0; j < q->cols; j++) g[0][r * q->cols + j] = yr[j] * (wr[j] - dot);
+    }
+    free(y);
+}
+
+/* A unary or binary op on tensors of one shape. */
 typedef struct pw_case {
     const char *name;
     run_fn run;
     ref_fn ref;
+    ref_grad_fn grad;
     int nargs;
     fill_kind fill;
-    bool grad_b; /* second argument requires grad */
-    float factor;
+    bool grad_b;     /* the second argument requires grad */
+    float factor;    /* for scale */
+    bool scalar_out; /* a reduction */
 } pw_case;
 
-static void bwd_pointwise(const pw_case *k, int ndim, const int64_t *s, bool scalar_out,
-                          int threads, uint64_t seed) {
-    pw_p q = {ref_numel(ndim, s), ref_numel(ndim, s) / s[ndim - 1], (int)s[ndim - 1], k->factor};
-    bwd_case c = {.nargs = k->nargs, .run = k->run, .ref = k->ref, .p = &q, .threads = threads,
-                  .seed = seed};
-    snprintf(c.what, sizeof c.what, "%s of %lld elements", k->name, (long long)q.n);
-    c.arg[0] = spec(k->fill, true, ndim, s[0], s[1], s[2], s[3]);
-    c.arg[1] = spec(k->fill, k->grad_b, ndim, s[0], s[1], s[2], s[3]);
-    if (scalar_out)
-        set_out(&c, 1, 1, 0, 0, 0);
+enum {
+    PW_RELU, PW_ADD, PW_ADD_B_CONST, PW_MUL, PW_MUL_B_CONST, PW_SQUARE, PW_SQUARE_RESULT,
+    PW_SCALE_NEG, PW_SCALE_SMALL, PW_SUM, PW_MEAN, PW_SOFTMAX, PW_COUNT
+};
+
+static const pw_case pw_ops[PW_COUNT] = {
+    [PW_RELU] = {"relu", run_relu, ref_relu_op, grad_relu, 1, FILL_AWAY_ZERO, false, 0, false},
+    [PW_ADD] = {"add", run_add, ref_add_op, grad_add, 2, FILL_UNIFORM, true, 0, false},
+    [PW_ADD_B_CONST] = {"add (b constant)", run_add, ref_add_op, grad_add, 2, FILL_UNIFORM,
+                        false, 0, false},
+    [PW_MUL] = {"mul", run_mul, ref_mul_op, grad_mul, 2, FILL_UNIFORM, true, 0, false},
+    [PW_MUL_B_CONST] = {"mul (b constant)", run_mul, ref_mul_op, grad_mul, 2, FILL_UNIFORM,
+                        false, 0, false},
+    [PW_SQUARE] = {"mul(x, x)", run_square, ref_square_op, grad_square, 1, FILL_UNIFORM, false,
+                   0, false},
+    [PW_SQUARE_RESULT] = {"mul(h, h) with h = 1.5x", run_square_of_result,
+                          ref_square_of_result_op, grad_square_of_result, 1, FILL_UNIFORM,
+                          false, 0, false},
+    [PW_SCALE_NEG] = {"scale(-2.5)", run_scale, ref_scale_op, grad_scale, 1, FILL_UNIFORM, false,
+                      -2.5f, false},
+    [PW_SCALE_SMALL] = {"scale(0.3)", run_scale, ref_scale_op, grad_scale, 1, FILL_UNIFORM,
+                        false, 0.3f, false},
+    [PW_SUM] = {"sum", run_sum, ref_sum_op, grad_sum, 1, FILL_UNIFORM, false, 0, true},
+    [PW_MEAN] = {"mean", run_mean, ref_mean_op, grad_mean, 1, FILL_UNIFORM, false, 0, true},
+    [PW_SOFTMAX] = {"softmax", run_softmax, ref_softmax_op, grad_softmax, 1, FILL_UNIFORM, false,
+                    0, false},
+};
+
+/* The case for op k on `shape`; q receives the sizes the functions read. */
+static void pw_setup(bwd_case *c, pw_p *q, const pw_case *k, int ndim, const int64_t *shape,
+                     int threads, uint64_t seed) {
+    int64_t s[NN_MAX_DIMS] = {0};
+    memcpy(s, shape, (size_t)ndim * sizeof *s);
+    *q = (pw_p){ref_numel(ndim, s), ref_numel(ndim, s) / s[ndim - 1], (int)s[ndim - 1], k->factor};
+    *c = (bwd_case){.nargs = k->nargs, .run = k->run, .ref = k->ref, .p = q, .threads = threads,
+                    .seed = seed};
+    snprintf(c->what, sizeof c->what, "%s of %lld elements", k->name, (long long)q->n);
+    c->arg[0] = spec(k->fill, true, ndim, s[0], s[1], s[2], s[3]);
+    c->arg[1] = spec(k->fill, k->grad_b, ndim, s[0], s[1], s[2], s[3]);
+    if (k->scalar_out)
+        set_out(c, 1, 1, 0, 0, 0);
     else
-        set_out(&c, ndim, s[0], s[1], s[2], s[3]);
-    run_bwd_case(&c);
+        set_out(c, ndim, s[0], s[1], s[2], s[3]);
 }
 
 static const struct {
     int ndim;
     int64_t shape[NN_MAX_DIMS];
-} bwd_shapes[] = {{1, {1}}, {2, {3, 7}}, {4, {2, 3, 4, 5}}, {2, {1, 13}}};
+} bwd_shapes[] = {{1, {1}}, {2, {3, 7}}, {4, {2, 3, 4, 5}}, {2, {1, 13}}, {2, {4, 33}}};
 #define BWD_SHAPES ((int)(sizeof bwd_shapes / sizeof bwd_shapes[0]))
 
-static void bwd_pointwise_all_shapes(const pw_case *k, bool scalar_out, uint64_t seed) {
-    for (int i = 0; i < BWD_SHAPES; i++)
-        bwd_pointwise(k, bwd_shapes[i].ndim, bwd_shapes[i].shape, scalar_out, 1 + i % 2,
-                      seed + (uint64_t)i);
+/* Ops `first`..`last` of pw_ops on every shape of bwd_shapes, by finite differences. */
+static void bwd_pointwise(int first, int last, uint64_t seed) {
+    for (int op = first; op <= last; op++)
+        for (int i = 0; i < BWD_SHAPES; i++) {
+            bwd_case c;
+            pw_p q;
+            pw_setup(&c, &q, &pw_ops[op], bwd_shapes[i].ndim, bwd_shapes[i].shape,
+                     1 + (op + i) % 2, seed + (uint64_t)(10 * op + i));
+            run_bwd_case(&c);
+        }
 }
 
-TEST(bwd_relu) {
-    pw_case k = {"relu", run_relu, ref_relu_op, 1, FILL_AWAY_ZERO, false, 0};
-    bwd_pointwise_all_shapes(&k, false, 2700);
-}
+TEST(bwd_relu) { bwd_pointwise(PW_RELU, PW_RELU, 2700); }
+TEST(bwd_add) { bwd_pointwise(PW_ADD, PW_ADD_B_CONST, 2700); }
+TEST(bwd_mul) { bwd_pointwise(PW_MUL, PW_MUL_B_CONST, 2700); }
+TEST(bwd_mul_same_tensor_twice_accumulates) { bwd_pointwise(PW_SQUARE, PW_SQUARE_RESULT, 2700); }
+TEST(bwd_scale) { bwd_pointwise(PW_SCALE_NEG, PW_SCALE_SMALL, 2700); }
+TEST(bwd_sum_and_mean) { bwd_pointwise(PW_SUM, PW_MEAN, 2700); }
+TEST(bwd_softmax) { bwd_pointwise(PW_SOFTMAX, PW_SOFTMAX, 2700); }
 
-TEST(bwd_add) {
-    pw_case k = {"add", run_add, ref_add_op, 2, FILL_UNIFORM, true, 0};
-    bwd_pointwise_all_shapes(&k, false, 2710);
-    pw_case half = {"add (b constant)", run_add, ref_add_op, 2, FILL_UNIFORM, false, 0};
-    bwd_pointwise_all_shapes(&half, false, 2715);
-}
-
-TEST(bwd_mul) {
-    pw_case k = {"mul", run_mul, ref_mul_op, 2, FILL_UNIFORM, true, 0};
-    bwd_pointwise_all_shapes(&k, false, 2720);
-    pw_case half = {"mul (b constant)", run_mul, ref_mul_op, 2, FILL_UNIFORM, false, 0};
-    bwd_pointwise_all_shapes(&half, false, 2725);
-}
-
-TEST(bwd_mul_same_tensor_twice_accumulates) {
-    pw_case k = {"mul(x, x)", run_square, ref_square_op, 1, FILL_UNIFORM, false, 0};
-    bwd_pointwise_all_shapes(&k, false, 2730);
-}
-
-TEST(bwd_scale) {
-    pw_case k = {"scale(-2.5)", run_scale, ref_scale_op, 1, FILL_UNIFORM, false, -2.5f};
-    bwd_pointwise_all_shapes(&k, false, 2740);
-    pw_case k2 = {"scale(0.3)", run_scale, ref_scale_op, 1, FILL_UNIFORM, false, 0.3f};
-    bwd_pointwise_all_shapes(&k2, false, 2745);
-}
-
-TEST(bwd_sum_and_mean) {
-    pw_case s = {"sum", run_sum, ref_sum_op, 1, FILL_UNIFORM, false, 0};
-    bwd_pointwise_all_shapes(&s, true, 2750);
-    pw_case m = {"mean", run_mean, ref_mean_op, 1, FILL_UNIFORM, false, 0};
-    bwd_pointwise_all_shapes(&m, true, 2755);
-}
-
-TEST(bwd_softmax) {
-    pw_case k = {"softmax", run_softmax, ref_softmax_op, 1, FILL_UNIFORM, false, 0};
-    bwd_pointwise_all_shapes(&k, false, 2760);
-    static const int64_t wide[2] = {4, 33};
-    bwd_pointwise(&k, 2, wide, false, 2, 2765);
+TEST(bwd_pointwise_large_analytic) {
+    /* More elements than a thread's chunk, with odd row lengths. */
+    static const int64_t shape[2] = {65, 1025};
+    for (int op = 0; op < PW_COUNT; op++) {
+        bwd_case c;
+        pw_p q;
+        pw_setup(&c, &q, &pw_ops[op], 2, shape, 2 - op % 2, 2780 + (uint64_t)op);
+        c.ref_grad = pw_ops[op].grad;
+        run_bwd_case(&c);
+    }
 }
 
 TEST(bwd_softmax_cross_entropy) {
@@ -692,4 +836,59 @@ TEST(bwd_small_network_end_to_end) {
     c.arg[5].classes = q.classes;
     set_out(&c, 1, 1, 0, 0, 0);
     run_bwd_case(&c);
+}
+
+/* ---- the analytic references used above, against finite differences ---- */
+
+/* Both gradient paths of a case, in double only (no engine involved). */
+static void check_reference_grads(const bwd_case *c, ref_grad_fn analytic) {
+    ref_rng r = ref_rng_new(c->seed);
+    double *x[MAX_ARGS] = {0}, *fd[MAX_ARGS] = {0}, *an[MAX_ARGS] = {0};
+    for (int a = 0; a < c->nargs; a++) {
+        int64_t n = ref_numel(c->arg[a].ndim, c->arg[a].shape);
+        x[a] = ref_alloc_d(n);
+        for (int64_t i = 0; i < n; i++) x[a][i] = ref_rng_uniform(&r, -1, 1);
+    }
+    int64_t out_n = ref_numel(c->out_ndim, c->out_shape);
+    double *w = ref_alloc_d(out_n);
+    for (int64_t i = 0; i < out_n; i++) w[i] = ref_rng_uniform(&r, -1, 1);
+    expected_grads(c, x, w, out_n, fd);
+    bwd_case with_analytic = *c;
+    with_analytic.ref_grad = analytic;
+    expected_grads(&with_analytic, x, w, out_n, an);
+    for (int a = 0; a < c->nargs; a++) {
+        if (fd[a])
+            CHECK_ALL_CLOSE(c->what, an[a], fd[a], ref_numel(c->arg[a].ndim, c->arg[a].shape),
+                            1e-6, 1e-7);
+        free(x[a]);
+        free(fd[a]);
+        free(an[a]);
+    }
+    free(w);
+}
+
+TEST(bwd_reference_gradients_match_finite_differences) {
+    for (int flags = 0; flags < 4; flags++) {
+        matmul_p q = {5, 3, 7, flags & 1, flags & 2};
+        bwd_case c = {.nargs = 2, .ref = ref_matmul_op, .p = &q, .seed = 2950 + (uint64_t)flags};
+        snprintf(c.what, sizeof c.what, "ref_matmul_backward ta=%d tb=%d", q.ta, q.tb);
+        c.arg[0] = spec(FILL_UNIFORM, true, 2, q.ta ? q.k : q.m, q.ta ? q.m : q.k, 0, 0);
+        c.arg[1] = spec(FILL_UNIFORM, true, 2, q.tb ? q.n : q.k, q.tb ? q.k : q.n, 0, 0);
+        set_out(&c, 2, q.m, q.n, 0, 0);
+        check_reference_grads(&c, grad_matmul);
+    }
+    static const int64_t shape[2] = {3, 7};
+    for (int op = 0; op < PW_COUNT; op++) {
+        bwd_case c;
+        pw_p q;
+        pw_setup(&c, &q, &pw_ops[op], 2, shape, 1, 2970 + (uint64_t)op);
+        check_reference_grads(&c, pw_ops[op].grad);
+    }
+    static const conv_p convs[] = {{{2, 2, 7, 6, 3, 3, 5, 2, 1, 1, 2}, true},
+                                   {{1, 3, 8, 8, 2, 5, 5, 2, 2, 2, 2}, false}};
+    for (int i = 0; i < 2; i++) {
+        bwd_case c;
+        conv_case_setup(&c, &convs[i], 1, 2960 + (uint64_t)i);
+        check_reference_grads(&c, grad_conv);
+    }
 }

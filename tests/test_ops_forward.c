@@ -78,7 +78,10 @@ TEST(fwd_matmul_small_awkward_all_transposes) {
 }
 
 TEST(fwd_matmul_crosses_gemm_blocks_all_transposes) {
-    static const int sizes[][3] = {{130, 70, 300}, {257, 129, 65}, {1, 513, 257}};
+    /* The blocked GEMM packs KC = 256 deep slices, MC = 96..144 rows and
+     * NC = 3072..4608 columns: cross each of them, with remainders. */
+    static const int sizes[][3] = {{130, 70, 300}, {257, 129, 65}, {1, 513, 257},
+                                   {150, 40, 520}, {7, 4700, 300}};
     check_matmul_sizes(sizes, (int)(sizeof sizes / sizeof sizes[0]));
 }
 
@@ -244,6 +247,7 @@ TEST(fwd_conv2d_crosses_gemm_blocks) {
     static const conv_case cases[] = {
         {{2, 16, 33, 33, 32, 3, 3, 1, 1, 1, 1}, true}, /* K=144, N=2178 columns */
         {{1, 65, 9, 9, 70, 3, 3, 1, 1, 0, 0}, true},   /* K=585 */
+        {{1, 3, 70, 70, 8, 3, 3, 1, 1, 1, 1}, true},   /* 4900 columns */
     };
     check_conv_cases(cases, (int)(sizeof cases / sizeof cases[0]), 600);
 }

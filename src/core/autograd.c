@@ -42,19 +42,44 @@ nn_node *nn_tape_record(nn_tensor *output, const char *op, nn_backward_fn backwa
     return node;
 }
 
+static void free_node(nn_node *node) {
+    node->output->grad_fn = NULL;
+    nn_tensor_release(node->output);
+    for (int k = 0; k < node->input_count; k++) nn_tensor_release(node->inputs[k]);
+    for (int k = 0; k < node->saved_count; k++) nn_tensor_release(node->saved[k]);
+    free(node);
+}
+
 void nn_tape_clear(nn_ctx *ctx) {
-    for (int64_t i = 0; i < ctx->tape_count; i++) {
-        nn_node *node = ctx->tape[i];
-        node->output->grad_fn = NULL;
-        nn_tensor_release(node->output);
-        for (int k = 0; k < node->input_count; k++) nn_tensor_release(node->inputs[k]);
-        for (int k = 0; k < node->saved_count; k++) nn_tensor_release(node->saved[k]);
-        free(node);
-    }
+    for (int64_t i = 0; i < ctx->tape_count; i++) free_node(ctx->tape[i]);
     ctx->tape_count = 0;
 }
 
+/* Free the nodes a backward pass walked (those at or before `start` whose
+ * output received a gradient: the loss's ancestors) and keep the rest, so
+ * another loss recorded in the same step can still be back-propagated. */
+static void consume_walked_nodes(nn_ctx *ctx, int64_t start) {
+    int64_t kept = 0;
+    for (int64_t i = 0; i < ctx->tape_count; i++) {
+        nn_node *node = ctx->tape[i];
+        if (i <= start && node->output->grad_written) {
+            free_node(node);
+        } else {
+            node->tape_index = kept;
+            ctx->tape[kept++] = node;
+        }
+    }
+    ctx->tape_count = kept;
+}
+
 nn_status nn_grad_target(nn_tensor *t, nn_tensor **grad, int32_t *accumulate) {
+    /* A result whose recording is gone cannot pass its gradient on: stopping
+     * here would silently drop the rest of the chain (PyTorch refuses too). */
+    if (t->is_result && !t->grad_fn)
+        return nn_set_error(NN_ERR_STATE,
+                            "nn_backward: a tensor on the path to the loss was produced by "
+                            "operations already consumed by an earlier nn_backward (or dropped "
+                            "by nn_ctx_step_end); compute it again in this step");
     bool leaf = t->grad_fn == NULL;
     if (!t->grad) {
         t->grad = nn_tensor_alloc(t->ctx, NN_F32, t->ndim, t->shape, false);
@@ -121,6 +146,6 @@ nn_status nn_backward(nn_tensor *loss) {
         nn_node *node = ctx->tape[i];
         if (node->output->grad_written) status = node->backward(node);
     }
-    nn_tape_clear(ctx);
+    consume_walked_nodes(ctx, start);
     return status;
 }

@@ -35,14 +35,14 @@ nn_status nn_init_uniform(nn_tensor *t, float low, float high) {
 }
 
 nn_status nn_init_xavier_uniform(nn_tensor *t, float gain) {
-    double fan_in, fan_out;
+    double fan_in = 0.0, fan_out = 0.0;
     NN_TRY(fans("nn_init_xavier_uniform", t, &fan_in, &fan_out));
     float bound = (float)(gain * sqrt(6.0 / (fan_in + fan_out)));
     return nn_init_uniform(t, -bound, bound);
 }
 
 nn_status nn_init_kaiming_uniform(nn_tensor *t, float a) {
-    double fan_in, fan_out;
+    double fan_in = 0.0, fan_out = 0.0;
     NN_TRY(fans("nn_init_kaiming_uniform", t, &fan_in, &fan_out));
     double gain = sqrt(2.0 / (1.0 + (double)a * a));
     float bound = (float)(gain * sqrt(3.0 / fan_in));

@@ -11,33 +11,51 @@ typedef struct conv_job {
     float *dst;
 } conv_job;
 
+/* Output columns ow in [*lo, *hi) read input column ow * stride - pad + kj
+ * inside [0, width); the others see padding. */
+static void valid_columns(const nn_conv_geometry *g, int kj, int *lo, int *hi) {
+    int first = g->pad_w - kj; /* smallest ow * stride that lands on column 0 */
+    *lo = first <= 0 ? 0 : (first + g->stride_w - 1) / g->stride_w;
+    int last = g->width - 1 + g->pad_w - kj; /* largest ow * stride inside the image */
+    *hi = last < 0 ? 0 : last / g->stride_w + 1;
+    if (*hi > g->out_w) *hi = g->out_w;
+    if (*lo > *hi) *lo = *hi;
+}
+
 /* Column row r = (c * kh + ki) * kw + kj, column p = oh * out_w + ow. */
 static void im2col_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const conv_job *job = arg;
-    const nn_conv_geometry *g = job->g;
-    const int64_t plane = (int64_t)g->height * g->width;
-    const int64_t positions = (int64_t)g->out_h * g->out_w;
-    const int64_t rows = (int64_t)g->channels * g->kernel_h * g->kernel_w;
+    const nn_conv_geometry g = *job->g;
+    const int64_t plane = (int64_t)g.height * g.width;
+    const int64_t positions = (int64_t)g.out_h * g.out_w;
+    const int64_t rows = (int64_t)g.channels * g.kernel_h * g.kernel_w;
     for (int64_t nc = begin; nc < end; nc++) {
-        int64_t n = nc / g->channels, c = nc % g->channels;
-        const float *image = job->src + nc * plane;
-        float *cols = job->dst + n * rows * positions;
-        for (int ki = 0; ki < g->kernel_h; ki++) {
-            for (int kj = 0; kj < g->kernel_w; kj++) {
-                int64_t r = ((int64_t)c * g->kernel_h + ki) * g->kernel_w + kj;
-                float *out = cols + r * positions;
-                for (int oh = 0; oh < g->out_h; oh++) {
-                    int ih = oh * g->stride_h - g->pad_h + ki;
-                    float *out_row = out + (int64_t)oh * g->out_w;
-                    if (ih < 0 || ih >= g->height) {
-                        memset(out_row, 0, (size_t)g->out_w * sizeof(float));
+        const int64_t n = nc / g.channels, c = nc % g.channels;
+        const float *restrict image = job->src + nc * plane;
+        float *restrict cols = job->dst + n * rows * positions;
+        for (int ki = 0; ki < g.kernel_h; ki++) {
+            for (int kj = 0; kj < g.kernel_w; kj++) {
+                int lo, hi;
+                valid_columns(&g, kj, &lo, &hi);
+                const int64_t r = ((int64_t)c * g.kernel_h + ki) * g.kernel_w + kj;
+                float *restrict out = cols + r * positions;
+                for (int oh = 0; oh < g.out_h; oh++) {
+                    const int ih = oh * g.stride_h - g.pad_h + ki;
+                    float *restrict row = out + (int64_t)oh * g.out_w;
+                    if (ih < 0 || ih >= g.height) {
+                        memset(row, 0, (size_t)g.out_w * sizeof(float));
                         continue;
                     }
-                    const float *in_row = image + (int64_t)ih * g->width;
-                    for (int ow = 0; ow < g->out_w; ow++) {
-                        int iw = ow * g->stride_w - g->pad_w + kj;
-                        out_row[ow] = (iw >= 0 && iw < g->width) ? in_row[iw] : 0.0f;
+                    /* Input index of output column ow: base + ow * stride (kept as an
+                     * index: a pointer before the image would be undefined). */
+                    const int64_t base = (int64_t)ih * g.width - g.pad_w + kj;
+                    for (int ow = 0; ow < lo; ow++) row[ow] = 0.0f;
+                    if (g.stride_w == 1) {
+                        if (hi > lo) memcpy(row + lo, image + base + lo, (size_t)(hi - lo) * sizeof(float));
+                    } else {
+                        for (int ow = lo; ow < hi; ow++) row[ow] = image[base + (int64_t)ow * g.stride_w];
                     }
+                    for (int ow = hi; ow < g.out_w; ow++) row[ow] = 0.0f;
                 }
             }
         }
@@ -46,28 +64,27 @@ static void im2col_planes(void *arg, int64_t begin, int64_t end, int worker) {
 
 static void col2im_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const conv_job *job = arg;
-    const nn_conv_geometry *g = job->g;
-    const int64_t plane = (int64_t)g->height * g->width;
-    const int64_t positions = (int64_t)g->out_h * g->out_w;
-    const int64_t rows = (int64_t)g->channels * g->kernel_h * g->kernel_w;
+    const nn_conv_geometry g = *job->g;
+    const int64_t plane = (int64_t)g.height * g.width;
+    const int64_t positions = (int64_t)g.out_h * g.out_w;
+    const int64_t rows = (int64_t)g.channels * g.kernel_h * g.kernel_w;
     for (int64_t nc = begin; nc < end; nc++) {
-        int64_t n = nc / g->channels, c = nc % g->channels;
-        float *image = job->dst + nc * plane;
-        const float *cols = job->src + n * rows * positions;
-        if (!g->accumulate) memset(image, 0, (size_t)plane * sizeof(float));
-        for (int ki = 0; ki < g->kernel_h; ki++) {
-            for (int kj = 0; kj < g->kernel_w; kj++) {
-                int64_t r = ((int64_t)c * g->kernel_h + ki) * g->kernel_w + kj;
-                const float *in = cols + r * positions;
-                for (int oh = 0; oh < g->out_h; oh++) {
-                    int ih = oh * g->stride_h - g->pad_h + ki;
-                    if (ih < 0 || ih >= g->height) continue;
-                    float *image_row = image + (int64_t)ih * g->width;
-                    const float *in_row = in + (int64_t)oh * g->out_w;
-                    for (int ow = 0; ow < g->out_w; ow++) {
-                        int iw = ow * g->stride_w - g->pad_w + kj;
-                        if (iw >= 0 && iw < g->width) image_row[iw] += in_row[ow];
-                    }
+        const int64_t n = nc / g.channels, c = nc % g.channels;
+        float *restrict image = job->dst + nc * plane;
+        const float *restrict cols = job->src + n * rows * positions;
+        if (!g.accumulate) memset(image, 0, (size_t)plane * sizeof(float));
+        for (int ki = 0; ki < g.kernel_h; ki++) {
+            for (int kj = 0; kj < g.kernel_w; kj++) {
+                int lo, hi;
+                valid_columns(&g, kj, &lo, &hi);
+                const int64_t r = ((int64_t)c * g.kernel_h + ki) * g.kernel_w + kj;
+                const float *restrict in = cols + r * positions;
+                for (int oh = 0; oh < g.out_h; oh++) {
+                    const int ih = oh * g.stride_h - g.pad_h + ki;
+                    if (ih < 0 || ih >= g.height) continue;
+                    const int64_t base = (int64_t)ih * g.width - g.pad_w + kj;
+                    const float *restrict row = in + (int64_t)oh * g.out_w;
+                    for (int ow = lo; ow < hi; ow++) image[base + (int64_t)ow * g.stride_w] += row[ow];
                 }
             }
         }
@@ -77,13 +94,17 @@ static void col2im_planes(void *arg, int64_t begin, int64_t end, int worker) {
 nn_status nn_cpu_im2col(nn_thread_pool *pool, const nn_conv_geometry *g, const float *image,
                         float *cols) {
     conv_job job = {g, image, cols};
-    nn_parallel_for(pool, (int64_t)g->batch * g->channels, 1, im2col_planes, &job);
+    int64_t per_plane = (int64_t)g->kernel_h * g->kernel_w * g->out_h * g->out_w;
+    nn_parallel_for(pool, (int64_t)g->batch * g->channels, NN_CPU_MIN_CHUNK / per_plane + 1,
+                    im2col_planes, &job);
     return NN_OK;
 }
 
 nn_status nn_cpu_col2im(nn_thread_pool *pool, const nn_conv_geometry *g, const float *cols,
                         float *image) {
     conv_job job = {g, cols, image};
-    nn_parallel_for(pool, (int64_t)g->batch * g->channels, 1, col2im_planes, &job);
+    int64_t per_plane = (int64_t)g->kernel_h * g->kernel_w * g->out_h * g->out_w;
+    nn_parallel_for(pool, (int64_t)g->batch * g->channels, NN_CPU_MIN_CHUNK / per_plane + 1,
+                    col2im_planes, &job);
     return NN_OK;
 }

@@ -222,41 +222,46 @@ static size_t scratch_b_floats(int64_t n, int64_t k) {
     return (size_t)round_up(min64(k, KC) * round_up(min64(n, NC), NR), 16);
 }
 
-/* op(A)[i][p] for the mc x kc block at a: row panels of MR, zero-padded. */
-static void pack_a(int64_t mc, int64_t kc, const float *a, int64_t lda, int trans, float *dst) {
+/* op(A)[i][p] for the mc x kc block at a: row panels of MR, zero-padded.
+ * Whole panels take loops of constant length, which the compiler unrolls or
+ * vectorizes; only the last, partial panel takes the general loop. */
+static void pack_a(int64_t mc, int64_t kc, const float *restrict a, int64_t lda, int trans,
+                   float *restrict dst) {
     for (int64_t i0 = 0; i0 < mc; i0 += MR, dst += MR * kc) {
         int64_t rows = min64(MR, mc - i0);
-        for (int64_t p = 0; p < kc; p++) {
-            float *d = dst + p * MR;
-            int64_t i = 0;
-            if (trans) /* stored k x m: the MR values of one k step are adjacent */
-                for (const float *s = a + p * lda + i0; i < rows; i++) d[i] = s[i];
-            else
-                for (const float *s = a + i0 * lda + p; i < rows; i++) d[i] = s[i * lda];
-            for (; i < MR; i++) d[i] = 0.0f;
+        if (rows == MR && trans) { /* stored k x m: MR adjacent values per k step */
+            for (int64_t p = 0; p < kc; p++)
+                for (int i = 0; i < MR; i++) dst[p * MR + i] = a[p * lda + i0 + i];
+        } else if (rows == MR) { /* stored m x k: gather one value from each of MR rows */
+            for (int64_t p = 0; p < kc; p++)
+                for (int i = 0; i < MR; i++) dst[p * MR + i] = a[(i0 + i) * lda + p];
+        } else {
+            for (int64_t p = 0; p < kc; p++)
+                for (int64_t i = 0; i < MR; i++)
+                    dst[p * MR + i] = i >= rows ? 0.0f
+                                      : trans   ? a[p * lda + i0 + i]
+                                                : a[(i0 + i) * lda + p];
         }
     }
 }
 
 /* op(B)[p][j] for the kc x nc block at b: column panels of NR, zero-padded. */
-static void pack_b(int64_t kc, int64_t nc, const float *b, int64_t ldb, int trans, float *dst) {
+static void pack_b(int64_t kc, int64_t nc, const float *restrict b, int64_t ldb, int trans,
+                   float *restrict dst) {
     for (int64_t j0 = 0; j0 < nc; j0 += NR, dst += NR * kc) {
         int64_t cols = min64(NR, nc - j0);
-        if (trans) { /* stored n x k: walk each stored row once */
-            for (int64_t j = 0; j < cols; j++) {
-                const float *s = b + (j0 + j) * ldb;
-                for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = s[p];
-            }
+        if (cols == NR && !trans) { /* stored k x n: NR adjacent values per k step */
             for (int64_t p = 0; p < kc; p++)
-                for (int64_t j = cols; j < NR; j++) dst[p * NR + j] = 0.0f;
+                for (int j = 0; j < NR; j++) dst[p * NR + j] = b[p * ldb + j0 + j];
+        } else if (cols == NR) { /* stored n x k: walk each stored row once */
+            for (int j = 0; j < NR; j++)
+                for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = b[(j0 + j) * ldb + p];
         } else {
-            for (int64_t p = 0; p < kc; p++) {
-                const float *s = b + p * ldb + j0;
-                float *d = dst + p * NR;
-                int64_t j = 0;
-                for (; j < cols; j++) d[j] = s[j];
-                for (; j < NR; j++) d[j] = 0.0f;
-            }
+            for (int64_t p = 0; p < kc; p++)
+                for (int64_t j = 0; j < NR; j++)
+                    dst[p * NR + j] = j >= cols ? 0.0f
+                                      : trans   ? b[(j0 + j) * ldb + p]
+                                                : b[p * ldb + j0 + j];
         }
     }
 }

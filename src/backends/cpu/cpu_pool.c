@@ -15,13 +15,13 @@ typedef struct pool_job {
 
 static void forward_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const pool_job *job = arg;
-    const nn_pool_params *p = job->p;
+    const nn_pool_params params = *job->p, *p = &params; /* a local copy: stores cannot alias it */
     const int64_t in_plane = (int64_t)p->height * p->width;
     const int64_t out_plane = (int64_t)p->out_h * p->out_w;
     for (int64_t nc = begin; nc < end; nc++) {
-        const float *x = job->in + nc * in_plane;
-        float *y = job->out + nc * out_plane;
-        int32_t *argmax = job->argmax_out + nc * out_plane;
+        const float *restrict x = job->in + nc * in_plane;
+        float *restrict y = job->out + nc * out_plane;
+        int32_t *restrict argmax = job->argmax_out + nc * out_plane;
         for (int oh = 0; oh < p->out_h; oh++) {
             int h0 = oh * p->stride - p->pad;
             int h1 = h0 + p->kernel < p->height ? h0 + p->kernel : p->height;
@@ -52,13 +52,13 @@ static void forward_planes(void *arg, int64_t begin, int64_t end, int worker) {
 
 static void backward_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const pool_job *job = arg;
-    const nn_pool_params *p = job->p;
+    const nn_pool_params params = *job->p, *p = &params;
     const int64_t in_plane = (int64_t)p->height * p->width;
     const int64_t out_plane = (int64_t)p->out_h * p->out_w;
     for (int64_t nc = begin; nc < end; nc++) {
-        const float *dy = job->in + nc * out_plane;
-        const int32_t *argmax = job->argmax_in + nc * out_plane;
-        float *dx = job->out + nc * in_plane;
+        const float *restrict dy = job->in + nc * out_plane;
+        const int32_t *restrict argmax = job->argmax_in + nc * out_plane;
+        float *restrict dx = job->out + nc * in_plane;
         if (!p->accumulate) memset(dx, 0, (size_t)in_plane * sizeof(float));
         for (int64_t i = 0; i < out_plane; i++) dx[argmax[i]] += dy[i];
     }
