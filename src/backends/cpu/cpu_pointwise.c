@@ -21,16 +21,21 @@ static void elementwise_range(void *arg, int64_t begin, int64_t end, int worker)
     const float *restrict a = job->a, *restrict b = job->b;
     float *restrict out = job->out;
     const float alpha = job->p->alpha;
+    /* The accumulate choice stays outside the loops: inside, it keeps them
+     * from vectorizing. */
     const int acc = job->p->accumulate;
     switch (job->p->op) {
     case NN_EW_ADD:
-        for (int64_t i = begin; i < end; i++) out[i] = (acc ? out[i] : 0.0f) + (a[i] + b[i]);
+        if (acc) for (int64_t i = begin; i < end; i++) out[i] += a[i] + b[i];
+        else for (int64_t i = begin; i < end; i++) out[i] = a[i] + b[i];
         break;
     case NN_EW_MUL:
-        for (int64_t i = begin; i < end; i++) out[i] = (acc ? out[i] : 0.0f) + a[i] * b[i];
+        if (acc) for (int64_t i = begin; i < end; i++) out[i] += a[i] * b[i];
+        else for (int64_t i = begin; i < end; i++) out[i] = a[i] * b[i];
         break;
     case NN_EW_SCALE:
-        for (int64_t i = begin; i < end; i++) out[i] = (acc ? out[i] : 0.0f) + alpha * a[i];
+        if (acc) for (int64_t i = begin; i < end; i++) out[i] += alpha * a[i];
+        else for (int64_t i = begin; i < end; i++) out[i] = alpha * a[i];
         break;
     }
 }
@@ -48,7 +53,8 @@ static void relu_forward_range(void *arg, int64_t begin, int64_t end, int worker
     const pointwise_job *job = arg;
     const float *restrict x = job->a;
     float *restrict y = job->out;
-    for (int64_t i = begin; i < end; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    /* A NaN passes through (as in PyTorch), so a diverging run shows it. */
+    for (int64_t i = begin; i < end; i++) y[i] = (x[i] > 0.0f || x[i] != x[i]) ? x[i] : 0.0f;
 }
 
 nn_status nn_cpu_relu_forward(nn_thread_pool *pool, const nn_pointwise_params *p, const float *x,
@@ -63,9 +69,13 @@ static void relu_backward_range(void *arg, int64_t begin, int64_t end, int worke
     const pointwise_job *job = arg;
     const float *restrict y = job->a, *restrict dy = job->b;
     float *restrict dx = job->out;
-    const int acc = job->p->accumulate;
-    for (int64_t i = begin; i < end; i++)
-        dx[i] = (acc ? dx[i] : 0.0f) + (y[i] > 0.0f ? dy[i] : 0.0f);
+    /* Branch-free selects: the mask is close to random, a branch would
+     * mispredict on every other element. */
+    if (job->p->accumulate) {
+        for (int64_t i = begin; i < end; i++) dx[i] += y[i] > 0.0f ? dy[i] : 0.0f;
+    } else {
+        for (int64_t i = begin; i < end; i++) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+    }
 }
 
 nn_status nn_cpu_relu_backward(nn_thread_pool *pool, const nn_pointwise_params *p, const float *y,
@@ -78,9 +88,12 @@ nn_status nn_cpu_relu_backward(nn_thread_pool *pool, const nn_pointwise_params *
 static void broadcast_range(void *arg, int64_t begin, int64_t end, int worker) {
     const pointwise_job *job = arg;
     const float value = job->p->alpha * job->a[0];
-    const int acc = job->p->accumulate;
     float *restrict out = job->out;
-    for (int64_t i = begin; i < end; i++) out[i] = (acc ? out[i] : 0.0f) + value;
+    if (job->p->accumulate) {
+        for (int64_t i = begin; i < end; i++) out[i] += value;
+    } else {
+        for (int64_t i = begin; i < end; i++) out[i] = value;
+    }
 }
 
 nn_status nn_cpu_broadcast_scalar(nn_thread_pool *pool, const nn_pointwise_params *p,

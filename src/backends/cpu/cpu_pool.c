@@ -1,6 +1,5 @@
 /* Max pooling over (image, channel) planes. The argmax is the index of the
  * winning input within its plane, so backward is a scatter inside one plane. */
-#include <math.h>
 #include <string.h>
 
 #include "cpu_backend.h"
@@ -13,39 +12,71 @@ typedef struct pool_job {
     int32_t *argmax_out;
 } pool_job;
 
+/* Padding never wins; the first maximum in row-major window order wins
+ * ties; a NaN propagates (as in PyTorch). */
+static inline int takes_over(float v, float best) { return v > best || (v != v && best == best); }
+
+/* One output, any window (clipped at the edges). */
+static void pool_one(const nn_pool_params *p, const float *x, int oh, int ow, float *y,
+                     int32_t *argmax) {
+    int h0 = oh * p->stride - p->pad, w0 = ow * p->stride - p->pad;
+    int h1 = h0 + p->kernel < p->height ? h0 + p->kernel : p->height;
+    int w1 = w0 + p->kernel < p->width ? w0 + p->kernel : p->width;
+    if (h0 < 0) h0 = 0;
+    if (w0 < 0) w0 = 0;
+    int32_t best_index = h0 * p->width + w0;
+    float best = x[best_index];
+    for (int h = h0; h < h1; h++) {
+        for (int w = w0; w < w1; w++) {
+            float v = x[h * p->width + w];
+            if (takes_over(v, best)) best = v, best_index = h * p->width + w;
+        }
+    }
+    *y = best;
+    *argmax = best_index;
+}
+
 static void forward_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const pool_job *job = arg;
     const nn_pool_params params = *job->p, *p = &params; /* a local copy: stores cannot alias it */
     const int64_t in_plane = (int64_t)p->height * p->width;
     const int64_t out_plane = (int64_t)p->out_h * p->out_w;
+    /* Columns [lo, hi) have windows wholly inside the image horizontally. */
+    int lo = (p->pad + p->stride - 1) / p->stride;
+    int hi = p->width - p->kernel + p->pad < 0 ? 0 : (p->width - p->kernel + p->pad) / p->stride + 1;
+    if (hi > p->out_w) hi = p->out_w;
+    if (lo > hi) lo = hi;
     for (int64_t nc = begin; nc < end; nc++) {
         const float *restrict x = job->in + nc * in_plane;
         float *restrict y = job->out + nc * out_plane;
         int32_t *restrict argmax = job->argmax_out + nc * out_plane;
         for (int oh = 0; oh < p->out_h; oh++) {
-            int h0 = oh * p->stride - p->pad;
-            int h1 = h0 + p->kernel < p->height ? h0 + p->kernel : p->height;
+            float *restrict y_row = y + (int64_t)oh * p->out_w;
+            int32_t *restrict a_row = argmax + (int64_t)oh * p->out_w;
+            int h0 = oh * p->stride - p->pad, h1 = h0 + p->kernel;
             if (h0 < 0) h0 = 0;
-            for (int ow = 0; ow < p->out_w; ow++) {
-                int w0 = ow * p->stride - p->pad;
-                int w1 = w0 + p->kernel < p->width ? w0 + p->kernel : p->width;
-                if (w0 < 0) w0 = 0;
-                /* Padding never wins; the first maximum wins ties; a NaN
-                 * propagates (as in PyTorch). */
-                int32_t best_index = h0 * p->width + w0;
-                float best = x[best_index];
-                for (int h = h0; h < h1; h++) {
-                    for (int w = w0; w < w1; w++) {
-                        float v = x[h * p->width + w];
-                        if (v > best || (isnan(v) && !isnan(best))) {
-                            best = v;
-                            best_index = h * p->width + w;
-                        }
+            if (h1 > p->height) h1 = p->height;
+            for (int ow = 0; ow < lo; ow++) pool_one(p, x, oh, ow, &y_row[ow], &a_row[ow]);
+            /* Interior: the same scan, one window position at a time across the
+             * row, so the inner loop is a branch-free select that vectorizes. */
+            const int first = h0 * p->width - p->pad;
+            for (int ow = lo; ow < hi; ow++) {
+                y_row[ow] = x[first + ow * p->stride];
+                a_row[ow] = first + ow * p->stride;
+            }
+            for (int h = h0; h < h1; h++) {
+                for (int dw = 0; dw < p->kernel; dw++) {
+                    if (h == h0 && dw == 0) continue;
+                    const int offset = h * p->width - p->pad + dw;
+                    for (int ow = lo; ow < hi; ow++) {
+                        float v = x[offset + ow * p->stride], best = y_row[ow];
+                        int take = takes_over(v, best);
+                        y_row[ow] = take ? v : best;
+                        a_row[ow] = take ? offset + ow * p->stride : a_row[ow];
                     }
                 }
-                y[oh * p->out_w + ow] = best;
-                argmax[oh * p->out_w + ow] = best_index;
             }
+            for (int ow = hi; ow < p->out_w; ow++) pool_one(p, x, oh, ow, &y_row[ow], &a_row[ow]);
         }
     }
 }
