@@ -26,11 +26,14 @@
 #include <cblas.h>
 #endif
 
-/* Waking a worker costs a few microseconds; a worker is only used when it
- * gets at least this many flops (about 25 us of work at 80 GFLOP/s). Tests
- * may define it smaller to exercise the threaded paths on small shapes. */
+/* A worker is used only when it gets at least this many flops (~3 us at
+ * 80 GFLOP/s), about what handing it a range costs now that the pool's
+ * workers spin between jobs (~2 us per nn_parallel_for on a 2-vCPU VM; a
+ * wake-up from sleep cost ~100 us, when this was 6 MFLOP). Tuned on LeNet-5's
+ * training step: 6 MFLOP 4.5 ms/step, 1 MFLOP 3.7, 256 KFLOP 3.5 (built-in
+ * GEMM, 2 threads). Tests define it smaller to exercise the threaded paths. */
 #ifndef MIN_FLOPS_PER_THREAD
-#define MIN_FLOPS_PER_THREAD (2.0 * 1024 * 1024)
+#define MIN_FLOPS_PER_THREAD (256.0 * 1024)
 #endif
 
 static int64_t min64(int64_t x, int64_t y) { return x < y ? x : y; }
@@ -113,92 +116,241 @@ static void gemm_one(const gemm_call *g, float *pack_a, float *pack_b) {
  * Packing copies op(A) and op(B) into the exact order the micro-kernel reads
  * them, so transposes cost nothing in the hot loop and every load there is
  * unit stride. Panels are zero-padded at the edges: the micro-kernel always
- * computes a whole tile, and only the write-back handles partial tiles. */
+ * computes a whole tile, and only the write-back handles partial tiles.
+ *
+ * Two shapes where packing costs more than it saves take shortcuts: with
+ * few rows in A, a row-major B is read in place (gemm_one); and C = A B^T
+ * with a small side (conv weight gradients, small-batch linear layers) uses
+ * a dot-product kernel on the unpacked rows (gemm_dot). */
 
-/* Tile shapes. The micro-kernel is plain C that the compiler vectorizes
- * along NR; MR x NR accumulators must fit the 16 AVX2 registers with room for
- * B and a broadcast. gcc keeps a 6 x 16 tile (12 ymm accumulators) in
- * registers; clang 14 spills that one but handles 4 x 24 well (measured on
- * Zen 3: both reach ~70-80 GFLOP/s on one core in L1). */
-#if defined(__clang__)
-#define MR 4
-#define NR 24
-#else
-#define MR 6
-#define NR 16
-#endif
-#define KC 256        /* a KC x NR panel of B is 16-24 KiB: stays in L1 */
-#define MC (MR * 24)  /* an MC x KC block of A is 96-144 KiB: stays in L2 */
-#define NC (NR * 192) /* a KC x NC block of B is 3-4.5 MiB: stays in L3 */
-#define ROW_UNIT MR
-#define COL_UNIT NR
-
+/* The kernels are written with GCC/clang vector extensions: a vf8 is 8
+ * floats, which the compiler maps to one AVX register, or two SSE registers
+ * in the baseline build, or scalars elsewhere. Plain loops left to the
+ * auto-vectorizer were tried first and proved fragile: the same source ran at
+ * 75 GFLOP/s with -O2 and at 25-38 with -O3, and a loop order one compiler
+ * liked, the other left scalar. Explicit vectors give the same code at any
+ * optimization level and with both compilers. Compilers without the
+ * extension get a scalar vf8 emulation (slow but correct). */
 #if defined(__GNUC__)
 #define NN_ALWAYS_INLINE inline __attribute__((always_inline))
-/* Unrolling the MR rows lets the accumulators live in registers. */
-#define NN_UNROLL_ROWS _Pragma("GCC unroll 8")
+/* Unrolling the rows of a tile lets its accumulators live in registers. */
+#define NN_UNROLL _Pragma("GCC unroll 8")
 #else
 #define NN_ALWAYS_INLINE inline
-#define NN_UNROLL_ROWS
+#define NN_UNROLL
+#endif
+#if defined(__GNUC__) && !defined(NN_GEMM_SCALAR) /* -DNN_GEMM_SCALAR tests the fallback */
+typedef float vf8 __attribute__((vector_size(32)));
+#define VF8_SPLAT(x) ((vf8){(x), (x), (x), (x), (x), (x), (x), (x)})
+#define VF8_FMA(acc, a, b) ((acc) + (a) * (b)) /* fused: see NN_GEMM_TARGET_AVX2 */
+#define VF8_SCALE(v, s) ((v) * (s))
+#else
+typedef struct vf8 {
+    float f[8];
+} vf8;
+static inline vf8 vf8_splat(float x) {
+    vf8 v;
+    for (int i = 0; i < 8; i++) v.f[i] = x;
+    return v;
+}
+static inline vf8 vf8_fma(vf8 acc, vf8 a, vf8 b) {
+    for (int i = 0; i < 8; i++) acc.f[i] += a.f[i] * b.f[i];
+    return acc;
+}
+static inline vf8 vf8_scale(vf8 v, float s) {
+    for (int i = 0; i < 8; i++) v.f[i] *= s;
+    return v;
+}
+#define VF8_SPLAT(x) vf8_splat(x)
+#define VF8_FMA(acc, a, b) vf8_fma(acc, a, b)
+#define VF8_SCALE(v, s) vf8_scale(v, s)
+#endif
+/* Unaligned loads and stores; memcpy of 32 bytes compiles to one move. */
+#define VF8_LOAD(v, p) memcpy(&(v), (p), sizeof(vf8))
+#define VF8_STORE(p, v) memcpy((p), &(v), sizeof(vf8))
+
+/* Tile shape: 6 x 16 floats = 12 vector accumulators, plus 2 for a row of B
+ * and 1 for a broadcast value of A: 15 of the 16 AVX2 registers. */
+#define MR 6
+#define NR 16
+#define KC 256        /* a KC x NR panel of B is 16 KiB: stays in L1 */
+#define MC (MR * 24)  /* an MC x KC block of A is 144 KiB: stays in L2 */
+#define NC (NR * 192) /* a KC x NC block of B is 3 MiB: stays in L3 */
+#define ROW_UNIT MR
+#define COL_UNIT NR
+#ifndef DIRECT_B_MAX_M
+#define DIRECT_B_MAX_M 16 /* see gemm_one */
 #endif
 
-/* x86-64 with gcc/clang: the micro-kernel is compiled twice, for AVX2+FMA
- * and for the baseline (SSE2), and the right one is picked at run time, so
- * one binary is fast on modern CPUs and still runs on old ones. (A manual
- * dispatch rather than target_clones: target_clones("avx2,fma") makes one
- * clone per feature, not one with both.) Build with -DNN_GEMM_NO_DISPATCH
- * to force the baseline kernel, e.g. to test it on an AVX2 machine. */
+/* x86-64 with gcc/clang: each kernel is compiled twice, for AVX2+FMA and for
+ * the baseline (SSE2), and the right one is picked at run time, so one binary
+ * is fast on current CPUs and still runs on old ones. (A manual dispatch, not
+ * target_clones: target_clones("avx2,fma") makes one clone per feature, not
+ * one with both.) gcc in ISO C mode (-std=c11) does not fuse a * b + c into an
+ * FMA unless asked, hence fp-contract=fast on these functions; clang fuses
+ * within an expression by default. Build with -DNN_GEMM_NO_DISPATCH to force
+ * the baseline kernels, e.g. to test them on an AVX2 machine. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(NN_GEMM_NO_DISPATCH)
 #define NN_GEMM_DISPATCH 1
+#if defined(__clang__)
+#define NN_GEMM_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define NN_GEMM_TARGET_AVX2 __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
+#endif
 #else
 #define NN_GEMM_DISPATCH 0
 #endif
 
-typedef void (*micro_kernel_fn)(int64_t kc, const float *ap, const float *bp, float *c,
-                                int64_t ldc, float alpha, float beta);
+typedef void (*micro_kernel_fn)(int64_t kc, const float *ap, const float *bp, int64_t ldbp,
+                                float *c, int64_t ldc, float alpha, float beta);
 
-/* The MR x NR tile C = alpha * (A panel x B panel) + beta * C, where the A
- * panel holds MR values per k step and the B panel NR values. use_fma is a
- * constant after inlining: fmaf becomes one vfmadd instruction when the
- * target has FMA, and gcc in ISO C mode (-std=c11) would not fuse a*b+c by
- * itself; without FMA hardware fmaf would be a slow library call, so the
- * baseline kernel multiplies and adds. */
+/* The MR x NR tile C = alpha * (A panel x B panel) + beta * C (beta == 0:
+ * C is not read). The A panel holds MR values per k step; the B panel NR
+ * adjacent values per k step, ldbp apart (NR when packed, ldb when B is read
+ * in place). Each k step is an outer product: one row of B times each value
+ * of A, broadcast. */
 static NN_ALWAYS_INLINE void micro_kernel_body(int64_t kc, const float *restrict ap,
-                                               const float *restrict bp, float *restrict c,
-                                               int64_t ldc, float alpha, float beta,
-                                               int use_fma) {
-    float acc[MR][NR] = {{0}};
+                                               const float *restrict bp, int64_t ldbp,
+                                               float *restrict c, int64_t ldc, float alpha,
+                                               float beta) {
+    vf8 acc[MR][2];
+    NN_UNROLL
+    for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = VF8_SPLAT(0.0f);
     for (int64_t p = 0; p < kc; p++) {
-        const float *a = ap + p * MR;
-        const float *b = bp + p * NR;
-        NN_UNROLL_ROWS
+        vf8 b0, b1;
+        VF8_LOAD(b0, bp + p * ldbp);
+        VF8_LOAD(b1, bp + p * ldbp + 8);
+        NN_UNROLL
         for (int i = 0; i < MR; i++) {
-            float ai = a[i];
-            for (int j = 0; j < NR; j++)
-                acc[i][j] = use_fma ? fmaf(ai, b[j], acc[i][j]) : acc[i][j] + ai * b[j];
+            vf8 a = VF8_SPLAT(ap[p * MR + i]);
+            acc[i][0] = VF8_FMA(acc[i][0], a, b0);
+            acc[i][1] = VF8_FMA(acc[i][1], a, b1);
         }
     }
-    if (beta == 0.0f) {
-        for (int i = 0; i < MR; i++)
-            for (int j = 0; j < NR; j++) c[i * ldc + j] = alpha * acc[i][j];
-    } else {
-        for (int i = 0; i < MR; i++)
-            for (int j = 0; j < NR; j++) c[i * ldc + j] = beta * c[i * ldc + j] + alpha * acc[i][j];
-    }
+    NN_UNROLL
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < 2; v++) {
+            float *row = c + i * ldc + 8 * v;
+            vf8 out = VF8_SCALE(acc[i][v], alpha);
+            if (beta != 0.0f) {
+                vf8 old;
+                VF8_LOAD(old, row);
+                out = VF8_FMA(out, old, VF8_SPLAT(beta));
+            }
+            VF8_STORE(row, out);
+        }
 }
 
-static void micro_kernel_generic(int64_t kc, const float *ap, const float *bp, float *c,
-                                 int64_t ldc, float alpha, float beta) {
-    micro_kernel_body(kc, ap, bp, c, ldc, alpha, beta, 0);
+static void micro_kernel_generic(int64_t kc, const float *ap, const float *bp, int64_t ldbp,
+                                 float *c, int64_t ldc, float alpha, float beta) {
+    micro_kernel_body(kc, ap, bp, ldbp, c, ldc, alpha, beta);
 }
 
 #if NN_GEMM_DISPATCH
-__attribute__((target("avx2,fma"))) static void
-micro_kernel_avx2(int64_t kc, const float *ap, const float *bp, float *c, int64_t ldc,
-                  float alpha, float beta) {
-    micro_kernel_body(kc, ap, bp, c, ldc, alpha, beta, 1);
+NN_GEMM_TARGET_AVX2 static void micro_kernel_avx2(int64_t kc, const float *ap, const float *bp,
+                                                  int64_t ldbp, float *c, int64_t ldc,
+                                                  float alpha, float beta) {
+    micro_kernel_body(kc, ap, bp, ldbp, c, ldc, alpha, beta);
 }
 #endif
+
+/* NT products (C = A B^T, both stored with k contiguous) with a small side:
+ * a convolution's weight gradient per image (dy_n cols_n^T, OC x C*KH*KW)
+ * and a linear layer with a small batch (x W^T). Packing B there is a
+ * transpose that costs more than the multiply, so this kernel reads the rows
+ * of A and B in place and vectorizes along k instead: each of the DR x DC
+ * entries of a tile of C keeps 8 partial sums, added up at the end in a
+ * fixed order. */
+#define DR 3
+#define DC 4
+#define DOT_MIN_K 128   /* below this the final sums cost too much */
+#define DOT_MAX_SIDE 32 /* min(m, n) up to this: A or B is reused too little to pack */
+
+typedef void (*dot_tile_fn)(int64_t k, const float *const *ar, const float *const *br,
+                            float *out);
+
+/* out[i * DC + j] = sum over p < k of ar[i][p] * br[j][p]. */
+static NN_ALWAYS_INLINE void dot_tile_body(int64_t k, const float *const *ar,
+                                           const float *const *br, float *out) {
+    vf8 acc[DR][DC];
+    NN_UNROLL
+    for (int i = 0; i < DR; i++)
+        for (int j = 0; j < DC; j++) acc[i][j] = VF8_SPLAT(0.0f);
+    int64_t p = 0;
+    for (; p + 8 <= k; p += 8) {
+        vf8 a[DR];
+        NN_UNROLL
+        for (int i = 0; i < DR; i++) VF8_LOAD(a[i], ar[i] + p);
+        NN_UNROLL
+        for (int j = 0; j < DC; j++) {
+            vf8 b;
+            VF8_LOAD(b, br[j] + p);
+            NN_UNROLL
+            for (int i = 0; i < DR; i++) acc[i][j] = VF8_FMA(acc[i][j], a[i], b);
+        }
+    }
+    /* Spill the accumulators in a fully unrolled loop, so that acc is only
+     * ever indexed by constants and stays in registers in the loop above. */
+    float part[DR][DC][8];
+    NN_UNROLL
+    for (int i = 0; i < DR; i++) {
+        NN_UNROLL
+        for (int j = 0; j < DC; j++) {
+            vf8 total = acc[i][j];
+            VF8_STORE(part[i][j], total);
+        }
+    }
+    for (int i = 0; i < DR; i++)
+        for (int j = 0; j < DC; j++) {
+            float sum = 0.0f;
+            for (int v = 0; v < 8; v++) sum += part[i][j][v];
+            for (int64_t q = p; q < k; q++) sum += ar[i][q] * br[j][q];
+            out[i * DC + j] = sum;
+        }
+}
+
+static void dot_tile_generic(int64_t k, const float *const *ar, const float *const *br,
+                             float *out) {
+    dot_tile_body(k, ar, br, out);
+}
+
+#if NN_GEMM_DISPATCH
+NN_GEMM_TARGET_AVX2 static void dot_tile_avx2(int64_t k, const float *const *ar,
+                                              const float *const *br, float *out) {
+    dot_tile_body(k, ar, br, out);
+}
+#endif
+
+static int use_dot(const gemm_call *g) {
+    return !g->trans_a && g->trans_b && g->k >= DOT_MIN_K &&
+           (g->m <= DOT_MAX_SIDE || g->n <= DOT_MAX_SIDE);
+}
+
+static dot_tile_fn g_dot_tile = dot_tile_generic;
+
+/* Tiles at the edges repeat the last row of A or B (always valid memory)
+ * and drop those results. B's rows are the outer loop: DC of them stay in
+ * cache while every row of A passes by. */
+static void gemm_dot(const gemm_call *g) {
+    dot_tile_fn tile_fn = g_dot_tile;
+    for (int64_t j0 = 0; j0 < g->n; j0 += DC) {
+        const float *br[DC];
+        for (int j = 0; j < DC; j++) br[j] = g->b + min64(j0 + j, g->n - 1) * g->ldb;
+        for (int64_t i0 = 0; i0 < g->m; i0 += DR) {
+            const float *ar[DR];
+            float out[DR * DC];
+            for (int i = 0; i < DR; i++) ar[i] = g->a + min64(i0 + i, g->m - 1) * g->lda;
+            tile_fn(g->k, ar, br, out);
+            for (int64_t i = 0; i < min64(DR, g->m - i0); i++) {
+                float *c = g->c + (i0 + i) * g->ldc + j0;
+                for (int64_t j = 0; j < min64(DC, g->n - j0); j++) {
+                    float v = g->alpha * out[i * DC + j];
+                    c[j] = g->beta == 0.0f ? v : g->beta * c[j] + v;
+                }
+            }
+        }
+    }
+}
 
 static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
 static micro_kernel_fn g_kernel = micro_kernel_generic;
@@ -209,6 +361,7 @@ static void gemm_init(void) {
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         g_kernel = micro_kernel_avx2;
+        g_dot_tile = dot_tile_avx2;
         g_library = "built-in blocked GEMM (AVX2+FMA)";
     }
 #endif
@@ -278,7 +431,19 @@ static void edge_update(float *c, int64_t ldc, const float *tile, int64_t mr, in
 }
 
 static void gemm_one(const gemm_call *g, float *pack_a_buf, float *pack_b_buf) {
+    if (use_dot(g)) {
+        gemm_dot(g);
+        return;
+    }
     micro_kernel_fn kernel = g_kernel;
+    /* With few rows in A, a packed B panel would serve only one or two A
+     * panels, and packing would cost as much as it saves. A row-major B
+     * already holds the NR values of a k step side by side, so whole panels
+     * are then read in place; only a partial last panel is packed (padded).
+     * Unless B's rows are a multiple of 4 KiB apart and there are more than
+     * a few of them: a panel's rows then all fall in the same few cache sets
+     * and evict each other (measured: 16 x 4096 x 150 slower in place). */
+    int direct_b = !g->trans_b && g->m <= DIRECT_B_MAX_M && (g->ldb % 1024 != 0 || g->k <= 32);
     for (int64_t jc = 0; jc < g->n; jc += NC) {
         int64_t nc = min64(NC, g->n - jc);
         for (int64_t pc = 0; pc < g->k; pc += KC) {
@@ -286,7 +451,7 @@ static void gemm_one(const gemm_call *g, float *pack_a_buf, float *pack_b_buf) {
             /* beta applies once; later k slices add to what is there. */
             float beta = pc == 0 ? g->beta : 1.0f;
             const float *b = g->trans_b ? g->b + jc * g->ldb + pc : g->b + pc * g->ldb + jc;
-            pack_b(kc, nc, b, g->ldb, g->trans_b, pack_b_buf);
+            if (!direct_b) pack_b(kc, nc, b, g->ldb, g->trans_b, pack_b_buf);
             for (int64_t ic = 0; ic < g->m; ic += MC) {
                 int64_t mc = min64(MC, g->m - ic);
                 const float *a = g->trans_a ? g->a + pc * g->lda + ic : g->a + ic * g->lda + pc;
@@ -294,15 +459,23 @@ static void gemm_one(const gemm_call *g, float *pack_a_buf, float *pack_b_buf) {
                 for (int64_t jr = 0; jr < nc; jr += NR) {
                     int64_t nr = min64(NR, nc - jr);
                     const float *bp = pack_b_buf + jr * kc;
+                    int64_t ldbp = NR;
+                    if (direct_b && nr == NR) {
+                        bp = b + jr;
+                        ldbp = g->ldb;
+                    } else if (direct_b) {
+                        pack_b(kc, nr, b + jr, g->ldb, 0, pack_b_buf);
+                        bp = pack_b_buf;
+                    }
                     for (int64_t ir = 0; ir < mc; ir += MR) {
                         int64_t mr = min64(MR, mc - ir);
                         const float *ap = pack_a_buf + ir * kc;
                         float *c = g->c + (ic + ir) * g->ldc + jc + jr;
                         if (mr == MR && nr == NR) {
-                            kernel(kc, ap, bp, c, g->ldc, g->alpha, beta);
+                            kernel(kc, ap, bp, ldbp, c, g->ldc, g->alpha, beta);
                         } else {
                             float tile[MR * NR];
-                            kernel(kc, ap, bp, tile, NR, 1.0f, 0.0f);
+                            kernel(kc, ap, bp, ldbp, tile, NR, 1.0f, 0.0f);
                             edge_update(c, g->ldc, tile, mr, nr, g->alpha, beta);
                         }
                     }
@@ -525,7 +698,7 @@ nn_status nn_cpu_gemm(nn_thread_pool *pool, const nn_gemm_params *p, const float
     case SUMMED_BATCH: {
         nn_parallel_for(pool, p->batch, ceil_div(p->batch, threads), run_summed_batch, &job);
         int64_t adds = (int64_t)p->m * p->n * (threads - 1);
-        int64_t min_rows = adds >= (1 << 18) ? ceil_div(p->m, threads) : p->m;
+        int64_t min_rows = adds >= (1 << 20) ? ceil_div(p->m, threads) : p->m;
         nn_parallel_for(pool, p->m, min_rows, add_partials, &job);
         break;
     }
