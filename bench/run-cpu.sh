@@ -33,10 +33,14 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import torch" 2>/dev/
 fi
 
 echo "== $(date -u +%Y-%m-%d) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $threads threads"
-echo "== GEMM, OpenBLAS"
-build/bench/bench_gemm --threads "$threads" $quick
-echo "== GEMM, built-in"
-build/noblas/bench/bench_gemm --threads "$threads" $quick
+# One after the other, never piped: run at once, the two would share the cores.
+table=$(mktemp)
+trap 'rm -f "$table"' EXIT
+for variant in build build/noblas; do
+    "$variant/bench/bench_gemm" --threads "$threads" $quick > "$table"
+    echo "== GEMM, $(grep -o 'device: .*' "$table") (GFLOP/s; ratio = nn-engine / PyTorch)"
+    "$venv/bin/python" bench/torch_gemm.py --threads "$threads" < "$table"
+done
 echo "== LeNet-5 training step"
 ours_blas=$(build/bench/bench_lenet_step --threads "$threads" --steps "$steps")
 ours_builtin=$(build/noblas/bench/bench_lenet_step --threads "$threads" --steps "$steps")
