@@ -1,13 +1,15 @@
 # nn-engine build. `make` builds the library (shared and static) into build/;
 # `make test` installs what is missing, then builds and runs the C test suite
-# three times: with OpenBLAS, with the built-in GEMM, and under
-# AddressSanitizer + UndefinedBehaviorSanitizer.
+# four times: with OpenBLAS, with the built-in GEMM (its AVX2 and its baseline
+# SSE2 kernels), and under AddressSanitizer + UndefinedBehaviorSanitizer.
 #
-# Variables: BUILD (output folder), BLAS (auto|0|1), SANITIZE (0|1), CC.
+# Variables: BUILD (output folder), BLAS (auto|0|1), SANITIZE (0|1), CC,
+# GEMM_KERNELS (auto: AVX2+FMA when the CPU has them | baseline: SSE2 only).
 
 BUILD ?= build
 BLAS ?= auto
 SANITIZE ?= 0
+GEMM_KERNELS ?= auto
 CC ?= cc
 
 ifeq ($(BLAS),auto)
@@ -22,6 +24,9 @@ LDLIBS += -lm -pthread
 ifeq ($(BLAS),1)
   CPPFLAGS += -DNN_USE_OPENBLAS $(shell pkg-config --cflags openblas)
   LDLIBS += $(shell pkg-config --libs openblas)
+endif
+ifeq ($(GEMM_KERNELS),baseline)
+  CPPFLAGS += -DNN_GEMM_NO_DISPATCH
 endif
 ifeq ($(SANITIZE),1)
   CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

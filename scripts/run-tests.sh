@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the C suite in three variants and prints the grand total
+# Builds and runs the C suite in four variants and prints the grand total
 # as the last line. Exit status is non-zero if any build or test fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +43,7 @@ else
     total_failed=$((total_failed + 1))
 fi
 run_variant "built-in blocked GEMM" BUILD=build/noblas BLAS=0
+run_variant "built-in GEMM, baseline SSE2 kernels" BUILD=build/sse2 BLAS=0 GEMM_KERNELS=baseline
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     run_variant "AddressSanitizer + UBSan (built-in GEMM)" BUILD=build/asan BLAS=0 SANITIZE=1
 
