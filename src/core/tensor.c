@@ -120,16 +120,22 @@ nn_buffer_ref nn_tensor_ref(const nn_tensor *t) {
 
 /* ---- public API ---- */
 
-nn_tensor *nn_tensor_new(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
-    if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_tensor_new: ctx is NULL");
+/* A caller-owned tensor after checking what the caller passed; `fn` names
+ * the public function in messages. */
+static nn_tensor *caller_tensor(const char *fn, nn_ctx *ctx, nn_dtype dtype, int ndim,
+                                const int64_t *shape) {
+    if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: ctx is NULL", fn);
     if (dtype != NN_F32 && dtype != NN_I32)
-        return NN_FAIL_NULL(NN_ERR_DTYPE, "nn_tensor_new: unknown dtype %d", (int)dtype);
+        return NN_FAIL_NULL(NN_ERR_DTYPE, "%s: unknown dtype %d", fn, (int)dtype);
     int64_t numel;
-    if (check_shape("nn_tensor_new", ndim, shape, &numel) != NN_OK) return NULL;
-    nn_tensor *t = nn_tensor_alloc(ctx, dtype, ndim, shape, false);
-    if (!t) return NULL;
+    if (check_shape(fn, ndim, shape, &numel) != NN_OK) return NULL;
+    return nn_tensor_alloc(ctx, dtype, ndim, shape, false);
+}
+
+nn_tensor *nn_tensor_new(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
+    nn_tensor *t = caller_tensor("nn_tensor_new", ctx, dtype, ndim, shape);
     /* All-zero bits are 0.0f and 0 alike. */
-    if (ctx->backend->fill(ctx->backend, nn_tensor_ref(t), 0.0f, (size_t)numel) != NN_OK) {
+    if (t && ctx->backend->fill(ctx->backend, nn_tensor_ref(t), 0.0f, (size_t)t->numel) != NN_OK) {
         nn_tensor_release(t);
         return NULL;
     }
@@ -139,15 +145,9 @@ nn_tensor *nn_tensor_new(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *s
 nn_tensor *nn_tensor_from_data(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape,
                                const void *data) {
     if (!data) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_tensor_from_data: data is NULL");
-    if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_tensor_from_data: ctx is NULL");
-    if (dtype != NN_F32 && dtype != NN_I32)
-        return NN_FAIL_NULL(NN_ERR_DTYPE, "nn_tensor_from_data: unknown dtype %d", (int)dtype);
-    int64_t numel;
-    if (check_shape("nn_tensor_from_data", ndim, shape, &numel) != NN_OK) return NULL;
-    nn_tensor *t = nn_tensor_alloc(ctx, dtype, ndim, shape, false);
-    if (!t) return NULL;
-    if (ctx->backend->write(ctx->backend, nn_tensor_ref(t), data, (size_t)numel * ELEMENT_BYTES) !=
-        NN_OK) {
+    nn_tensor *t = caller_tensor("nn_tensor_from_data", ctx, dtype, ndim, shape);
+    if (t && ctx->backend->write(ctx->backend, nn_tensor_ref(t), data,
+                                 (size_t)t->numel * ELEMENT_BYTES) != NN_OK) {
         nn_tensor_release(t);
         return NULL;
     }
