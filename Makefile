@@ -57,7 +57,7 @@ demo:
 	@$(MAKE) -s examples
 	$(BUILD)/examples/train_lenet5 $(DEMO_DATA) $(DEMO_EPOCHS)
 
-# The whole suite, three builds; the last line is the total "N passed, N failed".
+# The whole suite, four builds; the last line is the total "N passed, N failed".
 test: deps
 	@scripts/run-tests.sh
 
