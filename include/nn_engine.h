@@ -7,6 +7,7 @@
 
 #include "nn_error.h"
 #include "nn_context.h"
+#include "nn_devices.h"
 #include "nn_tensor.h"
 #include "nn_ops.h"
 #include "nn_layers.h"
