@@ -35,7 +35,37 @@ endif
 
 LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/nn/*.c src/optim/*.c \
                               src/backends/*.c src/backends/cpu/*.c))
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+
+# ---- Vulkan backend (VULKAN=0 builds without it) ----------------------------
+# Shaders in shaders/*.comp are compiled by glslc to SPIR-V and embedded in
+# the library as byte arrays (build/gen/vk_shaders.c). The Vulkan headers
+# come from libvulkan-dev; the library never links libvulkan: it dlopens
+# libvulkan.so.1 at run time, so it still runs where Vulkan is absent.
+VULKAN ?= 1
+GLSLC ?= glslc
+ifeq ($(VULKAN),1)
+  CPPFLAGS += -DNN_WITH_VULKAN
+  LDLIBS += -ldl
+  LIB_SRC += $(sort $(wildcard src/backends/vulkan/*.c))
+  SHADERS := $(sort $(wildcard shaders/*.comp))
+  SPIRV := $(SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
+  VK_GEN_OBJ := $(BUILD)/obj/gen/vk_shaders.o
+endif
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(VK_GEN_OBJ)
+
+$(BUILD)/spv/%.spv: shaders/%.comp $(wildcard shaders/*.glsl)
+	@mkdir -p $(@D)
+	@command -v $(GLSLC) >/dev/null || { echo "glslc not found: install glslc (make deps), or build with VULKAN=0"; exit 1; }
+	$(GLSLC) --target-env=vulkan1.0 -O -Werror -o $@ $<
+
+$(BUILD)/gen/vk_shaders.c: $(SPIRV) scripts/embed-spirv.sh
+	@mkdir -p $(@D)
+	scripts/embed-spirv.sh $@ $(SPIRV)
+
+$(BUILD)/obj/gen/vk_shaders.o: $(BUILD)/gen/vk_shaders.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+# ------------------------------------------------------------------------------
 TEST_SRC := $(sort $(wildcard tests/*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))

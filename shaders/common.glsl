@@ -1,0 +1,11 @@
+// Shared by every kernel shader. Push constants start with the element
+// offsets of the (up to four) buffer arguments: each binding is a whole
+// memory block of the sub-allocator, and a tensor lives at an offset in it.
+// The rest of the block is the kernel's parameter struct (kernels.h) with
+// sizes narrowed to 32 bits (the host checks they fit).
+#define PC_OFFSETS uint off0; uint off1; uint off2; uint off3;
+
+// One-dimensional kernels run 256 invocations per workgroup and stride over
+// the whole range, so any size fits in the device's workgroup-count limit.
+#define GRID_STRIDE_LOOP(i, n) \
+    for (uint i = gl_GlobalInvocationID.x; i < (n); i += gl_NumWorkGroups.x * gl_WorkGroupSize.x)

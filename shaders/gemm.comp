@@ -1,0 +1,142 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+// C[b] = alpha * op(A[b]) op(B[b]) + beta * C[b]: a tiled fp32 GEMM.
+//
+// A workgroup computes a BM x BN tile of C; each invocation a TM x TN block
+// of it, held in registers. Per step over k, the workgroup stages a BM x BK
+// slice of op(A) and a BK x BN slice of op(B) in shared memory (loaded
+// with consecutive invocations on consecutive addresses whatever the
+// transpose flags), and the next slices are fetched into registers while
+// the current ones are multiplied. An invocation's rows are TM/4 groups of
+// four, spaced BM/TM*4 apart (likewise columns), so its shared-memory
+// reads are vec4s that neighbouring invocations take from neighbouring
+// addresses. Tile sizes are specialization constants: the host picks big
+// tiles for big products and small ones for LeNet's thin shapes.
+//
+// summed != 0: the batch is summed into one C (conv's dW), by walking the
+// products one after another in the same registers.
+layout(constant_id = 0) const uint BM = 64;
+layout(constant_id = 1) const uint BN = 64;
+layout(constant_id = 2) const uint BK = 16;
+layout(constant_id = 3) const uint TM = 4;
+layout(constant_id = 4) const uint TN = 4;
+layout(local_size_x_id = 5) in; // (BM / TM) * (BN / TN)
+
+layout(push_constant) uniform Params {
+    PC_OFFSETS
+    uint m, n, k;
+    uint trans_a, trans_b;
+    uint lda, ldb, ldc;
+    uint batch;
+    uint summed;
+    uint stride_a, stride_b, stride_c;
+    float alpha, beta;
+} p;
+layout(std430, binding = 0) readonly buffer MA { float A[]; };
+layout(std430, binding = 1) readonly buffer MB { float B[]; };
+layout(std430, binding = 2) buffer MC { float C[]; };
+
+const uint THREADS = (BM / TM) * (BN / TN);
+const uint LOAD_A = BM * BK / THREADS; // entries of the A slice per invocation
+const uint LOAD_B = BN * BK / THREADS;
+
+shared vec4 As[BK * BM / 4]; // As[kk * BM/4 + r/4][r%4] = op(A)[row0 + r][k0 + kk]
+shared vec4 Bs[BK * BN / 4]; // Bs[kk * BN/4 + c/4][c%4] = op(B)[k0 + kk][col0 + c]
+
+float ra[LOAD_A];
+float rb[LOAD_B];
+
+void fetch(uint a_base, uint b_base, uint row0, uint col0, uint k0) {
+    uint tid = gl_LocalInvocationID.x;
+    for (uint t = 0; t < LOAD_A; t++) {
+        uint e = tid + t * THREADS;
+        uint r, kk;
+        if (p.trans_a != 0) { r = e % BM; kk = e / BM; } else { kk = e % BK; r = e / BK; }
+        uint gr = row0 + r, gk = k0 + kk;
+        float v = 0.0;
+        if (gr < p.m && gk < p.k)
+            v = A[a_base + (p.trans_a != 0 ? gk * p.lda + gr : gr * p.lda + gk)];
+        ra[t] = v;
+    }
+    for (uint t = 0; t < LOAD_B; t++) {
+        uint e = tid + t * THREADS;
+        uint c, kk;
+        if (p.trans_b != 0) { kk = e % BK; c = e / BK; } else { c = e % BN; kk = e / BN; }
+        uint gc = col0 + c, gk = k0 + kk;
+        float v = 0.0;
+        if (gc < p.n && gk < p.k)
+            v = B[b_base + (p.trans_b != 0 ? gc * p.ldb + gk : gk * p.ldb + gc)];
+        rb[t] = v;
+    }
+}
+
+void stash() {
+    uint tid = gl_LocalInvocationID.x;
+    for (uint t = 0; t < LOAD_A; t++) {
+        uint e = tid + t * THREADS;
+        uint r, kk;
+        if (p.trans_a != 0) { r = e % BM; kk = e / BM; } else { kk = e % BK; r = e / BK; }
+        As[kk * (BM / 4) + r / 4][r % 4] = ra[t];
+    }
+    for (uint t = 0; t < LOAD_B; t++) {
+        uint e = tid + t * THREADS;
+        uint c, kk;
+        if (p.trans_b != 0) { kk = e % BK; c = e / BK; } else { c = e % BN; kk = e / BN; }
+        Bs[kk * (BN / 4) + c / 4][c % 4] = rb[t];
+    }
+}
+
+void main() {
+    uint tid = gl_LocalInvocationID.x;
+    uint tcol = tid % (BN / TN), trow = tid / (BN / TN);
+    uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
+    uint ktiles = (p.k + BK - 1) / BK;
+    uint outputs = p.summed != 0 ? 1 : p.batch;
+    for (uint out_b = gl_WorkGroupID.z; out_b < outputs; out_b += gl_NumWorkGroups.z) {
+        float acc[TM * TN];
+        for (uint i = 0; i < TM * TN; i++) acc[i] = 0.0;
+        // The (product, k slice) steps this output takes, in order.
+        uint first = p.summed != 0 ? 0 : out_b;
+        uint products = p.summed != 0 ? p.batch : 1;
+        uint steps = products * ktiles;
+        if (steps > 0)
+            fetch(p.off0 + first * p.stride_a, p.off1 + first * p.stride_b, row0, col0, 0);
+        for (uint s = 0; s < steps; s++) {
+            barrier();
+            stash();
+            barrier();
+            if (s + 1 < steps) {
+                uint b = first + (s + 1) / ktiles;
+                fetch(p.off0 + b * p.stride_a, p.off1 + b * p.stride_b, row0, col0, ((s + 1) % ktiles) * BK);
+            }
+            for (uint kk = 0; kk < BK; kk++) {
+                vec4 a[TM / 4], bv[TN / 4];
+                for (uint i = 0; i < TM / 4; i++) a[i] = As[kk * (BM / 4) + trow + i * (BM / TM)];
+                for (uint j = 0; j < TN / 4; j++) bv[j] = Bs[kk * (BN / 4) + tcol + j * (BN / TN)];
+                for (uint i = 0; i < TM / 4; i++)
+                    for (uint ii = 0; ii < 4; ii++)
+                        for (uint j = 0; j < TN / 4; j++)
+                            for (uint jj = 0; jj < 4; jj++)
+                                acc[(i * 4 + ii) * TN + j * 4 + jj] += a[i][ii] * bv[j][jj];
+            }
+        }
+        uint c_base = p.off2 + (p.summed != 0 ? 0 : out_b * p.stride_c);
+        for (uint i = 0; i < TM / 4; i++) {
+            for (uint ii = 0; ii < 4; ii++) {
+                uint row = row0 + (trow + i * (BM / TM)) * 4 + ii;
+                if (row >= p.m) continue;
+                for (uint j = 0; j < TN / 4; j++) {
+                    for (uint jj = 0; jj < 4; jj++) {
+                        uint col = col0 + (tcol + j * (BN / TN)) * 4 + jj;
+                        if (col >= p.n) continue;
+                        uint idx = c_base + row * p.ldc + col;
+                        float v = p.alpha * acc[(i * 4 + ii) * TN + j * 4 + jj];
+                        C[idx] = p.beta == 0.0 ? v : p.beta * C[idx] + v;
+                    }
+                }
+            }
+        }
+        barrier();
+    }
+}

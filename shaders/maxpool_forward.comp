@@ -1,0 +1,39 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "pool_params.glsl"
+// One invocation per output. The window is clipped to the image (padding
+// never wins); the first maximum in row-major order wins ties; a NaN takes
+// over (as on the CPU). argmax is the winner's index within its plane.
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 2) writeonly buffer A { int argmax[]; };
+
+void main() {
+    uint out_plane = uint(p.out_h * p.out_w);
+    uint total = uint(p.batch * p.channels) * out_plane;
+    GRID_STRIDE_LOOP(idx, total) {
+        uint nc = idx / out_plane;
+        int q = int(idx % out_plane);
+        int oh = q / p.out_w, ow = q % p.out_w;
+        int h0 = oh * p.stride - p.pad, w0 = ow * p.stride - p.pad;
+        int h1 = min(h0 + p.kernel, p.height), w1 = min(w0 + p.kernel, p.width);
+        h0 = max(h0, 0);
+        w0 = max(w0, 0);
+        uint base = p.off0 + nc * uint(p.height * p.width);
+        int best_index = h0 * p.width + w0;
+        float best = x[base + uint(best_index)];
+        for (int h = h0; h < h1; h++) {
+            for (int w = w0; w < w1; w++) {
+                float v = x[base + uint(h * p.width + w)];
+                if (v > best || (isnan(v) && !isnan(best))) {
+                    best = v;
+                    best_index = h * p.width + w;
+                }
+            }
+        }
+        y[p.off1 + idx] = best;
+        argmax[p.off2 + idx] = best_index;
+    }
+}

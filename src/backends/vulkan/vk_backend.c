@@ -1,0 +1,210 @@
+/* The Vulkan backend: opening a device, and the nn_backend table's buffer
+ * operations (write / read / fill / copy through the command stream). */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "vk_backend.h"
+#include "vulkan_backend.h"
+
+static nn_status check_range(const char *fn, nn_buffer_ref ref, size_t bytes) {
+    if (!ref.buffer || ref.offset > ref.buffer->bytes || bytes > ref.buffer->bytes - ref.offset)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: %zu bytes at offset %zu outside the buffer", fn, bytes,
+                            ref.offset);
+    if (ref.offset % 4 != 0 || bytes % 4 != 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: offset %zu and size %zu must be multiples of 4", fn,
+                            ref.offset, bytes);
+    return NN_OK;
+}
+
+static VkDeviceSize device_offset(nn_buffer_ref ref) { return ref.buffer->offset + ref.offset; }
+
+static nn_status vk_write(nn_backend *self, nn_buffer_ref dst, const void *src, size_t bytes) {
+    vk_backend *vk = as_vk(self);
+    NN_TRY(check_range("write", dst, bytes));
+    /* Through the staging area, in pieces as large as it allows; the copy is
+     * recorded in order with the kernels, so nothing waits here. */
+    for (size_t done = 0; done < bytes;) {
+        size_t chunk = bytes - done;
+        if (chunk > vk_staging_capacity(vk)) chunk = vk_staging_capacity(vk);
+        VkDeviceSize staging_offset;
+        void *host;
+        NN_TRY(vk_staging_take(vk, chunk, &staging_offset, &host));
+        memcpy(host, (const char *)src + done, chunk);
+        VkCommandBuffer cmd;
+        NN_TRY(vk_begin_command(vk, &cmd));
+        VkBufferCopy region = {staging_offset, device_offset(dst) + done, chunk};
+        vk->fn.vkCmdCopyBuffer(cmd, vk_staging_buffer(vk), dst.buffer->block->buffer, 1, &region);
+        NN_TRY(vk_end_command(vk));
+        done += chunk;
+    }
+    return NN_OK;
+}
+
+static nn_status vk_read(nn_backend *self, nn_buffer_ref src, void *dst, size_t bytes) {
+    vk_backend *vk = as_vk(self);
+    NN_TRY(check_range("read", src, bytes));
+    nn_status result = NN_OK;
+    size_t done = 0;
+    do {
+        size_t chunk = bytes - done;
+        if (chunk > vk_staging_capacity(vk)) chunk = vk_staging_capacity(vk);
+        VkDeviceSize staging_offset;
+        void *host;
+        NN_TRY(vk_staging_take(vk, chunk ? chunk : 4, &staging_offset, &host));
+        VkCommandBuffer cmd;
+        NN_TRY(vk_begin_command(vk, &cmd));
+        if (chunk) {
+            VkBufferCopy region = {device_offset(src) + done, staging_offset, chunk};
+            vk->fn.vkCmdCopyBuffer(cmd, src.buffer->block->buffer, vk_staging_buffer(vk), 1, &region);
+        }
+        NN_TRY(vk_end_command(vk));
+        /* A device-side error (a bad label) is reported, but the data is
+         * still copied out, as the CPU backend leaves its NaN loss readable. */
+        nn_status st = vk_finish(vk);
+        if (st != NN_OK && st != NN_ERR_ARGUMENT) return st;
+        if (st != NN_OK && result == NN_OK) result = st;
+        memcpy((char *)dst + done, host, chunk);
+        done += chunk;
+    } while (done < bytes);
+    return result;
+}
+
+static nn_status vk_fill(nn_backend *self, nn_buffer_ref dst, float value, size_t count) {
+    vk_backend *vk = as_vk(self);
+    NN_TRY(check_range("fill", dst, count * sizeof(float)));
+    if (count == 0) return NN_OK;
+    uint32_t bits;
+    memcpy(&bits, &value, sizeof bits);
+    VkCommandBuffer cmd;
+    NN_TRY(vk_begin_command(vk, &cmd));
+    vk->fn.vkCmdFillBuffer(cmd, dst.buffer->block->buffer, device_offset(dst), count * sizeof(float), bits);
+    return vk_end_command(vk);
+}
+
+static nn_status copy_once(vk_backend *vk, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes) {
+    VkCommandBuffer cmd;
+    NN_TRY(vk_begin_command(vk, &cmd));
+    VkBufferCopy region = {device_offset(src), device_offset(dst), bytes};
+    vk->fn.vkCmdCopyBuffer(cmd, src.buffer->block->buffer, dst.buffer->block->buffer, 1, &region);
+    return vk_end_command(vk);
+}
+
+static nn_status vk_copy(nn_backend *self, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes) {
+    vk_backend *vk = as_vk(self);
+    NN_TRY(check_range("copy", dst, bytes));
+    NN_TRY(check_range("copy", src, bytes));
+    if (bytes == 0) return NN_OK;
+    VkDeviceSize d = device_offset(dst), s = device_offset(src);
+    bool overlap = dst.buffer->block == src.buffer->block && d < s + bytes && s < d + bytes;
+    if (!overlap) return copy_once(vk, dst, src, bytes);
+    /* vkCmdCopyBuffer forbids overlapping regions; memmove through a temporary. */
+    nn_buffer *tmp = vk_buffer_alloc(self, bytes);
+    if (!tmp) return nn_last_status();
+    nn_buffer_ref t = {tmp, 0};
+    nn_status st = copy_once(vk, t, src, bytes);
+    if (st == NN_OK) st = copy_once(vk, dst, t, bytes);
+    vk_buffer_free(self, tmp);
+    return st;
+}
+
+static nn_status vk_sync(nn_backend *self) { return vk_finish(as_vk(self)); }
+
+static void vk_destroy(nn_backend *self) {
+    vk_backend *vk = as_vk(self);
+    if (vk->device) {
+        vk->fn.vkDeviceWaitIdle(vk->device);
+        vk_stream_destroy(vk);
+        vk_pipelines_destroy(vk);
+        vk_memory_destroy(vk);
+        vk->fn.vkDestroyDevice(vk->device, NULL);
+    }
+    nn_vk_instance_close(&vk->vi);
+    free(vk);
+}
+
+static atomic_int g_announced;
+
+/* Print the device once per process: which GPU a run used is the first
+ * question about any figure. */
+static void announce(const vk_backend *vk, int index) {
+    if (atomic_exchange(&g_announced, 1)) return;
+    char api[32];
+    nn_vk_version_string(vk->phys->props.apiVersion, api, sizeof api);
+    fprintf(stderr, "nn-engine: Vulkan device %d: %s (%s), driver %s, Vulkan %s, %llu MiB device-local\n", index,
+            vk->phys->props.deviceName, vk->phys->kind, vk->phys->driver, api,
+            (unsigned long long)(vk->phys->device_local_bytes >> 20));
+}
+
+static nn_status open_device(vk_backend *vk) {
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                     .queueFamilyIndex = vk->phys->queue_family, .queueCount = 1,
+                                     .pQueuePriorities = &priority};
+    VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
+                               .pQueueCreateInfos = &queue};
+    VkResult r = vk->vi.fns.vkCreateDevice(vk->phys->handle, &info, NULL, &vk->device);
+    if (r != VK_SUCCESS) {
+        vk->device = VK_NULL_HANDLE;
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: vkCreateDevice failed on %s (%s)", vk->phys->props.deviceName,
+                            nn_vk_result_name(r));
+    }
+    const char *missing = nn_vk_load_device_fns(&vk->vi.fns, vk->device, &vk->fn);
+    if (missing) {
+        /* Without vkDestroyDevice loaded we cannot clean up; leak the device. */
+        vk->device = VK_NULL_HANDLE;
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: the driver of %s lacks %s", vk->phys->props.deviceName, missing);
+    }
+    vk->fn.vkGetDeviceQueue(vk->device, vk->phys->queue_family, 0, &vk->queue);
+    NN_TRY(vk_memory_init(vk));
+    NN_TRY(vk_pipelines_init(vk));
+    NN_TRY(vk_stream_init(vk));
+    return NN_OK;
+}
+
+nn_backend *nn_vulkan_backend_new(bool hardware_only, bool *no_device) {
+    if (no_device) *no_device = false;
+    vk_backend *vk = calloc(1, sizeof *vk);
+    if (!vk) return NN_FAIL_NULL(NN_ERR_MEMORY, "vulkan backend: out of host memory");
+    char why[320];
+    if (!nn_vk_instance_open(&vk->vi, why, sizeof why)) {
+        free(vk);
+        if (no_device) *no_device = true;
+        return NN_FAIL_NULL(NN_ERR_BACKEND, "vulkan: %s", why);
+    }
+    int index = nn_vk_choose_device(&vk->vi, hardware_only, why, sizeof why);
+    if (index < 0) {
+        nn_vk_instance_close(&vk->vi);
+        free(vk);
+        if (no_device) *no_device = !getenv("NN_ENGINE_VULKAN_DEVICE");
+        return NN_FAIL_NULL(NN_ERR_BACKEND, "vulkan: %s", why);
+    }
+    vk->phys = &vk->vi.devices[index];
+    if (open_device(vk) != NN_OK) {
+        char message[512];
+        snprintf(message, sizeof message, "%s", nn_last_error());
+        vk_destroy(&vk->base);
+        return NN_FAIL_NULL(NN_ERR_BACKEND, "%s", message);
+    }
+    nn_backend *b = &vk->base;
+    b->name = "vulkan";
+    b->kind = NN_DEVICE_GPU;
+    b->threads = 1;
+    char api[32];
+    nn_vk_version_string(vk->phys->props.apiVersion, api, sizeof api);
+    snprintf(b->description, sizeof b->description, "vulkan %d: %.60s (%.16s, %.40s)", index,
+             vk->phys->props.deviceName, vk->phys->kind, vk->phys->driver);
+    b->alloc = vk_buffer_alloc;
+    b->free = vk_buffer_free;
+    b->write = vk_write;
+    b->read = vk_read;
+    b->fill = vk_fill;
+    b->copy = vk_copy;
+    b->run = vk_run;
+    b->sync = vk_sync;
+    b->destroy = vk_destroy;
+    announce(vk, index);
+    return b;
+}

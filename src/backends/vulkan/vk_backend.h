@@ -1,0 +1,179 @@
+/* The Vulkan backend's private types, shared by its files:
+ *   vk_backend.c   opening the device, the nn_backend table, buffer copies
+ *   vk_memory.c    device-local blocks and the sub-allocator
+ *   vk_stream.c    command recording, barriers, submission, staging
+ *   vk_pipelines.c shader modules, pipelines, descriptor sets
+ *   vk_kernels.c   run(): each kernel family's push constants and dispatch */
+#ifndef NN_VK_BACKEND_H
+#define NN_VK_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "vk_loader.h"
+#include "vk_probe.h"
+
+/* A device-local VkBuffer over one VkDeviceMemory, carved into sub-buffers.
+ * Kernels bind whole blocks and address tensors by element offset. */
+typedef struct vk_range {
+    VkDeviceSize offset, size;
+    struct vk_range *next;
+} vk_range;
+
+typedef struct vk_block {
+    uint32_t id;              /* index in the backend's block table */
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    VkDeviceSize size;
+    vk_range *free_list;      /* sorted by offset, neighbours merged */
+} vk_block;
+
+struct nn_buffer {
+    vk_block *block;
+    VkDeviceSize offset;      /* bytes into the block */
+    VkDeviceSize reserved;    /* bytes taken from the block */
+    size_t bytes;             /* bytes asked for */
+};
+
+/* Host-visible memory mapped for the whole life of the backend. */
+typedef struct vk_host_buffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    VkDeviceSize size;
+    void *mapped;
+} vk_host_buffer;
+
+/* Commands are recorded into one of two frames: when a frame gets long it
+ * is submitted and recording goes on in the other, so the GPU works while
+ * the host records. Each frame has its staging area for uploads and reads,
+ * reused once the frame's fence says the GPU is done with it. */
+#define VK_FRAMES 2
+typedef struct vk_frame {
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    bool recording, in_flight;
+    int commands;
+    vk_host_buffer staging;
+    VkDeviceSize staging_used;
+} vk_frame;
+
+/* Pipelines: one per shader and tile configuration. */
+typedef enum vk_pipeline_id {
+    VK_PIPE_GEMM_LARGE,  /* 128 x 128 tiles, 8 x 8 per invocation */
+    VK_PIPE_GEMM_MEDIUM, /* 64 x 64, 4 x 4 */
+    VK_PIPE_GEMM_SMALL,  /* 32 x 32, 4 x 4 */
+    VK_PIPE_GEMM_THIN,   /* 16 x 64, 4 x 4: few rows (LeNet's convolutions) */
+    VK_PIPE_IM2COL,
+    VK_PIPE_COL2IM,
+    VK_PIPE_MAXPOOL_FORWARD,
+    VK_PIPE_MAXPOOL_BACKWARD,
+    VK_PIPE_BIAS_ADD,
+    VK_PIPE_BIAS_GRAD,
+    VK_PIPE_RELU_FORWARD,
+    VK_PIPE_RELU_BACKWARD,
+    VK_PIPE_ELEMENTWISE,
+    VK_PIPE_SOFTMAX_FORWARD,
+    VK_PIPE_SOFTMAX_BACKWARD,
+    VK_PIPE_SOFTMAX_CE_FORWARD,
+    VK_PIPE_SOFTMAX_CE_BACKWARD,
+    VK_PIPE_REDUCE,
+    VK_PIPE_BROADCAST_SCALAR,
+    VK_PIPE_SGD_UPDATE,
+    VK_PIPE_COUNT
+} vk_pipeline_id;
+
+#define VK_ARG_BINDINGS 4     /* kernel arguments; binding 4 is the status buffer */
+#define VK_PUSH_BYTES 128     /* the minimum every device allows */
+
+typedef struct vk_set_entry {
+    uint32_t blocks[VK_ARG_BINDINGS];
+    VkDescriptorSet set;
+} vk_set_entry;
+
+typedef struct vk_backend {
+    nn_backend base;
+    nn_vk_instance vi;
+    const nn_vk_physical *phys;
+    VkDevice device;
+    VkQueue queue;
+    nn_vk_device_fns fn;
+    VkPhysicalDeviceMemoryProperties memory_props;
+
+    /* memory */
+    uint32_t device_memory_type;
+    vk_block **blocks;
+    uint32_t block_count, block_capacity;
+    VkDeviceSize block_size;      /* the size of a shared block */
+    VkDeviceSize max_range;       /* maxStorageBufferRange: the largest bindable buffer */
+
+    /* pipelines and descriptors */
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout pipeline_layout;
+    VkPipeline pipelines[VK_PIPE_COUNT];
+    VkDescriptorPool set_pool;
+    vk_set_entry *sets;           /* one set per combination of blocks, kept */
+    uint32_t set_count, set_capacity;
+
+    /* The device-side error flag (softmax-CE labels), host-visible. */
+    vk_host_buffer status;
+
+    vk_frame frames[VK_FRAMES];
+    int current;
+} vk_backend;
+
+static inline vk_backend *as_vk(nn_backend *b) { return (vk_backend *)b; }
+
+/* vk_memory.c */
+nn_status vk_memory_init(vk_backend *vk);
+void vk_memory_destroy(vk_backend *vk);
+nn_buffer *vk_buffer_alloc(nn_backend *self, size_t bytes);
+void vk_buffer_free(nn_backend *self, nn_buffer *buffer);
+/* A host-visible, coherent buffer (staging, status), mapped. */
+nn_status vk_host_buffer_create(vk_backend *vk, VkDeviceSize size, VkBufferUsageFlags usage,
+                                vk_host_buffer *out);
+void vk_host_buffer_destroy(vk_backend *vk, vk_host_buffer *hb);
+
+/* vk_stream.c */
+nn_status vk_stream_init(vk_backend *vk);
+void vk_stream_destroy(vk_backend *vk);
+/* The command buffer to record the next command into, after a barrier that
+ * orders it after everything recorded or submitted before. */
+nn_status vk_begin_command(vk_backend *vk, VkCommandBuffer *cmd);
+/* After a command: counts it, and submits the frame when it is long. */
+nn_status vk_end_command(vk_backend *vk);
+/* `bytes` of the current frame's staging area (submitting and switching
+ * frames when it is full); bytes must be <= vk_staging_capacity(). */
+nn_status vk_staging_take(vk_backend *vk, VkDeviceSize bytes, VkDeviceSize *offset, void **host);
+VkDeviceSize vk_staging_capacity(const vk_backend *vk);
+VkBuffer vk_staging_buffer(const vk_backend *vk);
+/* Submit what is recorded and wait for all work; then report a device-side
+ * error (a bad label) if a kernel raised one. */
+nn_status vk_finish(vk_backend *vk);
+
+/* vk_pipelines.c */
+nn_status vk_pipelines_init(vk_backend *vk);
+void vk_pipelines_destroy(vk_backend *vk);
+/* The pipeline (created on first use; a shader missing from the library or
+ * failing to build on this device is an error naming the kernel). */
+nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, VkPipeline *out);
+/* The descriptor set binding these blocks (created on first use, then kept). */
+nn_status vk_descriptor_set(vk_backend *vk, const uint32_t blocks[VK_ARG_BINDINGS], VkDescriptorSet *out);
+/* Workgroup size of a GEMM pipeline's tile configuration. */
+void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn);
+
+/* vk_kernels.c */
+nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
+                 const void *params);
+
+/* The generated table of embedded SPIR-V (build/gen/vk_shaders.c). */
+typedef struct nn_vk_shader {
+    const char *name;
+    const unsigned char *code;
+    size_t size;
+} nn_vk_shader;
+extern const nn_vk_shader nn_vk_shaders[];
+extern const int nn_vk_shader_count;
+
+#endif

@@ -1,0 +1,36 @@
+/* The Vulkan entries of nn_list_devices. */
+#include <stdio.h>
+#include <string.h>
+
+#include "vk_probe.h"
+#include "vulkan_backend.h"
+
+void nn_vulkan_list_devices(void (*add)(void *ctx, const nn_device_info *info), void *ctx) {
+    nn_device_info info;
+    nn_vk_instance vi;
+    char why[320];
+    if (!nn_vk_instance_open(&vi, why, sizeof why)) {
+        memset(&info, 0, sizeof info);
+        snprintf(info.backend, sizeof info.backend, "vulkan");
+        info.index = -1;
+        snprintf(info.reason, sizeof info.reason, "%.250s", why);
+        add(ctx, &info);
+        return;
+    }
+    for (int i = 0; i < vi.count; i++) {
+        const nn_vk_physical *d = &vi.devices[i];
+        memset(&info, 0, sizeof info);
+        snprintf(info.backend, sizeof info.backend, "vulkan");
+        info.index = i;
+        snprintf(info.name, sizeof info.name, "%.120s", d->props.deviceName);
+        snprintf(info.kind, sizeof info.kind, "%s", d->kind);
+        char api[32];
+        nn_vk_version_string(d->props.apiVersion, api, sizeof api);
+        snprintf(info.detail, sizeof info.detail, "%.100s, Vulkan %s, %llu MiB device-local", d->driver, api,
+                 (unsigned long long)(d->device_local_bytes >> 20));
+        info.usable = d->usable;
+        if (!d->usable) snprintf(info.reason, sizeof info.reason, "%s", d->reason);
+        add(ctx, &info);
+    }
+    nn_vk_instance_close(&vi);
+}

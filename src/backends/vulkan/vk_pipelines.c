@@ -1,0 +1,176 @@
+/* Pipelines and descriptor sets. Every kernel shares one layout: bindings
+ * 0-3 are its buffer arguments (whole memory blocks; tensors are addressed
+ * by element offsets in the push constants), binding 4 the status buffer,
+ * and up to 128 bytes of push constants. A pipeline is built from the
+ * embedded SPIR-V the first time its kernel runs. Since bindings are whole
+ * blocks, a descriptor set depends only on which blocks a kernel touches:
+ * sets are made once per combination and kept, so recording a kernel
+ * writes no descriptors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "vk_backend.h"
+
+#define MAX_SETS 4096
+
+typedef struct pipeline_spec {
+    const char *shader;
+    const char *kernel; /* for messages */
+    uint32_t spec[6];   /* GEMM: BM, BN, BK, TM, TN, workgroup size */
+} pipeline_spec;
+
+static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
+    [VK_PIPE_GEMM_LARGE] = {"gemm", "gemm", {128, 128, 8, 8, 8, 256}},
+    [VK_PIPE_GEMM_MEDIUM] = {"gemm", "gemm", {64, 64, 16, 4, 4, 256}},
+    [VK_PIPE_GEMM_SMALL] = {"gemm", "gemm", {32, 32, 16, 4, 4, 64}},
+    [VK_PIPE_GEMM_THIN] = {"gemm", "gemm", {16, 64, 16, 4, 4, 64}},
+    [VK_PIPE_IM2COL] = {"im2col", "im2col"},
+    [VK_PIPE_COL2IM] = {"col2im", "col2im"},
+    [VK_PIPE_MAXPOOL_FORWARD] = {"maxpool_forward", "maxpool_forward"},
+    [VK_PIPE_MAXPOOL_BACKWARD] = {"maxpool_backward", "maxpool_backward"},
+    [VK_PIPE_BIAS_ADD] = {"bias_add", "bias_add"},
+    [VK_PIPE_BIAS_GRAD] = {"bias_grad", "bias_grad"},
+    [VK_PIPE_RELU_FORWARD] = {"relu_forward", "relu_forward"},
+    [VK_PIPE_RELU_BACKWARD] = {"relu_backward", "relu_backward"},
+    [VK_PIPE_ELEMENTWISE] = {"elementwise", "elementwise"},
+    [VK_PIPE_SOFTMAX_FORWARD] = {"softmax_forward", "softmax_forward"},
+    [VK_PIPE_SOFTMAX_BACKWARD] = {"softmax_backward", "softmax_backward"},
+    [VK_PIPE_SOFTMAX_CE_FORWARD] = {"softmax_ce_forward", "softmax_cross_entropy_forward"},
+    [VK_PIPE_SOFTMAX_CE_BACKWARD] = {"softmax_ce_backward", "softmax_cross_entropy_backward"},
+    [VK_PIPE_REDUCE] = {"reduce", "reduce_sum/sum_squares"},
+    [VK_PIPE_BROADCAST_SCALAR] = {"broadcast_scalar", "broadcast_scalar"},
+    [VK_PIPE_SGD_UPDATE] = {"sgd_update", "sgd_update"},
+};
+
+void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn) {
+    *bm = kSpecs[id].spec[0];
+    *bn = kSpecs[id].spec[1];
+}
+
+nn_status vk_pipelines_init(vk_backend *vk) {
+    VkDescriptorSetLayoutBinding bindings[VK_ARG_BINDINGS + 1];
+    for (uint32_t i = 0; i <= VK_ARG_BINDINGS; i++)
+        bindings[i] = (VkDescriptorSetLayoutBinding){.binding = i,
+                                                     .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                     .descriptorCount = 1,
+                                                     .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+    VkDescriptorSetLayoutCreateInfo set_info = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                                .bindingCount = VK_ARG_BINDINGS + 1, .pBindings = bindings};
+    VkResult r = vk->fn.vkCreateDescriptorSetLayout(vk->device, &set_info, NULL, &vk->set_layout);
+    if (r == VK_SUCCESS) {
+        VkPushConstantRange push = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = VK_PUSH_BYTES};
+        VkPipelineLayoutCreateInfo info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                           .setLayoutCount = 1, .pSetLayouts = &vk->set_layout,
+                                           .pushConstantRangeCount = 1, .pPushConstantRanges = &push};
+        r = vk->fn.vkCreatePipelineLayout(vk->device, &info, NULL, &vk->pipeline_layout);
+    }
+    if (r == VK_SUCCESS) {
+        VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, MAX_SETS * (VK_ARG_BINDINGS + 1)};
+        VkDescriptorPoolCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                           .maxSets = MAX_SETS, .poolSizeCount = 1, .pPoolSizes = &size};
+        r = vk->fn.vkCreateDescriptorPool(vk->device, &info, NULL, &vk->set_pool);
+    }
+    if (r != VK_SUCCESS)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: creating the pipeline layout failed (%s)",
+                            nn_vk_result_name(r));
+    return NN_OK;
+}
+
+void vk_pipelines_destroy(vk_backend *vk) {
+    for (int i = 0; i < VK_PIPE_COUNT; i++)
+        if (vk->pipelines[i]) vk->fn.vkDestroyPipeline(vk->device, vk->pipelines[i], NULL);
+    if (vk->set_pool) vk->fn.vkDestroyDescriptorPool(vk->device, vk->set_pool, NULL);
+    if (vk->pipeline_layout) vk->fn.vkDestroyPipelineLayout(vk->device, vk->pipeline_layout, NULL);
+    if (vk->set_layout) vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->set_layout, NULL);
+    free(vk->sets);
+    vk->sets = NULL;
+}
+
+static const nn_vk_shader *find_shader(const char *name) {
+    for (int i = 0; i < nn_vk_shader_count; i++)
+        if (strcmp(nn_vk_shaders[i].name, name) == 0) return &nn_vk_shaders[i];
+    return NULL;
+}
+
+nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, VkPipeline *out) {
+    if (vk->pipelines[id]) {
+        *out = vk->pipelines[id];
+        return NN_OK;
+    }
+    const pipeline_spec *spec = &kSpecs[id];
+    const nn_vk_shader *shader = find_shader(spec->shader);
+    if (!shader)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s is missing: shader %s.comp is not built into "
+                            "this library", spec->kernel, spec->shader);
+    VkShaderModuleCreateInfo module_info = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                            .codeSize = shader->size, .pCode = (const uint32_t *)shader->code};
+    VkShaderModule module;
+    VkResult r = vk->fn.vkCreateShaderModule(vk->device, &module_info, NULL, &module);
+    if (r != VK_SUCCESS)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: the device rejects shader %s (%s)", spec->kernel,
+                            spec->shader, nn_vk_result_name(r));
+    VkSpecializationMapEntry entries[6];
+    for (uint32_t i = 0; i < 6; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo spec_info = {.mapEntryCount = 6, .pMapEntries = entries, .dataSize = sizeof spec->spec,
+                                      .pData = spec->spec};
+    VkComputePipelineCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = module, .pName = "main",
+                  .pSpecializationInfo = spec->spec[0] ? &spec_info : NULL},
+        .layout = vk->pipeline_layout};
+    r = vk->fn.vkCreateComputePipelines(vk->device, VK_NULL_HANDLE, 1, &info, NULL, &vk->pipelines[id]);
+    vk->fn.vkDestroyShaderModule(vk->device, module, NULL);
+    if (r != VK_SUCCESS) {
+        vk->pipelines[id] = VK_NULL_HANDLE;
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: building its pipeline failed on %s (%s)",
+                            spec->kernel, vk->phys->props.deviceName, nn_vk_result_name(r));
+    }
+    *out = vk->pipelines[id];
+    return NN_OK;
+}
+
+nn_status vk_descriptor_set(vk_backend *vk, const uint32_t blocks[VK_ARG_BINDINGS], VkDescriptorSet *out) {
+    for (uint32_t i = 0; i < vk->set_count; i++) {
+        if (memcmp(vk->sets[i].blocks, blocks, sizeof vk->sets[i].blocks) == 0) {
+            *out = vk->sets[i].set;
+            return NN_OK;
+        }
+    }
+    if (vk->set_count == MAX_SETS)
+        return nn_set_error(NN_ERR_BACKEND,
+                            "vulkan: more than %d combinations of memory blocks in kernel arguments "
+                            "(%u blocks allocated)", MAX_SETS, vk->block_count);
+    if (vk->set_count == vk->set_capacity) {
+        uint32_t cap = vk->set_capacity ? vk->set_capacity * 2 : 64;
+        vk_set_entry *grown = realloc(vk->sets, cap * sizeof *grown);
+        if (!grown) return nn_set_error(NN_ERR_MEMORY, "vulkan: out of host memory");
+        vk->sets = grown;
+        vk->set_capacity = cap;
+    }
+    VkDescriptorSetAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                         .descriptorPool = vk->set_pool, .descriptorSetCount = 1,
+                                         .pSetLayouts = &vk->set_layout};
+    VkDescriptorSet set;
+    VkResult r = vk->fn.vkAllocateDescriptorSets(vk->device, &alloc, &set);
+    if (r != VK_SUCCESS)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: allocating a descriptor set failed (%s)", nn_vk_result_name(r));
+    VkDescriptorBufferInfo infos[VK_ARG_BINDINGS + 1];
+    VkWriteDescriptorSet writes[VK_ARG_BINDINGS + 1];
+    for (uint32_t i = 0; i <= VK_ARG_BINDINGS; i++) {
+        VkBuffer buffer = i < VK_ARG_BINDINGS ? vk->blocks[blocks[i]]->buffer : vk->status.buffer;
+        infos[i] = (VkDescriptorBufferInfo){buffer, 0, VK_WHOLE_SIZE};
+        writes[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set,
+                                           .dstBinding = i, .descriptorCount = 1,
+                                           .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                           .pBufferInfo = &infos[i]};
+    }
+    vk->fn.vkUpdateDescriptorSets(vk->device, VK_ARG_BINDINGS + 1, writes, 0, NULL);
+    vk->sets[vk->set_count].set = set;
+    memcpy(vk->sets[vk->set_count].blocks, blocks, sizeof vk->sets[vk->set_count].blocks);
+    vk->set_count++;
+    *out = set;
+    return NN_OK;
+}
