@@ -1,0 +1,147 @@
+/* The Vulkan test harness (vulkan_harness.h). */
+#include "vulkan_harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test.h"
+#ifdef NN_WITH_VULKAN
+#include "backends/vulkan/vulkan_backend.h"
+#endif
+
+static nn_backend *g_cpu, *g_gpu;
+static bool g_tried;
+static char g_why[512];
+
+bool vkt_skipped(void) {
+    const char *v = getenv("NN_ENGINE_TEST_VULKAN");
+    static bool said;
+    bool skip = v && strcmp(v, "0") == 0;
+    if (skip && !said) {
+        printf("    NN_ENGINE_TEST_VULKAN=0: Vulkan tests skipped on purpose\n");
+        said = true;
+    }
+    return skip;
+}
+
+nn_backend *vkt_cpu(void) {
+    if (!g_cpu) g_cpu = nn_cpu_backend_new(2);
+    return g_cpu;
+}
+
+nn_backend *vkt_vulkan(void) {
+#ifdef NN_WITH_VULKAN
+    if (!g_tried) {
+        g_tried = true;
+        g_gpu = nn_vulkan_backend_new(false, NULL);
+        if (!g_gpu) snprintf(g_why, sizeof g_why, "%s", nn_last_error());
+    }
+#else
+    snprintf(g_why, sizeof g_why, "this build has no Vulkan backend (VULKAN=0)");
+#endif
+    if (!g_gpu)
+        CHECK_MSG(0, "NO VULKAN DEVICE: %s. Install mesa-vulkan-drivers (lavapipe) or a GPU driver; "
+                     "to skip the Vulkan tests on purpose, set NN_ENGINE_TEST_VULKAN=0", g_why);
+    return g_gpu;
+}
+
+vkt_pair vkt_pair_new(const void *data, size_t count, size_t offset) {
+    vkt_pair p = {NULL, NULL, offset, count};
+    size_t bytes = offset + count * 4;
+    p.cpu = vkt_cpu()->alloc(vkt_cpu(), bytes);
+    p.gpu = vkt_vulkan()->alloc(vkt_vulkan(), bytes);
+    if (!p.cpu || !p.gpu) {
+        CHECK_MSG(0, "allocating %zu bytes failed: %s", bytes, nn_last_error());
+        return p;
+    }
+    /* The bytes before the view hold garbage that must not leak in. */
+    float junk[64];
+    for (int i = 0; i < 64; i++) junk[i] = NAN;
+    if (offset) {
+        vkt_cpu()->write(vkt_cpu(), (nn_buffer_ref){p.cpu, 0}, junk, offset);
+        vkt_vulkan()->write(vkt_vulkan(), (nn_buffer_ref){p.gpu, 0}, junk, offset);
+    }
+    if (data && count) {
+        CHECK(vkt_cpu()->write(vkt_cpu(), (nn_buffer_ref){p.cpu, offset}, data, count * 4) == NN_OK);
+        CHECK(vkt_vulkan()->write(vkt_vulkan(), (nn_buffer_ref){p.gpu, offset}, data, count * 4) == NN_OK);
+    }
+    return p;
+}
+
+vkt_pair vkt_pair_none(void) { return (vkt_pair){NULL, NULL, 0, 0}; }
+
+void vkt_pair_free(vkt_pair *p) {
+    if (p->cpu) vkt_cpu()->free(vkt_cpu(), p->cpu);
+    if (p->gpu) vkt_vulkan()->free(vkt_vulkan(), p->gpu);
+    p->cpu = p->gpu = NULL;
+}
+
+bool vkt_run(nn_kernel kernel, vkt_pair *args, int nargs, const void *params) {
+    nn_buffer_ref cpu[8], gpu[8];
+    for (int i = 0; i < nargs; i++) {
+        cpu[i] = (nn_buffer_ref){args[i].cpu, args[i].offset};
+        gpu[i] = (nn_buffer_ref){args[i].gpu, args[i].offset};
+    }
+    nn_status a = vkt_cpu()->run(vkt_cpu(), kernel, cpu, nargs, params);
+    CHECK_MSG(a == NN_OK, "cpu %s: %s", nn_kernel_name(kernel), nn_last_error());
+    nn_status b = vkt_vulkan()->run(vkt_vulkan(), kernel, gpu, nargs, params);
+    CHECK_MSG(b == NN_OK, "vulkan %s: %s", nn_kernel_name(kernel), nn_last_error());
+    return a == NN_OK && b == NN_OK;
+}
+
+static bool read_both(const vkt_pair *p, void *cpu, void *gpu) {
+    nn_status a = vkt_cpu()->read(vkt_cpu(), (nn_buffer_ref){p->cpu, p->offset}, cpu, p->count * 4);
+    nn_status b = vkt_vulkan()->read(vkt_vulkan(), (nn_buffer_ref){p->gpu, p->offset}, gpu, p->count * 4);
+    CHECK_MSG(a == NN_OK && b == NN_OK, "read failed: %s", nn_last_error());
+    return a == NN_OK && b == NN_OK;
+}
+
+void vkt_compare_f32(const vkt_pair *p, double tol, const char *what) {
+    float *want = malloc(p->count * 4 + 4), *got = malloc(p->count * 4 + 4);
+    if (want && got && read_both(p, want, got)) {
+        size_t bad = 0, first = 0;
+        double worst = 0.0;
+        for (size_t i = 0; i < p->count; i++) {
+            double w = want[i], g = got[i];
+            bool ok = (isnan(w) && isnan(g)) || (isinf(w) && w == g) ||
+                      fabs(g - w) <= tol * (fabs(w) > 1.0 ? fabs(w) : 1.0);
+            if (!ok) {
+                if (!bad) first = i;
+                bad++;
+            }
+            double scale = fabs(w) > 1.0 ? fabs(w) : 1.0;
+            if (!isnan(w) && !isnan(g) && fabs(g - w) / scale > worst) worst = fabs(g - w) / scale;
+        }
+        CHECK_MSG(bad == 0, "%s: %zu of %zu differ (first [%zu]: vulkan %.9g, cpu %.9g; worst %.3g, tol %g)", what,
+                  bad, p->count, first, got[first], want[first], worst, tol);
+    }
+    free(want);
+    free(got);
+}
+
+void vkt_compare_i32(const vkt_pair *p, const char *what) {
+    int32_t *want = malloc(p->count * 4 + 4), *got = malloc(p->count * 4 + 4);
+    if (want && got && read_both(p, want, got)) {
+        size_t bad = 0, first = 0;
+        for (size_t i = 0; i < p->count; i++)
+            if (want[i] != got[i] && !bad++) first = i;
+        CHECK_MSG(bad == 0, "%s: %zu of %zu differ (first [%zu]: vulkan %d, cpu %d)", what, bad, p->count, first,
+                  got[first], want[first]);
+    }
+    free(want);
+    free(got);
+}
+
+void vkt_fill(float *x, size_t n, float lo, float hi, unsigned seed) {
+    uint64_t s = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)seed * 0xBF58476D1CE4E5B9ULL);
+    for (size_t i = 0; i < n; i++) {
+        s += 0x9E3779B97F4A7C15ULL;
+        uint64_t z = s;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        z ^= z >> 31;
+        x[i] = lo + (hi - lo) * (float)((z >> 40) / 16777216.0);
+    }
+}

@@ -1,0 +1,44 @@
+/* Shared by the Vulkan tests: opening the device once, and running one
+ * kernel on the CPU backend (the reference) and on Vulkan with the same
+ * inputs. The tests need a Vulkan device: without one they fail loudly,
+ * unless NN_ENGINE_TEST_VULKAN=0 says to skip them (machines without
+ * Vulkan; CI has lavapipe and must not set it). */
+#ifndef NN_TESTS_VULKAN_HARNESS_H
+#define NN_TESTS_VULKAN_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "backends/backend.h"
+
+/* True when the Vulkan tests are switched off by NN_ENGINE_TEST_VULKAN=0
+ * (prints that once). */
+bool vkt_skipped(void);
+/* The Vulkan backend (opened on first use), or NULL after recording a test
+ * failure that says why. */
+nn_backend *vkt_vulkan(void);
+nn_backend *vkt_cpu(void);
+
+/* A buffer on both backends holding the same data, at byte offset `offset`
+ * into a slightly larger buffer (so kernels are tested on views too). */
+typedef struct vkt_pair {
+    nn_buffer *cpu, *gpu;
+    size_t offset, count; /* count of 4-byte elements */
+} vkt_pair;
+
+vkt_pair vkt_pair_new(const void *data, size_t count, size_t offset);
+/* An absent (NULL) argument. */
+vkt_pair vkt_pair_none(void);
+void vkt_pair_free(vkt_pair *p);
+
+/* Run the kernel on both; checks both return NN_OK. */
+bool vkt_run(nn_kernel kernel, vkt_pair *args, int nargs, const void *params);
+/* Compare a float buffer (|gpu - cpu| <= tol * max(1, |cpu|), NaN equals
+ * NaN) or an int32 buffer (exactly); `what` names it in a failure. */
+void vkt_compare_f32(const vkt_pair *p, double tol, const char *what);
+void vkt_compare_i32(const vkt_pair *p, const char *what);
+
+/* Uniform floats in [lo, hi) from a seeded generator. */
+void vkt_fill(float *x, size_t n, float lo, float hi, unsigned seed);
+
+#endif
