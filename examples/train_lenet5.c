@@ -155,8 +155,8 @@ static int evaluate(nn_ctx *ctx, nn_module *net, const dataset *data, double *lo
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || argc > 4) {
-        fprintf(stderr, "usage: %s DATA_DIR [EPOCHS] [THREADS]\n", argv[0]);
+    if (argc < 2 || argc > 5) {
+        fprintf(stderr, "usage: %s DATA_DIR [EPOCHS] [THREADS] [DEVICE: cpu|vulkan|auto]\n", argv[0]);
         return 2;
     }
     int epochs = argc > 2 ? atoi(argv[2]) : 3, threads = argc > 3 ? atoi(argv[3]) : 0;
@@ -167,7 +167,8 @@ int main(int argc, char **argv) {
     dataset train = {0}, test = {0};
     if (!load_split(argv[1], "train", &train) || !load_split(argv[1], "t10k", &test)) return 2;
 
-    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = threads, .seed = 1});
+    const char *device = argc > 4 ? argv[4] : "cpu";
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .threads = threads, .seed = 1});
     nn_module *net = ctx ? nn_lenet5(ctx, NN_INIT_KAIMING_UNIFORM) : NULL;
     if (!net) {
         fprintf(stderr, "train_lenet5: %s\n", nn_last_error());
