@@ -16,12 +16,20 @@
 //
 // summed != 0: the batch is summed into one C (conv's dW), by walking the
 // products one after another in the same registers.
+//
+// splits > 1 (split-K, for few output tiles over a long k): workgroup z
+// takes steps [z * split_steps, (z + 1) * split_steps) of the (product, k
+// slice) walk and writes its raw partial product to C + z * stride_c (a
+// scratch buffer, ldc = n, alpha 1, beta 0); gemm_splitk.comp then adds the
+// partials in order into the real C.
 layout(constant_id = 0) const uint BM = 64;
 layout(constant_id = 1) const uint BN = 64;
 layout(constant_id = 2) const uint BK = 16;
 layout(constant_id = 3) const uint TM = 4;
 layout(constant_id = 4) const uint TN = 4;
 layout(local_size_x_id = 5) in; // (BM / TM) * (BN / TN)
+// DB != 0: two shared-memory slices, so one barrier per k step instead of two.
+layout(constant_id = 6) const uint DB = 0;
 
 layout(push_constant) uniform Params {
     PC_OFFSETS
@@ -32,6 +40,7 @@ layout(push_constant) uniform Params {
     uint summed;
     uint stride_a, stride_b, stride_c;
     float alpha, beta;
+    uint splits, split_steps;
 } p;
 layout(std430, binding = 0) readonly buffer MA { float A[]; };
 layout(std430, binding = 1) readonly buffer MB { float B[]; };
@@ -41,11 +50,15 @@ const uint THREADS = (BM / TM) * (BN / TN);
 const uint LOAD_A = BM * BK / THREADS; // entries of the A slice per invocation
 const uint LOAD_B = BN * BK / THREADS;
 
-shared vec4 As[BK * BM / 4]; // As[kk * BM/4 + r/4][r%4] = op(A)[row0 + r][k0 + kk]
-shared vec4 Bs[BK * BN / 4]; // Bs[kk * BN/4 + c/4][c%4] = op(B)[k0 + kk][col0 + c]
+// Rows of the slices are padded by one vec4 so that stores of a k-major
+// slice (A untransposed, B transposed) fall into distinct banks.
+const uint AROW = BM / 4 + 1, BROW = BN / 4 + 1;
+shared vec4 As[(1 + DB) * BK * AROW]; // As[kk * AROW + r/4][r%4] = op(A)[row0 + r][k0 + kk]
+shared vec4 Bs[(1 + DB) * BK * BROW]; // Bs[kk * BROW + c/4][c%4] = op(B)[k0 + kk][col0 + c]
 
 float ra[LOAD_A];
 float rb[LOAD_B];
+float acc[TM * TN]; // this invocation's block of C
 
 void fetch(uint a_base, uint b_base, uint row0, uint col0, uint k0) {
     uint tid = gl_LocalInvocationID.x;
@@ -71,19 +84,36 @@ void fetch(uint a_base, uint b_base, uint row0, uint col0, uint k0) {
     }
 }
 
-void stash() {
+// Store the fetched slices into shared buffer `buf`.
+void stash(uint buf) {
     uint tid = gl_LocalInvocationID.x;
+    uint abase = buf * BK * AROW, bbase = buf * BK * BROW;
     for (uint t = 0; t < LOAD_A; t++) {
         uint e = tid + t * THREADS;
         uint r, kk;
         if (p.trans_a != 0) { r = e % BM; kk = e / BM; } else { kk = e % BK; r = e / BK; }
-        As[kk * (BM / 4) + r / 4][r % 4] = ra[t];
+        As[abase + kk * AROW + r / 4][r % 4] = ra[t];
     }
     for (uint t = 0; t < LOAD_B; t++) {
         uint e = tid + t * THREADS;
         uint c, kk;
         if (p.trans_b != 0) { kk = e % BK; c = e / BK; } else { c = e % BN; kk = e / BN; }
-        Bs[kk * (BN / 4) + c / 4][c % 4] = rb[t];
+        Bs[bbase + kk * BROW + c / 4][c % 4] = rb[t];
+    }
+}
+
+// acc += the product of the slices in shared buffer `buf`.
+void multiply(uint buf, uint trow, uint tcol) {
+    uint abase = buf * BK * AROW, bbase = buf * BK * BROW;
+    for (uint kk = 0; kk < BK; kk++) {
+        vec4 a[TM / 4], bv[TN / 4];
+        for (uint i = 0; i < TM / 4; i++) a[i] = As[abase + kk * AROW + trow + i * (BM / TM)];
+        for (uint j = 0; j < TN / 4; j++) bv[j] = Bs[bbase + kk * BROW + tcol + j * (BN / TN)];
+        for (uint i = 0; i < TM / 4; i++)
+            for (uint ii = 0; ii < 4; ii++)
+                for (uint j = 0; j < TN / 4; j++)
+                    for (uint jj = 0; jj < 4; jj++)
+                        acc[(i * 4 + ii) * TN + j * 4 + jj] += a[i][ii] * bv[j][jj];
     }
 }
 
@@ -92,36 +122,46 @@ void main() {
     uint tcol = tid % (BN / TN), trow = tid / (BN / TN);
     uint row0 = gl_WorkGroupID.y * BM, col0 = gl_WorkGroupID.x * BN;
     uint ktiles = (p.k + BK - 1) / BK;
-    uint outputs = p.summed != 0 ? 1 : p.batch;
+    bool split = p.splits > 1;
+    uint outputs = split ? p.splits : p.summed != 0 ? 1 : p.batch;
     for (uint out_b = gl_WorkGroupID.z; out_b < outputs; out_b += gl_NumWorkGroups.z) {
-        float acc[TM * TN];
         for (uint i = 0; i < TM * TN; i++) acc[i] = 0.0;
-        // The (product, k slice) steps this output takes, in order.
-        uint first = p.summed != 0 ? 0 : out_b;
-        uint products = p.summed != 0 ? p.batch : 1;
-        uint steps = products * ktiles;
-        if (steps > 0)
-            fetch(p.off0 + first * p.stride_a, p.off1 + first * p.stride_b, row0, col0, 0);
-        for (uint s = 0; s < steps; s++) {
+        // The (product, k slice) steps this output takes, in order:
+        // step s multiplies product first + s / ktiles at k0 = (s % ktiles) * BK.
+        uint first = (split || p.summed != 0) ? 0 : out_b;
+        uint products = (split || p.summed != 0) ? p.batch : 1;
+        uint begin = split ? out_b * p.split_steps : 0;
+        uint end = split ? min(begin + p.split_steps, products * ktiles) : products * ktiles;
+        if (begin < end) {
+            uint b = first + begin / ktiles;
+            fetch(p.off0 + b * p.stride_a, p.off1 + b * p.stride_b, row0, col0, (begin % ktiles) * BK);
+        }
+        if (DB != 0) {
+            if (begin < end) stash(0);
             barrier();
-            stash();
-            barrier();
-            if (s + 1 < steps) {
-                uint b = first + (s + 1) / ktiles;
-                fetch(p.off0 + b * p.stride_a, p.off1 + b * p.stride_b, row0, col0, ((s + 1) % ktiles) * BK);
+            for (uint s = begin; s < end; s++) {
+                uint cur = (s - begin) & 1;
+                if (s + 1 < end) {
+                    uint b = first + (s + 1) / ktiles;
+                    fetch(p.off0 + b * p.stride_a, p.off1 + b * p.stride_b, row0, col0, ((s + 1) % ktiles) * BK);
+                }
+                multiply(cur, trow, tcol);
+                if (s + 1 < end) stash(cur ^ 1);
+                barrier();
             }
-            for (uint kk = 0; kk < BK; kk++) {
-                vec4 a[TM / 4], bv[TN / 4];
-                for (uint i = 0; i < TM / 4; i++) a[i] = As[kk * (BM / 4) + trow + i * (BM / TM)];
-                for (uint j = 0; j < TN / 4; j++) bv[j] = Bs[kk * (BN / 4) + tcol + j * (BN / TN)];
-                for (uint i = 0; i < TM / 4; i++)
-                    for (uint ii = 0; ii < 4; ii++)
-                        for (uint j = 0; j < TN / 4; j++)
-                            for (uint jj = 0; jj < 4; jj++)
-                                acc[(i * 4 + ii) * TN + j * 4 + jj] += a[i][ii] * bv[j][jj];
+        } else {
+            for (uint s = begin; s < end; s++) {
+                barrier();
+                stash(0);
+                barrier();
+                if (s + 1 < end) {
+                    uint b = first + (s + 1) / ktiles;
+                    fetch(p.off0 + b * p.stride_a, p.off1 + b * p.stride_b, row0, col0, ((s + 1) % ktiles) * BK);
+                }
+                multiply(0, trow, tcol);
             }
         }
-        uint c_base = p.off2 + (p.summed != 0 ? 0 : out_b * p.stride_c);
+        uint c_base = p.off2 + ((split || p.summed == 0) ? out_b * p.stride_c : 0);
         for (uint i = 0; i < TM / 4; i++) {
             for (uint ii = 0; ii < 4; ii++) {
                 uint row = row0 + (trow + i * (BM / TM)) * 4 + ii;

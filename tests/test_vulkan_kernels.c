@@ -45,10 +45,10 @@ static void gemm_case(int m, int n, int k, int ta, int tb, int batch, int summed
 
 TEST(vulkan_gemm_every_tile_and_transpose) {
     NEED_VULKAN();
-    static const char *tiles[] = {"large", "medium", "small", "thin"};
+    static const char *tiles[] = {"large", "large16", "large-db", "medium", "small", "thin"};
     static const int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {67, 130, 29}, {6, 25, 150}, {129, 3, 8}};
     unsigned seed = 1;
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < 6; t++) {
         setenv("NN_ENGINE_VULKAN_GEMM_TILES", tiles[t], 1);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int ta = 0; ta < 2; ta++)
@@ -70,6 +70,13 @@ TEST(vulkan_gemm_batches_alpha_beta) {
             gemm_case(17, 4, 70, ta, tb, 4, 1, 1, -2.0f, 0.0f, seed++);
             gemm_case(1, 1, 200, ta, tb, 1, 0, 0, 1.0f, 0.25f, seed++);   /* a dot product */
         }
+    }
+    /* Split-K (few output tiles, long k): partial sums added in a second pass. */
+    for (int ta = 0; ta < 2; ta++) {
+        gemm_case(1, 1, 5000, ta, 1, 1, 0, 0, 1.0f, 0.0f, seed++);
+        gemm_case(33, 17, 2000, ta, 0, 1, 0, 1, 0.5f, 2.0f, seed++);
+        gemm_case(5, 9, 37, ta, 1, 40, 1, 0, 1.0f, -1.0f, seed++); /* summed batch, k not a slice multiple */
+        gemm_case(130, 70, 3000, ta, 1, 1, 0, 0, 1.0f, 0.0f, seed++);
     }
     /* Shapes of LeNet-5's training step at batch 64 (default tile choice). */
     gemm_case(6, 784, 25, 0, 0, 64, 0, 0, 1, 0, seed++);   /* c1 forward */

@@ -61,10 +61,14 @@ typedef struct vk_frame {
 
 /* Pipelines: one per shader and tile configuration. */
 typedef enum vk_pipeline_id {
-    VK_PIPE_GEMM_LARGE,  /* 128 x 128 tiles, 8 x 8 per invocation */
+    VK_PIPE_GEMM_LARGE,  /* 128 x 128 tiles, k slices of 8, 8 x 8 per invocation */
+    VK_PIPE_GEMM_LARGE16, /* the same with k slices of 16 */
+    VK_PIPE_GEMM_LARGE_DB, /* LARGE, double-buffered in shared memory */
+    VK_PIPE_GEMM_LARGE16_DB, /* LARGE16, double-buffered (33 KB of shared memory) */
     VK_PIPE_GEMM_MEDIUM, /* 64 x 64, 4 x 4 */
     VK_PIPE_GEMM_SMALL,  /* 32 x 32, 4 x 4 */
     VK_PIPE_GEMM_THIN,   /* 16 x 64, 4 x 4: few rows (LeNet's convolutions) */
+    VK_PIPE_GEMM_SPLITK, /* adds split-K partial products into C */
     VK_PIPE_IM2COL,
     VK_PIPE_COL2IM,
     VK_PIPE_MAXPOOL_FORWARD,
@@ -160,8 +164,8 @@ void vk_pipelines_destroy(vk_backend *vk);
 nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, VkPipeline *out);
 /* The descriptor set binding these blocks (created on first use, then kept). */
 nn_status vk_descriptor_set(vk_backend *vk, const uint32_t blocks[VK_ARG_BINDINGS], VkDescriptorSet *out);
-/* Workgroup size of a GEMM pipeline's tile configuration. */
-void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn);
+/* The tile of a GEMM pipeline: rows, columns, k slice. */
+void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk);
 
 /* vk_kernels.c */
 nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *args, int nargs,

@@ -94,17 +94,33 @@ static nn_status fits32(nn_kernel kernel, const char *what, int64_t value) {
 typedef struct gemm_push {
     uint32_t m, n, k, trans_a, trans_b, lda, ldb, ldc, batch, summed, stride_a, stride_b, stride_c;
     float alpha, beta;
+    uint32_t splits, split_steps;
 } gemm_push;
+
+/* Workgroups that keep a large GPU busy (two per multiprocessor on a
+ * 132-SM H100/H200); fewer output tiles than this over a long k get split-K. */
+#define SPLIT_TARGET_GROUPS 264
+#define MAX_SPLITS 64
 
 static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
-static vk_pipeline_id choose_gemm(int64_t m, int64_t n, int64_t outputs) {
-    const char *force = getenv("NN_ENGINE_VULKAN_GEMM_TILES"); /* for benchmarks: large|medium|small|thin */
+/* The tile configuration. long_k: the product will be split along k, so
+ * the tile is picked for its efficiency, not for how many tiles there are. */
+static vk_pipeline_id choose_gemm(int64_t m, int64_t n, int64_t outputs, bool long_k) {
+    const char *force = getenv("NN_ENGINE_VULKAN_GEMM_TILES"); /* for benchmarks: large|large16|large-db|large16-db|medium|small|thin */
     if (force && *force) {
         if (!strcmp(force, "large")) return VK_PIPE_GEMM_LARGE;
+        if (!strcmp(force, "large16")) return VK_PIPE_GEMM_LARGE16;
+        if (!strcmp(force, "large-db")) return VK_PIPE_GEMM_LARGE_DB;
+        if (!strcmp(force, "large16-db")) return VK_PIPE_GEMM_LARGE16_DB;
         if (!strcmp(force, "medium")) return VK_PIPE_GEMM_MEDIUM;
         if (!strcmp(force, "small")) return VK_PIPE_GEMM_SMALL;
         if (!strcmp(force, "thin")) return VK_PIPE_GEMM_THIN;
+    }
+    if (long_k) {
+        if (m >= 128 && n >= 128) return VK_PIPE_GEMM_LARGE;
+        if (m >= 64 && n >= 64) return VK_PIPE_GEMM_MEDIUM;
+        return m <= 16 ? VK_PIPE_GEMM_THIN : VK_PIPE_GEMM_SMALL;
     }
     /* Big tiles only when there are enough of them to fill a large GPU. */
     if (m >= 128 && n >= 128 && ceil_div(m, 128) * ceil_div(n, 128) * outputs >= 96) return VK_PIPE_GEMM_LARGE;
@@ -135,18 +151,56 @@ static nn_status run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_
     NN_TRY(fits32(NN_KERNEL_GEMM, "B's last index", last * p->stride_b + (int64_t)p->ldb * (p->trans_b ? p->n : p->k)));
     NN_TRY(fits32(NN_KERNEL_GEMM, "C's last index", (summed ? 0 : last * p->stride_c) + (int64_t)p->ldc * p->m));
     int64_t outputs = summed ? 1 : p->batch;
-    vk_pipeline_id pipe = choose_gemm(p->m, p->n, outputs);
-    uint32_t bm, bn;
-    vk_gemm_tiles(pipe, &bm, &bn);
+    int64_t products = summed ? p->batch : 1;
+    /* A long walk over k (in slices of 16) into one output may be split. */
+    bool long_k = outputs == 1 && products * ceil_div(k, 16) >= 64;
+    vk_pipeline_id pipe = choose_gemm(p->m, p->n, outputs, long_k);
+    uint32_t bm, bn, bk;
+    vk_gemm_tiles(pipe, &bm, &bn, &bk);
     int64_t gx = ceil_div(p->n, bn), gy = ceil_div(p->m, bm);
     if (gx > MAX_GROUPS || gy > MAX_GROUPS)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan gemm: m=%d n=%d needs more than %u workgroups per dimension",
                             p->m, p->n, MAX_GROUPS);
     gemm_push push = {(uint32_t)p->m, (uint32_t)p->n, (uint32_t)k, p->trans_a != 0, p->trans_b != 0,
                       (uint32_t)p->lda, (uint32_t)p->ldb, (uint32_t)p->ldc, (uint32_t)p->batch, summed,
-                      (uint32_t)p->stride_a, (uint32_t)p->stride_b, (uint32_t)p->stride_c, p->alpha, p->beta};
-    uint32_t gz = outputs > MAX_GROUPS ? MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
-    return record(vk, NN_KERNEL_GEMM, pipe, a, 3, &push, sizeof push, (uint32_t)gx, (uint32_t)gy, gz);
+                      (uint32_t)p->stride_a, (uint32_t)p->stride_b, (uint32_t)p->stride_c, p->alpha, p->beta,
+                      1, 0};
+    /* Split-K: each of `splits` workgroup layers walks an equal share of the
+     * (product, k slice) steps into a scratch partial; a second kernel adds
+     * the partials in order (deterministic, no atomics). */
+    int64_t steps = products * ceil_div(k, bk), splits = 1;
+    if (long_k && gx * gy < SPLIT_TARGET_GROUPS) {
+        splits = ceil_div(SPLIT_TARGET_GROUPS, gx * gy);
+        if (splits > steps / 8) splits = steps / 8; /* at least 8 steps each */
+        if (splits > MAX_SPLITS) splits = MAX_SPLITS;
+    }
+    if (splits < 2) {
+        uint32_t gz = outputs > MAX_GROUPS ? MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
+        return record(vk, NN_KERNEL_GEMM, pipe, a, 3, &push, sizeof push, (uint32_t)gx, (uint32_t)gy, gz);
+    }
+    int64_t split_steps = ceil_div(steps, splits);
+    splits = ceil_div(steps, split_steps);
+    int64_t partial = (int64_t)p->m * p->n;
+    NN_TRY(fits32(NN_KERNEL_GEMM, "split-K scratch entries", splits * partial));
+    nn_buffer *scratch = vk_buffer_alloc(&vk->base, (size_t)(splits * partial) * sizeof(float));
+    if (!scratch) return nn_last_status();
+    push.ldc = (uint32_t)p->n;
+    push.stride_c = (uint32_t)partial;
+    push.alpha = 1.0f;
+    push.beta = 0.0f;
+    push.splits = (uint32_t)splits;
+    push.split_steps = (uint32_t)split_steps;
+    nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0}}, second[2] = {{scratch, 0}, a[2]};
+    nn_status st = record(vk, NN_KERNEL_GEMM, pipe, first, 3, &push, sizeof push, (uint32_t)gx, (uint32_t)gy,
+                          (uint32_t)splits);
+    if (st == NN_OK) {
+        struct { uint32_t m, n, ldc, splits; float alpha, beta; } sum = {
+            (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, (uint32_t)splits, p->alpha, p->beta};
+        st = record(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_SPLITK, second, 2, &sum, sizeof sum,
+                    groups_for((uint64_t)partial), 1, 1);
+    }
+    vk_buffer_free(&vk->base, scratch); /* safe at once: see vk_memory.c */
+    return st;
 }
 
 /* ---- the rest ---- */

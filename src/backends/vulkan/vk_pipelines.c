@@ -18,14 +18,18 @@
 typedef struct pipeline_spec {
     const char *shader;
     const char *kernel; /* for messages */
-    uint32_t spec[6];   /* GEMM: BM, BN, BK, TM, TN, workgroup size */
+    uint32_t spec[7];   /* GEMM: BM, BN, BK, TM, TN, workgroup size, double-buffered */
 } pipeline_spec;
 
 static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
-    [VK_PIPE_GEMM_LARGE] = {"gemm", "gemm", {128, 128, 8, 8, 8, 256}},
+    [VK_PIPE_GEMM_LARGE] = {"gemm", "gemm", {128, 128, 8, 8, 8, 256, 0}},
+    [VK_PIPE_GEMM_LARGE16] = {"gemm", "gemm", {128, 128, 16, 8, 8, 256, 0}},
+    [VK_PIPE_GEMM_LARGE_DB] = {"gemm", "gemm", {128, 128, 8, 8, 8, 256, 1}},
+    [VK_PIPE_GEMM_LARGE16_DB] = {"gemm", "gemm", {128, 128, 16, 8, 8, 256, 1}},
     [VK_PIPE_GEMM_MEDIUM] = {"gemm", "gemm", {64, 64, 16, 4, 4, 256}},
     [VK_PIPE_GEMM_SMALL] = {"gemm", "gemm", {32, 32, 16, 4, 4, 64}},
     [VK_PIPE_GEMM_THIN] = {"gemm", "gemm", {16, 64, 16, 4, 4, 64}},
+    [VK_PIPE_GEMM_SPLITK] = {"gemm_splitk", "gemm (split-K sum)"},
     [VK_PIPE_IM2COL] = {"im2col", "im2col"},
     [VK_PIPE_COL2IM] = {"col2im", "col2im"},
     [VK_PIPE_MAXPOOL_FORWARD] = {"maxpool_forward", "maxpool_forward"},
@@ -44,9 +48,10 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_SGD_UPDATE] = {"sgd_update", "sgd_update"},
 };
 
-void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn) {
+void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk) {
     *bm = kSpecs[id].spec[0];
     *bn = kSpecs[id].spec[1];
+    *bk = kSpecs[id].spec[2];
 }
 
 nn_status vk_pipelines_init(vk_backend *vk) {
@@ -100,6 +105,13 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, VkPipeline *out) {
         return NN_OK;
     }
     const pipeline_spec *spec = &kSpecs[id];
+    if (spec->spec[0]) { /* a GEMM tile: its shared memory must fit the device */
+        uint32_t bytes = (1 + spec->spec[6]) * spec->spec[2] * (spec->spec[0] + spec->spec[1] + 8) * 4;
+        if (bytes > vk->phys->props.limits.maxComputeSharedMemorySize)
+            return nn_set_error(NN_ERR_BACKEND, "vulkan: gemm tile %ux%ux%u needs %u bytes of shared memory; %s "
+                                "has %u", spec->spec[0], spec->spec[1], spec->spec[2], bytes,
+                                vk->phys->props.deviceName, vk->phys->props.limits.maxComputeSharedMemorySize);
+    }
     const nn_vk_shader *shader = find_shader(spec->shader);
     if (!shader)
         return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s is missing: shader %s.comp is not built into "
@@ -111,9 +123,9 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, VkPipeline *out) {
     if (r != VK_SUCCESS)
         return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: the device rejects shader %s (%s)", spec->kernel,
                             spec->shader, nn_vk_result_name(r));
-    VkSpecializationMapEntry entries[6];
-    for (uint32_t i = 0; i < 6; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
-    VkSpecializationInfo spec_info = {.mapEntryCount = 6, .pMapEntries = entries, .dataSize = sizeof spec->spec,
+    VkSpecializationMapEntry entries[7];
+    for (uint32_t i = 0; i < 7; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo spec_info = {.mapEntryCount = 7, .pMapEntries = entries, .dataSize = sizeof spec->spec,
                                       .pData = spec->spec};
     VkComputePipelineCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
