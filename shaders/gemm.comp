@@ -41,9 +41,13 @@ layout(push_constant) uniform Params {
     uint stride_a, stride_b, stride_c;
     float alpha, beta;
     uint splits, split_steps;
+    uint vec_a, vec_b; // 1: this matrix is read as vec4 along its contiguous side (host checked alignment)
 } p;
+// A and B are also seen as vec4 arrays (the same bindings), for 16-byte loads.
 layout(std430, binding = 0) readonly buffer MA { float A[]; };
+layout(std430, binding = 0) readonly buffer MA4 { vec4 A4[]; };
 layout(std430, binding = 1) readonly buffer MB { float B[]; };
+layout(std430, binding = 1) readonly buffer MB4 { vec4 B4[]; };
 layout(std430, binding = 2) buffer MC { float C[]; };
 
 const uint THREADS = (BM / TM) * (BN / TN);
@@ -60,9 +64,24 @@ float ra[LOAD_A];
 float rb[LOAD_B];
 float acc[TM * TN]; // this invocation's block of C
 
+// Fetch the next slices into registers. With vec_a / vec_b, each load is a
+// vec4 along the matrix's contiguous side (k or m for A, k or n for B);
+// the host allows it only when offsets, leading dimensions and that side
+// are multiples of 4, so a vec4 is either wholly inside or wholly outside.
 void fetch(uint a_base, uint b_base, uint row0, uint col0, uint k0) {
     uint tid = gl_LocalInvocationID.x;
-    for (uint t = 0; t < LOAD_A; t++) {
+    if (p.vec_a != 0) {
+        for (uint q = 0; q < LOAD_A / 4; q++) {
+            uint e = tid + q * THREADS;
+            uint r, kk;
+            if (p.trans_a != 0) { r = (e % (BM / 4)) * 4; kk = e / (BM / 4); } else { kk = (e % (BK / 4)) * 4; r = e / (BK / 4); }
+            uint gr = row0 + r, gk = k0 + kk;
+            vec4 v = vec4(0.0);
+            if (gr < p.m && gk < p.k)
+                v = A4[(a_base + (p.trans_a != 0 ? gk * p.lda + gr : gr * p.lda + gk)) / 4];
+            ra[q * 4] = v.x, ra[q * 4 + 1] = v.y, ra[q * 4 + 2] = v.z, ra[q * 4 + 3] = v.w;
+        }
+    } else for (uint t = 0; t < LOAD_A; t++) {
         uint e = tid + t * THREADS;
         uint r, kk;
         if (p.trans_a != 0) { r = e % BM; kk = e / BM; } else { kk = e % BK; r = e / BK; }
@@ -72,7 +91,18 @@ void fetch(uint a_base, uint b_base, uint row0, uint col0, uint k0) {
             v = A[a_base + (p.trans_a != 0 ? gk * p.lda + gr : gr * p.lda + gk)];
         ra[t] = v;
     }
-    for (uint t = 0; t < LOAD_B; t++) {
+    if (p.vec_b != 0) {
+        for (uint q = 0; q < LOAD_B / 4; q++) {
+            uint e = tid + q * THREADS;
+            uint c, kk;
+            if (p.trans_b != 0) { kk = (e % (BK / 4)) * 4; c = e / (BK / 4); } else { c = (e % (BN / 4)) * 4; kk = e / (BN / 4); }
+            uint gc = col0 + c, gk = k0 + kk;
+            vec4 v = vec4(0.0);
+            if (gc < p.n && gk < p.k)
+                v = B4[(b_base + (p.trans_b != 0 ? gc * p.ldb + gk : gk * p.ldb + gc)) / 4];
+            rb[q * 4] = v.x, rb[q * 4 + 1] = v.y, rb[q * 4 + 2] = v.z, rb[q * 4 + 3] = v.w;
+        }
+    } else for (uint t = 0; t < LOAD_B; t++) {
         uint e = tid + t * THREADS;
         uint c, kk;
         if (p.trans_b != 0) { kk = e % BK; c = e / BK; } else { c = e % BN; kk = e / BN; }
@@ -88,13 +118,35 @@ void fetch(uint a_base, uint b_base, uint row0, uint col0, uint k0) {
 void stash(uint buf) {
     uint tid = gl_LocalInvocationID.x;
     uint abase = buf * BK * AROW, bbase = buf * BK * BROW;
-    for (uint t = 0; t < LOAD_A; t++) {
+    if (p.vec_a != 0) {
+        for (uint q = 0; q < LOAD_A / 4; q++) {
+            uint e = tid + q * THREADS;
+            if (p.trans_a != 0) { // four rows of one k: one vec4 store
+                uint rq = e % (BM / 4), kk = e / (BM / 4);
+                As[abase + kk * AROW + rq] = vec4(ra[q * 4], ra[q * 4 + 1], ra[q * 4 + 2], ra[q * 4 + 3]);
+            } else { // four k of one row
+                uint kk = (e % (BK / 4)) * 4, r = e / (BK / 4);
+                for (uint j = 0; j < 4; j++) As[abase + (kk + j) * AROW + r / 4][r % 4] = ra[q * 4 + j];
+            }
+        }
+    } else for (uint t = 0; t < LOAD_A; t++) {
         uint e = tid + t * THREADS;
         uint r, kk;
         if (p.trans_a != 0) { r = e % BM; kk = e / BM; } else { kk = e % BK; r = e / BK; }
         As[abase + kk * AROW + r / 4][r % 4] = ra[t];
     }
-    for (uint t = 0; t < LOAD_B; t++) {
+    if (p.vec_b != 0) {
+        for (uint q = 0; q < LOAD_B / 4; q++) {
+            uint e = tid + q * THREADS;
+            if (p.trans_b == 0) { // four columns of one k: one vec4 store
+                uint cq = e % (BN / 4), kk = e / (BN / 4);
+                Bs[bbase + kk * BROW + cq] = vec4(rb[q * 4], rb[q * 4 + 1], rb[q * 4 + 2], rb[q * 4 + 3]);
+            } else { // four k of one column
+                uint kk = (e % (BK / 4)) * 4, c = e / (BK / 4);
+                for (uint j = 0; j < 4; j++) Bs[bbase + (kk + j) * BROW + c / 4][c % 4] = rb[q * 4 + j];
+            }
+        }
+    } else for (uint t = 0; t < LOAD_B; t++) {
         uint e = tid + t * THREADS;
         uint c, kk;
         if (p.trans_b != 0) { kk = e % BK; c = e / BK; } else { c = e % BN; kk = e / BN; }

@@ -60,6 +60,27 @@ TEST(vulkan_gemm_every_tile_and_transpose) {
     unsetenv("NN_ENGINE_VULKAN_GEMM_TILES");
 }
 
+/* Sizes, offsets and leading dimensions that are multiples of 4 take the
+ * vec4 loads; the last shapes have an odd side or offset and must not. */
+TEST(vulkan_gemm_vec4_loads) {
+    NEED_VULKAN();
+    static const char *tiles[] = {"large", "large16", "medium", "small", "thin", ""};
+    static const int shapes[][4] = {/* m, n, k, batch */ {64, 36, 20, 1}, {36, 132, 28, 1}, {132, 8, 200, 3},
+                                    {4, 4, 4, 1}, {36, 40, 3, 1}, {37, 40, 8, 1}};
+    unsigned seed = 300;
+    for (int t = 0; t < 6; t++) {
+        if (tiles[t][0]) setenv("NN_ENGINE_VULKAN_GEMM_TILES", tiles[t], 1);
+        else unsetenv("NN_ENGINE_VULKAN_GEMM_TILES");
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++)
+                    gemm_case(shapes[s][0], shapes[s][1], shapes[s][2], ta, tb, shapes[s][3], 0, (int)(s % 2) * 4,
+                              1.0f, 0.5f, seed++);
+        if (nn_test_failures()) break;
+    }
+    unsetenv("NN_ENGINE_VULKAN_GEMM_TILES");
+}
+
 TEST(vulkan_gemm_batches_alpha_beta) {
     NEED_VULKAN();
     unsigned seed = 100;

@@ -95,7 +95,21 @@ typedef struct gemm_push {
     uint32_t m, n, k, trans_a, trans_b, lda, ldb, ldc, batch, summed, stride_a, stride_b, stride_c;
     float alpha, beta;
     uint32_t splits, split_steps;
+    uint32_t vec_a, vec_b;
 } gemm_push;
+
+/* Whether the shader may read a matrix as vec4s along its contiguous side:
+ * its element offset, leading dimension, batch stride and that side's
+ * extent must all be multiples of 4 (then a vec4 is wholly inside or
+ * outside the matrix). NN_ENGINE_VULKAN_GEMM_SCALAR=1 turns it off, to
+ * compare in benchmarks. */
+static uint32_t vec4_ok(nn_buffer_ref ref, int64_t ld, int64_t stride, int64_t batch, int64_t contiguous) {
+    const char *scalar = getenv("NN_ENGINE_VULKAN_GEMM_SCALAR");
+    if (scalar && strcmp(scalar, "1") == 0) return 0;
+    if (!ref.buffer) return 0;
+    uint64_t byte = ref.buffer->offset + ref.offset;
+    return byte % 16 == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0) && contiguous % 4 == 0;
+}
 
 /* Workgroups that keep a large GPU busy (two per multiprocessor on a
  * 132-SM H100/H200); fewer output tiles than this over a long k get split-K. */
@@ -164,7 +178,9 @@ static nn_status run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_
     gemm_push push = {(uint32_t)p->m, (uint32_t)p->n, (uint32_t)k, p->trans_a != 0, p->trans_b != 0,
                       (uint32_t)p->lda, (uint32_t)p->ldb, (uint32_t)p->ldc, (uint32_t)p->batch, summed,
                       (uint32_t)p->stride_a, (uint32_t)p->stride_b, (uint32_t)p->stride_c, p->alpha, p->beta,
-                      1, 0};
+                      1, 0,
+                      vec4_ok(a[0], p->lda, p->stride_a, p->batch, p->trans_a ? p->m : k),
+                      vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n)};
     /* Split-K: each of `splits` workgroup layers walks an equal share of the
      * (product, k slice) steps into a scratch partial; a second kernel adds
      * the partials in order (deterministic, no atomics). */
