@@ -30,6 +30,13 @@ layout(constant_id = 4) const uint TN = 4;
 layout(local_size_x_id = 5) in; // (BM / TM) * (BN / TN)
 // DB != 0: two shared-memory slices, so one barrier per k step instead of two.
 layout(constant_id = 6) const uint DB = 0;
+// VEC_A / VEC_B != 0: read that matrix as vec4s along its contiguous side
+// (k or m for A, k or n for B). The host builds these variants only for
+// operands whose offset, leading dimension, batch stride and that side are
+// multiples of 4, so a vec4 is wholly inside or wholly outside the matrix.
+// Constants rather than push constants: each pipeline carries only its path.
+layout(constant_id = 7) const uint VEC_A = 0;
+layout(constant_id = 8) const uint VEC_B = 0;
 
 layout(push_constant) uniform Params {
     PC_OFFSETS
@@ -41,7 +48,6 @@ layout(push_constant) uniform Params {
     uint stride_a, stride_b, stride_c;
     float alpha, beta;
     uint splits, split_steps;
-    uint vec_a, vec_b; // 1: this matrix is read as vec4 along its contiguous side (host checked alignment)
 } p;
 // A and B are also seen as vec4 arrays (the same bindings), for 16-byte loads.
 layout(std430, binding = 0) readonly buffer MA { float A[]; };
@@ -64,13 +70,10 @@ float ra[LOAD_A];
 float rb[LOAD_B];
 float acc[TM * TN]; // this invocation's block of C
 
-// Fetch the next slices into registers. With vec_a / vec_b, each load is a
-// vec4 along the matrix's contiguous side (k or m for A, k or n for B);
-// the host allows it only when offsets, leading dimensions and that side
-// are multiples of 4, so a vec4 is either wholly inside or wholly outside.
+// Fetch the next slices into registers (as vec4s with VEC_A / VEC_B).
 void fetch(uint a_base, uint b_base, uint row0, uint col0, uint k0) {
     uint tid = gl_LocalInvocationID.x;
-    if (p.vec_a != 0) {
+    if (VEC_A != 0) {
         for (uint q = 0; q < LOAD_A / 4; q++) {
             uint e = tid + q * THREADS;
             uint r, kk;
@@ -91,7 +94,7 @@ void fetch(uint a_base, uint b_base, uint row0, uint col0, uint k0) {
             v = A[a_base + (p.trans_a != 0 ? gk * p.lda + gr : gr * p.lda + gk)];
         ra[t] = v;
     }
-    if (p.vec_b != 0) {
+    if (VEC_B != 0) {
         for (uint q = 0; q < LOAD_B / 4; q++) {
             uint e = tid + q * THREADS;
             uint c, kk;
@@ -118,7 +121,7 @@ void fetch(uint a_base, uint b_base, uint row0, uint col0, uint k0) {
 void stash(uint buf) {
     uint tid = gl_LocalInvocationID.x;
     uint abase = buf * BK * AROW, bbase = buf * BK * BROW;
-    if (p.vec_a != 0) {
+    if (VEC_A != 0) {
         for (uint q = 0; q < LOAD_A / 4; q++) {
             uint e = tid + q * THREADS;
             if (p.trans_a != 0) { // four rows of one k: one vec4 store
@@ -135,7 +138,7 @@ void stash(uint buf) {
         if (p.trans_a != 0) { r = e % BM; kk = e / BM; } else { kk = e % BK; r = e / BK; }
         As[abase + kk * AROW + r / 4][r % 4] = ra[t];
     }
-    if (p.vec_b != 0) {
+    if (VEC_B != 0) {
         for (uint q = 0; q < LOAD_B / 4; q++) {
             uint e = tid + q * THREADS;
             if (p.trans_b == 0) { // four columns of one k: one vec4 store

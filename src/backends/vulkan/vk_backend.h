@@ -115,7 +115,7 @@ typedef struct vk_backend {
     /* pipelines and descriptors */
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;
-    VkPipeline pipelines[VK_PIPE_COUNT];
+    VkPipeline pipelines[VK_PIPE_COUNT][4]; /* [id][variant]: GEMM's vec4-load variants */
     VkDescriptorPool set_pool;
     vk_set_entry *sets;           /* one set per combination of blocks, kept */
     uint32_t set_count, set_capacity;
@@ -160,8 +160,9 @@ nn_status vk_finish(vk_backend *vk);
 nn_status vk_pipelines_init(vk_backend *vk);
 void vk_pipelines_destroy(vk_backend *vk);
 /* The pipeline (created on first use; a shader missing from the library or
- * failing to build on this device is an error naming the kernel). */
-nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, VkPipeline *out);
+ * failing to build on this device is an error naming the kernel). variant:
+ * 0 for all but GEMM, whose bit 0 / bit 1 ask for vec4 loads of A / B. */
+nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipeline *out);
 /* The descriptor set binding these blocks (created on first use, then kept). */
 nn_status vk_descriptor_set(vk_backend *vk, const uint32_t blocks[VK_ARG_BINDINGS], VkDescriptorSet *out);
 /* The tile of a GEMM pipeline: rows, columns, k slice. */

@@ -40,9 +40,19 @@ static uint32_t groups_for(uint64_t items) {
 
 /* Record one dispatch: bind the blocks of the arguments, push their element
  * offsets followed by `tail`, dispatch gx x gy x gz workgroups. */
+static nn_status record_variant(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
+                               const nn_buffer_ref *args, int nargs, const void *tail, size_t tail_bytes,
+                               uint32_t gx, uint32_t gy, uint32_t gz);
+
 static nn_status record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_buffer_ref *args,
-                        int nargs, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
-                        uint32_t gz) {
+                        int nargs, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+    return record_variant(vk, kernel, pipe, 0, args, nargs, tail, tail_bytes, gx, gy, gz);
+}
+
+static nn_status record_variant(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
+                               const nn_buffer_ref *args,
+                               int nargs, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
+                               uint32_t gz) {
     uint32_t push[VK_PUSH_BYTES / 4] = {0};
     uint32_t blocks[VK_ARG_BINDINGS] = {0};
     uint32_t fallback = 0;
@@ -70,7 +80,7 @@ static nn_status record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, c
     VkPipeline pipeline;
     VkDescriptorSet set;
     VkCommandBuffer cmd;
-    NN_TRY(vk_pipeline_get(vk, pipe, &pipeline));
+    NN_TRY(vk_pipeline_get(vk, pipe, variant, &pipeline));
     NN_TRY(vk_descriptor_set(vk, blocks, &set));
     NN_TRY(vk_begin_command(vk, &cmd));
     vk->fn.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
@@ -95,7 +105,6 @@ typedef struct gemm_push {
     uint32_t m, n, k, trans_a, trans_b, lda, ldb, ldc, batch, summed, stride_a, stride_b, stride_c;
     float alpha, beta;
     uint32_t splits, split_steps;
-    uint32_t vec_a, vec_b;
 } gemm_push;
 
 /* Whether the shader may read a matrix as vec4s along its contiguous side:
@@ -178,9 +187,9 @@ static nn_status run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_
     gemm_push push = {(uint32_t)p->m, (uint32_t)p->n, (uint32_t)k, p->trans_a != 0, p->trans_b != 0,
                       (uint32_t)p->lda, (uint32_t)p->ldb, (uint32_t)p->ldc, (uint32_t)p->batch, summed,
                       (uint32_t)p->stride_a, (uint32_t)p->stride_b, (uint32_t)p->stride_c, p->alpha, p->beta,
-                      1, 0,
-                      vec4_ok(a[0], p->lda, p->stride_a, p->batch, p->trans_a ? p->m : k),
-                      vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n)};
+                      1, 0};
+    int variant = (int)vec4_ok(a[0], p->lda, p->stride_a, p->batch, p->trans_a ? p->m : k) |
+                  (int)vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n) << 1;
     /* Split-K: each of `splits` workgroup layers walks an equal share of the
      * (product, k slice) steps into a scratch partial; a second kernel adds
      * the partials in order (deterministic, no atomics). */
@@ -192,7 +201,8 @@ static nn_status run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_
     }
     if (splits < 2) {
         uint32_t gz = outputs > MAX_GROUPS ? MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
-        return record(vk, NN_KERNEL_GEMM, pipe, a, 3, &push, sizeof push, (uint32_t)gx, (uint32_t)gy, gz);
+        return record_variant(vk, NN_KERNEL_GEMM, pipe, variant, a, 3, &push, sizeof push, (uint32_t)gx,
+                              (uint32_t)gy, gz);
     }
     int64_t split_steps = ceil_div(steps, splits);
     splits = ceil_div(steps, split_steps);
@@ -207,8 +217,8 @@ static nn_status run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_
     push.splits = (uint32_t)splits;
     push.split_steps = (uint32_t)split_steps;
     nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0}}, second[2] = {{scratch, 0}, a[2]};
-    nn_status st = record(vk, NN_KERNEL_GEMM, pipe, first, 3, &push, sizeof push, (uint32_t)gx, (uint32_t)gy,
-                          (uint32_t)splits);
+    nn_status st = record_variant(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, &push, sizeof push, (uint32_t)gx,
+                                  (uint32_t)gy, (uint32_t)splits);
     if (st == NN_OK) {
         struct { uint32_t m, n, ldc, splits; float alpha, beta; } sum = {
             (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, (uint32_t)splits, p->alpha, p->beta};

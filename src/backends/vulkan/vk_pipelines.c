@@ -85,7 +85,8 @@ nn_status vk_pipelines_init(vk_backend *vk) {
 
 void vk_pipelines_destroy(vk_backend *vk) {
     for (int i = 0; i < VK_PIPE_COUNT; i++)
-        if (vk->pipelines[i]) vk->fn.vkDestroyPipeline(vk->device, vk->pipelines[i], NULL);
+        for (int v = 0; v < 4; v++)
+            if (vk->pipelines[i][v]) vk->fn.vkDestroyPipeline(vk->device, vk->pipelines[i][v], NULL);
     if (vk->set_pool) vk->fn.vkDestroyDescriptorPool(vk->device, vk->set_pool, NULL);
     if (vk->pipeline_layout) vk->fn.vkDestroyPipelineLayout(vk->device, vk->pipeline_layout, NULL);
     if (vk->set_layout) vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->set_layout, NULL);
@@ -99,9 +100,10 @@ static const nn_vk_shader *find_shader(const char *name) {
     return NULL;
 }
 
-nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, VkPipeline *out) {
-    if (vk->pipelines[id]) {
-        *out = vk->pipelines[id];
+nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipeline *out) {
+    VkPipeline *slot = &vk->pipelines[id][variant & 3];
+    if (*slot) {
+        *out = *slot;
         return NN_OK;
     }
     const pipeline_spec *spec = &kSpecs[id];
@@ -123,24 +125,28 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, VkPipeline *out) {
     if (r != VK_SUCCESS)
         return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: the device rejects shader %s (%s)", spec->kernel,
                             spec->shader, nn_vk_result_name(r));
-    VkSpecializationMapEntry entries[7];
-    for (uint32_t i = 0; i < 7; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
-    VkSpecializationInfo spec_info = {.mapEntryCount = 7, .pMapEntries = entries, .dataSize = sizeof spec->spec,
-                                      .pData = spec->spec};
+    uint32_t constants[9];
+    memcpy(constants, spec->spec, sizeof spec->spec);
+    constants[7] = (variant & 1) != 0; /* VEC_A */
+    constants[8] = (variant & 2) != 0; /* VEC_B */
+    VkSpecializationMapEntry entries[9];
+    for (uint32_t i = 0; i < 9; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo spec_info = {.mapEntryCount = 9, .pMapEntries = entries, .dataSize = sizeof constants,
+                                      .pData = constants};
     VkComputePipelineCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = module, .pName = "main",
                   .pSpecializationInfo = spec->spec[0] ? &spec_info : NULL},
         .layout = vk->pipeline_layout};
-    r = vk->fn.vkCreateComputePipelines(vk->device, VK_NULL_HANDLE, 1, &info, NULL, &vk->pipelines[id]);
+    r = vk->fn.vkCreateComputePipelines(vk->device, VK_NULL_HANDLE, 1, &info, NULL, slot);
     vk->fn.vkDestroyShaderModule(vk->device, module, NULL);
     if (r != VK_SUCCESS) {
-        vk->pipelines[id] = VK_NULL_HANDLE;
+        *slot = VK_NULL_HANDLE;
         return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: building its pipeline failed on %s (%s)",
                             spec->kernel, vk->phys->props.deviceName, nn_vk_result_name(r));
     }
-    *out = vk->pipelines[id];
+    *out = *slot;
     return NN_OK;
 }
 
