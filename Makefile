@@ -34,7 +34,7 @@ ifeq ($(SANITIZE),1)
 endif
 
 LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/nn/*.c src/optim/*.c \
-                              src/backends/*.c src/backends/cpu/*.c))
+                              src/backends/*.c src/backends/cpu/*.c src/io/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(sort $(wildcard tests/*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
