@@ -38,7 +38,7 @@ ifeq ($(SANITIZE),1)
 endif
 
 LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/nn/*.c src/optim/*.c \
-                              src/data/*.c \
+                              src/data/*.c src/io/*.c \
                               src/backends/*.c src/backends/cpu/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 CLI_SRC := $(sort $(wildcard tools/nnengine/*.c))

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "evaluate.h"
 #include "models.h"
+#include "nn_io.h"
 #include "options.h"
 #include "progress.h"
 #include "setup.h"
@@ -213,6 +214,14 @@ static int train(train_config config) {
         if (t.log && !write_epoch_json(t.log, &stats)) {
             fprintf(stderr, "nnengine train: writing the log %s failed\n", config.log);
             status = EXIT_FAILURE_RUNTIME;
+        }
+    }
+    if (status == EXIT_OK && config.save) {
+        if (nn_save_module(t.net, config.save) != NN_OK) {
+            fprintf(stderr, "nnengine train: %s\n", library_error());
+            status = EXIT_FAILURE_RUNTIME;
+        } else {
+            fprintf(stderr, "saved the weights to %s\n", config.save);
         }
     }
     trainer_free(&t);
