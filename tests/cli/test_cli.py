@@ -122,7 +122,7 @@ def bad_data():
     os.makedirs(empty)
     expect(["train", "lenet5", "--data", empty], 2, "neither IDX files")
     d = idx_dir("magic", magic=0x804)
-    expect(["train", "lenet5", "--data", d], 2, "train-images-idx3-ubyte.gz: not an IDX image file",
+    expect(["train", "lenet5", "--data", d], 2, "train-images-idx3-ubyte.gz: not an IDX image",
            "magic number 0x00000804")
     d = idx_dir("truncated", cut=100)
     expect(["train", "lenet5", "--data", d], 2, "truncated")
@@ -205,8 +205,33 @@ def train_slice_of_fashion_mnist_log_save_and_eval():
     assert f"accuracy {100 * final['test_acc']:.2f}%" in p.stdout, (p.stdout, final)
     # the same seed gives the same run
     again = expect(["train", "lenet5", "--data", FASHION, "--limit", "5000", "--epochs", "2", "--seed", "3"], 0)
-    strip_timing = lambda l: l.split("acc")[0:3]
+    strip_timing = lambda l: re.sub(r" +[\d.]+ s +\d+ img/s$", "", l)
     assert [strip_timing(l) for l in again.stdout.splitlines()] == [strip_timing(l) for l in lines]
+
+
+@test
+def progress_bar_on_a_terminal():
+    import pty
+    leader, follower = pty.openpty()
+    p = subprocess.run([binary, "train", "mlp", "--data", FASHION, "--limit", "3000", "--epochs", "1",
+                        "--batch", "32"], stdout=follower, stderr=subprocess.PIPE, timeout=600)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    text = out.decode("utf-8", "replace").replace("\r\n", "\n")  # the terminal's line ends
+    assert p.returncode == 0, p.stderr
+    bars = [part for part in text.split("\r") if "ETA" in part]
+    assert bars, repr(text[:500])
+    assert re.search(r"epoch 1/1 .*94/94 +\d+ img/s  loss \d+\.\d{4}  ETA 0s", text), repr(bars[-1])
+    assert EPOCH_LINE.match(text.split("\r")[-1].replace("\x1b[K", "").strip()), repr(text[-300:])
 
 
 @test

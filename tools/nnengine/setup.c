@@ -54,9 +54,11 @@ int data_setup_load(const char *command, const char *dir, double validation_frac
         fprintf(stderr, "nnengine %s: skipped %lld files that are not readable images (first: %s)\n",
                 command, (long long)skipped,
                 out->train.skipped ? out->train.first_skipped : out->test.first_skipped);
+    /* Statistics of the whole training set, before --limit: eval (which has
+     * no --limit) then finds the same normalisation as train. */
+    int status = parse_normalization(command, normalize, &out->train, &out->norm);
     nn_dataset_truncate(&out->train, limit);
     out->classes = out->train.classes > out->test.classes ? out->train.classes : out->test.classes;
-    int status = parse_normalization(command, normalize, &out->train, &out->norm);
     if (status != EXIT_OK) data_setup_free(out);
     return status;
 }
