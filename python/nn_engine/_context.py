@@ -87,8 +87,9 @@ class Handle:
 
     def get(self):
         """The pointer, or a RuntimeError explaining why it is gone."""
-        if self.valid():
-            return self.ptr
+        ptr = self.ptr
+        if ptr is not None and (self.kind == OWNED or self.valid()):  # OWNED: the fast path
+            return ptr
         if self.kind == STEP:
             raise RuntimeError(
                 "this tensor was the result of an operation in an earlier step and was "
@@ -120,7 +121,8 @@ class Handle:
         if _shutting_down or self.ptr is None:
             return
         try:
-            if self.kind == OWNED or (self.kind == STEP and self.valid()):
+            kind = self.kind
+            if kind == OWNED or (kind == STEP and self.generation == self.ctx.generation):
                 # Freeing a step tensor early is allowed (the tape keeps what
                 # backward needs) and returns its memory before the step ends.
                 lib.nn_tensor_free(self.ptr)
@@ -133,8 +135,21 @@ class Handle:
 
 _DEVICES = ("cpu", "vulkan", "auto")
 _default = None
-_seed = int(os.environ.get("NN_ENGINE_SEED", "0") or 0)
+_seed = None  # manual_seed(), else $NN_ENGINE_SEED, else 0
 _threads = 0
+
+
+def _initial_seed():
+    if _seed is not None:
+        return _seed
+    text = os.environ.get("NN_ENGINE_SEED") or "0"
+    try:
+        seed = int(text)
+        if not 0 <= seed < 2**64:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"NN_ENGINE_SEED must be an int in [0, 2**64), got {text!r}") from None
+    return seed
 
 
 def _check_device_name(device):
@@ -157,7 +172,7 @@ def default_context():
             _check_device_name(device)
         except ValueError as err:
             raise ValueError(f"NN_ENGINE_DEVICE: {err}") from None
-        _default = Context(device, _threads, _seed)
+        _default = Context(device, _threads, _initial_seed())
     return _default
 
 
@@ -171,7 +186,7 @@ def set_device(device, threads=0):
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
         raise ValueError(f"set_device: threads must be an int >= 0 (0 = one per core), "
                          f"got {threads!r}")
-    _default = Context(device, threads, _seed)
+    _default = Context(device, threads, _initial_seed())
     _threads = threads
     return _default.device_name
 

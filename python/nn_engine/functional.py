@@ -36,13 +36,20 @@ def _result(ptr, like, what):
     return Tensor._result(ptr, like._h.ctx, what)
 
 
+def _same_shape(ptr, like, what):
+    """The result of an elementwise operation: like's shape and dtype."""
+    return Tensor._result(ptr, like._h.ctx, what, like._shape, like._dtype)
+
+
 def relu(x):
-    return _result(lib.nn_relu(_tensor(x, "relu", "x")), x, "nn_relu")
+    if type(x) is not Tensor:  # the common case stays a single check
+        _tensor(x, "relu", "x")
+    return _same_shape(lib.nn_relu(x._h.get()), x, "nn_relu")
 
 
 def softmax(x):
     """Softmax over the last dimension."""
-    return _result(lib.nn_softmax(_tensor(x, "softmax", "x")), x, "nn_softmax")
+    return _same_shape(lib.nn_softmax(_tensor(x, "softmax", "x")), x, "nn_softmax")
 
 
 def maxpool2d(x, pool_size=2, stride=2, padding=0):
@@ -81,18 +88,18 @@ def matmul(a, b, transA=False, transB=False):
 def add(a, b):
     """Elementwise a + b (same shapes)."""
     pa, pb = _tensor(a, "add", "a"), _tensor(b, "add", "b")
-    return _result(lib.nn_add(pa, pb), a, "nn_add")
+    return _same_shape(lib.nn_add(pa, pb), a, "nn_add")
 
 
 def mul(a, b):
     """Elementwise a * b (same shapes)."""
     pa, pb = _tensor(a, "mul", "a"), _tensor(b, "mul", "b")
-    return _result(lib.nn_mul(pa, pb), a, "nn_mul")
+    return _same_shape(lib.nn_mul(pa, pb), a, "nn_mul")
 
 
 def scale(x, factor):
     px = _tensor(x, "scale", "x")
-    return _result(lib.nn_scale(px, _float(factor, "scale", "factor")), x, "nn_scale")
+    return _same_shape(lib.nn_scale(px, _float(factor, "scale", "factor")), x, "nn_scale")
 
 
 def sum(x):  # noqa: A001 - the seed's and NumPy's name
@@ -108,7 +115,7 @@ def mean(x):
 def add_bias(x, bias):
     """x + bias along dimension 1: x [N, C] or [N, C, H, W], bias [C]."""
     px, pb = _tensor(x, "add_bias", "x"), _tensor(bias, "add_bias", "bias")
-    return _result(lib.nn_add_bias(px, pb), x, "nn_add_bias")
+    return _same_shape(lib.nn_add_bias(px, pb), x, "nn_add_bias")
 
 
 def bias_relu(x, bias):

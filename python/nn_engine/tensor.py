@@ -1,6 +1,5 @@
 """Tensor (the seed's API over a C tensor) and ReusableTensor."""
 import ctypes
-import numbers
 
 import numpy as np
 
@@ -75,19 +74,21 @@ class Tensor:
             self.requires_grad = True
 
     @classmethod
-    def _wrap(cls, handle, shape=None):
+    def _wrap(cls, handle, shape=None, dtype=None):
+        """A Tensor over a handle; shape and dtype are asked of the library
+        unless the caller knows them (which saves two calls per operation)."""
         t = object.__new__(cls)
         t._h = handle
-        ptr = handle.get()
-        t._shape = shape if shape is not None else shape_tuple(ptr)
-        t._dtype = _NP_DTYPES[lib.nn_tensor_dtype(ptr)]
+        t._shape = shape if shape is not None else shape_tuple(handle.ptr)
+        t._dtype = dtype if dtype is not None else _NP_DTYPES[lib.nn_tensor_dtype(handle.ptr)]
         return t
 
     @classmethod
-    def _result(cls, ptr, ctx, what):
+    def _result(cls, ptr, ctx, what, shape=None, dtype=None):
         """Wrap an operation's result (step-owned by ctx), raising if it failed."""
-        check_ptr(ptr, what)
-        return cls._wrap(Handle(ptr, ctx, STEP))
+        if not ptr:
+            check_ptr(ptr, what)
+        return cls._wrap(Handle(ptr, ctx, STEP), shape, dtype)
 
     # ---- facts ----
     @property
