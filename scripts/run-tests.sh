@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs the C suite in four variants, then the Python package's
-# pytest suite, and prints the grand total
-# as the last line. Exit status is non-zero if any build or test fails.
+# pytest suite, and prints the grand total as the last line. Exit status is
+# non-zero if any build or test fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,7 +66,7 @@ run_python_tests() {
         "$py" -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     local summary passed failed errors
-    summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed)' "$log" | tail -n 1)
+    summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|errors?|skipped)' "$log" | tail -n 1)
     rm -f "$log"
     if [ -z "$summary" ]; then
         echo "no summary from pytest (crashed?)"

@@ -108,9 +108,11 @@ class Handle:
         self.ptr = None
 
     def persist(self):
-        """Take a STEP tensor out of the step: it becomes OWNED."""
+        """Keep the tensor past end_batch(): a STEP tensor becomes OWNED, a
+        tracked OWNED one is no longer tracked."""
         ptr = self.get()
         if self.kind == OWNED:
+            self.ctx.tracked.discard(self)
             return
         if self.kind == BORROWED:
             raise RuntimeError("a gradient belongs to its tensor and cannot be persisted")

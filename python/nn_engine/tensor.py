@@ -197,8 +197,8 @@ class Tensor:
         check(lib.nn_tensor_zero_grad(self._ptr()), "nn_tensor_zero_grad")
 
     def persist(self):
-        """Keep an operation's result past end_batch() (it is then freed when
-        garbage-collected). Returns self."""
+        """Keep the tensor past end_batch(): an operation's result, or one made
+        with track=True. It is then freed when garbage-collected. Returns self."""
         self._h.persist()
         return self
 

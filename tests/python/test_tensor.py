@@ -50,13 +50,14 @@ def test_backward_of_a_non_scalar_uses_ones_or_the_given_weights():
 def test_step_results_are_refused_after_end_batch():
     keep = nn.Tensor(np.ones((2, 2)), track=False)
     tracked = nn.Tensor(np.ones((2, 2)))
+    untracked = nn.Tensor(np.ones((2, 2))).persist()
     result = nn.relu(keep)
     kept = nn.relu(keep).persist()
     grad_owner = nn.Tensor(np.ones(3), requires_grad=True, track=True)
     nn.sum(grad_owner).backward()
     grad = grad_owner.grad
     nn.end_batch()
-    assert keep.alive and kept.alive
+    assert keep.alive and kept.alive and untracked.alive
     assert not result.alive and not tracked.alive and not grad.alive
     with pytest.raises(RuntimeError, match="earlier step"):
         result.sync()
