@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds and runs the C suite in four variants and prints the grand total
-# as the last line. Exit status is non-zero if any build or test fails.
+# Builds and runs the C suite in four variants, then the Python package's
+# pytest suite, and prints the grand total as the last line. Exit status is
+# non-zero if any build or test fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -66,6 +67,40 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     run_variant "AddressSanitizer + UBSan (built-in GEMM)" BUILD=build/asan BLAS=0 SANITIZE=1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     run_cli_tests "command line under AddressSanitizer + UBSan" build/asan/nnengine
+
+# ---- Python package (python/nn_engine, issue 4): pytest against
+# build/libnnengine.so in the virtual environment of scripts/python-env.sh;
+# its pass/fail counts join the grand total.
+run_python_tests() {
+    echo "== Python package (pytest, reference: Debian's PyTorch)"
+    local py
+    if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build lib >/dev/null; then
+        echo "Python test setup failed (scripts/python-env.sh or make lib)"
+        status=1
+        total_failed=$((total_failed + 1))
+        return
+    fi
+    local log
+    log=$(mktemp)
+    NN_ENGINE_LIBRARY="$PWD/build/libnnengine.so" PYTHONPATH="$PWD/python" \
+        "$py" -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    local summary passed failed errors
+    summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|errors?|skipped)' "$log" | tail -n 1)
+    rm -f "$log"
+    if [ -z "$summary" ]; then
+        echo "no summary from pytest (crashed?)"
+        status=1
+        total_failed=$((total_failed + 1))
+        return
+    fi
+    passed=$(echo "$summary" | grep -oE '[0-9]+ passed' | cut -d' ' -f1)
+    failed=$(echo "$summary" | grep -oE '[0-9]+ failed' | cut -d' ' -f1)
+    errors=$(echo "$summary" | grep -oE '[0-9]+ errors?' | cut -d' ' -f1)
+    total_passed=$((total_passed + ${passed:-0}))
+    total_failed=$((total_failed + ${failed:-0} + ${errors:-0}))
+}
+run_python_tests
 
 echo "all variants:"
 echo "$total_passed passed, $total_failed failed"
