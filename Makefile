@@ -1,7 +1,9 @@
-# nn-engine build. `make` builds the library (shared and static) into build/;
-# `make test` installs what is missing, then builds and runs the C test suite
-# four times: with OpenBLAS, with the built-in GEMM (its AVX2 and its baseline
-# SSE2 kernels), and under AddressSanitizer + UndefinedBehaviorSanitizer.
+# nn-engine build. `make` builds the library (shared and static) and the
+# command-line program build/nnengine; `make demo` trains LeNet-5 on
+# Fashion-MNIST with it. `make test` installs what is missing, then builds and
+# runs the C test suite four times (with OpenBLAS, with the built-in GEMM's
+# AVX2 and baseline SSE2 kernels, and under AddressSanitizer + UBSan), the
+# command-line tests and the Python tests (scripts/run-tests.sh).
 #
 # Variables: BUILD (output folder), BLAS (auto|0|1), SANITIZE (0|1), CC,
 # GEMM_KERNELS (auto: AVX2+FMA when the CPU has them | baseline: SSE2 only).
@@ -64,7 +66,7 @@ demo:
 	@$(MAKE) -s cli
 	$(BUILD)/nnengine train lenet5 --data $(DEMO_DATA) --epochs $(DEMO_EPOCHS)
 
-# The whole suite, four builds; the last line is the total "N passed, N failed".
+# Every suite; the last line is the total "N passed, N failed".
 test: deps
 	@scripts/run-tests.sh
 
