@@ -16,7 +16,11 @@ extern "C" {
 typedef struct nn_ctx nn_ctx;
 
 typedef struct nn_ctx_options {
-    const char *device; /* "cpu" (default when NULL) */
+    /* "cpu" (default when NULL); "vulkan": the Vulkan GPU (NN_ENGINE_VULKAN_DEVICE
+     * = index or name part picks one; a software device such as lavapipe too);
+     * "auto": a hardware Vulkan GPU when one is usable, else the CPU
+     * (nn_ctx_device_name says which). */
+    const char *device;
     int threads;        /* worker threads for the CPU backend; 0 = one per core */
     uint64_t seed;      /* seed of the context's random generator */
 } nn_ctx_options;
@@ -30,7 +34,8 @@ nn_ctx *nn_ctx_new(const nn_ctx_options *options);
  * pointing at freed memory. NULL is ignored. */
 void nn_ctx_free(nn_ctx *ctx);
 
-/* Human-readable device name, e.g. "cpu (OpenBLAS, 2 threads)". */
+/* Human-readable device name, e.g. "cpu (OpenBLAS, 2 threads)" or
+ * "vulkan 0: NVIDIA H100 80GB HBM3 (discrete gpu, NVIDIA 580.159.04)". */
 const char *nn_ctx_device_name(const nn_ctx *ctx);
 /* Number of worker threads the backend uses. */
 int nn_ctx_threads(const nn_ctx *ctx);

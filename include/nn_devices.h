@@ -1,7 +1,8 @@
 /* Devices: what this library can run on, and why a backend it knows of is
  * not usable here (not built in, no driver, no device). `nnengine devices`
- * prints this list; nn_ctx_new({.device = "auto"}) takes the first usable
- * GPU in it, else the CPU. */
+ * prints this list; nn_ctx_new({.device = "auto"}) takes the best usable
+ * hardware GPU in it (discrete, then integrated, then virtual), else the CPU;
+ * a software Vulkan device (lavapipe) only when "vulkan" is asked for. */
 #ifndef NN_DEVICES_H
 #define NN_DEVICES_H
 
