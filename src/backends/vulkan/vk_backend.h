@@ -3,7 +3,8 @@
  *   vk_memory.c    device-local blocks and the sub-allocator
  *   vk_stream.c    command recording, barriers, submission, staging
  *   vk_pipelines.c shader modules, pipelines, descriptor sets
- *   vk_kernels.c   run(): each kernel family's push constants and dispatch */
+ *   vk_kernels.c   run(): each kernel family's push constants and dispatch
+ *   vk_gemm.c      the GEMM family: tiles, split-K, vec4-load variants */
 #ifndef NN_VK_BACKEND_H
 #define NN_VK_BACKEND_H
 
@@ -171,6 +172,19 @@ void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk);
 /* vk_kernels.c */
 nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
                  const void *params);
+/* Record one dispatch of pipeline `pipe` (GEMM: `variant`, else 0): bind the
+ * blocks of the arguments (an absent one binds any block), push their element
+ * offsets followed by `tail`, dispatch gx x gy x gz workgroups. */
+nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
+                    int nargs, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
+/* Workgroups of 256 for `items` (capped: the shaders stride over the rest). */
+uint32_t vk_groups_for(uint64_t items);
+/* An error naming the kernel unless 0 <= value <= UINT32_MAX. */
+nn_status vk_fits32(nn_kernel kernel, const char *what, int64_t value);
+#define VK_MAX_GROUPS 65535u /* the workgroup count every device allows per dimension */
+
+/* vk_gemm.c */
+nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p);
 
 /* The generated table of embedded SPIR-V (build/gen/vk_shaders.c). */
 typedef struct nn_vk_shader {

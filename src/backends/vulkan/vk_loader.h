@@ -67,9 +67,7 @@
     X(vkCreateFence)                         \
     X(vkDestroyFence)                        \
     X(vkResetFences)                         \
-    X(vkWaitForFences)                       \
-    X(vkCreateQueryPool)                     \
-    X(vkDestroyQueryPool)
+    X(vkWaitForFences)
 
 #define NN_VK_DECLARE(name) PFN_##name name;
 typedef struct nn_vk_instance_fns {

@@ -1,0 +1,141 @@
+/* The GEMM kernel family: tile choice, split-K, vec4-load variants.
+ * C[b] = alpha op(A[b]) op(B[b]) + beta C[b] with the CPU's semantics
+ * (kernels.h), including the summed batch (stride_c == 0) of conv's dW. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "vk_backend.h"
+
+static nn_status record(vk_backend *vk, vk_pipeline_id pipe, const nn_buffer_ref *args, int nargs,
+                        const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+    return vk_record(vk, NN_KERNEL_GEMM, pipe, 0, args, nargs, tail, tail_bytes, gx, gy, gz);
+}
+
+typedef struct gemm_push {
+    uint32_t m, n, k, trans_a, trans_b, lda, ldb, ldc, batch, summed, stride_a, stride_b, stride_c;
+    float alpha, beta;
+    uint32_t splits, split_steps;
+} gemm_push;
+
+/* Whether the shader may read a matrix as vec4s along its contiguous side:
+ * its element offset, leading dimension, batch stride and that side's
+ * extent must all be multiples of 4 (then a vec4 is wholly inside or
+ * outside the matrix). NN_ENGINE_VULKAN_GEMM_SCALAR=1 turns it off, to
+ * compare in benchmarks. */
+static uint32_t vec4_ok(nn_buffer_ref ref, int64_t ld, int64_t stride, int64_t batch, int64_t contiguous) {
+    const char *scalar = getenv("NN_ENGINE_VULKAN_GEMM_SCALAR");
+    if (scalar && strcmp(scalar, "1") == 0) return 0;
+    if (!ref.buffer) return 0;
+    uint64_t byte = ref.buffer->offset + ref.offset;
+    return byte % 16 == 0 && ld % 4 == 0 && (batch == 1 || stride % 4 == 0) && contiguous % 4 == 0;
+}
+
+/* Workgroups that keep a large GPU busy (two per multiprocessor on a
+ * 132-SM H100/H200); fewer output tiles than this over a long k get split-K. */
+#define SPLIT_TARGET_GROUPS 264
+#define MAX_SPLITS 64
+
+static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+/* The tile configuration. long_k: the product will be split along k, so
+ * the tile is picked for its efficiency, not for how many tiles there are. */
+static vk_pipeline_id choose_gemm(int64_t m, int64_t n, int64_t outputs, bool long_k) {
+    const char *force = getenv("NN_ENGINE_VULKAN_GEMM_TILES"); /* for benchmarks: large|large16|large-db|large16-db|medium|small|thin */
+    if (force && *force) {
+        if (!strcmp(force, "large")) return VK_PIPE_GEMM_LARGE;
+        if (!strcmp(force, "large16")) return VK_PIPE_GEMM_LARGE16;
+        if (!strcmp(force, "large-db")) return VK_PIPE_GEMM_LARGE_DB;
+        if (!strcmp(force, "large16-db")) return VK_PIPE_GEMM_LARGE16_DB;
+        if (!strcmp(force, "medium")) return VK_PIPE_GEMM_MEDIUM;
+        if (!strcmp(force, "small")) return VK_PIPE_GEMM_SMALL;
+        if (!strcmp(force, "thin")) return VK_PIPE_GEMM_THIN;
+    }
+    if (long_k) {
+        if (m >= 128 && n >= 128) return VK_PIPE_GEMM_LARGE;
+        if (m >= 64 && n >= 64) return VK_PIPE_GEMM_MEDIUM;
+        return m <= 16 ? VK_PIPE_GEMM_THIN : VK_PIPE_GEMM_SMALL;
+    }
+    /* Big tiles only when there are enough of them to fill a large GPU. */
+    if (m >= 128 && n >= 128 && ceil_div(m, 128) * ceil_div(n, 128) * outputs >= 96) return VK_PIPE_GEMM_LARGE;
+    if (m >= 64 && n >= 64 && ceil_div(m, 64) * ceil_div(n, 64) * outputs >= 96) return VK_PIPE_GEMM_MEDIUM;
+    if (m <= 16) return VK_PIPE_GEMM_THIN;
+    return VK_PIPE_GEMM_SMALL;
+}
+
+nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p) {
+    bool ok = p->m >= 0 && p->n >= 0 && p->k >= 0 && p->batch >= 0 && p->stride_a >= 0 && p->stride_b >= 0 &&
+              p->stride_c >= 0 && p->lda >= (p->trans_a ? p->m : p->k) && p->ldb >= (p->trans_b ? p->k : p->n) &&
+              p->ldc >= p->n;
+    bool empty = p->m == 0 || p->n == 0 || p->batch == 0;
+    if (ok && !empty) {
+        if (!a[2].buffer || (p->k > 0 && p->alpha != 0.0f && (!a[0].buffer || !a[1].buffer))) ok = false;
+        if (p->batch > 1 && p->stride_c != 0 && p->stride_c < (int64_t)(p->m - 1) * p->ldc + p->n) ok = false;
+    }
+    if (!ok)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan gemm m=%d n=%d k=%d batch=%d lda=%d ldb=%d ldc=%d: %s", p->m,
+                            p->n, p->k, p->batch, p->lda, p->ldb, p->ldc, "invalid sizes or strides");
+    if (empty) return NN_OK;
+    bool summed = p->stride_c == 0 && p->batch > 1;
+    /* Nothing to multiply: C = beta C, as the CPU (no 0 * NaN from A or B). */
+    int32_t k = p->alpha == 0.0f ? 0 : p->k;
+    /* The largest index each matrix reaches must fit 32 bits. */
+    int64_t last = p->batch - 1;
+    NN_TRY(vk_fits32(NN_KERNEL_GEMM, "A's last index", last * p->stride_a + (int64_t)p->lda * (p->trans_a ? p->k : p->m)));
+    NN_TRY(vk_fits32(NN_KERNEL_GEMM, "B's last index", last * p->stride_b + (int64_t)p->ldb * (p->trans_b ? p->n : p->k)));
+    NN_TRY(vk_fits32(NN_KERNEL_GEMM, "C's last index", (summed ? 0 : last * p->stride_c) + (int64_t)p->ldc * p->m));
+    int64_t outputs = summed ? 1 : p->batch;
+    int64_t products = summed ? p->batch : 1;
+    /* A long walk over k (in slices of 16) into one output may be split. */
+    bool long_k = outputs == 1 && products * ceil_div(k, 16) >= 64;
+    vk_pipeline_id pipe = choose_gemm(p->m, p->n, outputs, long_k);
+    uint32_t bm, bn, bk;
+    vk_gemm_tiles(pipe, &bm, &bn, &bk);
+    int64_t gx = ceil_div(p->n, bn), gy = ceil_div(p->m, bm);
+    if (gx > VK_MAX_GROUPS || gy > VK_MAX_GROUPS)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan gemm: m=%d n=%d needs more than %u workgroups per dimension",
+                            p->m, p->n, VK_MAX_GROUPS);
+    gemm_push push = {(uint32_t)p->m, (uint32_t)p->n, (uint32_t)k, p->trans_a != 0, p->trans_b != 0,
+                      (uint32_t)p->lda, (uint32_t)p->ldb, (uint32_t)p->ldc, (uint32_t)p->batch, summed,
+                      (uint32_t)p->stride_a, (uint32_t)p->stride_b, (uint32_t)p->stride_c, p->alpha, p->beta,
+                      1, 0};
+    int variant = (int)vec4_ok(a[0], p->lda, p->stride_a, p->batch, p->trans_a ? p->m : k) |
+                  (int)vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n) << 1;
+    /* Split-K: each of `splits` workgroup layers walks an equal share of the
+     * (product, k slice) steps into a scratch partial; a second kernel adds
+     * the partials in order (deterministic, no atomics). */
+    int64_t steps = products * ceil_div(k, bk), splits = 1;
+    if (long_k && gx * gy < SPLIT_TARGET_GROUPS) {
+        splits = ceil_div(SPLIT_TARGET_GROUPS, gx * gy);
+        if (splits > steps / 8) splits = steps / 8; /* at least 8 steps each */
+        if (splits > MAX_SPLITS) splits = MAX_SPLITS;
+    }
+    if (splits < 2) {
+        uint32_t gz = outputs > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
+        return vk_record(vk, NN_KERNEL_GEMM, pipe, variant, a, 3, &push, sizeof push, (uint32_t)gx,
+                              (uint32_t)gy, gz);
+    }
+    int64_t split_steps = ceil_div(steps, splits);
+    splits = ceil_div(steps, split_steps);
+    int64_t partial = (int64_t)p->m * p->n;
+    NN_TRY(vk_fits32(NN_KERNEL_GEMM, "split-K scratch entries", splits * partial));
+    nn_buffer *scratch = vk_buffer_alloc(&vk->base, (size_t)(splits * partial) * sizeof(float));
+    if (!scratch) return nn_last_status();
+    push.ldc = (uint32_t)p->n;
+    push.stride_c = (uint32_t)partial;
+    push.alpha = 1.0f;
+    push.beta = 0.0f;
+    push.splits = (uint32_t)splits;
+    push.split_steps = (uint32_t)split_steps;
+    nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0}}, second[2] = {{scratch, 0}, a[2]};
+    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, &push, sizeof push, (uint32_t)gx,
+                                  (uint32_t)gy, (uint32_t)splits);
+    if (st == NN_OK) {
+        struct { uint32_t m, n, ldc, splits; float alpha, beta; } sum = {
+            (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, (uint32_t)splits, p->alpha, p->beta};
+        st = record(vk, VK_PIPE_GEMM_SPLITK, second, 2, &sum, sizeof sum,
+                    vk_groups_for((uint64_t)partial), 1, 1);
+    }
+    vk_buffer_free(&vk->base, scratch); /* safe at once: see vk_memory.c */
+    return st;
+}
