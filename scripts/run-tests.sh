@@ -70,6 +70,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 LSAN_OPTIONS=suppressions=$PWD/tests/lsan-mesa.supp \
     run_variant "AddressSanitizer + UBSan (built-in GEMM)" BUILD=build/asan BLAS=0 SANITIZE=1
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+LSAN_OPTIONS=suppressions=$PWD/tests/lsan-mesa.supp \
     run_cli_tests "command line under AddressSanitizer + UBSan" build/asan/nnengine
 
 # ---- Python package (python/nn_engine, issue 4): pytest against

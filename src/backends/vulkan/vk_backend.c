@@ -121,8 +121,7 @@ static void vk_destroy(nn_backend *self) {
         vk_memory_destroy(vk);
         vk->fn.vkDestroyDevice(vk->device, NULL);
     }
-    nn_vk_instance_close(&vk->vi);
-    free(vk);
+    free(vk); /* the instance is the process's: kept */
 }
 
 static atomic_int g_announced;
@@ -145,13 +144,13 @@ static nn_status open_device(vk_backend *vk) {
                                      .pQueuePriorities = &priority};
     VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
                                .pQueueCreateInfos = &queue};
-    VkResult r = vk->vi.fns.vkCreateDevice(vk->phys->handle, &info, NULL, &vk->device);
+    VkResult r = vk->vi->fns.vkCreateDevice(vk->phys->handle, &info, NULL, &vk->device);
     if (r != VK_SUCCESS) {
         vk->device = VK_NULL_HANDLE;
         return nn_set_error(NN_ERR_BACKEND, "vulkan: vkCreateDevice failed on %s (%s)", vk->phys->props.deviceName,
                             nn_vk_result_name(r));
     }
-    const char *missing = nn_vk_load_device_fns(&vk->vi.fns, vk->device, &vk->fn);
+    const char *missing = nn_vk_load_device_fns(&vk->vi->fns, vk->device, &vk->fn);
     if (missing) {
         /* Without vkDestroyDevice loaded we cannot clean up; leak the device. */
         vk->device = VK_NULL_HANDLE;
@@ -169,19 +168,19 @@ nn_backend *nn_vulkan_backend_new(bool hardware_only, bool *no_device) {
     vk_backend *vk = calloc(1, sizeof *vk);
     if (!vk) return NN_FAIL_NULL(NN_ERR_MEMORY, "vulkan backend: out of host memory");
     char why[320];
-    if (!nn_vk_instance_open(&vk->vi, why, sizeof why)) {
+    vk->vi = nn_vk_instance_get(why, sizeof why);
+    if (!vk->vi) {
         free(vk);
         if (no_device) *no_device = true;
         return NN_FAIL_NULL(NN_ERR_BACKEND, "vulkan: %s", why);
     }
-    int index = nn_vk_choose_device(&vk->vi, hardware_only, why, sizeof why);
+    int index = nn_vk_choose_device(vk->vi, hardware_only, why, sizeof why);
     if (index < 0) {
-        nn_vk_instance_close(&vk->vi);
         free(vk);
         if (no_device) *no_device = !getenv("NN_ENGINE_VULKAN_DEVICE");
         return NN_FAIL_NULL(NN_ERR_BACKEND, "vulkan: %s", why);
     }
-    vk->phys = &vk->vi.devices[index];
+    vk->phys = &vk->vi->devices[index];
     if (open_device(vk) != NN_OK) {
         char message[512];
         snprintf(message, sizeof message, "%s", nn_last_error());

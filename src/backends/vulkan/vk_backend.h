@@ -99,7 +99,7 @@ typedef struct vk_set_entry {
 
 typedef struct vk_backend {
     nn_backend base;
-    nn_vk_instance vi;
+    const nn_vk_instance *vi; /* the process's (vk_probe.h) */
     const nn_vk_physical *phys;
     VkDevice device;
     VkQueue queue;

@@ -7,9 +7,9 @@
 
 void nn_vulkan_list_devices(void (*add)(void *ctx, const nn_device_info *info), void *ctx) {
     nn_device_info info;
-    nn_vk_instance vi;
     char why[320];
-    if (!nn_vk_instance_open(&vi, why, sizeof why)) {
+    const nn_vk_instance *vi = nn_vk_instance_get(why, sizeof why);
+    if (!vi) {
         memset(&info, 0, sizeof info);
         snprintf(info.backend, sizeof info.backend, "vulkan");
         info.index = -1;
@@ -17,8 +17,8 @@ void nn_vulkan_list_devices(void (*add)(void *ctx, const nn_device_info *info), 
         add(ctx, &info);
         return;
     }
-    for (int i = 0; i < vi.count; i++) {
-        const nn_vk_physical *d = &vi.devices[i];
+    for (int i = 0; i < vi->count; i++) {
+        const nn_vk_physical *d = &vi->devices[i];
         memset(&info, 0, sizeof info);
         snprintf(info.backend, sizeof info.backend, "vulkan");
         info.index = i;
@@ -32,5 +32,4 @@ void nn_vulkan_list_devices(void (*add)(void *ctx, const nn_device_info *info), 
         if (!d->usable) snprintf(info.reason, sizeof info.reason, "%s", d->reason);
         add(ctx, &info);
     }
-    nn_vk_instance_close(&vi);
 }

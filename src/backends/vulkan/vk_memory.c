@@ -67,8 +67,10 @@ nn_status vk_host_buffer_create(vk_backend *vk, VkDeviceSize size, VkBufferUsage
     /* Coherent means no flushes; cached reads back faster where there is one. */
     const VkMemoryPropertyFlags coherent = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     if (create_buffer(vk, size, usage, coherent | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0, &out->buffer,
-                      &out->memory) != NN_OK)
+                      &out->memory) != NN_OK) {
         NN_TRY(create_buffer(vk, size, usage, coherent, 0, &out->buffer, &out->memory));
+        nn_clear_error(); /* the first try's message is not an error any more */
+    }
     VkResult r = vk->fn.vkMapMemory(vk->device, out->memory, 0, VK_WHOLE_SIZE, 0, &out->mapped);
     if (r != VK_SUCCESS) {
         vk_host_buffer_destroy(vk, out);
@@ -85,7 +87,7 @@ void vk_host_buffer_destroy(vk_backend *vk, vk_host_buffer *hb) {
 }
 
 nn_status vk_memory_init(vk_backend *vk) {
-    vk->vi.fns.vkGetPhysicalDeviceMemoryProperties(vk->phys->handle, &vk->memory_props);
+    vk->vi->fns.vkGetPhysicalDeviceMemoryProperties(vk->phys->handle, &vk->memory_props);
     vk->max_range = vk->phys->props.limits.maxStorageBufferRange;
     /* Blocks as large as one binding may be, up to 256 MiB, and at most an
      * eighth of device-local memory (small GPUs). */

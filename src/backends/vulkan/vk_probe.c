@@ -2,6 +2,7 @@
 #include "vk_probe.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +93,9 @@ static void judge(const nn_vk_instance *vi, nn_vk_physical *d) {
         d->usable = true;
 }
 
-bool nn_vk_instance_open(nn_vk_instance *vi, char *why, size_t why_size) {
+static void instance_close(nn_vk_instance *vi);
+
+static bool instance_open(nn_vk_instance *vi, char *why, size_t why_size) {
     memset(vi, 0, sizeof *vi);
     vi->loader = nn_vk_loader_get(why, why_size);
     if (!vi->loader) return false;
@@ -117,7 +120,7 @@ bool nn_vk_instance_open(nn_vk_instance *vi, char *why, size_t why_size) {
     const char *missing = nn_vk_load_instance_fns(vi->loader, vi->instance, &vi->fns);
     if (missing) {
         snprintf(why, why_size, "the Vulkan loader lacks %s", missing);
-        nn_vk_instance_close(vi);
+        instance_close(vi);
         return false;
     }
     uint32_t count = 0;
@@ -127,7 +130,7 @@ bool nn_vk_instance_open(nn_vk_instance *vi, char *why, size_t why_size) {
                                                 : "no Vulkan devices: the loader found no driver with a device "
                                                   "(install mesa-vulkan-drivers or your GPU's driver)",
                  nn_vk_result_name(r));
-        nn_vk_instance_close(vi);
+        instance_close(vi);
         return false;
     }
     VkPhysicalDevice *handles = calloc(count, sizeof *handles);
@@ -135,7 +138,7 @@ bool nn_vk_instance_open(nn_vk_instance *vi, char *why, size_t why_size) {
     if (!handles || !vi->devices) {
         free(handles);
         snprintf(why, why_size, "out of host memory listing Vulkan devices");
-        nn_vk_instance_close(vi);
+        instance_close(vi);
         return false;
     }
     vi->fns.vkEnumeratePhysicalDevices(vi->instance, &count, handles);
@@ -152,10 +155,26 @@ bool nn_vk_instance_open(nn_vk_instance *vi, char *why, size_t why_size) {
     return true;
 }
 
-void nn_vk_instance_close(nn_vk_instance *vi) {
+static void instance_close(nn_vk_instance *vi) {
     if (vi->instance && vi->fns.vkDestroyInstance) vi->fns.vkDestroyInstance(vi->instance, NULL);
     free(vi->devices);
     memset(vi, 0, sizeof *vi);
+}
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static nn_vk_instance g_instance;
+static bool g_ok;
+static char g_why[320];
+
+static void open_shared(void) { g_ok = instance_open(&g_instance, g_why, sizeof g_why); }
+
+const nn_vk_instance *nn_vk_instance_get(char *why, size_t why_size) {
+    pthread_once(&g_once, open_shared);
+    if (!g_ok) {
+        snprintf(why, why_size, "%s", g_why);
+        return NULL;
+    }
+    return &g_instance;
 }
 
 static bool contains_nocase(const char *hay, const char *needle) {

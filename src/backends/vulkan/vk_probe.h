@@ -32,10 +32,13 @@ typedef struct nn_vk_instance {
     int count;
 } nn_vk_instance;
 
-/* Open an instance and describe every device. Returns false with `why`
- * (the loader is missing, instance creation failed, no devices). */
-bool nn_vk_instance_open(nn_vk_instance *vi, char *why, size_t why_size);
-void nn_vk_instance_close(nn_vk_instance *vi);
+/* The process's Vulkan instance with every device described, made on first
+ * use and kept until the process ends (like the loader, which is never
+ * closed): listing devices and opening contexts then cost no new instance,
+ * and the driver stays loaded while its devices may be in use. Returns NULL
+ * with `why` (the loader is missing, instance creation failed, no devices);
+ * a failure is remembered too. Thread-safe. */
+const nn_vk_instance *nn_vk_instance_get(char *why, size_t why_size);
 
 /* The device to open: NN_ENGINE_VULKAN_DEVICE (an index or a part of the
  * name, case-insensitive) when set, else the best usable one; hardware_only
