@@ -12,5 +12,6 @@
 #include "nn_ops.h"
 #include "nn_layers.h"
 #include "nn_optim.h"
+#include "nn_io.h"
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "core/internal.h"
+#include "sgd_state.h"
 
 struct nn_sgd {
     nn_sgd_options options;
@@ -165,3 +166,9 @@ void nn_sgd_free(nn_sgd *opt) {
     free(opt->velocity);
     free(opt);
 }
+
+/* ---- state access for the training-state files (sgd_state.h) ---- */
+
+int nn_sgd_state_count(const nn_sgd *opt) { return opt->count; }
+nn_tensor *nn_sgd_state_param(const nn_sgd *opt, int i) { return opt->params[i]; }
+nn_tensor *nn_sgd_state_velocity(const nn_sgd *opt, int i) { return opt->velocity[i]; }
