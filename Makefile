@@ -94,6 +94,13 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# ---- io: the C side of the Python interop tests in tests/io/ ----
+.PHONY: io-fixture
+io-fixture: $(BUILD)/tests/nn_io_fixture
+$(BUILD)/tests/nn_io_fixture: $(BUILD)/obj/tests/io/nn_io_fixture.o $(BUILD)/libnnengine.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libnnengine.a $(LDLIBS)
+
 # ---- io: libFuzzer target for the safetensors header parser ----
 # `make fuzz` fuzzes for FUZZ_SECONDS (new finds go to build/fuzz/found);
 # `make fuzz-regress` replays tests/fuzz/corpus/ once (run by make test).
