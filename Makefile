@@ -1,7 +1,9 @@
-# nn-engine build. `make` builds the library (shared and static) into build/;
-# `make test` installs what is missing, then builds and runs the C test suite
-# four times: with OpenBLAS, with the built-in GEMM (its AVX2 and its baseline
-# SSE2 kernels), and under AddressSanitizer + UndefinedBehaviorSanitizer.
+# nn-engine build. `make` builds the library (shared and static) and the
+# command-line program build/nnengine; `make demo` trains LeNet-5 on
+# Fashion-MNIST with it. `make test` installs what is missing, then builds and
+# runs the C test suite four times (with OpenBLAS, with the built-in GEMM's
+# AVX2 and baseline SSE2 kernels, and under AddressSanitizer + UBSan), the
+# command-line tests and the Python tests (scripts/run-tests.sh).
 #
 # Variables: BUILD (output folder), BLAS (auto|0|1), SANITIZE (0|1), CC,
 # GEMM_KERNELS (auto: AVX2+FMA when the CPU has them | baseline: SSE2 only).
@@ -21,6 +23,10 @@ CFLAGS ?= -O3 -g
 CFLAGS += -std=c11 -fPIC -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread
 LDLIBS += -lm -pthread
 
+# Datasets: zlib (gzip'd IDX files), libpng and libjpeg (image folders).
+CPPFLAGS += $(shell pkg-config --cflags zlib libpng libjpeg 2>/dev/null)
+LDLIBS += $(shell pkg-config --libs zlib libpng libjpeg 2>/dev/null || echo -lz -lpng16 -ljpeg)
+
 ifeq ($(BLAS),1)
   CPPFLAGS += -DNN_USE_OPENBLAS $(shell pkg-config --cflags openblas)
   LDLIBS += $(shell pkg-config --libs openblas)
@@ -34,30 +40,33 @@ ifeq ($(SANITIZE),1)
 endif
 
 LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/nn/*.c src/optim/*.c \
-                              src/backends/*.c src/backends/cpu/*.c src/io/*.c))
+                              src/data/*.c src/io/*.c \
+                              src/backends/*.c src/backends/cpu/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_SRC := $(sort $(wildcard tools/nnengine/*.c))
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(sort $(wildcard tests/*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all lib deps test check bench examples demo clean
-all: deps lib examples
+.PHONY: all lib cli deps test check bench demo clean
+all: deps lib cli
 lib: $(BUILD)/libnnengine.a $(BUILD)/libnnengine.so
-examples: $(BUILD)/examples/train_lenet5
+cli: $(BUILD)/nnengine
 
 deps:
 	@scripts/install-deps.sh
 
 # The main job: LeNet-5 on Fashion-MNIST (Debian's dataset-fashion-mnist).
 DEMO_DATA ?= /usr/share/datasets/fashion-mnist
-DEMO_EPOCHS ?= 3
+DEMO_EPOCHS ?= 10
 demo:
-	@scripts/install-deps.sh zlib1g-dev dataset-fashion-mnist
-	@$(MAKE) -s examples
-	$(BUILD)/examples/train_lenet5 $(DEMO_DATA) $(DEMO_EPOCHS)
+	@scripts/install-deps.sh dataset-fashion-mnist
+	@$(MAKE) -s cli
+	$(BUILD)/nnengine train lenet5 --data $(DEMO_DATA) --epochs $(DEMO_EPOCHS)
 
-# The whole suite, four builds; the last line is the total "N passed, N failed".
+# Every suite; the last line is the total "N passed, N failed".
 test: deps
 	@scripts/run-tests.sh
 
@@ -80,9 +89,9 @@ $(BUILD)/tests/nn_tests: $(TEST_OBJ) $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libnnengine.a $(LDLIBS)
 
-$(BUILD)/examples/train_lenet5: $(BUILD)/obj/examples/train_lenet5.o $(BUILD)/libnnengine.a
+$(BUILD)/nnengine: $(CLI_OBJ) $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libnnengine.a $(LDLIBS) -lz
+	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libnnengine.a $(LDLIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)
@@ -122,4 +131,4 @@ fuzz: $(FUZZ_BIN)
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CLI_OBJ:.o=.d)

@@ -24,13 +24,7 @@ scripts/install-deps.sh python3-venv
 make -s -j"$(nproc)" BUILD=build BLAS=1 lib bench
 make -s -j"$(nproc)" BUILD=build/noblas BLAS=0 lib bench
 
-venv=build/bench-venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
-    echo "installing PyTorch from PyPI into $venv (once)..."
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --upgrade pip
-    "$venv/bin/pip" install -q numpy torch
-fi
+. bench/torch-venv.sh
 
 echo "== $(date -u +%Y-%m-%d) on $(nproc) cores: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $threads threads"
 # One after the other, never piped: run at once, the two would share the cores.

@@ -53,6 +53,14 @@ void nn_module_free(nn_module *m);
  * relu, pool 2; flatten; l1 256->120 relu; l2 120->84 relu; l3 84->10.
  * Input [N, 1, 28, 28], output logits [N, 10]. */
 nn_module *nn_lenet5(nn_ctx *ctx, nn_init init);
+/* The same with `classes` outputs. */
+nn_module *nn_lenet5_classes(nn_ctx *ctx, int classes, nn_init init);
+
+/* A multilayer perceptron: flatten; then l1, relu1, l2, relu2, ... through
+ * the hidden widths; the last linear layer has `classes` outputs (no relu).
+ * Input [N, ...] with in_features elements per sample. */
+nn_module *nn_mlp(nn_ctx *ctx, int in_features, const int *hidden, int hidden_count, int classes,
+                  nn_init init);
 
 #ifdef __cplusplus
 }

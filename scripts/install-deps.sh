@@ -4,7 +4,8 @@
 # runs apt-get; otherwise it prints the exact command to run.
 set -euo pipefail
 
-needed=(gcc make pkg-config libopenblas-dev zlib1g-dev "$@")
+needed=(gcc make pkg-config libopenblas-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
+        python3 dataset-fashion-mnist "$@")
 # io: clang and its libFuzzer runtime for the safetensors fuzz regression.
 needed+=(clang libclang-rt-14-dev)
 missing=()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds and runs the C suite in four variants and prints the grand total
-# as the last line. Exit status is non-zero if any build or test fails.
+# Builds and runs the C suite in four variants, then the Python package's
+# pytest suite, and prints the grand total as the last line. Exit status is
+# non-zero if any build or test fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +13,7 @@ status=0
 run_variant() {
     local label=$1; shift
     echo "== $label"
-    if ! make -s -j"$jobs" "$@" lib >/dev/null; then
+    if ! make -s -j"$jobs" "$@" lib cli >/dev/null; then
         echo "build failed: make $*"
         status=1
         total_failed=$((total_failed + 1))
@@ -22,7 +23,12 @@ run_variant() {
     log=$(mktemp)
     make -s "$@" check 2>&1 | tee "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-    local summary
+    count_summary "$label" "$log"
+}
+
+# Adds a run's "N passed, N failed" line (the last one in $2) to the totals.
+count_summary() {
+    local label=$1 log=$2 summary
     summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
     rm -f "$log"
     if [ -z "$summary" ]; then
@@ -35,8 +41,21 @@ run_variant() {
     total_failed=$((total_failed + $(echo "$summary" | cut -d' ' -f3)))
 }
 
+# The command line's tests run against one variant's build/nnengine; their
+# last line is "N passed, N failed" too.
+run_cli_tests() {
+    local label=$1 binary=$2
+    echo "== $label"
+    local log
+    log=$(mktemp)
+    python3 tests/cli/test_cli.py "$binary" 2>&1 | tee "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    count_summary "$label" "$log"
+}
+
 if pkg-config --exists openblas; then
     run_variant "OpenBLAS GEMM" BUILD=build BLAS=1
+    run_cli_tests "command line (OpenBLAS build)" build/nnengine
 else
     echo "OpenBLAS not found: libopenblas-dev is missing (make deps installs it)"
     status=1
@@ -46,6 +65,42 @@ run_variant "built-in blocked GEMM" BUILD=build/noblas BLAS=0
 run_variant "built-in GEMM, baseline SSE2 kernels" BUILD=build/sse2 BLAS=0 GEMM_KERNELS=baseline
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
     run_variant "AddressSanitizer + UBSan (built-in GEMM)" BUILD=build/asan BLAS=0 SANITIZE=1
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    run_cli_tests "command line under AddressSanitizer + UBSan" build/asan/nnengine
+
+# ---- Python package (python/nn_engine, issue 4): pytest against
+# build/libnnengine.so in the virtual environment of scripts/python-env.sh;
+# its pass/fail counts join the grand total.
+run_python_tests() {
+    echo "== Python package (pytest, reference: Debian's PyTorch)"
+    local py
+    if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build lib >/dev/null; then
+        echo "Python test setup failed (scripts/python-env.sh or make lib)"
+        status=1
+        total_failed=$((total_failed + 1))
+        return
+    fi
+    local log
+    log=$(mktemp)
+    NN_ENGINE_LIBRARY="$PWD/build/libnnengine.so" PYTHONPATH="$PWD/python" \
+        "$py" -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    local summary passed failed errors
+    summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|errors?|skipped)' "$log" | tail -n 1)
+    rm -f "$log"
+    if [ -z "$summary" ]; then
+        echo "no summary from pytest (crashed?)"
+        status=1
+        total_failed=$((total_failed + 1))
+        return
+    fi
+    passed=$(echo "$summary" | grep -oE '[0-9]+ passed' | cut -d' ' -f1)
+    failed=$(echo "$summary" | grep -oE '[0-9]+ failed' | cut -d' ' -f1)
+    errors=$(echo "$summary" | grep -oE '[0-9]+ errors?' | cut -d' ' -f1)
+    total_passed=$((total_passed + ${passed:-0}))
+    total_failed=$((total_failed + ${failed:-0} + ${errors:-0}))
+}
+run_python_tests
 
 # ---- io (issue 7): the safetensors fuzz corpus replayed under ASan+UBSan
 # (one test), and the interop tests of tests/io/ (pytest: onnx, onnxruntime,

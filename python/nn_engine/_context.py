@@ -1,0 +1,270 @@
+"""The process's default context (one device), tensor handles and steps.
+
+C tensors come in three lifetimes, and a Python object must never outlive
+the C memory it points at (using it would crash the interpreter):
+- OWNED: made by Python (parameters, Tensor(data)); freed when the handle is
+  garbage-collected, or by end_batch() when the tensor was tracked.
+- STEP: an operation's result; the C step owns it and nn_ctx_step_end frees
+  it. The handle remembers the step generation it was made in and refuses to
+  be used in a later one.
+- BORROWED: a gradient, owned by its tensor; valid while its parent is.
+"""
+import atexit
+import ctypes
+import os
+import weakref
+from collections import namedtuple
+
+from . import _lib
+from ._errors import check, check_ptr
+from ._lib import lib
+
+OWNED, STEP, BORROWED = 0, 1, 2
+
+_shutting_down = False
+
+
+@atexit.register
+def _mark_shutdown():
+    # The process is ending and frees everything; C calls from __del__ during
+    # interpreter teardown could run after ctypes is gone.
+    global _shutting_down
+    _shutting_down = True
+
+
+class Context:
+    """One nn_ctx: a device plus its step generation and tracked tensors."""
+
+    def __init__(self, device, threads=0, seed=0):
+        options = _lib.CtxOptions(device.encode(), threads, seed)
+        self.ptr = check_ptr(lib.nn_ctx_new(ctypes.byref(options)), "nn_ctx_new")
+        self.device = device
+        self.generation = 0
+        self.tracked = weakref.WeakSet()  # OWNED handles end_batch() frees
+        _contexts.add(self)
+
+    @property
+    def device_name(self):
+        return lib.nn_ctx_device_name(self.ptr).decode("utf-8", "replace")
+
+    def end_step(self):
+        for handle in list(self.tracked):
+            handle.release()
+        self.tracked = weakref.WeakSet()
+        check(lib.nn_ctx_step_end(self.ptr), "nn_ctx_step_end")
+        self.generation += 1
+
+    def __del__(self):
+        # Handles, layers and optimizers hold a reference to their context,
+        # so this runs only after everything that points into it is gone.
+        if not _shutting_down and getattr(self, "ptr", None):
+            lib.nn_ctx_free(self.ptr)
+            self.ptr = None
+
+
+_contexts = weakref.WeakSet()
+
+
+class Handle:
+    """A C tensor pointer with its lifetime rule (see the module docstring)."""
+    __slots__ = ("ptr", "ctx", "kind", "generation", "parent", "__weakref__")
+
+    def __init__(self, ptr, ctx, kind, parent=None):
+        self.ptr = ptr
+        self.ctx = ctx
+        self.kind = kind
+        self.generation = ctx.generation
+        self.parent = parent
+
+    def valid(self):
+        if self.ptr is None:
+            return False
+        if self.kind == STEP:
+            return self.generation == self.ctx.generation
+        if self.kind == BORROWED:
+            return self.parent.valid()
+        return True
+
+    def get(self):
+        """The pointer, or a RuntimeError explaining why it is gone."""
+        ptr = self.ptr
+        if ptr is not None and (self.kind == OWNED or self.valid()):  # OWNED: the fast path
+            return ptr
+        if self.kind == STEP:
+            raise RuntimeError(
+                "this tensor was the result of an operation in an earlier step and was "
+                "freed by end_batch()/release_all_buffers(); read what you need (.sync()) "
+                "before ending the batch, or keep it with .persist()")
+        if self.kind == BORROWED:
+            raise RuntimeError("this gradient belongs to a tensor that has been freed")
+        raise RuntimeError(
+            "this tensor was freed by end_batch()/release_all_buffers() (it was made "
+            "with track=True, the default); pass track=False to keep it across batches")
+
+    def release(self):
+        """Free an OWNED tensor now (end_batch on tracked tensors)."""
+        if self.kind == OWNED and self.ptr is not None:
+            lib.nn_tensor_free(self.ptr)
+        self.ptr = None
+
+    def persist(self):
+        """Keep the tensor past end_batch(): a STEP tensor becomes OWNED, a
+        tracked OWNED one is no longer tracked."""
+        ptr = self.get()
+        if self.kind == OWNED:
+            self.ctx.tracked.discard(self)
+            return
+        if self.kind == BORROWED:
+            raise RuntimeError("a gradient belongs to its tensor and cannot be persisted")
+        check(lib.nn_tensor_persist(ptr), "nn_tensor_persist")
+        self.kind = OWNED
+
+    def __del__(self):
+        if _shutting_down or self.ptr is None:
+            return
+        try:
+            kind = self.kind
+            if kind == OWNED or (kind == STEP and self.generation == self.ctx.generation):
+                # Freeing a step tensor early is allowed (the tape keeps what
+                # backward needs) and returns its memory before the step ends.
+                lib.nn_tensor_free(self.ptr)
+        except Exception:  # interpreter teardown: ctypes may be half gone
+            pass
+        self.ptr = None
+
+
+# ---- the default context -------------------------------------------------
+
+_DEVICES = ("cpu", "vulkan", "auto")
+_default = None
+_seed = None  # manual_seed(), else $NN_ENGINE_SEED, else 0
+_threads = 0
+
+
+def _initial_seed():
+    if _seed is not None:
+        return _seed
+    text = os.environ.get("NN_ENGINE_SEED") or "0"
+    try:
+        seed = int(text)
+        if not 0 <= seed < 2**64:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"NN_ENGINE_SEED must be an int in [0, 2**64), got {text!r}") from None
+    return seed
+
+
+def _check_device_name(device):
+    if not isinstance(device, str):
+        raise TypeError(f"set_device: device must be a str ('cpu', 'vulkan' or 'auto'), "
+                        f"got {type(device).__name__}")
+    base = device.split(":", 1)[0]
+    if base not in _DEVICES:
+        raise ValueError(f"set_device: unknown device '{device}' (choose from "
+                         f"{', '.join(_DEVICES)})")
+
+
+def default_context():
+    """The process's context, opened on first use on set_device()'s choice,
+    else $NN_ENGINE_DEVICE, else "auto"."""
+    global _default
+    if _default is None:
+        device = os.environ.get("NN_ENGINE_DEVICE") or "auto"
+        try:
+            _check_device_name(device)
+        except ValueError as err:
+            raise ValueError(f"NN_ENGINE_DEVICE: {err}") from None
+        _default = Context(device, _threads, _initial_seed())
+    return _default
+
+
+def set_device(device, threads=0):
+    """Open the default context on `device` ("cpu", "vulkan" or "auto") now,
+    so that an unusable device fails here with the library's reason. Tensors,
+    layers and optimizers made earlier stay on their old device; mixing them
+    with new ones is an error."""
+    global _default, _threads
+    _check_device_name(device)
+    if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
+        raise ValueError(f"set_device: threads must be an int >= 0 (0 = one per core), "
+                         f"got {threads!r}")
+    _default = Context(device, threads, _initial_seed())
+    _threads = threads
+    return _default.device_name
+
+
+def get_device():
+    """The default context's device, as the library describes it."""
+    return default_context().device_name
+
+
+def manual_seed(seed):
+    """Seed the generator that layer initialisers draw from."""
+    global _seed
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
+        raise ValueError(f"manual_seed: seed must be an int in [0, 2**64), got {seed!r}")
+    _seed = seed
+    if _default is not None:
+        check(lib.nn_ctx_manual_seed(_default.ptr, seed), "nn_ctx_manual_seed")
+
+
+def end_batch():
+    """End the training step: free every operation result of the step and the
+    tensors made with track=True (as the seed did), and drop the autograd
+    tape. Parameters, track=False tensors and persisted results stay."""
+    end_batch._count += 1
+    for ctx in list(_contexts):
+        ctx.end_step()
+
+
+end_batch._count = 0
+# The seed flushed its GPU queue every flush_interval batches; here each
+# backend decides when to submit, so the attribute is kept only for scripts
+# that set it.
+end_batch.flush_interval = 1
+
+
+def release_all_buffers():
+    """The seed's name for end_batch()."""
+    for ctx in list(_contexts):
+        ctx.end_step()
+
+
+class no_grad:
+    """Context manager: operations inside record nothing for backward."""
+
+    def __enter__(self):
+        self._ctx = default_context()
+        self._previous = lib.nn_ctx_set_grad_enabled(self._ctx.ptr, False)
+        return self
+
+    def __exit__(self, *exc):
+        lib.nn_ctx_set_grad_enabled(self._ctx.ptr, self._previous)
+        return False
+
+
+class enable_grad(no_grad):
+    """Context manager: operations inside are recorded (the default)."""
+
+    def __enter__(self):
+        self._ctx = default_context()
+        self._previous = lib.nn_ctx_set_grad_enabled(self._ctx.ptr, True)
+        return self
+
+
+Device = namedtuple("Device", "backend index name kind detail usable reason")
+
+
+def devices():
+    """Every device the library knows of, usable or not (then with a reason)."""
+    count = lib.nn_list_devices(None, 0)
+    if count <= 0:
+        return []
+    infos = (_lib.DeviceInfo * count)()
+    count = min(count, lib.nn_list_devices(infos, count))
+
+    def text(raw):
+        return raw.decode("utf-8", "replace")
+
+    return [Device(text(d.backend), d.index, text(d.name), text(d.kind), text(d.detail),
+                   bool(d.usable), text(d.reason)) for d in infos[:count]]

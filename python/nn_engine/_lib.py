@@ -1,0 +1,208 @@
+"""Loading libnnengine.so and declaring the C signatures.
+
+Every C function the package calls is declared here with its argtypes and
+restype, so that ctypes converts (and refuses) arguments instead of passing
+whatever it is given: a wrong declaration is how ctypes code crashes.
+"""
+import ctypes
+import os
+
+c_tensor_p = ctypes.c_void_p  # nn_tensor * (opaque)
+c_ctx_p = ctypes.c_void_p     # nn_ctx *
+c_sgd_p = ctypes.c_void_p     # nn_sgd *
+c_status = ctypes.c_int       # nn_status
+c_i64_p = ctypes.POINTER(ctypes.c_int64)
+
+NN_MAX_DIMS = 4
+NN_F32 = 0
+NN_I32 = 1
+
+
+class DeviceInfo(ctypes.Structure):
+    """struct nn_device_info (include/nn_devices.h)."""
+    _fields_ = [
+        ("backend", ctypes.c_char * 16),
+        ("index", ctypes.c_int),
+        ("name", ctypes.c_char * 128),
+        ("kind", ctypes.c_char * 32),
+        ("detail", ctypes.c_char * 192),
+        ("usable", ctypes.c_bool),
+        ("reason", ctypes.c_char * 256),
+    ]
+
+
+class CtxOptions(ctypes.Structure):
+    """struct nn_ctx_options (include/nn_context.h)."""
+    _fields_ = [
+        ("device", ctypes.c_char_p),
+        ("threads", ctypes.c_int),
+        ("seed", ctypes.c_uint64),
+    ]
+
+
+class SgdOptions(ctypes.Structure):
+    """struct nn_sgd_options (include/nn_optim.h)."""
+    _fields_ = [
+        ("lr", ctypes.c_float),
+        ("momentum", ctypes.c_float),
+        ("weight_decay", ctypes.c_float),
+        ("nesterov", ctypes.c_bool),
+        ("clip_value", ctypes.c_float),
+        ("max_grad_norm", ctypes.c_float),
+    ]
+
+
+class OnnxOptions(ctypes.Structure):
+    """struct nn_onnx_options (include/nn_io.h, native ONNX export)."""
+    _fields_ = [
+        ("graph_name", ctypes.c_char_p),
+        ("opset", ctypes.c_int),
+        ("static_batch", ctypes.c_bool),
+        ("n_names", ctypes.c_int),
+        ("named_tensors", ctypes.POINTER(c_tensor_p)),
+        ("names", ctypes.POINTER(ctypes.c_char_p)),
+    ]
+
+
+class Conv2dParams(ctypes.Structure):
+    """struct nn_conv2d_params (include/nn_ops.h)."""
+    _fields_ = [
+        ("stride_h", ctypes.c_int),
+        ("stride_w", ctypes.c_int),
+        ("pad_h", ctypes.c_int),
+        ("pad_w", ctypes.c_int),
+    ]
+
+
+# name: (restype, [argtypes]). Optional symbols may be missing from a build.
+_SIGNATURES = {
+    # nn_error.h
+    "nn_last_error": (ctypes.c_char_p, []),
+    "nn_last_status": (c_status, []),
+    "nn_clear_error": (None, []),
+    "nn_status_name": (ctypes.c_char_p, [c_status]),
+    # nn_context.h
+    "nn_ctx_new": (c_ctx_p, [ctypes.POINTER(CtxOptions)]),
+    "nn_ctx_free": (None, [c_ctx_p]),
+    "nn_ctx_device_name": (ctypes.c_char_p, [c_ctx_p]),
+    "nn_ctx_threads": (ctypes.c_int, [c_ctx_p]),
+    "nn_ctx_sync": (c_status, [c_ctx_p]),
+    "nn_ctx_manual_seed": (c_status, [c_ctx_p, ctypes.c_uint64]),
+    "nn_ctx_set_grad_enabled": (ctypes.c_bool, [c_ctx_p, ctypes.c_bool]),
+    "nn_ctx_grad_enabled": (ctypes.c_bool, [c_ctx_p]),
+    "nn_ctx_step_end": (c_status, [c_ctx_p]),
+    "nn_ctx_step_tensor_count": (ctypes.c_int64, [c_ctx_p]),
+    # nn_devices.h
+    "nn_list_devices": (ctypes.c_int, [ctypes.POINTER(DeviceInfo), ctypes.c_int]),
+    # nn_tensor.h
+    "nn_tensor_new": (c_tensor_p, [c_ctx_p, ctypes.c_int, ctypes.c_int, c_i64_p]),
+    "nn_tensor_from_data": (c_tensor_p, [c_ctx_p, ctypes.c_int, ctypes.c_int, c_i64_p,
+                                         ctypes.c_void_p]),
+    "nn_tensor_free": (None, [c_tensor_p]),
+    "nn_tensor_persist": (c_status, [c_tensor_p]),
+    "nn_tensor_write": (c_status, [c_tensor_p, ctypes.c_void_p, ctypes.c_size_t]),
+    "nn_tensor_read": (c_status, [c_tensor_p, ctypes.c_void_p, ctypes.c_size_t]),
+    "nn_tensor_fill": (c_status, [c_tensor_p, ctypes.c_float]),
+    "nn_tensor_dtype": (ctypes.c_int, [c_tensor_p]),
+    "nn_tensor_ndim": (ctypes.c_int, [c_tensor_p]),
+    "nn_tensor_shape": (ctypes.c_int, [c_tensor_p, c_i64_p]),
+    "nn_tensor_numel": (ctypes.c_int64, [c_tensor_p]),
+    "nn_tensor_set_requires_grad": (c_status, [c_tensor_p, ctypes.c_bool]),
+    "nn_tensor_requires_grad": (ctypes.c_bool, [c_tensor_p]),
+    "nn_tensor_grad": (c_tensor_p, [c_tensor_p]),
+    "nn_tensor_zero_grad": (c_status, [c_tensor_p]),
+    "nn_backward": (c_status, [c_tensor_p]),
+    # nn_ops.h
+    "nn_matmul": (c_tensor_p, [c_tensor_p, c_tensor_p, ctypes.c_bool, ctypes.c_bool]),
+    "nn_add_bias": (c_tensor_p, [c_tensor_p, c_tensor_p]),
+    "nn_linear": (c_tensor_p, [c_tensor_p, c_tensor_p, c_tensor_p]),
+    "nn_conv2d": (c_tensor_p, [c_tensor_p, c_tensor_p, c_tensor_p, ctypes.c_int, ctypes.c_int]),
+    "nn_conv2d_ex": (c_tensor_p, [c_tensor_p, c_tensor_p, c_tensor_p,
+                                  ctypes.POINTER(Conv2dParams)]),
+    "nn_maxpool2d": (c_tensor_p, [c_tensor_p, ctypes.c_int, ctypes.c_int]),
+    "nn_maxpool2d_ex": (c_tensor_p, [c_tensor_p, ctypes.c_int, ctypes.c_int, ctypes.c_int]),
+    "nn_flatten": (c_tensor_p, [c_tensor_p]),
+    "nn_reshape": (c_tensor_p, [c_tensor_p, ctypes.c_int, c_i64_p]),
+    "nn_relu": (c_tensor_p, [c_tensor_p]),
+    "nn_softmax": (c_tensor_p, [c_tensor_p]),
+    "nn_softmax_cross_entropy": (c_tensor_p, [c_tensor_p, c_tensor_p]),
+    "nn_add": (c_tensor_p, [c_tensor_p, c_tensor_p]),
+    "nn_mul": (c_tensor_p, [c_tensor_p, c_tensor_p]),
+    "nn_scale": (c_tensor_p, [c_tensor_p, ctypes.c_float]),
+    "nn_sum": (c_tensor_p, [c_tensor_p]),
+    "nn_mean": (c_tensor_p, [c_tensor_p]),
+    # nn_layers.h (initialisers only: layers are built from tensors in Python)
+    "nn_init_uniform": (c_status, [c_tensor_p, ctypes.c_float, ctypes.c_float]),
+    "nn_init_xavier_uniform": (c_status, [c_tensor_p, ctypes.c_float]),
+    "nn_init_kaiming_uniform": (c_status, [c_tensor_p, ctypes.c_float]),
+    # nn_optim.h
+    "nn_sgd_new": (c_sgd_p, [ctypes.POINTER(c_tensor_p), ctypes.c_int,
+                             ctypes.POINTER(SgdOptions)]),
+    "nn_sgd_step": (c_status, [c_sgd_p]),
+    "nn_sgd_zero_grad": (c_status, [c_sgd_p]),
+    "nn_sgd_set_lr": (c_status, [c_sgd_p, ctypes.c_float]),
+    "nn_sgd_set_clip_value": (c_status, [c_sgd_p, ctypes.c_float]),
+    "nn_sgd_set_max_grad_norm": (c_status, [c_sgd_p, ctypes.c_float]),
+    "nn_sgd_free": (None, [c_sgd_p]),
+}
+
+# Symbols that a build may lack; callers check has_symbol() and say so.
+_OPTIONAL = {
+    # include/nn_io.h, native ONNX export (issue 7)
+    "nn_onnx_export": (c_status, [ctypes.c_char_p, c_tensor_p, c_tensor_p,
+                                  ctypes.POINTER(OnnxOptions)]),
+}
+
+
+def _candidates():
+    """Where to look for the library, in order: NN_ENGINE_LIBRARY, the copy
+    shipped inside the installed package, then build/ of the source tree this
+    package sits in (the development path: PYTHONPATH=python)."""
+    env = os.environ.get("NN_ENGINE_LIBRARY")
+    if env:
+        return [env]
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [
+        os.path.join(here, "libnnengine.so"),
+        os.path.join(os.path.dirname(os.path.dirname(here)), "build", "libnnengine.so"),
+    ]
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if not os.path.isfile(path):
+            tried.append(f"{path} (no such file)")
+            continue
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as err:
+            tried.append(f"{path} ({err})")
+    raise ImportError(
+        "nn_engine: cannot load libnnengine.so; tried: " + "; ".join(tried) +
+        ". Build it with `make lib` in the nn-engine source tree, or point "
+        "NN_ENGINE_LIBRARY at the file.")
+
+
+lib, library_path = _load()
+
+_missing = [name for name in _SIGNATURES if not hasattr(lib, name)]
+if _missing:
+    raise ImportError(f"nn_engine: {library_path} lacks {', '.join(_missing)}: "
+                      "it is older than this package; rebuild it with `make lib`")
+
+for _name, (_restype, _argtypes) in _SIGNATURES.items():
+    _fn = getattr(lib, _name)
+    _fn.restype = _restype
+    _fn.argtypes = _argtypes
+
+for _name, (_restype, _argtypes) in _OPTIONAL.items():
+    if hasattr(lib, _name):
+        _fn = getattr(lib, _name)
+        _fn.restype = _restype
+        _fn.argtypes = _argtypes
+
+
+def has_symbol(name):
+    """Whether the loaded library exports `name` (optional features)."""
+    return hasattr(lib, name)

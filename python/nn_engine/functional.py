@@ -1,0 +1,173 @@
+"""Operations on Tensors: each checks its Python arguments, calls one C
+operation and wraps the step-owned result. Shape and dtype rules are the C
+library's; its message becomes the exception's."""
+import ctypes
+import numbers
+
+import numpy as np
+
+from ._lib import lib
+from .tensor import Tensor, as_host_array
+
+_INT_MAX = 2**31 - 1
+
+
+def _tensor(value, fn, name):
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{fn}: {name} must be an nn_engine.Tensor, got {type(value).__name__}")
+    return value._ptr()
+
+
+def _int(value, fn, name, minimum):
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise TypeError(f"{fn}: {name} must be an int, got {type(value).__name__}")
+    if not minimum <= value <= _INT_MAX:
+        raise ValueError(f"{fn}: {name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _float(value, fn, name):
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(f"{fn}: {name} must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _result(ptr, like, what):
+    return Tensor._result(ptr, like._h.ctx, what)
+
+
+def _same_shape(ptr, like, what):
+    """The result of an elementwise operation: like's shape and dtype."""
+    return Tensor._result(ptr, like._h.ctx, what, like._shape, like._dtype)
+
+
+def relu(x):
+    if type(x) is not Tensor:  # the common case stays a single check
+        _tensor(x, "relu", "x")
+    return _same_shape(lib.nn_relu(x._h.get()), x, "nn_relu")
+
+
+def softmax(x):
+    """Softmax over the last dimension."""
+    return _same_shape(lib.nn_softmax(_tensor(x, "softmax", "x")), x, "nn_softmax")
+
+
+def maxpool2d(x, pool_size=2, stride=2, padding=0):
+    """Max pooling over pool_size x pool_size windows of x [N, C, H, W]."""
+    px = _tensor(x, "maxpool2d", "x")
+    k = _int(pool_size, "maxpool2d", "pool_size", 1)
+    s = _int(stride, "maxpool2d", "stride", 1)
+    p = _int(padding, "maxpool2d", "padding", 0)
+    return _result(lib.nn_maxpool2d_ex(px, k, s, p), x, "nn_maxpool2d")
+
+
+def flatten(x):
+    """[N, ...] -> [N, rest], sharing x's storage."""
+    return _result(lib.nn_flatten(_tensor(x, "flatten", "x")), x, "nn_flatten")
+
+
+def reshape(x, shape):
+    """A view of x with another shape (one dimension may be -1)."""
+    px = _tensor(x, "reshape", "x")
+    try:
+        dims = [int(d) for d in shape]
+    except (TypeError, ValueError):
+        raise TypeError(f"reshape: shape must be a sequence of ints, got {shape!r}") from None
+    if not 1 <= len(dims) <= 4:
+        raise ValueError(f"reshape: shape must have 1 to 4 dimensions, got {len(dims)}")
+    arr = (ctypes.c_int64 * len(dims))(*dims)
+    return _result(lib.nn_reshape(px, len(dims), arr), x, "nn_reshape")
+
+
+def matmul(a, b, transA=False, transB=False):
+    """op(a) @ op(b) for 2-D tensors; op transposes when the flag is set."""
+    pa, pb = _tensor(a, "matmul", "a"), _tensor(b, "matmul", "b")
+    return _result(lib.nn_matmul(pa, pb, bool(transA), bool(transB)), a, "nn_matmul")
+
+
+def add(a, b):
+    """Elementwise a + b (same shapes)."""
+    pa, pb = _tensor(a, "add", "a"), _tensor(b, "add", "b")
+    return _same_shape(lib.nn_add(pa, pb), a, "nn_add")
+
+
+def mul(a, b):
+    """Elementwise a * b (same shapes)."""
+    pa, pb = _tensor(a, "mul", "a"), _tensor(b, "mul", "b")
+    return _same_shape(lib.nn_mul(pa, pb), a, "nn_mul")
+
+
+def scale(x, factor):
+    px = _tensor(x, "scale", "x")
+    return _same_shape(lib.nn_scale(px, _float(factor, "scale", "factor")), x, "nn_scale")
+
+
+def sum(x):  # noqa: A001 - the seed's and NumPy's name
+    """Sum of all elements, as a one-element tensor."""
+    return _result(lib.nn_sum(_tensor(x, "sum", "x")), x, "nn_sum")
+
+
+def mean(x):
+    """Mean of all elements, as a one-element tensor."""
+    return _result(lib.nn_mean(_tensor(x, "mean", "x")), x, "nn_mean")
+
+
+def add_bias(x, bias):
+    """x + bias along dimension 1: x [N, C] or [N, C, H, W], bias [C]."""
+    px, pb = _tensor(x, "add_bias", "x"), _tensor(bias, "add_bias", "bias")
+    return _same_shape(lib.nn_add_bias(px, pb), x, "nn_add_bias")
+
+
+def bias_relu(x, bias):
+    """relu(x + bias) (the seed fused these; here they are two operations)."""
+    return relu(add_bias(x, bias))
+
+
+def linear(x, weight, bias=None):
+    """x @ weight.T + bias with weight [out, in] (PyTorch's layout)."""
+    px, pw = _tensor(x, "linear", "x"), _tensor(weight, "linear", "weight")
+    pb = None if bias is None else _tensor(bias, "linear", "bias")
+    return _result(lib.nn_linear(px, pw, pb), x, "nn_linear")
+
+
+def conv2d(x, filters, bias=None, stride=1, padding=0, actType=0):
+    """2-D convolution of x [N, C, H, W] with filters [OC, C, KH, KW] (as
+    PyTorch); actType 1 applies relu (the seed's fused activation)."""
+    px, pf = _tensor(x, "conv2d", "x"), _tensor(filters, "conv2d", "filters")
+    pb = None if bias is None else _tensor(bias, "conv2d", "bias")
+    s = _int(stride, "conv2d", "stride", 1)
+    p = _int(padding, "conv2d", "padding", 0)
+    if actType not in (0, 1):
+        raise ValueError(f"conv2d: actType must be 0 (none) or 1 (relu), got {actType!r}")
+    y = _result(lib.nn_conv2d(px, pf, pb, s, p), x, "nn_conv2d")
+    return relu(y) if actType == 1 else y
+
+
+def _labels_ptr(labels, logits_shape):
+    """An int32 C tensor of class indices: the labels Tensor itself when it is
+    int32, else a converted copy (float labels, as the seed stored them, or a
+    NumPy array). Returns (pointer, keepalive)."""
+    if isinstance(labels, Tensor) and labels.dtype == np.int32:
+        return labels._ptr(), labels
+    values = labels.sync() if isinstance(labels, Tensor) else labels
+    array = as_host_array(values, np.int32, "softmax_ce: labels")
+    classes = logits_shape[-1] if logits_shape else 0
+    if array.size and (array.min() < 0 or array.max() >= classes):
+        raise ValueError(f"softmax_ce: labels must be class indices in [0, {classes}), got "
+                         f"values from {array.min()} to {array.max()}")
+    copy = Tensor(array, track=False, dtype=np.int32)
+    return copy._ptr(), copy
+
+
+def softmax_ce(logits, labels):
+    """Mean cross-entropy of softmax(logits) [N, C] against class indices
+    labels [N] (an int32 or float32 Tensor, or an integer array); returns a
+    one-element Tensor."""
+    pl = _tensor(logits, "softmax_ce", "logits")
+    if not isinstance(labels, (Tensor, np.ndarray, list, tuple)):
+        raise TypeError(f"softmax_ce: labels must be a Tensor or an array of class indices, "
+                        f"got {type(labels).__name__}")
+    py, keep = _labels_ptr(labels, logits.shape)
+    result = _result(lib.nn_softmax_cross_entropy(pl, py), logits, "nn_softmax_cross_entropy")
+    del keep  # the tape holds its own reference to the labels
+    return result

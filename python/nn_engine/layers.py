@@ -1,0 +1,80 @@
+"""Layers with the seed's names: Linear and ConvLayer. Weights use PyTorch's
+layouts (Linear w: out x in; ConvLayer filters: outC x inC x kH x kW) and
+PyTorch's default initialisation: kaiming_uniform_(a=sqrt(5)) for weights,
+uniform(+-1/sqrt(fan_in)) for biases, drawn from the context's seeded
+generator (nn_engine.manual_seed)."""
+import ctypes
+import math
+
+from . import _context
+from . import functional as F
+from ._context import OWNED, Handle
+from ._errors import check, check_ptr
+from ._lib import NN_F32, lib
+from .tensor import Tensor
+
+
+def _positive_int(value, where, name):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1 or value > 2**31 - 1:
+        raise ValueError(f"{where}: {name} must be a positive int, got {value!r}")
+    return value
+
+
+def _parameter(shape, fan_in, weight):
+    """A persistent float32 tensor that requires grad, initialised like PyTorch."""
+    ctx = _context.default_context()
+    dims = (ctypes.c_int64 * len(shape))(*shape)
+    ptr = check_ptr(lib.nn_tensor_new(ctx.ptr, NN_F32, len(shape), dims), "nn_tensor_new")
+    t = Tensor._wrap(Handle(ptr, ctx, OWNED), tuple(shape))
+    if weight:
+        check(lib.nn_init_kaiming_uniform(ptr, math.sqrt(5.0)), "nn_init_kaiming_uniform")
+    else:
+        bound = 1.0 / math.sqrt(fan_in)
+        check(lib.nn_init_uniform(ptr, -bound, bound), "nn_init_uniform")
+    t.requires_grad = True
+    return t
+
+
+class Linear:
+    """y = x @ w.T + b, x [N, in_features]; `w` [out, in], `b` [out]."""
+    # Attribute -> PyTorch state_dict name (Model.named_parameters, export).
+    _parameter_names = (("w", "weight"), ("b", "bias"))
+
+    def __init__(self, in_features, out_features):
+        self.in_features = _positive_int(in_features, "Linear", "in_features")
+        self.out_features = _positive_int(out_features, "Linear", "out_features")
+        self.w = _parameter((out_features, in_features), in_features, weight=True)
+        self.b = _parameter((out_features,), in_features, weight=False)
+
+    def __call__(self, x, relu=False):
+        y = F.linear(x, self.w, self.b)
+        return F.relu(y) if relu else y
+
+    def __repr__(self):
+        return f"Linear({self.in_features}, {self.out_features})"
+
+
+class ConvLayer:
+    """2-D convolution of x [N, inC, H, W]; `filters` [outC, inC, k, k], `bias` [outC]."""
+    _parameter_names = (("filters", "weight"), ("bias", "bias"))
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0):
+        self.in_channels = _positive_int(in_channels, "ConvLayer", "in_channels")
+        self.out_channels = _positive_int(out_channels, "ConvLayer", "out_channels")
+        self.kernel_size = _positive_int(kernel_size, "ConvLayer", "kernel_size")
+        self.stride = _positive_int(stride, "ConvLayer", "stride")
+        if not isinstance(padding, int) or isinstance(padding, bool) or padding < 0:
+            raise ValueError(f"ConvLayer: padding must be an int >= 0, got {padding!r}")
+        self.padding = padding
+        fan_in = in_channels * kernel_size * kernel_size
+        self.filters = _parameter((out_channels, in_channels, kernel_size, kernel_size), fan_in,
+                                  weight=True)
+        self.bias = _parameter((out_channels,), fan_in, weight=False)
+
+    def __call__(self, x, actType=0, relu=False):
+        return F.conv2d(x, self.filters, self.bias, self.stride, self.padding,
+                        1 if relu else actType)
+
+    def __repr__(self):
+        return (f"ConvLayer({self.in_channels}, {self.out_channels}, {self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding})")

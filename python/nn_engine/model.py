@@ -1,0 +1,266 @@
+"""Model: parameter discovery, train/eval, and ONNX export (native, or the
+seed's _onnx_graph hook through the onnx package)."""
+import ctypes
+import os
+import types
+
+import numpy as np
+
+from . import _context, _lib
+from ._errors import check
+from ._lib import lib
+from .layers import ConvLayer, Linear
+from .metrics import Metrics
+from .optim import SGD
+from .tensor import Tensor
+
+# Objects never searched for parameters (an optimizer holds parameters but
+# does not own them).
+_OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+           types.MethodType, np.ndarray, str, bytes, SGD, Metrics)
+
+
+def _walk(value, prefix, seen):
+    """Yield (name, Tensor) for every parameter reachable from value: Tensors
+    that require grad, layers (under PyTorch's names), and anything nested in
+    attributes, lists, tuples and dicts. Each object is visited once."""
+    if isinstance(value, Tensor):
+        if value.alive and value.requires_grad:
+            yield prefix, value
+        return
+    if isinstance(value, _OPAQUE) or id(value) in seen:
+        return
+    seen.add(id(value))
+    join = (prefix + ".") if prefix else ""
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _walk(item, f"{join}{i}", seen)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, f"{join}{key}", seen)
+    elif hasattr(value, "_parameter_names"):
+        for attr, name in value._parameter_names:
+            yield from _walk(getattr(value, attr), f"{join}{name}", seen)
+    elif hasattr(value, "__dict__"):
+        for key, item in vars(value).items():
+            yield from _walk(item, f"{join}{key}", seen)
+
+
+def _check_input_shape(input_shape):
+    try:
+        shape = [int(d) for d in input_shape]
+        ok = all(int(d) == d for d in input_shape)
+    except (TypeError, ValueError):
+        shape, ok = [], False
+    if not ok or not 1 <= len(shape) <= 4 or min(shape) < 1:
+        raise ValueError(f"export: input_shape must be 1 to 4 positive ints, e.g. "
+                         f"[1, 1, 28, 28], got {input_shape!r}")
+    return shape
+
+
+def _check_path(path):
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"export: path must be a str or os.PathLike, got {type(path).__name__}")
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"export: folder {folder} does not exist")
+    return path
+
+
+class Model:
+    """Base class for models: subclasses set layers as attributes (directly or
+    in lists/dicts/nested objects) and define forward(x)."""
+
+    def __init__(self):
+        self.training = True
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def forward(self, x):
+        raise NotImplementedError(f"{type(self).__name__} must define forward(self, x)")
+
+    def named_parameters(self):
+        """[(name, Tensor)] with PyTorch's state_dict names, e.g. 'c1.weight',
+        'blocks.0.bias', in attribute order; a shared parameter appears once."""
+        seen_tensors = set()
+        out = []
+        for key, item in vars(self).items():
+            for name, tensor in _walk(item, key, {id(self)}):
+                if id(tensor._h) not in seen_tensors:
+                    seen_tensors.add(id(tensor._h))
+                    out.append((name, tensor))
+        return out
+
+    def parameters(self):
+        """Every trainable Tensor found in the model (see named_parameters)."""
+        return [tensor for _, tensor in self.named_parameters()]
+
+    def train(self, mode=True):
+        """Set `training` on this model and every nested object that has it."""
+        stack, seen = [self], set()
+        while stack:
+            obj = stack.pop()
+            if id(obj) in seen or isinstance(obj, _OPAQUE + (Tensor,)):
+                continue
+            seen.add(id(obj))
+            if isinstance(obj, (list, tuple)):
+                stack.extend(obj)
+            elif isinstance(obj, dict):
+                stack.extend(obj.values())
+            elif hasattr(obj, "__dict__"):
+                if obj is self or "training" in vars(obj):
+                    obj.training = bool(mode)
+                stack.extend(vars(obj).values())
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    # ---- export ----
+
+    def export(self, path, input_shape=None, model_name=None):
+        """Write the model as ONNX (opset 17, dynamic batch dimension).
+
+        A subclass defining _onnx_graph(input_shape, helper, TensorProto,
+        numpy_helper) builds the graph itself (the seed's way, through the onnx
+        package). Otherwise the library writes it natively from the graph that
+        a forward pass on zeros of input_shape records."""
+        path = _check_path(path)
+        if input_shape is None:
+            raise ValueError("export: input_shape is required, e.g. [1, 1, 28, 28]")
+        shape = _check_input_shape(input_shape)
+        name = model_name if model_name is not None else type(self).__name__
+        if not isinstance(name, str):
+            raise TypeError(f"export: model_name must be a str, got {type(name).__name__}")
+        if hasattr(self, "_onnx_graph"):
+            return _export_with_onnx_package(self, path, shape, name)
+        return _export_native(self, path, shape, name)
+
+    @staticmethod
+    def _conv_onnx(layer, name, input_name, output_name, helper, numpy_helper, initializers,
+                   nodes, with_relu=False, pool=None):
+        """Append the ONNX nodes of a ConvLayer to `nodes` and its weights to
+        `initializers` (as '<name>.weight', '<name>.bias'): Conv, then Relu if
+        with_relu, then MaxPool if pool = (kernel, stride). The last node
+        writes `output_name`, which is returned."""
+        if not isinstance(layer, ConvLayer):
+            raise TypeError(f"_conv_onnx: layer must be a ConvLayer, got {type(layer).__name__}")
+        weight, bias = f"{name}.weight", f"{name}.bias"
+        initializers.append(numpy_helper.from_array(layer.filters.sync(), weight))
+        initializers.append(numpy_helper.from_array(layer.bias.sync(), bias))
+        stages = [("Conv", {"kernel_shape": [layer.kernel_size] * 2,
+                            "strides": [layer.stride] * 2, "pads": [layer.padding] * 4},
+                   [weight, bias])]
+        if with_relu:
+            stages.append(("Relu", {}, []))
+        if pool is not None:
+            kernel, stride = _pool_pair(pool)
+            stages.append(("MaxPool", {"kernel_shape": [kernel] * 2, "strides": [stride] * 2},
+                           []))
+        return _chain(stages, name, input_name, output_name, helper, nodes)
+
+    @staticmethod
+    def _linear_onnx(layer, name, input_name, output_name, helper, numpy_helper, initializers,
+                     nodes, with_relu=False):
+        """Append a Linear layer as Gemm (transB=1: `w` is out x in, as ONNX
+        wants it) and, if with_relu, Relu; weights as '<name>.weight',
+        '<name>.bias'. Returns `output_name`, which the last node writes."""
+        if not isinstance(layer, Linear):
+            raise TypeError(f"_linear_onnx: layer must be a Linear, got {type(layer).__name__}")
+        weight, bias = f"{name}.weight", f"{name}.bias"
+        initializers.append(numpy_helper.from_array(layer.w.sync(), weight))
+        initializers.append(numpy_helper.from_array(layer.b.sync(), bias))
+        stages = [("Gemm", {"transB": 1}, [weight, bias])]
+        if with_relu:
+            stages.append(("Relu", {}, []))
+        return _chain(stages, name, input_name, output_name, helper, nodes)
+
+
+def _pool_pair(pool):
+    try:
+        kernel, stride = (int(v) for v in pool)
+    except (TypeError, ValueError):
+        raise ValueError(f"_conv_onnx: pool must be (kernel, stride), got {pool!r}") from None
+    return kernel, stride
+
+
+def _chain(stages, name, input_name, output_name, helper, nodes):
+    """Nodes one after another; intermediate outputs are '<name>.<op>'."""
+    current = input_name
+    for i, (op, attrs, extra_inputs) in enumerate(stages):
+        out = output_name if i == len(stages) - 1 else f"{name}.{op.lower()}"
+        nodes.append(helper.make_node(op, [current] + extra_inputs, [out], name=f"{name}.{op}",
+                                      **attrs))
+        current = out
+    return output_name
+
+
+def _import_onnx():
+    try:
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError as err:
+        raise ImportError(f"export: the onnx package is needed for _onnx_graph models "
+                          f"(pip install onnx): {err}") from None
+    return onnx, helper, TensorProto, numpy_helper
+
+
+def _atomic_write(path, data):
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+
+
+def _export_with_onnx_package(model, path, shape, name):
+    """The seed's path: _onnx_graph returns (nodes, initializers, output_name,
+    output_shape) for a graph whose input is named 'input'."""
+    onnx, helper, TensorProto, numpy_helper = _import_onnx()
+    result = model._onnx_graph(list(shape), helper, TensorProto, numpy_helper)
+    if not isinstance(result, tuple) or len(result) != 4:
+        raise TypeError("_onnx_graph must return (nodes, initializers, output_name, "
+                        "output_shape)")
+    nodes, initializers, output_name, output_shape = result
+    batch = "batch"  # dynamic batch dimension, as the seed made it
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch] + list(shape[1:]))],
+        [helper.make_tensor_value_info(output_name, TensorProto.FLOAT,
+                                       [batch] + list(output_shape[1:]))],
+        initializer=initializers)
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
+                                   producer_name="nn_engine")
+    onnx_model.ir_version = 8  # readable by onnxruntime releases of 2022 on
+    onnx.checker.check_model(onnx_model)
+    _atomic_write(path, onnx_model.SerializeToString())
+    return path
+
+
+def _export_native(model, path, shape, name):
+    if not _lib.has_symbol("nn_onnx_export"):
+        raise NotImplementedError(
+            f"export: native ONNX export (nn_onnx_export) is not in this build of the library "
+            f"({_lib.library_path}); define _onnx_graph(input_shape, helper, TensorProto, "
+            f"numpy_helper) on the model to export through the onnx package")
+    named = model.named_parameters()
+    # The library walks the tape from input to output: record every
+    # operation, including those before the first parameter.
+    with _context.enable_grad():
+        x = Tensor(np.zeros(shape, dtype=np.float32), requires_grad=True, track=False)
+        y = model(x)
+    if not isinstance(y, Tensor):
+        raise TypeError(f"export: forward returned {type(y).__name__}, not a Tensor")
+    n = len(named)
+    tensors = (_lib.c_tensor_p * max(n, 1))(*[t._ptr() for _, t in named])
+    names = (ctypes.c_char_p * max(n, 1))(*[key.encode() for key, _ in named])
+    options = _lib.OnnxOptions(name.encode(), 0, False, n, tensors, names)
+    check(lib.nn_onnx_export(os.fsencode(path), x._ptr(), y._ptr(), ctypes.byref(options)),
+          "nn_onnx_export")
+    return path

@@ -1,0 +1,264 @@
+"""Tensor (the seed's API over a C tensor) and ReusableTensor."""
+import ctypes
+
+import numpy as np
+
+from . import _context
+from ._context import BORROWED, OWNED, STEP, Handle
+from ._errors import check, check_ptr
+from ._lib import NN_F32, NN_I32, NN_MAX_DIMS, lib
+
+_DTYPES = {np.dtype(np.float32): NN_F32, np.dtype(np.int32): NN_I32}
+_NP_DTYPES = {NN_F32: np.dtype(np.float32), NN_I32: np.dtype(np.int32)}
+
+
+def as_host_array(data, dtype, where):
+    """`data` as a C-contiguous float32 (or int32) array the library accepts,
+    or an exception naming what is wrong with it."""
+    if isinstance(data, Tensor):
+        raise TypeError(f"{where}: data is already an nn_engine.Tensor; use it directly "
+                        "(or .sync() to get its values)")
+    try:
+        array = np.asarray(data)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{where}: cannot make an array of the data: {err}") from None
+    if array.dtype.kind not in "biuf":
+        raise TypeError(f"{where}: data must be numeric (float or integer), got dtype "
+                        f"{array.dtype}")
+    target = np.dtype(np.float32) if dtype is None else np.dtype(dtype)
+    if target not in _DTYPES:
+        raise TypeError(f"{where}: dtype must be float32 or int32, got {target}")
+    if array.ndim == 0 or array.ndim > NN_MAX_DIMS:
+        raise ValueError(f"{where}: tensors have 1 to {NN_MAX_DIMS} dimensions, got "
+                         f"{array.ndim} (shape {array.shape})")
+    if array.size == 0:
+        raise ValueError(f"{where}: every dimension must be >= 1, got shape {array.shape}")
+    if target == np.int32 and array.dtype != np.int32:
+        if array.dtype.kind == "f" and not np.all(np.isfinite(array) & (array == np.round(array))):
+            raise ValueError(f"{where}: int32 tensors need whole numbers; the data has "
+                             "fractions, NaN or infinity")
+        if array.size and (array.min() < -2**31 or array.max() > 2**31 - 1):
+            raise ValueError(f"{where}: values out of int32 range")
+    return np.ascontiguousarray(array, dtype=target)
+
+
+def shape_tuple(ptr):
+    dims = (ctypes.c_int64 * NN_MAX_DIMS)()
+    ndim = lib.nn_tensor_shape(ptr, dims)
+    return tuple(dims[:ndim])
+
+
+class Tensor:
+    """A tensor on the default device.
+
+    Tensor(data, requires_grad=False, track=True): a copy of `data` (a NumPy
+    array or anything np.asarray takes), as float32 unless dtype=np.int32 is
+    asked for (labels may be given as any integer or float array: softmax_ce
+    converts them). track=True (the seed's default) frees the tensor at the next
+    end_batch(); track=False keeps it until it is garbage-collected.
+    """
+    __slots__ = ("_h", "_shape", "_dtype")
+
+    def __init__(self, data, requires_grad=False, track=True, dtype=None):
+        array = as_host_array(data, dtype, "Tensor")
+        ctx = _context.default_context()
+        shape = (ctypes.c_int64 * array.ndim)(*array.shape)
+        ptr = check_ptr(lib.nn_tensor_from_data(ctx.ptr, _DTYPES[array.dtype], array.ndim,
+                                                shape, array.ctypes.data), "nn_tensor_from_data")
+        self._h = Handle(ptr, ctx, OWNED)
+        self._shape = tuple(array.shape)
+        self._dtype = array.dtype
+        if track:
+            ctx.tracked.add(self._h)
+        if requires_grad:
+            self.requires_grad = True
+
+    @classmethod
+    def _wrap(cls, handle, shape=None, dtype=None):
+        """A Tensor over a handle; shape and dtype are asked of the library
+        unless the caller knows them (which saves two calls per operation)."""
+        t = object.__new__(cls)
+        t._h = handle
+        t._shape = shape if shape is not None else shape_tuple(handle.ptr)
+        t._dtype = dtype if dtype is not None else _NP_DTYPES[lib.nn_tensor_dtype(handle.ptr)]
+        return t
+
+    @classmethod
+    def _result(cls, ptr, ctx, what, shape=None, dtype=None):
+        """Wrap an operation's result (step-owned by ctx), raising if it failed."""
+        if not ptr:
+            check_ptr(ptr, what)
+        return cls._wrap(Handle(ptr, ctx, STEP), shape, dtype)
+
+    # ---- facts ----
+    @property
+    def shape(self):
+        return self._shape
+
+    @property
+    def size(self):
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def _ptr(self):
+        return self._h.get()
+
+    # ---- values ----
+    def sync(self):
+        """Wait for the device and return the values as a new NumPy array."""
+        out = np.empty(self._shape, dtype=self._dtype)
+        check(lib.nn_tensor_read(self._ptr(), out.ctypes.data, out.nbytes), "nn_tensor_read")
+        return out
+
+    def numpy(self):
+        return self.sync()
+
+    @property
+    def data(self):
+        """The values as NumPy (read from the device on each access)."""
+        return self.sync()
+
+    def item(self):
+        if self.size != 1:
+            raise ValueError(f"item(): the tensor has {self.size} elements, not 1")
+        return self.sync().reshape(-1)[0].item()
+
+    def __array__(self, dtype=None, copy=None):
+        values = self.sync()
+        return values if dtype is None else values.astype(dtype)
+
+    def upload(self, data):
+        """Overwrite the values in place (same shape; the seed's upload)."""
+        array = as_host_array(data, self._dtype, "Tensor.upload")
+        if array.shape != self._shape:
+            raise ValueError(f"Tensor.upload: data has shape {array.shape}, the tensor "
+                             f"{self._shape}")
+        check(lib.nn_tensor_write(self._ptr(), array.ctypes.data, array.nbytes),
+              "nn_tensor_write")
+
+    # ---- autograd ----
+    @property
+    def requires_grad(self):
+        return bool(lib.nn_tensor_requires_grad(self._ptr()))
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        check(lib.nn_tensor_set_requires_grad(self._ptr(), bool(value)),
+              "nn_tensor_set_requires_grad")
+
+    @property
+    def grad(self):
+        """The accumulated gradient as a Tensor, or None before any backward."""
+        ptr = lib.nn_tensor_grad(self._ptr())
+        if not ptr:
+            return None
+        return Tensor._wrap(Handle(ptr, self._h.ctx, BORROWED, parent=self._h), self._shape)
+
+    @grad.setter
+    def grad(self, value):
+        # The seed's zero_grad assigned None; a zeroed gradient is equivalent
+        # for what backward adds next.
+        if value is not None:
+            raise TypeError("Tensor.grad can only be reset (set to None); backward() "
+                            "computes it")
+        check(lib.nn_tensor_zero_grad(self._ptr()), "nn_tensor_zero_grad")
+
+    def backward(self, grad=None):
+        """Back-propagate from this tensor. A one-element tensor needs no
+        `grad`; for a larger one, `grad` (same shape) weights each element,
+        and None means all ones (as in the seed)."""
+        from . import functional as F
+        ptr = self._ptr()
+        if grad is None and self.size == 1:
+            check(lib.nn_backward(ptr), "nn_backward")
+            return
+        if grad is None:
+            loss = F.sum(self)
+        else:
+            if not isinstance(grad, Tensor):
+                grad = Tensor(grad, track=True)
+            if grad.shape != self._shape:
+                raise ValueError(f"backward: grad has shape {grad.shape}, the tensor "
+                                 f"{self._shape}")
+            loss = F.sum(F.mul(self, grad))
+        check(lib.nn_backward(loss._ptr()), "nn_backward")
+
+    def zero_grad(self):
+        check(lib.nn_tensor_zero_grad(self._ptr()), "nn_tensor_zero_grad")
+
+    def persist(self):
+        """Keep the tensor past end_batch(): an operation's result, or one made
+        with track=True. It is then freed when garbage-collected. Returns self."""
+        self._h.persist()
+        return self
+
+    @property
+    def alive(self):
+        """False once end_batch() has freed the tensor."""
+        return self._h.valid()
+
+    # ---- operators (the functions in nn_engine.functional) ----
+    def __add__(self, other):
+        from .functional import add
+        return add(self, other)
+
+    def __mul__(self, other):
+        from .functional import mul
+        return mul(self, other)
+
+    def __matmul__(self, other):
+        from .functional import matmul
+        return matmul(self, other)
+
+    def __repr__(self):
+        state = "" if self._h.valid() else ", freed"
+        return f"Tensor(shape={self._shape}, dtype={self._dtype}{state})"
+
+
+class ReusableTensor:
+    """One device buffer refilled every batch (the seed's ReusableTensor):
+    update(array) copies the values in and returns a Tensor over that buffer,
+    with no allocation. A batch of another size (the last, smaller one) gets a
+    buffer of its own; Tensors returned earlier keep theirs."""
+
+    def __init__(self, shape, dtype=np.float32):
+        try:
+            shape = tuple(int(d) for d in shape)
+        except (TypeError, ValueError):
+            raise TypeError(f"ReusableTensor: shape must be a sequence of ints, got {shape!r}") \
+                from None
+        self._dtype = np.dtype(dtype)
+        if self._dtype not in _DTYPES:
+            raise TypeError(f"ReusableTensor: dtype must be float32 or int32, got {self._dtype}")
+        self._tensor = self._allocate(shape)
+
+    def _allocate(self, shape):
+        if not 1 <= len(shape) <= NN_MAX_DIMS or min(shape) < 1:
+            raise ValueError(f"ReusableTensor: shape must have 1 to {NN_MAX_DIMS} dimensions, "
+                             f"each >= 1, got {shape}")
+        ctx = _context.default_context()
+        dims = (ctypes.c_int64 * len(shape))(*shape)
+        ptr = check_ptr(lib.nn_tensor_new(ctx.ptr, _DTYPES[self._dtype], len(shape), dims),
+                        "nn_tensor_new")
+        return Tensor._wrap(Handle(ptr, ctx, OWNED), shape)
+
+    @property
+    def shape(self):
+        return self._tensor.shape
+
+    def update(self, data):
+        array = as_host_array(data, self._dtype, "ReusableTensor.update")
+        if array.shape != self._tensor.shape:
+            self._tensor = self._allocate(array.shape)
+        self._tensor.upload(array)
+        return self._tensor

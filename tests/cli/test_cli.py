@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""The nnengine command line: flags, exit statuses, messages for bad input,
+output format, the JSON log, --save/eval, and a short training run on a
+slice of Fashion-MNIST whose accuracy must pass a bound.
+
+usage: tests/cli/test_cli.py BUILD/nnengine
+Standard library only. The last line is "N passed, N failed"."""
+import gzip
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+FASHION = "/usr/share/datasets/fashion-mnist"
+EPOCH_LINE = re.compile(
+    r"^epoch +\d+/\d+  train loss \d+\.\d{4} acc +\d+\.\d\d%  (test|val) loss \d+\.\d{4} "
+    r"acc +\d+\.\d\d% +\d+\.\d s +\d+ img/s$")
+
+binary = os.path.abspath(sys.argv[1])
+work = tempfile.mkdtemp(prefix="nn_cli_")
+passed, failed = 0, 0
+
+
+def run(*args, timeout=600):
+    p = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout)
+    if "AddressSanitizer" in p.stderr or "runtime error" in p.stderr:
+        raise AssertionError("sanitizer report:\n" + p.stderr[-3000:])
+    return p
+
+
+def expect(args, status, *fragments, stream="stderr"):
+    p = run(*args)
+    text = getattr(p, stream)
+    assert p.returncode == status, f"nnengine {' '.join(args)}: exit {p.returncode}, want {status}\n{p.stderr}"
+    for f in fragments:
+        assert f in text, f"nnengine {' '.join(args)}: {stream} lacks {f!r}:\n{text}"
+    return p
+
+
+def test(fn):
+    global passed, failed
+    try:
+        fn()
+        passed += 1
+        print(f"ok   {fn.__name__}")
+    except Exception as e:  # one failing case must not hide the others
+        failed += 1
+        print(f"FAIL {fn.__name__}: {e}")
+    return fn
+
+
+def path(*parts):
+    return os.path.join(work, *parts)
+
+
+def write_idx(file, magic, dims, data, gz=False):
+    blob = struct.pack(">I", magic) + b"".join(struct.pack(">I", d) for d in dims) + bytes(data)
+    with (gzip.open if gz else open)(file, "wb") as f:
+        f.write(blob)
+
+
+def write_png(file, width, height, pixels):
+    """8-bit grayscale PNG, written with zlib alone."""
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    rows = b"".join(b"\0" + bytes(pixels[y * width:(y + 1) * width]) for y in range(height))
+    with open(file, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def idx_dir(name, images=20, labels=20, magic=0x803, cut=0):
+    d = path(name)
+    os.makedirs(d)
+    pixels = bytes((i * 37) % 256 for i in range(images * 28 * 28))
+    write_idx(os.path.join(d, "train-images-idx3-ubyte.gz"), magic, [images, 28, 28],
+              pixels[:len(pixels) - cut], gz=True)
+    write_idx(os.path.join(d, "train-labels-idx1-ubyte"), 0x801, [labels], [i % 10 for i in range(labels)])
+    return d
+
+
+@test
+def help_and_usage():
+    expect([], 2, "usage: nnengine COMMAND")
+    p = expect(["--help"], 0, "train", "eval", "devices", stream="stdout")
+    for command in ["train", "eval", "devices"]:
+        expect([command, "--help"], 0, "usage: nnengine " + command, stream="stdout")
+    expect(["train", "--help"], 0, "--epochs", "--batch", "--lr", "--momentum", "--weight-decay",
+           "--device", "--threads", "--seed", "--limit", "--save", "--log", stream="stdout")
+    expect(["frobnicate"], 2, "unknown command 'frobnicate'")
+
+
+@test
+def bad_flags():
+    expect(["train", "resnet", "--data", FASHION], 2, "unknown model 'resnet'", "lenet5, mlp")
+    expect(["train", "lenet5", "--data", FASHION, "--bogus", "1"], 2, "unknown flag '--bogus'")
+    expect(["train", "lenet5", "--data", FASHION, "--epochs", "0"], 2, "--epochs must be in [1,")
+    expect(["train", "lenet5", "--data", FASHION, "--epochs", "ten"], 2, "--epochs needs a whole number, got 'ten'")
+    expect(["train", "lenet5", "--data", FASHION, "--lr"], 2, "--lr needs a value")
+    expect(["train", "lenet5", "--data", FASHION, "--lr", "-1"], 2, "--lr must be in")
+    expect(["train", "lenet5", "--data", FASHION, "--momentum", "nan"], 2, "--momentum needs a number")
+    expect(["train", "lenet5"], 2, "--data DIR is required")
+    expect(["train", "--data", FASHION], 2, "missing argument")
+    expect(["train", "lenet5", "mlp", "--data", FASHION], 2, "unexpected argument 'mlp'")
+    expect(["train", "lenet5", "--data", FASHION, "--schedule", "linear"], 2, "--schedule takes cosine or constant")
+    expect(["train", "lenet5", "--data", FASHION, "--normalize", "0.5,0"], 2, "--normalize takes")
+    expect(["train", "lenet5", "--data", FASHION, "--device", "tpu", "--limit", "10"], 2,
+           "cannot open device 'tpu'", "unknown device")
+    expect(["devices", "--all"], 2, "unknown flag '--all'")
+    expect(["eval", "lenet5", "--data", FASHION], 2, "--weights FILE and --data DIR are required")
+
+
+@test
+def bad_data():
+    expect(["train", "lenet5", "--data", path("nowhere")], 2, "nowhere: no such folder")
+    empty = path("empty")
+    os.makedirs(empty)
+    expect(["train", "lenet5", "--data", empty], 2, "neither IDX files")
+    d = idx_dir("magic", magic=0x804)
+    expect(["train", "lenet5", "--data", d], 2, "train-images-idx3-ubyte.gz: not an IDX image",
+           "magic number 0x00000804")
+    d = idx_dir("truncated", cut=100)
+    expect(["train", "lenet5", "--data", d], 2, "truncated")
+    d = idx_dir("counts", images=20, labels=19)
+    expect(["train", "lenet5", "--data", d], 2, "19 labels, but the image file has 20 images")
+    d = idx_dir("no-labels")
+    os.remove(os.path.join(d, "train-labels-idx1-ubyte"))
+    expect(["train", "lenet5", "--data", d], 2, "missing train-labels-idx1-ubyte[.gz]")
+    # class folders: one image of the wrong size
+    folders = path("sizes")
+    for c in "ab":
+        os.makedirs(os.path.join(folders, c))
+        for i in range(3):
+            write_png(os.path.join(folders, c, f"{i}.png"), 28, 28, [i * 9] * 28 * 28)
+    write_png(os.path.join(folders, "b", "9.png"), 28, 27, [0] * 28 * 27)
+    expect(["train", "lenet5", "--data", folders], 2, "b/9.png: image is 28x27, but the dataset's images are 28x28")
+    # an empty class folder
+    os.remove(os.path.join(folders, "b", "9.png"))
+    os.makedirs(os.path.join(folders, "c"))
+    expect(["train", "lenet5", "--data", folders], 2, "/c: class folder has no readable PNG or JPEG image")
+    # images lenet5 cannot take
+    small = path("small")
+    for c in "ab":
+        os.makedirs(os.path.join(small, c))
+        for i in range(4):
+            write_png(os.path.join(small, c, f"{i}.png"), 8, 8, [i * 20] * 64)
+    expect(["train", "lenet5", "--data", small], 2, "lenet5 takes 1x28x28 images; the data has 1x8x8")
+    expect(["train", "mlp", "--data", small, "--save", path("no", "such", "dir", "w.safetensors")], 2,
+           "cannot write")
+
+
+@test
+def devices_lists_the_cpu():
+    p = expect(["devices"], 0, "cpu", stream="stdout")
+    assert re.search(r"^cpu +0 ", p.stdout, re.M), p.stdout
+    assert "vulkan" in p.stdout, p.stdout
+
+
+@test
+def mlp_on_class_folders_with_validation_split():
+    """Two classes that differ in brightness: the MLP must separate them."""
+    d = path("bright")
+    for c, level in (("dark", 40), ("light", 200)):
+        os.makedirs(os.path.join(d, c))
+        for i in range(30):
+            noise = [(level + (k * 31 + i * 17) % 41 - 20) for k in range(10 * 6)]
+            write_png(os.path.join(d, c, f"{i:02d}.png"), 10, 6, noise)
+    os.makedirs(os.path.join(d, "light", "nested"))  # sub-folders of a class are not images
+    with open(os.path.join(d, "light", "notes.txt"), "w") as f:
+        f.write("not an image")
+    p = expect(["train", "mlp", "--data", d, "--epochs", "3", "--batch", "8", "--val-fraction", "0.2"], 0,
+               "skipped 1 files", "48 training and 12 validation images of 1x6x10, 2 classes")
+    lines = p.stdout.splitlines()
+    assert len(lines) == 3 and all(EPOCH_LINE.match(l) for l in lines), p.stdout
+    assert " val loss " in lines[-1] and lines[-1].split("acc")[2].strip().startswith("100.00%"), lines[-1]
+
+
+@test
+def train_slice_of_fashion_mnist_log_save_and_eval():
+    log, weights = path("log.jsonl"), path("lenet.safetensors")
+    p = expect(["train", "lenet5", "--data", FASHION, "--limit", "5000", "--epochs", "2",
+                "--log", log, "--save", weights, "--seed", "3"], 0, "device: cpu", "5000 training and 10000 test")
+    # not a terminal: only the epoch lines on stdout
+    lines = p.stdout.splitlines()
+    assert len(lines) == 2 and all(EPOCH_LINE.match(l) for l in lines), p.stdout
+    records = [json.loads(l) for l in open(log)]
+    assert [r["epoch"] for r in records] == [1, 2], records
+    for r in records:
+        assert set(r) == {"epoch", "train_loss", "train_acc", "test_loss", "test_acc", "seconds",
+                          "images_per_s"}, r
+        assert 0 <= r["test_acc"] <= 1 and r["seconds"] > 0 and r["images_per_s"] > 0, r
+    final = records[-1]
+    assert final["test_acc"] >= 0.74, f"test accuracy {final['test_acc']:.4f} after 2 epochs on 5000 images"
+    assert final["train_loss"] < records[0]["train_loss"], records
+    # the epoch line shows the same figures as the log
+    assert f"{100 * final['test_acc']:6.2f}%" in lines[-1], (lines[-1], final)
+    # eval reproduces the final test accuracy from the saved weights
+    p = expect(["eval", "lenet5", "--weights", weights, "--data", FASHION], 0, "on 10000 test images",
+               stream="stdout")
+    assert f"accuracy {100 * final['test_acc']:.2f}%" in p.stdout, (p.stdout, final)
+    # the same seed gives the same run
+    again = expect(["train", "lenet5", "--data", FASHION, "--limit", "5000", "--epochs", "2", "--seed", "3"], 0)
+    strip_timing = lambda l: re.sub(r" +[\d.]+ s +\d+ img/s$", "", l)
+    assert [strip_timing(l) for l in again.stdout.splitlines()] == [strip_timing(l) for l in lines]
+
+
+@test
+def progress_bar_on_a_terminal():
+    import pty
+    leader, follower = pty.openpty()
+    p = subprocess.run([binary, "train", "mlp", "--data", FASHION, "--limit", "3000", "--epochs", "1",
+                        "--batch", "32"], stdout=follower, stderr=subprocess.PIPE, timeout=600)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    text = out.decode("utf-8", "replace").replace("\r\n", "\n")  # the terminal's line ends
+    assert p.returncode == 0, p.stderr
+    bars = [part for part in text.split("\r") if "ETA" in part]
+    assert bars, repr(text[:500])
+    assert re.search(r"epoch 1/1 .*94/94 +\d+ img/s  loss \d+\.\d{4}  ETA 0s", text), repr(bars[-1])
+    assert EPOCH_LINE.match(text.split("\r")[-1].replace("\x1b[K", "").strip()), repr(text[-300:])
+
+
+@test
+def eval_refuses_bad_weights():
+    bad = path("bad.safetensors")
+    with open(bad, "wb") as f:
+        f.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
+    expect(["eval", "lenet5", "--weights", bad, "--data", FASHION], 2, "bad.safetensors")
+    expect(["eval", "lenet5", "--weights", path("absent.safetensors"), "--data", FASHION], 2,
+           "absent.safetensors")
+
+
+shutil.rmtree(work, ignore_errors=True)
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

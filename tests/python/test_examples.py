@@ -1,0 +1,90 @@
+"""The example scripts run: AlexNet for a couple of steps on a tiny synthetic
+PetImages/Cat|Dog folder, LeNet on a synthetic mnist/0..9 folder and on an
+IDX pair; and the IDX and image-folder readers against what was written."""
+import gzip
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from nn_engine.datasets import load_idx, load_idx_pair, load_image_folder
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+Image = pytest.importorskip("PIL.Image")
+RNG = np.random.default_rng(2)
+
+
+def write_images(root, classes, count, size, mode):
+    for name in classes:
+        os.makedirs(root / name)
+        for i in range(count):
+            shape = (size[1], size[0]) if mode == "L" else (size[1], size[0], 3)
+            pixels = RNG.integers(0, 256, shape, dtype=np.uint8)
+            Image.fromarray(pixels, mode).save(root / name / f"{i}.png")
+    (root / classes[0] / "broken.jpg").write_bytes(b"not an image")
+
+
+def write_idx(path, array):
+    codes = {np.dtype(np.uint8): 0x08}
+    header = bytes([0, 0, codes[array.dtype], array.ndim])
+    header += b"".join(int(d).to_bytes(4, "big") for d in array.shape)
+    with gzip.open(path, "wb") as f:
+        f.write(header + array.tobytes())
+
+
+def run_example(name, *args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name), *args],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_alexnet_runs_on_a_tiny_pet_folder(tmp_path):
+    root = tmp_path / "PetImages"
+    write_images(root, ["Cat", "Dog"], 5, (70, 60), "RGB")
+    out = run_example("train_alexnet.py", "--folder", str(root), "--size", "67", "--batch", "3",
+                      "--accum", "2", "--epochs", "1", "--max-steps", "3")
+    assert "9 training, 1 validation images (1 unreadable skipped)" in out
+    assert "epoch  1" in out and "nan" not in out
+
+
+def test_lenet_runs_on_an_mnist_folder(tmp_path):
+    root = tmp_path / "mnist"
+    write_images(root, [str(d) for d in range(10)], 3, (28, 28), "L")
+    out = run_example("train_lenet.py", "--folder", str(root), "--epochs", "2", "--batch", "7")
+    assert "27 training and 3 test images" in out
+    assert "epoch  2" in out and "nan" not in out
+
+
+def test_lenet_runs_on_idx_files(tmp_path):
+    images = RNG.integers(0, 256, (50, 28, 28), dtype=np.uint8)
+    labels = RNG.integers(0, 10, 50).astype(np.uint8)
+    for split in ("train", "t10k"):
+        write_idx(tmp_path / f"{split}-images-idx3-ubyte.gz", images)
+        write_idx(tmp_path / f"{split}-labels-idx1-ubyte.gz", labels)
+    out = run_example("train_lenet.py", "--idx", str(tmp_path), "--epochs", "1", "--batch", "16")
+    assert "50 training and 50 test images" in out
+
+
+def test_readers_return_what_was_written(tmp_path):
+    images = RNG.integers(0, 256, (4, 5, 3), dtype=np.uint8)
+    write_idx(tmp_path / "train-images-idx3-ubyte.gz", images)
+    write_idx(tmp_path / "train-labels-idx1-ubyte.gz", np.arange(4, dtype=np.uint8))
+    assert np.array_equal(load_idx(tmp_path / "train-images-idx3-ubyte.gz"), images)
+    x, y = load_idx_pair(str(tmp_path))
+    assert x.shape == (4, 1, 5, 3) and np.allclose(x[:, 0] * 255, images)
+    assert y.tolist() == [0, 1, 2, 3]
+    (tmp_path / "bad.idx").write_bytes(b"\x00\x00\x08\x01\x00\x00\x00\x09abc")
+    with pytest.raises(ValueError, match="needs 9 bytes"):
+        load_idx(str(tmp_path / "bad.idx"))
+    with pytest.raises(FileNotFoundError, match="t10k-images"):
+        load_idx_pair(str(tmp_path), "test")
+    folder = tmp_path / "pets"
+    write_images(folder, ["Cat", "Dog"], 2, (6, 4), "RGB")
+    x, y, skipped = load_image_folder(str(folder), mode="RGB")
+    assert x.shape == (4, 3, 4, 6) and y.tolist() == [0, 0, 1, 1] and skipped == 1
+    with pytest.raises(FileNotFoundError):
+        load_image_folder(str(tmp_path / "none"))

@@ -1,0 +1,25 @@
+/* Files for the loader tests: temporary folders, IDX files (raw or gzip),
+ * PNG and JPEG images written with the same libraries the loader reads with
+ * (so a test controls every byte it feeds the loader). */
+#ifndef NN_TEST_FILES_H
+#define NN_TEST_FILES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A fresh folder under /tmp; path written to `out` (size >= 64). */
+int tf_make_temp_dir(char *out, size_t size);
+/* rm -rf */
+void tf_remove_tree(const char *path);
+/* mkdir -p of dir/name; path written to `out`. */
+int tf_subdir(const char *dir, const char *name, char *out, size_t size);
+int tf_write_bytes(const char *path, const void *data, size_t size);
+/* An IDX file: big-endian magic and dims, then `bytes` of data; gzip when gz. */
+int tf_write_idx(const char *path, uint32_t magic, const uint32_t *dims, int ndim,
+                 const uint8_t *data, size_t bytes, int gz);
+/* 8-bit grayscale (channels 1) or RGB (channels 3) PNG. */
+int tf_write_png(const char *path, const uint8_t *pixels, int width, int height, int channels);
+/* Grayscale JPEG at the given quality. */
+int tf_write_jpeg_gray(const char *path, const uint8_t *pixels, int width, int height, int quality);
+
+#endif

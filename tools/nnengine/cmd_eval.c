@@ -1,0 +1,89 @@
+/* nnengine eval MODEL --weights FILE --data DIR: test loss and accuracy of
+ * saved weights. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "evaluate.h"
+#include "models.h"
+#include "nn_io.h"
+#include "options.h"
+#include "setup.h"
+
+typedef struct eval_config {
+    const char *model, *weights, *data, *device, *normalize;
+    int64_t threads, seed;
+    double validation_fraction;
+} eval_config;
+
+static int eval(const eval_config *c) {
+    if (!model_known(c->model)) {
+        fprintf(stderr, "nnengine eval: unknown model '%s' (known: %s)\n", c->model, models_names());
+        return EXIT_BAD_INPUT;
+    }
+    data_setup data;
+    int status = data_setup_load("eval", c->data, c->validation_fraction, (uint64_t)c->seed, 0,
+                                 c->normalize, &data);
+    if (status != EXIT_OK) return status;
+    nn_ctx *ctx = open_device("eval", c->device, (int)c->threads, (uint64_t)c->seed);
+    char why[512];
+    nn_module *net = ctx ? model_build(ctx, c->model, data.train.channels, data.train.height,
+                                       data.train.width, data.classes, why, sizeof why)
+                         : NULL;
+    if (!ctx) {
+        status = EXIT_BAD_INPUT;
+    } else if (!net) {
+        fprintf(stderr, "nnengine eval: %s\n", why);
+        status = EXIT_BAD_INPUT;
+    } else if (nn_load_module(net, c->weights) != NN_OK) {
+        fprintf(stderr, "nnengine eval: %s\n", library_error());
+        status = EXIT_BAD_INPUT;
+    } else {
+        double loss, accuracy;
+        if (evaluate(ctx, net, &data.test, data.norm, data.classes, &loss, &accuracy) != NN_OK) {
+            fprintf(stderr, "nnengine eval: %s\n", library_error());
+            status = EXIT_FAILURE_RUNTIME;
+        } else {
+            printf("%s on %lld %s images: loss %.4f  accuracy %.2f%%\n", c->model,
+                   (long long)data.test.count, data.test_is_validation ? "validation" : "test", loss,
+                   100 * accuracy);
+        }
+    }
+    nn_module_free(net);
+    nn_ctx_free(ctx);
+    data_setup_free(&data);
+    return status;
+}
+
+int command_eval(int argc, char **argv) {
+    eval_config c = {.device = "auto", .normalize = "auto", .seed = 1, .validation_fraction = 0.1};
+    const char *positional[1] = {NULL};
+    const option_spec options[] = {
+        {"--weights", OPTION_STRING, &c.weights, 0, 0, "FILE", "weights written by nnengine train --save (required)"},
+        {"--data", OPTION_STRING, &c.data, 0, 0, "DIR", "dataset folder, as for train (required)"},
+        {"--device", OPTION_STRING, &c.device, 0, 0, "D", "auto, cpu or vulkan"},
+        {"--threads", OPTION_INT, &c.threads, 0, 1024, "T", "CPU worker threads (default 0: one per core)"},
+        {"--normalize", OPTION_STRING, &c.normalize, 0, 0, "N", "as given to train (default auto)"},
+        {"--seed", OPTION_INT, &c.seed, 0, 9.2e18, "S", "as given to train: picks the validation split of a folder without a test set"},
+        {"--val-fraction", OPTION_FLOAT, &c.validation_fraction, 0, 1, "F", "as given to train (default 0.1)"},
+    };
+    const command_spec spec = {
+        "eval", "eval MODEL --weights FILE --data DIR [options]",
+        "Evaluate saved weights on DIR's test set (or the validation split train held out).",
+        "Give the same --normalize, --seed and --val-fraction as the training run.",
+        1, positional, options, (int)(sizeof options / sizeof options[0]),
+    };
+    bool help;
+    int status = options_parse(&spec, argc, argv, &help);
+    if (status != EXIT_OK) return status;
+    if (help) {
+        options_print_help(&spec);
+        return EXIT_OK;
+    }
+    if (!c.weights || !c.data) {
+        fprintf(stderr, "nnengine eval: --weights FILE and --data DIR are required\n(see: nnengine eval --help)\n");
+        return EXIT_BAD_INPUT;
+    }
+    c.model = positional[0];
+    return eval(&c);
+}

@@ -1,0 +1,66 @@
+#include "evaluate.h"
+
+#include <stdlib.h>
+
+/* Images per forward pass: large enough to keep the device busy, small
+ * enough that AlexNet-sized activations still fit. */
+#define EVAL_CHUNK 500
+
+int64_t count_correct(const float *logits, const int32_t *labels, int64_t rows, int classes) {
+    int64_t correct = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        const float *row = logits + i * classes;
+        int best = 0;
+        for (int c = 1; c < classes; c++)
+            if (row[c] > row[best]) best = c;
+        correct += best == labels[i];
+    }
+    return correct;
+}
+
+nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normalization norm,
+                   int classes, double *loss, double *accuracy) {
+    int64_t image = (int64_t)data->channels * data->height * data->width;
+    float *x_host = malloc(sizeof(float) * EVAL_CHUNK * image);
+    float *logits = malloc(sizeof(float) * EVAL_CHUNK * classes);
+    int32_t *y_host = malloc(sizeof(int32_t) * EVAL_CHUNK);
+    int64_t *indices = malloc(sizeof(int64_t) * EVAL_CHUNK);
+    if (!x_host || !logits || !y_host || !indices) {
+        free(x_host), free(logits), free(y_host), free(indices);
+        nn_clear_error(); /* no library message: the caller reports host memory */
+        return NN_ERR_MEMORY;
+    }
+    bool was_enabled = nn_ctx_set_grad_enabled(ctx, false);
+    double loss_sum = 0;
+    int64_t correct = 0;
+    nn_status status = NN_OK;
+    for (int64_t start = 0; status == NN_OK && start < data->count; start += EVAL_CHUNK) {
+        int64_t n = data->count - start < EVAL_CHUNK ? data->count - start : EVAL_CHUNK;
+        for (int64_t i = 0; i < n; i++) indices[i] = start + i;
+        status = nn_dataset_gather(data, indices, n, norm.mean, norm.std, x_host, y_host);
+        int64_t x_shape[4] = {n, data->channels, data->height, data->width}, y_shape[1] = {n};
+        nn_tensor *x = status == NN_OK ? nn_tensor_from_data(ctx, NN_F32, 4, x_shape, x_host) : NULL;
+        nn_tensor *y = x ? nn_tensor_from_data(ctx, NN_I32, 1, y_shape, y_host) : NULL;
+        nn_tensor *out = y ? nn_module_forward(net, x) : NULL;
+        nn_tensor *batch_loss = out ? nn_softmax_cross_entropy(out, y) : NULL;
+        float loss_value = 0;
+        if (!batch_loss)
+            status = nn_last_status() != NN_OK ? nn_last_status() : NN_ERR_STATE;
+        if (status == NN_OK) status = nn_tensor_read(out, logits, sizeof(float) * n * classes);
+        if (status == NN_OK) status = nn_tensor_read(batch_loss, &loss_value, sizeof loss_value);
+        if (status == NN_OK) {
+            loss_sum += (double)loss_value * n;
+            correct += count_correct(logits, y_host, n, classes);
+        }
+        nn_ctx_step_end(ctx);
+        nn_tensor_free(x);
+        nn_tensor_free(y);
+    }
+    nn_ctx_set_grad_enabled(ctx, was_enabled);
+    free(x_host), free(logits), free(y_host), free(indices);
+    if (status == NN_OK) {
+        *loss = loss_sum / data->count;
+        *accuracy = (double)correct / data->count;
+    }
+    return status;
+}

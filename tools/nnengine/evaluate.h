@@ -1,0 +1,20 @@
+/* Loss and accuracy of a model over a whole dataset, without gradients. */
+#ifndef NNENGINE_EVALUATE_H
+#define NNENGINE_EVALUATE_H
+
+#include "nn_engine.h"
+#include "nn_data.h"
+
+typedef struct normalization {
+    float mean, std; /* x = (pixel / 255 - mean) / std */
+} normalization;
+
+/* Index of the largest of each row's `classes` logits equal to the label. */
+int64_t count_correct(const float *logits, const int32_t *labels, int64_t rows, int classes);
+
+/* Mean cross-entropy and accuracy (fraction) of `net` on `data`. Returns the
+ * library's status; the message is in nn_last_error(). */
+nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normalization norm,
+                   int classes, double *loss, double *accuracy);
+
+#endif

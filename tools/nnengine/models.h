@@ -1,0 +1,21 @@
+/* The models the command line can train, by name. */
+#ifndef NNENGINE_MODELS_H
+#define NNENGINE_MODELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "nn_engine.h"
+
+/* "lenet5, mlp": for help texts and error messages. */
+const char *models_names(void);
+bool model_known(const char *name);
+/* One line describing the model. */
+const char *model_description(const char *name);
+
+/* Builds `name` for images of channels x height x width and `classes`
+ * classes. Returns NULL after writing the reason to `why` (an input the model
+ * cannot take, or the library's error). */
+nn_module *model_build(nn_ctx *ctx, const char *name, int channels, int height, int width,
+                       int classes, char *why, size_t why_size);
+
+#endif

@@ -1,0 +1,32 @@
+/* What train and eval share: loading the data named by --data with its
+ * normalisation, and opening the device named by --device. */
+#ifndef NNENGINE_SETUP_H
+#define NNENGINE_SETUP_H
+
+#include <stdbool.h>
+#include "evaluate.h"
+#include "nn_data.h"
+
+typedef struct data_setup {
+    nn_dataset train, test;
+    bool test_is_validation; /* the test set was held out of the training folders */
+    int classes;
+    normalization norm;
+} data_setup;
+
+/* Loads DIR's training and test sets, keeps the first `limit` training images
+ * (0: all) and settles the normalisation: "auto" (the training pixels' mean
+ * and std), "none" (0, 1) or "MEAN,STD". Returns an exit status; on failure
+ * the reason is printed as "nnengine COMMAND: ...". */
+int data_setup_load(const char *command, const char *dir, double validation_fraction,
+                    uint64_t seed, int64_t limit, const char *normalize, data_setup *out);
+void data_setup_free(data_setup *setup);
+
+/* Opens the device ("auto", "cpu", "vulkan") and prints the choice to stderr.
+ * NULL after printing why. */
+nn_ctx *open_device(const char *command, const char *device, int threads, uint64_t seed);
+
+/* nn_last_error(), or a host-memory message when the library set none. */
+const char *library_error(void);
+
+#endif
