@@ -117,14 +117,14 @@ run_io_tests() {
     fi
     echo "== io: checkpoint and ONNX interop (pytest)"
     local py log summary passed failed errors
-    if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build io-fixture >/dev/null; then
-        echo "io interop setup failed (scripts/python-env.sh or make io-fixture)"
+    if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build io-fixture cli >/dev/null; then
+        echo "io interop setup failed (scripts/python-env.sh or make io-fixture cli)"
         status=1
         total_failed=$((total_failed + 1))
         return
     fi
     log=$(mktemp)
-    NN_IO_FIXTURE="$PWD/build/tests/nn_io_fixture" \
+    NN_IO_FIXTURE="$PWD/build/tests/nn_io_fixture" NN_ENGINE_CLI="$PWD/build/nnengine" \
         "$py" -m pytest -q -p no:cacheprovider tests/io 2>&1 | tee "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed)' "$log" | tail -n 1)

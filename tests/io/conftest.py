@@ -13,6 +13,7 @@ import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(os.environ.get("NN_IO_FIXTURE", ROOT / "build" / "tests" / "nn_io_fixture"))
+CLI = Path(os.environ.get("NN_ENGINE_CLI", ROOT / "build" / "nnengine"))
 
 INPUT_SHAPES = {"lenet": (1, 28, 28), "mlp": (1, 28, 28), "ops": (2, 7, 9), "reduce": (2, 7, 9)}
 

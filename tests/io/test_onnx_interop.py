@@ -1,11 +1,13 @@
 """ONNX files written by nn-engine: valid for onnx's full checker, and
 onnxruntime computes what nn-engine computes (batch 1 and 7, random inputs)."""
+import subprocess
+
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
 
-from conftest import engine_forward, fixture, random_input
+from conftest import CLI, engine_forward, fixture, random_input
 
 TOL = 1e-5
 
@@ -65,3 +67,20 @@ def test_static_batch_export(tmp_path):
     x = random_input("lenet", 3, seed=5)
     np.testing.assert_allclose(run_ort(onnx_path, x).ravel(), engine_forward(tmp_path, "lenet", weights, x),
                                rtol=TOL, atol=TOL)
+
+
+def test_cli_export_matches_engine(tmp_path):
+    """`nnengine export lenet5` on weights of the same architecture (the CLI's
+    lenet5 with 10 classes has nn_lenet5's names and shapes)."""
+    if not CLI.exists():
+        pytest.fail(f"{CLI} is missing: run `make cli` first")
+    weights, onnx_path = tmp_path / "w.safetensors", tmp_path / "cli.onnx"
+    fixture("save", "lenet", 99, weights)
+    done = subprocess.run([str(CLI), "export", "lenet5", "--weights", str(weights), "--onnx", str(onnx_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    onnx.checker.check_model(onnx.load(str(onnx_path)), full_check=True)
+    for batch in (1, 7):
+        x = random_input("lenet", batch, seed=40 + batch)
+        np.testing.assert_allclose(run_ort(onnx_path, x).ravel(), engine_forward(tmp_path, "lenet", weights, x),
+                                   rtol=TOL, atol=TOL)
