@@ -254,13 +254,13 @@ def same_epoch_lines(a, b):
 @test
 def resume_continues_bit_for_bit():
     data = idx_dir("resume", images=300, labels=300)  # 270 training, 30 validation images
-    common = ["train", "lenet5", "--data", data, "--device", "cpu", "--batch", "32", "--seed", "4",
-              "--epochs", "4"]
+    common = ["train", "lenet5", "--data", data, "--limit", "250", "--device", "cpu", "--batch", "32",
+              "--seed", "4", "--epochs", "4"]
     full, part, resumed, ck = (path(n) for n in ["full.st", "part.st", "resumed.st", "ck.st"])
     whole = expect(common + ["--save", full], 0)
     # The default cosine schedule spans --epochs: stop after 2, then resume.
     first = expect(common + ["--stop-after", "2", "--checkpoint", ck, "--save", part], 0)
-    second = expect(common + ["--resume", ck, "--save", resumed], 0, "resuming from", "after epoch 2 (step 18)")
+    second = expect(common + ["--resume", ck, "--save", resumed], 0, "resuming from", "after epoch 2 (step 16)")
     assert open(full, "rb").read() == open(resumed, "rb").read(), "resumed weights differ"
     assert open(full, "rb").read() != open(part, "rb").read()
     lines = whole.stdout.splitlines()
@@ -275,6 +275,7 @@ def resume_continues_bit_for_bit():
     # Refusals: another seed, another batch, a weights-only file, a finished run, another model.
     expect(const + ["--epochs", "4", "--resume", ck, "--seed", "5"], 2, "--seed 4", "give the same --seed")
     expect(const + ["--epochs", "4", "--resume", ck, "--batch", "16"], 2, "give the same --data, --limit and --batch")
+    expect(const + ["--epochs", "4", "--resume", ck, "--limit", "200"], 2, "(200 images, batch 32)")
     expect(const + ["--epochs", "4", "--resume", full], 2, "full.st", "not an nn-engine training state")
     expect(const + ["--epochs", "2", "--resume", ck], 2, "already trained 2 epochs")
     expect(["train", "mlp", "--data", data, "--resume", ck], 2, "ck.st", "in the file, expected")
