@@ -133,6 +133,31 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# ---- io: the C side of the Python interop tests in tests/io/ ----
+.PHONY: io-fixture
+io-fixture: $(BUILD)/tests/nn_io_fixture
+$(BUILD)/tests/nn_io_fixture: $(BUILD)/obj/tests/io/nn_io_fixture.o $(BUILD)/libnnengine.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libnnengine.a $(LDLIBS)
+
+# ---- io: libFuzzer target for the safetensors header parser ----
+# `make fuzz` fuzzes for FUZZ_SECONDS (new finds go to build/fuzz/found);
+# `make fuzz-regress` replays tests/fuzz/corpus/ once (run by make test).
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BIN := $(BUILD)/fuzz/fuzz_safetensors_header
+FUZZ_SRC := tests/fuzz/fuzz_safetensors_header.c src/io/safetensors_header.c src/core/error.c
+.PHONY: fuzz fuzz-regress
+$(FUZZ_BIN): $(FUZZ_SRC) src/io/safetensors_header.h
+	@mkdir -p $(@D)
+	$(FUZZ_CC) -std=c11 -g -O1 -Iinclude -Isrc -D_GNU_SOURCE -fno-omit-frame-pointer \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRC)
+fuzz-regress: $(FUZZ_BIN)
+	$(FUZZ_BIN) -runs=0 tests/fuzz/corpus
+fuzz: $(FUZZ_BIN)
+	@mkdir -p $(BUILD)/fuzz/found
+	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/found tests/fuzz/corpus
+
 clean:
 	rm -rf build
 

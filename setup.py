@@ -21,8 +21,9 @@ class BuildWithLibrary(build_py):
             subprocess.run(["make", "-j" + jobs, "BUILD=" + build, "lib"], cwd=ROOT, check=True)
         except (OSError, subprocess.CalledProcessError) as err:
             raise SystemExit(f"nn_engine: building libnnengine.so with `make lib` failed ({err}); "
-                             "it needs gcc and make (Debian: apt-get install gcc make, or run "
-                             "`make deps` as root)")
+                             "the messages above say why. `make deps` (as root) installs the "
+                             "Debian packages the build needs (compiler, OpenBLAS, zlib, image "
+                             "libraries)")
         target = os.path.join(self.build_lib, "nn_engine")
         os.makedirs(target, exist_ok=True)
         shutil.copy2(os.path.join(build, "libnnengine.so"), target)

@@ -52,6 +52,40 @@ nn_status nn_save_train_state(const char *path, const nn_module *module, const n
 nn_status nn_load_train_state(const char *path, nn_module *module, nn_sgd *opt,
                               nn_train_progress *progress);
 
+/* ---- ONNX export ----
+ * From the graph recorded by a forward pass: the autograd tape is walked from
+ * `output` back to `input`, so the forward must run with grad mode on and with
+ * every operation recorded (an operation records when an input requires grad:
+ * set requires_grad on `input` if the first operations have no parameter),
+ * and the export must come before nn_backward consumes the recording.
+ * Mapped operations: conv2d -> Conv, linear -> Gemm (transB), matmul -> Gemm,
+ * add_bias -> Add (bias reshaped to broadcast over dimension 1), relu -> Relu,
+ * maxpool2d -> MaxPool, flatten -> Flatten, reshape -> Reshape, softmax ->
+ * Softmax (last axis), add -> Add, mul -> Mul, scale -> Mul by a constant,
+ * sum/mean -> ReduceSum/ReduceMean then Reshape to [1]. Any other operation
+ * (softmax_cross_entropy, a loss) is refused with its name.
+ * Tensors that are not computed from `input` (parameters) become
+ * initializers. Opset 13..17 (17 by default), IR version 8. */
+typedef struct nn_onnx_options {
+    const char *graph_name; /* NULL = "nn_engine" */
+    int opset;              /* 0 = 17 */
+    bool static_batch;      /* false: dimension 0 of the input is the symbolic "batch" */
+    int n_names;            /* names for tensors of the graph (initializers, input, output) */
+    nn_tensor *const *named_tensors;
+    const char *const *names;
+} nn_onnx_options;
+
+/* options may be NULL. Unnamed initializers are "param_<k>", the input
+ * "input" and the output "output". Written atomically. */
+nn_status nn_onnx_export(const char *path, nn_tensor *input, nn_tensor *output,
+                         const nn_onnx_options *options);
+/* Runs the module on a zero input of input_shape (dimension 0 = batch, made
+ * dynamic) with recording on, and exports it with initializers named by
+ * nn_module_param_name. The pass's temporaries belong to the current step;
+ * when the step held nothing before the call, they are freed before it returns. */
+nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64_t *input_shape,
+                                int ndim);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,8 @@ set -euo pipefail
 needed=(gcc make pkg-config libopenblas-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
         python3 dataset-fashion-mnist
         glslc libvulkan-dev mesa-vulkan-drivers "$@") # Vulkan: shader compiler, headers, lavapipe (CI's GPU)
+# io: clang and its libFuzzer runtime for the safetensors fuzz regression.
+needed+=(clang libclang-rt-14-dev)
 missing=()
 for pkg in "${needed[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||

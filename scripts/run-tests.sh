@@ -107,6 +107,47 @@ run_python_tests() {
 }
 run_python_tests
 
+# ---- io (issue 7): the safetensors fuzz corpus replayed under ASan+UBSan
+# (one test), and the interop tests of tests/io/ (pytest: onnx, onnxruntime,
+# safetensors, PyTorch) against the C fixture; both join the grand total.
+run_io_tests() {
+    echo "== io: safetensors fuzz corpus (libFuzzer regression)"
+    if make -s BUILD=build fuzz-regress >/dev/null 2>&1; then
+        echo "ok   fuzz corpus: $(ls tests/fuzz/corpus | wc -l) inputs"
+        total_passed=$((total_passed + 1))
+    else
+        echo "FAIL fuzz corpus: run 'make fuzz-regress' to see the input"
+        status=1
+        total_failed=$((total_failed + 1))
+    fi
+    echo "== io: checkpoint and ONNX interop (pytest)"
+    local py log summary passed failed errors
+    if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build io-fixture cli >/dev/null; then
+        echo "io interop setup failed (scripts/python-env.sh or make io-fixture cli)"
+        status=1
+        total_failed=$((total_failed + 1))
+        return
+    fi
+    log=$(mktemp)
+    NN_IO_FIXTURE="$PWD/build/tests/nn_io_fixture" NN_ENGINE_CLI="$PWD/build/nnengine" \
+        "$py" -m pytest -q -p no:cacheprovider tests/io 2>&1 | tee "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed)' "$log" | tail -n 1)
+    rm -f "$log"
+    if [ -z "$summary" ]; then
+        echo "no summary from pytest tests/io (crashed?)"
+        status=1
+        total_failed=$((total_failed + 1))
+        return
+    fi
+    passed=$(echo "$summary" | grep -oE '[0-9]+ passed' | cut -d' ' -f1)
+    failed=$(echo "$summary" | grep -oE '[0-9]+ failed' | cut -d' ' -f1)
+    errors=$(echo "$summary" | grep -oE '[0-9]+ errors?' | cut -d' ' -f1)
+    total_passed=$((total_passed + ${passed:-0}))
+    total_failed=$((total_failed + ${failed:-0} + ${errors:-0}))
+}
+run_io_tests
+
 echo "all variants:"
 echo "$total_passed passed, $total_failed failed"
 exit $status

@@ -64,6 +64,22 @@ class OnnxOptions(ctypes.Structure):
     ]
 
 
+class Dataset(ctypes.Structure):
+    """struct nn_dataset (include/nn_data.h)."""
+    _fields_ = [
+        ("count", ctypes.c_int64),
+        ("channels", ctypes.c_int),
+        ("height", ctypes.c_int),
+        ("width", ctypes.c_int),
+        ("classes", ctypes.c_int),
+        ("pixels", ctypes.POINTER(ctypes.c_uint8)),
+        ("labels", ctypes.POINTER(ctypes.c_int32)),
+        ("class_names", ctypes.POINTER(ctypes.c_char_p)),
+        ("skipped", ctypes.c_int64),
+        ("first_skipped", ctypes.c_char * 512),
+    ]
+
+
 class Conv2dParams(ctypes.Structure):
     """struct nn_conv2d_params (include/nn_ops.h)."""
     _fields_ = [
@@ -135,6 +151,10 @@ _SIGNATURES = {
     "nn_init_uniform": (c_status, [c_tensor_p, ctypes.c_float, ctypes.c_float]),
     "nn_init_xavier_uniform": (c_status, [c_tensor_p, ctypes.c_float]),
     "nn_init_kaiming_uniform": (c_status, [c_tensor_p, ctypes.c_float]),
+    # nn_data.h (the IDX reader; image folders are read with Pillow, in colour)
+    "nn_dataset_load_idx": (c_status, [ctypes.c_char_p, ctypes.c_char_p,
+                                       ctypes.POINTER(Dataset)]),
+    "nn_dataset_free": (None, [ctypes.POINTER(Dataset)]),
     # nn_optim.h
     "nn_sgd_new": (c_sgd_p, [ctypes.POINTER(c_tensor_p), ctypes.c_int,
                              ctypes.POINTER(SgdOptions)]),

@@ -1,39 +1,23 @@
 """Reading the seed scripts' data layouts into NumPy: IDX files (MNIST,
-Fashion-MNIST; plain or .gz) and image folders (one sub-folder per class,
-e.g. mnist/0..9/ or PetImages/Cat|Dog/), decoded with Pillow."""
-import gzip
+Fashion-MNIST; plain or .gz) through the library's reader, and image folders
+(one sub-folder per class, e.g. mnist/0..9/ or PetImages/Cat|Dog/) decoded
+with Pillow here, because AlexNet needs colour and the library's folder
+reader makes every image grayscale."""
+import ctypes
 import os
 
 import numpy as np
 
-# IDX element types (the third byte of the magic number).
-_IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4",
-              0x0E: ">f8"}
-
-
-def load_idx(path):
-    """The array stored in an IDX file (gzip-compressed when it ends in .gz)."""
-    opener = gzip.open if os.fspath(path).endswith(".gz") else open
-    with opener(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_TYPES:
-        raise ValueError(f"{path}: not an IDX file (magic bytes {raw[:4].hex()})")
-    ndim = raw[3]
-    header = 4 + 4 * ndim
-    if ndim == 0 or len(raw) < header:
-        raise ValueError(f"{path}: IDX header truncated or without dimensions")
-    shape = tuple(int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
-    dtype = np.dtype(_IDX_TYPES[raw[2]])
-    expected = int(np.prod(shape)) * dtype.itemsize
-    if len(raw) - header != expected:
-        raise ValueError(f"{path}: shape {shape} needs {expected} bytes of data, the file has "
-                         f"{len(raw) - header}")
-    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape)
+from . import _lib
+from ._errors import check
+from ._lib import lib
 
 
 def load_idx_pair(folder, split="train"):
-    """(images [N, 1, 28, 28] float32 in [0, 1], labels [N] int32) from
-    <split>-images-idx3-ubyte[.gz] and <split>-labels-idx1-ubyte[.gz]."""
+    """(images [N, 1, H, W] float32 in [0, 1], labels [N] int32) from
+    <split>-images-idx3-ubyte[.gz] and <split>-labels-idx1-ubyte[.gz] in
+    `folder` (split "test" reads the t10k files), read by the library's IDX
+    reader (nn_dataset_load_idx)."""
     prefix = "t10k" if split == "test" else split
 
     def find(stem):
@@ -42,13 +26,21 @@ def load_idx_pair(folder, split="train"):
                 return os.path.join(folder, name)
         raise FileNotFoundError(f"{folder}: neither {stem} nor {stem}.gz exists")
 
-    images = load_idx(find(f"{prefix}-images-idx3-ubyte"))
-    labels = load_idx(find(f"{prefix}-labels-idx1-ubyte"))
-    if images.ndim != 3 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:
-        raise ValueError(f"{folder}: images {images.shape} and labels {labels.shape} do not "
-                         "pair up")
-    x = images.astype(np.float32)[:, None, :, :] / 255.0
-    return x, labels.astype(np.int32)
+    images_path = find(f"{prefix}-images-idx3-ubyte")
+    labels_path = find(f"{prefix}-labels-idx1-ubyte")
+    ds = _lib.Dataset()
+    check(lib.nn_dataset_load_idx(os.fsencode(images_path), os.fsencode(labels_path),
+                                  ctypes.byref(ds)), "nn_dataset_load_idx")
+    try:
+        if ds.count < 1 or not ds.pixels or not ds.labels:
+            raise ValueError(f"{images_path}: no images")
+        shape = (ds.count, ds.channels, ds.height, ds.width)
+        pixels = np.ctypeslib.as_array(ds.pixels, shape=(int(np.prod(shape)),)).reshape(shape)
+        x = pixels.astype(np.float32) / 255.0
+        y = np.ctypeslib.as_array(ds.labels, shape=(ds.count,)).astype(np.int32)
+    finally:
+        lib.nn_dataset_free(ctypes.byref(ds))
+    return x, y
 
 
 def load_image_folder(root, classes=None, size=None, mode="L", limit_per_class=None):

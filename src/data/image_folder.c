@@ -69,7 +69,8 @@ static nn_status list_entries(const char *dir, int want_dirs, name_list *out) {
         name_list_free(out);
         return status;
     }
-    qsort(out->names, (size_t)out->count, sizeof *out->names, compare_names);
+    /* An empty folder leaves names NULL, which qsort must not be given (UBSan). */
+    if (out->count > 1) qsort(out->names, (size_t)out->count, sizeof *out->names, compare_names);
     return NN_OK;
 }
 

@@ -157,6 +157,11 @@ static nn_status read_metadata(const char *who, const char *path, const nn_st_he
         return nn_set_error(NN_ERR_IO, "%s: %s: training state format_version %.20s, this build "
                                        "reads %s", who, path, version ? version : "(missing)",
                             FORMAT_VERSION);
+    const char *optimizer = nn_st_meta_get(h, "optimizer");
+    if (!optimizer || strcmp(optimizer, "sgd") != 0)
+        return nn_set_error(NN_ERR_IO, "%s: %s: training state of optimizer \"%.20s\", this build "
+                                       "resumes \"sgd\"", who, path,
+                            optimizer ? optimizer : "(missing)");
     uint64_t epoch, step, seed, state, increment;
     NN_TRY(meta_u64(who, path, h, "epoch", INT64_MAX, &epoch));
     NN_TRY(meta_u64(who, path, h, "step", INT64_MAX, &step));

@@ -244,6 +244,69 @@ def eval_refuses_bad_weights():
            "absent.safetensors")
 
 
+# ---- io (issue 7): export to ONNX, --checkpoint / --resume ----
+
+def same_epoch_lines(a, b):
+    strip_timing = lambda l: re.sub(r" +[\d.]+ s +\d+ img/s$", "", l)
+    return [strip_timing(l) for l in a] == [strip_timing(l) for l in b]
+
+
+@test
+def resume_continues_bit_for_bit():
+    data = idx_dir("resume", images=300, labels=300)  # 270 training, 30 validation images
+    common = ["train", "lenet5", "--data", data, "--limit", "250", "--device", "cpu", "--batch", "32",
+              "--seed", "4", "--epochs", "4"]
+    full, part, resumed, ck = (path(n) for n in ["full.st", "part.st", "resumed.st", "ck.st"])
+    whole = expect(common + ["--save", full], 0)
+    # The default cosine schedule spans --epochs: stop after 2, then resume.
+    first = expect(common + ["--stop-after", "2", "--checkpoint", ck, "--save", part], 0)
+    second = expect(common + ["--resume", ck, "--save", resumed], 0, "resuming from", "after epoch 2 (step 16)")
+    assert open(full, "rb").read() == open(resumed, "rb").read(), "resumed weights differ"
+    assert open(full, "rb").read() != open(part, "rb").read()
+    lines = whole.stdout.splitlines()
+    assert same_epoch_lines(first.stdout.splitlines() + second.stdout.splitlines(), lines), \
+        (first.stdout, second.stdout, whole.stdout)
+    # A constant schedule: literally 2 epochs, save, resume to 4.
+    const = common[:-2] + ["--schedule", "constant"]
+    expect(const + ["--epochs", "4", "--save", full], 0)
+    expect(const + ["--epochs", "2", "--checkpoint", ck], 0)
+    expect(const + ["--epochs", "4", "--resume", ck, "--save", resumed], 0)
+    assert open(full, "rb").read() == open(resumed, "rb").read(), "resumed weights differ (constant lr)"
+    # Refusals: another seed, another batch, a weights-only file, a finished run, another model.
+    expect(const + ["--epochs", "4", "--resume", ck, "--seed", "5"], 2, "--seed 4", "give the same --seed")
+    expect(const + ["--epochs", "4", "--resume", ck, "--batch", "16"], 2, "give the same --data, --limit and --batch")
+    expect(const + ["--epochs", "4", "--resume", ck, "--limit", "200"], 2, "(200 images, batch 32)")
+    expect(const + ["--epochs", "4", "--resume", full], 2, "full.st", "not an nn-engine training state")
+    expect(const + ["--epochs", "2", "--resume", ck], 2, "already trained 2 epochs")
+    expect(["train", "mlp", "--data", data, "--resume", ck], 2, "ck.st", "in the file, expected")
+    expect(const + ["--epochs", "4", "--checkpoint", path("missing", "ck.st")], 2, "cannot write")
+
+
+@test
+def export_writes_onnx_and_refuses_bad_input():
+    data = idx_dir("export", images=60, labels=60)
+    weights, onnx = path("export.safetensors"), path("lenet.onnx")
+    expect(["train", "lenet5", "--data", data, "--epochs", "1", "--device", "cpu", "--save", weights], 0)
+    expect(["export", "--help"], 0, "usage: nnengine export", "--input-shape", "--static-batch", stream="stdout")
+    expect(["export", "lenet5", "--weights", weights, "--onnx", onnx], 0, "input [batch, 1, 28, 28], opset 17")
+    blob = open(onnx, "rb").read()
+    # ModelProto: ir_version 8 first, then the producer; the initializers carry PyTorch names.
+    assert blob[:2] == b"\x08\x08" and b"nn-engine" in blob[:40], blob[:40]
+    assert all(name.encode() in blob for name in ["c1.weight", "l3.bias", "Conv", "Gemm", "MaxPool"])
+    expect(["export", "lenet5", "--weights", weights, "--onnx", onnx, "--input-shape", "3,1,28,28",
+            "--static-batch"], 0, "input [3, 1, 28, 28]")
+    expect(["export", "lenet5", "--weights", weights], 2, "--onnx OUT are required")
+    expect(["export", "lenet5", "--weights", weights, "--onnx", onnx, "--input-shape", "1,28,28"], 2,
+           "--input-shape takes N,C,H,W")
+    expect(["export", "lenet5", "--weights", weights, "--onnx", onnx, "--input-shape", "1,1,32,32"], 2,
+           "lenet5 takes 1x28x28")
+    expect(["export", "mlp", "--weights", weights, "--onnx", onnx], 2, "export.safetensors", "in the file, expected")
+    expect(["export", "lenet5", "--weights", weights, "--onnx", onnx, "--classes", "7"], 2, "'l3.weight' has shape [10, 84] in the file, expected [7, 84]")
+    expect(["export", "lenet5", "--weights", weights, "--onnx", path("missing", "x.onnx")], 2,
+           "missing/x.onnx", "No such file or directory")
+    expect(["export", "resnet", "--weights", weights, "--onnx", onnx], 2, "unknown model 'resnet'")
+
+
 shutil.rmtree(work, ignore_errors=True)
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -1,5 +1,5 @@
-/* Test double of nn_onnx_export (include/nn_io.h, issue 7), linked with the
- * library into a separate .so by test_native_export_abi.py: it writes what it
+/* Test double of nn_onnx_export (include/nn_io.h, issue 7), built by
+ * test_native_export_abi.py into a small .so over libnnengine.so: it writes what it
  * received as text, so the test can check that Model.export passes the input,
  * the output and the options struct exactly as the C declaration lays them
  * out. The struct below is the declaration the lead gave for nn_io.h. */

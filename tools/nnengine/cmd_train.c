@@ -15,7 +15,9 @@
 
 typedef struct train_config {
     const char *model, *data, *device, *save, *log, *normalize, *schedule;
+    const char *checkpoint, *resume; /* training state written after each epoch / read at the start */
     int64_t epochs, batch, threads, seed, limit;
+    int64_t stop_after; /* 0, or end after this epoch (the schedule still spans --epochs) */
     double lr, momentum, weight_decay, validation_fraction;
 } train_config;
 
@@ -46,6 +48,8 @@ typedef struct trainer {
     int64_t *order;  /* this epoch's permutation of the training set */
     float *x_host, *logits;
     int32_t *y_host;
+    int first_epoch;      /* 1, or the epoch after the one --resume restored */
+    int64_t steps_done;   /* optimizer steps so far, saved with --checkpoint */
 } trainer;
 
 static void trainer_free(trainer *t) {
@@ -106,6 +110,7 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
             return EXIT_FAILURE_RUNTIME;
         }
         seen += n;
+        t->steps_done++;
         progress_update(bar, s + 1, seen, loss_sum / seen);
     }
     stats->epoch = epoch;
@@ -139,9 +144,45 @@ static int check_save_path(const char *path) {
     return EXIT_OK;
 }
 
+/* --resume: the state must come from a run with this data, batch and seed,
+ * or the remaining epochs would not continue it. */
+static int resume(trainer *t) {
+    const train_config *c = &t->config;
+    nn_train_progress p;
+    if (nn_load_train_state(c->resume, t->net, t->opt, &p) != NN_OK) {
+        fprintf(stderr, "nnengine train: --resume: %s\n", library_error());
+        return EXIT_BAD_INPUT;
+    }
+    int64_t steps = (t->data.train.count + c->batch - 1) / c->batch;
+    if (p.seed != (uint64_t)c->seed) {
+        fprintf(stderr, "nnengine train: --resume %s was saved by a run with --seed %llu; give the same "
+                        "--seed (this run has %lld)\n", c->resume, (unsigned long long)p.seed,
+                (long long)c->seed);
+        return EXIT_BAD_INPUT;
+    }
+    if (p.step != p.epoch * steps) {
+        fprintf(stderr, "nnengine train: --resume %s holds %lld steps after %lld epochs, but this run "
+                        "takes %lld steps per epoch (%lld images, batch %lld): give the same --data, "
+                        "--limit and --batch\n", c->resume, (long long)p.step, (long long)p.epoch,
+                (long long)steps, (long long)t->data.train.count, (long long)c->batch);
+        return EXIT_BAD_INPUT;
+    }
+    if (p.epoch >= c->epochs) {
+        fprintf(stderr, "nnengine train: --resume %s has already trained %lld epochs (--epochs %lld)\n",
+                c->resume, (long long)p.epoch, (long long)c->epochs);
+        return EXIT_BAD_INPUT;
+    }
+    t->first_epoch = (int)p.epoch + 1;
+    t->steps_done = p.step;
+    fprintf(stderr, "resuming from %s after epoch %lld (step %lld)\n", c->resume, (long long)p.epoch,
+            (long long)p.step);
+    return EXIT_OK;
+}
+
 static int setup(trainer *t) {
     train_config *c = &t->config;
     if (c->save && check_save_path(c->save) != EXIT_OK) return EXIT_BAD_INPUT;
+    if (c->checkpoint && check_save_path(c->checkpoint) != EXIT_OK) return EXIT_BAD_INPUT;
     int status = data_setup_load("train", c->data, c->validation_fraction, (uint64_t)c->seed,
                                  c->limit, c->normalize, &t->data);
     if (status != EXIT_OK) return status;
@@ -175,7 +216,10 @@ static int setup(trainer *t) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
         return EXIT_FAILURE_RUNTIME;
     }
-    if (c->log && !(t->log = fopen(c->log, "w"))) {
+    t->first_epoch = 1;
+    if (c->resume && resume(t) != EXIT_OK) return EXIT_BAD_INPUT;
+    /* A resumed run continues its log. */
+    if (c->log && !(t->log = fopen(c->log, c->resume ? "a" : "w"))) {
         perror(c->log);
         fprintf(stderr, "nnengine train: cannot write the log file %s\n", c->log);
         return EXIT_BAD_INPUT;
@@ -206,13 +250,20 @@ static int train(train_config config) {
     progress bar;
     progress_init(&bar, (int)config.epochs);
     const char *test_name = t.data.test_is_validation ? "val" : "test";
-    for (int epoch = 1; status == EXIT_OK && epoch <= config.epochs; epoch++) {
+    int64_t last = config.stop_after > 0 && config.stop_after < config.epochs ? config.stop_after : config.epochs;
+    for (int epoch = t.first_epoch; status == EXIT_OK && epoch <= last; epoch++) {
         epoch_stats stats;
         status = run_epoch(&t, &bar, epoch, &stats);
         if (status != EXIT_OK) break;
         print_epoch_line(&stats, (int)config.epochs, test_name);
         if (t.log && !write_epoch_json(t.log, &stats)) {
             fprintf(stderr, "nnengine train: writing the log %s failed\n", config.log);
+            status = EXIT_FAILURE_RUNTIME;
+        }
+        nn_train_progress done = {.epoch = epoch, .step = t.steps_done, .seed = (uint64_t)config.seed};
+        if (status == EXIT_OK && config.checkpoint &&
+            nn_save_train_state(config.checkpoint, t.net, t.opt, &done) != NN_OK) {
+            fprintf(stderr, "nnengine train: %s\n", library_error());
             status = EXIT_FAILURE_RUNTIME;
         }
     }
@@ -247,6 +298,9 @@ int command_train(int argc, char **argv) {
         {"--val-fraction", OPTION_FLOAT, &c.validation_fraction, 0, 1, "F", "held out for validation when DIR has no test set (default 0.1)"},
         {"--save", OPTION_STRING, &c.save, 0, 0, "FILE", "write the trained weights (safetensors) at the end"},
         {"--log", OPTION_STRING, &c.log, 0, 0, "FILE", "write one JSON object per epoch"},
+        {"--checkpoint", OPTION_STRING, &c.checkpoint, 0, 0, "FILE", "after each epoch, write the training state (for --resume)"},
+        {"--resume", OPTION_STRING, &c.resume, 0, 0, "FILE", "continue from a --checkpoint file (same flags as that run)"},
+        {"--stop-after", OPTION_INT, &c.stop_after, 0, 1e6, "E", "end after epoch E; the schedule still spans --epochs (default 0: run all)"},
     };
     const command_spec spec = {
         "train", "train MODEL --data DIR [options]", "Train a model (lenet5, mlp) with SGD.",
@@ -257,7 +311,10 @@ int command_train(int argc, char **argv) {
         "DIR holds train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],\n"
         "t10k-images-idx3-ubyte[.gz] and t10k-labels-idx1-ubyte[.gz] (MNIST's format),\n"
         "or DIR/<class>/<image> folders of PNG/JPEG images (DIR/train and DIR/test\n"
-        "when there is a test split; otherwise --val-fraction is held out).",
+        "when there is a test split; otherwise --val-fraction is held out).\n"
+        "--resume FILE restores the weights, momentum and progress a --checkpoint\n"
+        "FILE holds and runs the remaining epochs up to --epochs: with the same\n"
+        "flags, the result equals an uninterrupted run bit for bit (CPU).",
         1, positional, options, (int)(sizeof options / sizeof options[0]),
     };
     bool help;

@@ -5,5 +5,6 @@
 int command_train(int argc, char **argv);
 int command_eval(int argc, char **argv);
 int command_devices(int argc, char **argv);
+int command_export(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const command_entry commands[] = {
     {"train", command_train, "train a model on a dataset folder"},
     {"eval", command_eval, "evaluate saved weights on a dataset's test set"},
     {"devices", command_devices, "list the CPU and GPUs nn-engine can use"},
+    {"export", command_export, "write a model with saved weights as ONNX"},
 };
 #define COMMAND_COUNT ((int)(sizeof commands / sizeof commands[0]))
 
@@ -52,7 +53,7 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < COMMAND_COUNT; i++)
         if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc - 2, argv + 2);
-    fprintf(stderr, "nnengine: unknown command '%s' (commands: train, eval, devices; see nnengine --help)\n",
+    fprintf(stderr, "nnengine: unknown command '%s' (commands: train, eval, devices, export; see nnengine --help)\n",
             name);
     return EXIT_BAD_INPUT;
 }

@@ -1,0 +1,269 @@
+/* One translation per recorded operation (see nn_io.h for the list), each
+ * also saying whether its result keeps the batch in dimension 0 (see
+ * onnx_export.c for why that matters). */
+#include <stdio.h>
+#include <string.h>
+
+#include "onnx_graph.h"
+
+static nn_status refuse_batch(exporter *x, const op_io *io, const char *why) {
+    return nn_set_error(NN_ERR_SHAPE, "%s: %s %s, so the graph would only be right for batch "
+                                      "size %lld: export with static_batch (the traced batch size "
+                                      "becomes fixed)", x->who, io->node->op, why,
+                        (long long)x->input->shape[0]);
+}
+
+/* Inputs other than `batch_input` must not depend on the batch. */
+static nn_status only_input_carries_batch(exporter *x, op_io *io, int batch_input) {
+    for (int i = 0; i < io->node->input_count; i++)
+        if (i != batch_input && io->in[i] && io->in[i]->batch && x->dynamic)
+            return refuse_batch(x, io, "takes a batch-dependent value as a weight");
+    io->out_batch = batch_input >= 0 && io->in[batch_input]->batch;
+    return NN_OK;
+}
+
+/* A unique node name ("Conv_3") into io->name. */
+static void reserve_name(exporter *x, const char *op_type, op_io *io) {
+    snprintf(io->name, sizeof io->name, "%s_%d", op_type, x->nodes_made++);
+}
+
+static void begin(exporter *x, nn_onnx_node *n, const char *op_type, op_io *io) {
+    reserve_name(x, op_type, io);
+    nn_onnx_node_begin(n, op_type, io->name);
+}
+
+static void inputs(nn_onnx_node *n, const op_io *io, int count) {
+    for (int i = 0; i < count; i++)
+        if (io->in[i]) nn_onnx_node_input(n, io->in[i]->name);
+}
+
+static nn_status emit_conv(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    const nn_conv_geometry *g = &io->node->params.conv;
+    int64_t kernel[2] = {g->kernel_h, g->kernel_w}, strides[2] = {g->stride_h, g->stride_w};
+    int64_t pads[4] = {g->pad_h, g->pad_w, g->pad_h, g->pad_w}, dilations[2] = {1, 1};
+    nn_onnx_node n;
+    begin(x, &n, "Conv", io);
+    inputs(&n, io, 3);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_attr_ints(&n, "kernel_shape", kernel, 2);
+    nn_onnx_attr_ints(&n, "strides", strides, 2);
+    nn_onnx_attr_ints(&n, "pads", pads, 4);
+    nn_onnx_attr_ints(&n, "dilations", dilations, 2);
+    nn_onnx_attr_int(&n, "group", 1);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+static nn_status emit_maxpool(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    const nn_pool_params *p = &io->node->params.pool;
+    int64_t kernel[2] = {p->kernel, p->kernel}, strides[2] = {p->stride, p->stride};
+    int64_t pads[4] = {p->pad, p->pad, p->pad, p->pad};
+    nn_onnx_node n;
+    begin(x, &n, "MaxPool", io);
+    inputs(&n, io, 1);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_attr_ints(&n, "kernel_shape", kernel, 2);
+    nn_onnx_attr_ints(&n, "strides", strides, 2);
+    nn_onnx_attr_ints(&n, "pads", pads, 4);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+/* An ONNX op with the recorded inputs, one output and no attributes. */
+static nn_status emit_simple(exporter *x, op_io *io, const char *out, const char *op_type) {
+    nn_onnx_node n;
+    begin(x, &n, op_type, io);
+    inputs(&n, io, io->node->input_count);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+static nn_status emit_relu(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    return emit_simple(x, io, out, "Relu");
+}
+
+static nn_status emit_softmax(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    nn_onnx_node n;
+    begin(x, &n, "Softmax", io);
+    inputs(&n, io, 1);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_attr_int(&n, "axis", -1);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+/* Elementwise on equal shapes: a batch value with a constant of the traced
+ * batch's shape would broadcast differently at another batch size. */
+static nn_status emit_binary(exporter *x, op_io *io, const char *out, const char *op_type) {
+    if (x->dynamic && io->in[0]->batch != io->in[1]->batch)
+        return refuse_batch(x, io, "combines a batch value with a constant of the same shape");
+    io->out_batch = io->in[0]->batch;
+    return emit_simple(x, io, out, op_type);
+}
+
+static nn_status emit_add(exporter *x, op_io *io, const char *out) { return emit_binary(x, io, out, "Add"); }
+static nn_status emit_mul(exporter *x, op_io *io, const char *out) { return emit_binary(x, io, out, "Mul"); }
+
+static nn_status emit_linear(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    nn_onnx_node n;
+    begin(x, &n, "Gemm", io);
+    inputs(&n, io, 3);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_attr_int(&n, "transB", 1);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+static nn_status emit_matmul(exporter *x, op_io *io, const char *out) {
+    bool ta = io->node->params.matmul.transpose_a, tb = io->node->params.matmul.transpose_b;
+    if (x->dynamic && io->in[0]->batch && ta)
+        return refuse_batch(x, io, "contracts over the batch dimension (a is transposed)");
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    nn_onnx_node n;
+    begin(x, &n, "Gemm", io);
+    inputs(&n, io, 2);
+    nn_onnx_node_output(&n, out);
+    if (ta) nn_onnx_attr_int(&n, "transA", 1);
+    if (tb) nn_onnx_attr_int(&n, "transB", 1);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+/* Reshape `from` to `dims` (an int64 constant named after the node). */
+static nn_status emit_reshape_to(exporter *x, op_io *io, const char *op_type_name,
+                                 const char *from, const int64_t *dims, int ndim, const char *out) {
+    char const_name[64];
+    snprintf(const_name, sizeof const_name, "%s_shape", op_type_name);
+    int64_t len = ndim;
+    const char *shape = nn_onnx_add_constant(x, const_name, NN_ONNX_INT64, &len, 1, dims,
+                                     (size_t)ndim * sizeof *dims);
+    if (!shape) return nn_last_status();
+    nn_onnx_node n;
+    nn_onnx_node_begin(&n, "Reshape", op_type_name);
+    nn_onnx_node_input(&n, from);
+    nn_onnx_node_input(&n, shape);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+/* x + bias[C] along dimension 1: ONNX broadcasts from the last dimension,
+ * so a bias for [N, C, H, W] is first reshaped to [C, 1, 1]. */
+static nn_status emit_add_bias(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    const nn_tensor *t = io->node->inputs[0];
+    const char *bias = io->in[1]->name;
+    char reshaped[80];
+    nn_onnx_node n;
+    if (t->ndim > 2) {
+        char reshape_name[48];
+        snprintf(reshape_name, sizeof reshape_name, "Reshape_%d", x->nodes_made++);
+        int64_t dims[NN_MAX_DIMS] = {-1, 1, 1, 1};
+        snprintf(reshaped, sizeof reshaped, "%s_out", reshape_name);
+        NN_TRY(emit_reshape_to(x, io, reshape_name, bias, dims, t->ndim - 1, reshaped));
+        if (!nn_onnx_add_value(x, NULL, reshaped, false)) return nn_last_status();
+        bias = reshaped;
+    }
+    begin(x, &n, "Add", io);
+    nn_onnx_node_input(&n, io->in[0]->name);
+    nn_onnx_node_input(&n, bias);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+static nn_status emit_scale(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    reserve_name(x, "Mul", io);
+    char const_name[64];
+    snprintf(const_name, sizeof const_name, "%s_factor", io->name);
+    float factor = io->node->params.factor;
+    const char *c = nn_onnx_add_constant(x, const_name, NN_ONNX_FLOAT, NULL, 0, &factor, sizeof factor);
+    if (!c) return nn_last_status();
+    nn_onnx_node n;
+    nn_onnx_node_begin(&n, "Mul", io->name);
+    nn_onnx_node_input(&n, io->in[0]->name);
+    nn_onnx_node_input(&n, c);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+/* Flatten keeps dimension 0 (the batch) and joins the rest: ONNX Flatten axis 1. */
+static nn_status emit_flatten(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    nn_onnx_node n;
+    begin(x, &n, "Flatten", io);
+    inputs(&n, io, 1);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_attr_int(&n, "axis", 1);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+/* The recorded output shape; with a dynamic batch, dimension 0 is written
+ * as 0 ("copy from the input") and must be the batch on both sides. */
+static nn_status emit_reshape(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    const nn_tensor *from = io->node->inputs[0], *to = io->node->output;
+    int64_t dims[NN_MAX_DIMS];
+    memcpy(dims, to->shape, sizeof(int64_t) * (size_t)to->ndim);
+    if (x->dynamic && io->in[0]->batch) {
+        if (to->shape[0] != from->shape[0])
+            return refuse_batch(x, io, "changes dimension 0 (the batch)");
+        dims[0] = 0;
+    }
+    reserve_name(x, "Reshape", io);
+    return emit_reshape_to(x, io, io->name, io->in[0]->name, dims, to->ndim, out);
+}
+
+/* sum/mean of everything: a scalar, then [1] as nn-engine returns. */
+static nn_status emit_reduce(exporter *x, op_io *io, const char *out, const char *op_type) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    io->out_batch = false;
+    nn_onnx_node n;
+    begin(x, &n, op_type, io);
+    char scalar[80];
+    snprintf(scalar, sizeof scalar, "%s_out", io->name);
+    if (!nn_onnx_add_value(x, NULL, scalar, false)) {
+        nn_pb_free(&n.pb);
+        return nn_last_status();
+    }
+    inputs(&n, io, 1);
+    nn_onnx_node_output(&n, scalar);
+    nn_onnx_attr_int(&n, "keepdims", 0);
+    nn_onnx_node_end(&n, &x->graph);
+    char reshape_name[48];
+    snprintf(reshape_name, sizeof reshape_name, "Reshape_%d", x->nodes_made++);
+    int64_t one = 1;
+    return emit_reshape_to(x, io, reshape_name, scalar, &one, 1, out);
+}
+
+static nn_status emit_sum(exporter *x, op_io *io, const char *out) { return emit_reduce(x, io, out, "ReduceSum"); }
+static nn_status emit_mean(exporter *x, op_io *io, const char *out) { return emit_reduce(x, io, out, "ReduceMean"); }
+
+static const struct {
+    const char *op;
+    nn_status (*emit)(exporter *, op_io *, const char *out);
+} handlers[] = {
+    {"nn_conv2d", emit_conv},     {"nn_maxpool2d", emit_maxpool}, {"nn_relu", emit_relu},
+    {"nn_softmax", emit_softmax}, {"nn_linear", emit_linear},     {"nn_matmul", emit_matmul},
+    {"nn_add_bias", emit_add_bias}, {"nn_add", emit_add},         {"nn_mul", emit_mul},
+    {"nn_scale", emit_scale},     {"nn_flatten", emit_flatten},   {"nn_reshape", emit_reshape},
+    {"nn_sum", emit_sum},         {"nn_mean", emit_mean},
+};
+
+nn_status nn_onnx_emit_op(exporter *x, op_io *io, const char *out) {
+    for (size_t i = 0; i < sizeof handlers / sizeof handlers[0]; i++)
+        if (strcmp(handlers[i].op, io->node->op) == 0) return handlers[i].emit(x, io, out);
+    return nn_set_error(NN_ERR_ARGUMENT, "%s: operation %s has no ONNX mapping%s", x->who,
+                        io->node->op,
+                        strcmp(io->node->op, "nn_softmax_cross_entropy") == 0
+                            ? " (a loss: export the model's logits, not the loss)" : "");
+}

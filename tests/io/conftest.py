@@ -1,0 +1,73 @@
+"""Shared helpers for the interop tests of issue 7: nn-engine's side comes
+from the C fixture program tests/io/nn_io_fixture.c (built by
+`make io-fixture`; path in NN_IO_FIXTURE), so these tests need no Python
+package. Reference models are written out in PyTorch."""
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = Path(os.environ.get("NN_IO_FIXTURE", ROOT / "build" / "tests" / "nn_io_fixture"))
+CLI = Path(os.environ.get("NN_ENGINE_CLI", ROOT / "build" / "nnengine"))
+
+INPUT_SHAPES = {"lenet": (1, 28, 28), "mlp": (1, 28, 28), "ops": (2, 7, 9), "reduce": (2, 7, 9)}
+
+
+def fixture(*args):
+    """Run the fixture; fail the test with its stderr when it fails."""
+    if not FIXTURE.exists():
+        pytest.fail(f"{FIXTURE} is missing: run `make io-fixture` first")
+    done = subprocess.run([str(FIXTURE), *map(str, args)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(f"nn_io_fixture {' '.join(map(str, args))} failed: {done.stderr}")
+
+
+def engine_forward(tmp_path, model, weights, x):
+    """nn-engine's output for x (float32 NCHW) with the given weights file."""
+    inp, out = tmp_path / "in.bin", tmp_path / "out.bin"
+    x.astype("<f4").tofile(inp)
+    fixture("forward", model, weights, inp, x.shape[0], out)
+    return np.fromfile(out, dtype="<f4")
+
+
+def random_input(model, batch, seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((batch, *INPUT_SHAPES[model])).astype(np.float32)
+
+
+class TorchLeNet5(torch.nn.Module):
+    """nn_lenet5 written in PyTorch, with the same parameter names."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(1, 6, 5)
+        self.c2 = torch.nn.Conv2d(6, 16, 5)
+        self.l1 = torch.nn.Linear(256, 120)
+        self.l2 = torch.nn.Linear(120, 84)
+        self.l3 = torch.nn.Linear(84, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.c1(x)), 2)
+        x = F.max_pool2d(F.relu(self.c2(x)), 2)
+        x = torch.flatten(x, 1)
+        return self.l3(F.relu(self.l2(F.relu(self.l1(x)))))
+
+
+class TorchMLP(torch.nn.Module):
+    """The fixture's mlp: flatten, fc1 784->50, relu, fc2 50->10."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(784, 50)
+        self.fc2 = torch.nn.Linear(50, 10)
+
+    def forward(self, x):
+        return self.fc2(F.relu(self.fc1(torch.flatten(x, 1))))
+
+
+TORCH_MODELS = {"lenet": TorchLeNet5, "mlp": TorchMLP}

@@ -1,0 +1,222 @@
+/* The C side of the Python interop tests (tests/io/test_*.py): saves, loads,
+ * exports and runs models so that PyTorch, safetensors, onnx and
+ * onnxruntime can be compared with nn-engine without the Python package.
+ * Tensors cross as raw little-endian float32 files.
+ *
+ *   nn_io_fixture save    MODEL SEED WEIGHTS            initial weights (ctx seed)
+ *   nn_io_fixture state   MODEL SEED STATE              one SGD step, then the training state
+ *   nn_io_fixture forward MODEL WEIGHTS IN BATCH OUT    logits of IN ([BATCH, input shape])
+ *   nn_io_fixture export  MODEL WEIGHTS ONNX [static]   ONNX export of the model
+ *
+ * MODEL: lenet | mlp (modules, input [N, 1, 28, 28]); ops | reduce (graphs
+ * built from single operations, input [N, 2, 7, 9], exported with
+ * nn_onnx_export and named parameters; their WEIGHTS are a safetensors file
+ * too). Exit status 0 on success; errors go to stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn_engine.h"
+
+#define MAX_PARAMS 16
+
+typedef struct model {
+    nn_module *module; /* lenet, mlp */
+    /* ops, reduce: parameters held here, in a sequential-free list */
+    int count;
+    nn_tensor *params[MAX_PARAMS];
+    const char *names[MAX_PARAMS];
+    const char *kind;
+} model;
+
+static int fail(const char *what) {
+    fprintf(stderr, "nn_io_fixture: %s: %s\n", what, nn_last_error());
+    return 1;
+}
+
+static void input_shape(const model *m, int64_t batch, int64_t shape[4]) {
+    bool image = m->module != NULL;
+    shape[0] = batch;
+    shape[1] = image ? 1 : 2;
+    shape[2] = image ? 28 : 7;
+    shape[3] = image ? 28 : 9;
+}
+
+static nn_tensor *add_param(nn_ctx *ctx, model *m, const char *name, int ndim, const int64_t *shape) {
+    nn_tensor *t = nn_tensor_new(ctx, NN_F32, ndim, shape);
+    if (!t) return NULL;
+    nn_init_uniform(t, -0.5f, 0.5f);
+    nn_tensor_set_requires_grad(t, true);
+    m->params[m->count] = t;
+    m->names[m->count++] = name;
+    return t;
+}
+
+static int model_open(nn_ctx *ctx, const char *kind, model *m) {
+    memset(m, 0, sizeof *m);
+    m->kind = kind;
+    if (strcmp(kind, "lenet") == 0) {
+        m->module = nn_lenet5(ctx, NN_INIT_KAIMING_UNIFORM);
+    } else if (strcmp(kind, "mlp") == 0) {
+        m->module = nn_sequential(ctx);
+        nn_sequential_append(m->module, "flatten", nn_flatten_layer(ctx));
+        nn_sequential_append(m->module, "fc1", nn_linear_layer(ctx, 784, 50, NN_INIT_KAIMING_UNIFORM));
+        nn_sequential_append(m->module, "relu", nn_relu_layer(ctx));
+        nn_sequential_append(m->module, "fc2", nn_linear_layer(ctx, 50, 10, NN_INIT_KAIMING_UNIFORM));
+    } else if (strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0) {
+        add_param(ctx, m, "conv.weight", 4, (int64_t[]){4, 2, 3, 3});
+        add_param(ctx, m, "conv.bias", 1, (int64_t[]){4});
+        add_param(ctx, m, "channel_bias", 1, (int64_t[]){4});
+        add_param(ctx, m, "w1", 2, (int64_t[]){24, 5});
+        add_param(ctx, m, "b1", 1, (int64_t[]){5});
+        add_param(ctx, m, "w2", 2, (int64_t[]){5, 5});
+        return m->count == 6 ? 0 : fail("parameters");
+    } else {
+        fprintf(stderr, "nn_io_fixture: unknown model %s\n", kind);
+        return 1;
+    }
+    return m->module ? 0 : fail(kind);
+}
+
+static void model_close(model *m) {
+    nn_module_free(m->module);
+    for (int i = 0; i < m->count; i++) nn_tensor_free(m->params[i]);
+}
+
+/* ops: conv (stride 2, pad 1) -> maxpool (3, stride 2, pad 1) -> add_bias
+ * on 4-D -> scale -> relu -> reshape [N, 24] -> matmul -> add_bias -> matmul
+ * (transposed b) -> mul -> add -> softmax. reduce: mean + sum of parts. */
+static nn_tensor *model_forward(model *m, nn_tensor *x) {
+    if (m->module) return nn_module_forward(m->module, x);
+    nn_tensor **p = m->params;
+    nn_tensor *h = nn_conv2d(x, p[0], p[1], 2, 1);
+    h = nn_maxpool2d_ex(h, 3, 2, 1);
+    h = nn_add_bias(h, p[2]);
+    h = nn_relu(nn_scale(h, 0.5f));
+    h = nn_reshape(h, 2, (int64_t[]){nn_tensor_dim(x, 0), 24});
+    h = nn_add_bias(nn_matmul(h, p[3], false, false), p[4]);
+    nn_tensor *g = nn_matmul(h, p[5], false, true);
+    nn_tensor *a = nn_add(nn_mul(g, h), g);
+    if (strcmp(m->kind, "ops") == 0) return nn_softmax(a);
+    return nn_add(nn_mean(a), nn_sum(nn_scale(h, 0.25f)));
+}
+
+static int save_weights(model *m, const char *path) {
+    if (m->module) return nn_save_module(m->module, path) == NN_OK ? 0 : fail("save");
+    fprintf(stderr, "nn_io_fixture: %s is a graph, not a module: nothing to save\n", m->kind);
+    return 1;
+}
+
+static int load_weights(model *m, const char *path) {
+    if (!m->module) return 0; /* graphs use their seeded parameters */
+    return nn_load_module(m->module, path) == NN_OK ? 0 : fail("load");
+}
+
+static float *read_floats(const char *path, size_t count) {
+    FILE *f = fopen(path, "rb");
+    float *v = malloc(count * sizeof *v + 1);
+    size_t got = f && v ? fread(v, sizeof *v, count, f) : 0;
+    if (f) fclose(f);
+    if (got != count) {
+        fprintf(stderr, "nn_io_fixture: %s: expected %zu floats\n", path, count);
+        free(v);
+        return NULL;
+    }
+    return v;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: see the comment at the top of tests/io/nn_io_fixture.c\n");
+        return 2;
+    }
+    const char *cmd = argv[1], *kind = argv[2];
+    bool graph_model = strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0;
+    /* Graph models take their parameters from the seed in argv[3] for every command. */
+    uint64_t seed = strcmp(cmd, "save") == 0 || strcmp(cmd, "state") == 0 || graph_model
+                        ? strtoull(argv[3], NULL, 10) : 0;
+    nn_ctx_options o = {.device = "cpu", .threads = 1, .seed = seed};
+    nn_ctx *ctx = nn_ctx_new(&o);
+    if (!ctx) return fail("context");
+    model m;
+    int rc = model_open(ctx, kind, &m);
+    if (rc == 0 && strcmp(cmd, "save") == 0 && argc == 5) {
+        rc = save_weights(&m, argv[4]);
+    } else if (rc == 0 && strcmp(cmd, "state") == 0 && argc == 5 && m.module) {
+        int n = nn_module_param_count(m.module);
+        nn_tensor *params[MAX_PARAMS];
+        for (int i = 0; i < n; i++) params[i] = nn_module_param(m.module, i);
+        nn_sgd *opt = nn_sgd_new(params, n, &(nn_sgd_options){.lr = 0.01f, .momentum = 0.9f});
+        int64_t shape[4];
+        input_shape(&m, 3, shape);
+        nn_tensor *x = nn_tensor_new(ctx, NN_F32, 4, shape);
+        nn_tensor *y = nn_tensor_from_data(ctx, NN_I32, 1, (int64_t[]){3}, (int32_t[]){1, 2, 3});
+        nn_init_uniform(x, 0.0f, 1.0f);
+        nn_tensor *loss = nn_softmax_cross_entropy(model_forward(&m, x), y);
+        nn_train_progress progress = {.epoch = 1, .step = 1, .seed = seed};
+        if (!opt || !loss || nn_backward(loss) != NN_OK || nn_sgd_step(opt) != NN_OK ||
+            nn_save_train_state(argv[4], m.module, opt, &progress) != NN_OK)
+            rc = fail("state");
+        nn_ctx_step_end(ctx);
+        nn_tensor_free(x);
+        nn_tensor_free(y);
+        nn_sgd_free(opt);
+    } else if (rc == 0 && strcmp(cmd, "forward") == 0 && argc == 7) {
+        int64_t batch = strtoll(argv[5], NULL, 10), shape[4];
+        input_shape(&m, batch, shape);
+        float *in = read_floats(argv[4], (size_t)(shape[0] * shape[1] * shape[2] * shape[3]));
+        rc = in ? load_weights(&m, argv[3]) : 1;
+        if (rc == 0) {
+            nn_ctx_set_grad_enabled(ctx, false);
+            nn_tensor *x = nn_tensor_from_data(ctx, NN_F32, 4, shape, in);
+            nn_tensor *y = x ? model_forward(&m, x) : NULL;
+            if (!y) {
+                rc = fail("forward");
+            } else {
+                size_t n = (size_t)nn_tensor_numel(y);
+                float *out = malloc(n * sizeof *out);
+                nn_tensor_read(y, out, n * sizeof *out);
+                FILE *f = fopen(argv[6], "wb");
+                rc = f && fwrite(out, sizeof *out, n, f) == n ? 0 : 1;
+                if (f) fclose(f);
+                free(out);
+            }
+            nn_tensor_free(x);
+        }
+        free(in);
+    } else if (rc == 0 && strcmp(cmd, "export") == 0 && (argc == 5 || argc == 6)) {
+        bool static_batch = argc == 6 && strcmp(argv[5], "static") == 0;
+        int64_t shape[4];
+        input_shape(&m, static_batch ? 3 : 1, shape);
+        rc = load_weights(&m, argv[3]);
+        if (rc == 0 && m.module && !static_batch) {
+            if (nn_onnx_export_module(argv[4], m.module, shape, 4) != NN_OK) rc = fail("export");
+        } else if (rc == 0) {
+            nn_tensor *x = nn_tensor_new(ctx, NN_F32, 4, shape);
+            nn_tensor_set_requires_grad(x, true);
+            nn_tensor *y = model_forward(&m, x);
+            nn_onnx_options eo = {.graph_name = kind, .static_batch = static_batch,
+                                  .n_names = m.count, .named_tensors = m.params, .names = m.names};
+            nn_tensor *module_params[MAX_PARAMS];
+            const char *module_names[MAX_PARAMS];
+            if (m.module) { /* a module exported through the general entry point */
+                eo.n_names = nn_module_param_count(m.module);
+                for (int i = 0; i < eo.n_names; i++) {
+                    module_params[i] = nn_module_param(m.module, i);
+                    module_names[i] = nn_module_param_name(m.module, i);
+                }
+                eo.named_tensors = module_params;
+                eo.names = module_names;
+            }
+            if (!y || nn_onnx_export(argv[4], x, y, &eo) != NN_OK) rc = fail("export");
+            nn_ctx_step_end(ctx);
+            nn_tensor_free(x);
+        }
+    } else if (rc == 0) {
+        fprintf(stderr, "nn_io_fixture: bad command line\n");
+        rc = 2;
+    }
+    model_close(&m);
+    nn_ctx_free(ctx);
+    return rc;
+}

@@ -1,0 +1,86 @@
+"""ONNX files written by nn-engine: valid for onnx's full checker, and
+onnxruntime computes what nn-engine computes (batch 1 and 7, random inputs)."""
+import subprocess
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from conftest import CLI, engine_forward, fixture, random_input
+
+TOL = 1e-5
+
+
+def export(tmp_path, model, static=False):
+    weights = tmp_path / "weights.safetensors"
+    onnx_path = tmp_path / f"{model}.onnx"
+    if model in ("lenet", "mlp"):
+        fixture("save", model, 20261121, weights)
+    else:
+        weights = 31  # graph models draw their parameters from this seed
+    fixture("export", model, weights, onnx_path, *(["static"] if static else []))
+    return weights, onnx_path
+
+
+def run_ort(onnx_path, x):
+    session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
+    (out,) = session.run(None, {session.get_inputs()[0].name: x})
+    return out
+
+
+@pytest.mark.parametrize("model", ["lenet", "mlp", "ops", "reduce"])
+def test_export_passes_full_check(tmp_path, model):
+    _, onnx_path = export(tmp_path, model)
+    m = onnx.load(str(onnx_path))
+    onnx.checker.check_model(m, full_check=True)
+    assert m.opset_import[0].version == 17
+    dims = m.graph.input[0].type.tensor_type.shape.dim
+    assert dims[0].dim_param == "batch"  # the dynamic batch dimension
+
+
+@pytest.mark.parametrize("model", ["lenet", "mlp", "ops", "reduce"])
+@pytest.mark.parametrize("batch", [1, 7])
+def test_onnxruntime_matches_engine(tmp_path, model, batch):
+    weights, onnx_path = export(tmp_path, model)
+    x = random_input(model, batch, seed=batch * 101 + len(model))
+    got = run_ort(onnx_path, x)
+    want = engine_forward(tmp_path, model, weights, x)
+    assert got.size == want.size
+    np.testing.assert_allclose(got.ravel(), want, rtol=TOL, atol=TOL)
+    if model != "reduce":
+        assert got.shape[0] == batch
+
+
+def test_initializers_carry_pytorch_names(tmp_path):
+    _, onnx_path = export(tmp_path, "lenet")
+    names = [t.name for t in onnx.load(str(onnx_path)).graph.initializer]
+    assert names == ["c1.weight", "c1.bias", "c2.weight", "c2.bias", "l1.weight", "l1.bias",
+                     "l2.weight", "l2.bias", "l3.weight", "l3.bias"]
+
+
+def test_static_batch_export(tmp_path):
+    weights, onnx_path = export(tmp_path, "lenet", static=True)
+    m = onnx.load(str(onnx_path))
+    onnx.checker.check_model(m, full_check=True)
+    assert [d.dim_value for d in m.graph.input[0].type.tensor_type.shape.dim] == [3, 1, 28, 28]
+    x = random_input("lenet", 3, seed=5)
+    np.testing.assert_allclose(run_ort(onnx_path, x).ravel(), engine_forward(tmp_path, "lenet", weights, x),
+                               rtol=TOL, atol=TOL)
+
+
+def test_cli_export_matches_engine(tmp_path):
+    """`nnengine export lenet5` on weights of the same architecture (the CLI's
+    lenet5 with 10 classes has nn_lenet5's names and shapes)."""
+    if not CLI.exists():
+        pytest.fail(f"{CLI} is missing: run `make cli` first")
+    weights, onnx_path = tmp_path / "w.safetensors", tmp_path / "cli.onnx"
+    fixture("save", "lenet", 99, weights)
+    done = subprocess.run([str(CLI), "export", "lenet5", "--weights", str(weights), "--onnx", str(onnx_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    onnx.checker.check_model(onnx.load(str(onnx_path)), full_check=True)
+    for batch in (1, 7):
+        x = random_input("lenet", batch, seed=40 + batch)
+        np.testing.assert_allclose(run_ort(onnx_path, x).ravel(), engine_forward(tmp_path, "lenet", weights, x),
+                                   rtol=TOL, atol=TOL)
