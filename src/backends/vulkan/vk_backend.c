@@ -191,8 +191,6 @@ nn_backend *nn_vulkan_backend_new(bool hardware_only, bool *no_device) {
     b->name = "vulkan";
     b->kind = NN_DEVICE_GPU;
     b->threads = 1;
-    char api[32];
-    nn_vk_version_string(vk->phys->props.apiVersion, api, sizeof api);
     snprintf(b->description, sizeof b->description, "vulkan %d: %.60s (%.16s, %.40s)", index,
              vk->phys->props.deviceName, vk->phys->kind, vk->phys->driver);
     b->alloc = vk_buffer_alloc;
