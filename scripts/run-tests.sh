@@ -73,6 +73,25 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 LSAN_OPTIONS=suppressions=$PWD/tests/lsan-mesa.supp \
     run_cli_tests "command line under AddressSanitizer + UBSan" build/asan/nnengine
 
+# Adds pytest's counts (the summary line in $2) to the totals; errors count
+# as failures.
+count_pytest_summary() {
+    local label=$1 log=$2 summary passed failed errors
+    summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|errors?|skipped)' "$log" | tail -n 1)
+    rm -f "$log"
+    if [ -z "$summary" ]; then
+        echo "no summary from $label (crashed?)"
+        status=1
+        total_failed=$((total_failed + 1))
+        return
+    fi
+    passed=$(echo "$summary" | grep -oE '[0-9]+ passed' | cut -d' ' -f1)
+    failed=$(echo "$summary" | grep -oE '[0-9]+ failed' | cut -d' ' -f1)
+    errors=$(echo "$summary" | grep -oE '[0-9]+ errors?' | cut -d' ' -f1)
+    total_passed=$((total_passed + ${passed:-0}))
+    total_failed=$((total_failed + ${failed:-0} + ${errors:-0}))
+}
+
 # ---- Python package (python/nn_engine, issue 4): pytest against
 # build/libnnengine.so in the virtual environment of scripts/python-env.sh;
 # its pass/fail counts join the grand total.
@@ -90,20 +109,7 @@ run_python_tests() {
     NN_ENGINE_LIBRARY="$PWD/build/libnnengine.so" PYTHONPATH="$PWD/python" \
         "$py" -m pytest -q -p no:cacheprovider tests/python 2>&1 | tee "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-    local summary passed failed errors
-    summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|errors?|skipped)' "$log" | tail -n 1)
-    rm -f "$log"
-    if [ -z "$summary" ]; then
-        echo "no summary from pytest (crashed?)"
-        status=1
-        total_failed=$((total_failed + 1))
-        return
-    fi
-    passed=$(echo "$summary" | grep -oE '[0-9]+ passed' | cut -d' ' -f1)
-    failed=$(echo "$summary" | grep -oE '[0-9]+ failed' | cut -d' ' -f1)
-    errors=$(echo "$summary" | grep -oE '[0-9]+ errors?' | cut -d' ' -f1)
-    total_passed=$((total_passed + ${passed:-0}))
-    total_failed=$((total_failed + ${failed:-0} + ${errors:-0}))
+    count_pytest_summary "pytest tests/python" "$log"
 }
 run_python_tests
 
@@ -121,7 +127,7 @@ run_io_tests() {
         total_failed=$((total_failed + 1))
     fi
     echo "== io: checkpoint and ONNX interop (pytest)"
-    local py log summary passed failed errors
+    local py log
     if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build io-fixture cli >/dev/null; then
         echo "io interop setup failed (scripts/python-env.sh or make io-fixture cli)"
         status=1
@@ -132,19 +138,7 @@ run_io_tests() {
     NN_IO_FIXTURE="$PWD/build/tests/nn_io_fixture" NN_ENGINE_CLI="$PWD/build/nnengine" \
         "$py" -m pytest -q -p no:cacheprovider tests/io 2>&1 | tee "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-    summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed)' "$log" | tail -n 1)
-    rm -f "$log"
-    if [ -z "$summary" ]; then
-        echo "no summary from pytest tests/io (crashed?)"
-        status=1
-        total_failed=$((total_failed + 1))
-        return
-    fi
-    passed=$(echo "$summary" | grep -oE '[0-9]+ passed' | cut -d' ' -f1)
-    failed=$(echo "$summary" | grep -oE '[0-9]+ failed' | cut -d' ' -f1)
-    errors=$(echo "$summary" | grep -oE '[0-9]+ errors?' | cut -d' ' -f1)
-    total_passed=$((total_passed + ${passed:-0}))
-    total_failed=$((total_failed + ${failed:-0} + ${errors:-0}))
+    count_pytest_summary "pytest tests/io" "$log"
 }
 run_io_tests
 

@@ -11,13 +11,8 @@ int command_devices(int argc, char **argv) {
         "devices", "devices", "List the devices nn-engine can train on, and why any it cannot use is missing.",
         "--device auto takes the first usable GPU in this list, else the CPU.", 0, NULL, NULL, 0,
     };
-    bool help;
-    int status = options_parse(&spec, argc, argv, &help);
-    if (status != EXIT_OK) return status;
-    if (help) {
-        options_print_help(&spec);
-        return EXIT_OK;
-    }
+    int status;
+    if (options_parse_or_help(&spec, argc, argv, &status)) return status;
     int count = nn_list_devices(NULL, 0);
     nn_device_info *devices = calloc((size_t)count, sizeof *devices);
     if (!devices) {

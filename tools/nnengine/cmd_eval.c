@@ -73,13 +73,8 @@ int command_eval(int argc, char **argv) {
         "Give the same --normalize, --seed and --val-fraction as the training run.",
         1, positional, options, (int)(sizeof options / sizeof options[0]),
     };
-    bool help;
-    int status = options_parse(&spec, argc, argv, &help);
-    if (status != EXIT_OK) return status;
-    if (help) {
-        options_print_help(&spec);
-        return EXIT_OK;
-    }
+    int status;
+    if (options_parse_or_help(&spec, argc, argv, &status)) return status;
     if (!c.weights || !c.data) {
         fprintf(stderr, "nnengine eval: --weights FILE and --data DIR are required\n(see: nnengine eval --help)\n");
         return EXIT_BAD_INPUT;

@@ -105,13 +105,8 @@ int command_export(int argc, char **argv) {
         "images normalised as train fed them (see --normalize) and returns logits.",
         1, positional, options, (int)(sizeof options / sizeof options[0]),
     };
-    bool help;
-    int status = options_parse(&spec, argc, argv, &help);
-    if (status != EXIT_OK) return status;
-    if (help) {
-        options_print_help(&spec);
-        return EXIT_OK;
-    }
+    int status;
+    if (options_parse_or_help(&spec, argc, argv, &status)) return status;
     if (!c.weights || !c.onnx) {
         fprintf(stderr, "nnengine export: --weights FILE and --onnx OUT are required\n(see: nnengine export --help)\n");
         return EXIT_BAD_INPUT;

@@ -317,13 +317,8 @@ int command_train(int argc, char **argv) {
         "flags, the result equals an uninterrupted run bit for bit (CPU).",
         1, positional, options, (int)(sizeof options / sizeof options[0]),
     };
-    bool help;
-    int status = options_parse(&spec, argc, argv, &help);
-    if (status != EXIT_OK) return status;
-    if (help) {
-        options_print_help(&spec);
-        return EXIT_OK;
-    }
+    int status;
+    if (options_parse_or_help(&spec, argc, argv, &status)) return status;
     if (!c.data) {
         fprintf(stderr, "nnengine train: --data DIR is required\n(see: nnengine train --help)\n");
         return EXIT_BAD_INPUT;

@@ -101,6 +101,14 @@ int options_parse(const command_spec *command, int argc, char **argv, bool *help
     return EXIT_OK;
 }
 
+bool options_parse_or_help(const command_spec *command, int argc, char **argv, int *exit_status) {
+    bool help;
+    *exit_status = options_parse(command, argc, argv, &help);
+    if (*exit_status != EXIT_OK) return true;
+    if (help) options_print_help(command);
+    return help;
+}
+
 void options_print_help(const command_spec *command) {
     printf("usage: nnengine %s\n\n%s\n", command->usage, command->summary);
     if (command->description) printf("\n%s\n", command->description);

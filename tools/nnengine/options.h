@@ -43,6 +43,11 @@ enum { EXIT_OK = 0, EXIT_FAILURE_RUNTIME = 1, EXIT_BAD_INPUT = 2 };
  * *help_requested when --help/-h is present (then nothing else is checked). */
 int options_parse(const command_spec *command, int argc, char **argv, bool *help_requested);
 
+/* options_parse, then the --help text when asked for. Returns true when the
+ * command is done (help printed, or a bad flag reported): it then returns
+ * *exit_status. */
+bool options_parse_or_help(const command_spec *command, int argc, char **argv, int *exit_status);
+
 /* The command's --help text on stdout. */
 void options_print_help(const command_spec *command);
 
