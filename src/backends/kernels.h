@@ -7,6 +7,8 @@
 
 #include <stdint.h>
 
+#include "nn_error.h"
+
 typedef enum nn_kernel {
     NN_KERNEL_GEMM,              /* A, B, C */
     NN_KERNEL_IM2COL,            /* image, columns */
@@ -97,5 +99,8 @@ typedef struct nn_sgd_params {
 } nn_sgd_params;
 
 const char *nn_kernel_name(nn_kernel kernel);
+/* The checks every backend's run() makes first: a known kernel, its number
+ * of buffers, and parameters. `backend` names the backend in the message. */
+nn_status nn_kernel_check_call(const char *backend, nn_kernel kernel, int nargs, const void *params);
 
 #endif

@@ -150,28 +150,10 @@ static nn_status cpu_copy(nn_backend *self, nn_buffer_ref dst, nn_buffer_ref src
     return NN_OK;
 }
 
-/* How many buffer arguments each kernel takes (kernels.h lists them). */
-static const int kernel_arg_count[NN_KERNEL_COUNT] = {
-    [NN_KERNEL_GEMM] = 3,           [NN_KERNEL_IM2COL] = 2,
-    [NN_KERNEL_COL2IM] = 2,         [NN_KERNEL_MAXPOOL_FORWARD] = 3,
-    [NN_KERNEL_MAXPOOL_BACKWARD] = 3, [NN_KERNEL_BIAS_ADD] = 2,
-    [NN_KERNEL_BIAS_GRAD] = 2,      [NN_KERNEL_RELU_FORWARD] = 2,
-    [NN_KERNEL_RELU_BACKWARD] = 3,  [NN_KERNEL_ELEMENTWISE] = 3,
-    [NN_KERNEL_SOFTMAX_FORWARD] = 2, [NN_KERNEL_SOFTMAX_BACKWARD] = 3,
-    [NN_KERNEL_SOFTMAX_CE_FORWARD] = 4, [NN_KERNEL_SOFTMAX_CE_BACKWARD] = 4,
-    [NN_KERNEL_REDUCE_SUM] = 2,     [NN_KERNEL_BROADCAST_SCALAR] = 2,
-    [NN_KERNEL_SUM_SQUARES] = 2,    [NN_KERNEL_SGD_UPDATE] = 4,
-};
-
 static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int nargs,
                          const void *params) {
     nn_thread_pool *pool = as_cpu(self)->pool;
-    if ((unsigned)kernel >= NN_KERNEL_COUNT)
-        return nn_set_error(NN_ERR_BACKEND, "cpu: no kernel with id %d", (int)kernel);
-    if (nargs != kernel_arg_count[kernel] || !params)
-        return nn_set_error(NN_ERR_BACKEND, "cpu %s: called with %d buffers (wants %d)%s",
-                            nn_kernel_name(kernel), nargs, kernel_arg_count[kernel],
-                            params ? "" : " and no parameters");
+    NN_TRY(nn_kernel_check_call("cpu", kernel, nargs, params));
     switch (kernel) {
     case NN_KERNEL_GEMM: {
         nn_status s = nn_cpu_gemm(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]));

@@ -12,18 +12,6 @@
 
 #define WG 256
 
-static const int kArgCount[NN_KERNEL_COUNT] = {
-    [NN_KERNEL_GEMM] = 3,           [NN_KERNEL_IM2COL] = 2,
-    [NN_KERNEL_COL2IM] = 2,         [NN_KERNEL_MAXPOOL_FORWARD] = 3,
-    [NN_KERNEL_MAXPOOL_BACKWARD] = 3, [NN_KERNEL_BIAS_ADD] = 2,
-    [NN_KERNEL_BIAS_GRAD] = 2,      [NN_KERNEL_RELU_FORWARD] = 2,
-    [NN_KERNEL_RELU_BACKWARD] = 3,  [NN_KERNEL_ELEMENTWISE] = 3,
-    [NN_KERNEL_SOFTMAX_FORWARD] = 2, [NN_KERNEL_SOFTMAX_BACKWARD] = 3,
-    [NN_KERNEL_SOFTMAX_CE_FORWARD] = 4, [NN_KERNEL_SOFTMAX_CE_BACKWARD] = 4,
-    [NN_KERNEL_REDUCE_SUM] = 2,     [NN_KERNEL_BROADCAST_SCALAR] = 2,
-    [NN_KERNEL_SUM_SQUARES] = 2,    [NN_KERNEL_SGD_UPDATE] = 4,
-};
-
 /* Arguments that may be absent (a NULL buffer): elementwise SCALE's b, the
  * SGD velocity and norm. Bit i = argument i. */
 static int optional_args(nn_kernel kernel, const void *params) {
@@ -226,11 +214,7 @@ static nn_status run_sgd(vk_backend *vk, const nn_buffer_ref *a, const nn_sgd_pa
 
 nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int nargs, const void *params) {
     vk_backend *vk = as_vk(self);
-    if ((unsigned)kernel >= NN_KERNEL_COUNT)
-        return nn_set_error(NN_ERR_BACKEND, "vulkan: no kernel with id %d", (int)kernel);
-    if (nargs != kArgCount[kernel] || !params)
-        return nn_set_error(NN_ERR_BACKEND, "vulkan %s: called with %d buffers (wants %d)%s", nn_kernel_name(kernel),
-                            nargs, kArgCount[kernel], params ? "" : " and no parameters");
+    NN_TRY(nn_kernel_check_call("vulkan", kernel, nargs, params));
     int optional = optional_args(kernel, params);
     for (int i = 0; i < nargs; i++)
         if (!a[i].buffer && !(optional & (1 << i)) && kernel != NN_KERNEL_GEMM)
