@@ -10,13 +10,18 @@ total_passed=0
 total_failed=0
 status=0
 
+# A step that could not run or report counts as one failure.
+fail_step() {
+    echo "$1"
+    status=1
+    total_failed=$((total_failed + 1))
+}
+
 run_variant() {
     local label=$1; shift
     echo "== $label"
     if ! make -s -j"$jobs" "$@" lib cli >/dev/null; then
-        echo "build failed: make $*"
-        status=1
-        total_failed=$((total_failed + 1))
+        fail_step "build failed: make $*"
         return
     fi
     local log
@@ -32,9 +37,7 @@ count_summary() {
     summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
     rm -f "$log"
     if [ -z "$summary" ]; then
-        echo "no summary from the $label run (crashed?)"
-        status=1
-        total_failed=$((total_failed + 1))
+        fail_step "no summary from the $label run (crashed?)"
         return
     fi
     total_passed=$((total_passed + $(echo "$summary" | cut -d' ' -f1)))
@@ -57,9 +60,7 @@ if pkg-config --exists openblas; then
     run_variant "OpenBLAS GEMM" BUILD=build BLAS=1
     run_cli_tests "command line (OpenBLAS build)" build/nnengine
 else
-    echo "OpenBLAS not found: libopenblas-dev is missing (make deps installs it)"
-    status=1
-    total_failed=$((total_failed + 1))
+    fail_step "OpenBLAS not found: libopenblas-dev is missing (make deps installs it)"
 fi
 # The Vulkan tests (on lavapipe in CI) run in the OpenBLAS and the ASan
 # builds; the built-in GEMM variants differ only in CPU GEMM code, so they
@@ -80,9 +81,7 @@ count_pytest_summary() {
     summary=$(grep -E '^=*[ ]*[0-9]+ (passed|failed|errors?|skipped)' "$log" | tail -n 1)
     rm -f "$log"
     if [ -z "$summary" ]; then
-        echo "no summary from $label (crashed?)"
-        status=1
-        total_failed=$((total_failed + 1))
+        fail_step "no summary from $label (crashed?)"
         return
     fi
     passed=$(echo "$summary" | grep -oE '[0-9]+ passed' | cut -d' ' -f1)
@@ -99,9 +98,7 @@ run_python_tests() {
     echo "== Python package (pytest, reference: Debian's PyTorch)"
     local py
     if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build lib >/dev/null; then
-        echo "Python test setup failed (scripts/python-env.sh or make lib)"
-        status=1
-        total_failed=$((total_failed + 1))
+        fail_step "Python test setup failed (scripts/python-env.sh or make lib)"
         return
     fi
     local log
@@ -122,16 +119,12 @@ run_io_tests() {
         echo "ok   fuzz corpus: $(ls tests/fuzz/corpus | wc -l) inputs"
         total_passed=$((total_passed + 1))
     else
-        echo "FAIL fuzz corpus: run 'make fuzz-regress' to see the input"
-        status=1
-        total_failed=$((total_failed + 1))
+        fail_step "FAIL fuzz corpus: run 'make fuzz-regress' to see the input"
     fi
     echo "== io: checkpoint and ONNX interop (pytest)"
     local py log
     if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build io-fixture cli >/dev/null; then
-        echo "io interop setup failed (scripts/python-env.sh or make io-fixture cli)"
-        status=1
-        total_failed=$((total_failed + 1))
+        fail_step "io interop setup failed (scripts/python-env.sh or make io-fixture cli)"
         return
     fi
     log=$(mktemp)
