@@ -212,6 +212,20 @@ nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes) {
     return t->ctx->backend->read(t->ctx->backend, nn_tensor_ref(t), data, bytes);
 }
 
+nn_status nn_tensor_copy(nn_tensor *dst, const nn_tensor *src) {
+    if (!dst || !src) return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_copy: a tensor is NULL");
+    if (dst->ctx != src->ctx)
+        return nn_set_error(NN_ERR_STATE, "nn_tensor_copy: the tensors belong to different contexts");
+    if (dst->dtype != src->dtype || dst->numel != src->numel) {
+        char a[96], b[96];
+        return nn_set_error(NN_ERR_SHAPE, "nn_tensor_copy: %s %s from %s %s: dtype or element count differs",
+                            dtype_name(dst->dtype), nn_format_shape(dst->ndim, dst->shape, a, sizeof a),
+                            dtype_name(src->dtype), nn_format_shape(src->ndim, src->shape, b, sizeof b));
+    }
+    if (dst->storage == src->storage && dst->offset == src->offset) return NN_OK;
+    return nn_ctx_copy(dst->ctx, nn_tensor_ref(dst), nn_tensor_ref(src), (size_t)dst->numel * ELEMENT_BYTES);
+}
+
 nn_status nn_tensor_fill(nn_tensor *t, float value) {
     if (!t) return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_fill: tensor is NULL");
     if (t->dtype != NN_F32)
