@@ -22,6 +22,11 @@ const char *nn_kernel_name(nn_kernel kernel) {
         [NN_KERNEL_BROADCAST_SCALAR] = "broadcast_scalar",
         [NN_KERNEL_SUM_SQUARES] = "sum_squares",
         [NN_KERNEL_SGD_UPDATE] = "sgd_update",
+        /* fusion */
+        [NN_KERNEL_GEMM_EPILOGUE] = "gemm_epilogue",
+        [NN_KERNEL_MAXPOOL_BACKWARD_MASKED] = "maxpool_backward_masked",
+        [NN_KERNEL_SOFTMAX_CE_FUSED] = "softmax_ce_fused",
+        [NN_KERNEL_SGD_UPDATE_DEVICE_LR] = "sgd_update_device_lr",
     };
     return (unsigned)kernel < NN_KERNEL_COUNT && names[kernel] ? names[kernel] : "unknown kernel";
 }
@@ -39,6 +44,9 @@ static int nn_kernel_arg_count(nn_kernel kernel) {
         [NN_KERNEL_SOFTMAX_CE_FORWARD] = 4, [NN_KERNEL_SOFTMAX_CE_BACKWARD] = 4,
         [NN_KERNEL_REDUCE_SUM] = 2,     [NN_KERNEL_BROADCAST_SCALAR] = 2,
         [NN_KERNEL_SUM_SQUARES] = 2,    [NN_KERNEL_SGD_UPDATE] = 4,
+        /* fusion */
+        [NN_KERNEL_GEMM_EPILOGUE] = 4,  [NN_KERNEL_MAXPOOL_BACKWARD_MASKED] = 4,
+        [NN_KERNEL_SOFTMAX_CE_FUSED] = 4, [NN_KERNEL_SGD_UPDATE_DEVICE_LR] = 4,
     };
     return (unsigned)kernel < NN_KERNEL_COUNT ? counts[kernel] : 0;
 }
