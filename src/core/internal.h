@@ -37,6 +37,9 @@ struct nn_tensor {
     bool is_result;      /* produced by a recorded op (stays set after the tape is cleared) */
 
     int64_t step_slot;   /* index in ctx->step_tensors, or -1 when not step-owned */
+    /* fusion (issue 6): true while nn_backward walks from this tensor, whose
+     * gradient is then exactly the seed 1 (softmax-CE needs no kernel). */
+    bool grad_seeded;
     nn_tensor *live_prev, *live_next; /* every live tensor of the context */
 };
 
@@ -57,6 +60,7 @@ struct nn_node {
     nn_tensor *saved[NN_NODE_MAX_TENSORS];
     int saved_count;
     int64_t tape_index;
+    int fusion; /* fusion (issue 6): NN_NODE_* bits of src/ops/fused_relu.h */
     union {
         nn_gemm_params gemm;
         nn_conv_geometry conv;
