@@ -103,8 +103,24 @@ static int count_lenet_step(const char *device, int batch) {
     return total;
 }
 
+/* Before issue 6's fusion (main at ce6f36b) a step was 52 kernel runs and
+ * 11 fills (63); fused, it is 29 runs and 2 fills: forward 10 (im2col + GEMM
+ * with bias and ReLU per convolution, one GEMM per Linear, two pools, the
+ * softmax-CE that also writes the logits' gradient), backward 18 (the
+ * Linear/pool backward apply the ReLU masks), the loss seed and zero_grad
+ * fills, one SGD kernel. */
+#define FUSED_STEP_COMMANDS 31
+
 TEST(kernel_count_lenet5_step_cpu) {
     int total = count_lenet_step("cpu", 3);
-    printf("    LeNet-5 training step: %d device commands (kernel runs + fills + copies)\n", total);
-    CHECK(total > 0);
+    printf("    LeNet-5 training step (cpu): %d device commands (kernel runs + fills + copies)\n", total);
+    CHECK_MSG(total > 0 && total <= FUSED_STEP_COMMANDS, "%d commands, want <= %d", total, FUSED_STEP_COMMANDS);
+}
+
+TEST(kernel_count_lenet5_step_vulkan) {
+    const char *v = getenv("NN_ENGINE_TEST_VULKAN");
+    if (v && strcmp(v, "0") == 0) return;
+    int total = count_lenet_step("vulkan", 64);
+    printf("    LeNet-5 training step (vulkan, batch 64): %d device commands\n", total);
+    CHECK_MSG(total > 0 && total <= FUSED_STEP_COMMANDS, "%d commands, want <= %d", total, FUSED_STEP_COMMANDS);
 }

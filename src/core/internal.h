@@ -97,6 +97,16 @@ nn_tensor *nn_tensor_view(nn_tensor *source, int ndim, const int64_t *shape);
 nn_tensor *nn_tensor_retain(nn_tensor *t);
 void nn_tensor_release(nn_tensor *t);
 nn_buffer_ref nn_tensor_ref(const nn_tensor *t);
+/* ---- fusion (issue 6): tensors living inside a larger buffer (src/optim/sgd.c) ---- */
+/* A caller-owned (not step-owned) tensor over `source`'s storage starting
+ * `offset` bytes after source's own offset; offset + its size must fit. */
+nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const int64_t *shape);
+/* Copy t's data to `target`'s storage at `offset` bytes past target's
+ * offset (a device copy) and make t live there from now on; t's old storage
+ * is released. Views made of t before keep the old storage, so callers move
+ * only tensors that are their storage's sole user. */
+nn_status nn_tensor_move_into(nn_tensor *t, nn_tensor *target, size_t offset);
+/* ---- end fusion ---- */
 
 /* ---- context (context.c) ---- */
 
