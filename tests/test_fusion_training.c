@@ -159,3 +159,32 @@ TEST(fusion_sequential_relu_at_end_and_before_flatten) {
     nn_module_free(net);
     nn_ctx_free(ctx);
 }
+
+/* Softmax-CE on a leaf: the fused gradient is added to the leaf's running
+ * sum (twice over two backward passes), never taken over as its tensor. */
+TEST(fusion_softmax_ce_leaf_logits_accumulate) {
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 1});
+    float x[15];
+    vkt_fill(x, 15, -3, 3, 17);
+    int64_t xs[2] = {3, 5}, ys[1] = {3};
+    int32_t labels[3] = {4, 0, 2};
+    nn_tensor *logits = nn_tensor_from_data(ctx, NN_F32, 2, xs, x);
+    nn_tensor *y = nn_tensor_from_data(ctx, NN_I32, 1, ys, labels);
+    nn_tensor_set_requires_grad(logits, true);
+    for (int pass = 1; pass <= 2; pass++) {
+        CHECK(nn_backward(nn_softmax_cross_entropy(logits, y)) == NN_OK);
+        float g[15];
+        CHECK(nn_tensor_read(nn_tensor_grad(logits), g, sizeof g) == NN_OK);
+        for (int r = 0; r < 3; r++) {
+            double m = -1e30, sum = 0;
+            for (int j = 0; j < 5; j++) m = fmax(m, x[r * 5 + j]);
+            for (int j = 0; j < 5; j++) sum += exp(x[r * 5 + j] - m);
+            for (int j = 0; j < 5; j++) {
+                double want = pass * (exp(x[r * 5 + j] - m) / sum - (j == labels[r])) / 3.0;
+                CHECK_CLOSE(g[r * 5 + j], want, 1e-6);
+            }
+        }
+        CHECK(nn_ctx_step_end(ctx) == NN_OK);
+    }
+    nn_ctx_free(ctx);
+}

@@ -9,7 +9,7 @@ static nn_status fused_relu_backward(nn_node *node) {
     nn_tensor *grad;
     int32_t acc;
     bool premasked = node->fusion & NN_NODE_GRAD_PREMASKED;
-    if (premasked && !z->grad) z->grad = nn_tensor_retain(r->grad);
+    if (premasked && !z->grad && z->grad_fn) z->grad = nn_tensor_retain(r->grad);
     NN_TRY(nn_grad_target(z, &grad, &acc));
     if (premasked) {
         if (grad == r->grad && !acc) return NN_OK;

@@ -10,7 +10,8 @@ static nn_status softmax_ce_backward(nn_node *node) {
     nn_tensor *logits = node->inputs[0], *dlogits = node->saved[1], *dloss = node->output->grad;
     nn_ctx *ctx = logits->ctx;
     bool seed = node->output->grad_seeded;
-    if (seed && !logits->grad) logits->grad = nn_tensor_retain(dlogits);
+    /* A leaf's gradient is a running sum the caller owns: it is added to. */
+    if (seed && !logits->grad && logits->grad_fn) logits->grad = nn_tensor_retain(dlogits);
     nn_tensor *grad;
     int32_t acc;
     NN_TRY(nn_grad_target(logits, &grad, &acc));
