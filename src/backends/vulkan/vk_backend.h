@@ -92,6 +92,10 @@ typedef struct vk_plan {
     int scratch_count, scratch_capacity;
 } vk_plan;
 
+#define VK_PROFILE_MAX_COMMANDS 320 /* per frame: MAX_COMMANDS_PER_FRAME and a margin */
+#define VK_PROFILE_LABEL 64
+typedef struct vk_profile vk_profile;
+
 /* Pipelines: one per shader and tile configuration. */
 typedef enum vk_pipeline_id {
     VK_PIPE_GEMM_LARGE,  /* 128 x 128 tiles, k slices of 8, 8 x 8 per invocation */
@@ -102,6 +106,7 @@ typedef enum vk_pipeline_id {
     VK_PIPE_GEMM_SMALL,  /* 32 x 32, 4 x 4 */
     VK_PIPE_GEMM_THIN,   /* 16 x 64, 4 x 4: few rows (LeNet's convolutions) */
     VK_PIPE_GEMM_SPLITK, /* adds split-K partial products into C */
+    VK_PIPE_GEMM_DIRECT, /* small products: one invocation per entry of C, no tiles */
     VK_PIPE_IM2COL,
     VK_PIPE_COL2IM,
     VK_PIPE_MAXPOOL_FORWARD,
@@ -168,6 +173,8 @@ typedef struct vk_backend {
     vk_frame frames[VK_FRAMES];
     int current;
     vk_plan *compiling;      /* commands go into this plan instead of a frame */
+    struct vk_profile *profile; /* NN_ENGINE_VULKAN_PROFILE=1 (vk_profile.c), else NULL */
+    char profile_label[VK_PROFILE_LABEL]; /* names the next command in the profile */
     bool plans_in_flight;    /* a plan was submitted since the last full wait */
 } vk_backend;
 
@@ -217,6 +224,16 @@ nn_status vk_plan_replay(nn_backend *self, void *plan, int64_t times);
 void vk_plan_free(nn_backend *self, void *plan);
 /* Issue one command through the backend (recording it into the plan). */
 nn_status vk_issue_command(vk_backend *vk, const nn_command *cmd);
+
+/* vk_profile.c: per-kernel GPU times (NN_ENGINE_VULKAN_PROFILE=1). */
+nn_status vk_profile_init(vk_backend *vk);
+void vk_profile_frame_begin(vk_backend *vk, int frame, VkCommandBuffer cmd);
+void vk_profile_command_begin(vk_backend *vk, int frame, VkCommandBuffer cmd);
+void vk_profile_command_end(vk_backend *vk, int frame, VkCommandBuffer cmd);
+/* After the frame's fence: collect its times. */
+void vk_profile_frame_done(vk_backend *vk, int frame);
+/* Print the table and free the profile. */
+void vk_profile_destroy(vk_backend *vk);
 
 /* vk_pipelines.c */
 nn_status vk_pipelines_init(vk_backend *vk);

@@ -1,6 +1,7 @@
 /* The GEMM kernel family: tile choice, split-K, vec4-load variants.
  * C[b] = alpha op(A[b]) op(B[b]) + beta C[b] with the CPU's semantics
  * (kernels.h), including the summed batch (stride_c == 0) of conv's dW. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,11 @@ static uint32_t vec4_ok(nn_buffer_ref ref, int64_t ld, int64_t stride, int64_t b
 /* Workgroups that keep a large GPU busy (two per multiprocessor on a
  * 132-SM H100/H200); fewer output tiles than this over a long k get split-K. */
 #define SPLIT_TARGET_GROUPS 264
-#define MAX_SPLITS 64
+#define MAX_SPLITS 1024
+/* A split walks at most this many k slices: each costs a memory wait and a
+ * barrier, so a long walk with few output tiles (conv1's dW at batch 256:
+ * 9,216 slices into one tile) is latency, not arithmetic. */
+#define SPLIT_MAX_SLICES 16
 
 static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
@@ -68,6 +73,79 @@ static nn_status check_epilogue(const nn_buffer_ref *a, int32_t epi) {
     if ((bias || (epi & NN_EPI_MASK)) && !a[3].buffer)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan gemm_epilogue: epilogue 0x%x needs the aux buffer", (unsigned)epi);
     return NN_OK;
+}
+
+/* Split-K's two dispatches: the partial products of `splits` workgroup
+ * layers into a scratch buffer, then gemm_splitk.comp adding them in order
+ * (deterministic, no atomics) with alpha, beta and the epilogue into C. */
+static nn_status record_split(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, gemm_push push,
+                              uint32_t epilogue, vk_pipeline_id pipe, int variant, uint32_t gx, uint32_t gy,
+                              int64_t splits, int64_t split_steps) {
+    int64_t partial = (int64_t)p->m * p->n;
+    NN_TRY(vk_fits32(NN_KERNEL_GEMM, "split-K scratch entries", splits * partial));
+    nn_buffer *scratch = vk_buffer_alloc(&vk->base, (size_t)(splits * partial) * sizeof(float));
+    if (!scratch) return nn_last_status();
+    push.ldc = (uint32_t)p->n;
+    push.stride_c = (uint32_t)partial;
+    push.alpha = 1.0f;
+    push.beta = 0.0f;
+    push.splits = (uint32_t)splits;
+    push.split_steps = (uint32_t)split_steps;
+    push.epilogue = 0; /* applied when the partials are added */
+    nn_buffer_ref none = {NULL, 0, 0};
+    nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0, 0}},
+                  second[3] = {{scratch, 0, 0}, a[2], epilogue ? a[3] : none};
+    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, &push, sizeof push, gx, gy,
+                             (uint32_t)splits);
+    if (st == NN_OK) {
+        struct { uint32_t m, n, ldc, splits; float alpha, beta; uint32_t epilogue; } sum = {
+            (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, (uint32_t)splits, p->alpha, p->beta, epilogue};
+        st = vk_record_ex(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_SPLITK, 0, second, epilogue ? 3 : 2, 1u << 1, &sum,
+                          sizeof sum, vk_groups_for((uint64_t)partial), 1, 1);
+    }
+    vk_scratch_done(vk, scratch); /* freed at once (vk_stream.c orders reuse), or kept by a plan */
+    return st;
+}
+
+/* Small products (LeNet's, every layer at batch 64 or 256) go to
+ * gemm_direct.comp: the tiled kernel's per-slice barriers and memory waits
+ * cost more than their arithmetic. Summed batches (conv's dW) are split by
+ * products, each invocation walking about DIRECT_WALK multiply-adds. */
+#define DIRECT_MAX_MACS ((int64_t)1 << 26)
+#define DIRECT_MAX_K 32
+#define DIRECT_WALK 2048
+
+/* Measured on an H200 (bench/README.md): a walk over k of more than a few
+ * dozen waits on memory at every step and loses to the tiles, and summed
+ * batches lose to tiled split-K; so only short, unsummed products go direct. */
+static bool direct_wanted(const nn_gemm_params *p, int32_t k, int64_t outputs, bool summed) {
+    const char *force = getenv("NN_ENGINE_VULKAN_GEMM_TILES");
+    if (force && *force) return strcmp(force, "direct") == 0;
+    return !summed && k <= DIRECT_MAX_K && (int64_t)p->m * p->n * k * outputs <= DIRECT_MAX_MACS &&
+           ceil_div((int64_t)p->m * p->n, 64) <= VK_MAX_GROUPS;
+}
+
+static nn_status run_direct(vk_backend *vk, const nn_buffer_ref *a, int nargs, const nn_gemm_params *p,
+                            gemm_push push, uint32_t epilogue, int32_t k, int64_t outputs, bool summed) {
+    uint32_t gx = (uint32_t)ceil_div((int64_t)p->m * p->n, 64);
+    if (!summed) {
+        uint32_t gz = outputs > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
+        return vk_record(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_DIRECT, 0, a, nargs, &push, sizeof push, gx, 1, gz);
+    }
+    int64_t per = k > 0 ? DIRECT_WALK / k : p->batch;
+    if (per < 1) per = 1;
+    int64_t splits = ceil_div(p->batch, per);
+    if (splits > VK_MAX_GROUPS) {
+        splits = VK_MAX_GROUPS;
+        per = ceil_div(p->batch, splits);
+        splits = ceil_div(p->batch, per);
+    }
+    if (splits < 2) {
+        push.splits = 1;
+        push.split_steps = (uint32_t)p->batch;
+        return vk_record(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_DIRECT, 0, a, nargs, &push, sizeof push, gx, 1, 1);
+    }
+    return record_split(vk, a, p, push, epilogue, VK_PIPE_GEMM_DIRECT, 0, gx, 1, splits, per);
 }
 
 nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, int32_t epilogue) {
@@ -108,6 +186,12 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
                       (uint32_t)p->lda, (uint32_t)p->ldb, (uint32_t)p->ldc, (uint32_t)p->batch, summed,
                       (uint32_t)p->stride_a, (uint32_t)p->stride_b, (uint32_t)p->stride_c, p->alpha, p->beta,
                       1, 0, (uint32_t)epilogue};
+    if (direct_wanted(p, k, outputs, summed)) {
+        if (vk->profile)
+            snprintf(vk->profile_label, sizeof vk->profile_label, "gemm m%d n%d k%d b%d %c%c%s direct", p->m, p->n,
+                     k, p->batch, p->trans_a ? 'T' : 'N', p->trans_b ? 'T' : 'N', epilogue ? " epilogue" : "");
+        return run_direct(vk, a, nargs, p, push, (uint32_t)epilogue, k, outputs, summed);
+    }
     int variant = (int)vec4_ok(a[0], p->lda, p->stride_a, p->batch, p->trans_a ? p->m : k) |
                   (int)vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n) << 1;
     /* Split-K: each of `splits` workgroup layers walks an equal share of the
@@ -116,9 +200,14 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
     int64_t steps = products * ceil_div(k, bk), splits = 1;
     if (long_k && gx * gy < SPLIT_TARGET_GROUPS) {
         splits = ceil_div(SPLIT_TARGET_GROUPS, gx * gy);
+        if (splits < ceil_div(steps, SPLIT_MAX_SLICES)) splits = ceil_div(steps, SPLIT_MAX_SLICES);
         if (splits > steps / 8) splits = steps / 8; /* at least 8 steps each */
         if (splits > MAX_SPLITS) splits = MAX_SPLITS;
     }
+    if (vk->profile)
+        snprintf(vk->profile_label, sizeof vk->profile_label, "gemm m%d n%d k%d b%d %c%c%s%s", p->m, p->n, k,
+                 p->batch, p->trans_a ? 'T' : 'N', p->trans_b ? 'T' : 'N', epilogue ? " epilogue" : "",
+                 splits > 1 ? " split-K" : "");
     if (splits < 2) {
         uint32_t gz = outputs > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
         return vk_record(vk, NN_KERNEL_GEMM, pipe, variant, a, nargs, &push, sizeof push, (uint32_t)gx,
@@ -126,28 +215,6 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
     }
     int64_t split_steps = ceil_div(steps, splits);
     splits = ceil_div(steps, split_steps);
-    int64_t partial = (int64_t)p->m * p->n;
-    NN_TRY(vk_fits32(NN_KERNEL_GEMM, "split-K scratch entries", splits * partial));
-    nn_buffer *scratch = vk_buffer_alloc(&vk->base, (size_t)(splits * partial) * sizeof(float));
-    if (!scratch) return nn_last_status();
-    push.ldc = (uint32_t)p->n;
-    push.stride_c = (uint32_t)partial;
-    push.alpha = 1.0f;
-    push.beta = 0.0f;
-    push.splits = (uint32_t)splits;
-    push.split_steps = (uint32_t)split_steps;
-    push.epilogue = 0; /* applied when the partials are added */
-    nn_buffer_ref none = {NULL, 0, 0};
-    nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0, 0}},
-                  second[3] = {{scratch, 0, 0}, a[2], epilogue ? a[3] : none};
-    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, &push, sizeof push, (uint32_t)gx,
-                                  (uint32_t)gy, (uint32_t)splits);
-    if (st == NN_OK) {
-        struct { uint32_t m, n, ldc, splits; float alpha, beta; uint32_t epilogue; } sum = {
-            (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, (uint32_t)splits, p->alpha, p->beta, (uint32_t)epilogue};
-        st = vk_record_ex(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_SPLITK, 0, second, epilogue ? 3 : 2, 1u << 1, &sum,
-                          sizeof sum, vk_groups_for((uint64_t)partial), 1, 1);
-    }
-    vk_scratch_done(vk, scratch); /* freed at once (vk_stream.c orders reuse), or kept by a plan */
-    return st;
+    return record_split(vk, a, p, push, (uint32_t)epilogue, pipe, variant, (uint32_t)gx, (uint32_t)gy, splits,
+                        split_steps);
 }

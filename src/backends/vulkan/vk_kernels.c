@@ -4,6 +4,7 @@
  * to 32 bits after checking they fit (so the shaders need no 64-bit
  * integers, which some devices lack). Semantics follow the CPU kernels,
  * the reference (src/backends/cpu). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,8 @@ nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int v
 nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
                        int nargs, unsigned written, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
                        uint32_t gz) {
+    if (vk->profile && !vk->profile_label[0])
+        snprintf(vk->profile_label, sizeof vk->profile_label, "%s", nn_kernel_name(kernel));
     vk_access accesses[VK_ARG_BINDINGS];
     int access_count = 0;
     for (int i = 0; i < nargs && i < VK_ARG_BINDINGS; i++)

@@ -65,6 +65,11 @@
     X(vkCmdPipelineBarrier)                  \
     X(vkCmdCopyBuffer)                       \
     X(vkCmdFillBuffer)                       \
+    X(vkCreateQueryPool)                     \
+    X(vkDestroyQueryPool)                    \
+    X(vkCmdResetQueryPool)                   \
+    X(vkCmdWriteTimestamp)                   \
+    X(vkGetQueryPoolResults)                 \
     X(vkCreateFence)                         \
     X(vkDestroyFence)                        \
     X(vkResetFences)                         \

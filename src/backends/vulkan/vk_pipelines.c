@@ -30,6 +30,7 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_GEMM_SMALL] = {"gemm", "gemm", {32, 32, 16, 4, 4, 64}},
     [VK_PIPE_GEMM_THIN] = {"gemm", "gemm", {16, 64, 16, 4, 4, 64}},
     [VK_PIPE_GEMM_SPLITK] = {"gemm_splitk", "gemm (split-K sum)"},
+    [VK_PIPE_GEMM_DIRECT] = {"gemm_direct", "gemm (direct)"},
     [VK_PIPE_IM2COL] = {"im2col", "im2col"},
     [VK_PIPE_COL2IM] = {"col2im", "col2im"},
     [VK_PIPE_MAXPOOL_FORWARD] = {"maxpool_forward", "maxpool_forward"},

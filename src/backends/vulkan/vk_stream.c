@@ -65,6 +65,7 @@ static nn_status frame_wait(vk_backend *vk, vk_frame *f) {
         return nn_set_error(NN_ERR_BACKEND, "vulkan: waiting for the GPU failed (%s)", nn_vk_result_name(r));
     vk->fn.vkResetFences(vk->device, 1, &f->fence);
     f->in_flight = false;
+    vk_profile_frame_done(vk, (int)(f - vk->frames));
     f->staging_used = 0;
     return NN_OK;
 }
@@ -137,6 +138,7 @@ static nn_status frame_begin(vk_backend *vk, vk_frame *f) {
     if (r != VK_SUCCESS)
         return nn_set_error(NN_ERR_BACKEND, "vulkan: vkBeginCommandBuffer failed (%s)", nn_vk_result_name(r));
     vk_target_begin(vk, &f->target);
+    vk_profile_frame_begin(vk, (int)(f - vk->frames), f->target.cmd);
     f->recording = true;
     f->commands = 0;
     f->staging_used = 0;
@@ -188,21 +190,29 @@ static nn_status current_recording(vk_backend *vk, vk_frame **out) {
 
 nn_status vk_begin_command(vk_backend *vk, const vk_access *accesses, int count, VkCommandBuffer *cmd) {
     vk_target *t;
+    vk_frame *f = NULL;
     if (vk->compiling) {
         t = &vk->compiling->target;
     } else {
-        vk_frame *f;
         NN_TRY(current_recording(vk, &f));
         t = &f->target;
     }
     NN_TRY(track(vk, t, accesses, count));
+    if (f && vk->profile) {
+        full_barrier(vk, t); /* each command timed alone */
+        vk_profile_command_begin(vk, (int)(f - vk->frames), t->cmd);
+    }
     *cmd = t->cmd;
     return NN_OK;
 }
 
 nn_status vk_end_command(vk_backend *vk) {
-    if (vk->compiling) return NN_OK; /* a plan is one command buffer, however long */
+    if (vk->compiling) { /* a plan is one command buffer, however long */
+        vk->profile_label[0] = '\0';
+        return NN_OK;
+    }
     vk_frame *f = &vk->frames[vk->current];
+    if (vk->profile) vk_profile_command_end(vk, vk->current, f->target.cmd);
     if (++f->commands >= MAX_COMMANDS_PER_FRAME) NN_TRY(switch_frames(vk));
     return NN_OK;
 }
