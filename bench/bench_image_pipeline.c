@@ -7,7 +7,7 @@
  * RGB, libjpeg quality 90) with content that costs what photos cost to
  * decode: smooth gradients and shapes plus sensor-like noise, so the
  * entropy-coded data is not trivially small. They are written once to
- * --dir (default /tmp/nn_bench_images) and reused.
+ * --dir (default /tmp/nn_bench_images_v2) and reused.
  *
  *   build/bench/bench_image_pipeline [--threads 1,2,4,8,16] [--images 1024]
  *       [--size 224] [--batch 128] [--dir DIR] [--epochs 2]
@@ -44,7 +44,7 @@ static uint32_t next_random(void) {
 }
 
 /* A photo-like picture: a lit gradient background, a few soft discs, and
- * Gaussian-ish noise of about 6 levels (noise is what makes real photos
+ * triangular noise of up to 10 levels (noise is what makes real photos
  * expensive to entropy-decode). */
 static void paint(uint8_t *px, int w, int h, int seed) {
     double cx[4], cy[4], r[4], col[4][3];
@@ -60,7 +60,7 @@ static void paint(uint8_t *px, int w, int h, int seed) {
                     double d = hypot(x - cx[k], y - cy[k]) / r[k];
                     if (d < 1) v = v * d + col[k][c] * (1 - d);
                 }
-                double noise = ((int)(next_random() % 13) + (int)(next_random() % 13) - 12) * 0.5;
+                double noise = ((int)(next_random() % 13) + (int)(next_random() % 13) - 12) * 0.8;
                 v += noise;
                 px[(y * w + x) * 3 + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
             }
@@ -182,7 +182,7 @@ static void breakdown(const nn_image_index *index, int size, int n) {
 }
 
 int main(int argc, char **argv) {
-    const char *threads_list = "1,2,4,8,16", *dir = "/tmp/nn_bench_images";
+    const char *threads_list = "1,2,4,8,16", *dir = "/tmp/nn_bench_images_v2";
     int images = 1024, size = 224, batch = 128, epochs = 2;
     for (int i = 1; i < argc; i++) {
         if (i + 1 < argc && strcmp(argv[i], "--threads") == 0) threads_list = argv[++i];

@@ -7,23 +7,27 @@
  * index holds paths and labels, and the loader decodes each image when its
  * batch is due, at the size the model asks for.
  *
- * Typical training loop:
+ * Typical training loop (epochs counted from 0 here; the CLI's 1-based
+ * epoch e passes e - 1, as it does to nn_shuffle_indices):
  *
  *   nn_image_index train, test;
  *   bool test_is_validation;
  *   nn_image_index_load_dir(dir, 0.1, seed, &train, &test, &test_is_validation);
  *   nn_loader_options o = nn_loader_defaults();       // 224x224 RGB, ImageNet mean/std
- *   o.batch = 128; o.threads = 16; o.seed = seed;
+ *   o.batch = 128; o.threads = 15; o.seed = seed;
  *   o.shuffle = true; o.flip = true; o.crop = NN_CROP_RANDOM_RESIZED;
  *   nn_loader *loader = nn_loader_new(&train, NULL, train.count, &o);
- *   for (epoch ...) {
- *       nn_loader_start_epoch(loader, epoch);           // epoch 0, 1, ...
+ *   for (int64_t epoch = 0; epoch < epochs; epoch++) {
+ *       nn_status s = nn_loader_start_epoch(loader, epoch);
  *       nn_batch b;
- *       while (nn_loader_next(loader, &b) == NN_OK && b.count > 0)
+ *       while (s == NN_OK && (s = nn_loader_next(loader, &b)) == NN_OK && b.count > 0)
  *           train_step(b.images, b.labels, b.count);   // b is valid until the next call
- *       if (nn_last_status() ...)                       // a non-OK return is an error
+ *       if (s != NN_OK) report(nn_last_error());
  *   }
  *   nn_loader_free(loader);
+ *
+ * The evaluation pass uses a second loader over the test index with
+ * shuffle and flip off and crop NN_CROP_NONE (or NN_CROP_CENTER).
  */
 #ifndef NN_LOADER_H
 #define NN_LOADER_H
@@ -128,9 +132,13 @@ nn_status nn_loader_start_epoch(nn_loader *loader, int64_t epoch);
 /* The next batch of the epoch, in order, waiting for it if needed. At the
  * end of the epoch returns NN_OK with count 0. A file that fails to decode
  * is left out of its batch (the batch is that much smaller; a batch with no
- * image left is skipped) and counted, see nn_loader_failures. An error (out
- * of memory in a worker, a call out of order) returns its status with
- * nn_last_error() set on the calling thread. */
+ * image left is skipped) and counted, see nn_loader_failures; it is never
+ * replaced by a blank image. An epoch in which every file failed ends with
+ * NN_ERR_IO instead of an empty epoch. An error (out of memory in a
+ * worker, a call out of order) returns its status with nn_last_error() set
+ * on the calling thread (the message is thread-local: a worker's error is
+ * carried over to the caller's thread here). After a worker's error the
+ * loader only reports it; free it. */
 nn_status nn_loader_next(nn_loader *loader, nn_batch *out);
 
 /* Batches of a full epoch: ceil(count / batch) (fewer if files fail). */

@@ -98,6 +98,16 @@ TEST(image_index_bad_files_and_loader_skips_corrupt) {
     CHECK(nn_loader_failures(loader, first, sizeof first) == 1); /* counted once over 2 epochs */
     CHECK_MSG(strstr(first, "0-corrupt.jpg: damaged JPEG") != NULL, "%s", first);
     nn_loader_free(loader);
+    /* An epoch of nothing but bad files is an error, not an empty epoch. */
+    const int64_t only_corrupt[1] = {0};
+    loader = nn_loader_new(&index, only_corrupt, 1, &o);
+    nn_batch batch;
+    CHECK(loader && nn_loader_start_epoch(loader, 0) == NN_OK);
+    CHECK(nn_loader_next(loader, &batch) == NN_ERR_IO && batch.count == 0);
+    CHECK_MSG(strstr(nn_last_error(), "none of the epoch's 1 files could be decoded (first: ") &&
+                  strstr(nn_last_error(), "0-corrupt.jpg"),
+              "%s", nn_last_error());
+    nn_loader_free(loader);
     nn_image_index_free(&index);
 
     /* An empty class folder (or one with only bad files) is an error naming it. */

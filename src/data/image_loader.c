@@ -56,6 +56,7 @@ struct nn_loader {
     bool active, stopping;
     int64_t next_position;   /* the next image to hand to a worker */
     int64_t next_batch;      /* the next batch to give the consumer */
+    int64_t delivered;       /* images given to the consumer this epoch */
     int busy;                /* workers decoding right now */
     slot *slots;
     int slot_count;
@@ -366,6 +367,7 @@ nn_status nn_loader_start_epoch(nn_loader *l, int64_t epoch) {
         l->epoch = (uint64_t)epoch;
         l->next_position = 0;
         l->next_batch = 0;
+        l->delivered = 0;
         l->active = true;
         pthread_cond_broadcast(&l->work);
     }
@@ -410,9 +412,14 @@ nn_status nn_loader_next(nn_loader *l, nn_batch *out) {
         }
         s->state = SLOT_LENT;
         l->lent = s;
+        l->delivered += kept;
         *out = (nn_batch){s->images, s->labels, kept, s->first};
         break;
     }
+    if (status == NN_OK && l->error == NN_OK && l->next_batch == l->batches && !l->lent &&
+        l->delivered == 0)
+        status = nn_set_error(NN_ERR_IO, "image loader: none of the epoch's %lld files could be decoded (first: %s)",
+                              (long long)l->count, l->first_failure);
     if (status == NN_OK && l->error != NN_OK)
         status = nn_set_error(l->error, "%s", l->error_message);
     pthread_mutex_unlock(&l->mutex);
