@@ -239,6 +239,15 @@ TEST(image_png_alpha_dropped_and_gray_jpeg_as_rgb) {
     CHECK(im.width == W && im.height == H && im.channels == 3);
     for (int i = 0; i < W * H; i++)
         for (int c = 0; c < 3; c++) CHECK(im.pixels[3 * i + c] == rgba[4 * i + c]);
+    /* The same PNG asked as grey: luma 0.299 R + 0.587 G + 0.114 B of the
+     * stored colour (as libjpeg and Pillow compute it), alpha ignored. */
+    nn_decode_request luma = {1, 0, 0, NULL, NULL};
+    CHECK(nn_decode_image(data, size, &luma, &im, &box, why, sizeof why) == NN_OK);
+    CHECK(im.channels == 1 && im.width == W && im.height == H);
+    for (int i = 0; i < W * H; i++) {
+        double want = 0.299 * rgba[4 * i] + 0.587 * rgba[4 * i + 1] + 0.114 * rgba[4 * i + 2];
+        CHECK_MSG(fabs(im.pixels[i] - want) <= 0.51, "pixel %d: %d, want %.2f", i, im.pixels[i], want);
+    }
     /* A grayscale JPEG asked as RGB: three equal channels. */
     uint8_t gray[W * H];
     random_pixels(4, gray, sizeof gray);

@@ -67,12 +67,17 @@ static nn_status decode_png(const uint8_t *data, size_t size, const nn_decode_re
     }
     /* Alpha is dropped, not composited (what Pillow's convert("RGB") does,
      * and so torchvision's ImageFolder): read it, then strip it below.
-     * libpng converts palette, 16-bit and colour/gray as asked. */
+     * Colour is read as RGB even when grey is asked, and converted here
+     * with libjpeg's (and Pillow's) luma weights: libpng's own conversion
+     * works in linear light and would give other values than a JPEG of
+     * the same picture. libpng expands palette and 16-bit images. */
     int has_alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
+    int has_colour = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
     int channels = request->channels;
-    image.format = (channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY) |
+    int read_channels = channels == 1 && !has_colour ? 1 : 3;
+    image.format = (read_channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY) |
                    (has_alpha ? PNG_FORMAT_FLAG_ALPHA : 0);
-    int stored = channels + has_alpha;
+    int stored = read_channels + has_alpha;
     if (!reserve(out, (size_t)image.width * image.height * stored)) {
         png_image_free(&image);
         snprintf(why, why_size, "out of memory for a %ux%u PNG", image.width, image.height);
@@ -84,9 +89,17 @@ static nn_status decode_png(const uint8_t *data, size_t size, const nn_decode_re
         return NN_ERR_IO;
     }
     size_t pixels = (size_t)image.width * image.height;
-    if (has_alpha)
+    uint8_t *px = out->pixels;
+    if (read_channels == 3 && channels == 1) {
+        /* libjpeg's rgb_gray and Pillow's "L": 16-bit fixed-point weights. */
+        for (size_t i = 0; i < pixels; i++) {
+            const uint8_t *p = px + i * stored;
+            px[i] = (uint8_t)((19595u * p[0] + 38470u * p[1] + 7471u * p[2] + 32768u) >> 16);
+        }
+    } else if (has_alpha) {
         for (size_t i = 0; i < pixels; i++)
-            for (int c = 0; c < channels; c++) out->pixels[i * channels + c] = out->pixels[i * stored + c];
+            for (int c = 0; c < channels; c++) px[i * channels + c] = px[i * stored + c];
+    }
     out->width = (int)image.width;
     out->height = (int)image.height;
     out->channels = channels;
