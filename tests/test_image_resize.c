@@ -155,7 +155,8 @@ TEST(image_jpeg_dct_scaled_decode) {
     char why[256];
     nn_image scaled = {0}, full = {0};
     nn_box scaled_box, full_box;
-    nn_decode_request ask_scaled = {3, OW, OH, NULL, NULL}, ask_full = {3, 0, 0, NULL, NULL};
+    nn_decode_request ask_scaled = {.channels = 3, .min_width = OW, .min_height = OH};
+    nn_decode_request ask_full = {.channels = 3};
     CHECK(nn_decode_image(data, size, &ask_scaled, &scaled, &scaled_box, why, sizeof why) == NN_OK);
     CHECK(nn_decode_image(data, size, &ask_full, &full, &full_box, why, sizeof why) == NN_OK);
     /* 401 x 1/8 = 50 >= 48 but 303 x 1/8 = 38 < 40: scale 2/8, ceil(401/4) x ceil(303/4) */
@@ -196,7 +197,7 @@ TEST(image_jpeg_dct_scaled_decode) {
     nn_gray_image cut;
     CHECK(nn_decode_gray(data, size / 2, &cut, why, sizeof why) == NN_ERR_IO && cut.pixels == NULL);
     {   /* Luma: the JPEG's own grayscale conversion. */
-        nn_decode_request gray = {1, 0, 0, NULL, NULL};
+        nn_decode_request gray = {.channels = 1};
         CHECK(nn_decode_image(data, size, &gray, &full, &full_box, why, sizeof why) == NN_OK);
         CHECK(full.channels == 1 && full.width == W);
         /* luma of the picture at the centre, within JPEG error */
@@ -205,6 +206,73 @@ TEST(image_jpeg_dct_scaled_decode) {
         CHECK_MSG(fabs(full.pixels[y * W + x] - luma) < 4, "luma %d want %.1f", full.pixels[y * W + x], luma);
     }
     free(scaled.pixels), free(full.pixels), free(data), free(px);
+    tf_remove_tree(dir);
+}
+
+static void fixed_box(void *user, int width, int height, nn_box *box) {
+    (void)width, (void)height;
+    *box = *(const nn_box *)user;
+}
+
+TEST(image_jpeg_partial_decode_matches_full) {
+    /* A box (random-resized-crop style) decodes only its rows and
+     * columns; the resized result must equal the one from a full decode,
+     * at full scale and at a DCT scale. */
+    enum { W = 401, H = 303 };
+    uint8_t *px = malloc(W * H * 3);
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            for (int c = 0; c < 3; c++) {
+                double v = picture(c, x, y) + 20 * sin(x * 1.7 + y * 0.9 + c); /* some fine detail */
+                px[(y * W + x) * 3 + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : lround(v));
+            }
+    char dir[64], path[128], why[256];
+    CHECK(tf_make_temp_dir(dir, sizeof dir));
+    snprintf(path, sizeof path, "%s/photo.jpg", dir);
+    CHECK(tf_write_jpeg(path, px, W, H, 3, 90));
+    FILE *f = fopen(path, "rb");
+    uint8_t *data = malloc(1 << 20);
+    size_t size = fread(data, 1, 1 << 20, f);
+    fclose(f);
+    const nn_box boxes[] = {{37, 51, 190, 120}, {0, 0, 13, 9}, {388, 290, 13, 13}, {101, 0, 300, 303},
+                            {0, 202, 401, 101}};
+    const float zero[3] = {0, 0, 0}, unit[3] = {1.0f / 255, 1.0f / 255, 1.0f / 255}; /* output = level */
+    for (size_t k = 0; k < sizeof boxes / sizeof boxes[0]; k++)
+        for (int min = 0; min <= 12; min += 12) {
+            /* min 12: a small target, so that a DCT scale is used (both ways) */
+            nn_box want = boxes[k], part_box, whole_box;
+            nn_decode_request part = {.channels = 3, .min_width = min, .min_height = min,
+                                      .choose_box = fixed_box, .user = &want};
+            nn_decode_request whole = part;
+            whole.whole_jpeg = true;
+            nn_image a = {0}, b = {0};
+            CHECK(nn_decode_image(data, size, &part, &a, &part_box, why, sizeof why) == NN_OK);
+            CHECK(nn_decode_image(data, size, &whole, &b, &whole_box, why, sizeof why) == NN_OK);
+            CHECK_MSG(a.width * a.height < b.width * b.height || k == 3,
+                      "box %zu: decoded %dx%d of %dx%d", k, a.width, a.height, b.width, b.height);
+            float ra[3 * 20 * 16], rb[3 * 20 * 16];
+            CHECK(nn_image_resize_bilinear(a.pixels, a.width, a.height, 3, part_box.x0, part_box.y0,
+                                           part_box.w, part_box.h, false, zero, unit, ra, 20, 16) == NN_OK);
+            CHECK(nn_image_resize_bilinear(b.pixels, b.width, b.height, 3, whole_box.x0, whole_box.y0,
+                                           whole_box.w, whole_box.h, false, zero, unit, rb, 20, 16) == NN_OK);
+            double worst = 0;
+            for (int i = 0; i < 3 * 20 * 16; i++)
+                if (fabs(ra[i] - rb[i]) > worst) worst = fabs(ra[i] - rb[i]);
+            /* libjpeg-turbo crops and skips without changing a pixel; the
+             * float arithmetic is the same up to the box's offset. */
+            CHECK_MSG(worst <= 1e-3, "box %zu min %d: worst difference %g levels (%dx%d of %dx%d decoded)",
+                      k, min, worst, a.width, a.height, b.width, b.height);
+            free(a.pixels), free(b.pixels);
+        }
+    /* A box at the top of a truncated file: the missing rows are skipped,
+     * yet the damage is still found. */
+    nn_box top = {0, 0, 50, 40};
+    nn_decode_request part = {.channels = 3, .choose_box = fixed_box, .user = &top};
+    nn_image a = {0};
+    nn_box got_box;
+    CHECK(nn_decode_image(data, size * 2 / 3, &part, &a, &got_box, why, sizeof why) == NN_ERR_IO);
+    CHECK_MSG(strstr(why, "truncated") != NULL, "reason: %s", why);
+    free(a.pixels), free(data), free(px);
     tf_remove_tree(dir);
 }
 
@@ -231,7 +299,7 @@ TEST(image_png_alpha_dropped_and_gray_jpeg_as_rgb) {
     size_t size = read_all(path, data, sizeof data);
     nn_image im = {0};
     nn_box box;
-    nn_decode_request rgb = {3, 0, 0, NULL, NULL};
+    nn_decode_request rgb = {.channels = 3};
     memset(&im, 0, sizeof im);
     im.pixels = malloc(1000), im.capacity = 1000;
     memset(im.pixels, 0xAB, 1000); /* a reused buffer's old contents */
@@ -241,7 +309,7 @@ TEST(image_png_alpha_dropped_and_gray_jpeg_as_rgb) {
         for (int c = 0; c < 3; c++) CHECK(im.pixels[3 * i + c] == rgba[4 * i + c]);
     /* The same PNG asked as grey: luma 0.299 R + 0.587 G + 0.114 B of the
      * stored colour (as libjpeg and Pillow compute it), alpha ignored. */
-    nn_decode_request luma = {1, 0, 0, NULL, NULL};
+    nn_decode_request luma = {.channels = 1};
     CHECK(nn_decode_image(data, size, &luma, &im, &box, why, sizeof why) == NN_OK);
     CHECK(im.channels == 1 && im.width == W && im.height == H);
     for (int i = 0; i < W * H; i++) {

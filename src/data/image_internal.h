@@ -2,6 +2,7 @@
 #ifndef NN_DATA_IMAGE_INTERNAL_H
 #define NN_DATA_IMAGE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,9 @@ typedef struct nn_decode_request {
     int min_width, min_height;
     nn_choose_box_fn choose_box; /* NULL: the whole image */
     void *user;
+    /* Decode all rows and columns of a JPEG even when the box needs fewer
+     * (tests and the benchmark compare both ways). */
+    bool whole_jpeg;
 } nn_decode_request;
 
 /* Decode a PNG or JPEG held in memory (recognised by its signature) into

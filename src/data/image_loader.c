@@ -142,7 +142,8 @@ static nn_status decode_one(const nn_loader *loader, worker_buffers *w, int64_t 
     bool flip = o->flip && uniform_double(&job.rng) < 0.5;
     size_t size = 0;
     if (!read_whole_file(loader->index->paths[image], w, &size, why, why_size)) return NN_ERR_IO;
-    nn_decode_request request = {o->channels, o->width, o->height, choose_box, &job};
+    nn_decode_request request = {.channels = o->channels, .min_width = o->width, .min_height = o->height,
+                                 .choose_box = choose_box, .user = &job};
     nn_box box;
     nn_status status = nn_decode_image(w->file, size, &request, &w->image, &box, why, why_size);
     if (status != NN_OK) return status;
