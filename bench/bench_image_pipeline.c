@@ -7,8 +7,7 @@
  * RGB, libjpeg quality 90) with content that costs what photos cost to
  * decode: smooth gradients and shapes plus sensor-like noise, so the
  * entropy-coded data is not trivially small (about 24 KB a photo). They
- * are written once to
- * --dir (default /tmp/nn_bench_images_v2) and reused.
+ * are written once to --dir (default /tmp/nn_bench_images_v2) and reused.
  *
  *   build/bench/bench_image_pipeline [--threads 1,2,4,8,16] [--images 512]
  *       [--epoch-images 4096] [--size 224] [--batch 128] [--dir DIR] [--epochs 3]

@@ -334,3 +334,65 @@ TEST(image_png_alpha_dropped_and_gray_jpeg_as_rgb) {
     free(im.pixels);
     tf_remove_tree(dir);
 }
+
+/* A box given as fractions of whatever size the header declares. */
+static void fraction_box(void *user, int width, int height, nn_box *box) {
+    const double *f = user; /* x0, y0, w, h in [0, 1], x0 + w <= 1, y0 + h <= 1 */
+    *box = (nn_box){f[0] * width, f[1] * height, f[2] * width, f[3] * height};
+}
+
+TEST(image_decode_survives_damaged_files) {
+    /* Random byte damage, truncation and random boxes on a small JPEG and
+     * PNG: every outcome is NN_OK or NN_ERR_IO with a reason, and a
+     * success yields a box inside the decoded image (ASan watches the rest). */
+    enum { W = 37, H = 23 };
+    uint8_t px[W * H * 3];
+    random_pixels(8, px, sizeof px);
+    char dir[64], path[128], why[256];
+    CHECK(tf_make_temp_dir(dir, sizeof dir));
+    static uint8_t files[2][8192];
+    size_t sizes[2];
+    snprintf(path, sizeof path, "%s/a.jpg", dir);
+    CHECK(tf_write_jpeg(path, px, W, H, 3, 80));
+    sizes[0] = read_all(path, files[0], sizeof files[0]);
+    snprintf(path, sizeof path, "%s/a.png", dir);
+    CHECK(tf_write_png(path, px, W, H, 3));
+    sizes[1] = read_all(path, files[1], sizeof files[1]);
+    ref_rng r = ref_rng_new(99);
+    nn_image im = {0};
+    static uint8_t damaged[8192];
+    int ok = 0, refused = 0;
+    for (int trial = 0; trial < 400; trial++) {
+        int which = trial % 2;
+        size_t size = sizes[which];
+        memcpy(damaged, files[which], size);
+        int hits = 1 + (int)ref_rng_below(&r, 4);
+        for (int h = 0; h < hits; h++) damaged[ref_rng_below(&r, (int64_t)size)] = (uint8_t)ref_rng_below(&r, 256);
+        if (trial % 5 == 0) size = (size_t)ref_rng_below(&r, (int64_t)size);
+        double fx = ref_rng_uniform(&r, 0, 0.5), fy = ref_rng_uniform(&r, 0, 0.5);
+        double fractions[4] = {fx, fy, ref_rng_uniform(&r, 0.01, 1 - fx), ref_rng_uniform(&r, 0.01, 1 - fy)};
+        nn_decode_request request = {.channels = trial % 3 ? 3 : 1, .min_width = (int)ref_rng_below(&r, 20),
+                                     .min_height = (int)ref_rng_below(&r, 20), .choose_box = fraction_box,
+                                     .user = fractions};
+        nn_box box;
+        why[0] = '\0';
+        nn_status status = nn_decode_image(damaged, size, &request, &im, &box, why, sizeof why);
+        CHECK_MSG(status == NN_OK || (status == NN_ERR_IO && why[0]), "trial %d: status %d, why '%s'", trial, status, why);
+        if (status == NN_OK) {
+            ok++;
+            CHECK_MSG(box.x0 >= 0 && box.y0 >= 0 && box.x0 + box.w <= im.width + 1e-9 &&
+                          box.y0 + box.h <= im.height + 1e-9,
+                      "trial %d: box (%g, %g, %g, %g) outside the decoded %dx%d", trial, box.x0, box.y0,
+                      box.w, box.h, im.width, im.height);
+            float out[3 * 4 * 3];
+            const float zero[3] = {0, 0, 0}, one[3] = {1, 1, 1};
+            CHECK(nn_image_resize_bilinear(im.pixels, im.width, im.height, im.channels, box.x0, box.y0,
+                                           box.w, box.h, false, zero, one, out, 4, 3) == NN_OK);
+        } else {
+            refused++;
+        }
+    }
+    CHECK_MSG(ok > 10 && refused > 10, "decoded %d, refused %d", ok, refused);
+    free(im.pixels);
+    tf_remove_tree(dir);
+}

@@ -185,14 +185,14 @@ static void *worker_main(void *arg) {
         int64_t image = l->order[position];
         uint64_t generation = l->generation, epoch = l->epoch;
         bool known_bad = l->failed[image];
+        int64_t k = position - s->first; /* its place in the batch */
+        float *dst = s->images + (size_t)k * l->image_floats;
         l->busy++;
         pthread_mutex_unlock(&l->mutex);
 
-        int64_t k = position - s->first;
-        nn_status status = known_bad ? NN_ERR_IO
-                                     : decode_one(l, &w, image, epoch,
-                                                  s->images + (size_t)k * l->image_floats, why,
-                                                  sizeof why);
+        /* The slot cannot be reused while busy > 0 (start_epoch waits),
+         * so writing into it unlocked is safe. */
+        nn_status status = known_bad ? NN_ERR_IO : decode_one(l, &w, image, epoch, dst, why, sizeof why);
 
         pthread_mutex_lock(&l->mutex);
         l->busy--;
