@@ -118,8 +118,9 @@ typedef struct nn_batch {
 } nn_batch;
 
 /* A loader over index images subset[0..count-1] (subset NULL: images
- * 0..count-1). The index must outlive the loader. Starts its threads; they
- * wait for nn_loader_start_epoch. */
+ * 0..count-1; a subset may list an image more than once). The index must
+ * outlive the loader; the subset is copied. Starts its threads; they wait
+ * for nn_loader_start_epoch. */
 nn_loader *nn_loader_new(const nn_image_index *index, const int64_t *subset, int64_t count,
                          const nn_loader_options *options);
 

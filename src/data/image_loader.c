@@ -235,9 +235,10 @@ nn_loader_options nn_loader_defaults(void) {
 static nn_status check_options(const nn_image_index *index, const int64_t *subset, int64_t count,
                                const nn_loader_options *o) {
     if (!index || !o) return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: NULL argument");
-    if (count < 1 || count > index->count)
+    /* A subset may repeat images (oversampling); without one, count <= images. */
+    if (count < 1 || (!subset && count > index->count) || count > ((int64_t)1 << 40))
         return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: count %lld is not in [1, %lld]",
-                            (long long)count, (long long)index->count);
+                            (long long)count, (long long)(subset ? (int64_t)1 << 40 : index->count));
     for (int64_t i = 0; subset && i < count; i++)
         if (subset[i] < 0 || subset[i] >= index->count)
             return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: subset[%lld] = %lld is not in [0, %lld)",
