@@ -75,8 +75,21 @@ int tf_write_jpeg_gray(const char *path, const uint8_t *pixels, int width, int h
     return tf_write_jpeg(path, pixels, width, height, 1, quality);
 }
 
+static int write_jpeg(const char *path, const uint8_t *pixels, int width, int height,
+                      int channels, int quality, int progressive);
+
 int tf_write_jpeg(const char *path, const uint8_t *pixels, int width, int height, int channels,
                   int quality) {
+    return write_jpeg(path, pixels, width, height, channels, quality, 0);
+}
+
+int tf_write_jpeg_progressive(const char *path, const uint8_t *pixels, int width, int height,
+                              int channels, int quality) {
+    return write_jpeg(path, pixels, width, height, channels, quality, 1);
+}
+
+static int write_jpeg(const char *path, const uint8_t *pixels, int width, int height,
+                      int channels, int quality, int progressive) {
     FILE *f = fopen(path, "wb");
     if (!f) return 0;
     struct jpeg_compress_struct cinfo;
@@ -90,6 +103,7 @@ int tf_write_jpeg(const char *path, const uint8_t *pixels, int width, int height
     cinfo.in_color_space = channels == 3 ? JCS_RGB : JCS_GRAYSCALE;
     jpeg_set_defaults(&cinfo);
     jpeg_set_quality(&cinfo, quality, TRUE);
+    if (progressive) jpeg_simple_progression(&cinfo);
     jpeg_start_compress(&cinfo, TRUE);
     while (cinfo.next_scanline < cinfo.image_height) {
         JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo.next_scanline * width * channels);

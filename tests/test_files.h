@@ -24,5 +24,8 @@ int tf_write_jpeg_gray(const char *path, const uint8_t *pixels, int width, int h
 /* Grayscale (channels 1) or RGB (channels 3, interleaved) JPEG. */
 int tf_write_jpeg(const char *path, const uint8_t *pixels, int width, int height, int channels,
                   int quality);
+/* The same, progressive (several scans). */
+int tf_write_jpeg_progressive(const char *path, const uint8_t *pixels, int width, int height,
+                              int channels, int quality);
 
 #endif

@@ -228,51 +228,54 @@ TEST(image_jpeg_partial_decode_matches_full) {
             }
     char dir[64], path[128], why[256];
     CHECK(tf_make_temp_dir(dir, sizeof dir));
-    snprintf(path, sizeof path, "%s/photo.jpg", dir);
-    CHECK(tf_write_jpeg(path, px, W, H, 3, 90));
-    FILE *f = fopen(path, "rb");
     uint8_t *data = malloc(1 << 20);
-    size_t size = fread(data, 1, 1 << 20, f);
-    fclose(f);
-    const nn_box boxes[] = {{37, 51, 190, 120}, {0, 0, 13, 9}, {388, 290, 13, 13}, {101, 0, 300, 303},
-                            {0, 202, 401, 101}};
-    const float zero[3] = {0, 0, 0}, unit[3] = {1.0f / 255, 1.0f / 255, 1.0f / 255}; /* output = level */
-    for (size_t k = 0; k < sizeof boxes / sizeof boxes[0]; k++)
-        for (int min = 0; min <= 12; min += 12) {
-            /* min 12: a small target, so that a DCT scale is used (both ways) */
-            nn_box want = boxes[k], part_box, whole_box;
-            nn_decode_request part = {.channels = 3, .min_width = min, .min_height = min,
-                                      .choose_box = fixed_box, .user = &want};
-            nn_decode_request whole = part;
-            whole.whole_jpeg = true;
-            nn_image a = {0}, b = {0};
-            CHECK(nn_decode_image(data, size, &part, &a, &part_box, why, sizeof why) == NN_OK);
-            CHECK(nn_decode_image(data, size, &whole, &b, &whole_box, why, sizeof why) == NN_OK);
-            CHECK_MSG(a.width * a.height < b.width * b.height || k == 3,
-                      "box %zu: decoded %dx%d of %dx%d", k, a.width, a.height, b.width, b.height);
-            float ra[3 * 20 * 16], rb[3 * 20 * 16];
-            CHECK(nn_image_resize_bilinear(a.pixels, a.width, a.height, 3, part_box.x0, part_box.y0,
-                                           part_box.w, part_box.h, false, zero, unit, ra, 20, 16) == NN_OK);
-            CHECK(nn_image_resize_bilinear(b.pixels, b.width, b.height, 3, whole_box.x0, whole_box.y0,
-                                           whole_box.w, whole_box.h, false, zero, unit, rb, 20, 16) == NN_OK);
-            double worst = 0;
-            for (int i = 0; i < 3 * 20 * 16; i++)
-                if (fabs(ra[i] - rb[i]) > worst) worst = fabs(ra[i] - rb[i]);
-            /* libjpeg-turbo crops and skips without changing a pixel; the
-             * float arithmetic is the same up to the box's offset. */
-            CHECK_MSG(worst <= 1e-3, "box %zu min %d: worst difference %g levels (%dx%d of %dx%d decoded)",
-                      k, min, worst, a.width, a.height, b.width, b.height);
-            free(a.pixels), free(b.pixels);
-        }
-    /* A box at the top of a truncated file: the missing rows are skipped,
-     * yet the damage is still found. */
-    nn_box top = {0, 0, 50, 40};
-    nn_decode_request part = {.channels = 3, .choose_box = fixed_box, .user = &top};
-    nn_image a = {0};
-    nn_box got_box;
-    CHECK(nn_decode_image(data, size * 2 / 3, &part, &a, &got_box, why, sizeof why) == NN_ERR_IO);
-    CHECK_MSG(strstr(why, "truncated") != NULL, "reason: %s", why);
-    free(a.pixels), free(data), free(px);
+    for (int progressive = 0; progressive <= 1; progressive++) {
+        snprintf(path, sizeof path, "%s/photo.jpg", dir);
+        CHECK(progressive ? tf_write_jpeg_progressive(path, px, W, H, 3, 90) : tf_write_jpeg(path, px, W, H, 3, 90));
+        FILE *f = fopen(path, "rb");
+        size_t size = fread(data, 1, 1 << 20, f);
+        fclose(f);
+        const nn_box boxes[] = {{37, 51, 190, 120}, {0, 0, 13, 9}, {388, 290, 13, 13}, {101, 0, 300, 303},
+                                {0, 202, 401, 101}};
+        const float zero[3] = {0, 0, 0}, unit[3] = {1.0f / 255, 1.0f / 255, 1.0f / 255}; /* output = level */
+        for (size_t k = 0; k < sizeof boxes / sizeof boxes[0]; k++)
+            for (int min = 0; min <= 12; min += 12) {
+                /* min 12: a small target, so that a DCT scale is used (both ways) */
+                nn_box want = boxes[k], part_box, whole_box;
+                nn_decode_request part = {.channels = 3, .min_width = min, .min_height = min,
+                                          .choose_box = fixed_box, .user = &want};
+                nn_decode_request whole = part;
+                whole.whole_jpeg = true;
+                nn_image a = {0}, b = {0};
+                CHECK(nn_decode_image(data, size, &part, &a, &part_box, why, sizeof why) == NN_OK);
+                CHECK(nn_decode_image(data, size, &whole, &b, &whole_box, why, sizeof why) == NN_OK);
+                CHECK_MSG(a.width * a.height < b.width * b.height || k == 3,
+                          "box %zu: decoded %dx%d of %dx%d", k, a.width, a.height, b.width, b.height);
+                float ra[3 * 20 * 16], rb[3 * 20 * 16];
+                CHECK(nn_image_resize_bilinear(a.pixels, a.width, a.height, 3, part_box.x0, part_box.y0,
+                                               part_box.w, part_box.h, false, zero, unit, ra, 20, 16) == NN_OK);
+                CHECK(nn_image_resize_bilinear(b.pixels, b.width, b.height, 3, whole_box.x0, whole_box.y0,
+                                               whole_box.w, whole_box.h, false, zero, unit, rb, 20, 16) == NN_OK);
+                double worst = 0;
+                for (int i = 0; i < 3 * 20 * 16; i++)
+                    if (fabs(ra[i] - rb[i]) > worst) worst = fabs(ra[i] - rb[i]);
+                /* libjpeg-turbo crops and skips without changing a pixel; the
+                 * float arithmetic is the same up to the box's offset. */
+                CHECK_MSG(worst <= 1e-3, "progressive %d box %zu min %d: worst difference %g levels (%dx%d of %dx%d decoded)",
+                          progressive, k, min, worst, a.width, a.height, b.width, b.height);
+                free(a.pixels), free(b.pixels);
+            }
+        /* A box at the top of a truncated file: the missing rows are skipped,
+         * yet the damage is still found. */
+        nn_box top = {0, 0, 50, 40};
+        nn_decode_request part = {.channels = 3, .choose_box = fixed_box, .user = &top};
+        nn_image a = {0};
+        nn_box got_box;
+        CHECK(nn_decode_image(data, size * 2 / 3, &part, &a, &got_box, why, sizeof why) == NN_ERR_IO);
+        CHECK_MSG(strstr(why, "truncated") != NULL, "progressive %d: reason: %s", progressive, why);
+        free(a.pixels);
+    }
+    free(data), free(px);
     tf_remove_tree(dir);
 }
 

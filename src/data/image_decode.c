@@ -129,7 +129,8 @@ static void jpeg_error_exit(j_common_ptr cinfo) {
  * before a marker, common in real photos) are harmless, as in Pillow. */
 static void jpeg_warning(j_common_ptr cinfo, int level) {
     jpeg_error_trap *trap = (jpeg_error_trap *)cinfo->err;
-    if (level < 0 && (cinfo->err->msg_code == JWRN_JPEG_EOF || cinfo->err->msg_code == JWRN_HIT_MARKER)) {
+    int code = cinfo->err->msg_code;
+    if (level < 0 && (code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER)) {
         if (!trap->data_missing) cinfo->err->format_message(cinfo, trap->message);
         trap->data_missing = 1;
     }

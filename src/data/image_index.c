@@ -95,7 +95,8 @@ nn_status nn_image_index_load(const char *dir, nn_image_index *out) {
     if (classes.count == 0) {
         nn_name_list_free(&classes);
         return nn_set_error(NN_ERR_IO,
-                            "%s: no class folders (expected DIR/<class>/<image>, e.g. PetImages/Cat/...)",
+                            "%s: no class folders (expected DIR/<class>/<image>, "
+                            "e.g. PetImages/Cat/...)",
                             dir);
     }
     /* The index owns the sorted names from here on (freed with it). */

@@ -142,8 +142,8 @@ static nn_status decode_one(const nn_loader *loader, worker_buffers *w, int64_t 
     bool flip = o->flip && uniform_double(&job.rng) < 0.5;
     size_t size = 0;
     if (!read_whole_file(loader->index->paths[image], w, &size, why, why_size)) return NN_ERR_IO;
-    nn_decode_request request = {.channels = o->channels, .min_width = o->width, .min_height = o->height,
-                                 .choose_box = choose_box, .user = &job};
+    nn_decode_request request = {.channels = o->channels, .min_width = o->width,
+                                 .min_height = o->height, .choose_box = choose_box, .user = &job};
     nn_box box;
     nn_status status = nn_decode_image(w->file, size, &request, &w->image, &box, why, why_size);
     if (status != NN_OK) return status;
@@ -192,7 +192,8 @@ static void *worker_main(void *arg) {
 
         /* The slot cannot be reused while busy > 0 (start_epoch waits),
          * so writing into it unlocked is safe. */
-        nn_status status = known_bad ? NN_ERR_IO : decode_one(l, &w, image, epoch, dst, why, sizeof why);
+        nn_status status =
+            known_bad ? NN_ERR_IO : decode_one(l, &w, image, epoch, dst, why, sizeof why);
 
         pthread_mutex_lock(&l->mutex);
         l->busy--;
@@ -241,15 +242,18 @@ static nn_status check_options(const nn_image_index *index, const int64_t *subse
                             (long long)count, (long long)(subset ? (int64_t)1 << 40 : index->count));
     for (int64_t i = 0; subset && i < count; i++)
         if (subset[i] < 0 || subset[i] >= index->count)
-            return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: subset[%lld] = %lld is not in [0, %lld)",
-                                (long long)i, (long long)subset[i], (long long)index->count);
+            return nn_set_error(NN_ERR_ARGUMENT,
+                                "nn_loader_new: subset[%lld] = %lld is not in [0, %lld)", (long long)i,
+                                (long long)subset[i], (long long)index->count);
     if (o->channels != 1 && o->channels != 3)
-        return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: channels must be 1 or 3, got %d", o->channels);
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: channels must be 1 or 3, got %d",
+                            o->channels);
     if (o->height < 1 || o->width < 1 || o->height > 8192 || o->width > 8192)
         return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: image size %dx%d is not in 1..8192",
                             o->width, o->height);
     if (o->batch < 1 || o->batch > (1 << 20))
-        return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: batch %lld is not in 1..1048576", (long long)o->batch);
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: batch %lld is not in 1..1048576",
+                            (long long)o->batch);
     if (o->threads < 1 || o->threads > 256)
         return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: threads %d is not in 1..256", o->threads);
     if (o->prefetch < 1 || o->prefetch > 64)
@@ -258,11 +262,14 @@ static nn_status check_options(const nn_image_index *index, const int64_t *subse
         return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: unknown crop mode %d", (int)o->crop);
     for (int c = 0; c < o->channels; c++)
         if (!(o->std[c] > 0) || o->mean[c] != o->mean[c])
-            return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: channel %d has mean %g, std %g (std must be > 0)",
-                                c, o->mean[c], o->std[c]);
+            return nn_set_error(NN_ERR_ARGUMENT,
+                                "nn_loader_new: channel %d has mean %g, std %g (std must be > 0)", c,
+                                o->mean[c], o->std[c]);
     size_t bytes = (size_t)o->batch * o->channels * o->height * o->width * sizeof(float);
-    if (bytes / sizeof(float) / o->batch != (size_t)o->channels * o->height * o->width || bytes > ((size_t)1 << 36))
-        return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_new: a batch of %lld %dx%dx%d images is too large",
+    if (bytes / sizeof(float) / o->batch != (size_t)o->channels * o->height * o->width ||
+        bytes > ((size_t)1 << 36))
+        return nn_set_error(NN_ERR_ARGUMENT,
+                            "nn_loader_new: a batch of %lld %dx%dx%d images is too large (> 64 GiB)",
                             (long long)o->batch, o->channels, o->height, o->width);
     return NN_OK;
 }
@@ -347,7 +354,8 @@ static void release_lent(nn_loader *l) {
 
 nn_status nn_loader_start_epoch(nn_loader *l, int64_t epoch) {
     if (!l) return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_start_epoch: NULL loader");
-    if (epoch < 0) return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_start_epoch: epoch %lld < 0", (long long)epoch);
+    if (epoch < 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_start_epoch: epoch %lld < 0", (long long)epoch);
     pthread_mutex_lock(&l->mutex);
     /* Abandon the epoch in progress: new work waits until old work is done,
      * since an old image may still be written into a slot's buffer. */
@@ -399,7 +407,8 @@ nn_status nn_loader_next(nn_loader *l, nn_batch *out) {
     release_lent(l);
     nn_status status = NN_OK;
     if (!l->active && l->error == NN_OK)
-        status = nn_set_error(NN_ERR_STATE, "nn_loader_next: no epoch started (call nn_loader_start_epoch)");
+        status = nn_set_error(NN_ERR_STATE,
+                              "nn_loader_next: no epoch started (call nn_loader_start_epoch)");
     while (status == NN_OK && l->next_batch < l->batches) {
         slot *s = &l->slots[l->next_batch % l->slot_count];
         while (l->error == NN_OK && !(s->state == SLOT_READY && s->batch == l->next_batch))
@@ -420,7 +429,8 @@ nn_status nn_loader_next(nn_loader *l, nn_batch *out) {
     }
     if (status == NN_OK && l->error == NN_OK && l->next_batch == l->batches && !l->lent &&
         l->delivered == 0)
-        status = nn_set_error(NN_ERR_IO, "image loader: none of the epoch's %lld files could be decoded (first: %s)",
+        status = nn_set_error(NN_ERR_IO,
+                              "image loader: none of the epoch's %lld files could be decoded (first: %s)",
                               (long long)l->count, l->first_failure);
     if (status == NN_OK && l->error != NN_OK)
         status = nn_set_error(l->error, "%s", l->error_message);

@@ -23,8 +23,10 @@ def write_folder(root):
                 path = root / cls / f"{i}.png"
                 Image.fromarray(pixels).save(path)
             elif i % 3 == 1:
+                # baseline 4:2:0, progressive, and 4:4:4 JPEGs
                 path = root / cls / f"{i}.jpg"
-                Image.fromarray(pixels).save(path, quality=90)
+                Image.fromarray(pixels).save(path, quality=90, progressive=(cls == "dog"),
+                                             subsampling=0 if i == 4 else -1)
             else:
                 path = root / cls / f"{i}.png"
                 Image.fromarray(pixels[:, :, 0]).save(path)  # grayscale
