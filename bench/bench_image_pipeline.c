@@ -170,11 +170,12 @@ static double half_open_uniform(void *state) {
 /* One thread, one photo at a time: where an image's time goes, in thread
  * CPU time (so that other processes on a shared machine do not count). */
 static void breakdown(const nn_image_index *index, int size, int n) {
-    enum { READ, FULL, SCALED, BOX_WHOLE, BOX_PART, RESIZE, STEPS };
+    enum { READ, FULL, SCALED, BOX_WHOLE, BOX_PART, RESIZE, VERIFY, STEPS };
     static const char *names[STEPS] = {
         "read file", "decode whole photo, full size", "decode whole photo at the DCT scale for the target",
         "random-resized box: decode every row", "random-resized box: decode only its rows/columns",
-        "bilinear resize + normalise to planar float"};
+        "bilinear resize + normalise to planar float",
+        "nn_image_index_verify's check (grey, 1/8 scale)"};
     double t[STEPS] = {0};
     nn_image image = {0};
     float *out = malloc(sizeof(float) * 3 * size * size);
@@ -209,8 +210,11 @@ static void breakdown(const nn_image_index *index, int size, int n) {
         nn_image_resize_bilinear(image.pixels, image.width, image.height, 3, box.x0, box.y0, box.w,
                                  box.h, false, mean, std, out, size, size);
         double t6 = cpu_seconds();
+        nn_decode_request check = {.channels = 1, .min_width = 8, .min_height = 8};
+        nn_decode_image(data, bytes, &check, &image, &box, why, sizeof why);
+        double t7 = cpu_seconds();
         t[READ] += t1 - t0, t[FULL] += t2 - t1, t[SCALED] += t3 - t2;
-        t[BOX_WHOLE] += t4 - t3, t[BOX_PART] += t5 - t4, t[RESIZE] += t6 - t5;
+        t[BOX_WHOLE] += t4 - t3, t[BOX_PART] += t5 - t4, t[RESIZE] += t6 - t5, t[VERIFY] += t7 - t6;
     }
     printf("\nOne thread, per photo (mean of %d, thread CPU time):\n", n);
     for (int k = 0; k < STEPS; k++) printf("  %-55s %.3f ms\n", names[k], 1e3 * t[k] / n);

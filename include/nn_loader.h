@@ -12,7 +12,8 @@
  *
  *   nn_image_index train, test;
  *   bool test_is_validation;
- *   nn_image_index_load_dir(dir, 0.1, seed, &train, &test, &test_is_validation);
+ *   nn_image_index_load_dir(dir, 0.1, seed, 16, &train, &test, &test_is_validation);
+ *   // report train.skipped + test.skipped once, naming train.first_skipped
  *   nn_loader_options o = nn_loader_defaults();       // 224x224 RGB, ImageNet mean/std
  *   o.batch = 128; o.threads = 15; o.seed = seed;
  *   o.shuffle = true; o.flip = true; o.crop = NN_CROP_RANDOM_RESIZED;
@@ -60,13 +61,25 @@ typedef struct nn_image_index {
  * without class folders is an error. */
 nn_status nn_image_index_load(const char *dir, nn_image_index *out);
 
+/* Decode every image of the index once on `threads` threads (JPEGs at 1/8
+ * scale: the whole compressed stream is still read and checked) and remove
+ * those that fail, adding them to `skipped` (first_skipped names the first
+ * bad file if none was skipped before). Then the loader meets no bad file
+ * and the report comes before training, as the seed's did. A class left
+ * without an image is an error naming its folder. About 0.4 ms per 500x375
+ * photo and thread: 25,000 photos on 16 threads, well under a second. */
+nn_status nn_image_index_verify(nn_image_index *index, int threads);
+
 /* DIR/train/<class>/... and DIR/test/<class>/... when both exist; otherwise
  * DIR/<class>/..., of which `validation_fraction` (chosen by `seed`, the
  * same images nn_dataset_load_dir would hold out) becomes *test and
- * *test_is_validation is set. test may be NULL (training set only).
+ * *test_is_validation is set. verify_threads > 0: nn_image_index_verify
+ * first (before the split, so that the held-out images are the ones
+ * nn_dataset_load_dir, which decodes everything, would hold out); 0: only
+ * the signature check. test may be NULL (training set only).
  * test_is_validation may be NULL. */
 nn_status nn_image_index_load_dir(const char *dir, double validation_fraction, uint64_t seed,
-                                  nn_image_index *train, nn_image_index *test,
+                                  int verify_threads, nn_image_index *train, nn_image_index *test,
                                   bool *test_is_validation);
 
 void nn_image_index_free(nn_image_index *index);
@@ -146,8 +159,9 @@ nn_status nn_loader_next(nn_loader *loader, nn_batch *out);
 int64_t nn_loader_batches(const nn_loader *loader);
 
 /* Files that failed to decode so far (each counted once over all epochs; a
- * failed file is not retried), and the first with its reason written to
- * `first` (may be NULL). */
+ * failed file is not retried), and the earliest of them in epoch order,
+ * with its reason, written to `first` (may be NULL). None after
+ * nn_image_index_verify, unless files change on disk. */
 int64_t nn_loader_failures(nn_loader *loader, char *first, int first_size);
 
 /* Stops the threads (an epoch in progress is abandoned) and frees. */

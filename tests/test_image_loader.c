@@ -74,6 +74,14 @@ TEST(image_index_bad_files_and_loader_skips_corrupt) {
     CHECK(index.skipped == 2);
     CHECK_MSG(strstr(index.first_skipped, "4-notes.txt: neither PNG nor JPEG") != NULL, "%s", index.first_skipped);
 
+    /* Verified: the corrupt JPEG leaves the index; the first skipped file stays the first one found. */
+    nn_image_index verified;
+    CHECK(nn_image_index_load(dir, &verified) == NN_OK);
+    CHECK(nn_image_index_verify(&verified, 3) == NN_OK);
+    CHECK(verified.count == 3 && verified.skipped == 3 && strstr(verified.first_skipped, "4-notes.txt"));
+    CHECK(strstr(verified.paths[0], "Cat/1.png") && verified.labels[0] == 0 && verified.labels[2] == 1);
+    nn_image_index_free(&verified);
+
     nn_loader_options o = nn_loader_defaults();
     o.height = 6, o.width = 5, o.batch = 3, o.threads = 2, o.prefetch = 1;
     nn_loader *loader = nn_loader_new(&index, NULL, index.count, &o);
@@ -109,6 +117,18 @@ TEST(image_index_bad_files_and_loader_skips_corrupt) {
               "%s", nn_last_error());
     nn_loader_free(loader);
     nn_image_index_free(&index);
+
+    /* A class whose only files fail to decode: verify names its folder. */
+    CHECK(tf_subdir(dir, "Broken", cls, sizeof cls));
+    snprintf(path, sizeof path, "%s/only.jpg", cls);
+    CHECK(tf_write_bytes(path, corrupt, sizeof corrupt - 1));
+    CHECK(nn_image_index_load(dir, &index) == NN_OK && index.count == 5 && index.classes == 3);
+    CHECK(nn_image_index_verify(&index, 2) == NN_ERR_IO);
+    CHECK_MSG(strstr(nn_last_error(), "/Broken: class folder has no readable PNG or JPEG image (first: ") &&
+                  strstr(nn_last_error(), "only.jpg: damaged JPEG"),
+              "%s", nn_last_error());
+    nn_image_index_free(&index);
+    tf_remove_tree(cls);
 
     /* An empty class folder (or one with only bad files) is an error naming it. */
     CHECK(tf_subdir(dir, "Empty", cls, sizeof cls));
@@ -372,14 +392,22 @@ TEST(image_index_split_matches_dataset_split) {
         char path[600];
         snprintf(path, sizeof path, "%s/%s", cls, name);
         CHECK(tf_write_png(path, px, 3, 2, 1));
+        if (id == 5) { /* a PNG signature, then junk: found only by decoding */
+            snprintf(path, sizeof path, "%s/05b.png", cls);
+            CHECK(tf_write_bytes(path, "\x89PNG\r\n\x1a\n and nothing else", 25));
+        }
     }
     nn_dataset train, test;
     bool is_val;
     CHECK(nn_dataset_load_dir(dir, 0.3, 77, &train, &test, &is_val) == NN_OK && is_val);
+    CHECK(train.skipped == 1);
     nn_image_index itrain, itest;
     bool index_is_val = false;
-    CHECK(nn_image_index_load_dir(dir, 0.3, 77, &itrain, &itest, &index_is_val) == NN_OK && index_is_val);
+    /* Verified before the split: the same 20 images, the same held-out 6. */
+    CHECK(nn_image_index_load_dir(dir, 0.3, 77, 2, &itrain, &itest, &index_is_val) == NN_OK && index_is_val);
     CHECK(itest.count == 6 && itrain.count == 14 && test.count == 6);
+    CHECK_MSG(itrain.skipped == 1 && strstr(itrain.first_skipped, "05b.png: not a readable PNG"),
+              "%lld: %s", (long long)itrain.skipped, itrain.first_skipped);
     for (int64_t i = 0; i < itest.count && i < test.count; i++) {
         CHECK(index_id(&itest, i) * 10 == test.pixels[i * 6]);
         CHECK(itest.labels[i] == test.labels[i]);
@@ -388,7 +416,7 @@ TEST(image_index_split_matches_dataset_split) {
     CHECK(itest.classes == 2 && strcmp(itest.class_names[1], "y") == 0);
     nn_image_index_free(&itrain), nn_image_index_free(&itest);
     nn_dataset_free(&train), nn_dataset_free(&test);
-    CHECK(nn_image_index_load_dir(dir, 1.5, 77, &itrain, &itest, NULL) == NN_ERR_ARGUMENT);
+    CHECK(nn_image_index_load_dir(dir, 1.5, 77, 0, &itrain, &itest, NULL) == NN_ERR_ARGUMENT);
     CHECK(strstr(nn_last_error(), "validation fraction 1.5") != NULL);
     /* DIR/train + DIR/test: no split. */
     tf_remove_tree(dir);
@@ -398,7 +426,7 @@ TEST(image_index_split_matches_dataset_split) {
     write_id_folder(part, 5, 3);
     CHECK(tf_subdir(dir, "test", part, sizeof part));
     write_id_folder(part, 3, 3);
-    CHECK(nn_image_index_load_dir(dir, 0.3, 77, &itrain, &itest, &index_is_val) == NN_OK && !index_is_val);
+    CHECK(nn_image_index_load_dir(dir, 0.3, 77, 0, &itrain, &itest, &index_is_val) == NN_OK && !index_is_val);
     CHECK(itrain.count == 5 && itest.count == 3 && itest.classes == 2);
     nn_image_index_free(&itrain), nn_image_index_free(&itest);
     nn_clear_error();

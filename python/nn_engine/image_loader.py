@@ -3,7 +3,8 @@ JPEG/PNG decoded by libjpeg-turbo/libpng on C worker threads, resized,
 augmented and normalised there, handed to Python as NumPy batches.
 
     from nn_engine.image_loader import ImageIndex, ImageLoader
-    train, test, is_validation = ImageIndex.load_dir("PetImages", validation_fraction=0.1, seed=1)
+    train, test, is_validation = ImageIndex.load_dir("PetImages", validation_fraction=0.1, seed=1,
+                                                     verify_threads=8)
     loader = ImageLoader(train, size=(224, 224), batch=128, threads=8, seed=1,
                          shuffle=True, flip=True, crop="random-resized")
     for epoch in range(epochs):
@@ -72,7 +73,9 @@ _i64_p = ctypes.POINTER(ctypes.c_int64)
 for _name, _restype, _argtypes in [
     ("nn_image_index_load", c_status, [ctypes.c_char_p, _index_p]),
     ("nn_image_index_load_dir", c_status, [ctypes.c_char_p, ctypes.c_double, ctypes.c_uint64,
-                                           _index_p, _index_p, ctypes.POINTER(ctypes.c_bool)]),
+                                           ctypes.c_int, _index_p, _index_p,
+                                           ctypes.POINTER(ctypes.c_bool)]),
+    ("nn_image_index_verify", c_status, [_index_p, ctypes.c_int]),
     ("nn_image_index_free", None, [_index_p]),
     ("nn_loader_new", ctypes.c_void_p, [_index_p, _i64_p, ctypes.c_int64,
                                         ctypes.POINTER(_Options)]),
@@ -96,21 +99,29 @@ class ImageIndex:
         self._index = _owned if _owned is not None else _Index()
 
     @classmethod
-    def load(cls, root):
+    def load(cls, root, verify_threads=0):
+        """verify_threads > 0: decode every file once now and leave out the
+        broken ones (counted in `skipped`), instead of finding them while
+        loading batches."""
         index = cls()
         check(lib.nn_image_index_load(os.fsencode(root), ctypes.byref(index._index)),
               "nn_image_index_load")
+        if verify_threads:
+            check(lib.nn_image_index_verify(ctypes.byref(index._index), verify_threads),
+                  "nn_image_index_verify")
         return index
 
     @classmethod
-    def load_dir(cls, root, validation_fraction=0.1, seed=1):
+    def load_dir(cls, root, validation_fraction=0.1, seed=1, verify_threads=0):
         """(train, test, test_is_validation): root/train + root/test when both
         exist, else `validation_fraction` of root/<class>/... held out by
-        `seed` (the images nn_dataset_load_dir would hold out)."""
+        `seed` (the images nn_dataset_load_dir would hold out). verify_threads
+        as for load(), done before the split."""
         train, test, is_validation = cls(), cls(), ctypes.c_bool(False)
         check(lib.nn_image_index_load_dir(os.fsencode(root), validation_fraction, seed,
-                                          ctypes.byref(train._index), ctypes.byref(test._index),
-                                          ctypes.byref(is_validation)), "nn_image_index_load_dir")
+                                          verify_threads, ctypes.byref(train._index),
+                                          ctypes.byref(test._index), ctypes.byref(is_validation)),
+              "nn_image_index_load_dir")
         return train, test, bool(is_validation.value)
 
     def __len__(self):

@@ -135,8 +135,16 @@ static nn_status copy_subset(const nn_image_index *src, const int64_t *indices, 
                         (long long)src->count);
 }
 
+/* nn_image_index_load, then nn_image_index_verify when asked. */
+static nn_status load_checked(const char *dir, int verify_threads, nn_image_index *out) {
+    NN_TRY(nn_image_index_load(dir, out));
+    nn_status status = verify_threads > 0 ? nn_image_index_verify(out, verify_threads) : NN_OK;
+    if (status != NN_OK) nn_image_index_free(out);
+    return status;
+}
+
 nn_status nn_image_index_load_dir(const char *dir, double validation_fraction, uint64_t seed,
-                                  nn_image_index *train, nn_image_index *test,
+                                  int verify_threads, nn_image_index *train, nn_image_index *test,
                                   bool *test_is_validation) {
     if (!dir || !train) return nn_set_error(NN_ERR_ARGUMENT, "nn_image_index_load_dir: NULL argument");
     bool unused;
@@ -145,13 +153,16 @@ nn_status nn_image_index_load_dir(const char *dir, double validation_fraction, u
     memset(train, 0, sizeof *train);
     if (test) memset(test, 0, sizeof *test);
     if (!is_folder(dir)) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
+    if (verify_threads < 0 || verify_threads > 256)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_image_index_load_dir: verify_threads %d is not in 0..256",
+                            verify_threads);
     char train_dir[4096], test_dir[4096];
     NN_TRY(nn_join_path(train_dir, sizeof train_dir, dir, "train"));
     NN_TRY(nn_join_path(test_dir, sizeof test_dir, dir, "test"));
     if (is_folder(train_dir) && is_folder(test_dir)) {
-        NN_TRY(nn_image_index_load(train_dir, train));
+        NN_TRY(load_checked(train_dir, verify_threads, train));
         if (!test) return NN_OK;
-        nn_status status = nn_image_index_load(test_dir, test);
+        nn_status status = load_checked(test_dir, verify_threads, test);
         if (status == NN_OK && test->classes > train->classes)
             status = nn_set_error(NN_ERR_IO, "%s: the test set has %d classes, the training set %d",
                                   dir, test->classes, train->classes);
@@ -161,7 +172,7 @@ nn_status nn_image_index_load_dir(const char *dir, double validation_fraction, u
         }
         return status;
     }
-    NN_TRY(nn_image_index_load(dir, train));
+    NN_TRY(load_checked(dir, verify_threads, train));
     if (!test) return NN_OK;
     /* The same held-out images as nn_dataset_load_dir for this seed. */
     int64_t *order, n_val;

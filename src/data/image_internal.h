@@ -58,4 +58,8 @@ typedef double (*nn_uniform_fn)(void *state);
 void nn_crop_box_for(nn_crop_mode mode, int width, int height, int out_w, int out_h,
                      nn_uniform_fn uniform, void *state, nn_box *box);
 
+/* Per index image, 1 when it failed to decode in this loader (read once
+ * no epoch is running). */
+const uint8_t *nn_loader_failed_flags(const nn_loader *loader);
+
 #endif

@@ -63,7 +63,9 @@ struct nn_loader {
     slot *lent;
     uint8_t *failed;         /* per index image: failed to decode once, never retried */
     int64_t failures;
-    char first_failure[640];
+    char first_failure[640]; /* the earliest in (epoch, position): the same for any thread timing */
+    uint64_t first_failure_epoch;
+    int64_t first_failure_position;
     nn_status error;         /* a worker's error (out of memory): ends the loader */
     char error_message[1024];
 };
@@ -203,9 +205,14 @@ static void *worker_main(void *arg) {
         s->ok[k] = status == NN_OK;
         if (status == NN_ERR_IO && !known_bad) {
             l->failed[image] = 1;
-            if (l->failures++ == 0)
+            bool earlier = l->failures++ == 0 || epoch < l->first_failure_epoch ||
+                           (epoch == l->first_failure_epoch && position < l->first_failure_position);
+            if (earlier) {
                 snprintf(l->first_failure, sizeof l->first_failure, "%.400s: %.200s",
                          l->index->paths[image], why);
+                l->first_failure_epoch = epoch;
+                l->first_failure_position = position;
+            }
         } else if (status != NN_OK && status != NN_ERR_IO && l->error == NN_OK) {
             l->error = status;
             snprintf(l->error_message, sizeof l->error_message, "image loader: %.400s: %.500s",
@@ -448,3 +455,5 @@ int64_t nn_loader_failures(nn_loader *l, char *first, int first_size) {
     pthread_mutex_unlock(&l->mutex);
     return failures;
 }
+
+const uint8_t *nn_loader_failed_flags(const nn_loader *l) { return l->failed; }

@@ -84,6 +84,14 @@ def test_split_shuffle_and_errors(tmp_path):
     train, test, is_validation = ImageIndex.load_dir(str(tmp_path), validation_fraction=0.3, seed=5)
     assert is_validation and len(test) == 3 and len(train) == 7
     assert not set(train.path(i) for i in range(7)) & set(test.path(i) for i in range(3))
+    # Verified before the split: bad.jpg leaves, counted with the two skipped files.
+    vtrain, vtest, _ = ImageIndex.load_dir(str(tmp_path), validation_fraction=0.3, seed=5,
+                                           verify_threads=2)
+    assert len(vtrain) + len(vtest) == 9 and vtrain.skipped == 3
+    assert not any(vtrain.path(i).endswith("bad.jpg") for i in range(len(vtrain)))
+    with ImageLoader(vtrain, size=(8, 8), batch=4, threads=2) as loader:
+        assert sum(len(y) for _, y in loader.epoch(0)) == len(vtrain)
+        assert loader.failures() == (0, "")
     loader = ImageLoader(train, size=(8, 8), batch=3, threads=3, shuffle=True, flip=True,
                          crop="random-resized", seed=2)
     a = [x for x, _ in loader.epoch(1)]
