@@ -47,10 +47,11 @@ extern "C" {
 typedef struct nn_image_index {
     int64_t count;            /* images */
     int classes;
-    char **class_names;       /* classes folder names */
-    char **paths;             /* count paths, DIR/<class>/<file> */
-    int32_t *labels;          /* count labels in [0, classes) */
-    int64_t skipped;          /* files left out: empty, or neither PNG nor JPEG */
+    char **class_names;       /* `classes` folder names */
+    char **paths;             /* `count` paths, DIR/<class>/<file> */
+    int32_t *labels;          /* `count` labels in [0, classes) */
+    int64_t skipped;          /* files left out: empty, neither PNG nor JPEG, or (after
+                                 nn_image_index_verify) failing to decode */
     char first_skipped[512];  /* the first of them with the reason, for the report */
 } nn_image_index;
 
@@ -102,7 +103,7 @@ typedef enum nn_crop_mode {
 } nn_crop_mode;
 
 typedef struct nn_loader_options {
-    int channels;          /* 3: RGB, 1: grayscale (luma, as libjpeg/libpng compute it) */
+    int channels;          /* 3: RGB; 1: grey (a JPEG's Y; 0.299 R + 0.587 G + 0.114 B for PNG) */
     int height, width;     /* the model's input size */
     int64_t batch;         /* images per batch; the last of an epoch may be smaller */
     int threads;           /* decoding threads (>= 1) */
@@ -155,7 +156,8 @@ nn_status nn_loader_start_epoch(nn_loader *loader, int64_t epoch);
  * loader only reports it; free it. */
 nn_status nn_loader_next(nn_loader *loader, nn_batch *out);
 
-/* Batches of a full epoch: ceil(count / batch) (fewer if files fail). */
+/* Batches of a full epoch: ceil(count / batch) (one fewer for each batch
+ * whose every file failed to decode). */
 int64_t nn_loader_batches(const nn_loader *loader);
 
 /* Files that failed to decode so far (each counted once over all epochs; a
