@@ -120,6 +120,8 @@ typedef struct nn_loader_options {
  * 0.224, 0.225). */
 nn_loader_options nn_loader_defaults(void);
 
+/* A loader owns its worker threads; its functions are called from one
+ * thread at a time (the training loop's). */
 typedef struct nn_loader nn_loader;
 
 /* A batch lent by the loader: valid until the next nn_loader_next,
