@@ -5,6 +5,7 @@
 #ifndef NN_KERNELS_H
 #define NN_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "nn_error.h"
@@ -28,6 +29,17 @@ typedef enum nn_kernel {
     NN_KERNEL_BROADCAST_SCALAR,  /* s[1], out */
     NN_KERNEL_SUM_SQUARES,       /* x, out[1] */
     NN_KERNEL_SGD_UPDATE,        /* param, grad, velocity (or none), grad_norm_sq[1] (or none) */
+    /* capture: training loops that stay on the device */
+    NN_KERNEL_GATHER_SAMPLES,    /* samples (uint8, packed 4 per word), order (or none), counter (or none), out */
+    NN_KERNEL_GATHER_ROWS,       /* table (32-bit words), order (or none), counter (or none), out */
+    NN_KERNEL_COUNTER_ADD,       /* counter (int32[1]) */
+    NN_KERNEL_METRICS_ACCUMULATE, /* logits, labels (int32), loss[1], sums[2] */
+    /* ---- fusion (issue 6): fewer, larger kernels per training step ---- */
+    NN_KERNEL_GEMM_EPILOGUE,     /* A, B, C, aux (bias or mask, or none) */
+    NN_KERNEL_MAXPOOL_BACKWARD_MASKED, /* dy, argmax, y (pool output), dx */
+    NN_KERNEL_SOFTMAX_CE_FUSED,  /* logits, labels (int32), dlogits, loss[1] */
+    NN_KERNEL_SGD_UPDATE_DEVICE_LR, /* param, grad, velocity (or none), scalars[2] = {lr, grad_norm_sq} */
+    /* ---- end fusion ---- */
     NN_KERNEL_COUNT
 } nn_kernel;
 
@@ -98,7 +110,77 @@ typedef struct nn_sgd_params {
     int32_t nesterov;
 } nn_sgd_params;
 
+/* Rows gathered from a table by a device-side position: row i of `out` is
+ * row index(i) of the table, where position(i) = first + counter[0] * stride
+ * + i (counter absent: 0) and index = order[position] (order absent: the
+ * position itself). A position >= positions, or an index >= table_rows,
+ * gives a row of zeros: replaying more steps than an epoch has cannot read
+ * outside the buffers. GATHER_SAMPLES converts uint8 to float as
+ * value * scale[c] + shift[c], c = (element / plane) (at most 4 channels). */
+typedef struct nn_gather_params {
+    int32_t rows, row_elems;
+    int32_t first, stride;
+    int32_t positions, table_rows;
+    int32_t plane;
+    float scale[4], shift[4];
+} nn_gather_params;
+
+/* COUNTER_ADD: counter[0] += delta. */
+typedef struct nn_counter_params {
+    int32_t delta;
+} nn_counter_params;
+
+/* METRICS_ACCUMULATE: sums[0] += loss[0] * rows; sums[1] += the rows whose
+ * largest logit (the first of equals) is at the label. */
+typedef struct nn_metrics_params {
+    int32_t rows, cols;
+} nn_metrics_params;
+/* ---- fusion (issue 6) ---- */
+
+/* NN_KERNEL_GEMM_EPILOGUE: the GEMM of nn_gemm_params, with the product
+ * t = alpha * op(A) op(B) passed through an epilogue before it meets C:
+ *   t += bias[col] (NN_EPI_BIAS_COLS: Linear, x W^T + b) or bias[row]
+ *        (NN_EPI_BIAS_ROWS: convolution, W cols + b per filter), bias = aux;
+ *   t = relu(t) (NN_EPI_RELU; a NaN passes, as relu_forward);
+ *   t = aux > 0 ? t : 0 (NN_EPI_MASK: the ReLU backward mask, aux laid out
+ *        as C: the ReLU output whose input gradient this GEMM produces);
+ *   C = t + beta * C (beta == 0 overwrites C without reading it).
+ * Bias and mask exclude each other (aux is one buffer). */
+enum {
+    NN_EPI_BIAS_COLS = 1,
+    NN_EPI_BIAS_ROWS = 2,
+    NN_EPI_RELU = 4,
+    NN_EPI_MASK = 8,
+};
+typedef struct nn_gemm_epilogue_params {
+    nn_gemm_params gemm;
+    int32_t epilogue; /* NN_EPI_* bits */
+} nn_gemm_epilogue_params;
+
+/* NN_KERNEL_MAXPOOL_BACKWARD_MASKED takes nn_pool_params: the max-pool
+ * backward of a pool whose input is a ReLU output, fused with that ReLU's
+ * backward: dx[argmax] (+)= y > 0 ? dy : 0, where y is the pool's output
+ * (the ReLU output at the argmax), so dx is the gradient of the ReLU's input.
+ *
+ * NN_KERNEL_SOFTMAX_CE_FUSED takes nn_softmax_params: softmax + cross-entropy
+ * forward writing the mean loss and the gradient of that mean loss,
+ * dlogits = (softmax(logits) - onehot(label)) / rows, in one kernel; a bad
+ * label is reported as by NN_KERNEL_SOFTMAX_CE_FORWARD (its row's gradient is
+ * softmax / rows). accumulate is not used.
+ *
+ * NN_KERNEL_SGD_UPDATE_DEVICE_LR takes nn_sgd_params (its lr is ignored):
+ * the update of NN_KERNEL_SGD_UPDATE with the learning rate read from
+ * scalars[0] on the device (so a recorded step can be replayed with a new
+ * rate) and the squared global gradient norm from scalars[1]. */
+
+/* ---- end fusion ---- */
+
 const char *nn_kernel_name(nn_kernel kernel);
+/* The size of the kernel's parameter struct (0 for an unknown kernel). */
+size_t nn_kernel_params_size(nn_kernel kernel);
+/* Bit i set: the kernel writes buffer argument i (it may read it too; every
+ * argument may be read). Unknown kernels: every argument. */
+unsigned nn_kernel_written_args(nn_kernel kernel, const void *params);
 /* The checks every backend's run() makes first: a known kernel, its number
  * of buffers, and parameters. `backend` names the backend in the message. */
 nn_status nn_kernel_check_call(const char *backend, nn_kernel kernel, int nargs, const void *params);

@@ -11,11 +11,19 @@
 #include "error.h"
 #include "rng.h"
 
-/* A device buffer shared by a tensor and its views. */
+typedef struct nn_capture nn_capture;
+
+/* A device buffer shared by a tensor and its views. Captures pin the
+ * storages their commands use (capture.c): a pinned storage whose last
+ * tensor is gone is `released` but keeps its buffer until no capture pins it. */
 typedef struct nn_storage {
     int refcount;
     nn_buffer *buffer;
     size_t bytes;
+    int pins;
+    uint64_t last_pin_id;     /* the newest capture that pinned it (no double pins) */
+    nn_capture *allocated_in; /* the capture recording when it was allocated, or NULL */
+    bool released;
 } nn_storage;
 
 typedef struct nn_node nn_node;
@@ -37,6 +45,9 @@ struct nn_tensor {
     bool is_result;      /* produced by a recorded op (stays set after the tape is cleared) */
 
     int64_t step_slot;   /* index in ctx->step_tensors, or -1 when not step-owned */
+    /* fusion (issue 6): true while nn_backward walks from this tensor, whose
+     * gradient is then exactly the seed 1 (softmax-CE needs no kernel). */
+    bool grad_seeded;
     nn_tensor *live_prev, *live_next; /* every live tensor of the context */
 };
 
@@ -57,6 +68,7 @@ struct nn_node {
     nn_tensor *saved[NN_NODE_MAX_TENSORS];
     int saved_count;
     int64_t tape_index;
+    int fusion; /* fusion (issue 6): NN_NODE_* bits of src/ops/fused_relu.h */
     union {
         nn_gemm_params gemm;
         nn_conv_geometry conv;
@@ -80,6 +92,10 @@ struct nn_ctx {
     int64_t step_count, step_capacity, step_live;
 
     nn_tensor *live_head; /* every tensor not yet freed */
+
+    nn_capture *recording;     /* the capture being recorded, or NULL */
+    nn_capture *captures;      /* every capture alive (a list through capture->next) */
+    uint64_t next_capture_id;
 };
 
 /* ---- tensors (tensor.c) ---- */
@@ -93,14 +109,49 @@ nn_tensor *nn_tensor_view(nn_tensor *source, int ndim, const int64_t *shape);
 nn_tensor *nn_tensor_retain(nn_tensor *t);
 void nn_tensor_release(nn_tensor *t);
 nn_buffer_ref nn_tensor_ref(const nn_tensor *t);
+/* ---- fusion (issue 6): tensors living inside a larger buffer (src/optim/sgd.c) ---- */
+/* A caller-owned (not step-owned) tensor over `source`'s storage starting
+ * `offset` bytes after source's own offset; offset + its size must fit. */
+nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const int64_t *shape);
+/* Copy t's data to `target`'s storage at `offset` bytes past target's
+ * offset (a device copy) and make t live there from now on; t's old storage
+ * is released. Views made of t before keep the old storage, so callers move
+ * only tensors that are their storage's sole user. */
+nn_status nn_tensor_move_into(nn_tensor *t, nn_tensor *target, size_t offset);
+/* ---- end fusion ---- */
+
+/* Free a storage's buffer and header (its last tensor and capture are gone). */
+void nn_storage_destroy(nn_ctx *ctx, nn_storage *storage);
 
 /* ---- context (context.c) ---- */
+
+/* Buffer operations of the core, recorded while a capture records. */
+nn_status nn_ctx_fill(nn_ctx *ctx, nn_buffer_ref dst, float value, size_t count);
+nn_status nn_ctx_copy(nn_ctx *ctx, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes);
+nn_status nn_ctx_write(nn_ctx *ctx, nn_buffer_ref dst, const void *src, size_t bytes);
 
 nn_status nn_ctx_track_step_tensor(nn_ctx *ctx, nn_tensor *t);
 void nn_ctx_untrack_step_tensor(nn_ctx *ctx, nn_tensor *t);
 /* Launch a kernel on the context's backend; a failure names the kernel. */
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
                      const void *params);
+
+/* ---- capture (capture.c) ---- */
+
+/* The recording capture uses this storage: keep its memory until the
+ * capture is freed. */
+void nn_capture_pin(nn_ctx *ctx, nn_storage *storage);
+/* A storage of >= bytes that the recording capture allocated and its step
+ * has released (to reuse for the step's next temporary), or NULL. */
+nn_storage *nn_capture_reuse(nn_ctx *ctx, size_t bytes);
+/* The last tensor of a pinned storage is gone. */
+void nn_capture_release(nn_ctx *ctx, nn_storage *storage);
+/* Append a command to the recording capture (a copy of params and data). */
+void nn_capture_record(nn_ctx *ctx, const nn_command *command, const void *data);
+/* An operation failed while recording: the capture cannot be replayed. */
+void nn_capture_fail(nn_ctx *ctx);
+/* nn_ctx_free: free every capture still alive. */
+void nn_capture_free_all(nn_ctx *ctx);
 
 /* ---- autograd (autograd.c) ---- */
 

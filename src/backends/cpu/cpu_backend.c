@@ -196,6 +196,28 @@ static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref
     case NN_KERNEL_SGD_UPDATE:
         return nn_cpu_sgd_update(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),
                                  nn_cpu_f32(a[3]));
+    case NN_KERNEL_GATHER_SAMPLES:
+        return nn_cpu_gather_samples(params, (const uint8_t *)nn_cpu_i32(a[0]), nn_cpu_i32(a[1]), nn_cpu_i32(a[2]),
+                                     nn_cpu_f32(a[3]));
+    case NN_KERNEL_GATHER_ROWS:
+        return nn_cpu_gather_rows(params, nn_cpu_i32(a[0]), nn_cpu_i32(a[1]), nn_cpu_i32(a[2]), nn_cpu_i32(a[3]));
+    case NN_KERNEL_COUNTER_ADD: return nn_cpu_counter_add(params, nn_cpu_i32(a[0]));
+    case NN_KERNEL_METRICS_ACCUMULATE:
+        return nn_cpu_metrics_accumulate(params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]), nn_cpu_f32(a[2]),
+                                         nn_cpu_f32(a[3]));
+    /* fusion */
+    case NN_KERNEL_GEMM_EPILOGUE:
+        return nn_cpu_gemm_epilogue(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),
+                                    nn_cpu_f32(a[3]));
+    case NN_KERNEL_MAXPOOL_BACKWARD_MASKED:
+        return nn_cpu_maxpool_backward_masked(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]),
+                                              nn_cpu_f32(a[2]), nn_cpu_f32(a[3]));
+    case NN_KERNEL_SOFTMAX_CE_FUSED:
+        return nn_cpu_softmax_ce_fused(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]), nn_cpu_f32(a[2]),
+                                       nn_cpu_f32(a[3]));
+    case NN_KERNEL_SGD_UPDATE_DEVICE_LR:
+        return nn_cpu_sgd_update_device_lr(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]),
+                                           nn_cpu_f32(a[2]), nn_cpu_f32(a[3]));
     case NN_KERNEL_COUNT: break;
     }
     return nn_set_error(NN_ERR_BACKEND, "cpu: kernel %s is not implemented", nn_kernel_name(kernel));

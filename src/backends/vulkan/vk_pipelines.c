@@ -46,6 +46,14 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_REDUCE] = {"reduce", "reduce_sum/sum_squares"},
     [VK_PIPE_BROADCAST_SCALAR] = {"broadcast_scalar", "broadcast_scalar"},
     [VK_PIPE_SGD_UPDATE] = {"sgd_update", "sgd_update"},
+    [VK_PIPE_GATHER_SAMPLES] = {"gather_samples", "gather_samples"},
+    [VK_PIPE_GATHER_ROWS] = {"gather_rows", "gather_rows"},
+    [VK_PIPE_COUNTER_ADD] = {"counter_add", "counter_add"},
+    [VK_PIPE_METRICS_ACCUMULATE] = {"metrics_accumulate", "metrics_accumulate"},
+    /* fusion */
+    [VK_PIPE_MAXPOOL_BACKWARD_MASKED] = {"maxpool_backward_masked", "maxpool_backward_masked"},
+    [VK_PIPE_SOFTMAX_CE_FUSED] = {"softmax_ce_fused", "softmax_ce_fused"},
+    [VK_PIPE_SGD_UPDATE_DEVICE_LR] = {"sgd_update_device_lr", "sgd_update_device_lr"},
 };
 
 void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk) {
