@@ -106,6 +106,10 @@ check: $(BUILD)/tests/nn_tests
 
 bench: $(BENCH_BIN)
 
+# The image loader's throughput (issue 8): make bench-images && build/bench/bench_image_pipeline --threads 1,2,4,8,16
+.PHONY: bench-images
+bench-images: $(BUILD)/bench/bench_image_pipeline
+
 $(BUILD)/libnnengine.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@

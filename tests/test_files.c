@@ -64,11 +64,32 @@ int tf_write_png(const char *path, const uint8_t *pixels, int width, int height,
     image.version = PNG_IMAGE_VERSION;
     image.width = (png_uint_32)width;
     image.height = (png_uint_32)height;
-    image.format = channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+    image.format = channels == 4 ? PNG_FORMAT_RGBA
+                   : channels == 3 ? PNG_FORMAT_RGB
+                   : channels == 2 ? PNG_FORMAT_GA
+                                   : PNG_FORMAT_GRAY;
     return png_image_write_to_file(&image, path, 0, pixels, 0, NULL) != 0;
 }
 
 int tf_write_jpeg_gray(const char *path, const uint8_t *pixels, int width, int height, int quality) {
+    return tf_write_jpeg(path, pixels, width, height, 1, quality);
+}
+
+static int write_jpeg(const char *path, const uint8_t *pixels, int width, int height,
+                      int channels, int quality, int progressive);
+
+int tf_write_jpeg(const char *path, const uint8_t *pixels, int width, int height, int channels,
+                  int quality) {
+    return write_jpeg(path, pixels, width, height, channels, quality, 0);
+}
+
+int tf_write_jpeg_progressive(const char *path, const uint8_t *pixels, int width, int height,
+                              int channels, int quality) {
+    return write_jpeg(path, pixels, width, height, channels, quality, 1);
+}
+
+static int write_jpeg(const char *path, const uint8_t *pixels, int width, int height,
+                      int channels, int quality, int progressive) {
     FILE *f = fopen(path, "wb");
     if (!f) return 0;
     struct jpeg_compress_struct cinfo;
@@ -78,13 +99,14 @@ int tf_write_jpeg_gray(const char *path, const uint8_t *pixels, int width, int h
     jpeg_stdio_dest(&cinfo, f);
     cinfo.image_width = (JDIMENSION)width;
     cinfo.image_height = (JDIMENSION)height;
-    cinfo.input_components = 1;
-    cinfo.in_color_space = JCS_GRAYSCALE;
+    cinfo.input_components = channels;
+    cinfo.in_color_space = channels == 3 ? JCS_RGB : JCS_GRAYSCALE;
     jpeg_set_defaults(&cinfo);
     jpeg_set_quality(&cinfo, quality, TRUE);
+    if (progressive) jpeg_simple_progression(&cinfo);
     jpeg_start_compress(&cinfo, TRUE);
     while (cinfo.next_scanline < cinfo.image_height) {
-        JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo.next_scanline * width);
+        JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo.next_scanline * width * channels);
         jpeg_write_scanlines(&cinfo, &row, 1);
     }
     jpeg_finish_compress(&cinfo);

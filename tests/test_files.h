@@ -17,9 +17,15 @@ int tf_write_bytes(const char *path, const void *data, size_t size);
 /* An IDX file: big-endian magic and dims, then `bytes` of data; gzip when gz. */
 int tf_write_idx(const char *path, uint32_t magic, const uint32_t *dims, int ndim,
                  const uint8_t *data, size_t bytes, int gz);
-/* 8-bit grayscale (channels 1) or RGB (channels 3) PNG. */
+/* 8-bit PNG: grayscale (channels 1), gray + alpha (2), RGB (3), RGBA (4). */
 int tf_write_png(const char *path, const uint8_t *pixels, int width, int height, int channels);
 /* Grayscale JPEG at the given quality. */
 int tf_write_jpeg_gray(const char *path, const uint8_t *pixels, int width, int height, int quality);
+/* Grayscale (channels 1) or RGB (channels 3, interleaved) JPEG. */
+int tf_write_jpeg(const char *path, const uint8_t *pixels, int width, int height, int channels,
+                  int quality);
+/* The same, progressive (several scans). */
+int tf_write_jpeg_progressive(const char *path, const uint8_t *pixels, int width, int height,
+                              int channels, int quality);
 
 #endif

@@ -1,8 +1,11 @@
 """Reading the seed scripts' data layouts into NumPy: IDX files (MNIST,
 Fashion-MNIST; plain or .gz) through the library's reader, and image folders
 (one sub-folder per class, e.g. mnist/0..9/ or PetImages/Cat|Dog/) decoded
-with Pillow here, because AlexNet needs colour and the library's folder
-reader makes every image grayscale."""
+with Pillow here into one array in memory (small folders). For large photo
+folders (PetImages, AlexNet at 224x224), ImageIndex and ImageLoader (from
+nn_engine.image_loader, re-exported here) decode batch by batch on the
+library's worker threads, with the train/validation split, shuffle, random
+crop and flip."""
 import ctypes
 import os
 
@@ -11,6 +14,7 @@ import numpy as np
 from . import _lib
 from ._errors import check
 from ._lib import lib
+from .image_loader import ImageIndex, ImageLoader  # noqa: F401  (re-exported)
 
 
 def load_idx_pair(folder, split="train"):

@@ -131,24 +131,34 @@ static int compare_index(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Replace *all by its training part and write the held-out part to *validation. */
-static nn_status split_validation(nn_dataset *all, double fraction, uint64_t seed,
-                                  nn_dataset *validation) {
+nn_status nn_validation_split(int64_t count, double fraction, uint64_t seed, int64_t **order,
+                              int64_t *n_validation) {
+    *order = NULL;
     if (!(fraction > 0 && fraction < 1))
         return nn_set_error(NN_ERR_ARGUMENT,
                             "the data has no test set, and the validation fraction %g is not in (0, 1)",
                             fraction);
-    int64_t n_val = (int64_t)llround(all->count * fraction);
-    if (n_val < 1 || n_val >= all->count)
+    int64_t n_val = (int64_t)llround(count * fraction);
+    if (n_val < 1 || n_val >= count)
         return nn_set_error(NN_ERR_ARGUMENT,
                             "a validation fraction of %g of %lld images leaves an empty set",
-                            fraction, (long long)all->count);
-    int64_t *order = malloc(all->count * sizeof *order);
-    if (!order) return nn_set_error(NN_ERR_MEMORY, "out of memory splitting the dataset");
-    nn_shuffle_indices(order, all->count, seed, SPLIT_STREAM);
+                            fraction, (long long)count);
+    int64_t *indices = malloc(count * sizeof *indices);
+    if (!indices) return nn_set_error(NN_ERR_MEMORY, "out of memory splitting the dataset");
+    nn_shuffle_indices(indices, count, seed, SPLIT_STREAM);
     /* Keep the files' order inside each part: sorted indices. */
-    qsort(order, (size_t)n_val, sizeof *order, compare_index);
-    qsort(order + n_val, (size_t)(all->count - n_val), sizeof *order, compare_index);
+    qsort(indices, (size_t)n_val, sizeof *indices, compare_index);
+    qsort(indices + n_val, (size_t)(count - n_val), sizeof *indices, compare_index);
+    *order = indices;
+    *n_validation = n_val;
+    return NN_OK;
+}
+
+/* Replace *all by its training part and write the held-out part to *validation. */
+static nn_status split_validation(nn_dataset *all, double fraction, uint64_t seed,
+                                  nn_dataset *validation) {
+    int64_t *order, n_val;
+    NN_TRY(nn_validation_split(all->count, fraction, seed, &order, &n_val));
     nn_dataset train;
     nn_status status = copy_subset(all, order, n_val, validation);
     if (status == NN_OK) status = copy_subset(all, order + n_val, all->count - n_val, &train);

@@ -10,12 +10,7 @@
 #include "core/error.h"
 #include "data/dataset_internal.h"
 
-typedef struct name_list {
-    char **names;
-    int count, capacity;
-} name_list;
-
-static void name_list_free(name_list *list) {
+void nn_name_list_free(nn_name_list *list) {
     for (int i = 0; i < list->count; i++) free(list->names[i]);
     free(list->names);
     memset(list, 0, sizeof *list);
@@ -30,9 +25,7 @@ static int is_directory(const char *path) {
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Sorted entries of `dir` (hidden ones skipped) that are folders when
- * `want_dirs`, else regular files. */
-static nn_status list_entries(const char *dir, int want_dirs, name_list *out) {
+nn_status nn_list_entries(const char *dir, int want_dirs, nn_name_list *out) {
     memset(out, 0, sizeof *out);
     DIR *d = opendir(dir);
     if (!d) return nn_set_error(NN_ERR_IO, "%s: cannot open folder (%s)", dir, strerror(errno));
@@ -66,7 +59,7 @@ static nn_status list_entries(const char *dir, int want_dirs, name_list *out) {
     }
     closedir(d);
     if (status != NN_OK) {
-        name_list_free(out);
+        nn_name_list_free(out);
         return status;
     }
     /* An empty folder leaves names NULL, which qsort must not be given (UBSan). */
@@ -135,8 +128,8 @@ static nn_status append_image(folder_loader *loader, const nn_gray_image *image,
 }
 
 static nn_status load_class(folder_loader *loader, const char *class_dir, int label) {
-    name_list files;
-    NN_TRY(list_entries(class_dir, 0, &files));
+    nn_name_list files;
+    NN_TRY(nn_list_entries(class_dir, 0, &files));
     nn_dataset *ds = loader->ds;
     int64_t before = ds->count;
     nn_status status = NN_OK;
@@ -158,7 +151,7 @@ static nn_status load_class(folder_loader *loader, const char *class_dir, int la
         status = append_image(loader, &image, label, path);
         free(image.pixels);
     }
-    name_list_free(&files);
+    nn_name_list_free(&files);
     if (status == NN_OK && ds->count == before)
         status = nn_set_error(NN_ERR_IO, "%s: class folder has no readable PNG or JPEG image",
                               class_dir);
@@ -169,10 +162,10 @@ nn_status nn_dataset_load_folders(const char *dir, nn_dataset *out) {
     if (!dir || !out) return nn_set_error(NN_ERR_ARGUMENT, "nn_dataset_load_folders: NULL argument");
     memset(out, 0, sizeof *out);
     if (!is_directory(dir)) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
-    name_list classes;
-    NN_TRY(list_entries(dir, 1, &classes));
+    nn_name_list classes;
+    NN_TRY(nn_list_entries(dir, 1, &classes));
     if (classes.count == 0) {
-        name_list_free(&classes);
+        nn_name_list_free(&classes);
         return nn_set_error(NN_ERR_IO,
                             "%s: no class folders (expected DIR/<class>/<image>, e.g. mnist/0/...)",
                             dir);
@@ -185,7 +178,7 @@ nn_status nn_dataset_load_folders(const char *dir, nn_dataset *out) {
         if (status == NN_OK) status = load_class(&loader, class_dir, c);
     }
     if (status != NN_OK) {
-        name_list_free(&classes);
+        nn_name_list_free(&classes);
         nn_dataset_free(out);
         return status;
     }
