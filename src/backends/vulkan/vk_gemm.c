@@ -98,6 +98,9 @@ static nn_status record_split(vk_backend *vk, const nn_buffer_ref *a, const nn_g
     nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, &push, sizeof push, gx, gy,
                              (uint32_t)splits);
     if (st == NN_OK) {
+        if (vk->profile)
+            snprintf(vk->profile_label, sizeof vk->profile_label, "gemm split-K sum m%d n%d of %lld", p->m, p->n,
+                     (long long)splits);
         struct { uint32_t m, n, ldc, splits; float alpha, beta; uint32_t epilogue; } sum = {
             (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, (uint32_t)splits, p->alpha, p->beta, epilogue};
         st = vk_record_ex(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_SPLITK, 0, second, epilogue ? 3 : 2, 1u << 1, &sum,
