@@ -22,6 +22,9 @@ const char *nn_kernel_name(nn_kernel kernel) {
         [NN_KERNEL_BROADCAST_SCALAR] = "broadcast_scalar",
         [NN_KERNEL_SUM_SQUARES] = "sum_squares",
         [NN_KERNEL_SGD_UPDATE] = "sgd_update",
+        /* dropout */
+        [NN_KERNEL_DROPOUT_FORWARD] = "dropout_forward",
+        [NN_KERNEL_DROPOUT_ADVANCE] = "dropout_advance",
     };
     return (unsigned)kernel < NN_KERNEL_COUNT && names[kernel] ? names[kernel] : "unknown kernel";
 }
@@ -39,6 +42,8 @@ static int nn_kernel_arg_count(nn_kernel kernel) {
         [NN_KERNEL_SOFTMAX_CE_FORWARD] = 4, [NN_KERNEL_SOFTMAX_CE_BACKWARD] = 4,
         [NN_KERNEL_REDUCE_SUM] = 2,     [NN_KERNEL_BROADCAST_SCALAR] = 2,
         [NN_KERNEL_SUM_SQUARES] = 2,    [NN_KERNEL_SGD_UPDATE] = 4,
+        /* dropout */
+        [NN_KERNEL_DROPOUT_FORWARD] = 4, [NN_KERNEL_DROPOUT_ADVANCE] = 1,
     };
     return (unsigned)kernel < NN_KERNEL_COUNT ? counts[kernel] : 0;
 }

@@ -28,6 +28,9 @@ typedef enum nn_kernel {
     NN_KERNEL_BROADCAST_SCALAR,  /* s[1], out */
     NN_KERNEL_SUM_SQUARES,       /* x, out[1] */
     NN_KERNEL_SGD_UPDATE,        /* param, grad, velocity (or none), grad_norm_sq[1] (or none) */
+    /* dropout */
+    NN_KERNEL_DROPOUT_FORWARD,   /* x, y, mask, counter[1] (uint32, read) */
+    NN_KERNEL_DROPOUT_ADVANCE,   /* counter[1] (uint32, += 1) */
     NN_KERNEL_COUNT
 } nn_kernel;
 
@@ -97,6 +100,18 @@ typedef struct nn_sgd_params {
     float max_grad_norm; /* 0 = off; reads grad_norm_sq[0] */
     int32_t nesterov;
 } nn_sgd_params;
+
+/* dropout: element i is kept when philox4x32_10(counter = (i, draw, 0, 0),
+ * key = (seed_lo, seed_hi)) word 0 >= threshold, where draw = counter[0] is
+ * read from a device buffer (advanced by DROPOUT_ADVANCE after each draw, so
+ * a replayed kernel list draws a fresh mask); mask[i] = kept ? scale : 0 and
+ * y[i] = x[i] * mask[i]. backends/dropout_philox.h is the hash. */
+typedef struct nn_dropout_params {
+    int64_t n;
+    uint32_t threshold; /* floor(p * 2^32) */
+    float scale;        /* 1 / (1 - p) */
+    uint32_t seed_lo, seed_hi;
+} nn_dropout_params;
 
 const char *nn_kernel_name(nn_kernel kernel);
 /* The checks every backend's run() makes first: a known kernel, its number

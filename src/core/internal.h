@@ -80,6 +80,14 @@ struct nn_ctx {
     int64_t step_count, step_capacity, step_live;
 
     nn_tensor *live_head; /* every tensor not yet freed */
+
+    /* dropout (ops/dropout.c): the draw counter lives on the device (a
+     * persistent uint32 tensor, freed with the context's live tensors) so
+     * that a replayed step draws a fresh mask; the key is drawn from `rng`
+     * once per generator generation (nn_ctx_manual_seed starts a new one). */
+    nn_tensor *dropout_counter;
+    uint32_t dropout_key[2];
+    uint64_t dropout_generation;
 };
 
 /* ---- tensors (tensor.c) ---- */

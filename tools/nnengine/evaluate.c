@@ -31,6 +31,8 @@ nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normaliz
         return NN_ERR_MEMORY;
     }
     bool was_enabled = nn_ctx_set_grad_enabled(ctx, false);
+    bool was_training = nn_module_is_training(net);
+    nn_module_set_training(net, false); /* dropout off while evaluating */
     double loss_sum = 0;
     int64_t correct = 0;
     nn_status status = NN_OK;
@@ -57,6 +59,7 @@ nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normaliz
         nn_tensor_free(y);
     }
     nn_ctx_set_grad_enabled(ctx, was_enabled);
+    nn_module_set_training(net, was_training);
     free(x_host), free(logits), free(y_host), free(indices);
     if (status == NN_OK) {
         *loss = loss_sum / data->count;

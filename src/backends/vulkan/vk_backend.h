@@ -86,6 +86,9 @@ typedef enum vk_pipeline_id {
     VK_PIPE_REDUCE,
     VK_PIPE_BROADCAST_SCALAR,
     VK_PIPE_SGD_UPDATE,
+    /* dropout */
+    VK_PIPE_DROPOUT_FORWARD,
+    VK_PIPE_DROPOUT_ADVANCE,
     VK_PIPE_COUNT
 } vk_pipeline_id;
 
