@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "nn_error.h"
 #include "kernels.h"
 
@@ -43,6 +44,11 @@ struct nn_backend {
     /* Wait for all submitted work. */
     nn_status (*sync)(nn_backend *self);
     void (*destroy)(nn_backend *self);
+
+    /* Memory counters (nn_ctx_memory_stats): bytes in buffers handed out
+     * now, the most at any time since the backend opened, and the bytes the
+     * backend holds from the system or driver (blocks, caches). */
+    void (*memory_stats)(nn_backend *self, uint64_t *current, uint64_t *peak, uint64_t *reserved);
 };
 
 /* Open the CPU backend with `threads` workers (0 = one per core). */
