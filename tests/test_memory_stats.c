@@ -12,10 +12,10 @@ static void check_memory_stats(const char *device) {
     if (!ctx) return;
     uint64_t before, peak0, after, peak1, reserved, end, peak2;
     CHECK(nn_ctx_memory_stats(ctx, &before, &peak0, NULL) == NN_OK);
-    int64_t shape[2] = {1001, 999}; /* 4,003,996 bytes */
+    int64_t shape[2] = {1001, 999}; /* 3,999,996 bytes */
     nn_tensor *t = nn_tensor_new(ctx, NN_F32, 2, shape);
     CHECK(t && nn_ctx_memory_stats(ctx, &after, &peak1, &reserved) == NN_OK);
-    CHECK_MSG(after - before >= 4003996 && after - before < 4003996 + 4096, "%s: +%llu bytes", device,
+    CHECK_MSG(after - before >= 3999996 && after - before < 3999996 + 4096, "%s: +%llu bytes", device,
               (unsigned long long)(after - before));
     CHECK(peak1 >= after && reserved >= after);
     nn_tensor_free(t);
