@@ -13,5 +13,8 @@
 #include "nn_layers.h"
 #include "nn_optim.h"
 #include "nn_io.h"
+#include "nn_capture.h"
+#include "nn_data.h"
+#include "nn_device_loop.h"
 
 #endif

@@ -39,6 +39,8 @@ nn_status nn_tensor_persist(nn_tensor *t);
 /* Host <-> device copies of the whole tensor; `bytes` must equal numel * 4. */
 nn_status nn_tensor_write(nn_tensor *t, const void *data, size_t bytes);
 nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes);
+/* dst <- src on the device (same dtype and element count; shapes may differ). */
+nn_status nn_tensor_copy(nn_tensor *dst, const nn_tensor *src);
 /* Set every element (of a float32 tensor) to `value`. */
 nn_status nn_tensor_fill(nn_tensor *t, float value);
 

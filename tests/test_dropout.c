@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn_capture.h"
 #include "nn_engine.h"
 #include "test.h"
 #include "vulkan_harness.h"
@@ -68,7 +69,7 @@ TEST(dropout_cpu_and_vulkan_masks_bit_identical) {
 }
 
 /* The same kernel with the same parameters and buffers, run twice with the
- * advance kernel between (what replaying a captured step does): a new mask,
+ * counter's increment between (what replaying a captured step does): a new mask,
  * on both backends, and the same one on both. */
 TEST(dropout_kernel_rerun_with_same_parameters_draws_fresh_mask) {
     NEED_VULKAN();
@@ -84,14 +85,15 @@ TEST(dropout_kernel_rerun_with_same_parameters_draws_fresh_mask) {
     for (int pass = 0; pass < 2; pass++) {
         CHECK(vkt_run(NN_KERNEL_DROPOUT_FORWARD, a, 4, &p));
         for (int k = 0; k < 2; k++) {
-            nn_buffer_ref y = {k ? a[1].gpu : a[1].cpu, a[1].offset};
+            nn_buffer_ref y = {k ? a[1].gpu : a[1].cpu, a[1].offset, sizeof first[k]};
             CHECK(b[k]->read(b[k], y, pass ? second[k] : first[k], sizeof first[k]) == NN_OK);
         }
-        CHECK(vkt_run(NN_KERNEL_DROPOUT_ADVANCE, &a[3], 1, &p));
+        nn_counter_params one = {.delta = 1};
+        CHECK(vkt_run(NN_KERNEL_COUNTER_ADD, &a[3], 1, &one));
     }
     vkt_compare_i32(&a[3], "draw counter after two advances");
     uint32_t counter = 0;
-    CHECK(b[0]->read(b[0], (nn_buffer_ref){a[3].cpu, a[3].offset}, &counter, 4) == NN_OK);
+    CHECK(b[0]->read(b[0], (nn_buffer_ref){a[3].cpu, a[3].offset, 4}, &counter, 4) == NN_OK);
     CHECK(counter == 2);
     CHECK(memcmp(first[0], first[1], sizeof first[0]) == 0);
     CHECK(memcmp(second[0], second[1], sizeof second[0]) == 0);
@@ -219,4 +221,45 @@ TEST(dropout_masks_repeat_after_manual_seed) {
     draw_masks(ctx, x, N, 0.5f, 1, b);
     CHECK_MSG(count_differences(a, b, N) > N / 4, "another seed drew the same mask");
     nn_ctx_free(ctx);
+}
+
+/* A captured step with dropout: the recording run and each replay draw the
+ * masks of eager draws 0, 1, 2 (same seed), on both devices. */
+static void check_capture(const char *device) {
+    enum { N = 3001 };
+    float x[N], eager[3 * N], got[3 * N];
+    vkt_fill(x, N, 1, 2, 23);
+    nn_ctx *e = open_ctx(device, 606);
+    bool ok = e && draw_masks(e, x, N, 0.25f, 3, eager);
+    nn_ctx_free(e);
+    nn_ctx *ctx = open_ctx(device, 606);
+    if (!ctx || !ok) {
+        nn_ctx_free(ctx);
+        return;
+    }
+    int64_t n = N;
+    nn_tensor *t = nn_tensor_from_data(ctx, NN_F32, 1, &n, x);
+    ok = t && nn_capture_begin(ctx) == NN_OK;
+    nn_tensor *y = ok ? nn_dropout(t, 0.25f, true) : NULL;
+    ok = y && nn_tensor_persist(y) == NN_OK;
+    nn_capture *step = nn_capture_end(ctx);
+    ok = ok && step && nn_tensor_read(y, got, sizeof(float) * N) == NN_OK;
+    for (int r = 1; ok && r < 3; r++)
+        ok = nn_replay(step, 1) == NN_OK && nn_tensor_read(y, got + r * N, sizeof(float) * N) == NN_OK;
+    CHECK_MSG(ok, "%s capture: %s", device, nn_last_error());
+    if (ok) {
+        CHECK_MSG(memcmp(got, eager, sizeof got) == 0, "%s: the recording run and replays differ from eager draws 0-2",
+                  device);
+        CHECK(count_differences(got + N, got + 2 * N, N) > N / 10);
+    }
+    nn_capture_free(step);
+    nn_tensor_free(y);
+    nn_tensor_free(t);
+    nn_ctx_free(ctx);
+}
+
+TEST(dropout_captured_step_draws_fresh_masks_on_replay_cpu) { check_capture("cpu"); }
+TEST(dropout_captured_step_draws_fresh_masks_on_replay_vulkan) {
+    NEED_VULKAN();
+    check_capture("vulkan");
 }

@@ -130,7 +130,7 @@ TEST(vulkan_gemm_rejects_bad_strides) {
     float x[16] = {0};
     vkt_pair args[3] = {vkt_pair_new(x, 16, 0), vkt_pair_new(x, 16, 0), vkt_pair_new(x, 16, 0)};
     nn_gemm_params p = {.m = 4, .n = 4, .k = 4, .lda = 3, .ldb = 4, .ldc = 4, .batch = 1, .alpha = 1};
-    nn_buffer_ref g[3] = {{args[0].gpu, 0}, {args[1].gpu, 0}, {args[2].gpu, 0}};
+    nn_buffer_ref g[3] = {{args[0].gpu, 0, 0}, {args[1].gpu, 0, 0}, {args[2].gpu, 0, 0}};
     CHECK(vkt_vulkan()->run(vkt_vulkan(), NN_KERNEL_GEMM, g, 3, &p) == NN_ERR_ARGUMENT);
     CHECK(strstr(nn_last_error(), "vulkan gemm") && strstr(nn_last_error(), "lda=3"));
     for (int i = 0; i < 3; i++) vkt_pair_free(&args[i]);
@@ -385,7 +385,7 @@ TEST(vulkan_softmax_cross_entropy_bad_label_reported_at_read) {
     vkt_pair a[4] = {vkt_pair_new(x, 50, 0), vkt_pair_new(labels, 5, 0), vkt_pair_new(NULL, 50, 0),
                      vkt_pair_new(NULL, 1, 0)};
     nn_backend *gpu = vkt_vulkan();
-    nn_buffer_ref g[4] = {{a[0].gpu, 0}, {a[1].gpu, 0}, {a[2].gpu, 0}, {a[3].gpu, 0}};
+    nn_buffer_ref g[4] = {{a[0].gpu, 0, 0}, {a[1].gpu, 0, 0}, {a[2].gpu, 0, 0}, {a[3].gpu, 0, 0}};
     CHECK(gpu->run(gpu, NN_KERNEL_SOFTMAX_CE_FORWARD, g, 4, &p) == NN_OK);
     float loss = 0.0f;
     CHECK(gpu->read(gpu, g[3], &loss, 4) == NN_ERR_ARGUMENT);
@@ -437,13 +437,13 @@ TEST(vulkan_write_read_fill_copy) {
     size_t n = 5u << 20;
     float *x = floats(n, -1, 1, 1), *y = malloc(n * sizeof *y);
     nn_buffer *b = gpu->alloc(gpu, n * 4);
-    CHECK(b && gpu->write(gpu, (nn_buffer_ref){b, 0}, x, n * 4) == NN_OK);
-    CHECK(gpu->read(gpu, (nn_buffer_ref){b, 0}, y, n * 4) == NN_OK);
+    CHECK(b && gpu->write(gpu, (nn_buffer_ref){b, 0, 0}, x, n * 4) == NN_OK);
+    CHECK(gpu->read(gpu, (nn_buffer_ref){b, 0, 0}, y, n * 4) == NN_OK);
     CHECK(memcmp(x, y, n * 4) == 0);
     /* fill a middle range, then an overlapping copy inside one buffer (memmove). */
-    CHECK(gpu->fill(gpu, (nn_buffer_ref){b, 400}, -2.5f, 1000) == NN_OK);
-    CHECK(gpu->copy(gpu, (nn_buffer_ref){b, 800}, (nn_buffer_ref){b, 0}, 4000) == NN_OK);
-    CHECK(gpu->read(gpu, (nn_buffer_ref){b, 0}, y, 8000) == NN_OK);
+    CHECK(gpu->fill(gpu, (nn_buffer_ref){b, 400, 0}, -2.5f, 1000) == NN_OK);
+    CHECK(gpu->copy(gpu, (nn_buffer_ref){b, 800, 0}, (nn_buffer_ref){b, 0, 0}, 4000) == NN_OK);
+    CHECK(gpu->read(gpu, (nn_buffer_ref){b, 0, 0}, y, 8000) == NN_OK);
     float want[2000];
     memcpy(want, x, sizeof want);
     for (int i = 100; i < 1100; i++) want[i] = -2.5f;
@@ -452,7 +452,7 @@ TEST(vulkan_write_read_fill_copy) {
     memcpy(want + 200, moved, sizeof moved);
     CHECK(memcmp(want, y, sizeof want) == 0);
     /* Errors name the problem instead of touching memory outside the buffer. */
-    CHECK(gpu->read(gpu, (nn_buffer_ref){b, n * 4 - 4}, y, 8) == NN_ERR_ARGUMENT);
+    CHECK(gpu->read(gpu, (nn_buffer_ref){b, n * 4 - 4, 0}, y, 8) == NN_ERR_ARGUMENT);
     CHECK(strstr(nn_last_error(), "outside the buffer") != NULL);
     gpu->free(gpu, b);
     free(x);
@@ -467,12 +467,12 @@ TEST(vulkan_many_kernels_before_one_read) {
     size_t n = 777;
     float *x = floats(n, -1, 1, 5), *y = malloc(n * sizeof *y);
     nn_buffer *acc = gpu->alloc(gpu, n * 4), *one = gpu->alloc(gpu, n * 4);
-    CHECK(gpu->write(gpu, (nn_buffer_ref){acc, 0}, x, n * 4) == NN_OK);
-    CHECK(gpu->fill(gpu, (nn_buffer_ref){one, 0}, 1.0f, n) == NN_OK);
+    CHECK(gpu->write(gpu, (nn_buffer_ref){acc, 0, 0}, x, n * 4) == NN_OK);
+    CHECK(gpu->fill(gpu, (nn_buffer_ref){one, 0, 0}, 1.0f, n) == NN_OK);
     nn_pointwise_params p = {.n = (int64_t)n, .op = NN_EW_ADD, .accumulate = 0};
-    nn_buffer_ref args[3] = {{acc, 0}, {one, 0}, {acc, 0}};
+    nn_buffer_ref args[3] = {{acc, 0, 0}, {one, 0, 0}, {acc, 0, 0}};
     for (int i = 0; i < 1500; i++) CHECK(gpu->run(gpu, NN_KERNEL_ELEMENTWISE, args, 3, &p) == NN_OK);
-    CHECK(gpu->read(gpu, (nn_buffer_ref){acc, 0}, y, n * 4) == NN_OK);
+    CHECK(gpu->read(gpu, (nn_buffer_ref){acc, 0, 0}, y, n * 4) == NN_OK);
     int bad = 0;
     for (size_t i = 0; i < n; i++) {
         float want = x[i];

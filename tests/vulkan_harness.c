@@ -60,12 +60,12 @@ vkt_pair vkt_pair_new(const void *data, size_t count, size_t offset) {
     float junk[64];
     for (int i = 0; i < 64; i++) junk[i] = NAN;
     if (offset) {
-        vkt_cpu()->write(vkt_cpu(), (nn_buffer_ref){p.cpu, 0}, junk, offset);
-        vkt_vulkan()->write(vkt_vulkan(), (nn_buffer_ref){p.gpu, 0}, junk, offset);
+        vkt_cpu()->write(vkt_cpu(), (nn_buffer_ref){p.cpu, 0, 0}, junk, offset);
+        vkt_vulkan()->write(vkt_vulkan(), (nn_buffer_ref){p.gpu, 0, 0}, junk, offset);
     }
     if (data && count) {
-        CHECK(vkt_cpu()->write(vkt_cpu(), (nn_buffer_ref){p.cpu, offset}, data, count * 4) == NN_OK);
-        CHECK(vkt_vulkan()->write(vkt_vulkan(), (nn_buffer_ref){p.gpu, offset}, data, count * 4) == NN_OK);
+        CHECK(vkt_cpu()->write(vkt_cpu(), (nn_buffer_ref){p.cpu, offset, 0}, data, count * 4) == NN_OK);
+        CHECK(vkt_vulkan()->write(vkt_vulkan(), (nn_buffer_ref){p.gpu, offset, 0}, data, count * 4) == NN_OK);
     }
     return p;
 }
@@ -81,8 +81,8 @@ void vkt_pair_free(vkt_pair *p) {
 bool vkt_run(nn_kernel kernel, vkt_pair *args, int nargs, const void *params) {
     nn_buffer_ref cpu[8], gpu[8];
     for (int i = 0; i < nargs; i++) {
-        cpu[i] = (nn_buffer_ref){args[i].cpu, args[i].offset};
-        gpu[i] = (nn_buffer_ref){args[i].gpu, args[i].offset};
+        cpu[i] = (nn_buffer_ref){args[i].cpu, args[i].offset, 0};
+        gpu[i] = (nn_buffer_ref){args[i].gpu, args[i].offset, 0};
     }
     nn_status a = vkt_cpu()->run(vkt_cpu(), kernel, cpu, nargs, params);
     CHECK_MSG(a == NN_OK, "cpu %s: %s", nn_kernel_name(kernel), nn_last_error());
@@ -92,8 +92,8 @@ bool vkt_run(nn_kernel kernel, vkt_pair *args, int nargs, const void *params) {
 }
 
 static bool read_both(const vkt_pair *p, void *cpu, void *gpu) {
-    nn_status a = vkt_cpu()->read(vkt_cpu(), (nn_buffer_ref){p->cpu, p->offset}, cpu, p->count * 4);
-    nn_status b = vkt_vulkan()->read(vkt_vulkan(), (nn_buffer_ref){p->gpu, p->offset}, gpu, p->count * 4);
+    nn_status a = vkt_cpu()->read(vkt_cpu(), (nn_buffer_ref){p->cpu, p->offset, 0}, cpu, p->count * 4);
+    nn_status b = vkt_vulkan()->read(vkt_vulkan(), (nn_buffer_ref){p->gpu, p->offset, 0}, gpu, p->count * 4);
     CHECK_MSG(a == NN_OK && b == NN_OK, "read failed: %s", nn_last_error());
     return a == NN_OK && b == NN_OK;
 }

@@ -12,6 +12,7 @@ backend) or OSError, carrying the library's message.
 from ._context import (Device, devices, end_batch, enable_grad, get_device, manual_seed,
                        no_grad, release_all_buffers, set_device)
 from ._lib import library_path
+from .capture import CapturedStep, capture
 from .functional import (add, add_bias, bias_relu, conv2d, dropout, flatten, linear, matmul,
                          maxpool2d, mean, mul, relu, reshape, scale, softmax, softmax_ce, sum)
 from .layers import ConvLayer, Dropout, Linear
@@ -28,4 +29,5 @@ __all__ = [
     "sum", "mean", "matmul", "add_bias", "bias_relu", "linear", "conv2d",
     "end_batch", "release_all_buffers", "no_grad", "enable_grad",
     "devices", "Device", "set_device", "get_device", "manual_seed", "library_path",
+    "capture", "CapturedStep",
 ]

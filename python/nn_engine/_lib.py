@@ -107,6 +107,12 @@ _SIGNATURES = {
     "nn_ctx_set_grad_enabled": (ctypes.c_bool, [c_ctx_p, ctypes.c_bool]),
     "nn_ctx_grad_enabled": (ctypes.c_bool, [c_ctx_p]),
     "nn_ctx_step_end": (c_status, [c_ctx_p]),
+    # nn_capture.h
+    "nn_capture_begin": (c_status, [c_ctx_p]),
+    "nn_capture_end": (ctypes.c_void_p, [c_ctx_p]),
+    "nn_replay": (c_status, [ctypes.c_void_p, ctypes.c_int64]),
+    "nn_capture_command_count": (ctypes.c_int64, [ctypes.c_void_p]),
+    "nn_capture_free": (None, [ctypes.c_void_p]),
     "nn_ctx_step_tensor_count": (ctypes.c_int64, [c_ctx_p]),
     # nn_devices.h
     "nn_list_devices": (ctypes.c_int, [ctypes.POINTER(DeviceInfo), ctypes.c_int]),
@@ -117,6 +123,7 @@ _SIGNATURES = {
     "nn_tensor_free": (None, [c_tensor_p]),
     "nn_tensor_persist": (c_status, [c_tensor_p]),
     "nn_tensor_write": (c_status, [c_tensor_p, ctypes.c_void_p, ctypes.c_size_t]),
+    "nn_tensor_copy": (c_status, [c_tensor_p, c_tensor_p]),
     "nn_tensor_read": (c_status, [c_tensor_p, ctypes.c_void_p, ctypes.c_size_t]),
     "nn_tensor_fill": (c_status, [c_tensor_p, ctypes.c_float]),
     "nn_tensor_dtype": (ctypes.c_int, [c_tensor_p]),

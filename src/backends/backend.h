@@ -12,11 +12,38 @@
 
 typedef struct nn_buffer nn_buffer; /* defined by each backend */
 
-/* A kernel argument: a buffer and a byte offset into it (views share buffers). */
+/* A kernel argument: a buffer, a byte offset into it (views share buffers)
+ * and the bytes the argument spans from there (0: to the end of the buffer).
+ * The extent lets a backend see which kernels touch disjoint memory (the
+ * Vulkan backend puts barriers only between kernels that conflict). */
 typedef struct nn_buffer_ref {
     nn_buffer *buffer;
     size_t offset;
+    size_t bytes;
 } nn_buffer_ref;
+
+/* One recorded command of a captured step (core/capture.c): a kernel launch
+ * or a buffer operation, with everything needed to issue it again. */
+typedef enum nn_command_kind {
+    NN_COMMAND_RUN,   /* kernel(args, params) */
+    NN_COMMAND_FILL,  /* args[0] = value, `count` floats */
+    NN_COMMAND_COPY,  /* args[0] <- args[1], `count` bytes */
+    NN_COMMAND_WRITE  /* args[0] <- data, `count` bytes (a constant captured with the step) */
+} nn_command_kind;
+
+#define NN_COMMAND_MAX_ARGS 8
+#define NN_COMMAND_MAX_PARAMS 128
+
+typedef struct nn_command {
+    nn_command_kind kind;
+    nn_kernel kernel;
+    int nargs;
+    nn_buffer_ref args[NN_COMMAND_MAX_ARGS];
+    _Alignas(8) unsigned char params[NN_COMMAND_MAX_PARAMS];
+    float value;
+    size_t count;
+    void *data; /* WRITE: owned by the capture */
+} nn_command;
 
 typedef enum nn_device_kind { NN_DEVICE_CPU, NN_DEVICE_GPU } nn_device_kind;
 
@@ -43,6 +70,17 @@ struct nn_backend {
 
     /* Wait for all submitted work. */
     nn_status (*sync)(nn_backend *self);
+
+    /* Capture and replay (DESIGN.md). plan_new turns a captured step's
+     * command list into something the backend can issue again cheaply (the
+     * Vulkan backend records it once into a command buffer); plan_replay
+     * issues it `times` times in a row, in order after all earlier work,
+     * without waiting. A backend without plans (NULL hooks) is replayed by
+     * the core, which issues the commands one by one through run/fill/copy/
+     * write: no graph building, no allocation. */
+    nn_status (*plan_new)(nn_backend *self, const nn_command *commands, int64_t count, void **plan);
+    nn_status (*plan_replay)(nn_backend *self, void *plan, int64_t times);
+    void (*plan_free)(nn_backend *self, void *plan);
     void (*destroy)(nn_backend *self);
 
     /* Memory counters (nn_ctx_memory_stats): bytes in buffers handed out

@@ -5,6 +5,7 @@
 #ifndef NN_KERNELS_H
 #define NN_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "nn_error.h"
@@ -28,9 +29,13 @@ typedef enum nn_kernel {
     NN_KERNEL_BROADCAST_SCALAR,  /* s[1], out */
     NN_KERNEL_SUM_SQUARES,       /* x, out[1] */
     NN_KERNEL_SGD_UPDATE,        /* param, grad, velocity (or none), grad_norm_sq[1] (or none) */
+    /* capture: training loops that stay on the device */
+    NN_KERNEL_GATHER_SAMPLES,    /* samples (uint8, packed 4 per word), order (or none), counter (or none), out */
+    NN_KERNEL_GATHER_ROWS,       /* table (32-bit words), order (or none), counter (or none), out */
+    NN_KERNEL_COUNTER_ADD,       /* counter (int32[1]) */
+    NN_KERNEL_METRICS_ACCUMULATE, /* logits, labels (int32), loss[1], sums[2] */
     /* dropout */
-    NN_KERNEL_DROPOUT_FORWARD,   /* x, y, mask, counter[1] (uint32, read) */
-    NN_KERNEL_DROPOUT_ADVANCE,   /* counter[1] (uint32, += 1) */
+    NN_KERNEL_DROPOUT_FORWARD,   /* x, y, mask, counter[1] (uint32, read; COUNTER_ADD advances it) */
     NN_KERNEL_COUNT
 } nn_kernel;
 
@@ -101,9 +106,34 @@ typedef struct nn_sgd_params {
     int32_t nesterov;
 } nn_sgd_params;
 
+/* Rows gathered from a table by a device-side position: row i of `out` is
+ * row index(i) of the table, where position(i) = first + counter[0] * stride
+ * + i (counter absent: 0) and index = order[position] (order absent: the
+ * position itself). A position >= positions, or an index >= table_rows,
+ * gives a row of zeros: replaying more steps than an epoch has cannot read
+ * outside the buffers. GATHER_SAMPLES converts uint8 to float as
+ * value * scale[c] + shift[c], c = (element / plane) (at most 4 channels). */
+typedef struct nn_gather_params {
+    int32_t rows, row_elems;
+    int32_t first, stride;
+    int32_t positions, table_rows;
+    int32_t plane;
+    float scale[4], shift[4];
+} nn_gather_params;
+
+/* COUNTER_ADD: counter[0] += delta. */
+typedef struct nn_counter_params {
+    int32_t delta;
+} nn_counter_params;
+
+/* METRICS_ACCUMULATE: sums[0] += loss[0] * rows; sums[1] += the rows whose
+ * largest logit (the first of equals) is at the label. */
+typedef struct nn_metrics_params {
+    int32_t rows, cols;
+} nn_metrics_params;
 /* dropout: element i is kept when philox4x32_10(counter = (i, draw, 0, 0),
  * key = (seed_lo, seed_hi)) word 0 >= threshold, where draw = counter[0] is
- * read from a device buffer (advanced by DROPOUT_ADVANCE after each draw, so
+ * read from a device buffer (advanced by COUNTER_ADD after each draw, so
  * a replayed kernel list draws a fresh mask); mask[i] = kept ? scale : 0 and
  * y[i] = x[i] * mask[i]. backends/dropout_philox.h is the hash. */
 typedef struct nn_dropout_params {
@@ -114,6 +144,11 @@ typedef struct nn_dropout_params {
 } nn_dropout_params;
 
 const char *nn_kernel_name(nn_kernel kernel);
+/* The size of the kernel's parameter struct (0 for an unknown kernel). */
+size_t nn_kernel_params_size(nn_kernel kernel);
+/* Bit i set: the kernel writes buffer argument i (it may read it too; every
+ * argument may be read). Unknown kernels: every argument. */
+unsigned nn_kernel_written_args(nn_kernel kernel, const void *params);
 /* The checks every backend's run() makes first: a known kernel, its number
  * of buffers, and parameters. `backend` names the backend in the message. */
 nn_status nn_kernel_check_call(const char *backend, nn_kernel kernel, int nargs, const void *params);

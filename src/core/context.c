@@ -55,6 +55,7 @@ nn_ctx *nn_ctx_new(const nn_ctx_options *options) {
 
 void nn_ctx_free(nn_ctx *ctx) {
     if (!ctx) return;
+    nn_capture_free_all(ctx);
     nn_tape_clear(ctx);
     /* Free every tensor still alive, whoever holds it. Storage is shared by
      * views, so release it by count; grads are on the live list themselves. */
@@ -133,7 +134,50 @@ nn_status nn_ctx_step_end(nn_ctx *ctx) {
 
 int64_t nn_ctx_step_tensor_count(const nn_ctx *ctx) { return ctx ? ctx->step_live : 0; }
 
+/* While a capture records, every command is appended to it and then run;
+ * a failure makes the capture unusable (nn_capture_end says why). */
+static nn_status after_command(nn_ctx *ctx, nn_status status) {
+    if (status != NN_OK && ctx->recording) nn_capture_fail(ctx);
+    return status;
+}
+
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
                      const void *params) {
-    return ctx->backend->run(ctx->backend, kernel, args, nargs, params);
+    if (ctx->recording) {
+        size_t size = nn_kernel_params_size(kernel);
+        if (nargs < 0 || nargs > NN_COMMAND_MAX_ARGS || size > NN_COMMAND_MAX_PARAMS || !params) {
+            nn_status st = nn_set_error(NN_ERR_BACKEND, "capture: kernel %s with %d arguments cannot be recorded",
+                                        nn_kernel_name(kernel), nargs);
+            return after_command(ctx, st);
+        }
+        nn_command cmd = {.kind = NN_COMMAND_RUN, .kernel = kernel, .nargs = nargs};
+        memcpy(cmd.args, args, (size_t)nargs * sizeof *args);
+        memcpy(cmd.params, params, size);
+        nn_capture_record(ctx, &cmd, NULL);
+    }
+    return after_command(ctx, ctx->backend->run(ctx->backend, kernel, args, nargs, params));
+}
+
+nn_status nn_ctx_fill(nn_ctx *ctx, nn_buffer_ref dst, float value, size_t count) {
+    if (ctx->recording) {
+        nn_command cmd = {.kind = NN_COMMAND_FILL, .nargs = 1, .args = {dst}, .value = value, .count = count};
+        nn_capture_record(ctx, &cmd, NULL);
+    }
+    return after_command(ctx, ctx->backend->fill(ctx->backend, dst, value, count));
+}
+
+nn_status nn_ctx_copy(nn_ctx *ctx, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes) {
+    if (ctx->recording) {
+        nn_command cmd = {.kind = NN_COMMAND_COPY, .nargs = 2, .args = {dst, src}, .count = bytes};
+        nn_capture_record(ctx, &cmd, NULL);
+    }
+    return after_command(ctx, ctx->backend->copy(ctx->backend, dst, src, bytes));
+}
+
+nn_status nn_ctx_write(nn_ctx *ctx, nn_buffer_ref dst, const void *src, size_t bytes) {
+    if (ctx->recording) {
+        nn_command cmd = {.kind = NN_COMMAND_WRITE, .nargs = 1, .args = {dst}, .count = bytes};
+        nn_capture_record(ctx, &cmd, src);
+    }
+    return after_command(ctx, ctx->backend->write(ctx->backend, dst, src, bytes));
 }

@@ -11,11 +11,19 @@
 #include "error.h"
 #include "rng.h"
 
-/* A device buffer shared by a tensor and its views. */
+typedef struct nn_capture nn_capture;
+
+/* A device buffer shared by a tensor and its views. Captures pin the
+ * storages their commands use (capture.c): a pinned storage whose last
+ * tensor is gone is `released` but keeps its buffer until no capture pins it. */
 typedef struct nn_storage {
     int refcount;
     nn_buffer *buffer;
     size_t bytes;
+    int pins;
+    uint64_t last_pin_id;     /* the newest capture that pinned it (no double pins) */
+    nn_capture *allocated_in; /* the capture recording when it was allocated, or NULL */
+    bool released;
 } nn_storage;
 
 typedef struct nn_node nn_node;
@@ -81,6 +89,9 @@ struct nn_ctx {
 
     nn_tensor *live_head; /* every tensor not yet freed */
 
+    nn_capture *recording;     /* the capture being recorded, or NULL */
+    nn_capture *captures;      /* every capture alive (a list through capture->next) */
+    uint64_t next_capture_id;
     /* dropout (ops/dropout.c): the draw counter lives on the device (a
      * persistent uint32 tensor, freed with the context's live tensors) so
      * that a replayed step draws a fresh mask; the key is drawn from `rng`
@@ -102,13 +113,38 @@ nn_tensor *nn_tensor_retain(nn_tensor *t);
 void nn_tensor_release(nn_tensor *t);
 nn_buffer_ref nn_tensor_ref(const nn_tensor *t);
 
+/* Free a storage's buffer and header (its last tensor and capture are gone). */
+void nn_storage_destroy(nn_ctx *ctx, nn_storage *storage);
+
 /* ---- context (context.c) ---- */
+
+/* Buffer operations of the core, recorded while a capture records. */
+nn_status nn_ctx_fill(nn_ctx *ctx, nn_buffer_ref dst, float value, size_t count);
+nn_status nn_ctx_copy(nn_ctx *ctx, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes);
+nn_status nn_ctx_write(nn_ctx *ctx, nn_buffer_ref dst, const void *src, size_t bytes);
 
 nn_status nn_ctx_track_step_tensor(nn_ctx *ctx, nn_tensor *t);
 void nn_ctx_untrack_step_tensor(nn_ctx *ctx, nn_tensor *t);
 /* Launch a kernel on the context's backend; a failure names the kernel. */
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
                      const void *params);
+
+/* ---- capture (capture.c) ---- */
+
+/* The recording capture uses this storage: keep its memory until the
+ * capture is freed. */
+void nn_capture_pin(nn_ctx *ctx, nn_storage *storage);
+/* A storage of >= bytes that the recording capture allocated and its step
+ * has released (to reuse for the step's next temporary), or NULL. */
+nn_storage *nn_capture_reuse(nn_ctx *ctx, size_t bytes);
+/* The last tensor of a pinned storage is gone. */
+void nn_capture_release(nn_ctx *ctx, nn_storage *storage);
+/* Append a command to the recording capture (a copy of params and data). */
+void nn_capture_record(nn_ctx *ctx, const nn_command *command, const void *data);
+/* An operation failed while recording: the capture cannot be replayed. */
+void nn_capture_fail(nn_ctx *ctx);
+/* nn_ctx_free: free every capture still alive. */
+void nn_capture_free_all(nn_ctx *ctx);
 
 /* ---- autograd (autograd.c) ---- */
 

@@ -56,19 +56,25 @@ nn_tensor *nn_tensor_alloc(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t 
                            bool step_owned) {
     int64_t numel;
     if (check_shape("nn_tensor_alloc", ndim, shape, &numel) != NN_OK) return NULL;
-    nn_storage *storage = calloc(1, sizeof *storage);
-    if (!storage) return NN_FAIL_NULL(NN_ERR_MEMORY, "out of host memory for a tensor");
-    storage->bytes = (size_t)numel * ELEMENT_BYTES;
-    storage->buffer = ctx->backend->alloc(ctx->backend, storage->bytes);
-    if (!storage->buffer) {
-        free(storage);
-        return NULL; /* the backend named the size */
+    size_t bytes = (size_t)numel * ELEMENT_BYTES;
+    nn_storage *storage = ctx->recording ? nn_capture_reuse(ctx, bytes) : NULL;
+    if (!storage) {
+        storage = calloc(1, sizeof *storage);
+        if (!storage) return NN_FAIL_NULL(NN_ERR_MEMORY, "out of host memory for a tensor");
+        storage->bytes = bytes;
+        storage->buffer = ctx->backend->alloc(ctx->backend, storage->bytes);
+        if (!storage->buffer) {
+            free(storage);
+            return NULL; /* the backend named the size */
+        }
+        storage->refcount = 1;
+        storage->allocated_in = ctx->recording;
     }
-    storage->refcount = 1;
     nn_tensor *t = tensor_struct(ctx, dtype, ndim, shape, numel);
     if (!t) {
-        ctx->backend->free(ctx->backend, storage->buffer);
-        free(storage);
+        storage->refcount = 0;
+        if (storage->pins > 0) nn_capture_release(ctx, storage);
+        else nn_storage_destroy(ctx, storage);
         return NULL;
     }
     t->storage = storage;
@@ -99,10 +105,15 @@ nn_tensor *nn_tensor_retain(nn_tensor *t) {
     return t;
 }
 
-static void storage_release(nn_ctx *ctx, nn_storage *storage) {
-    if (--storage->refcount > 0) return;
+void nn_storage_destroy(nn_ctx *ctx, nn_storage *storage) {
     ctx->backend->free(ctx->backend, storage->buffer);
     free(storage);
+}
+
+static void storage_release(nn_ctx *ctx, nn_storage *storage) {
+    if (--storage->refcount > 0) return;
+    if (storage->pins > 0) nn_capture_release(ctx, storage); /* a capture still uses the memory */
+    else nn_storage_destroy(ctx, storage);
 }
 
 void nn_tensor_release(nn_tensor *t) {
@@ -114,7 +125,9 @@ void nn_tensor_release(nn_tensor *t) {
 }
 
 nn_buffer_ref nn_tensor_ref(const nn_tensor *t) {
-    nn_buffer_ref ref = {t->storage->buffer, t->offset};
+    /* A kernel argument made while recording belongs to the captured step. */
+    if (t->ctx->recording) nn_capture_pin(t->ctx, t->storage);
+    nn_buffer_ref ref = {t->storage->buffer, t->offset, (size_t)t->numel * ELEMENT_BYTES};
     return ref;
 }
 
@@ -135,7 +148,7 @@ static nn_tensor *caller_tensor(const char *fn, nn_ctx *ctx, nn_dtype dtype, int
 nn_tensor *nn_tensor_new(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
     nn_tensor *t = caller_tensor("nn_tensor_new", ctx, dtype, ndim, shape);
     /* All-zero bits are 0.0f and 0 alike. */
-    if (t && ctx->backend->fill(ctx->backend, nn_tensor_ref(t), 0.0f, (size_t)t->numel) != NN_OK) {
+    if (t && nn_ctx_fill(ctx, nn_tensor_ref(t), 0.0f, (size_t)t->numel) != NN_OK) {
         nn_tensor_release(t);
         return NULL;
     }
@@ -146,8 +159,7 @@ nn_tensor *nn_tensor_from_data(nn_ctx *ctx, nn_dtype dtype, int ndim, const int6
                                const void *data) {
     if (!data) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_tensor_from_data: data is NULL");
     nn_tensor *t = caller_tensor("nn_tensor_from_data", ctx, dtype, ndim, shape);
-    if (t && ctx->backend->write(ctx->backend, nn_tensor_ref(t), data,
-                                 (size_t)t->numel * ELEMENT_BYTES) != NN_OK) {
+    if (t && nn_ctx_write(ctx, nn_tensor_ref(t), data, (size_t)t->numel * ELEMENT_BYTES) != NN_OK) {
         nn_tensor_release(t);
         return NULL;
     }
@@ -186,19 +198,39 @@ static nn_status check_copy(const char *fn, const nn_tensor *t, const void *data
 
 nn_status nn_tensor_write(nn_tensor *t, const void *data, size_t bytes) {
     NN_TRY(check_copy("nn_tensor_write", t, data, bytes));
-    return t->ctx->backend->write(t->ctx->backend, nn_tensor_ref(t), data, bytes);
+    return nn_ctx_write(t->ctx, nn_tensor_ref(t), data, bytes);
 }
 
 nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes) {
     NN_TRY(check_copy("nn_tensor_read", t, data, bytes));
+    if (t->ctx->recording) {
+        nn_set_error(NN_ERR_STATE, "nn_tensor_read: reading a tensor while a capture records: a replayed step "
+                                   "cannot return host values; read after nn_replay");
+        nn_capture_fail(t->ctx);
+        return NN_ERR_STATE;
+    }
     return t->ctx->backend->read(t->ctx->backend, nn_tensor_ref(t), data, bytes);
+}
+
+nn_status nn_tensor_copy(nn_tensor *dst, const nn_tensor *src) {
+    if (!dst || !src) return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_copy: a tensor is NULL");
+    if (dst->ctx != src->ctx)
+        return nn_set_error(NN_ERR_STATE, "nn_tensor_copy: the tensors belong to different contexts");
+    if (dst->dtype != src->dtype || dst->numel != src->numel) {
+        char a[96], b[96];
+        return nn_set_error(NN_ERR_SHAPE, "nn_tensor_copy: %s %s from %s %s: dtype or element count differs",
+                            dtype_name(dst->dtype), nn_format_shape(dst->ndim, dst->shape, a, sizeof a),
+                            dtype_name(src->dtype), nn_format_shape(src->ndim, src->shape, b, sizeof b));
+    }
+    if (dst->storage == src->storage && dst->offset == src->offset) return NN_OK;
+    return nn_ctx_copy(dst->ctx, nn_tensor_ref(dst), nn_tensor_ref(src), (size_t)dst->numel * ELEMENT_BYTES);
 }
 
 nn_status nn_tensor_fill(nn_tensor *t, float value) {
     if (!t) return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_fill: tensor is NULL");
     if (t->dtype != NN_F32)
         return nn_set_error(NN_ERR_DTYPE, "nn_tensor_fill: tensor is int32, fill takes float32");
-    return t->ctx->backend->fill(t->ctx->backend, nn_tensor_ref(t), value, (size_t)t->numel);
+    return nn_ctx_fill(t->ctx, nn_tensor_ref(t), value, (size_t)t->numel);
 }
 
 nn_ctx *nn_tensor_ctx(const nn_tensor *t) { return t ? t->ctx : NULL; }

@@ -41,7 +41,7 @@ nn_tensor *nn_add_bias(nn_tensor *x, nn_tensor *bias) {
     if (!y) return NULL;
     nn_bias_params p = bias_geometry(x);
     nn_buffer_ref args[2] = {nn_tensor_ref(y), nn_tensor_ref(bias)};
-    if (x->ctx->backend->copy(x->ctx->backend, nn_tensor_ref(y), nn_tensor_ref(x),
+    if (nn_ctx_copy(x->ctx, nn_tensor_ref(y), nn_tensor_ref(x),
                               (size_t)x->numel * sizeof(float)) != NN_OK ||
         nn_ctx_run(x->ctx, NN_KERNEL_BIAS_ADD, args, 2, &p) != NN_OK)
         return nn_op_fail(y);

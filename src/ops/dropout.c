@@ -6,7 +6,9 @@
  * kernel advances after each draw. Nothing about the draw is a host-side
  * kernel parameter that changes between steps, so a captured step replayed
  * as the same kernel list with the same parameters still draws a fresh mask
- * each time. Backward multiplies by the saved mask (0 or the scale). */
+ * each time (the counter is advanced by COUNTER_ADD, the device loop's
+ * kernel). A reseed takes effect at the next eager dropout call: a capture
+ * recorded before nn_ctx_manual_seed keeps its key and counter. Backward multiplies by the saved mask (0 or the scale). */
 #include <math.h>
 
 #include "op_common.h"
@@ -23,6 +25,9 @@ static nn_status dropout_state(nn_ctx *ctx, nn_tensor **counter) {
         ctx->dropout_generation = ctx->rng.generation - 1; /* forces the reset below */
     }
     if (ctx->dropout_generation != ctx->rng.generation) {
+        /* Straight to the backend, not through the context: were this write
+         * recorded by a capture, every replay would reset the counter and
+         * draw the same mask again. */
         uint32_t zero = 0;
         NN_TRY(ctx->backend->write(ctx->backend, nn_tensor_ref(ctx->dropout_counter), &zero, sizeof zero));
         ctx->dropout_key[0] = nn_rng_next_u32(&ctx->rng);
@@ -84,8 +89,9 @@ nn_tensor *nn_dropout(nn_tensor *x, float p, bool training) {
     if (!mask) return nn_op_fail(y);
     nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(y), nn_tensor_ref(mask), nn_tensor_ref(counter)};
     nn_buffer_ref advance[1] = {nn_tensor_ref(counter)};
+    nn_counter_params one = {.delta = 1};
     if (nn_ctx_run(x->ctx, NN_KERNEL_DROPOUT_FORWARD, args, 4, &params) != NN_OK ||
-        nn_ctx_run(x->ctx, NN_KERNEL_DROPOUT_ADVANCE, advance, 1, &params) != NN_OK) {
+        nn_ctx_run(x->ctx, NN_KERNEL_COUNTER_ADD, advance, 1, &one) != NN_OK) {
         nn_tensor_release(mask);
         return nn_op_fail(y);
     }

@@ -4,6 +4,7 @@
 #define NN_OP_COMMON_H
 
 #include "core/internal.h"
+#include "nn_device_loop.h"
 
 /* t is not NULL and has the given dtype; `what` names it ("x", "weight"). */
 nn_status nn_check_tensor(const char *op, const char *what, const nn_tensor *t, nn_dtype dtype);
@@ -34,6 +35,11 @@ nn_status nn_run_gemm(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref b, nn_buffer_r
 /* out (+)= alpha * a, elementwise over n items (copies, gradient passing). */
 nn_status nn_run_scale(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref out, int64_t n, float alpha,
                        int32_t accumulate);
+
+/* counter is NULL or an int32 tensor of one element (device_loop.c). */
+nn_status nn_check_counter(const char *op, const nn_tensor *counter);
+/* The tensor's argument, or an absent one for NULL. */
+nn_buffer_ref nn_optional_ref(const nn_tensor *t);
 
 /* Tensor dimensions are int64; kernels take int32 sizes. */
 nn_status nn_check_int32(const char *op, const char *what, int64_t value);

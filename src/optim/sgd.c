@@ -117,7 +117,7 @@ nn_status nn_sgd_step(nn_sgd *opt) {
             .weight_decay = o->weight_decay, .clip_value = o->clip_value,
             .max_grad_norm = o->max_grad_norm, .nesterov = o->nesterov,
         };
-        nn_buffer_ref none = {NULL, 0};
+        nn_buffer_ref none = {NULL, 0, 0};
         nn_buffer_ref args[4] = {
             nn_tensor_ref(param), nn_tensor_ref(param->grad),
             opt->velocity[i] ? nn_tensor_ref(opt->velocity[i]) : none,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "device_steps.h"
 #include "evaluate.h"
 #include "models.h"
 #include "nn_io.h"
@@ -18,6 +19,7 @@ typedef struct train_config {
     const char *checkpoint, *resume; /* training state written after each epoch / read at the start */
     int64_t epochs, batch, threads, seed, limit;
     int64_t stop_after; /* 0, or end after this epoch (the schedule still spans --epochs) */
+    bool no_capture;    /* run every step eagerly instead of replaying a captured one */
     double lr, momentum, weight_decay, validation_fraction;
 } train_config;
 
@@ -44,16 +46,17 @@ typedef struct trainer {
     nn_ctx *ctx;
     nn_module *net;
     nn_sgd *opt;
+    device_steps steps;
     FILE *log;
     int64_t *order;  /* this epoch's permutation of the training set */
-    float *x_host, *logits;
-    int32_t *y_host;
+    float *lrs;      /* this epoch's learning rate per step */
     int first_epoch;      /* 1, or the epoch after the one --resume restored */
     int64_t steps_done;   /* optimizer steps so far, saved with --checkpoint */
 } trainer;
 
 static void trainer_free(trainer *t) {
-    free(t->order), free(t->x_host), free(t->logits), free(t->y_host);
+    device_steps_close(&t->steps);
+    free(t->order), free(t->lrs);
     nn_sgd_free(t->opt);
     nn_module_free(t->net);
     nn_ctx_free(t->ctx);
@@ -61,62 +64,41 @@ static void trainer_free(trainer *t) {
     data_setup_free(&t->data);
 }
 
-/* One optimisation step on images order[first .. first+n-1]. Adds the batch's
- * summed loss and correct predictions. */
-static nn_status train_step(trainer *t, int64_t first, int64_t n, double *loss_sum, int64_t *correct) {
-    const nn_dataset *train = &t->data.train;
-    nn_status status = nn_dataset_gather(train, t->order + first, n, t->data.norm.mean,
-                                         t->data.norm.std, t->x_host, t->y_host);
-    if (status != NN_OK) return status;
-    int64_t x_shape[4] = {n, train->channels, train->height, train->width}, y_shape[1] = {n};
-    nn_tensor *x = nn_tensor_from_data(t->ctx, NN_F32, 4, x_shape, t->x_host);
-    nn_tensor *y = x ? nn_tensor_from_data(t->ctx, NN_I32, 1, y_shape, t->y_host) : NULL;
-    nn_tensor *logits = y ? nn_module_forward(t->net, x) : NULL;
-    nn_tensor *loss = logits ? nn_softmax_cross_entropy(logits, y) : NULL;
-    float loss_value = 0;
-    if (!loss) status = nn_last_status() != NN_OK ? nn_last_status() : NN_ERR_MEMORY;
-    if (status == NN_OK) status = nn_sgd_zero_grad(t->opt);
-    if (status == NN_OK) status = nn_backward(loss);
-    if (status == NN_OK) status = nn_sgd_step(t->opt);
-    if (status == NN_OK) status = nn_tensor_read(loss, &loss_value, sizeof loss_value);
-    if (status == NN_OK)
-        status = nn_tensor_read(logits, t->logits, sizeof(float) * n * t->data.classes);
-    if (status == NN_OK) {
-        *loss_sum += (double)loss_value * n;
-        *correct += count_correct(t->logits, t->y_host, n, t->data.classes);
-    }
-    nn_ctx_step_end(t->ctx);
-    nn_tensor_free(x);
-    nn_tensor_free(y);
-    return status;
-}
+/* Steps between progress-bar updates on a terminal: each update waits for
+ * the device to read the running sums. Without a terminal, an epoch's
+ * steps go to the device at once. */
+#define STEPS_PER_TICK 50
 
 static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     const train_config *c = &t->config;
     int64_t count = t->data.train.count;
-    int64_t steps = (count + c->batch - 1) / c->batch; /* the last batch may be smaller */
+    int64_t steps = device_steps_per_epoch(&t->steps);
     nn_shuffle_indices(t->order, count, (uint64_t)c->seed, (uint64_t)(epoch - 1));
+    for (int64_t s = 0; s < steps; s++)
+        t->lrs[s] = (float)scheduled_lr(c, (int64_t)(epoch - 1) * steps + s, steps * c->epochs);
     progress_begin_epoch(bar, epoch, steps);
-    double start = now_seconds(), loss_sum = 0;
-    int64_t correct = 0, seen = 0;
-    for (int64_t s = 0; s < steps; s++) {
-        int64_t global_step = (int64_t)(epoch - 1) * steps + s;
-        nn_sgd_set_lr(t->opt, (float)scheduled_lr(c, global_step, steps * c->epochs));
-        int64_t n = count - seen < c->batch ? count - seen : c->batch;
-        if (train_step(t, seen, n, &loss_sum, &correct) != NN_OK) {
-            progress_clear(bar);
-            fprintf(stderr, "nnengine train: epoch %d, step %lld failed: %s\n", epoch,
-                    (long long)s + 1, library_error());
-            return EXIT_FAILURE_RUNTIME;
+    double start = now_seconds(), loss_sum = 0, correct = 0;
+    nn_status st = device_steps_begin_epoch(&t->steps, t->order, t->lrs);
+    int64_t tick = bar->enabled ? STEPS_PER_TICK : steps;
+    for (int64_t s = 0; st == NN_OK && s < steps; s += tick) {
+        int64_t to = s + tick < steps ? s + tick : steps;
+        st = device_steps_run(&t->steps, s, to);
+        if (st == NN_OK) st = device_steps_sums(&t->steps, &loss_sum, &correct);
+        if (st == NN_OK) {
+            int64_t seen = to * t->steps.batch < count ? to * t->steps.batch : count;
+            progress_update(bar, to, seen, loss_sum / (double)seen);
         }
-        seen += n;
-        t->steps_done++;
-        progress_update(bar, s + 1, seen, loss_sum / seen);
     }
+    if (st != NN_OK) {
+        progress_clear(bar);
+        fprintf(stderr, "nnengine train: epoch %d failed: %s\n", epoch, library_error());
+        return EXIT_FAILURE_RUNTIME;
+    }
+    t->steps_done += steps;
     stats->epoch = epoch;
     stats->seconds = now_seconds() - start;
     stats->train_loss = loss_sum / count;
-    stats->train_acc = (double)correct / count;
+    stats->train_acc = correct / count;
     stats->images_per_s = count / stats->seconds;
     progress_clear(bar);
     if (evaluate(t->ctx, t->net, &t->data.test, t->data.norm, t->data.classes, &stats->test_loss,
@@ -153,7 +135,7 @@ static int resume(trainer *t) {
         fprintf(stderr, "nnengine train: --resume: %s\n", library_error());
         return EXIT_BAD_INPUT;
     }
-    int64_t steps = (t->data.train.count + c->batch - 1) / c->batch;
+    int64_t steps = device_steps_per_epoch(&t->steps);
     if (p.seed != (uint64_t)c->seed) {
         fprintf(stderr, "nnengine train: --resume %s was saved by a run with --seed %llu; give the same "
                         "--seed (this run has %lld)\n", c->resume, (unsigned long long)p.seed,
@@ -207,13 +189,15 @@ static int setup(trainer *t) {
                           .weight_decay = (float)c->weight_decay};
     t->opt = params ? nn_sgd_new(params, count, &sgd) : NULL;
     free(params);
-    int64_t image = (int64_t)train->channels * train->height * train->width;
-    t->order = malloc(sizeof(int64_t) * train->count);
-    t->x_host = malloc(sizeof(float) * c->batch * image);
-    t->y_host = malloc(sizeof(int32_t) * c->batch);
-    t->logits = malloc(sizeof(float) * c->batch * t->data.classes);
-    if (!t->opt || !t->order || !t->x_host || !t->y_host || !t->logits) {
+    if (!t->opt ||
+        device_steps_open(&t->steps, t->ctx, t->net, t->opt, train, t->data.norm, c->batch, !c->no_capture) != NN_OK) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
+        return EXIT_FAILURE_RUNTIME;
+    }
+    t->order = malloc(sizeof(int64_t) * train->count);
+    t->lrs = malloc(sizeof(float) * device_steps_per_epoch(&t->steps));
+    if (!t->order || !t->lrs) {
+        fprintf(stderr, "nnengine train: out of host memory\n");
         return EXIT_FAILURE_RUNTIME;
     }
     t->first_epoch = 1;
@@ -230,9 +214,10 @@ static int setup(trainer *t) {
             train->width, t->data.classes);
     fprintf(stderr,
             "training %s: %d parameter tensors, batch %lld, lr %g (%s), momentum %g, "
-            "weight decay %g, normalisation mean %.4f std %.4f, seed %lld\n",
+            "weight decay %g, normalisation mean %.4f std %.4f, seed %lld; data on the device, %s\n",
             c->model, count, (long long)c->batch, c->lr, c->schedule, c->momentum, c->weight_decay,
-            t->data.norm.mean, t->data.norm.std, (long long)c->seed);
+            t->data.norm.mean, t->data.norm.std, (long long)c->seed,
+            c->no_capture ? "every step eager (--no-capture)" : "one step captured and replayed");
     return EXIT_OK;
 }
 
@@ -300,6 +285,7 @@ int command_train(int argc, char **argv) {
         {"--log", OPTION_STRING, &c.log, 0, 0, "FILE", "write one JSON object per epoch"},
         {"--checkpoint", OPTION_STRING, &c.checkpoint, 0, 0, "FILE", "after each epoch, write the training state (for --resume)"},
         {"--resume", OPTION_STRING, &c.resume, 0, 0, "FILE", "continue from a --checkpoint file (same flags as that run)"},
+        {"--no-capture", OPTION_SWITCH, &c.no_capture, 0, 0, NULL, "run each step eagerly (default: capture one step, replay it)"},
         {"--stop-after", OPTION_INT, &c.stop_after, 0, 1e6, "E", "end after epoch E; the schedule still spans --epochs (default 0: run all)"},
     };
     const command_spec spec = {

@@ -211,11 +211,19 @@ static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref
     case NN_KERNEL_SGD_UPDATE:
         return nn_cpu_sgd_update(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),
                                  nn_cpu_f32(a[3]));
+    case NN_KERNEL_GATHER_SAMPLES:
+        return nn_cpu_gather_samples(params, (const uint8_t *)nn_cpu_i32(a[0]), nn_cpu_i32(a[1]), nn_cpu_i32(a[2]),
+                                     nn_cpu_f32(a[3]));
+    case NN_KERNEL_GATHER_ROWS:
+        return nn_cpu_gather_rows(params, nn_cpu_i32(a[0]), nn_cpu_i32(a[1]), nn_cpu_i32(a[2]), nn_cpu_i32(a[3]));
+    case NN_KERNEL_COUNTER_ADD: return nn_cpu_counter_add(params, nn_cpu_i32(a[0]));
+    case NN_KERNEL_METRICS_ACCUMULATE:
+        return nn_cpu_metrics_accumulate(params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]), nn_cpu_f32(a[2]),
+                                         nn_cpu_f32(a[3]));
     /* dropout */
     case NN_KERNEL_DROPOUT_FORWARD:
         return nn_cpu_dropout_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),
                                       (const uint32_t *)nn_cpu_i32(a[3]));
-    case NN_KERNEL_DROPOUT_ADVANCE: return nn_cpu_dropout_advance((uint32_t *)nn_cpu_i32(a[0]));
     case NN_KERNEL_COUNT: break;
     }
     return nn_set_error(NN_ERR_BACKEND, "cpu: kernel %s is not implemented", nn_kernel_name(kernel));

@@ -62,6 +62,14 @@ nn_status nn_cpu_sgd_update(nn_thread_pool *pool, const nn_sgd_params *p, float 
 /* dropout */
 nn_status nn_cpu_dropout_forward(nn_thread_pool *pool, const nn_dropout_params *p, const float *x,
                                  float *y, float *mask, const uint32_t *counter);
-nn_status nn_cpu_dropout_advance(uint32_t *counter);
+
+/* cpu_device_loop.c */
+nn_status nn_cpu_gather_samples(const nn_gather_params *p, const uint8_t *samples, const int32_t *order,
+                                const int32_t *counter, float *out);
+nn_status nn_cpu_gather_rows(const nn_gather_params *p, const int32_t *table, const int32_t *order,
+                             const int32_t *counter, int32_t *out);
+nn_status nn_cpu_counter_add(const nn_counter_params *p, int32_t *counter);
+nn_status nn_cpu_metrics_accumulate(const nn_metrics_params *p, const float *logits, const int32_t *labels,
+                                    const float *loss, float *sums);
 
 #endif

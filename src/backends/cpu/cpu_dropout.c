@@ -32,8 +32,3 @@ nn_status nn_cpu_dropout_forward(nn_thread_pool *pool, const nn_dropout_params *
     nn_parallel_for(pool, p->n, NN_CPU_MIN_CHUNK / 4, dropout_range, &job);
     return NN_OK;
 }
-
-nn_status nn_cpu_dropout_advance(uint32_t *counter) {
-    counter[0] += 1u;
-    return NN_OK;
-}

@@ -33,8 +33,10 @@ static nn_status vk_write(nn_backend *self, nn_buffer_ref dst, const void *src, 
         void *host;
         NN_TRY(vk_staging_take(vk, chunk, &staging_offset, &host));
         memcpy(host, (const char *)src + done, chunk);
+        nn_buffer_ref piece = {dst.buffer, dst.offset + done, chunk};
+        vk_access access = vk_access_of(piece, true);
         VkCommandBuffer cmd;
-        NN_TRY(vk_begin_command(vk, &cmd));
+        NN_TRY(vk_begin_command(vk, &access, 1, &cmd));
         VkBufferCopy region = {staging_offset, device_offset(dst) + done, chunk};
         vk->fn.vkCmdCopyBuffer(cmd, vk_staging_buffer(vk), dst.buffer->block->buffer, 1, &region);
         NN_TRY(vk_end_command(vk));
@@ -54,8 +56,10 @@ static nn_status vk_read(nn_backend *self, nn_buffer_ref src, void *dst, size_t 
         VkDeviceSize staging_offset;
         void *host;
         NN_TRY(vk_staging_take(vk, chunk ? chunk : 4, &staging_offset, &host));
+        nn_buffer_ref piece = {src.buffer, src.offset + done, chunk ? chunk : 4};
+        vk_access access = vk_access_of(piece, false);
         VkCommandBuffer cmd;
-        NN_TRY(vk_begin_command(vk, &cmd));
+        NN_TRY(vk_begin_command(vk, &access, 1, &cmd));
         if (chunk) {
             VkBufferCopy region = {device_offset(src) + done, staging_offset, chunk};
             vk->fn.vkCmdCopyBuffer(cmd, src.buffer->block->buffer, vk_staging_buffer(vk), 1, &region);
@@ -78,15 +82,19 @@ static nn_status vk_fill(nn_backend *self, nn_buffer_ref dst, float value, size_
     if (count == 0) return NN_OK;
     uint32_t bits;
     memcpy(&bits, &value, sizeof bits);
+    nn_buffer_ref whole = {dst.buffer, dst.offset, count * sizeof(float)};
+    vk_access access = vk_access_of(whole, true);
     VkCommandBuffer cmd;
-    NN_TRY(vk_begin_command(vk, &cmd));
+    NN_TRY(vk_begin_command(vk, &access, 1, &cmd));
     vk->fn.vkCmdFillBuffer(cmd, dst.buffer->block->buffer, device_offset(dst), count * sizeof(float), bits);
     return vk_end_command(vk);
 }
 
 static nn_status copy_once(vk_backend *vk, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes) {
+    nn_buffer_ref to = {dst.buffer, dst.offset, bytes}, from = {src.buffer, src.offset, bytes};
+    vk_access accesses[2] = {vk_access_of(from, false), vk_access_of(to, true)};
     VkCommandBuffer cmd;
-    NN_TRY(vk_begin_command(vk, &cmd));
+    NN_TRY(vk_begin_command(vk, accesses, 2, &cmd));
     VkBufferCopy region = {device_offset(src), device_offset(dst), bytes};
     vk->fn.vkCmdCopyBuffer(cmd, src.buffer->block->buffer, dst.buffer->block->buffer, 1, &region);
     return vk_end_command(vk);
@@ -103,10 +111,10 @@ static nn_status vk_copy(nn_backend *self, nn_buffer_ref dst, nn_buffer_ref src,
     /* vkCmdCopyBuffer forbids overlapping regions; memmove through a temporary. */
     nn_buffer *tmp = vk_buffer_alloc(self, bytes);
     if (!tmp) return nn_last_status();
-    nn_buffer_ref t = {tmp, 0};
+    nn_buffer_ref t = {tmp, 0, 0};
     nn_status st = copy_once(vk, t, src, bytes);
     if (st == NN_OK) st = copy_once(vk, dst, t, bytes);
-    vk_buffer_free(self, tmp);
+    vk_scratch_done(vk, tmp);
     return st;
 }
 
@@ -203,6 +211,9 @@ nn_backend *nn_vulkan_backend_new(bool hardware_only, bool *no_device) {
     b->run = vk_run;
     b->sync = vk_sync;
     b->destroy = vk_destroy;
+    b->plan_new = vk_plan_new;
+    b->plan_replay = vk_plan_replay;
+    b->plan_free = vk_plan_free;
     announce(vk, index);
     return b;
 }

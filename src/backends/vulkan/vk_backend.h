@@ -49,16 +49,48 @@ typedef struct vk_host_buffer {
  * is submitted and recording goes on in the other, so the GPU works while
  * the host records. Each frame has its staging area for uploads and reads,
  * reused once the frame's fence says the GPU is done with it. */
+/* A memory range a command reads or writes (a block's VkBuffer, bytes). */
+typedef struct vk_access {
+    VkBuffer buffer;
+    VkDeviceSize begin, end;
+    bool write;
+} vk_access;
+
+/* What the commands recorded since the last barrier touched: a new command
+ * gets a barrier only when it conflicts (reads what they wrote, or writes
+ * what they read or wrote), so independent kernels overlap on the GPU. */
+typedef struct vk_hazards {
+    vk_access *items;
+    int count, capacity;
+    int barriers, commands; /* counts, for tests and profiles */
+} vk_hazards;
+
+/* Where commands are recorded: an eager frame, or a captured step's plan. */
+typedef struct vk_target {
+    VkCommandBuffer cmd;
+    vk_hazards hazards;
+} vk_target;
+
 #define VK_FRAMES 2
 typedef struct vk_frame {
     VkCommandPool pool;
-    VkCommandBuffer cmd;
+    vk_target target;
     VkFence fence;
     bool recording, in_flight;
     int commands;
     vk_host_buffer staging;
     VkDeviceSize staging_used;
 } vk_frame;
+
+/* A captured step recorded once into its own command buffer (vk_plan.c). */
+typedef struct vk_plan {
+    VkCommandPool pool;
+    vk_target target;
+    vk_host_buffer constants;  /* the bytes of captured writes */
+    VkDeviceSize constants_used;
+    nn_buffer **scratch;       /* the kernels' temporaries, kept with the plan */
+    int scratch_count, scratch_capacity;
+} vk_plan;
 
 /* Pipelines: one per shader and tile configuration. */
 typedef enum vk_pipeline_id {
@@ -86,9 +118,13 @@ typedef enum vk_pipeline_id {
     VK_PIPE_REDUCE,
     VK_PIPE_BROADCAST_SCALAR,
     VK_PIPE_SGD_UPDATE,
+    /* capture: training loops that stay on the device */
+    VK_PIPE_GATHER_SAMPLES,
+    VK_PIPE_GATHER_ROWS,
+    VK_PIPE_COUNTER_ADD,
+    VK_PIPE_METRICS_ACCUMULATE,
     /* dropout */
     VK_PIPE_DROPOUT_FORWARD,
-    VK_PIPE_DROPOUT_ADVANCE,
     VK_PIPE_COUNT
 } vk_pipeline_id;
 
@@ -132,6 +168,8 @@ typedef struct vk_backend {
 
     vk_frame frames[VK_FRAMES];
     int current;
+    vk_plan *compiling;      /* commands go into this plan instead of a frame */
+    bool plans_in_flight;    /* a plan was submitted since the last full wait */
 } vk_backend;
 
 static inline vk_backend *as_vk(nn_backend *b) { return (vk_backend *)b; }
@@ -150,9 +188,20 @@ void vk_host_buffer_destroy(vk_backend *vk, vk_host_buffer *hb);
 /* vk_stream.c */
 nn_status vk_stream_init(vk_backend *vk);
 void vk_stream_destroy(vk_backend *vk);
-/* The command buffer to record the next command into, after a barrier that
- * orders it after everything recorded or submitted before. */
-nn_status vk_begin_command(vk_backend *vk, VkCommandBuffer *cmd);
+/* The command buffer to record the next command into, after a barrier if
+ * the command's accesses conflict with those recorded since the last one
+ * (every command buffer starts with a barrier against earlier submissions). */
+nn_status vk_begin_command(vk_backend *vk, const vk_access *accesses, int count, VkCommandBuffer *cmd);
+/* The range an argument spans (its extent, or to the end of its buffer). */
+vk_access vk_access_of(nn_buffer_ref ref, bool write);
+/* Start tracking a fresh command buffer: one full barrier first. */
+void vk_target_begin(vk_backend *vk, vk_target *t);
+void vk_hazards_free(vk_hazards *h);
+/* A temporary a kernel used: freed now, or kept with the plan being recorded
+ * (a replay will use it again). */
+void vk_scratch_done(vk_backend *vk, nn_buffer *buffer);
+/* Submit the eager commands recorded so far (without waiting). */
+nn_status vk_submit_pending(vk_backend *vk);
 /* After a command: counts it, and submits the frame when it is long. */
 nn_status vk_end_command(vk_backend *vk);
 /* `bytes` of the current frame's staging area (submitting and switching
@@ -163,6 +212,13 @@ VkBuffer vk_staging_buffer(const vk_backend *vk);
 /* Submit what is recorded and wait for all work; then report a device-side
  * error (a bad label) if a kernel raised one. */
 nn_status vk_finish(vk_backend *vk);
+
+/* vk_plan.c: the backend's plan_new / plan_replay / plan_free. */
+nn_status vk_plan_new(nn_backend *self, const nn_command *commands, int64_t count, void **plan);
+nn_status vk_plan_replay(nn_backend *self, void *plan, int64_t times);
+void vk_plan_free(nn_backend *self, void *plan);
+/* Issue one command through the backend (recording it into the plan). */
+nn_status vk_issue_command(vk_backend *vk, const nn_command *cmd);
 
 /* vk_pipelines.c */
 nn_status vk_pipelines_init(vk_backend *vk);
@@ -184,6 +240,11 @@ nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *args, 
  * offsets followed by `tail`, dispatch gx x gy x gz workgroups. */
 nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
                     int nargs, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
+/* vk_record with the written arguments given (bit i: argument i), for
+ * dispatches whose arguments are not the kernel's list (split-K's sum). */
+nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
+                       int nargs, unsigned written, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
+                       uint32_t gz);
 /* Workgroups of 256 for `items` (capped: the shaders stride over the rest). */
 uint32_t vk_groups_for(uint64_t items);
 /* An error naming the kernel unless 0 <= value <= UINT32_MAX. */

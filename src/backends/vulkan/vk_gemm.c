@@ -7,11 +7,6 @@
 #include "core/error.h"
 #include "vk_backend.h"
 
-static nn_status record(vk_backend *vk, vk_pipeline_id pipe, const nn_buffer_ref *args, int nargs,
-                        const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
-    return vk_record(vk, NN_KERNEL_GEMM, pipe, 0, args, nargs, tail, tail_bytes, gx, gy, gz);
-}
-
 typedef struct gemm_push {
     uint32_t m, n, k, trans_a, trans_b, lda, ldb, ldc, batch, summed, stride_a, stride_b, stride_c;
     float alpha, beta;
@@ -127,15 +122,15 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
     push.beta = 0.0f;
     push.splits = (uint32_t)splits;
     push.split_steps = (uint32_t)split_steps;
-    nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0}}, second[2] = {{scratch, 0}, a[2]};
+    nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0, 0}}, second[2] = {{scratch, 0, 0}, a[2]};
     nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, &push, sizeof push, (uint32_t)gx,
                                   (uint32_t)gy, (uint32_t)splits);
     if (st == NN_OK) {
         struct { uint32_t m, n, ldc, splits; float alpha, beta; } sum = {
             (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, (uint32_t)splits, p->alpha, p->beta};
-        st = record(vk, VK_PIPE_GEMM_SPLITK, second, 2, &sum, sizeof sum,
-                    vk_groups_for((uint64_t)partial), 1, 1);
+        st = vk_record_ex(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_SPLITK, 0, second, 2, 1u << 1, &sum, sizeof sum,
+                          vk_groups_for((uint64_t)partial), 1, 1);
     }
-    vk_buffer_free(&vk->base, scratch); /* safe at once: see vk_memory.c */
+    vk_scratch_done(vk, scratch); /* freed at once (vk_stream.c orders reuse), or kept by a plan */
     return st;
 }

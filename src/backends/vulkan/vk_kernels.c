@@ -16,6 +16,7 @@
  * SGD velocity and norm. Bit i = argument i. */
 static int optional_args(nn_kernel kernel, const void *params) {
     if (kernel == NN_KERNEL_SGD_UPDATE) return (1 << 2) | (1 << 3);
+    if (kernel == NN_KERNEL_GATHER_SAMPLES || kernel == NN_KERNEL_GATHER_ROWS) return (1 << 1) | (1 << 2);
     if (kernel == NN_KERNEL_ELEMENTWISE && ((const nn_pointwise_params *)params)->op == NN_EW_SCALE) return 1 << 1;
     return 0;
 }
@@ -28,6 +29,17 @@ uint32_t vk_groups_for(uint64_t items) {
 /* Record one dispatch (vk_backend.h). */
 nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
                     int nargs, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+    return vk_record_ex(vk, kernel, pipe, variant, args, nargs, nn_kernel_written_args(kernel, NULL), tail,
+                        tail_bytes, gx, gy, gz);
+}
+
+nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
+                       int nargs, unsigned written, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
+                       uint32_t gz) {
+    vk_access accesses[VK_ARG_BINDINGS];
+    int access_count = 0;
+    for (int i = 0; i < nargs && i < VK_ARG_BINDINGS; i++)
+        if (args[i].buffer) accesses[access_count++] = vk_access_of(args[i], (written >> i) & 1u);
     uint32_t push[VK_PUSH_BYTES / 4] = {0};
     uint32_t blocks[VK_ARG_BINDINGS] = {0};
     uint32_t fallback = 0;
@@ -57,7 +69,7 @@ nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int v
     VkCommandBuffer cmd;
     NN_TRY(vk_pipeline_get(vk, pipe, variant, &pipeline));
     NN_TRY(vk_descriptor_set(vk, blocks, &set));
-    NN_TRY(vk_begin_command(vk, &cmd));
+    NN_TRY(vk_begin_command(vk, accesses, access_count, &cmd));
     vk->fn.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     vk->fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, vk->pipeline_layout, 0, 1, &set, 0, NULL);
     vk->fn.vkCmdPushConstants(cmd, vk->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
@@ -159,7 +171,7 @@ static nn_status run_pointwise(vk_backend *vk, nn_kernel kernel, const nn_buffer
         if (groups <= 1) return record(vk, kernel, VK_PIPE_REDUCE, a, 2, &push, sizeof push, 1, 1, 1);
         nn_buffer *partials = vk_buffer_alloc(&vk->base, groups * sizeof(float));
         if (!partials) return nn_last_status();
-        nn_buffer_ref first[2] = {a[0], {partials, 0}}, second[2] = {{partials, 0}, a[1]};
+        nn_buffer_ref first[2] = {a[0], {partials, 0, 0}}, second[2] = {{partials, 0, 0}, a[1]};
         push.final = 0;
         nn_status st = record(vk, kernel, VK_PIPE_REDUCE, first, 2, &push, sizeof push, (uint32_t)groups, 1, 1);
         if (st == NN_OK) {
@@ -169,8 +181,8 @@ static nn_status run_pointwise(vk_backend *vk, nn_kernel kernel, const nn_buffer
             st = record(vk, kernel, VK_PIPE_REDUCE, second, 2, &push, sizeof push, 1, 1, 1);
         }
         /* Freed at once: a later user of the range is ordered after these
-         * two dispatches (vk_memory.c). */
-        vk_buffer_free(&vk->base, partials);
+         * two dispatches (vk_stream.c); a plan keeps it. */
+        vk_scratch_done(vk, partials);
         return st;
     }
     default: break;
@@ -212,12 +224,35 @@ static nn_status run_sgd(vk_backend *vk, const nn_buffer_ref *a, const nn_sgd_pa
                   vk_groups_for((uint64_t)p->n), 1, 1);
 }
 
+static nn_status run_gather(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_gather_params *p) {
+    if (p->rows < 0 || p->row_elems < 0 || p->positions < 0 || p->table_rows < 0 || p->plane <= 0 ||
+        p->row_elems / p->plane > 4)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: invalid sizes (rows %d, row elements %d, plane %d)",
+                            nn_kernel_name(kernel), p->rows, p->row_elems, p->plane);
+    int64_t n = (int64_t)p->rows * p->row_elems;
+    NN_TRY(vk_fits32(kernel, "output elements", n));
+    NN_TRY(vk_fits32(kernel, "table bytes", (int64_t)p->table_rows * p->row_elems * 4));
+    if (n == 0) return NN_OK;
+    struct {
+        int32_t rows, row_elems, first, stride, positions, table_rows, plane;
+        float scale[4], shift[4];
+        int32_t has_order, has_counter;
+    } push = {p->rows, p->row_elems, p->first, p->stride, p->positions, p->table_rows, p->plane,
+              {p->scale[0], p->scale[1], p->scale[2], p->scale[3]}, {p->shift[0], p->shift[1], p->shift[2], p->shift[3]},
+              a[1].buffer != NULL, a[2].buffer != NULL};
+    vk_pipeline_id pipe = kernel == NN_KERNEL_GATHER_SAMPLES ? VK_PIPE_GATHER_SAMPLES : VK_PIPE_GATHER_ROWS;
+    return record(vk, kernel, pipe, a, 4, &push, sizeof push, vk_groups_for((uint64_t)n), 1, 1);
+}
+
+static nn_status run_metrics(vk_backend *vk, const nn_buffer_ref *a, const nn_metrics_params *p) {
+    if (p->rows < 0 || p->cols <= 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan metrics_accumulate: rows=%d cols=%d", p->rows, p->cols);
+    NN_TRY(vk_fits32(NN_KERNEL_METRICS_ACCUMULATE, "rows * cols", (int64_t)p->rows * p->cols));
+    return record(vk, NN_KERNEL_METRICS_ACCUMULATE, VK_PIPE_METRICS_ACCUMULATE, a, 4, p, sizeof *p, 1, 1, 1);
+}
+
 /* dropout */
 static nn_status run_dropout(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_dropout_params *p) {
-    if (kernel == NN_KERNEL_DROPOUT_ADVANCE) {
-        uint32_t none = 0; /* no parameters beyond the offsets */
-        return record(vk, kernel, VK_PIPE_DROPOUT_ADVANCE, a, 1, &none, 0, 1, 1, 1);
-    }
     NN_TRY(vk_fits32(kernel, "n", p->n));
     if (p->n == 0) return NN_OK;
     struct { uint32_t n, threshold; float scale; uint32_t seed_lo, seed_hi; } push = {
@@ -251,9 +286,13 @@ nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int
     case NN_KERNEL_SOFTMAX_CE_FORWARD:
     case NN_KERNEL_SOFTMAX_CE_BACKWARD: return run_softmax(vk, kernel, a, params);
     case NN_KERNEL_SGD_UPDATE: return run_sgd(vk, a, params);
+    case NN_KERNEL_GATHER_SAMPLES:
+    case NN_KERNEL_GATHER_ROWS: return run_gather(vk, kernel, a, params);
+    case NN_KERNEL_COUNTER_ADD:
+        return record(vk, kernel, VK_PIPE_COUNTER_ADD, a, 1, params, sizeof(nn_counter_params), 1, 1, 1);
+    case NN_KERNEL_METRICS_ACCUMULATE: return run_metrics(vk, a, params);
     /* dropout */
-    case NN_KERNEL_DROPOUT_FORWARD:
-    case NN_KERNEL_DROPOUT_ADVANCE: return run_dropout(vk, kernel, a, params);
+    case NN_KERNEL_DROPOUT_FORWARD: return run_dropout(vk, kernel, a, params);
     case NN_KERNEL_COUNT: break;
     }
     return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s is not implemented", nn_kernel_name(kernel));

@@ -30,6 +30,7 @@
     X(vkGetDeviceQueue)                      \
     X(vkDeviceWaitIdle)                      \
     X(vkQueueSubmit)                         \
+    X(vkQueueWaitIdle)                       \
     X(vkAllocateMemory)                      \
     X(vkFreeMemory)                          \
     X(vkMapMemory)                           \

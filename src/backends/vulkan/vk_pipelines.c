@@ -46,9 +46,12 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_REDUCE] = {"reduce", "reduce_sum/sum_squares"},
     [VK_PIPE_BROADCAST_SCALAR] = {"broadcast_scalar", "broadcast_scalar"},
     [VK_PIPE_SGD_UPDATE] = {"sgd_update", "sgd_update"},
+    [VK_PIPE_GATHER_SAMPLES] = {"gather_samples", "gather_samples"},
+    [VK_PIPE_GATHER_ROWS] = {"gather_rows", "gather_rows"},
+    [VK_PIPE_COUNTER_ADD] = {"counter_add", "counter_add"},
+    [VK_PIPE_METRICS_ACCUMULATE] = {"metrics_accumulate", "metrics_accumulate"},
     /* dropout */
     [VK_PIPE_DROPOUT_FORWARD] = {"dropout_forward", "dropout_forward"},
-    [VK_PIPE_DROPOUT_ADVANCE] = {"dropout_advance", "dropout_advance"},
 };
 
 void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk) {

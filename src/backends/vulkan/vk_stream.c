@@ -3,15 +3,18 @@
  * until a read or sync needs the results, the frame holds
  * MAX_COMMANDS_PER_FRAME commands, or its staging area is full. Then the
  * frame is submitted without waiting and recording continues in the other
- * frame, so the GPU works while the host records.
+ * frame, so the GPU works while the host records. A captured step is
+ * recorded the same way into its plan's command buffer (vk_plan.c).
  *
- * Ordering: before every command goes one global memory barrier (compute
- * and transfer writes -> compute and transfer reads and writes). A barrier
- * orders against everything earlier in submission order, earlier frames
- * included, so each command sees the results of all that came before it;
- * eager training is a chain of dependent kernels anyway, and this keeps the
- * allocator free to reuse memory at once (vk_memory.c). */
+ * Ordering: every command buffer starts with one global memory barrier,
+ * which orders it after everything submitted before. Inside it, a command
+ * gets a barrier only when it touches memory that a command since the last
+ * barrier wrote (or writes memory one read): kernels on disjoint memory (a
+ * layer's weight and input gradients, the gathers of a batch) run together.
+ * Hazards are tracked by address range, not by tensor, so the allocator
+ * stays free to hand memory to the next tensor at once (vk_memory.c). */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -36,7 +39,7 @@ nn_status vk_stream_init(vk_backend *vk) {
                                                  .commandPool = f->pool,
                                                  .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                                  .commandBufferCount = 1};
-            r = vk->fn.vkAllocateCommandBuffers(vk->device, &alloc, &f->cmd);
+            r = vk->fn.vkAllocateCommandBuffers(vk->device, &alloc, &f->target.cmd);
         }
         if (r == VK_SUCCESS) {
             VkFenceCreateInfo fence = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
@@ -66,14 +69,74 @@ static nn_status frame_wait(vk_backend *vk, vk_frame *f) {
     return NN_OK;
 }
 
+static const VkMemoryBarrier kFullBarrier = {
+    .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+    .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+    .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT};
+
+static void full_barrier(vk_backend *vk, vk_target *t) {
+    vk->fn.vkCmdPipelineBarrier(t->cmd, kStages, kStages, 0, 1, &kFullBarrier, 0, NULL, 0, NULL);
+    t->hazards.count = 0;
+    t->hazards.barriers++;
+}
+
+void vk_target_begin(vk_backend *vk, vk_target *t) {
+    t->hazards.barriers = t->hazards.commands = 0;
+    full_barrier(vk, t);
+}
+
+void vk_hazards_free(vk_hazards *h) {
+    free(h->items);
+    memset(h, 0, sizeof *h);
+}
+
+vk_access vk_access_of(nn_buffer_ref ref, bool write) {
+    VkDeviceSize begin = ref.buffer->offset + ref.offset;
+    VkDeviceSize bytes = ref.bytes ? ref.bytes : ref.buffer->bytes - ref.offset;
+    return (vk_access){ref.buffer->block->buffer, begin, begin + bytes, write};
+}
+
+static bool overlaps(const vk_access *a, const vk_access *b) {
+    return a->buffer == b->buffer && a->begin < b->end && b->begin < a->end;
+}
+
+/* Beyond this many tracked ranges a barrier is cheaper than the search. */
+#define MAX_TRACKED 64
+
+static bool conflicts(const vk_hazards *h, const vk_access *accesses, int count) {
+    if (h->count + count > MAX_TRACKED) return true;
+    for (int i = 0; i < count; i++)
+        for (int j = 0; j < h->count; j++)
+            if ((accesses[i].write || h->items[j].write) && overlaps(&accesses[i], &h->items[j])) return true;
+    return false;
+}
+
+static nn_status track(vk_backend *vk, vk_target *t, const vk_access *accesses, int count) {
+    vk_hazards *h = &t->hazards;
+    if (conflicts(h, accesses, count)) full_barrier(vk, t);
+    if (h->count + count > h->capacity) {
+        int capacity = MAX_TRACKED + 8 > h->count + count ? MAX_TRACKED + 8 : h->count + count;
+        vk_access *grown = realloc(h->items, sizeof *grown * (size_t)capacity);
+        if (!grown) return nn_set_error(NN_ERR_MEMORY, "vulkan: out of host memory tracking hazards");
+        h->items = grown;
+        h->capacity = capacity;
+    }
+    memcpy(h->items + h->count, accesses, sizeof *accesses * (size_t)count);
+    h->count += count;
+    h->commands++;
+    return NN_OK;
+}
+
 static nn_status frame_begin(vk_backend *vk, vk_frame *f) {
     NN_TRY(frame_wait(vk, f));
     vk->fn.vkResetCommandPool(vk->device, f->pool, 0);
     VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                       .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
-    VkResult r = vk->fn.vkBeginCommandBuffer(f->cmd, &begin);
+    VkResult r = vk->fn.vkBeginCommandBuffer(f->target.cmd, &begin);
     if (r != VK_SUCCESS)
         return nn_set_error(NN_ERR_BACKEND, "vulkan: vkBeginCommandBuffer failed (%s)", nn_vk_result_name(r));
+    vk_target_begin(vk, &f->target);
     f->recording = true;
     f->commands = 0;
     f->staging_used = 0;
@@ -86,12 +149,13 @@ static nn_status frame_submit(vk_backend *vk, vk_frame *f) {
     VkMemoryBarrier to_host = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                                .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
-    vk->fn.vkCmdPipelineBarrier(f->cmd, kStages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, NULL, 0, NULL);
+    vk->fn.vkCmdPipelineBarrier(f->target.cmd, kStages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, NULL, 0,
+                                NULL);
     f->recording = false;
-    VkResult r = vk->fn.vkEndCommandBuffer(f->cmd);
+    VkResult r = vk->fn.vkEndCommandBuffer(f->target.cmd);
     if (r == VK_SUCCESS) {
         VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
-                               .pCommandBuffers = &f->cmd};
+                               .pCommandBuffers = &f->target.cmd};
         r = vk->fn.vkQueueSubmit(vk->queue, 1, &submit, f->fence);
     }
     if (r != VK_SUCCESS)
@@ -101,7 +165,14 @@ static nn_status frame_submit(vk_backend *vk, vk_frame *f) {
     return NN_OK;
 }
 
+static nn_status switch_frames(vk_backend *vk);
+
 /* Submit the current frame and make the other one current. */
+nn_status vk_submit_pending(vk_backend *vk) {
+    if (!vk->frames[vk->current].recording) return NN_OK;
+    return switch_frames(vk);
+}
+
 static nn_status switch_frames(vk_backend *vk) {
     NN_TRY(frame_submit(vk, &vk->frames[vk->current]));
     vk->current = (vk->current + 1) % VK_FRAMES;
@@ -115,28 +186,45 @@ static nn_status current_recording(vk_backend *vk, vk_frame **out) {
     return NN_OK;
 }
 
-nn_status vk_begin_command(vk_backend *vk, VkCommandBuffer *cmd) {
-    vk_frame *f;
-    NN_TRY(current_recording(vk, &f));
-    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-                          .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
-                          .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
-                                           VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
-    vk->fn.vkCmdPipelineBarrier(f->cmd, kStages, kStages, 0, 1, &mb, 0, NULL, 0, NULL);
-    *cmd = f->cmd;
+nn_status vk_begin_command(vk_backend *vk, const vk_access *accesses, int count, VkCommandBuffer *cmd) {
+    vk_target *t;
+    if (vk->compiling) {
+        t = &vk->compiling->target;
+    } else {
+        vk_frame *f;
+        NN_TRY(current_recording(vk, &f));
+        t = &f->target;
+    }
+    NN_TRY(track(vk, t, accesses, count));
+    *cmd = t->cmd;
     return NN_OK;
 }
 
 nn_status vk_end_command(vk_backend *vk) {
+    if (vk->compiling) return NN_OK; /* a plan is one command buffer, however long */
     vk_frame *f = &vk->frames[vk->current];
     if (++f->commands >= MAX_COMMANDS_PER_FRAME) NN_TRY(switch_frames(vk));
     return NN_OK;
 }
 
 VkDeviceSize vk_staging_capacity(const vk_backend *vk) { return STAGING_BYTES; }
-VkBuffer vk_staging_buffer(const vk_backend *vk) { return vk->frames[vk->current].staging.buffer; }
+
+VkBuffer vk_staging_buffer(const vk_backend *vk) {
+    return vk->compiling ? vk->compiling->constants.buffer : vk->frames[vk->current].staging.buffer;
+}
 
 nn_status vk_staging_take(vk_backend *vk, VkDeviceSize bytes, VkDeviceSize *offset, void **host) {
+    if (vk->compiling) {
+        /* A plan's captured writes copy from its own constants, sized for
+         * all of them when it was made (vk_plan.c). */
+        vk_plan *plan = vk->compiling;
+        if (plan->constants_used + bytes > plan->constants.size)
+            return nn_set_error(NN_ERR_BACKEND, "vulkan: a captured write outgrew the plan's constants");
+        *offset = plan->constants_used;
+        *host = (char *)plan->constants.mapped + plan->constants_used;
+        plan->constants_used += (bytes + 15) / 16 * 16;
+        return NN_OK;
+    }
     vk_frame *f;
     NN_TRY(current_recording(vk, &f));
     if (f->staging_used + bytes > f->staging.size) {
@@ -154,6 +242,13 @@ nn_status vk_finish(vk_backend *vk) {
     for (int i = 0; i < VK_FRAMES; i++) {
         nn_status w = frame_wait(vk, &vk->frames[i]);
         if (st == NN_OK) st = w;
+    }
+    if (st == NN_OK && vk->plans_in_flight) {
+        /* Replays carry no fence of their own: wait for the queue. */
+        VkResult r = vk->fn.vkQueueWaitIdle(vk->queue);
+        if (r != VK_SUCCESS)
+            st = nn_set_error(NN_ERR_BACKEND, "vulkan: waiting for the GPU failed (%s)", nn_vk_result_name(r));
+        else vk->plans_in_flight = false;
     }
     NN_TRY(st);
     int32_t *status = vk->status.mapped;
@@ -175,6 +270,7 @@ void vk_stream_destroy(vk_backend *vk) {
         if (f->fence) vk->fn.vkDestroyFence(vk->device, f->fence, NULL);
         if (f->pool) vk->fn.vkDestroyCommandPool(vk->device, f->pool, NULL);
         vk_host_buffer_destroy(vk, &f->staging);
+        vk_hazards_free(&f->target.hazards);
         memset(f, 0, sizeof *f);
     }
     vk_host_buffer_destroy(vk, &vk->status);

@@ -1,0 +1,65 @@
+/* Training loops that stay on the device: the dataset uploaded once (uint8
+ * pixels and int32 labels), each step's batch gathered there by a device-side
+ * step counter, the learning rate looked up from a table by that counter, and
+ * loss and accuracy summed there. A step built from these reads nothing from
+ * the host and writes nothing the host must supply, so a captured step
+ * (nn_capture.h) can be replayed many times in one submit, and the host reads
+ * the sums only once per epoch or progress tick.
+ *
+ *     counter = int32 tensor [1], zeroed at the start of each epoch
+ *     step:  nn_device_dataset_gather(data, counter, 0, x, y);
+ *            nn_table_lookup(lr_table, counter, 0, nn_sgd_lr_tensor(opt));
+ *            nn_counter_add(counter, 1);
+ *            ... forward, loss, nn_accumulate_metrics(logits, y, loss, sums),
+ *            backward, optimizer step ...
+ *
+ * None of these operations records anything for autograd. */
+#ifndef NN_DEVICE_LOOP_H
+#define NN_DEVICE_LOOP_H
+
+#include <stdint.h>
+#include "nn_data.h"
+#include "nn_tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nn_device_dataset nn_device_dataset;
+
+/* Copy `data`'s pixels and labels to ctx's device. A gathered pixel becomes
+ * (pixel / 255 - mean[c]) / std[c] for channel c (1 to 4 channels; mean and
+ * std have data->channels entries, std > 0). The order starts as 0..count-1. */
+nn_device_dataset *nn_device_dataset_new(nn_ctx *ctx, const nn_dataset *data, const float *mean,
+                                         const float *std);
+void nn_device_dataset_free(nn_device_dataset *d);
+int64_t nn_device_dataset_count(const nn_device_dataset *d);
+
+/* The order in which batches take the samples: `count` indices (each in
+ * [0, dataset count)), e.g. an epoch's nn_shuffle_indices permutation. */
+nn_status nn_device_dataset_set_order(nn_device_dataset *d, const int64_t *order, int64_t count);
+
+/* x [n, C, H, W] (float32) and labels [n] (int32) <- the samples at order
+ * positions first + counter[0] * n + i, i < n (counter NULL: 0). Positions
+ * past the order give zero images and label 0. */
+nn_status nn_device_dataset_gather(nn_device_dataset *d, nn_tensor *counter, int64_t first, nn_tensor *x,
+                                   nn_tensor *labels);
+
+/* counter[0] += delta (counter: int32 [1]). */
+nn_status nn_counter_add(nn_tensor *counter, int32_t delta);
+
+/* out[j] <- table[first + counter[0] * n + j] for j < n = numel(out), 32-bit
+ * tables of either dtype (out has the table's dtype); positions past the
+ * table give 0. With n = 1, a per-step value such as a learning rate. */
+nn_status nn_table_lookup(nn_tensor *table, nn_tensor *counter, int64_t first, nn_tensor *out);
+
+/* sums[0] += loss * rows, sums[1] += rows whose largest logit (the first of
+ * equals) is at the label. logits [rows, classes] float32, labels [rows]
+ * int32, loss [1] float32, sums [2] float32. */
+nn_status nn_accumulate_metrics(nn_tensor *logits, nn_tensor *labels, nn_tensor *loss, nn_tensor *sums);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

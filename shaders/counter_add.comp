@@ -1,0 +1,9 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+// counter[0] += delta: the step counter of a captured training loop.
+layout(local_size_x = 1) in;
+layout(push_constant) uniform Params { PC_OFFSETS int delta; } p;
+layout(std430, binding = 0) buffer C { int counter[]; };
+
+void main() { counter[p.off0] += p.delta; }

@@ -1,0 +1,33 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "gather_params.glsl"
+// A batch of uint8 samples (packed four to a word) gathered by a device-side
+// step counter and normalised to float: value * scale[c] + shift[c].
+layout(local_size_x = 256) in;
+layout(std430, binding = 0) readonly buffer S { uint samples[]; };
+layout(std430, binding = 1) readonly buffer O { int order[]; };
+layout(std430, binding = 2) readonly buffer C { int counter[]; };
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+
+void main() {
+    int counter_value = p.has_counter != 0 ? counter[p.off2] : 0;
+    uint total = uint(p.rows) * uint(p.row_elems);
+    GRID_STRIDE_LOOP(idx, total) {
+        int i = int(idx / uint(p.row_elems));
+        int j = int(idx % uint(p.row_elems));
+        int position = p.first + counter_value * p.stride + i;
+        int order_value = (p.has_order != 0 && position >= 0 && position < p.positions) ? order[p.off1 + position] : 0;
+        int row = source_row(i, counter_value, order_value);
+        float v = 0.0;
+        if (row >= 0) {
+            uint byte_index = p.off0 * 4u + uint(row) * uint(p.row_elems) + uint(j);
+            uint b = (samples[byte_index >> 2] >> ((byte_index & 3u) * 8u)) & 255u;
+            int c = j / p.plane;
+            float scale = c == 0 ? p.scale0 : c == 1 ? p.scale1 : c == 2 ? p.scale2 : p.scale3;
+            float shift = c == 0 ? p.shift0 : c == 1 ? p.shift1 : c == 2 ? p.shift2 : p.shift3;
+            v = float(b) * scale + shift;
+        }
+        y[p.off3 + idx] = v;
+    }
+}

@@ -1,0 +1,150 @@
+/* Plans: a captured step (core/capture.c) recorded once into a command
+ * buffer of its own, through the same kernel code as eager work, and then
+ * submitted as often as it is replayed. The buffer is recorded with
+ * SIMULTANEOUS_USE, so one vkQueueSubmit can carry several replays in a row
+ * (several training steps per submit, nothing read back between them).
+ * It begins with a full barrier (ordering it after all earlier work, the
+ * previous replay included) and ends with one that makes its writes visible
+ * to the host; inside, barriers go only between conflicting kernels
+ * (vk_stream.c). What its kernels allocate for themselves (split-K partial
+ * sums, reduction partials) is kept with the plan, since every replay writes
+ * it again. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "vk_backend.h"
+
+/* Replays per vkQueueSubmit: the array of command-buffer handles. */
+#define REPLAYS_PER_SUBMIT 64
+
+void vk_scratch_done(vk_backend *vk, nn_buffer *buffer) {
+    vk_plan *plan = vk->compiling;
+    if (!plan) {
+        vk_buffer_free(&vk->base, buffer);
+        return;
+    }
+    if (plan->scratch_count == plan->scratch_capacity) {
+        int capacity = plan->scratch_capacity ? plan->scratch_capacity * 2 : 8;
+        nn_buffer **grown = realloc(plan->scratch, sizeof *grown * (size_t)capacity);
+        if (!grown) {
+            /* Cannot happen in practice (a few pointers); leaking the buffer
+             * is safe, freeing it while the plan uses it is not. */
+            return;
+        }
+        plan->scratch = grown;
+        plan->scratch_capacity = capacity;
+    }
+    plan->scratch[plan->scratch_count++] = buffer;
+}
+
+nn_status vk_issue_command(vk_backend *vk, const nn_command *cmd) {
+    nn_backend *b = &vk->base;
+    switch (cmd->kind) {
+    case NN_COMMAND_RUN: return b->run(b, cmd->kernel, cmd->args, cmd->nargs, cmd->params);
+    case NN_COMMAND_FILL: return b->fill(b, cmd->args[0], cmd->value, cmd->count);
+    case NN_COMMAND_COPY: return b->copy(b, cmd->args[0], cmd->args[1], cmd->count);
+    case NN_COMMAND_WRITE: return b->write(b, cmd->args[0], cmd->data, cmd->count);
+    }
+    return nn_set_error(NN_ERR_BACKEND, "vulkan: unknown captured command kind %d", (int)cmd->kind);
+}
+
+void vk_plan_free(nn_backend *self, void *opaque) {
+    vk_backend *vk = as_vk(self);
+    vk_plan *plan = opaque;
+    if (!plan) return;
+    /* Its command buffer may still be pending: it must not be freed then. */
+    if (vk->plans_in_flight) {
+        vk->fn.vkQueueWaitIdle(vk->queue);
+        vk->plans_in_flight = false;
+    }
+    for (int i = 0; i < plan->scratch_count; i++) vk_buffer_free(self, plan->scratch[i]);
+    free(plan->scratch);
+    vk_host_buffer_destroy(vk, &plan->constants);
+    if (plan->pool) vk->fn.vkDestroyCommandPool(vk->device, plan->pool, NULL);
+    vk_hazards_free(&plan->target.hazards);
+    free(plan);
+}
+
+static nn_status create(vk_backend *vk, const nn_command *commands, int64_t count, vk_plan *plan) {
+    VkCommandPoolCreateInfo pool = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                    .queueFamilyIndex = vk->phys->queue_family};
+    VkResult r = vk->fn.vkCreateCommandPool(vk->device, &pool, NULL, &plan->pool);
+    if (r == VK_SUCCESS) {
+        VkCommandBufferAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                             .commandPool = plan->pool,
+                                             .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                             .commandBufferCount = 1};
+        r = vk->fn.vkAllocateCommandBuffers(vk->device, &alloc, &plan->target.cmd);
+    }
+    if (r != VK_SUCCESS) {
+        plan->target.cmd = VK_NULL_HANDLE;
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: creating a captured step's command buffer failed (%s)",
+                            nn_vk_result_name(r));
+    }
+    VkDeviceSize constants = 0;
+    for (int64_t i = 0; i < count; i++)
+        if (commands[i].kind == NN_COMMAND_WRITE) constants += (commands[i].count + 15) / 16 * 16;
+    if (constants > 0)
+        NN_TRY(vk_host_buffer_create(vk, constants, VK_BUFFER_USAGE_TRANSFER_SRC_BIT, &plan->constants));
+    return NN_OK;
+}
+
+nn_status vk_plan_new(nn_backend *self, const nn_command *commands, int64_t count, void **out) {
+    vk_backend *vk = as_vk(self);
+    *out = NULL;
+    vk_plan *plan = calloc(1, sizeof *plan);
+    if (!plan) return nn_set_error(NN_ERR_MEMORY, "vulkan: out of host memory for a captured step");
+    nn_status st = create(vk, commands, count, plan);
+    if (st != NN_OK) {
+        vk_plan_free(self, plan);
+        return st;
+    }
+    VkCommandBufferBeginInfo begin = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                      .flags = VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT};
+    VkResult r = vk->fn.vkBeginCommandBuffer(plan->target.cmd, &begin);
+    if (r != VK_SUCCESS) {
+        vk_plan_free(self, plan);
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: vkBeginCommandBuffer failed (%s)", nn_vk_result_name(r));
+    }
+    vk_target_begin(vk, &plan->target);
+    vk->compiling = plan;
+    for (int64_t i = 0; i < count && st == NN_OK; i++) st = vk_issue_command(vk, &commands[i]);
+    vk->compiling = NULL;
+    VkMemoryBarrier to_host = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                               .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                               .dstAccessMask = VK_ACCESS_HOST_READ_BIT};
+    vk->fn.vkCmdPipelineBarrier(plan->target.cmd,
+                                VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, NULL, 0, NULL);
+    r = vk->fn.vkEndCommandBuffer(plan->target.cmd);
+    if (st == NN_OK && r != VK_SUCCESS)
+        st = nn_set_error(NN_ERR_BACKEND, "vulkan: recording a captured step failed (%s)", nn_vk_result_name(r));
+    if (st != NN_OK) {
+        vk_plan_free(self, plan);
+        return st;
+    }
+    *out = plan;
+    return NN_OK;
+}
+
+nn_status vk_plan_replay(nn_backend *self, void *opaque, int64_t times) {
+    vk_backend *vk = as_vk(self);
+    vk_plan *plan = opaque;
+    /* Eager work recorded before the replay runs before it. */
+    NN_TRY(vk_submit_pending(vk));
+    VkCommandBuffer handles[REPLAYS_PER_SUBMIT];
+    for (int i = 0; i < REPLAYS_PER_SUBMIT; i++) handles[i] = plan->target.cmd;
+    while (times > 0) {
+        uint32_t n = times > REPLAYS_PER_SUBMIT ? REPLAYS_PER_SUBMIT : (uint32_t)times;
+        VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = n,
+                               .pCommandBuffers = handles};
+        VkResult r = vk->fn.vkQueueSubmit(vk->queue, 1, &submit, VK_NULL_HANDLE);
+        if (r != VK_SUCCESS)
+            return nn_set_error(NN_ERR_BACKEND, "vulkan: submitting %u replays of a captured step failed (%s)", n,
+                                nn_vk_result_name(r));
+        vk->plans_in_flight = true;
+        times -= n;
+    }
+    return NN_OK;
+}

@@ -1,0 +1,123 @@
+#include "device_steps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define TRY(expr)                            \
+    do {                                     \
+        nn_status try_status_ = (expr);      \
+        if (try_status_ != NN_OK) return try_status_; \
+    } while (0)
+
+static nn_tensor *new_tensor(nn_ctx *ctx, nn_dtype dtype, int ndim, int64_t a, int64_t b, int64_t c, int64_t d) {
+    int64_t shape[4] = {a, b, c, d};
+    return nn_tensor_new(ctx, dtype, ndim, shape);
+}
+
+nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, const nn_dataset *train,
+                            normalization norm, int64_t batch, bool use_capture) {
+    memset(s, 0, sizeof *s);
+    s->ctx = ctx;
+    s->net = net;
+    s->opt = opt;
+    s->use_capture = use_capture;
+    if (batch > train->count) batch = train->count;
+    s->batch = batch;
+    s->full_steps = train->count / batch;
+    s->tail = train->count % batch;
+    float mean[4], std[4];
+    for (int c = 0; c < 4; c++) mean[c] = norm.mean, std[c] = norm.std;
+    s->data = nn_device_dataset_new(ctx, train, mean, std);
+    if (!s->data) return nn_last_status();
+    int c = train->channels, h = train->height, w = train->width;
+    s->x = new_tensor(ctx, NN_F32, 4, batch, c, h, w);
+    s->y = new_tensor(ctx, NN_I32, 1, batch, 0, 0, 0);
+    if (s->tail) {
+        s->x_tail = new_tensor(ctx, NN_F32, 4, s->tail, c, h, w);
+        s->y_tail = new_tensor(ctx, NN_I32, 1, s->tail, 0, 0, 0);
+    }
+    s->counter = new_tensor(ctx, NN_I32, 1, 1, 0, 0, 0);
+    s->sums = new_tensor(ctx, NN_F32, 1, 2, 0, 0, 0);
+    s->lr_table = new_tensor(ctx, NN_F32, 1, device_steps_per_epoch(s), 0, 0, 0);
+    if (!s->x || !s->y || (s->tail && (!s->x_tail || !s->y_tail)) || !s->counter || !s->sums || !s->lr_table)
+        return nn_last_status();
+    return NN_OK;
+}
+
+int64_t device_steps_per_epoch(const device_steps *s) { return s->full_steps + (s->tail ? 1 : 0); }
+
+nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, const float *lrs) {
+    int32_t zero = 0;
+    nn_status st = nn_device_dataset_set_order(s->data, order, nn_device_dataset_count(s->data));
+    if (st == NN_OK) st = nn_tensor_write(s->counter, &zero, sizeof zero);
+    if (st == NN_OK) st = nn_tensor_fill(s->sums, 0.0f);
+    if (st == NN_OK) st = nn_tensor_write(s->lr_table, lrs, sizeof(float) * (size_t)device_steps_per_epoch(s));
+    return st;
+}
+
+/* One step on batch (x, y). A full batch comes from the counter's position
+ * and advances it; the last, smaller batch comes from a fixed position. */
+static nn_status one_step(device_steps *s, bool full) {
+    nn_tensor *x = full ? s->x : s->x_tail, *y = full ? s->y : s->y_tail;
+    nn_tensor *counter = full ? s->counter : NULL;
+    int64_t first = full ? 0 : s->full_steps * s->batch;
+    nn_status st = nn_device_dataset_gather(s->data, counter, first, x, y);
+    if (st == NN_OK) st = nn_table_lookup(s->lr_table, counter, full ? 0 : s->full_steps, nn_sgd_lr_tensor(s->opt));
+    if (st == NN_OK && full) st = nn_counter_add(s->counter, 1);
+    nn_tensor *logits = st == NN_OK ? nn_module_forward(s->net, x) : NULL;
+    nn_tensor *loss = logits ? nn_softmax_cross_entropy(logits, y) : NULL;
+    if (st == NN_OK && !loss) st = nn_last_status() != NN_OK ? nn_last_status() : NN_ERR_STATE;
+    if (st == NN_OK) st = nn_accumulate_metrics(logits, y, loss, s->sums);
+    if (st == NN_OK) st = nn_sgd_zero_grad(s->opt);
+    if (st == NN_OK) st = nn_backward(loss);
+    if (st == NN_OK) st = nn_sgd_step(s->opt);
+    nn_status end = nn_ctx_step_end(s->ctx);
+    return st == NN_OK ? end : st;
+}
+
+/* The first full step of the run is eager (it creates the gradients and
+ * momentum buffers a captured step must find in place); the second is
+ * captured as it runs; the others replay it, as many per call as asked. */
+static nn_status full_steps(device_steps *s, int64_t count) {
+    while (count > 0) {
+        if (!s->use_capture || !s->warmed_up) {
+            TRY(one_step(s, true));
+            s->warmed_up = true;
+            count--;
+        } else if (!s->step) {
+            TRY(nn_capture_begin(s->ctx));
+            nn_status st = one_step(s, true);
+            s->step = nn_capture_end(s->ctx); /* ends the capture even after a failure */
+            TRY(st);
+            if (!s->step) return nn_last_status();
+            count--;
+        } else {
+            TRY(nn_replay(s->step, count));
+            count = 0;
+        }
+    }
+    return NN_OK;
+}
+
+nn_status device_steps_run(device_steps *s, int64_t from, int64_t to) {
+    int64_t full_to = to < s->full_steps ? to : s->full_steps;
+    if (from < full_to) TRY(full_steps(s, full_to - from));
+    if (s->tail && from <= s->full_steps && to > s->full_steps) TRY(one_step(s, false));
+    return NN_OK;
+}
+
+nn_status device_steps_sums(device_steps *s, double *loss_sum, double *correct) {
+    float sums[2];
+    TRY(nn_tensor_read(s->sums, sums, sizeof sums));
+    *loss_sum = sums[0];
+    *correct = sums[1];
+    return NN_OK;
+}
+
+void device_steps_close(device_steps *s) {
+    nn_capture_free(s->step);
+    nn_device_dataset_free(s->data);
+    nn_tensor *tensors[] = {s->x, s->y, s->x_tail, s->y_tail, s->counter, s->sums, s->lr_table};
+    for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) nn_tensor_free(tensors[i]);
+    memset(s, 0, sizeof *s);
+}

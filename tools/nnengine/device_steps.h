@@ -1,0 +1,45 @@
+/* The training steps of `nnengine train`, on the device: the training set is
+ * uploaded once, and each step gathers its batch, looks up its learning rate
+ * and sums its loss and accuracy there, by a device-side step counter. So a
+ * step needs nothing from the host, and by default it is captured once and
+ * replayed (nn_capture.h): many steps per submit, sums read only per epoch or
+ * progress tick. --no-capture runs the same kernels eagerly, step by step;
+ * the results are the same bit for bit. */
+#ifndef NNENGINE_DEVICE_STEPS_H
+#define NNENGINE_DEVICE_STEPS_H
+
+#include <stdbool.h>
+#include "evaluate.h"
+#include "nn_engine.h"
+
+typedef struct device_steps {
+    nn_ctx *ctx;
+    nn_module *net;
+    nn_sgd *opt;
+    nn_device_dataset *data;
+    int64_t batch, full_steps, tail; /* full batches per epoch, images in the last partial one */
+    nn_tensor *x, *y;                /* the batch (full size) */
+    nn_tensor *x_tail, *y_tail;      /* the last, smaller batch, or NULL */
+    nn_tensor *counter, *sums, *lr_table;
+    bool use_capture;
+    bool warmed_up;        /* one eager step has run: gradients and momentum exist */
+    nn_capture *step;      /* the captured full-batch step */
+} device_steps;
+
+/* Uploads `train` (normalised by norm) and makes the step's tensors. Returns
+ * the library's status; the message is in nn_last_error(). */
+nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, const nn_dataset *train,
+                            normalization norm, int64_t batch, bool use_capture);
+/* Steps per epoch (the last batch may be smaller). */
+int64_t device_steps_per_epoch(const device_steps *s);
+/* The epoch's order of the training images and the learning rate of each of
+ * its steps (device_steps_per_epoch entries); zeroes the sums. */
+nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, const float *lrs);
+/* Runs the epoch's steps [from, to) (to <= steps per epoch), in order. */
+nn_status device_steps_run(device_steps *s, int64_t from, int64_t to);
+/* The summed loss and correct predictions of the epoch's steps so far
+ * (waits for them). */
+nn_status device_steps_sums(device_steps *s, double *loss_sum, double *correct);
+void device_steps_close(device_steps *s);
+
+#endif
