@@ -4,7 +4,8 @@
  * is read back). Prints ms/step and images/s after warm-up, the peak device
  * memory (nn_ctx_memory_stats), and then where the time goes: each layer's
  * forward and backward timed alone, with a sync before and after, on the
- * shapes it has in the network. Not a test: figures for bench/README.md;
+ * shapes it has in the network. The step is also captured once and
+ * replayed (nn_capture.h) and timed again. Not a test: figures for bench/README.md;
  * bench/torch_alexnet.py is PyTorch's peer and bench/run-alexnet.sh runs both.
  *
  *   build/bench/bench_alexnet [--device vulkan|cpu] [--batch 128] [--classes 1000]
@@ -19,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "nn_capture.h"
 #include "nn_engine.h"
 
 static double now_ms(void) {
@@ -62,6 +64,37 @@ static double train_step(nn_ctx *ctx, nn_module *net, nn_sgd *opt, nn_tensor *x,
     if (nn_tensor_read(loss, &value, sizeof value) != NN_OK) die("reading the loss");
     if (nn_ctx_step_end(ctx) != NN_OK) die("step end");
     return now_ms() - t0;
+}
+
+/* The same step captured once (nn_capture.h) and replayed: no graph
+ * building, allocation or re-recording. Returns the median ms of replays
+ * issued one at a time with a sync after each, and in *batched the mean ms
+ * of `steps` replays in one call with one sync at the end. */
+static double captured_step_ms(nn_ctx *ctx, nn_module *net, nn_sgd *opt, nn_tensor *x, nn_tensor *y, int steps,
+                               double *batched) {
+    if (nn_capture_begin(ctx) != NN_OK) die("capture begin");
+    nn_status st = nn_sgd_zero_grad(opt);
+    nn_tensor *loss = st == NN_OK ? nn_softmax_cross_entropy(nn_module_forward(net, x), y) : NULL;
+    if (loss) st = nn_backward(loss);
+    if (loss && st == NN_OK) st = nn_sgd_step(opt);
+    nn_ctx_step_end(ctx);
+    nn_capture *step = nn_capture_end(ctx); /* ends the capture even after a failure */
+    if (!loss || st != NN_OK || !step) die("capturing the step");
+    double *times = malloc(sizeof(double) * steps);
+    for (int i = 0; i < 2; i++) /* warm-up */
+        if (nn_replay(step, 1) != NN_OK || nn_ctx_sync(ctx) != NN_OK) die("replay");
+    for (int i = 0; i < steps; i++) {
+        double t0 = now_ms();
+        if (nn_replay(step, 1) != NN_OK || nn_ctx_sync(ctx) != NN_OK) die("replay");
+        times[i] = now_ms() - t0;
+    }
+    double t0 = now_ms();
+    if (nn_replay(step, steps) != NN_OK || nn_ctx_sync(ctx) != NN_OK) die("replay");
+    *batched = (now_ms() - t0) / steps;
+    double med = median(times, steps);
+    free(times);
+    nn_capture_free(step);
+    return med;
 }
 
 /* ---- per-layer times ---- */
@@ -274,12 +307,23 @@ int main(int argc, char **argv) {
     double med = median(times, o.steps), mean = sum / o.steps;
     uint64_t peak = 0, reserved = 0;
     if (nn_ctx_memory_stats(ctx, NULL, &peak, &reserved) != NN_OK) die("memory stats");
-    printf("train step: median %.2f ms, mean %.2f ms over %d steps after %d warm-up; %.0f images/s\n", med, mean,
-           o.steps, o.warmup, o.batch * 1000.0 / med);
-    printf("device memory: peak allocated %.0f MiB, reserved %.0f MiB (nn_ctx_memory_stats)\n", mib(peak),
+    printf("eager train step: median %.2f ms, mean %.2f ms over %d steps after %d warm-up; %.0f images/s\n", med,
+           mean, o.steps, o.warmup, o.batch * 1000.0 / med);
+    printf("device memory (eager): peak allocated %.0f MiB, reserved %.0f MiB (nn_ctx_memory_stats)\n", mib(peak),
            mib(reserved));
-    /* One line for bench/run-alexnet.sh to read. */
+    /* Lines for bench/run-alexnet.sh to read. */
     printf("RESULT ms_per_step=%.3f images_per_s=%.1f peak_mib=%.0f\n", med, o.batch * 1000.0 / med, mib(peak));
+    fflush(stdout);
+    double batched = 0, captured = captured_step_ms(ctx, net, opt, x, y, o.steps, &batched);
+    uint64_t peak_all = 0;
+    if (nn_ctx_memory_stats(ctx, NULL, &peak_all, &reserved) != NN_OK) die("memory stats");
+    printf("captured step, replayed: median %.2f ms with a sync per step (%.0f images/s); %.2f ms per step "
+           "for %d replays in one call (%.0f images/s)\n", captured, o.batch * 1000.0 / captured, batched, o.steps,
+           o.batch * 1000.0 / batched);
+    printf("device memory (eager, then capture): peak allocated %.0f MiB, reserved %.0f MiB\n", mib(peak_all),
+           mib(reserved));
+    printf("RESULT_CAPTURED ms_per_step=%.3f images_per_s=%.1f peak_mib=%.0f\n", batched,
+           o.batch * 1000.0 / batched, mib(peak_all));
     fflush(stdout);
     if (o.layers) {
         loss_and_sgd_times(ctx, net, opt, x, y, &o);

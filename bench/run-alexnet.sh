@@ -2,7 +2,8 @@
 # AlexNet training throughput (issue 8) for bench/README.md, on a machine
 # with a Vulkan GPU and PyTorch with CUDA (the H100 machine): nn-engine's
 # torchvision-form AlexNet at batch 128, 224x224 synthetic data, fp32 on
-# Vulkan (ms/step, images/s, peak device memory, per-layer times), then
+# Vulkan, eager and with the step captured and replayed (ms/step, images/s,
+# peak device memory, per-layer times), then
 # PyTorch's fp32, TF32 and bf16 channels-last figures from the same run
 # with the ratios, and PyTorch's per-layer table.
 #
@@ -42,14 +43,17 @@ log=$(mktemp)
 "$build/bench/bench_alexnet" --device "$device" --batch "$batch" --steps "$steps" "${extra[@]}" | tee "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 result=$(grep '^RESULT ' "$log" | tail -n 1)
+captured=$(grep '^RESULT_CAPTURED ' "$log" | tail -n 1)
 rm -f "$log"
 ours_ms=$(echo "$result" | sed -n 's/.*ms_per_step=\([0-9.]*\).*/\1/p')
 ours_peak=$(echo "$result" | sed -n 's/.*peak_mib=\([0-9.]*\).*/\1/p')
+ours_captured_ms=$(echo "$captured" | sed -n 's/.*ms_per_step=\([0-9.]*\).*/\1/p')
 
 echo "== PyTorch peer (same machine, same run)"
 if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     python3 bench/torch_alexnet.py --batch "$batch" --steps "$steps" ${ours_ms:+--ours-ms "$ours_ms"} \
-        ${ours_peak:+--ours-peak-mib "$ours_peak"} || status=1
+        ${ours_captured_ms:+--ours-captured-ms "$ours_captured_ms"} ${ours_peak:+--ours-peak-mib "$ours_peak"} \
+        || status=1
 else
     echo "(no PyTorch with CUDA here: nn-engine only)"
 fi

@@ -5,7 +5,7 @@ autocast with channels-last. Prints ms/step, images/s and peak memory for
 each, the ratio to nn-engine's figure when given (--ours-ms, from the same
 run), and the fp32 per-layer table measured the way bench_alexnet.c does.
 
-    python3 bench/torch_alexnet.py [--ours-ms MS] [--ours-peak-mib MIB] [--batch 128]
+    python3 bench/torch_alexnet.py [--ours-ms MS] [--ours-captured-ms MS] [--ours-peak-mib MIB] [--batch 128]
         [--classes 1000] [--steps 20] [--warmup 5] [--reps 5] [--no-layers]
 
 Steps run back to back between two CUDA events (no host sync per step:
@@ -84,7 +84,9 @@ def train_setting(name, args, tf32, bf16_channels_last):
     peak = torch.cuda.max_memory_allocated() / 2**20
     line = f"PyTorch {name:<28} {ms:8.2f} ms/step {args.batch * 1000 / ms:9.0f} images/s  peak {peak:6.0f} MiB"
     if args.ours_ms:
-        line += f"  nn-engine/PyTorch time: {args.ours_ms / ms:5.2f}x"
+        line += f"  nn-engine/PyTorch time: eager {args.ours_ms / ms:5.2f}x"
+    if args.ours_captured_ms:
+        line += f", captured {args.ours_captured_ms / ms:5.2f}x"
     print(line, flush=True)
     return source
 
@@ -134,6 +136,7 @@ def layer_table(args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ours-ms", type=float, default=0.0)
+    parser.add_argument("--ours-captured-ms", type=float, default=0.0)
     parser.add_argument("--ours-peak-mib", type=float, default=0.0)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--classes", type=int, default=1000)
@@ -147,8 +150,9 @@ def main():
     print(f"peer: PyTorch {torch.__version__} on {torch.cuda.get_device_name()}, batch {args.batch}, "
           f"{args.classes} classes")
     if args.ours_ms:
-        print(f"nn-engine (this run): {args.ours_ms:.2f} ms/step, {args.batch * 1000 / args.ours_ms:.0f} images/s, "
-              f"peak {args.ours_peak_mib:.0f} MiB")
+        print(f"nn-engine (this run): eager {args.ours_ms:.2f} ms/step, {args.batch * 1000 / args.ours_ms:.0f} "
+              f"images/s, peak {args.ours_peak_mib:.0f} MiB"
+              + (f"; captured {args.ours_captured_ms:.2f} ms/step" if args.ours_captured_ms else ""))
     source = train_setting("fp32 (TF32 off)", args, tf32=False, bf16_channels_last=False)
     train_setting("TF32", args, tf32=True, bf16_channels_last=False)
     train_setting("bf16 autocast, channels-last", args, tf32=True, bf16_channels_last=True)
