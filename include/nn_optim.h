@@ -6,7 +6,12 @@
  *   g = g + weight_decay * p
  *   v = momentum * v + g;  g = nesterov ? g + momentum * v : v  if momentum > 0
  *   p = p - lr * g
- * The update runs on the parameters' device; nothing is read back. */
+ * The update runs on the parameters' device; nothing is read back. The
+ * optimizer keeps all parameters (and gradients, momentum buffers) in one
+ * device buffer each, so a step is one kernel: nn_sgd_new moves the
+ * parameters there (their values are unchanged; a view made of a parameter
+ * earlier, or a parameter sharing its storage, stays where it was and is
+ * updated by a kernel of its own). */
 #ifndef NN_OPTIM_H
 #define NN_OPTIM_H
 
@@ -34,7 +39,15 @@ nn_sgd *nn_sgd_new(nn_tensor *const *params, int count, const nn_sgd_options *op
 nn_status nn_sgd_step(nn_sgd *opt);
 /* Zero every parameter's gradient. */
 nn_status nn_sgd_zero_grad(nn_sgd *opt);
+/* Sets the rate the next nn_sgd_step uses (written to the device buffer of
+ * nn_sgd_lr_tensor). */
 nn_status nn_sgd_set_lr(nn_sgd *opt, float lr);
+/* The learning rate as a one-element float32 device tensor (borrowed: the
+ * optimizer owns it). The update kernel reads it on the device, so a
+ * captured step replays with whatever is written there (nn_tensor_write, or
+ * a kernel such as a schedule). Written directly, it is not reflected in
+ * nn_sgd_get_options()->lr, which keeps the last nn_sgd_set_lr value. */
+nn_tensor *nn_sgd_lr_tensor(nn_sgd *opt);
 nn_status nn_sgd_set_clip_value(nn_sgd *opt, float clip_value);
 nn_status nn_sgd_set_max_grad_norm(nn_sgd *opt, float max_grad_norm);
 const nn_sgd_options *nn_sgd_get_options(const nn_sgd *opt);

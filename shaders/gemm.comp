@@ -22,6 +22,10 @@
 // slice) walk and writes its raw partial product to C + z * stride_c (a
 // scratch buffer, ldc = n, alpha 1, beta 0); gemm_splitk.comp then adds the
 // partials in order into the real C.
+//
+// epilogue != 0 (NN_KERNEL_GEMM_EPILOGUE, kernels.h): the product goes
+// through bias (aux along columns or rows), ReLU and the ReLU-backward mask
+// (aux > 0, aux laid out as C) before it meets C; aux is binding 3.
 layout(constant_id = 0) const uint BM = 64;
 layout(constant_id = 1) const uint BN = 64;
 layout(constant_id = 2) const uint BK = 16;
@@ -48,6 +52,7 @@ layout(push_constant) uniform Params {
     uint stride_a, stride_b, stride_c;
     float alpha, beta;
     uint splits, split_steps;
+    uint epilogue; // NN_EPI_* bits (kernels.h); 0 for the plain GEMM
 } p;
 // A and B are also seen as vec4 arrays (the same bindings), for 16-byte loads.
 layout(std430, binding = 0) readonly buffer MA { float A[]; };
@@ -55,6 +60,9 @@ layout(std430, binding = 0) readonly buffer MA4 { vec4 A4[]; };
 layout(std430, binding = 1) readonly buffer MB { float B[]; };
 layout(std430, binding = 1) readonly buffer MB4 { vec4 B4[]; };
 layout(std430, binding = 2) buffer MC { float C[]; };
+layout(std430, binding = 3) readonly buffer MX { float aux[]; };
+
+#include "gemm_epilogue.glsl"
 
 const uint THREADS = (BM / TM) * (BN / TN);
 const uint LOAD_A = BM * BK / THREADS; // entries of the A slice per invocation
@@ -227,6 +235,7 @@ void main() {
                         if (col >= p.n) continue;
                         uint idx = c_base + row * p.ldc + col;
                         float v = p.alpha * acc[(i * 4 + ii) * TN + j * 4 + jj];
+                        if (p.epilogue != 0) v = gemm_epilogue(p.epilogue, v, row, col, p.off3, p.off3 + (idx - p.off2));
                         C[idx] = p.beta == 0.0 ? v : p.beta * C[idx] + v;
                     }
                 }

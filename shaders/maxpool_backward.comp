@@ -2,39 +2,6 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "pool_params.glsl"
-// The scatter dx[argmax] += dy as a gather: one invocation per input pixel
-// adds the dy of every window that covers it and chose it, in output order
-// starting from the old value (accumulate) or zero -- the CPU's order, and
-// no two invocations write one pixel (overlapping windows are safe).
-layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer DY { float dy[]; };
-layout(std430, binding = 1) readonly buffer A { int argmax[]; };
-layout(std430, binding = 2) buffer DX { float dx[]; };
-
-void main() {
-    uint in_plane = uint(p.height * p.width);
-    uint out_plane = uint(p.out_h * p.out_w);
-    uint total = uint(p.batch * p.channels) * in_plane;
-    GRID_STRIDE_LOOP(idx, total) {
-        uint nc = idx / in_plane;
-        int pix = int(idx % in_plane);
-        int h = pix / p.width, w = pix % p.width;
-        // Windows oh with oh*stride - pad <= h < oh*stride - pad + kernel.
-        int oh0 = max(0, (h + p.pad - p.kernel + p.stride) / p.stride);
-        if (h + p.pad - p.kernel + 1 < 0) oh0 = 0;
-        int oh1 = min(p.out_h - 1, (h + p.pad) / p.stride);
-        int ow0 = max(0, (w + p.pad - p.kernel + p.stride) / p.stride);
-        if (w + p.pad - p.kernel + 1 < 0) ow0 = 0;
-        int ow1 = min(p.out_w - 1, (w + p.pad) / p.stride);
-        uint o = p.off2 + idx;
-        float sum = p.accumulate != 0 ? dx[o] : 0.0;
-        uint base = nc * out_plane;
-        for (int oh = oh0; oh <= oh1; oh++) {
-            for (int ow = ow0; ow <= ow1; ow++) {
-                uint q = base + uint(oh * p.out_w + ow);
-                if (argmax[p.off1 + q] == pix) sum += dy[p.off0 + q];
-            }
-        }
-        dx[o] = sum;
-    }
-}
+// Max-pool backward (the body is shared with the masked variant).
+#define MASKED 0
+#include "maxpool_backward.glsl"

@@ -1,37 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-// The SGD update in the order of nn_optim.h (as the CPU kernel).
-layout(local_size_x = 256) in;
-layout(push_constant) uniform Params {
-    PC_OFFSETS
-    uint n;
-    float lr, momentum, weight_decay, clip_value, max_grad_norm;
-    int nesterov;
-    int has_velocity;
-    int has_norm;
-} p;
-layout(std430, binding = 0) buffer P { float param[]; };
-layout(std430, binding = 1) readonly buffer G { float grad[]; };
-layout(std430, binding = 2) buffer V { float velocity[]; };
-layout(std430, binding = 3) readonly buffer N { float norm_sq[]; };
-
-void main() {
-    float scale = 1.0;
-    if (p.max_grad_norm > 0.0 && p.has_norm != 0) {
-        float factor = p.max_grad_norm / (sqrt(norm_sq[p.off3]) + 1e-6);
-        if (factor < 1.0) scale = factor;
-    }
-    GRID_STRIDE_LOOP(i, p.n) {
-        float g = grad[p.off1 + i] * scale;
-        if (p.clip_value > 0.0) g = min(max(g, -p.clip_value), p.clip_value);
-        float w = param[p.off0 + i];
-        g += p.weight_decay * w;
-        if (p.momentum != 0.0 && p.has_velocity != 0) {
-            float v = p.momentum * velocity[p.off2 + i] + g;
-            velocity[p.off2 + i] = v;
-            g = p.nesterov != 0 ? g + p.momentum * v : v;
-        }
-        param[p.off0 + i] = w - p.lr * g;
-    }
-}
+// NN_KERNEL_SGD_UPDATE: the learning rate is a push constant.
+#define DEVICE_LR 0
+#include "sgd_update.glsl"

@@ -26,6 +26,11 @@ const char *nn_kernel_name(nn_kernel kernel) {
         [NN_KERNEL_GATHER_ROWS] = "gather_rows",
         [NN_KERNEL_COUNTER_ADD] = "counter_add",
         [NN_KERNEL_METRICS_ACCUMULATE] = "metrics_accumulate",
+        /* fusion */
+        [NN_KERNEL_GEMM_EPILOGUE] = "gemm_epilogue",
+        [NN_KERNEL_MAXPOOL_BACKWARD_MASKED] = "maxpool_backward_masked",
+        [NN_KERNEL_SOFTMAX_CE_FUSED] = "softmax_ce_fused",
+        [NN_KERNEL_SGD_UPDATE_DEVICE_LR] = "sgd_update_device_lr",
         /* dropout */
         [NN_KERNEL_DROPOUT_FORWARD] = "dropout_forward",
     };
@@ -47,6 +52,9 @@ static int nn_kernel_arg_count(nn_kernel kernel) {
         [NN_KERNEL_SUM_SQUARES] = 2,    [NN_KERNEL_SGD_UPDATE] = 4,
         [NN_KERNEL_GATHER_SAMPLES] = 4, [NN_KERNEL_GATHER_ROWS] = 4,
         [NN_KERNEL_COUNTER_ADD] = 1,    [NN_KERNEL_METRICS_ACCUMULATE] = 4,
+        /* fusion */
+        [NN_KERNEL_GEMM_EPILOGUE] = 4,  [NN_KERNEL_MAXPOOL_BACKWARD_MASKED] = 4,
+        [NN_KERNEL_SOFTMAX_CE_FUSED] = 4, [NN_KERNEL_SGD_UPDATE_DEVICE_LR] = 4,
         /* dropout */
         [NN_KERNEL_DROPOUT_FORWARD] = 4,
     };
@@ -87,6 +95,10 @@ size_t nn_kernel_params_size(nn_kernel kernel) {
         [NN_KERNEL_GATHER_ROWS] = sizeof(nn_gather_params),
         [NN_KERNEL_COUNTER_ADD] = sizeof(nn_counter_params),
         [NN_KERNEL_METRICS_ACCUMULATE] = sizeof(nn_metrics_params),
+        [NN_KERNEL_GEMM_EPILOGUE] = sizeof(nn_gemm_epilogue_params),
+        [NN_KERNEL_MAXPOOL_BACKWARD_MASKED] = sizeof(nn_pool_params),
+        [NN_KERNEL_SOFTMAX_CE_FUSED] = sizeof(nn_softmax_params),
+        [NN_KERNEL_SGD_UPDATE_DEVICE_LR] = sizeof(nn_sgd_params),
         /* dropout */
         [NN_KERNEL_DROPOUT_FORWARD] = sizeof(nn_dropout_params),
     };
@@ -107,17 +119,21 @@ unsigned nn_kernel_written_args(nn_kernel kernel, const void *params) {
     case NN_KERNEL_BROADCAST_SCALAR:
     case NN_KERNEL_SUM_SQUARES: return 1u << 1;
     case NN_KERNEL_GEMM:
+    case NN_KERNEL_GEMM_EPILOGUE:
     case NN_KERNEL_MAXPOOL_BACKWARD:
     case NN_KERNEL_RELU_BACKWARD:
     case NN_KERNEL_ELEMENTWISE:
     case NN_KERNEL_SOFTMAX_BACKWARD: return 1u << 2;
     case NN_KERNEL_MAXPOOL_FORWARD: return (1u << 1) | (1u << 2);
-    case NN_KERNEL_SOFTMAX_CE_FORWARD: return (1u << 2) | (1u << 3);
+    case NN_KERNEL_SOFTMAX_CE_FORWARD:
+    case NN_KERNEL_SOFTMAX_CE_FUSED: return (1u << 2) | (1u << 3);
     case NN_KERNEL_SOFTMAX_CE_BACKWARD:
+    case NN_KERNEL_MAXPOOL_BACKWARD_MASKED:
     case NN_KERNEL_GATHER_SAMPLES:
     case NN_KERNEL_GATHER_ROWS:
     case NN_KERNEL_METRICS_ACCUMULATE: return 1u << 3;
-    case NN_KERNEL_SGD_UPDATE: return (1u << 0) | (1u << 2);
+    case NN_KERNEL_SGD_UPDATE:
+    case NN_KERNEL_SGD_UPDATE_DEVICE_LR: return (1u << 0) | (1u << 2);
     /* dropout: y and mask; the counter is only read */
     case NN_KERNEL_DROPOUT_FORWARD: return (1u << 1) | (1u << 2);
     default: return ~0u; /* a kernel this table does not know: assume it writes everything */

@@ -34,6 +34,12 @@ typedef enum nn_kernel {
     NN_KERNEL_GATHER_ROWS,       /* table (32-bit words), order (or none), counter (or none), out */
     NN_KERNEL_COUNTER_ADD,       /* counter (int32[1]) */
     NN_KERNEL_METRICS_ACCUMULATE, /* logits, labels (int32), loss[1], sums[2] */
+    /* ---- fusion (issue 6): fewer, larger kernels per training step ---- */
+    NN_KERNEL_GEMM_EPILOGUE,     /* A, B, C, aux (bias or mask, or none) */
+    NN_KERNEL_MAXPOOL_BACKWARD_MASKED, /* dy, argmax, y (pool output), dx */
+    NN_KERNEL_SOFTMAX_CE_FUSED,  /* logits, labels (int32), dlogits, loss[1] */
+    NN_KERNEL_SGD_UPDATE_DEVICE_LR, /* param, grad, velocity (or none), scalars[2] = {lr, grad_norm_sq} */
+    /* ---- end fusion ---- */
     /* dropout */
     NN_KERNEL_DROPOUT_FORWARD,   /* x, y, mask, counter[1] (uint32, read; COUNTER_ADD advances it) */
     NN_KERNEL_COUNT
@@ -131,6 +137,45 @@ typedef struct nn_counter_params {
 typedef struct nn_metrics_params {
     int32_t rows, cols;
 } nn_metrics_params;
+/* ---- fusion (issue 6) ---- */
+
+/* NN_KERNEL_GEMM_EPILOGUE: the GEMM of nn_gemm_params, with the product
+ * t = alpha * op(A) op(B) passed through an epilogue before it meets C:
+ *   t += bias[col] (NN_EPI_BIAS_COLS: Linear, x W^T + b) or bias[row]
+ *        (NN_EPI_BIAS_ROWS: convolution, W cols + b per filter), bias = aux;
+ *   t = relu(t) (NN_EPI_RELU; a NaN passes, as relu_forward);
+ *   t = aux > 0 ? t : 0 (NN_EPI_MASK: the ReLU backward mask, aux laid out
+ *        as C: the ReLU output whose input gradient this GEMM produces);
+ *   C = t + beta * C (beta == 0 overwrites C without reading it).
+ * Bias and mask exclude each other (aux is one buffer). */
+enum {
+    NN_EPI_BIAS_COLS = 1,
+    NN_EPI_BIAS_ROWS = 2,
+    NN_EPI_RELU = 4,
+    NN_EPI_MASK = 8,
+};
+typedef struct nn_gemm_epilogue_params {
+    nn_gemm_params gemm;
+    int32_t epilogue; /* NN_EPI_* bits */
+} nn_gemm_epilogue_params;
+
+/* NN_KERNEL_MAXPOOL_BACKWARD_MASKED takes nn_pool_params: the max-pool
+ * backward of a pool whose input is a ReLU output, fused with that ReLU's
+ * backward: dx[argmax] (+)= y > 0 ? dy : 0, where y is the pool's output
+ * (the ReLU output at the argmax), so dx is the gradient of the ReLU's input.
+ *
+ * NN_KERNEL_SOFTMAX_CE_FUSED takes nn_softmax_params: softmax + cross-entropy
+ * forward writing the mean loss and the gradient of that mean loss,
+ * dlogits = (softmax(logits) - onehot(label)) / rows, in one kernel; a bad
+ * label is reported as by NN_KERNEL_SOFTMAX_CE_FORWARD (its row's gradient is
+ * softmax / rows). accumulate is not used.
+ *
+ * NN_KERNEL_SGD_UPDATE_DEVICE_LR takes nn_sgd_params (its lr is ignored):
+ * the update of NN_KERNEL_SGD_UPDATE with the learning rate read from
+ * scalars[0] on the device (so a recorded step can be replayed with a new
+ * rate) and the squared global gradient norm from scalars[1]. */
+
+/* ---- end fusion ---- */
 /* dropout: element i is kept when philox4x32_10(counter = (i, draw, 0, 0),
  * key = (seed_lo, seed_hi)) word 0 >= threshold, where draw = counter[0] is
  * read from a device buffer (advanced by COUNTER_ADD after each draw, so

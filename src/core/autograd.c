@@ -142,10 +142,12 @@ nn_status nn_backward(nn_tensor *loss) {
     int32_t accumulate;
     nn_status status = nn_grad_target(loss, &grad, &accumulate);
     if (status == NN_OK) status = nn_tensor_fill(grad, 1.0f);
+    loss->grad_seeded = true; /* fusion: the root's gradient is the seed 1 (src/ops/loss.c) */
     for (int64_t i = start; i >= 0 && status == NN_OK; i--) {
         nn_node *node = ctx->tape[i];
         if (node->output->grad_written) status = node->backward(node);
     }
+    loss->grad_seeded = false; /* fusion */
     consume_walked_nodes(ctx, start);
     return status;
 }

@@ -145,7 +145,8 @@ nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, i
                      const void *params) {
     if (ctx->recording) {
         size_t size = nn_kernel_params_size(kernel);
-        if (nargs < 0 || nargs > NN_COMMAND_MAX_ARGS || size > NN_COMMAND_MAX_PARAMS || !params) {
+        /* A kernel without a known parameter size cannot be replayed. */
+        if (nargs < 0 || nargs > NN_COMMAND_MAX_ARGS || size == 0 || size > NN_COMMAND_MAX_PARAMS || !params) {
             nn_status st = nn_set_error(NN_ERR_BACKEND, "capture: kernel %s with %d arguments cannot be recorded",
                                         nn_kernel_name(kernel), nargs);
             return after_command(ctx, st);

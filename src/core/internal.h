@@ -45,6 +45,9 @@ struct nn_tensor {
     bool is_result;      /* produced by a recorded op (stays set after the tape is cleared) */
 
     int64_t step_slot;   /* index in ctx->step_tensors, or -1 when not step-owned */
+    /* fusion (issue 6): true while nn_backward walks from this tensor, whose
+     * gradient is then exactly the seed 1 (softmax-CE needs no kernel). */
+    bool grad_seeded;
     nn_tensor *live_prev, *live_next; /* every live tensor of the context */
 };
 
@@ -65,6 +68,7 @@ struct nn_node {
     nn_tensor *saved[NN_NODE_MAX_TENSORS];
     int saved_count;
     int64_t tape_index;
+    int fusion; /* fusion (issue 6): NN_NODE_* bits of src/ops/fused_relu.h */
     union {
         nn_gemm_params gemm;
         nn_conv_geometry conv;
@@ -112,6 +116,16 @@ nn_tensor *nn_tensor_view(nn_tensor *source, int ndim, const int64_t *shape);
 nn_tensor *nn_tensor_retain(nn_tensor *t);
 void nn_tensor_release(nn_tensor *t);
 nn_buffer_ref nn_tensor_ref(const nn_tensor *t);
+/* ---- fusion (issue 6): tensors living inside a larger buffer (src/optim/sgd.c) ---- */
+/* A caller-owned (not step-owned) tensor over `source`'s storage starting
+ * `offset` bytes after source's own offset; offset + its size must fit. */
+nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const int64_t *shape);
+/* Copy t's data to `target`'s storage at `offset` bytes past target's
+ * offset (a device copy) and make t live there from now on; t's old storage
+ * is released. Views made of t before keep the old storage, so callers move
+ * only tensors that are their storage's sole user. */
+nn_status nn_tensor_move_into(nn_tensor *t, nn_tensor *target, size_t offset);
+/* ---- end fusion ---- */
 
 /* Free a storage's buffer and header (its last tensor and capture are gone). */
 void nn_storage_destroy(nn_ctx *ctx, nn_storage *storage);

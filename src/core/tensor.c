@@ -46,6 +46,8 @@ static nn_tensor *tensor_struct(nn_ctx *ctx, nn_dtype dtype, int ndim, const int
     return t;
 }
 
+static void storage_release(nn_ctx *ctx, nn_storage *storage);
+
 static void unlink_live(nn_tensor *t) {
     if (t->live_prev) t->live_prev->live_next = t->live_next;
     else t->ctx->live_head = t->live_next;
@@ -99,6 +101,40 @@ nn_tensor *nn_tensor_view(nn_tensor *source, int ndim, const int64_t *shape) {
     }
     return t;
 }
+
+/* ---- fusion (issue 6) ---- */
+
+nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const int64_t *shape) {
+    int64_t numel;
+    if (check_shape("nn_tensor_view_at", ndim, shape, &numel) != NN_OK) return NULL;
+    size_t end = source->offset + offset + (size_t)numel * ELEMENT_BYTES;
+    if (end > source->storage->bytes)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_tensor_view_at: %zu bytes at offset %zu exceed the storage (%zu)",
+                            (size_t)numel * ELEMENT_BYTES, offset, source->storage->bytes);
+    nn_tensor *t = tensor_struct(source->ctx, source->dtype, ndim, shape, numel);
+    if (!t) return NULL;
+    t->storage = source->storage;
+    t->storage->refcount++;
+    t->offset = source->offset + offset;
+    return t;
+}
+
+nn_status nn_tensor_move_into(nn_tensor *t, nn_tensor *target, size_t offset) {
+    size_t bytes = (size_t)t->numel * ELEMENT_BYTES;
+    size_t at = target->offset + offset;
+    if (at + bytes > target->storage->bytes)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_move_into: %zu bytes at offset %zu exceed the target (%zu)",
+                            bytes, at, target->storage->bytes);
+    nn_buffer_ref dst = {target->storage->buffer, at, bytes};
+    NN_TRY(nn_ctx_copy(t->ctx, dst, nn_tensor_ref(t), bytes));
+    storage_release(t->ctx, t->storage);
+    t->storage = target->storage;
+    t->storage->refcount++;
+    t->offset = at;
+    return NN_OK;
+}
+
+/* ---- end fusion ---- */
 
 nn_tensor *nn_tensor_retain(nn_tensor *t) {
     if (t) t->refcount++;

@@ -1,13 +1,54 @@
 /* The sequential container: children run in order; the parameter list is
- * the children's, named "child.param" as in PyTorch's state_dict. */
+ * the children's, named "child.param" as in PyTorch's state_dict.
+ *
+ * Forward fuses what it can see (issue 6, src/ops/fused_relu.h): a Conv2d
+ * or Linear followed by a ReLU runs as one kernel (still two tape nodes, so
+ * ONNX export and state_dict names are unchanged), and when the next layer
+ * is a Linear or MaxPool2d -- the ReLU output's only consumer, since the
+ * container passes it to nobody else -- that layer applies the ReLU's
+ * backward mask where it produces the gradient, so the ReLU costs no kernel
+ * in backward either. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "module.h"
+#include "ops/fused_relu.h"
+
+static bool is_kind(const nn_module *m, const char *kind) { return strcmp(m->kind, kind) == 0; }
+
+/* Layers that can run with a fused ReLU after them, and layers that can take
+ * the mask of the ReLU before them. */
+static bool fuses_relu(const nn_module *m) { return is_kind(m, "Conv2d") || is_kind(m, "Linear"); }
+static bool takes_mask(const nn_module *m) { return is_kind(m, "Linear") || is_kind(m, "MaxPool2d"); }
+
+static nn_tensor *fused_forward(nn_module *m, nn_tensor *x, int flags) {
+    if (is_kind(m, "Linear")) return nn_linear_fused(x, m->params[0], m->params[1], flags);
+    if (is_kind(m, "MaxPool2d")) return nn_maxpool2d_fused(x, m->kernel, m->stride, 0, flags);
+    nn_conv2d_params p = {m->stride, m->stride, m->padding, m->padding};
+    return nn_conv2d_fused(x, m->params[0], m->params[1], &p, flags);
+}
 
 static nn_tensor *sequential_forward(nn_module *m, nn_tensor *x) {
-    for (int i = 0; i < m->child_count && x; i++) x = nn_module_forward(m->children[i], x);
+    bool masked_input = false; /* x is a fused ReLU's output, consumed only by child i */
+    for (int i = 0; i < m->child_count && x; i++) {
+        nn_module *child = m->children[i];
+        if (x->ctx != child->ctx)
+            return NN_FAIL_NULL(NN_ERR_STATE, "nn_module_forward: %s and its input belong to different contexts",
+                                child->kind);
+        bool relu_next = i + 1 < m->child_count && is_kind(m->children[i + 1], "ReLU");
+        int flags = masked_input && takes_mask(child) ? NN_FUSE_MASK_INPUT : 0;
+        masked_input = false;
+        if (fuses_relu(child) && relu_next) {
+            x = fused_forward(child, x, flags | NN_FUSE_RELU);
+            i++; /* the ReLU ran in the layer's kernel */
+            masked_input = true;
+        } else if (flags) {
+            x = fused_forward(child, x, flags);
+        } else {
+            x = nn_module_forward(child, x);
+        }
+    }
     return x;
 }
 

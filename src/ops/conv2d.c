@@ -4,8 +4,10 @@
  *   forward   y_n[OC, P]  = W[OC, K] cols_n[K, P]             (+ bias)
  *   backward  dW         += dy_n[OC, P] cols_n^T[P, K]        (summed over n)
  *             dcols_n     = W^T[K, OC] dy_n[OC, P], then col2im into dx
- * with K = C*KH*KW and P = OH*OW; all images in one batched GEMM launch. */
-#include "op_common.h"
+ * with K = C*KH*KW and P = OH*OW; all images in one batched GEMM launch.
+ * The bias (and, fused for nn_sequential, the ReLU: fused_relu.h) is added
+ * in that GEMM's epilogue. */
+#include "fused_relu.h"
 
 static nn_status conv_backward(nn_node *node) {
     nn_tensor *x = node->inputs[0], *w = node->inputs[1], *bias = node->inputs[2];
@@ -105,6 +107,13 @@ static nn_status check_conv_args(const char *op, nn_tensor *x, nn_tensor *w, nn_
 
 nn_tensor *nn_conv2d_ex(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
                         const nn_conv2d_params *params) {
+    return nn_conv2d_fused(x, weight, bias, params, 0);
+}
+
+/* NN_FUSE_MASK_INPUT is not supported here (dx comes from col2im, which
+ * has no mask): nn_sequential does not ask for it. */
+nn_tensor *nn_conv2d_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
+                           int flags) {
     const char *op = "nn_conv2d";
     if (check_conv_args(op, x, weight, bias, params) != NN_OK) return NULL;
     nn_conv_geometry g = {
@@ -125,33 +134,45 @@ nn_tensor *nn_conv2d_ex(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
     nn_tensor *cols = nn_op_scratch(ctx, NN_F32, 3, col_shape);
     if (!cols) return NULL;
     int64_t y_shape[4] = {g.batch, oc, g.out_h, g.out_w};
-    nn_tensor *y = nn_op_result(ctx, 4, y_shape);
+    nn_tensor *inputs[3] = {x, weight, bias};
+    bool relu = flags & NN_FUSE_RELU;
+    bool record = nn_autograd_needed(ctx, inputs, 3);
+    nn_tensor *y, *z;
+    if (relu) {
+        if (nn_fused_relu_outputs(ctx, record, 4, y_shape, &y, &z) != NN_OK) y = NULL;
+    } else {
+        y = z = nn_op_result(ctx, 4, y_shape);
+    }
     if (!y) {
         nn_tensor_release(cols);
         return NULL;
     }
     nn_buffer_ref im2col_args[2] = {nn_tensor_ref(x), nn_tensor_ref(cols)};
-    nn_gemm_params p = {
-        .m = oc, .n = positions, .k = k, .trans_a = 0, .trans_b = 0,
-        .lda = k, .ldb = positions, .ldc = positions,
-        .batch = g.batch, .stride_a = 0, .stride_b = (int64_t)k * positions,
-        .stride_c = (int64_t)oc * positions, .alpha = 1.0f, .beta = 0.0f,
+    nn_gemm_epilogue_params p = {
+        .gemm = {.m = oc, .n = positions, .k = k, .trans_a = 0, .trans_b = 0,
+                 .lda = k, .ldb = positions, .ldc = positions,
+                 .batch = g.batch, .stride_a = 0, .stride_b = (int64_t)k * positions,
+                 .stride_c = (int64_t)oc * positions, .alpha = 1.0f, .beta = 0.0f},
+        .epilogue = (bias ? NN_EPI_BIAS_ROWS : 0) | (relu ? NN_EPI_RELU : 0),
     };
-    nn_buffer_ref gemm_args[3] = {nn_tensor_ref(weight), nn_tensor_ref(cols), nn_tensor_ref(y)};
-    nn_bias_params bp = {.outer = g.batch, .channels = oc, .inner = positions};
-    nn_buffer_ref bias_args[2] = {nn_tensor_ref(y), bias ? nn_tensor_ref(bias) : nn_tensor_ref(y)};
+    nn_buffer_ref none = {NULL, 0, 0};
+    nn_buffer_ref gemm_args[4] = {nn_tensor_ref(weight), nn_tensor_ref(cols), nn_tensor_ref(y),
+                                  bias ? nn_tensor_ref(bias) : none};
     if (nn_ctx_run(ctx, NN_KERNEL_IM2COL, im2col_args, 2, &g) != NN_OK ||
-        nn_ctx_run(ctx, NN_KERNEL_GEMM, gemm_args, 3, &p) != NN_OK ||
-        (bias && nn_ctx_run(ctx, NN_KERNEL_BIAS_ADD, bias_args, 2, &bp) != NN_OK)) {
+        nn_ctx_run(ctx, NN_KERNEL_GEMM_EPILOGUE, gemm_args, 4, &p) != NN_OK) {
         nn_tensor_release(cols);
+        if (z != y) nn_tensor_free(z);
         return nn_op_fail(y);
     }
-    nn_tensor *inputs[3] = {x, weight, bias};
     nn_node *node;
-    y = nn_op_finish(y, op, conv_backward, inputs, 3, &cols, 1, &node);
+    z = nn_op_finish(z, op, conv_backward, inputs, 3, &cols, 1, &node);
     if (node) node->params.conv = g;
     nn_tensor_release(cols); /* the node holds it when backward needs it */
-    return y;
+    if (!z) {
+        if (relu && record) nn_tensor_free(y);
+        return NULL;
+    }
+    return relu ? nn_fused_relu_finish(z, y) : y;
 }
 
 nn_tensor *nn_conv2d(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int stride, int padding) {

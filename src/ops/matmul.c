@@ -1,5 +1,5 @@
 /* matmul with transpose flags, and linear (x W^T + b) as one node. */
-#include "op_common.h"
+#include "fused_relu.h"
 
 /* C = op(A) op(B). With the flags, each gradient is one more GEMM:
  *   dA = dC op(B)^T      (A not transposed)   dA = op(B) dC^T   (A transposed)
@@ -78,8 +78,16 @@ static nn_status linear_backward(nn_node *node) {
     int32_t acc;
     if (nn_wants_grad(x)) {
         NN_TRY(nn_grad_target(x, &grad, &acc));
-        NN_TRY(nn_run_gemm(ctx, nn_tensor_ref(dy), nn_tensor_ref(w), nn_tensor_ref(grad), batch, in,
-                           out, false, false, acc));
+        /* A claimed ReLU output as input (fused_relu.h): dx = (dy W) * (x > 0). */
+        int32_t epilogue = (node->fusion & NN_NODE_MASKS_INPUT_GRAD) ? NN_EPI_MASK : 0;
+        nn_gemm_epilogue_params p = {
+            .gemm = {.m = batch, .n = in, .k = out, .lda = out, .ldb = in, .ldc = in, .batch = 1,
+                     .alpha = 1.0f, .beta = acc ? 1.0f : 0.0f},
+            .epilogue = epilogue};
+        nn_buffer_ref none = {NULL, 0, 0};
+        nn_buffer_ref args[4] = {nn_tensor_ref(dy), nn_tensor_ref(w), nn_tensor_ref(grad),
+                                 epilogue ? nn_tensor_ref(x) : none};
+        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_GEMM_EPILOGUE, args, 4, &p));
     }
     if (nn_wants_grad(w)) {
         NN_TRY(nn_grad_target(w, &grad, &acc));
@@ -95,7 +103,11 @@ static nn_status linear_backward(nn_node *node) {
     return NN_OK;
 }
 
-nn_tensor *nn_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias) {
+nn_tensor *nn_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias) { return nn_linear_fused(x, weight, bias, 0); }
+
+/* The bias (and with NN_FUSE_RELU the ReLU) in the GEMM's epilogue: one
+ * kernel for the layer (fused_relu.h). */
+nn_tensor *nn_linear_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int flags) {
     const char *op = "nn_linear";
     if (nn_check_tensor_ndim(op, "x", x, NN_F32, 2) ||
         nn_check_tensor_ndim(op, "weight", weight, NN_F32, 2) || nn_check_same_ctx(op, x, weight))
@@ -120,16 +132,33 @@ nn_tensor *nn_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias) {
         nn_check_int32(op, "out_features", out))
         return NULL;
     int64_t shape[2] = {batch, out};
-    nn_tensor *y = nn_op_result(x->ctx, 2, shape);
-    if (!y) return NULL;
-    if (nn_run_gemm(x->ctx, nn_tensor_ref(x), nn_tensor_ref(weight), nn_tensor_ref(y), (int)batch,
-                    (int)out, (int)in, false, true, 0) != NN_OK)
-        return nn_op_fail(y);
-    if (bias) {
-        nn_bias_params p = {.outer = batch, .inner = 1, .channels = (int32_t)out};
-        nn_buffer_ref args[2] = {nn_tensor_ref(y), nn_tensor_ref(bias)};
-        if (nn_ctx_run(x->ctx, NN_KERNEL_BIAS_ADD, args, 2, &p) != NN_OK) return nn_op_fail(y);
-    }
     nn_tensor *inputs[3] = {x, weight, bias};
-    return nn_op_finish(y, op, linear_backward, inputs, 3, NULL, 0, NULL);
+    bool relu = flags & NN_FUSE_RELU;
+    bool record = nn_autograd_needed(x->ctx, inputs, 3);
+    nn_tensor *y, *z;
+    if (relu) {
+        if (nn_fused_relu_outputs(x->ctx, record, 2, shape, &y, &z) != NN_OK) return NULL;
+    } else {
+        y = z = nn_op_result(x->ctx, 2, shape);
+        if (!y) return NULL;
+    }
+    nn_gemm_epilogue_params p = {
+        .gemm = {.m = (int32_t)batch, .n = (int32_t)out, .k = (int32_t)in, .trans_b = 1, .lda = (int32_t)in,
+                 .ldb = (int32_t)in, .ldc = (int32_t)out, .batch = 1, .alpha = 1.0f},
+        .epilogue = (bias ? NN_EPI_BIAS_COLS : 0) | (relu ? NN_EPI_RELU : 0)};
+    nn_buffer_ref none = {NULL, 0, 0};
+    nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(weight), nn_tensor_ref(y),
+                             bias ? nn_tensor_ref(bias) : none};
+    if (nn_ctx_run(x->ctx, NN_KERNEL_GEMM_EPILOGUE, args, 4, &p) != NN_OK) {
+        if (z != y) nn_tensor_free(z);
+        return nn_op_fail(y);
+    }
+    nn_node *node;
+    z = nn_op_finish(z, op, linear_backward, inputs, 3, NULL, 0, &node);
+    if (!z) {
+        if (relu && record) nn_tensor_free(y);
+        return NULL;
+    }
+    if ((flags & NN_FUSE_MASK_INPUT) && node) nn_fused_relu_claim(x, node);
+    return relu ? nn_fused_relu_finish(z, y) : y;
 }

@@ -1,5 +1,5 @@
 /* Max pooling; the winning index of each window is kept for backward. */
-#include "op_common.h"
+#include "fused_relu.h"
 
 static nn_status maxpool_backward(nn_node *node) {
     nn_tensor *x = node->inputs[0], *argmax = node->saved[0];
@@ -8,12 +8,24 @@ static nn_status maxpool_backward(nn_node *node) {
     NN_TRY(nn_grad_target(x, &grad, &acc));
     nn_pool_params p = node->params.pool;
     p.accumulate = acc;
+    if (node->fusion & NN_NODE_MASKS_INPUT_GRAD) {
+        /* x is a claimed ReLU output (fused_relu.h): the pooled value is that
+         * ReLU's output at the argmax, so its mask is (output > 0). */
+        nn_buffer_ref args[4] = {nn_tensor_ref(node->output->grad), nn_tensor_ref(argmax),
+                                 nn_tensor_ref(node->output), nn_tensor_ref(grad)};
+        return nn_ctx_run(x->ctx, NN_KERNEL_MAXPOOL_BACKWARD_MASKED, args, 4, &p);
+    }
     nn_buffer_ref args[3] = {nn_tensor_ref(node->output->grad), nn_tensor_ref(argmax),
                              nn_tensor_ref(grad)};
     return nn_ctx_run(x->ctx, NN_KERNEL_MAXPOOL_BACKWARD, args, 3, &p);
 }
 
 nn_tensor *nn_maxpool2d_ex(nn_tensor *x, int kernel, int stride, int padding) {
+    return nn_maxpool2d_fused(x, kernel, stride, padding, 0);
+}
+
+/* flags: NN_FUSE_MASK_INPUT only (fused_relu.h). */
+nn_tensor *nn_maxpool2d_fused(nn_tensor *x, int kernel, int stride, int padding, int flags) {
     const char *op = "nn_maxpool2d";
     if (nn_check_tensor_ndim(op, "x", x, NN_F32, 4)) return NULL;
     if (kernel < 1 || stride < 1)
@@ -48,6 +60,7 @@ nn_tensor *nn_maxpool2d_ex(nn_tensor *x, int kernel, int stride, int padding) {
     nn_node *node;
     y = nn_op_finish(y, op, maxpool_backward, &x, 1, &argmax, 1, &node);
     if (node) node->params.pool = p;
+    if (node && (flags & NN_FUSE_MASK_INPUT)) nn_fused_relu_claim(x, node);
     nn_tensor_release(argmax);
     return y;
 }

@@ -220,6 +220,19 @@ static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref
     case NN_KERNEL_METRICS_ACCUMULATE:
         return nn_cpu_metrics_accumulate(params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]), nn_cpu_f32(a[2]),
                                          nn_cpu_f32(a[3]));
+    /* fusion */
+    case NN_KERNEL_GEMM_EPILOGUE:
+        return nn_cpu_gemm_epilogue(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),
+                                    nn_cpu_f32(a[3]));
+    case NN_KERNEL_MAXPOOL_BACKWARD_MASKED:
+        return nn_cpu_maxpool_backward_masked(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]),
+                                              nn_cpu_f32(a[2]), nn_cpu_f32(a[3]));
+    case NN_KERNEL_SOFTMAX_CE_FUSED:
+        return nn_cpu_softmax_ce_fused(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]), nn_cpu_f32(a[2]),
+                                       nn_cpu_f32(a[3]));
+    case NN_KERNEL_SGD_UPDATE_DEVICE_LR:
+        return nn_cpu_sgd_update_device_lr(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]),
+                                           nn_cpu_f32(a[2]), nn_cpu_f32(a[3]));
     /* dropout */
     case NN_KERNEL_DROPOUT_FORWARD:
         return nn_cpu_dropout_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),

@@ -71,5 +71,14 @@ nn_status nn_cpu_gather_rows(const nn_gather_params *p, const int32_t *table, co
 nn_status nn_cpu_counter_add(const nn_counter_params *p, int32_t *counter);
 nn_status nn_cpu_metrics_accumulate(const nn_metrics_params *p, const float *logits, const int32_t *labels,
                                     const float *loss, float *sums);
+/* ---- fusion (cpu_fused.c) ---- */
+nn_status nn_cpu_gemm_epilogue(nn_thread_pool *pool, const nn_gemm_epilogue_params *e, const float *a,
+                               const float *b, float *c, const float *aux);
+nn_status nn_cpu_maxpool_backward_masked(nn_thread_pool *pool, const nn_pool_params *p, const float *dy,
+                                         const int32_t *argmax, const float *y, float *dx);
+nn_status nn_cpu_softmax_ce_fused(nn_thread_pool *pool, const nn_softmax_params *p, const float *logits,
+                                  const int32_t *labels, float *dlogits, float *loss);
+nn_status nn_cpu_sgd_update_device_lr(nn_thread_pool *pool, const nn_sgd_params *p, float *param,
+                                      const float *grad, float *velocity, const float *scalars);
 
 #endif

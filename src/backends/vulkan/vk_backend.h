@@ -123,6 +123,10 @@ typedef enum vk_pipeline_id {
     VK_PIPE_GATHER_ROWS,
     VK_PIPE_COUNTER_ADD,
     VK_PIPE_METRICS_ACCUMULATE,
+    /* fusion (issue 6) */
+    VK_PIPE_MAXPOOL_BACKWARD_MASKED,
+    VK_PIPE_SOFTMAX_CE_FUSED,
+    VK_PIPE_SGD_UPDATE_DEVICE_LR,
     /* dropout */
     VK_PIPE_DROPOUT_FORWARD,
     VK_PIPE_COUNT
@@ -251,8 +255,9 @@ uint32_t vk_groups_for(uint64_t items);
 nn_status vk_fits32(nn_kernel kernel, const char *what, int64_t value);
 #define VK_MAX_GROUPS 65535u /* the workgroup count every device allows per dimension */
 
-/* vk_gemm.c */
-nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p);
+/* vk_gemm.c: a[0..2] = A, B, C; with epilogue != 0 (NN_EPI_* bits of
+ * NN_KERNEL_GEMM_EPILOGUE) a[3] is the aux buffer (bias or mask). */
+nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, int32_t epilogue);
 
 /* The generated table of embedded SPIR-V (build/gen/vk_shaders.c). */
 typedef struct nn_vk_shader {

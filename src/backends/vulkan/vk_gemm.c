@@ -11,6 +11,7 @@ typedef struct gemm_push {
     uint32_t m, n, k, trans_a, trans_b, lda, ldb, ldc, batch, summed, stride_a, stride_b, stride_c;
     float alpha, beta;
     uint32_t splits, split_steps;
+    uint32_t epilogue;
 } gemm_push;
 
 /* Whether the shader may read a matrix as vec4s along its contiguous side:
@@ -58,7 +59,20 @@ static vk_pipeline_id choose_gemm(int64_t m, int64_t n, int64_t outputs, bool lo
     return VK_PIPE_GEMM_SMALL;
 }
 
-nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p) {
+/* The epilogue's flags and aux buffer, checked as the CPU checks them. */
+static nn_status check_epilogue(const nn_buffer_ref *a, int32_t epi) {
+    int32_t bias = epi & (NN_EPI_BIAS_COLS | NN_EPI_BIAS_ROWS);
+    if ((epi & ~(NN_EPI_BIAS_COLS | NN_EPI_BIAS_ROWS | NN_EPI_RELU | NN_EPI_MASK)) ||
+        bias == (NN_EPI_BIAS_COLS | NN_EPI_BIAS_ROWS) || (bias && (epi & NN_EPI_MASK)))
+        return nn_set_error(NN_ERR_BACKEND, "vulkan gemm_epilogue: invalid epilogue flags 0x%x", (unsigned)epi);
+    if ((bias || (epi & NN_EPI_MASK)) && !a[3].buffer)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan gemm_epilogue: epilogue 0x%x needs the aux buffer", (unsigned)epi);
+    return NN_OK;
+}
+
+nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, int32_t epilogue) {
+    if (epilogue) NN_TRY(check_epilogue(a, epilogue));
+    const int nargs = epilogue ? 4 : 3;
     bool ok = p->m >= 0 && p->n >= 0 && p->k >= 0 && p->batch >= 0 && p->stride_a >= 0 && p->stride_b >= 0 &&
               p->stride_c >= 0 && p->lda >= (p->trans_a ? p->m : p->k) && p->ldb >= (p->trans_b ? p->k : p->n) &&
               p->ldc >= p->n;
@@ -93,7 +107,7 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
     gemm_push push = {(uint32_t)p->m, (uint32_t)p->n, (uint32_t)k, p->trans_a != 0, p->trans_b != 0,
                       (uint32_t)p->lda, (uint32_t)p->ldb, (uint32_t)p->ldc, (uint32_t)p->batch, summed,
                       (uint32_t)p->stride_a, (uint32_t)p->stride_b, (uint32_t)p->stride_c, p->alpha, p->beta,
-                      1, 0};
+                      1, 0, (uint32_t)epilogue};
     int variant = (int)vec4_ok(a[0], p->lda, p->stride_a, p->batch, p->trans_a ? p->m : k) |
                   (int)vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n) << 1;
     /* Split-K: each of `splits` workgroup layers walks an equal share of the
@@ -107,7 +121,7 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
     }
     if (splits < 2) {
         uint32_t gz = outputs > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
-        return vk_record(vk, NN_KERNEL_GEMM, pipe, variant, a, 3, &push, sizeof push, (uint32_t)gx,
+        return vk_record(vk, NN_KERNEL_GEMM, pipe, variant, a, nargs, &push, sizeof push, (uint32_t)gx,
                               (uint32_t)gy, gz);
     }
     int64_t split_steps = ceil_div(steps, splits);
@@ -122,14 +136,17 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
     push.beta = 0.0f;
     push.splits = (uint32_t)splits;
     push.split_steps = (uint32_t)split_steps;
-    nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0, 0}}, second[2] = {{scratch, 0, 0}, a[2]};
+    push.epilogue = 0; /* applied when the partials are added */
+    nn_buffer_ref none = {NULL, 0, 0};
+    nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0, 0}},
+                  second[3] = {{scratch, 0, 0}, a[2], epilogue ? a[3] : none};
     nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, &push, sizeof push, (uint32_t)gx,
                                   (uint32_t)gy, (uint32_t)splits);
     if (st == NN_OK) {
-        struct { uint32_t m, n, ldc, splits; float alpha, beta; } sum = {
-            (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, (uint32_t)splits, p->alpha, p->beta};
-        st = vk_record_ex(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_SPLITK, 0, second, 2, 1u << 1, &sum, sizeof sum,
-                          vk_groups_for((uint64_t)partial), 1, 1);
+        struct { uint32_t m, n, ldc, splits; float alpha, beta; uint32_t epilogue; } sum = {
+            (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, (uint32_t)splits, p->alpha, p->beta, (uint32_t)epilogue};
+        st = vk_record_ex(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_SPLITK, 0, second, epilogue ? 3 : 2, 1u << 1, &sum,
+                          sizeof sum, vk_groups_for((uint64_t)partial), 1, 1);
     }
     vk_scratch_done(vk, scratch); /* freed at once (vk_stream.c orders reuse), or kept by a plan */
     return st;

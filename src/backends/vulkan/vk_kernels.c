@@ -17,6 +17,8 @@
 static int optional_args(nn_kernel kernel, const void *params) {
     if (kernel == NN_KERNEL_SGD_UPDATE) return (1 << 2) | (1 << 3);
     if (kernel == NN_KERNEL_GATHER_SAMPLES || kernel == NN_KERNEL_GATHER_ROWS) return (1 << 1) | (1 << 2);
+    if (kernel == NN_KERNEL_SGD_UPDATE_DEVICE_LR) return 1 << 2;
+    if (kernel == NN_KERNEL_GEMM_EPILOGUE) return 1 << 3; /* checked against the flags in vk_gemm.c */
     if (kernel == NN_KERNEL_ELEMENTWISE && ((const nn_pointwise_params *)params)->op == NN_EW_SCALE) return 1 << 1;
     return 0;
 }
@@ -113,10 +115,12 @@ static nn_status run_pool(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref 
     if (p->kernel <= 0 || p->stride <= 0)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: invalid window", nn_kernel_name(kernel));
     bool forward = kernel == NN_KERNEL_MAXPOOL_FORWARD;
+    bool masked = kernel == NN_KERNEL_MAXPOOL_BACKWARD_MASKED;
     int64_t items = forward ? out : in;
     if (items == 0) return NN_OK;
-    return record(vk, kernel, forward ? VK_PIPE_MAXPOOL_FORWARD : VK_PIPE_MAXPOOL_BACKWARD, a, 3, p, sizeof *p,
-                  vk_groups_for(items), 1, 1);
+    vk_pipeline_id pipe = forward ? VK_PIPE_MAXPOOL_FORWARD : masked ? VK_PIPE_MAXPOOL_BACKWARD_MASKED
+                                                                     : VK_PIPE_MAXPOOL_BACKWARD;
+    return record(vk, kernel, pipe, a, masked ? 4 : 3, p, sizeof *p, vk_groups_for(items), 1, 1);
 }
 
 static nn_status run_bias(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_bias_params *p) {
@@ -202,17 +206,19 @@ static nn_status run_softmax(vk_backend *vk, nn_kernel kernel, const nn_buffer_r
         return record(vk, kernel, VK_PIPE_SOFTMAX_BACKWARD, a, 3, p, sizeof *p, vk_groups_for(p->rows), 1, 1);
     case NN_KERNEL_SOFTMAX_CE_FORWARD:
         return record(vk, kernel, VK_PIPE_SOFTMAX_CE_FORWARD, a, 4, p, sizeof *p, 1, 1, 1);
+    case NN_KERNEL_SOFTMAX_CE_FUSED:
+        return record(vk, kernel, VK_PIPE_SOFTMAX_CE_FUSED, a, 4, p, sizeof *p, 1, 1, 1);
     default:
         return record(vk, kernel, VK_PIPE_SOFTMAX_CE_BACKWARD, a, 4, p, sizeof *p,
                       vk_groups_for((uint64_t)p->rows * p->cols), 1, 1);
     }
 }
 
-static nn_status run_sgd(vk_backend *vk, const nn_buffer_ref *a, const nn_sgd_params *p) {
-    NN_TRY(vk_fits32(NN_KERNEL_SGD_UPDATE, "n", p->n));
+static nn_status run_sgd(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_sgd_params *p) {
+    NN_TRY(vk_fits32(kernel, "n", p->n));
     if (p->momentum != 0.0f && !a[2].buffer)
-        return nn_set_error(NN_ERR_ARGUMENT, "vulkan sgd_update: momentum %g needs a velocity buffer",
-                            (double)p->momentum);
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: momentum %g needs a velocity buffer",
+                            nn_kernel_name(kernel), (double)p->momentum);
     if (p->n == 0) return NN_OK;
     struct {
         uint32_t n;
@@ -220,8 +226,8 @@ static nn_status run_sgd(vk_backend *vk, const nn_buffer_ref *a, const nn_sgd_pa
         int32_t nesterov, has_velocity, has_norm;
     } push = {(uint32_t)p->n, p->lr, p->momentum, p->weight_decay, p->clip_value, p->max_grad_norm,
               p->nesterov, a[2].buffer != NULL, a[3].buffer != NULL};
-    return record(vk, NN_KERNEL_SGD_UPDATE, VK_PIPE_SGD_UPDATE, a, 4, &push, sizeof push,
-                  vk_groups_for((uint64_t)p->n), 1, 1);
+    vk_pipeline_id pipe = kernel == NN_KERNEL_SGD_UPDATE ? VK_PIPE_SGD_UPDATE : VK_PIPE_SGD_UPDATE_DEVICE_LR;
+    return record(vk, kernel, pipe, a, 4, &push, sizeof push, vk_groups_for((uint64_t)p->n), 1, 1);
 }
 
 static nn_status run_gather(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_gather_params *p) {
@@ -265,10 +271,10 @@ nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int
     NN_TRY(nn_kernel_check_call("vulkan", kernel, nargs, params));
     int optional = optional_args(kernel, params);
     for (int i = 0; i < nargs; i++)
-        if (!a[i].buffer && !(optional & (1 << i)) && kernel != NN_KERNEL_GEMM)
+        if (!a[i].buffer && !(optional & (1 << i)) && kernel != NN_KERNEL_GEMM && kernel != NN_KERNEL_GEMM_EPILOGUE)
             return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: buffer argument %d is missing", nn_kernel_name(kernel), i);
     switch (kernel) {
-    case NN_KERNEL_GEMM: return vk_run_gemm(vk, a, params);
+    case NN_KERNEL_GEMM: return vk_run_gemm(vk, a, params, 0);
     case NN_KERNEL_IM2COL:
     case NN_KERNEL_COL2IM: return run_conv(vk, kernel, a, params);
     case NN_KERNEL_MAXPOOL_FORWARD:
@@ -285,12 +291,20 @@ nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int
     case NN_KERNEL_SOFTMAX_BACKWARD:
     case NN_KERNEL_SOFTMAX_CE_FORWARD:
     case NN_KERNEL_SOFTMAX_CE_BACKWARD: return run_softmax(vk, kernel, a, params);
-    case NN_KERNEL_SGD_UPDATE: return run_sgd(vk, a, params);
     case NN_KERNEL_GATHER_SAMPLES:
     case NN_KERNEL_GATHER_ROWS: return run_gather(vk, kernel, a, params);
     case NN_KERNEL_COUNTER_ADD:
         return record(vk, kernel, VK_PIPE_COUNTER_ADD, a, 1, params, sizeof(nn_counter_params), 1, 1, 1);
     case NN_KERNEL_METRICS_ACCUMULATE: return run_metrics(vk, a, params);
+    case NN_KERNEL_SGD_UPDATE: return run_sgd(vk, kernel, a, params);
+    /* fusion */
+    case NN_KERNEL_GEMM_EPILOGUE: {
+        const nn_gemm_epilogue_params *e = params;
+        return vk_run_gemm(vk, a, &e->gemm, e->epilogue);
+    }
+    case NN_KERNEL_MAXPOOL_BACKWARD_MASKED: return run_pool(vk, kernel, a, params);
+    case NN_KERNEL_SOFTMAX_CE_FUSED: return run_softmax(vk, kernel, a, params);
+    case NN_KERNEL_SGD_UPDATE_DEVICE_LR: return run_sgd(vk, kernel, a, params);
     /* dropout */
     case NN_KERNEL_DROPOUT_FORWARD: return run_dropout(vk, kernel, a, params);
     case NN_KERNEL_COUNT: break;

@@ -50,6 +50,10 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_GATHER_ROWS] = {"gather_rows", "gather_rows"},
     [VK_PIPE_COUNTER_ADD] = {"counter_add", "counter_add"},
     [VK_PIPE_METRICS_ACCUMULATE] = {"metrics_accumulate", "metrics_accumulate"},
+    /* fusion */
+    [VK_PIPE_MAXPOOL_BACKWARD_MASKED] = {"maxpool_backward_masked", "maxpool_backward_masked"},
+    [VK_PIPE_SOFTMAX_CE_FUSED] = {"softmax_ce_fused", "softmax_ce_fused"},
+    [VK_PIPE_SGD_UPDATE_DEVICE_LR] = {"sgd_update_device_lr", "sgd_update_device_lr"},
     /* dropout */
     [VK_PIPE_DROPOUT_FORWARD] = {"dropout_forward", "dropout_forward"},
 };

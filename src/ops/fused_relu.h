@@ -1,0 +1,53 @@
+/* Layer ops with the ReLU fused in (issue 6), used by nn_sequential.
+ *
+ * Forward: conv2d/linear + ReLU is one kernel (the GEMM epilogue adds the
+ * bias and applies the ReLU) but still two tape nodes, the layer's and an
+ * "nn_relu" node, so autograd and the ONNX export (Conv/Gemm + Relu) see the
+ * unfused graph. The layer node's output z (the pre-activation) is never
+ * computed: it is a view of the ReLU output r, read by nobody (the layer's
+ * backward reads only its output's gradient).
+ *
+ * Backward: a consumer of r that is r's only consumer (nn_sequential knows:
+ * the next layer) may claim r (nn_fused_relu_claim): it then writes the
+ * gradient of z, already masked by (r > 0), into r's gradient where it
+ * produces it (the dX GEMM's epilogue of the next Linear, the masked
+ * max-pool backward), and the ReLU node hands that gradient on to z with no
+ * kernel. Unclaimed, the ReLU node runs relu_backward as nn_relu does.
+ * Gradient accumulation stays exact: a claimed r has one consumer, so its
+ * gradient has one writer; anything else is left unclaimed. */
+#ifndef NN_OPS_FUSED_RELU_H
+#define NN_OPS_FUSED_RELU_H
+
+#include "nn_ops.h"
+#include "op_common.h"
+
+/* Flags of the fused ops. */
+enum {
+    NN_FUSE_RELU = 1,       /* apply a ReLU to the op's output */
+    NN_FUSE_MASK_INPUT = 2, /* x is the output of a fused ReLU and this op is its only consumer */
+};
+
+/* nn_node.fusion bits. */
+enum {
+    NN_NODE_MASKS_INPUT_GRAD = 1, /* a consumer that writes its input's gradient masked */
+    NN_NODE_GRAD_PREMASKED = 2,   /* a fused ReLU node whose output gradient arrives masked */
+};
+
+nn_tensor *nn_linear_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int flags);
+nn_tensor *nn_conv2d_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
+                           int flags);
+nn_tensor *nn_maxpool2d_fused(nn_tensor *x, int kernel, int stride, int padding, int flags);
+
+/* The output r of a fused layer + ReLU (shape given) and, when autograd
+ * records, the layer's output z as a view of r (else z == r). */
+nn_status nn_fused_relu_outputs(nn_ctx *ctx, bool record, int ndim, const int64_t *shape, nn_tensor **r,
+                                nn_tensor **z);
+/* After the layer recorded z (or did not need to): records the ReLU node
+ * z -> r and returns r; on failure frees r and returns NULL. */
+nn_tensor *nn_fused_relu_finish(nn_tensor *z, nn_tensor *r);
+/* Called by a consumer with NN_FUSE_MASK_INPUT after recording its node:
+ * when x is a fused ReLU's output, marks both nodes and returns true (the
+ * consumer's backward must then mask x's gradient by x > 0). */
+bool nn_fused_relu_claim(nn_tensor *x, nn_node *consumer);
+
+#endif
