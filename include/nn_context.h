@@ -39,6 +39,14 @@ void nn_ctx_free(nn_ctx *ctx);
 const char *nn_ctx_device_name(const nn_ctx *ctx);
 /* Number of worker threads the backend uses. */
 int nn_ctx_threads(const nn_ctx *ctx);
+
+/* Device memory of the context's backend, in bytes (any pointer may be
+ * NULL): `current` in tensors and temporaries now, `peak` the most at any
+ * moment since the context opened (both counted as allocated, alignment
+ * included), `reserved` what the backend holds from the driver or system
+ * (Vulkan: its memory blocks; CPU: live buffers plus its cache of freed
+ * ones). Staging and host-visible buffers are not counted. */
+nn_status nn_ctx_memory_stats(const nn_ctx *ctx, uint64_t *current, uint64_t *peak, uint64_t *reserved);
 /* Wait until all work submitted to the device has finished. */
 nn_status nn_ctx_sync(nn_ctx *ctx);
 

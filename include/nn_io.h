@@ -62,7 +62,8 @@ nn_status nn_load_train_state(const char *path, nn_module *module, nn_sgd *opt,
  * add_bias -> Add (bias reshaped to broadcast over dimension 1), relu -> Relu,
  * maxpool2d -> MaxPool, flatten -> Flatten, reshape -> Reshape, softmax ->
  * Softmax (last axis), add -> Add, mul -> Mul, scale -> Mul by a constant,
- * sum/mean -> ReduceSum/ReduceMean then Reshape to [1]. Any other operation
+ * sum/mean -> ReduceSum/ReduceMean then Reshape to [1], dropout -> Dropout in
+ * inference mode (the identity; traced in training or eval mode alike). Any other operation
  * (softmax_cross_entropy, a loss) is refused with its name.
  * Tensors that are not computed from `input` (parameters) become
  * initializers. Opset 13..17 (17 by default), IR version 8. */

@@ -32,6 +32,9 @@ nn_module *nn_conv2d_layer(nn_ctx *ctx, int in_channels, int out_channels, int k
 nn_module *nn_maxpool2d_layer(nn_ctx *ctx, int kernel_size, int stride);
 nn_module *nn_flatten_layer(nn_ctx *ctx);
 nn_module *nn_relu_layer(nn_ctx *ctx);
+/* Dropout with probability p in [0, 1) (nn_dropout): active while the module
+ * is in training mode, the identity in evaluation mode. */
+nn_module *nn_dropout_layer(nn_ctx *ctx, float p);
 
 /* A container running its children in order. */
 nn_module *nn_sequential(nn_ctx *ctx);
@@ -41,7 +44,13 @@ nn_module *nn_sequential(nn_ctx *ctx);
 nn_status nn_sequential_append(nn_module *seq, const char *name, nn_module *child);
 
 nn_tensor *nn_module_forward(nn_module *m, nn_tensor *x);
-/* "Linear", "Conv2d", "MaxPool2d", "Flatten", "ReLU", "Sequential". */
+/* Training (the default for a new module) or evaluation mode, set on m and,
+ * recursively, its children (PyTorch's module.train() / .eval()). Only
+ * dropout behaves differently today. */
+nn_status nn_module_set_training(nn_module *m, bool training);
+bool nn_module_is_training(const nn_module *m);
+/* "Linear", "Conv2d", "MaxPool2d", "Flatten", "ReLU", "Dropout", "Sequential",
+ * "AdaptiveAvgPool2d" (nn_alexnet_tv's, which accepts only its 6 x 6 output size). */
 const char *nn_module_kind(const nn_module *m);
 int nn_module_param_count(const nn_module *m);
 /* Borrowed; NULL when i is out of range. */
@@ -55,6 +64,20 @@ void nn_module_free(nn_module *m);
 nn_module *nn_lenet5(nn_ctx *ctx, nn_init init);
 /* The same with `classes` outputs. */
 nn_module *nn_lenet5_classes(nn_ctx *ctx, int classes, nn_init init);
+
+/* AlexNet, the seed's form: c1 conv 3->64 k11 s4 p2, relu1, pool1 (3/2);
+ * c2 64->192 k5 p2, relu2, pool2; c3 192->384 k3 p1, relu3; c4 384->256,
+ * relu4; c5 256->256, relu5, pool3; flatten; l1 9216->512, relu6; l2
+ * 512->512, relu7; l3 512->classes. No dropout. Input [N, 3, 224, 224]. */
+nn_module *nn_alexnet(nn_ctx *ctx, int classes, nn_init init);
+/* AlexNet as torchvision.models.alexnet (1000 classes there): features.0 ..
+ * features.12 (the same convolutions and pools), avgpool (AdaptiveAvgPool2d
+ * 6: the identity at 224 x 224; other sizes are refused with the size named),
+ * flatten, classifier.0 Dropout(0.5), .1 Linear 9216->4096, .2 ReLU, .3
+ * Dropout(0.5), .4 4096->4096, .5 ReLU, .6 4096->classes. Parameter names are
+ * torchvision's state_dict keys ("features.0.weight", "classifier.6.bias").
+ * Call nn_module_set_training(net, false) for inference (dropout off). */
+nn_module *nn_alexnet_tv(nn_ctx *ctx, int classes, nn_init init);
 
 /* A multilayer perceptron: flatten; then l1, relu1, l2, relu2, ... through
  * the hidden widths; the last linear layer has `classes` outputs (no relu).

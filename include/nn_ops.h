@@ -54,6 +54,13 @@ nn_tensor *nn_add(nn_tensor *a, nn_tensor *b);
 nn_tensor *nn_mul(nn_tensor *a, nn_tensor *b);
 nn_tensor *nn_scale(nn_tensor *x, float factor);
 
+/* Dropout (PyTorch's): with training set, each element is zeroed with
+ * probability p (0 <= p < 1) and the others scaled by 1 / (1 - p); the mask
+ * is drawn on the device from the context's generator (nn_ctx_manual_seed
+ * makes it repeat) and differs at every call, captured replays included.
+ * Without training: the identity (a view of x). */
+nn_tensor *nn_dropout(nn_tensor *x, float p, bool training);
+
 /* Reductions over all elements, to a one-element tensor. */
 nn_tensor *nn_sum(nn_tensor *x);
 nn_tensor *nn_mean(nn_tensor *x);

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 env_dir=${NN_PY_ENV:-build/py-env}
 # dataset-fashion-mnist: the lock-step test trains on real images when present.
 scripts/install-deps.sh python3 python3-venv python3-numpy python3-pytest python3-pil \
-    python3-torch dataset-fashion-mnist >&2
+    python3-torch python3-torchvision dataset-fashion-mnist >&2
 
 # Debian's interpreter, whose dist-packages hold those packages (another
 # python3 earlier on PATH, e.g. from pyenv, would not see them).

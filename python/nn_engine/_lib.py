@@ -147,6 +147,7 @@ _SIGNATURES = {
     "nn_flatten": (c_tensor_p, [c_tensor_p]),
     "nn_reshape": (c_tensor_p, [c_tensor_p, ctypes.c_int, c_i64_p]),
     "nn_relu": (c_tensor_p, [c_tensor_p]),
+    "nn_dropout": (c_tensor_p, [c_tensor_p, ctypes.c_float, ctypes.c_bool]),
     "nn_softmax": (c_tensor_p, [c_tensor_p]),
     "nn_softmax_cross_entropy": (c_tensor_p, [c_tensor_p, c_tensor_p]),
     "nn_add": (c_tensor_p, [c_tensor_p, c_tensor_p]),

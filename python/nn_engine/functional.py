@@ -47,6 +47,15 @@ def relu(x):
     return _same_shape(lib.nn_relu(x._h.get()), x, "nn_relu")
 
 
+def dropout(x, p=0.5, training=True):
+    """PyTorch's dropout: in training, zero each element with probability p
+    (0 <= p < 1) and scale the rest by 1 / (1 - p), with a mask drawn on the
+    device from the generator (nn_engine.manual_seed); otherwise x unchanged."""
+    px = _tensor(x, "dropout", "x")
+    rate = _float(p, "dropout", "p")
+    return _same_shape(lib.nn_dropout(px, rate, bool(training)), x, "nn_dropout")
+
+
 def softmax(x):
     """Softmax over the last dimension."""
     return _same_shape(lib.nn_softmax(_tensor(x, "softmax", "x")), x, "nn_softmax")

@@ -1,4 +1,4 @@
-"""Layers with the seed's names: Linear and ConvLayer. Weights use PyTorch's
+"""Layers with the seed's names: Linear and ConvLayer; and Dropout. Weights use PyTorch's
 layouts (Linear w: out x in; ConvLayer filters: outC x inC x kH x kW) and
 PyTorch's default initialisation: kaiming_uniform_(a=sqrt(5)) for weights,
 uniform(+-1/sqrt(fan_in)) for biases, drawn from the context's seeded
@@ -78,3 +78,20 @@ class ConvLayer:
     def __repr__(self):
         return (f"ConvLayer({self.in_channels}, {self.out_channels}, {self.kernel_size}, "
                 f"stride={self.stride}, padding={self.padding})")
+
+
+class Dropout:
+    """Dropout(p) as a layer: active while `training` is set (Model.train(),
+    the default), the identity after Model.eval(). No parameters."""
+
+    def __init__(self, p=0.5):
+        self.p = F._float(p, "Dropout", "p")
+        if not 0.0 <= self.p < 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1), got {p!r}")
+        self.training = True
+
+    def __call__(self, x):
+        return F.dropout(x, self.p, self.training)
+
+    def __repr__(self):
+        return f"Dropout(p={self.p})"

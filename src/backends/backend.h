@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include "nn_error.h"
 #include "kernels.h"
 
@@ -81,6 +82,11 @@ struct nn_backend {
     nn_status (*plan_replay)(nn_backend *self, void *plan, int64_t times);
     void (*plan_free)(nn_backend *self, void *plan);
     void (*destroy)(nn_backend *self);
+
+    /* Memory counters (nn_ctx_memory_stats): bytes in buffers handed out
+     * now, the most at any time since the backend opened, and the bytes the
+     * backend holds from the system or driver (blocks, caches). */
+    void (*memory_stats)(nn_backend *self, uint64_t *current, uint64_t *peak, uint64_t *reserved);
 };
 
 /* Open the CPU backend with `threads` workers (0 = one per core). */

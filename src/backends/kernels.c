@@ -31,6 +31,8 @@ const char *nn_kernel_name(nn_kernel kernel) {
         [NN_KERNEL_MAXPOOL_BACKWARD_MASKED] = "maxpool_backward_masked",
         [NN_KERNEL_SOFTMAX_CE_FUSED] = "softmax_ce_fused",
         [NN_KERNEL_SGD_UPDATE_DEVICE_LR] = "sgd_update_device_lr",
+        /* dropout */
+        [NN_KERNEL_DROPOUT_FORWARD] = "dropout_forward",
     };
     return (unsigned)kernel < NN_KERNEL_COUNT && names[kernel] ? names[kernel] : "unknown kernel";
 }
@@ -53,6 +55,8 @@ static int nn_kernel_arg_count(nn_kernel kernel) {
         /* fusion */
         [NN_KERNEL_GEMM_EPILOGUE] = 4,  [NN_KERNEL_MAXPOOL_BACKWARD_MASKED] = 4,
         [NN_KERNEL_SOFTMAX_CE_FUSED] = 4, [NN_KERNEL_SGD_UPDATE_DEVICE_LR] = 4,
+        /* dropout */
+        [NN_KERNEL_DROPOUT_FORWARD] = 4,
     };
     return (unsigned)kernel < NN_KERNEL_COUNT ? counts[kernel] : 0;
 }
@@ -95,6 +99,8 @@ size_t nn_kernel_params_size(nn_kernel kernel) {
         [NN_KERNEL_MAXPOOL_BACKWARD_MASKED] = sizeof(nn_pool_params),
         [NN_KERNEL_SOFTMAX_CE_FUSED] = sizeof(nn_softmax_params),
         [NN_KERNEL_SGD_UPDATE_DEVICE_LR] = sizeof(nn_sgd_params),
+        /* dropout */
+        [NN_KERNEL_DROPOUT_FORWARD] = sizeof(nn_dropout_params),
     };
     return (unsigned)kernel < NN_KERNEL_COUNT ? sizes[kernel] : 0;
 }
@@ -128,6 +134,8 @@ unsigned nn_kernel_written_args(nn_kernel kernel, const void *params) {
     case NN_KERNEL_METRICS_ACCUMULATE: return 1u << 3;
     case NN_KERNEL_SGD_UPDATE:
     case NN_KERNEL_SGD_UPDATE_DEVICE_LR: return (1u << 0) | (1u << 2);
+    /* dropout: y and mask; the counter is only read */
+    case NN_KERNEL_DROPOUT_FORWARD: return (1u << 1) | (1u << 2);
     default: return ~0u; /* a kernel this table does not know: assume it writes everything */
     }
 }

@@ -40,6 +40,8 @@ typedef enum nn_kernel {
     NN_KERNEL_SOFTMAX_CE_FUSED,  /* logits, labels (int32), dlogits, loss[1] */
     NN_KERNEL_SGD_UPDATE_DEVICE_LR, /* param, grad, velocity (or none), scalars[2] = {lr, grad_norm_sq} */
     /* ---- end fusion ---- */
+    /* dropout */
+    NN_KERNEL_DROPOUT_FORWARD,   /* x, y, mask, counter[1] (uint32, read; COUNTER_ADD advances it) */
     NN_KERNEL_COUNT
 } nn_kernel;
 
@@ -174,6 +176,17 @@ typedef struct nn_gemm_epilogue_params {
  * rate) and the squared global gradient norm from scalars[1]. */
 
 /* ---- end fusion ---- */
+/* dropout: element i is kept when philox4x32_10(counter = (i, draw, 0, 0),
+ * key = (seed_lo, seed_hi)) word 0 >= threshold, where draw = counter[0] is
+ * read from a device buffer (advanced by COUNTER_ADD after each draw, so
+ * a replayed kernel list draws a fresh mask); mask[i] = kept ? scale : 0 and
+ * y[i] = x[i] * mask[i]. backends/dropout_philox.h is the hash. */
+typedef struct nn_dropout_params {
+    int64_t n;
+    uint32_t threshold; /* floor(p * 2^32) */
+    float scale;        /* 1 / (1 - p) */
+    uint32_t seed_lo, seed_hi;
+} nn_dropout_params;
 
 const char *nn_kernel_name(nn_kernel kernel);
 /* The size of the kernel's parameter struct (0 for an unknown kernel). */

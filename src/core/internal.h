@@ -96,6 +96,13 @@ struct nn_ctx {
     nn_capture *recording;     /* the capture being recorded, or NULL */
     nn_capture *captures;      /* every capture alive (a list through capture->next) */
     uint64_t next_capture_id;
+    /* dropout (ops/dropout.c): the draw counter lives on the device (a
+     * persistent uint32 tensor, freed with the context's live tensors) so
+     * that a replayed step draws a fresh mask; the key is drawn from `rng`
+     * once per generator generation (nn_ctx_manual_seed starts a new one). */
+    nn_tensor *dropout_counter;
+    uint32_t dropout_key[2];
+    uint64_t dropout_generation;
 };
 
 /* ---- tensors (tensor.c) ---- */

@@ -248,6 +248,18 @@ static nn_status emit_reduce(exporter *x, op_io *io, const char *out, const char
 static nn_status emit_sum(exporter *x, op_io *io, const char *out) { return emit_reduce(x, io, out, "ReduceSum"); }
 static nn_status emit_mean(exporter *x, op_io *io, const char *out) { return emit_reduce(x, io, out, "ReduceMean"); }
 
+/* Dropout exports as ONNX Dropout in inference mode (no training_mode
+ * input: the identity), whether the traced pass ran in training or eval. */
+static nn_status emit_dropout(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    nn_onnx_node n;
+    begin(x, &n, "Dropout", io);
+    inputs(&n, io, 1);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
 static const struct {
     const char *op;
     nn_status (*emit)(exporter *, op_io *, const char *out);
@@ -257,6 +269,7 @@ static const struct {
     {"nn_add_bias", emit_add_bias}, {"nn_add", emit_add},         {"nn_mul", emit_mul},
     {"nn_scale", emit_scale},     {"nn_flatten", emit_flatten},   {"nn_reshape", emit_reshape},
     {"nn_sum", emit_sum},         {"nn_mean", emit_mean},
+    {"nn_dropout", emit_dropout},
 };
 
 nn_status nn_onnx_emit_op(exporter *x, op_io *io, const char *out) {

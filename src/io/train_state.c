@@ -173,8 +173,7 @@ static nn_status read_metadata(const char *who, const char *path, const nn_st_he
     progress->epoch = (int64_t)epoch;
     progress->step = (int64_t)step;
     progress->seed = seed;
-    rng->state = state;
-    rng->increment = increment;
+    nn_rng_set_state(rng, state, increment);
     return NN_OK;
 }
 

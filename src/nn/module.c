@@ -11,6 +11,7 @@ nn_module *nn_module_alloc(nn_ctx *ctx, const char *kind,
     m->kind = kind;
     m->ctx = ctx;
     m->forward = forward;
+    m->training = true; /* PyTorch's default */
     return m;
 }
 
@@ -41,6 +42,15 @@ nn_tensor *nn_module_forward(nn_module *m, nn_tensor *x) {
                             m->kind);
     return m->forward(m, x);
 }
+
+nn_status nn_module_set_training(nn_module *m, bool training) {
+    if (!m) return nn_set_error(NN_ERR_ARGUMENT, "nn_module_set_training: module is NULL");
+    m->training = training;
+    for (int i = 0; i < m->child_count; i++) nn_module_set_training(m->children[i], training);
+    return NN_OK;
+}
+
+bool nn_module_is_training(const nn_module *m) { return m && m->training; }
 
 const char *nn_module_kind(const nn_module *m) { return m ? m->kind : ""; }
 int nn_module_param_count(const nn_module *m) { return m ? m->param_count : 0; }

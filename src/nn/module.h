@@ -20,6 +20,8 @@ struct nn_module {
     int child_count, child_capacity;
 
     int kernel, stride, padding; /* layers that need them */
+    float p;                     /* dropout's probability */
+    bool training;               /* train (true, the default) or eval mode */
 };
 
 /* A module with no parameters; NULL (error set) when out of memory. */

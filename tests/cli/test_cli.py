@@ -150,6 +150,8 @@ def bad_data():
         for i in range(4):
             write_png(os.path.join(small, c, f"{i}.png"), 8, 8, [i * 20] * 64)
     expect(["train", "lenet5", "--data", small], 2, "lenet5 takes 1x28x28 images; the data has 1x8x8")
+    expect(["train", "alexnet", "--data", small], 2, "alexnet takes 3x224x224 images; the data has 1x8x8")
+    expect(["train", "alexnet-tv", "--data", small], 2, "alexnet-tv takes 3x224x224 images; the data has 1x8x8")
     expect(["train", "mlp", "--data", small, "--save", path("no", "such", "dir", "w.safetensors")], 2,
            "cannot write")
 

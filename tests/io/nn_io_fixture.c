@@ -7,7 +7,12 @@
  *   nn_io_fixture state   MODEL SEED STATE              one SGD step, then the training state
  *   nn_io_fixture forward MODEL WEIGHTS IN BATCH OUT    logits of IN ([BATCH, input shape])
  *   nn_io_fixture export  MODEL WEIGHTS ONNX [static]   ONNX export of the model
+ *   nn_io_fixture grad    MODEL WEIGHTS IN BATCH LABELS OUT
+ *       softmax-CE loss of IN against LABELS (int32), then every parameter's
+ *       gradient, concatenated in parameter order, into OUT (loss first)
  *
+ * alexnet | alexnet-tv: nn_alexnet with 3 classes and nn_alexnet_tv with 10,
+ * input [N, 3, 224, 224]; `forward` runs them in evaluation mode (no dropout).
  * MODEL: lenet | mlp (modules, input [N, 1, 28, 28]); ops | reduce (graphs
  * built from single operations, input [N, 2, 7, 9], exported with
  * nn_onnx_export and named parameters; their WEIGHTS are a safetensors file
@@ -18,7 +23,7 @@
 
 #include "nn_engine.h"
 
-#define MAX_PARAMS 16
+#define MAX_PARAMS 32
 
 typedef struct model {
     nn_module *module; /* lenet, mlp */
@@ -27,6 +32,7 @@ typedef struct model {
     nn_tensor *params[MAX_PARAMS];
     const char *names[MAX_PARAMS];
     const char *kind;
+    int64_t input[3]; /* one image's shape */
 } model;
 
 static int fail(const char *what) {
@@ -35,11 +41,8 @@ static int fail(const char *what) {
 }
 
 static void input_shape(const model *m, int64_t batch, int64_t shape[4]) {
-    bool image = m->module != NULL;
     shape[0] = batch;
-    shape[1] = image ? 1 : 2;
-    shape[2] = image ? 28 : 7;
-    shape[3] = image ? 28 : 9;
+    memcpy(shape + 1, m->input, sizeof m->input);
 }
 
 static nn_tensor *add_param(nn_ctx *ctx, model *m, const char *name, int ndim, const int64_t *shape) {
@@ -55,7 +58,14 @@ static nn_tensor *add_param(nn_ctx *ctx, model *m, const char *name, int ndim, c
 static int model_open(nn_ctx *ctx, const char *kind, model *m) {
     memset(m, 0, sizeof *m);
     m->kind = kind;
-    if (strcmp(kind, "lenet") == 0) {
+    bool alexnet = strncmp(kind, "alexnet", 7) == 0, graph = strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0;
+    memcpy(m->input, alexnet ? (int64_t[]){3, 224, 224} : graph ? (int64_t[]){2, 7, 9} : (int64_t[]){1, 28, 28},
+           sizeof m->input);
+    if (strcmp(kind, "alexnet") == 0) {
+        m->module = nn_alexnet(ctx, 3, NN_INIT_KAIMING_UNIFORM);
+    } else if (strcmp(kind, "alexnet-tv") == 0) {
+        m->module = nn_alexnet_tv(ctx, 10, NN_INIT_KAIMING_UNIFORM);
+    } else if (strcmp(kind, "lenet") == 0) {
         m->module = nn_lenet5(ctx, NN_INIT_KAIMING_UNIFORM);
     } else if (strcmp(kind, "mlp") == 0) {
         m->module = nn_sequential(ctx);
@@ -125,6 +135,37 @@ static float *read_floats(const char *path, size_t count) {
     return v;
 }
 
+static int write_gradients(nn_ctx *ctx, model *m, const char *weights, const char *in_path, int64_t batch,
+                           const char *labels_path, const char *out_path) {
+    int64_t shape[4];
+    input_shape(m, batch, shape);
+    float *in = read_floats(in_path, (size_t)(shape[0] * shape[1] * shape[2] * shape[3]));
+    float *labels = read_floats(labels_path, (size_t)batch); /* int32 bits, same size */
+    int rc = in && labels ? load_weights(m, weights) : 1;
+    nn_tensor *x = rc == 0 ? nn_tensor_from_data(ctx, NN_F32, 4, shape, in) : NULL;
+    nn_tensor *y = x ? nn_tensor_from_data(ctx, NN_I32, 1, &batch, labels) : NULL;
+    nn_tensor *loss = y ? nn_softmax_cross_entropy(model_forward(m, x), y) : NULL;
+    FILE *f = loss && nn_backward(loss) == NN_OK ? fopen(out_path, "wb") : NULL;
+    if (rc == 0 && !f) rc = fail("grad");
+    float value = 0;
+    if (f && nn_tensor_read(loss, &value, sizeof value) == NN_OK && fwrite(&value, 4, 1, f) == 1) {
+        for (int i = 0; rc == 0 && i < nn_module_param_count(m->module); i++) {
+            nn_tensor *g = nn_tensor_grad(nn_module_param(m->module, i));
+            size_t n = (size_t)nn_tensor_numel(g);
+            float *host = malloc(n * sizeof *host);
+            if (!host || nn_tensor_read(g, host, n * sizeof *host) != NN_OK || fwrite(host, 4, n, f) != n) rc = 1;
+            free(host);
+        }
+    }
+    if (f) fclose(f);
+    nn_ctx_step_end(ctx);
+    nn_tensor_free(x);
+    nn_tensor_free(y);
+    free(in);
+    free(labels);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: see the comment at the top of tests/io/nn_io_fixture.c\n");
@@ -168,6 +209,7 @@ int main(int argc, char **argv) {
         rc = in ? load_weights(&m, argv[3]) : 1;
         if (rc == 0) {
             nn_ctx_set_grad_enabled(ctx, false);
+            if (m.module) nn_module_set_training(m.module, false);
             nn_tensor *x = nn_tensor_from_data(ctx, NN_F32, 4, shape, in);
             nn_tensor *y = x ? model_forward(&m, x) : NULL;
             if (!y) {
@@ -212,6 +254,8 @@ int main(int argc, char **argv) {
             nn_ctx_step_end(ctx);
             nn_tensor_free(x);
         }
+    } else if (rc == 0 && strcmp(cmd, "grad") == 0 && argc == 8 && m.module) {
+        rc = write_gradients(ctx, &m, argv[3], argv[4], strtoll(argv[5], NULL, 10), argv[6], argv[7]);
     } else if (rc == 0) {
         fprintf(stderr, "nn_io_fixture: bad command line\n");
         rc = 2;

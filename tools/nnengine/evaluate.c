@@ -2,9 +2,13 @@
 
 #include <stdlib.h>
 
-/* Images per forward pass: large enough to keep the device busy, small
- * enough that AlexNet-sized activations still fit. */
-#define EVAL_CHUNK 500
+/* Images per forward pass: up to 500 (LeNet-sized images), fewer for large
+ * images so that one pass reads at most 2^22 input values (16 MiB): at
+ * 3x224x224 that is 27 images, whose AlexNet im2col buffers (120 MiB for
+ * conv2) still fit the 128 MiB a software Vulkan device binds; 500 would
+ * need 2.2 GiB for conv2's alone. */
+#define EVAL_CHUNK_MAX 500
+#define EVAL_CHUNK_VALUES ((int64_t)1 << 22)
 
 int64_t count_correct(const float *logits, const int32_t *labels, int64_t rows, int classes) {
     int64_t correct = 0;
@@ -21,21 +25,26 @@ int64_t count_correct(const float *logits, const int32_t *labels, int64_t rows, 
 nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normalization norm,
                    int classes, double *loss, double *accuracy) {
     int64_t image = (int64_t)data->channels * data->height * data->width;
-    float *x_host = malloc(sizeof(float) * EVAL_CHUNK * image);
-    float *logits = malloc(sizeof(float) * EVAL_CHUNK * classes);
-    int32_t *y_host = malloc(sizeof(int32_t) * EVAL_CHUNK);
-    int64_t *indices = malloc(sizeof(int64_t) * EVAL_CHUNK);
+    int64_t chunk = image > 0 ? EVAL_CHUNK_VALUES / image : EVAL_CHUNK_MAX;
+    if (chunk > EVAL_CHUNK_MAX) chunk = EVAL_CHUNK_MAX;
+    if (chunk < 1) chunk = 1;
+    float *x_host = malloc(sizeof(float) * chunk * image);
+    float *logits = malloc(sizeof(float) * chunk * classes);
+    int32_t *y_host = malloc(sizeof(int32_t) * chunk);
+    int64_t *indices = malloc(sizeof(int64_t) * chunk);
     if (!x_host || !logits || !y_host || !indices) {
         free(x_host), free(logits), free(y_host), free(indices);
         nn_clear_error(); /* no library message: the caller reports host memory */
         return NN_ERR_MEMORY;
     }
     bool was_enabled = nn_ctx_set_grad_enabled(ctx, false);
+    bool was_training = nn_module_is_training(net);
+    nn_module_set_training(net, false); /* dropout off while evaluating */
     double loss_sum = 0;
     int64_t correct = 0;
     nn_status status = NN_OK;
-    for (int64_t start = 0; status == NN_OK && start < data->count; start += EVAL_CHUNK) {
-        int64_t n = data->count - start < EVAL_CHUNK ? data->count - start : EVAL_CHUNK;
+    for (int64_t start = 0; status == NN_OK && start < data->count; start += chunk) {
+        int64_t n = data->count - start < chunk ? data->count - start : chunk;
         for (int64_t i = 0; i < n; i++) indices[i] = start + i;
         status = nn_dataset_gather(data, indices, n, norm.mean, norm.std, x_host, y_host);
         int64_t x_shape[4] = {n, data->channels, data->height, data->width}, y_shape[1] = {n};
@@ -57,6 +66,7 @@ nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normaliz
         nn_tensor_free(y);
     }
     nn_ctx_set_grad_enabled(ctx, was_enabled);
+    nn_module_set_training(net, was_training);
     free(x_host), free(logits), free(y_host), free(indices);
     if (status == NN_OK) {
         *loss = loss_sum / data->count;

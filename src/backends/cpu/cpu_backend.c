@@ -35,6 +35,7 @@ typedef struct cpu_backend {
         nn_buffer *head;
     } cache[CACHE_SIZE_CLASSES];
     size_t cached_bytes;
+    uint64_t bytes_in_use, peak_in_use; /* handed-out buffers (nn_ctx_memory_stats) */
 } cpu_backend;
 
 static cpu_backend *as_cpu(nn_backend *self) { return (cpu_backend *)self; }
@@ -86,10 +87,16 @@ static int cache_put(cpu_backend *cpu, nn_buffer *buffer) {
     return 1;
 }
 
+static nn_buffer *count_in_use(cpu_backend *cpu, nn_buffer *buffer) {
+    cpu->bytes_in_use += buffer->bytes;
+    if (cpu->bytes_in_use > cpu->peak_in_use) cpu->peak_in_use = cpu->bytes_in_use;
+    return buffer;
+}
+
 static nn_buffer *cpu_alloc(nn_backend *self, size_t bytes) {
     cpu_backend *cpu = as_cpu(self);
     nn_buffer *buffer = cache_take(cpu, bytes);
-    if (buffer) return buffer;
+    if (buffer) return count_in_use(cpu, buffer);
     buffer = calloc(1, sizeof *buffer);
     /* Round up to the alignment; never ask for 0 bytes. */
     size_t rounded = ((bytes ? bytes : 1) + 63) & ~(size_t)63;
@@ -105,12 +112,20 @@ static nn_buffer *cpu_alloc(nn_backend *self, size_t bytes) {
     }
     buffer->bytes = bytes;
     buffer->data = data;
-    return buffer;
+    return count_in_use(cpu, buffer);
 }
 
 static void cpu_free(nn_backend *self, nn_buffer *buffer) {
     if (!buffer) return;
+    as_cpu(self)->bytes_in_use -= buffer->bytes;
     if (!cache_put(as_cpu(self), buffer)) release_buffer(buffer);
+}
+
+static void cpu_memory_stats(nn_backend *self, uint64_t *current, uint64_t *peak, uint64_t *reserved) {
+    cpu_backend *cpu = as_cpu(self);
+    *current = cpu->bytes_in_use;
+    *peak = cpu->peak_in_use;
+    *reserved = cpu->bytes_in_use + cpu->cached_bytes;
 }
 
 static nn_status check_range(const char *fn, nn_buffer_ref ref, size_t bytes) {
@@ -218,6 +233,10 @@ static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref
     case NN_KERNEL_SGD_UPDATE_DEVICE_LR:
         return nn_cpu_sgd_update_device_lr(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]),
                                            nn_cpu_f32(a[2]), nn_cpu_f32(a[3]));
+    /* dropout */
+    case NN_KERNEL_DROPOUT_FORWARD:
+        return nn_cpu_dropout_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),
+                                      (const uint32_t *)nn_cpu_i32(a[3]));
     case NN_KERNEL_COUNT: break;
     }
     return nn_set_error(NN_ERR_BACKEND, "cpu: kernel %s is not implemented", nn_kernel_name(kernel));
@@ -252,6 +271,7 @@ nn_backend *nn_cpu_backend_new(int threads) {
     snprintf(b->description, sizeof b->description, "cpu (%s, %d thread%s)", nn_cpu_gemm_library(),
              threads, threads == 1 ? "" : "s");
     b->alloc = cpu_alloc;
+    b->memory_stats = cpu_memory_stats;
     b->free = cpu_free;
     b->write = cpu_write;
     b->read = cpu_read;

@@ -59,6 +59,9 @@ nn_status nn_cpu_softmax_ce_backward(nn_thread_pool *pool, const nn_softmax_para
                                      const float *dloss, float *dlogits);
 nn_status nn_cpu_sgd_update(nn_thread_pool *pool, const nn_sgd_params *p, float *param,
                             const float *grad, float *velocity, const float *grad_norm_sq);
+/* dropout */
+nn_status nn_cpu_dropout_forward(nn_thread_pool *pool, const nn_dropout_params *p, const float *x,
+                                 float *y, float *mask, const uint32_t *counter);
 
 /* cpu_device_loop.c */
 nn_status nn_cpu_gather_samples(const nn_gather_params *p, const uint8_t *samples, const int32_t *order,

@@ -208,6 +208,7 @@ nn_backend *nn_vulkan_backend_new(bool hardware_only, bool *no_device) {
     snprintf(b->description, sizeof b->description, "vulkan %d: %.60s (%.16s, %.40s)", index,
              vk->phys->props.deviceName, vk->phys->kind, vk->phys->driver);
     b->alloc = vk_buffer_alloc;
+    b->memory_stats = vk_memory_stats;
     b->free = vk_buffer_free;
     b->write = vk_write;
     b->read = vk_read;

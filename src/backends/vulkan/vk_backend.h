@@ -132,6 +132,8 @@ typedef enum vk_pipeline_id {
     VK_PIPE_MAXPOOL_BACKWARD_MASKED,
     VK_PIPE_SOFTMAX_CE_FUSED,
     VK_PIPE_SGD_UPDATE_DEVICE_LR,
+    /* dropout */
+    VK_PIPE_DROPOUT_FORWARD,
     VK_PIPE_COUNT
 } vk_pipeline_id;
 
@@ -158,6 +160,9 @@ typedef struct vk_backend {
     uint32_t block_count, block_capacity;
     VkDeviceSize block_size;      /* the size of a shared block */
     VkDeviceSize max_range;       /* maxStorageBufferRange: the largest bindable buffer */
+    /* nn_ctx_memory_stats: sub-buffer bytes handed out (rounded to the
+     * alignment) now and at most, and device memory held in blocks. */
+    VkDeviceSize bytes_in_use, peak_in_use, block_bytes;
 
     /* pipelines and descriptors */
     VkDescriptorSetLayout set_layout;
@@ -183,6 +188,7 @@ static inline vk_backend *as_vk(nn_backend *b) { return (vk_backend *)b; }
 /* vk_memory.c */
 nn_status vk_memory_init(vk_backend *vk);
 void vk_memory_destroy(vk_backend *vk);
+void vk_memory_stats(nn_backend *self, uint64_t *current, uint64_t *peak, uint64_t *reserved);
 nn_buffer *vk_buffer_alloc(nn_backend *self, size_t bytes);
 void vk_buffer_free(nn_backend *self, nn_buffer *buffer);
 /* A host-visible, coherent buffer (staging, status), mapped. */

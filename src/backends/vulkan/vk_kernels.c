@@ -260,6 +260,15 @@ static nn_status run_metrics(vk_backend *vk, const nn_buffer_ref *a, const nn_me
     return record(vk, NN_KERNEL_METRICS_ACCUMULATE, VK_PIPE_METRICS_ACCUMULATE, a, 4, p, sizeof *p, 1, 1, 1);
 }
 
+/* dropout */
+static nn_status run_dropout(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_dropout_params *p) {
+    NN_TRY(vk_fits32(kernel, "n", p->n));
+    if (p->n == 0) return NN_OK;
+    struct { uint32_t n, threshold; float scale; uint32_t seed_lo, seed_hi; } push = {
+        (uint32_t)p->n, p->threshold, p->scale, p->seed_lo, p->seed_hi};
+    return record(vk, kernel, VK_PIPE_DROPOUT_FORWARD, a, 4, &push, sizeof push, vk_groups_for((uint64_t)p->n), 1, 1);
+}
+
 nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int nargs, const void *params) {
     vk_backend *vk = as_vk(self);
     NN_TRY(nn_kernel_check_call("vulkan", kernel, nargs, params));
@@ -299,6 +308,8 @@ nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int
     case NN_KERNEL_MAXPOOL_BACKWARD_MASKED: return run_pool(vk, kernel, a, params);
     case NN_KERNEL_SOFTMAX_CE_FUSED: return run_softmax(vk, kernel, a, params);
     case NN_KERNEL_SGD_UPDATE_DEVICE_LR: return run_sgd(vk, kernel, a, params);
+    /* dropout */
+    case NN_KERNEL_DROPOUT_FORWARD: return run_dropout(vk, kernel, a, params);
     case NN_KERNEL_COUNT: break;
     }
     return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s is not implemented", nn_kernel_name(kernel));

@@ -143,6 +143,7 @@ static vk_block *new_block(vk_backend *vk, VkDeviceSize size) {
         return NULL;
     }
     b->size = size;
+    vk->block_bytes += size;
     all->size = size;
     b->free_list = all;
     b->id = vk->block_count;
@@ -195,13 +196,23 @@ nn_buffer *vk_buffer_alloc(nn_backend *self, size_t bytes) {
     buffer->offset = (VkDeviceSize)offset;
     buffer->reserved = size;
     buffer->bytes = bytes;
+    vk->bytes_in_use += size;
+    if (vk->bytes_in_use > vk->peak_in_use) vk->peak_in_use = vk->bytes_in_use;
     return buffer;
+}
+
+void vk_memory_stats(nn_backend *self, uint64_t *current, uint64_t *peak, uint64_t *reserved) {
+    vk_backend *vk = as_vk(self);
+    *current = vk->bytes_in_use;
+    *peak = vk->peak_in_use;
+    *reserved = vk->block_bytes;
 }
 
 void vk_buffer_free(nn_backend *self, nn_buffer *buffer) {
     if (!buffer) return;
     vk_block *b = buffer->block;
     VkDeviceSize start = buffer->offset, size = buffer->reserved;
+    as_vk(self)->bytes_in_use -= size;
     free(buffer);
     /* Insert in offset order, merging with the neighbours it touches. */
     vk_range *prev = NULL, *next = b->free_list;

@@ -55,6 +55,8 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_MAXPOOL_BACKWARD_MASKED] = {"maxpool_backward_masked", "maxpool_backward_masked"},
     [VK_PIPE_SOFTMAX_CE_FUSED] = {"softmax_ce_fused", "softmax_ce_fused"},
     [VK_PIPE_SGD_UPDATE_DEVICE_LR] = {"sgd_update_device_lr", "sgd_update_device_lr"},
+    /* dropout */
+    [VK_PIPE_DROPOUT_FORWARD] = {"dropout_forward", "dropout_forward"},
 };
 
 void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk) {
