@@ -24,7 +24,7 @@ static nn_status cpu_run(nn_kernel kernel, float **data, const size_t *counts, i
     for (int i = 0; i < nargs; i++) {
         if (!data[i]) continue;
         bufs[i] = cpu->alloc(cpu, counts[i] * 4 + 4);
-        refs[i] = (nn_buffer_ref){bufs[i], 4}; /* a view at an offset */
+        refs[i] = (nn_buffer_ref){bufs[i], 4, 0}; /* a view at an offset */
         cpu->write(cpu, refs[i], data[i], counts[i] * 4);
     }
     nn_status s = cpu->run(cpu, kernel, refs, nargs, params);

@@ -139,7 +139,7 @@ static int read_whole_file(const char *path, worker_buffers *w, size_t *size, ch
 static nn_status decode_one(const nn_loader *loader, worker_buffers *w, int64_t image,
                             uint64_t epoch, float *dst, char *why, size_t why_size) {
     const nn_loader_options *o = &loader->o;
-    image_job job = {loader, {0, 0}};
+    image_job job = {loader, {0, 0, 0}};
     nn_rng_seed(&job.rng, splitmix64(splitmix64(splitmix64(o->seed) ^ epoch) ^ (uint64_t)image));
     bool flip = o->flip && uniform_double(&job.rng) < 0.5;
     size_t size = 0;
