@@ -41,6 +41,9 @@ layout(constant_id = 6) const uint DB = 0;
 // Constants rather than push constants: each pipeline carries only its path.
 layout(constant_id = 7) const uint VEC_A = 0;
 layout(constant_id = 8) const uint VEC_B = 0;
+// EPI != 0: the epilogue (p.epilogue's bits) is compiled in; the plain GEMM
+// is built without it, since even an untaken branch there costs registers.
+layout(constant_id = 9) const uint EPI = 0;
 
 layout(push_constant) uniform Params {
     PC_OFFSETS
@@ -235,7 +238,7 @@ void main() {
                         if (col >= p.n) continue;
                         uint idx = c_base + row * p.ldc + col;
                         float v = p.alpha * acc[(i * 4 + ii) * TN + j * 4 + jj];
-                        if (p.epilogue != 0) v = gemm_epilogue(p.epilogue, v, row, col, p.off3, p.off3 + (idx - p.off2));
+                        if (EPI != 0u && p.epilogue != 0u) v = gemm_epilogue(p.epilogue, v, row, col, p.off3, p.off3 + (idx - p.off2));
                         C[idx] = p.beta == 0.0 ? v : p.beta * C[idx] + v;
                     }
                 }

@@ -137,6 +137,10 @@ typedef enum vk_pipeline_id {
     VK_PIPE_COUNT
 } vk_pipeline_id;
 
+/* GEMM pipeline variants: bit 0 / bit 1 vec4 loads of A / B, bit 2 the
+ * epilogue compiled in (specialization constants, not push-constant
+ * branches: a branch costs every variant registers). */
+#define VK_PIPE_VARIANTS 8
 #define VK_ARG_BINDINGS 4     /* kernel arguments; binding 4 is the status buffer */
 #define VK_PUSH_BYTES 128     /* the minimum every device allows */
 
@@ -167,7 +171,7 @@ typedef struct vk_backend {
     /* pipelines and descriptors */
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;
-    VkPipeline pipelines[VK_PIPE_COUNT][4]; /* [id][variant]: GEMM's vec4-load variants */
+    VkPipeline pipelines[VK_PIPE_COUNT][VK_PIPE_VARIANTS]; /* [id][variant]: GEMM's variants */
     VkDescriptorPool set_pool;
     vk_set_entry *sets;           /* one set per combination of blocks, kept */
     uint32_t set_count, set_capacity;

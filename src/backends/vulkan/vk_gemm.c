@@ -36,6 +36,7 @@ static uint32_t vec4_ok(nn_buffer_ref ref, int64_t ld, int64_t stride, int64_t b
  * barrier, so a long walk with few output tiles (conv1's dW at batch 256:
  * 9,216 slices into one tile) is latency, not arithmetic. */
 #define SPLIT_MAX_SLICES 16
+#define SPLIT_MAX_PARTIALS ((int64_t)1 << 22) /* floats of partial sums (16 MiB) */
 
 static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
@@ -95,7 +96,7 @@ static nn_status record_split(vk_backend *vk, const nn_buffer_ref *a, const nn_g
     nn_buffer_ref none = {NULL, 0, 0};
     nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0, 0}},
                   second[3] = {{scratch, 0, 0}, a[2], epilogue ? a[3] : none};
-    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, &push, sizeof push, gx, gy,
+    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant & 3, first, 3, &push, sizeof push, gx, gy,
                              (uint32_t)splits);
     if (st == NN_OK) {
         if (vk->profile)
@@ -196,14 +197,18 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
         return run_direct(vk, a, nargs, p, push, (uint32_t)epilogue, k, outputs, summed);
     }
     int variant = (int)vec4_ok(a[0], p->lda, p->stride_a, p->batch, p->trans_a ? p->m : k) |
-                  (int)vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n) << 1;
+                  (int)vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n) << 1 |
+                  (epilogue ? 4 : 0);
     /* Split-K: each of `splits` workgroup layers walks an equal share of the
      * (product, k slice) steps into a scratch partial; a second kernel adds
      * the partials in order (deterministic, no atomics). */
     int64_t steps = products * ceil_div(k, bk), splits = 1;
     if (long_k && gx * gy < SPLIT_TARGET_GROUPS) {
         splits = ceil_div(SPLIT_TARGET_GROUPS, gx * gy);
-        if (splits < ceil_div(steps, SPLIT_MAX_SLICES)) splits = ceil_div(steps, SPLIT_MAX_SLICES);
+        /* Short walks only where the partial sums stay small (LeNet's dW):
+         * for a large C the partials' traffic would cost more than the walk. */
+        int64_t short_walks = ceil_div(steps, SPLIT_MAX_SLICES);
+        if (splits < short_walks && (int64_t)p->m * p->n * short_walks <= SPLIT_MAX_PARTIALS) splits = short_walks;
         if (splits > steps / 8) splits = steps / 8; /* at least 8 steps each */
         if (splits > MAX_SPLITS) splits = MAX_SPLITS;
     }

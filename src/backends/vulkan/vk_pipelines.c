@@ -96,7 +96,7 @@ nn_status vk_pipelines_init(vk_backend *vk) {
 
 void vk_pipelines_destroy(vk_backend *vk) {
     for (int i = 0; i < VK_PIPE_COUNT; i++)
-        for (int v = 0; v < 4; v++)
+        for (int v = 0; v < VK_PIPE_VARIANTS; v++)
             if (vk->pipelines[i][v]) vk->fn.vkDestroyPipeline(vk->device, vk->pipelines[i][v], NULL);
     if (vk->set_pool) vk->fn.vkDestroyDescriptorPool(vk->device, vk->set_pool, NULL);
     if (vk->pipeline_layout) vk->fn.vkDestroyPipelineLayout(vk->device, vk->pipeline_layout, NULL);
@@ -112,7 +112,7 @@ static const nn_vk_shader *find_shader(const char *name) {
 }
 
 nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipeline *out) {
-    VkPipeline *slot = &vk->pipelines[id][variant & 3];
+    VkPipeline *slot = &vk->pipelines[id][variant & (VK_PIPE_VARIANTS - 1)];
     if (*slot) {
         *out = *slot;
         return NN_OK;
@@ -136,13 +136,14 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
     if (r != VK_SUCCESS)
         return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: the device rejects shader %s (%s)", spec->kernel,
                             spec->shader, nn_vk_result_name(r));
-    uint32_t constants[9];
+    uint32_t constants[10];
     memcpy(constants, spec->spec, sizeof spec->spec);
     constants[7] = (variant & 1) != 0; /* VEC_A */
     constants[8] = (variant & 2) != 0; /* VEC_B */
-    VkSpecializationMapEntry entries[9];
-    for (uint32_t i = 0; i < 9; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
-    VkSpecializationInfo spec_info = {.mapEntryCount = 9, .pMapEntries = entries, .dataSize = sizeof constants,
+    constants[9] = (variant & 4) != 0; /* EPI: the epilogue's code is compiled in */
+    VkSpecializationMapEntry entries[10];
+    for (uint32_t i = 0; i < 10; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo spec_info = {.mapEntryCount = 10, .pMapEntries = entries, .dataSize = sizeof constants,
                                       .pData = constants};
     VkComputePipelineCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
