@@ -16,10 +16,24 @@
 typedef struct epilogue_job {
     const nn_gemm_epilogue_params *e;
     float *c;
-    const float *t;      /* the product when it is not already in c (beta != 0) */
+    float *t;            /* the product when it is not already in c (beta != 0); ours to modify */
     int64_t t_stride;    /* between outputs in t; rows of t are n long */
     const float *aux;
 } epilogue_job;
+
+/* The epilogue on one row v[0..n), in place: one simple loop per step so
+ * each vectorizes (a branch per element inside one loop would not). */
+static void epilogue_row(int epi, float *restrict v, int64_t n, const float *restrict bias_cols, float bias_row,
+                         const float *restrict mask) {
+    if (epi & NN_EPI_BIAS_COLS)
+        for (int64_t i = 0; i < n; i++) v[i] += bias_cols[i];
+    if (epi & NN_EPI_BIAS_ROWS)
+        for (int64_t i = 0; i < n; i++) v[i] += bias_row;
+    if (epi & NN_EPI_RELU) /* a NaN passes, as relu_forward */
+        for (int64_t i = 0; i < n; i++) v[i] = (v[i] > 0.0f || v[i] != v[i]) ? v[i] : 0.0f;
+    if (epi & NN_EPI_MASK)
+        for (int64_t i = 0; i < n; i++) v[i] = mask[i] > 0.0f ? v[i] : 0.0f;
+}
 
 /* One task per row of every output matrix. */
 static void epilogue_rows(void *arg, int64_t begin, int64_t end, int worker) {
@@ -29,17 +43,18 @@ static void epilogue_rows(void *arg, int64_t begin, int64_t end, int worker) {
     const bool summed = g->stride_c == 0 && g->batch > 1;
     for (int64_t task = begin; task < end; task++) {
         int64_t out = task / g->m, row = task % g->m;
-        float *restrict c = job->c + (summed ? 0 : out * g->stride_c) + row * g->ldc;
-        const float *restrict aux = job->aux ? job->aux + (c - job->c) : NULL;
-        const float *restrict t = job->t ? job->t + out * job->t_stride + row * g->n : c;
-        for (int64_t col = 0; col < g->n; col++) {
-            float v = t[col];
-            if (epi & NN_EPI_BIAS_COLS) v += job->aux[col];
-            if (epi & NN_EPI_BIAS_ROWS) v += job->aux[row];
-            if ((epi & NN_EPI_RELU) && !(v > 0.0f || v != v)) v = 0.0f;
-            if ((epi & NN_EPI_MASK) && !(aux[col] > 0.0f)) v = 0.0f;
-            c[col] = job->t ? v + g->beta * c[col] : v;
+        int64_t c_at = (summed ? 0 : out * g->stride_c) + row * g->ldc;
+        float *restrict c = job->c + c_at;
+        const float *mask = (epi & NN_EPI_MASK) ? job->aux + c_at : NULL;
+        float bias_row = (epi & NN_EPI_BIAS_ROWS) ? job->aux[row] : 0.0f;
+        if (!job->t) {
+            epilogue_row(epi, c, g->n, job->aux, bias_row, mask);
+            continue;
         }
+        float *restrict t = job->t + out * job->t_stride + row * g->n;
+        epilogue_row(epi, t, g->n, job->aux, bias_row, mask);
+        const float beta = g->beta;
+        for (int64_t col = 0; col < g->n; col++) c[col] = t[col] + beta * c[col];
     }
 }
 
