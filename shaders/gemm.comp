@@ -23,9 +23,10 @@
 // scratch buffer, ldc = n, alpha 1, beta 0); gemm_splitk.comp then adds the
 // partials in order into the real C.
 //
-// epilogue != 0 (NN_KERNEL_GEMM_EPILOGUE, kernels.h): the product goes
-// through bias (aux along columns or rows), ReLU and the ReLU-backward mask
-// (aux > 0, aux laid out as C) before it meets C; aux is binding 3.
+// The epilogue of NN_KERNEL_GEMM_EPILOGUE (bias, ReLU, mask) is not applied
+// here: compiled in, even behind a constant, it cost this kernel most of its
+// speed on an H200; the host runs gemm_epilogue_pass.comp (or the split-K
+// sum) after it. p.epilogue must be 0.
 layout(constant_id = 0) const uint BM = 64;
 layout(constant_id = 1) const uint BN = 64;
 layout(constant_id = 2) const uint BK = 16;
@@ -41,9 +42,6 @@ layout(constant_id = 6) const uint DB = 0;
 // Constants rather than push constants: each pipeline carries only its path.
 layout(constant_id = 7) const uint VEC_A = 0;
 layout(constant_id = 8) const uint VEC_B = 0;
-// EPI != 0: the epilogue (p.epilogue's bits) is compiled in; the plain GEMM
-// is built without it, since even an untaken branch there costs registers.
-layout(constant_id = 9) const uint EPI = 0;
 
 layout(push_constant) uniform Params {
     PC_OFFSETS
@@ -63,9 +61,6 @@ layout(std430, binding = 0) readonly buffer MA4 { vec4 A4[]; };
 layout(std430, binding = 1) readonly buffer MB { float B[]; };
 layout(std430, binding = 1) readonly buffer MB4 { vec4 B4[]; };
 layout(std430, binding = 2) buffer MC { float C[]; };
-layout(std430, binding = 3) readonly buffer MX { float aux[]; };
-
-#include "gemm_epilogue.glsl"
 
 const uint THREADS = (BM / TM) * (BN / TN);
 const uint LOAD_A = BM * BK / THREADS; // entries of the A slice per invocation
@@ -238,7 +233,6 @@ void main() {
                         if (col >= p.n) continue;
                         uint idx = c_base + row * p.ldc + col;
                         float v = p.alpha * acc[(i * 4 + ii) * TN + j * 4 + jj];
-                        if (EPI != 0u && p.epilogue != 0u) v = gemm_epilogue(p.epilogue, v, row, col, p.off3, p.off3 + (idx - p.off2));
                         C[idx] = p.beta == 0.0 ? v : p.beta * C[idx] + v;
                     }
                 }

@@ -107,6 +107,7 @@ typedef enum vk_pipeline_id {
     VK_PIPE_GEMM_THIN,   /* 16 x 64, 4 x 4: few rows (LeNet's convolutions) */
     VK_PIPE_GEMM_SPLITK, /* adds split-K partial products into C */
     VK_PIPE_GEMM_DIRECT, /* small products: one invocation per entry of C, no tiles */
+    VK_PIPE_GEMM_EPILOGUE_PASS, /* a large product's epilogue, after the plain kernel */
     VK_PIPE_IM2COL,
     VK_PIPE_COL2IM,
     VK_PIPE_MAXPOOL_FORWARD,
@@ -137,10 +138,10 @@ typedef enum vk_pipeline_id {
     VK_PIPE_COUNT
 } vk_pipeline_id;
 
-/* GEMM pipeline variants: bit 0 / bit 1 vec4 loads of A / B, bit 2 the
- * epilogue compiled in (specialization constants, not push-constant
- * branches: a branch costs every variant registers). */
-#define VK_PIPE_VARIANTS 8
+/* GEMM pipeline variants: bit 0 / bit 1 vec4 loads of A / B
+ * (specialization constants, not push-constant branches: a branch costs
+ * every variant registers). */
+#define VK_PIPE_VARIANTS 4
 #define VK_ARG_BINDINGS 4     /* kernel arguments; binding 4 is the status buffer */
 #define VK_PUSH_BYTES 128     /* the minimum every device allows */
 

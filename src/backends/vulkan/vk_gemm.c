@@ -96,7 +96,7 @@ static nn_status record_split(vk_backend *vk, const nn_buffer_ref *a, const nn_g
     nn_buffer_ref none = {NULL, 0, 0};
     nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0, 0}},
                   second[3] = {{scratch, 0, 0}, a[2], epilogue ? a[3] : none};
-    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant & 3, first, 3, &push, sizeof push, gx, gy,
+    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, &push, sizeof push, gx, gy,
                              (uint32_t)splits);
     if (st == NN_OK) {
         if (vk->profile)
@@ -152,6 +152,46 @@ static nn_status run_direct(vk_backend *vk, const nn_buffer_ref *a, int nargs, c
     return record_split(vk, a, p, push, epilogue, VK_PIPE_GEMM_DIRECT, 0, gx, 1, splits, per);
 }
 
+/* A tiled product with an epilogue: the plain kernel, then
+ * gemm_epilogue_pass.comp. Compiled into the tiled kernel, the epilogue made
+ * it ~15x slower on an H200 (AlexNet's conv2: 36 ms instead of 2), most
+ * likely by pushing its accumulators out of registers. With beta == 0 the
+ * pass works on C in place; otherwise the product goes to a scratch T first. */
+static nn_status record_with_epilogue_pass(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p,
+                                           gemm_push push, uint32_t epilogue, vk_pipeline_id pipe, int variant,
+                                           uint32_t gx, uint32_t gy, uint32_t gz, int64_t outputs) {
+    push.epilogue = 0;
+    nn_buffer *scratch = NULL;
+    nn_buffer_ref t = a[2];
+    uint32_t ld_t = (uint32_t)p->ldc, stride_t = (uint32_t)p->stride_c;
+    if (p->beta != 0.0f) {
+        int64_t plane = (int64_t)p->m * p->n;
+        NN_TRY(vk_fits32(NN_KERNEL_GEMM, "epilogue scratch entries", plane * outputs));
+        scratch = vk_buffer_alloc(&vk->base, (size_t)(plane * outputs) * sizeof(float));
+        if (!scratch) return nn_last_status();
+        t = (nn_buffer_ref){scratch, 0, 0};
+        ld_t = (uint32_t)p->n;
+        stride_t = (uint32_t)plane;
+        push.ldc = ld_t;
+        push.stride_c = stride_t;
+        push.beta = 0.0f;
+    }
+    nn_buffer_ref product[3] = {a[0], a[1], t};
+    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, product, 3, &push, sizeof push, gx, gy, gz);
+    if (st == NN_OK) {
+        if (vk->profile) snprintf(vk->profile_label, sizeof vk->profile_label, "gemm epilogue pass m%d n%d b%lld",
+                                  p->m, p->n, (long long)outputs);
+        struct { uint32_t m, n, ldc, ld_t, batch, stride_c, stride_t; float beta; uint32_t epilogue; } pass = {
+            (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, ld_t, (uint32_t)outputs, (uint32_t)p->stride_c,
+            stride_t, p->beta, epilogue};
+        nn_buffer_ref args[3] = {t, a[2], a[3]};
+        st = vk_record_ex(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_EPILOGUE_PASS, 0, args, 3, 1u << 1, &pass, sizeof pass,
+                          vk_groups_for((uint64_t)(p->m * (int64_t)p->n * outputs)), 1, 1);
+    }
+    if (scratch) vk_scratch_done(vk, scratch);
+    return st;
+}
+
 nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, int32_t epilogue) {
     if (epilogue) NN_TRY(check_epilogue(a, epilogue));
     const int nargs = epilogue ? 4 : 3;
@@ -197,8 +237,7 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
         return run_direct(vk, a, nargs, p, push, (uint32_t)epilogue, k, outputs, summed);
     }
     int variant = (int)vec4_ok(a[0], p->lda, p->stride_a, p->batch, p->trans_a ? p->m : k) |
-                  (int)vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n) << 1 |
-                  (epilogue ? 4 : 0);
+                  (int)vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n) << 1;
     /* Split-K: each of `splits` workgroup layers walks an equal share of the
      * (product, k slice) steps into a scratch partial; a second kernel adds
      * the partials in order (deterministic, no atomics). */
@@ -218,6 +257,8 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
                  splits > 1 ? " split-K" : "");
     if (splits < 2) {
         uint32_t gz = outputs > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
+        if (epilogue) return record_with_epilogue_pass(vk, a, p, push, (uint32_t)epilogue, pipe, variant,
+                                                       (uint32_t)gx, (uint32_t)gy, gz, outputs);
         return vk_record(vk, NN_KERNEL_GEMM, pipe, variant, a, nargs, &push, sizeof push, (uint32_t)gx,
                               (uint32_t)gy, gz);
     }

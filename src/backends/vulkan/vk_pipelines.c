@@ -31,6 +31,7 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_GEMM_THIN] = {"gemm", "gemm", {16, 64, 16, 4, 4, 64}},
     [VK_PIPE_GEMM_SPLITK] = {"gemm_splitk", "gemm (split-K sum)"},
     [VK_PIPE_GEMM_DIRECT] = {"gemm_direct", "gemm (direct)"},
+    [VK_PIPE_GEMM_EPILOGUE_PASS] = {"gemm_epilogue_pass", "gemm (epilogue pass)"},
     [VK_PIPE_IM2COL] = {"im2col", "im2col"},
     [VK_PIPE_COL2IM] = {"col2im", "col2im"},
     [VK_PIPE_MAXPOOL_FORWARD] = {"maxpool_forward", "maxpool_forward"},
@@ -136,14 +137,13 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
     if (r != VK_SUCCESS)
         return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: the device rejects shader %s (%s)", spec->kernel,
                             spec->shader, nn_vk_result_name(r));
-    uint32_t constants[10];
+    uint32_t constants[9];
     memcpy(constants, spec->spec, sizeof spec->spec);
     constants[7] = (variant & 1) != 0; /* VEC_A */
     constants[8] = (variant & 2) != 0; /* VEC_B */
-    constants[9] = (variant & 4) != 0; /* EPI: the epilogue's code is compiled in */
-    VkSpecializationMapEntry entries[10];
-    for (uint32_t i = 0; i < 10; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
-    VkSpecializationInfo spec_info = {.mapEntryCount = 10, .pMapEntries = entries, .dataSize = sizeof constants,
+    VkSpecializationMapEntry entries[9];
+    for (uint32_t i = 0; i < 9; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo spec_info = {.mapEntryCount = 9, .pMapEntries = entries, .dataSize = sizeof constants,
                                       .pData = constants};
     VkComputePipelineCreateInfo info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
