@@ -70,7 +70,9 @@ NN_ENGINE_TEST_VULKAN=0 run_variant "built-in GEMM, baseline SSE2 kernels" BUILD
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 LSAN_OPTIONS=suppressions=$PWD/tests/lsan-mesa.supp \
     run_variant "AddressSanitizer + UBSan (built-in GEMM)" BUILD=build/asan BLAS=0 SANITIZE=1
-ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+# NN_ENGINE_CLI_QUICK: AlexNet's 8-epoch CPU run would take minutes under
+# the sanitizers; there it trains one short epoch (the same code paths).
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 NN_ENGINE_CLI_QUICK=1 \
 LSAN_OPTIONS=suppressions=$PWD/tests/lsan-mesa.supp \
     run_cli_tests "command line under AddressSanitizer + UBSan" build/asan/nnengine
 

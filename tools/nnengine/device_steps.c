@@ -46,6 +46,32 @@ nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd
 
 int64_t device_steps_per_epoch(const device_steps *s) { return s->full_steps + (s->tail ? 1 : 0); }
 
+nn_status device_steps_open_host(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, int channels,
+                                 int height, int width, int64_t batch, int64_t steps, bool use_capture) {
+    memset(s, 0, sizeof *s);
+    s->ctx = ctx;
+    s->net = net;
+    s->opt = opt;
+    s->use_capture = use_capture;
+    s->host_fed = true;
+    s->batch = batch;
+    s->full_steps = steps;
+    s->x = new_tensor(ctx, NN_F32, 4, batch, channels, height, width);
+    s->y = new_tensor(ctx, NN_I32, 1, batch, 0, 0, 0);
+    s->counter = new_tensor(ctx, NN_I32, 1, 1, 0, 0, 0);
+    s->sums = new_tensor(ctx, NN_F32, 1, 2, 0, 0, 0);
+    s->lr_table = new_tensor(ctx, NN_F32, 1, steps > 0 ? steps : 1, 0, 0, 0);
+    if (!s->x || !s->y || !s->counter || !s->sums || !s->lr_table) return nn_last_status();
+    return NN_OK;
+}
+
+nn_status device_steps_begin_host_epoch(device_steps *s, const float *lrs) {
+    int32_t zero = 0;
+    TRY(nn_tensor_write(s->counter, &zero, sizeof zero));
+    TRY(nn_tensor_fill(s->sums, 0.0f));
+    return nn_tensor_write(s->lr_table, lrs, sizeof(float) * (size_t)device_steps_per_epoch(s));
+}
+
 nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, const float *lrs) {
     int32_t zero = 0;
     nn_status st = nn_device_dataset_set_order(s->data, order, nn_device_dataset_count(s->data));
@@ -55,15 +81,17 @@ nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, const 
     return st;
 }
 
-/* One step on batch (x, y). A full batch comes from the counter's position
- * and advances it; the last, smaller batch comes from a fixed position. */
-static nn_status one_step(device_steps *s, bool full) {
-    nn_tensor *x = full ? s->x : s->x_tail, *y = full ? s->y : s->y_tail;
-    nn_tensor *counter = full ? s->counter : NULL;
-    int64_t first = full ? 0 : s->full_steps * s->batch;
-    nn_status st = nn_device_dataset_gather(s->data, counter, first, x, y);
-    if (st == NN_OK) st = nn_table_lookup(s->lr_table, counter, full ? 0 : s->full_steps, nn_sgd_lr_tensor(s->opt));
-    if (st == NN_OK && full) st = nn_counter_add(s->counter, 1);
+/* One step on batch (x, y). A full batch gathered on the device comes from
+ * the counter's position and advances it; the last, smaller one comes from a
+ * fixed position. A host-fed batch is already in x and y; its learning rate
+ * is the counter's, which every host-fed step advances. */
+static nn_status one_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool full) {
+    bool counted = full || s->host_fed;
+    nn_tensor *counter = counted ? s->counter : NULL;
+    nn_status st = NN_OK;
+    if (!s->host_fed) st = nn_device_dataset_gather(s->data, counter, full ? 0 : s->full_steps * s->batch, x, y);
+    if (st == NN_OK) st = nn_table_lookup(s->lr_table, counter, counted ? 0 : s->full_steps, nn_sgd_lr_tensor(s->opt));
+    if (st == NN_OK && counted) st = nn_counter_add(s->counter, 1);
     nn_tensor *logits = st == NN_OK ? nn_module_forward(s->net, x) : NULL;
     nn_tensor *loss = logits ? nn_softmax_cross_entropy(logits, y) : NULL;
     if (st == NN_OK && !loss) st = nn_last_status() != NN_OK ? nn_last_status() : NN_ERR_STATE;
@@ -81,12 +109,12 @@ static nn_status one_step(device_steps *s, bool full) {
 static nn_status full_steps(device_steps *s, int64_t count) {
     while (count > 0) {
         if (!s->use_capture || !s->warmed_up) {
-            TRY(one_step(s, true));
+            TRY(one_step(s, s->x, s->y, true));
             s->warmed_up = true;
             count--;
         } else if (!s->step) {
             TRY(nn_capture_begin(s->ctx));
-            nn_status st = one_step(s, true);
+            nn_status st = one_step(s, s->x, s->y, true);
             s->step = nn_capture_end(s->ctx); /* ends the capture even after a failure */
             TRY(st);
             if (!s->step) return nn_last_status();
@@ -102,8 +130,31 @@ static nn_status full_steps(device_steps *s, int64_t count) {
 nn_status device_steps_run(device_steps *s, int64_t from, int64_t to) {
     int64_t full_to = to < s->full_steps ? to : s->full_steps;
     if (from < full_to) TRY(full_steps(s, full_to - from));
-    if (s->tail && from <= s->full_steps && to > s->full_steps) TRY(one_step(s, false));
+    if (s->tail && from <= s->full_steps && to > s->full_steps) TRY(one_step(s, s->x_tail, s->y_tail, false));
     return NN_OK;
+}
+
+nn_status device_steps_host_step(device_steps *s, const float *images, const int32_t *labels, int64_t n) {
+    size_t image = (size_t)(nn_tensor_numel(s->x) / s->batch);
+    if (n == s->batch) {
+        TRY(nn_tensor_write(s->x, images, sizeof(float) * image * (size_t)n));
+        TRY(nn_tensor_write(s->y, labels, sizeof(int32_t) * (size_t)n));
+        return full_steps(s, 1);
+    }
+    /* A smaller batch (the last one, or one that lost undecodable files):
+     * tensors of its size, kept while the size repeats. */
+    if (!s->x_tail || nn_tensor_dim(s->x_tail, 0) != n) {
+        nn_tensor_free(s->x_tail);
+        nn_tensor_free(s->y_tail);
+        int64_t shape[4];
+        nn_tensor_shape(s->x, shape);
+        s->x_tail = new_tensor(s->ctx, NN_F32, 4, n, shape[1], shape[2], shape[3]);
+        s->y_tail = new_tensor(s->ctx, NN_I32, 1, n, 0, 0, 0);
+        if (!s->x_tail || !s->y_tail) return nn_last_status();
+    }
+    TRY(nn_tensor_write(s->x_tail, images, sizeof(float) * image * (size_t)n));
+    TRY(nn_tensor_write(s->y_tail, labels, sizeof(int32_t) * (size_t)n));
+    return one_step(s, s->x_tail, s->y_tail, false);
 }
 
 nn_status device_steps_sums(device_steps *s, double *loss_sum, double *correct) {

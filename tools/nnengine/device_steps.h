@@ -4,7 +4,11 @@
  * step needs nothing from the host, and by default it is captured once and
  * replayed (nn_capture.h): many steps per submit, sums read only per epoch or
  * progress tick. --no-capture runs the same kernels eagerly, step by step;
- * the results are the same bit for bit. */
+ * the results are the same bit for bit.
+ *
+ * Photos (AlexNet) do not fit on the device: they come decoded from the
+ * image loader batch by batch (device_steps_open_host). Then the host writes
+ * each batch into the step's input tensors and replays the step once. */
 #ifndef NNENGINE_DEVICE_STEPS_H
 #define NNENGINE_DEVICE_STEPS_H
 
@@ -22,6 +26,7 @@ typedef struct device_steps {
     nn_tensor *x_tail, *y_tail;      /* the last, smaller batch, or NULL */
     nn_tensor *counter, *sums, *lr_table;
     bool use_capture;
+    bool host_fed;         /* batches written by the host (device_steps_host_step) */
     bool warmed_up;        /* one eager step has run: gradients and momentum exist */
     nn_capture *step;      /* the captured full-batch step */
 } device_steps;
@@ -30,6 +35,17 @@ typedef struct device_steps {
  * the library's status; the message is in nn_last_error(). */
 nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, const nn_dataset *train,
                             normalization norm, int64_t batch, bool use_capture);
+/* A step fed by the host with batches of channels x height x width images;
+ * `steps` bounds the steps of an epoch (the learning-rate table). */
+nn_status device_steps_open_host(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, int channels,
+                                 int height, int width, int64_t batch, int64_t steps, bool use_capture);
+/* Host-fed: the epoch's learning rates (device_steps_per_epoch entries);
+ * zeroes the sums and the step counter. */
+nn_status device_steps_begin_host_epoch(device_steps *s, const float *lrs);
+/* Host-fed: one step on n images (n <= batch; a full batch replays the
+ * captured step, a smaller one runs eagerly). */
+nn_status device_steps_host_step(device_steps *s, const float *images, const int32_t *labels, int64_t n);
+
 /* Steps per epoch (the last batch may be smaller). */
 int64_t device_steps_per_epoch(const device_steps *s);
 /* The epoch's order of the training images and the learning rate of each of
