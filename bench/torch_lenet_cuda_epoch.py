@@ -21,33 +21,31 @@ from torch_lenet_epoch import find, load_idx
 from torch_lenet_step import LeNet5
 
 
+def train_step(model, opt, x_all, y_all, index, sums):
+    """One step on the images at `index`; loss and correct predictions are
+    summed on the GPU (nothing read back)."""
+    x, y = x_all[index], y_all[index]
+    logits = model(x)
+    loss = F.cross_entropy(logits, y)
+    opt.zero_grad(set_to_none=False)
+    loss.backward()
+    opt.step()
+    sums[0] += loss.detach() * len(index)
+    sums[1] += (logits.argmax(1) == y).sum()
+
+
 def epoch_eager(model, opt, x_all, y_all, batch, sums):
     n = len(y_all)
     order = torch.randperm(n, device=x_all.device)
     for first in range(0, n, batch):
-        index = order[first:first + batch]
-        x, y = x_all[index], y_all[index]
-        logits = model(x)
-        loss = F.cross_entropy(logits, y)
-        opt.zero_grad(set_to_none=False)
-        loss.backward()
-        opt.step()
-        sums[0] += loss.detach() * len(index)
-        sums[1] += (logits.argmax(1) == y).sum()
+        train_step(model, opt, x_all, y_all, order[first:first + batch], sums)
 
 
 def make_graph_step(model, opt, x_all, y_all, batch, sums):
     static_index = torch.zeros(batch, dtype=torch.long, device=x_all.device)
 
     def step():
-        x, y = x_all[static_index], y_all[static_index]
-        logits = model(x)
-        loss = F.cross_entropy(logits, y)
-        opt.zero_grad(set_to_none=False)
-        loss.backward()
-        opt.step()
-        sums[0] += loss.detach() * batch
-        sums[1] += (logits.argmax(1) == y).sum()
+        train_step(model, opt, x_all, y_all, static_index, sums)
 
     # Warm up on a side stream (as the CUDA-graph documentation asks), then capture.
     side = torch.cuda.Stream()

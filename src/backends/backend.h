@@ -89,6 +89,9 @@ struct nn_backend {
     void (*memory_stats)(nn_backend *self, uint64_t *current, uint64_t *peak, uint64_t *reserved);
 };
 
+/* Issue one recorded command through b's run/fill/copy/write. */
+nn_status nn_command_issue(nn_backend *b, const nn_command *cmd);
+
 /* Open the CPU backend with `threads` workers (0 = one per core). */
 nn_backend *nn_cpu_backend_new(int threads);
 

@@ -171,16 +171,6 @@ nn_capture *nn_capture_end(nn_ctx *ctx) {
     return c;
 }
 
-static nn_status issue(nn_backend *b, const nn_command *cmd) {
-    switch (cmd->kind) {
-    case NN_COMMAND_RUN: return b->run(b, cmd->kernel, cmd->args, cmd->nargs, cmd->params);
-    case NN_COMMAND_FILL: return b->fill(b, cmd->args[0], cmd->value, cmd->count);
-    case NN_COMMAND_COPY: return b->copy(b, cmd->args[0], cmd->args[1], cmd->count);
-    case NN_COMMAND_WRITE: return b->write(b, cmd->args[0], cmd->data, cmd->count);
-    }
-    return nn_set_error(NN_ERR_BACKEND, "replay: unknown command kind %d", (int)cmd->kind);
-}
-
 nn_status nn_replay(nn_capture *c, int64_t times) {
     if (!c) return nn_set_error(NN_ERR_ARGUMENT, "nn_replay: capture is NULL");
     if (times < 1) return nn_set_error(NN_ERR_ARGUMENT, "nn_replay: times must be >= 1, got %lld", (long long)times);
@@ -190,7 +180,7 @@ nn_status nn_replay(nn_capture *c, int64_t times) {
     nn_backend *b = ctx->backend;
     if (c->plan) return b->plan_replay(b, c->plan, times);
     for (int64_t t = 0; t < times; t++)
-        for (int64_t i = 0; i < c->count; i++) NN_TRY(issue(b, &c->commands[i]));
+        for (int64_t i = 0; i < c->count; i++) NN_TRY(nn_command_issue(b, &c->commands[i]));
     return NN_OK;
 }
 

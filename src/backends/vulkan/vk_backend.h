@@ -233,8 +233,6 @@ nn_status vk_finish(vk_backend *vk);
 nn_status vk_plan_new(nn_backend *self, const nn_command *commands, int64_t count, void **plan);
 nn_status vk_plan_replay(nn_backend *self, void *plan, int64_t times);
 void vk_plan_free(nn_backend *self, void *plan);
-/* Issue one command through the backend (recording it into the plan). */
-nn_status vk_issue_command(vk_backend *vk, const nn_command *cmd);
 
 /* vk_profile.c: per-kernel GPU times (NN_ENGINE_VULKAN_PROFILE=1). */
 nn_status vk_profile_init(vk_backend *vk);

@@ -38,17 +38,6 @@ void vk_scratch_done(vk_backend *vk, nn_buffer *buffer) {
     plan->scratch[plan->scratch_count++] = buffer;
 }
 
-nn_status vk_issue_command(vk_backend *vk, const nn_command *cmd) {
-    nn_backend *b = &vk->base;
-    switch (cmd->kind) {
-    case NN_COMMAND_RUN: return b->run(b, cmd->kernel, cmd->args, cmd->nargs, cmd->params);
-    case NN_COMMAND_FILL: return b->fill(b, cmd->args[0], cmd->value, cmd->count);
-    case NN_COMMAND_COPY: return b->copy(b, cmd->args[0], cmd->args[1], cmd->count);
-    case NN_COMMAND_WRITE: return b->write(b, cmd->args[0], cmd->data, cmd->count);
-    }
-    return nn_set_error(NN_ERR_BACKEND, "vulkan: unknown captured command kind %d", (int)cmd->kind);
-}
-
 void vk_plan_free(nn_backend *self, void *opaque) {
     vk_backend *vk = as_vk(self);
     vk_plan *plan = opaque;
@@ -109,7 +98,7 @@ nn_status vk_plan_new(nn_backend *self, const nn_command *commands, int64_t coun
     }
     vk_target_begin(vk, &plan->target);
     vk->compiling = plan;
-    for (int64_t i = 0; i < count && st == NN_OK; i++) st = vk_issue_command(vk, &commands[i]);
+    for (int64_t i = 0; i < count && st == NN_OK; i++) st = nn_command_issue(&vk->base, &commands[i]);
     vk->compiling = NULL;
     VkMemoryBarrier to_host = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
