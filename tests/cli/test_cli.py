@@ -365,7 +365,8 @@ def alexnet_learns_stripes_against_dots():
         f.write("not an image")
     log = path("alexnet.json")
     quick = os.environ.get("NN_ENGINE_CLI_QUICK") == "1"
-    args = ["train", "alexnet", "--data", d, "--device", "cpu", "--log", log]
+    weights = path("alexnet.safetensors")
+    args = ["train", "alexnet", "--data", d, "--device", "cpu", "--log", log, "--save", weights]
     args += ["--epochs", "1", "--limit", "20"] if quick else ["--epochs", "8"]
     p = expect(args, 0, "skipped 3 files that are not readable images", "training and 12 validation",
                "decoded to 3x224x224")
@@ -373,6 +374,10 @@ def alexnet_learns_stripes_against_dots():
     assert len(lines) == (1 if quick else 8), p.stdout
     if not quick:
         assert lines[-1]["test_acc"] >= 0.9, f"validation accuracy {lines[-1]['test_acc']:.3f} after 8 epochs:\n{p.stdout}"
+    # eval on the saved weights reproduces the last epoch's validation figures
+    e = expect(["eval", "alexnet", "--weights", weights, "--data", d, "--device", "cpu"], 0,
+               "alexnet on 12 validation images", stream="stdout")
+    assert f"accuracy {100 * lines[-1]['test_acc']:.2f}%" in e.stdout, (e.stdout, lines[-1])
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

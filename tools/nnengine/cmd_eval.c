@@ -8,6 +8,7 @@
 #include "models.h"
 #include "nn_io.h"
 #include "options.h"
+#include "photo_data.h"
 #include "setup.h"
 
 typedef struct eval_config {
@@ -16,20 +17,37 @@ typedef struct eval_config {
     double validation_fraction;
 } eval_config;
 
+/* The weights loaded into `name`'s model, then the loss and accuracy on the
+ * test images: in memory (LeNet, MLP) or decoded by the image loader
+ * (AlexNet: `photos` set). */
 static int eval(const eval_config *c) {
     if (!model_known(c->model)) {
         fprintf(stderr, "nnengine eval: unknown model '%s' (known: %s)\n", c->model, models_names());
         return EXIT_BAD_INPUT;
     }
-    data_setup data;
-    int status = data_setup_load("eval", c->data, c->validation_fraction, (uint64_t)c->seed, 0,
-                                 c->normalize, &data);
-    if (status != EXIT_OK) return status;
+    int channels, height, width;
+    bool photos = model_input(c->model, &channels, &height, &width) && channels == 3;
+    data_setup data = {0};
+    photo_data photo = {0};
+    int status;
+    if (photos) {
+        photo_options o = {.channels = channels, .height = height, .width = width, .batch = 32,
+                           .validation_fraction = c->validation_fraction, .seed = (uint64_t)c->seed,
+                           .normalize = c->normalize};
+        status = photo_data_load("eval", c->data, &o, &photo);
+    } else {
+        status = data_setup_load("eval", c->data, c->validation_fraction, (uint64_t)c->seed, 0, c->normalize,
+                                 &data);
+        channels = data.train.channels, height = data.train.height, width = data.train.width;
+    }
+    if (status != EXIT_OK) {
+        photo_data_free(&photo);
+        return status;
+    }
+    int classes = photos ? photo.classes : data.classes;
     nn_ctx *ctx = open_device("eval", c->device, (int)c->threads, (uint64_t)c->seed);
     char why[512];
-    nn_module *net = ctx ? model_build(ctx, c->model, data.train.channels, data.train.height,
-                                       data.train.width, data.classes, why, sizeof why)
-                         : NULL;
+    nn_module *net = ctx ? model_build(ctx, c->model, channels, height, width, classes, why, sizeof why) : NULL;
     if (!ctx) {
         status = EXIT_BAD_INPUT;
     } else if (!net) {
@@ -40,18 +58,22 @@ static int eval(const eval_config *c) {
         status = EXIT_BAD_INPUT;
     } else {
         double loss, accuracy;
-        if (evaluate(ctx, net, &data.test, data.norm, data.classes, &loss, &accuracy) != NN_OK) {
+        nn_status st = photos ? photo_evaluate(ctx, net, &photo, &loss, &accuracy)
+                              : evaluate(ctx, net, &data.test, data.norm, data.classes, &loss, &accuracy);
+        int64_t count = photos ? photo.test.count : data.test.count;
+        bool validation = photos ? photo.test_is_validation : data.test_is_validation;
+        if (st != NN_OK) {
             fprintf(stderr, "nnengine eval: %s\n", library_error());
             status = EXIT_FAILURE_RUNTIME;
         } else {
-            printf("%s on %lld %s images: loss %.4f  accuracy %.2f%%\n", c->model,
-                   (long long)data.test.count, data.test_is_validation ? "validation" : "test", loss,
-                   100 * accuracy);
+            printf("%s on %lld %s images: loss %.4f  accuracy %.2f%%\n", c->model, (long long)count,
+                   validation ? "validation" : "test", loss, 100 * accuracy);
         }
     }
     nn_module_free(net);
     nn_ctx_free(ctx);
     data_setup_free(&data);
+    photo_data_free(&photo);
     return status;
 }
 
