@@ -74,10 +74,11 @@ class CapturedStep:
             outputs = self._fn(*call_args)
             _persist(outputs)
             ctx.end_step()
-        finally:
-            # Always stop recording, even when the step raised.
-            capture = lib.nn_capture_end(ctx.ptr)
-        self._capture = check_ptr(capture, "nn_capture_end")
+        except BaseException:
+            # Stop recording and drop what was recorded; the step's error propagates.
+            lib.nn_capture_free(lib.nn_capture_end(ctx.ptr))
+            raise
+        self._capture = check_ptr(lib.nn_capture_end(ctx.ptr), "nn_capture_end")
         self._ctx = ctx
         self._inputs = inputs
         self._frozen = [None if t is not None else a for t, a in zip(inputs, args)]
