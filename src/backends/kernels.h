@@ -193,7 +193,7 @@ const char *nn_kernel_name(nn_kernel kernel);
 size_t nn_kernel_params_size(nn_kernel kernel);
 /* Bit i set: the kernel writes buffer argument i (it may read it too; every
  * argument may be read). Unknown kernels: every argument. */
-unsigned nn_kernel_written_args(nn_kernel kernel, const void *params);
+unsigned nn_kernel_written_args(nn_kernel kernel);
 /* The checks every backend's run() makes first: a known kernel, its number
  * of buffers, and parameters. `backend` names the backend in the message. */
 nn_status nn_kernel_check_call(const char *backend, nn_kernel kernel, int nargs, const void *params);

@@ -32,7 +32,7 @@ uint32_t vk_groups_for(uint64_t items) {
 /* Record one dispatch (vk_backend.h). */
 nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
                     int nargs, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
-    return vk_record_ex(vk, kernel, pipe, variant, args, nargs, nn_kernel_written_args(kernel, NULL), tail,
+    return vk_record_ex(vk, kernel, pipe, variant, args, nargs, nn_kernel_written_args(kernel), tail,
                         tail_bytes, gx, gy, gz);
 }
 
