@@ -6,19 +6,14 @@
 // step counter and normalised to float: value * scale[c] + shift[c].
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer S { uint samples[]; };
-layout(std430, binding = 1) readonly buffer O { int order[]; };
-layout(std430, binding = 2) readonly buffer C { int counter[]; };
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
 
 void main() {
-    int counter_value = p.has_counter != 0 ? counter[p.off2] : 0;
     uint total = uint(p.rows) * uint(p.row_elems);
     GRID_STRIDE_LOOP(idx, total) {
         int i = int(idx / uint(p.row_elems));
         int j = int(idx % uint(p.row_elems));
-        int position = p.first + counter_value * p.stride + i;
-        int order_value = (p.has_order != 0 && position >= 0 && position < p.positions) ? order[p.off1 + position] : 0;
-        int row = source_row(i, counter_value, order_value);
+        int row = source_row(i);
         float v = 0.0;
         if (row >= 0) {
             uint byte_index = p.off0 * 4u + uint(row) * uint(p.row_elems) + uint(j);
