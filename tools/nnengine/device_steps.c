@@ -14,13 +14,38 @@ static nn_tensor *new_tensor(nn_ctx *ctx, nn_dtype dtype, int ndim, int64_t a, i
     return nn_tensor_new(ctx, dtype, ndim, shape);
 }
 
-nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, const nn_dataset *train,
-                            normalization norm, int64_t batch, bool use_capture) {
+int64_t device_steps_per_epoch(const device_steps *s) { return s->full_steps + (s->tail ? 1 : 0); }
+
+/* What both kinds of training step hold, once s's batch and step counts are
+ * set: the batch's tensors (and the smaller last batch's), the step counter,
+ * the sums and the table of an epoch's learning rates. */
+static nn_status open_tensors(device_steps *s, int channels, int height, int width) {
+    s->x = new_tensor(s->ctx, NN_F32, 4, s->batch, channels, height, width);
+    s->y = new_tensor(s->ctx, NN_I32, 1, s->batch, 0, 0, 0);
+    if (s->tail) {
+        s->x_tail = new_tensor(s->ctx, NN_F32, 4, s->tail, channels, height, width);
+        s->y_tail = new_tensor(s->ctx, NN_I32, 1, s->tail, 0, 0, 0);
+    }
+    int64_t steps = device_steps_per_epoch(s);
+    s->counter = new_tensor(s->ctx, NN_I32, 1, 1, 0, 0, 0);
+    s->sums = new_tensor(s->ctx, NN_F32, 1, 2, 0, 0, 0);
+    s->lr_table = new_tensor(s->ctx, NN_F32, 1, steps > 0 ? steps : 1, 0, 0, 0);
+    if (!s->x || !s->y || (s->tail && (!s->x_tail || !s->y_tail)) || !s->counter || !s->sums || !s->lr_table)
+        return nn_last_status();
+    return NN_OK;
+}
+
+static void init(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, bool use_capture) {
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
     s->net = net;
     s->opt = opt;
     s->use_capture = use_capture;
+}
+
+nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, const nn_dataset *train,
+                            normalization norm, int64_t batch, bool use_capture) {
+    init(s, ctx, net, opt, use_capture);
     if (batch > train->count) batch = train->count;
     s->batch = batch;
     s->full_steps = train->count / batch;
@@ -29,56 +54,31 @@ nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd
     for (int c = 0; c < 4; c++) mean[c] = norm.mean, std[c] = norm.std;
     s->data = nn_device_dataset_new(ctx, train, mean, std);
     if (!s->data) return nn_last_status();
-    int c = train->channels, h = train->height, w = train->width;
-    s->x = new_tensor(ctx, NN_F32, 4, batch, c, h, w);
-    s->y = new_tensor(ctx, NN_I32, 1, batch, 0, 0, 0);
-    if (s->tail) {
-        s->x_tail = new_tensor(ctx, NN_F32, 4, s->tail, c, h, w);
-        s->y_tail = new_tensor(ctx, NN_I32, 1, s->tail, 0, 0, 0);
-    }
-    s->counter = new_tensor(ctx, NN_I32, 1, 1, 0, 0, 0);
-    s->sums = new_tensor(ctx, NN_F32, 1, 2, 0, 0, 0);
-    s->lr_table = new_tensor(ctx, NN_F32, 1, device_steps_per_epoch(s), 0, 0, 0);
-    if (!s->x || !s->y || (s->tail && (!s->x_tail || !s->y_tail)) || !s->counter || !s->sums || !s->lr_table)
-        return nn_last_status();
-    return NN_OK;
+    return open_tensors(s, train->channels, train->height, train->width);
 }
-
-int64_t device_steps_per_epoch(const device_steps *s) { return s->full_steps + (s->tail ? 1 : 0); }
 
 nn_status device_steps_open_host(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, int channels,
                                  int height, int width, int64_t batch, int64_t steps, bool use_capture) {
-    memset(s, 0, sizeof *s);
-    s->ctx = ctx;
-    s->net = net;
-    s->opt = opt;
-    s->use_capture = use_capture;
+    init(s, ctx, net, opt, use_capture);
     s->host_fed = true;
     s->batch = batch;
-    s->full_steps = steps;
-    s->x = new_tensor(ctx, NN_F32, 4, batch, channels, height, width);
-    s->y = new_tensor(ctx, NN_I32, 1, batch, 0, 0, 0);
-    s->counter = new_tensor(ctx, NN_I32, 1, 1, 0, 0, 0);
-    s->sums = new_tensor(ctx, NN_F32, 1, 2, 0, 0, 0);
-    s->lr_table = new_tensor(ctx, NN_F32, 1, steps > 0 ? steps : 1, 0, 0, 0);
-    if (!s->x || !s->y || !s->counter || !s->sums || !s->lr_table) return nn_last_status();
-    return NN_OK;
+    s->full_steps = steps; /* a smaller batch's tensors are made when one comes */
+    return open_tensors(s, channels, height, width);
 }
 
-nn_status device_steps_begin_host_epoch(device_steps *s, const float *lrs) {
+/* The start of an epoch: step counter and sums at zero, its learning rates. */
+static nn_status reset_epoch(device_steps *s, const float *lrs) {
     int32_t zero = 0;
     TRY(nn_tensor_write(s->counter, &zero, sizeof zero));
     TRY(nn_tensor_fill(s->sums, 0.0f));
     return nn_tensor_write(s->lr_table, lrs, sizeof(float) * (size_t)device_steps_per_epoch(s));
 }
 
+nn_status device_steps_begin_host_epoch(device_steps *s, const float *lrs) { return reset_epoch(s, lrs); }
+
 nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, const float *lrs) {
-    int32_t zero = 0;
-    nn_status st = nn_device_dataset_set_order(s->data, order, nn_device_dataset_count(s->data));
-    if (st == NN_OK) st = nn_tensor_write(s->counter, &zero, sizeof zero);
-    if (st == NN_OK) st = nn_tensor_fill(s->sums, 0.0f);
-    if (st == NN_OK) st = nn_tensor_write(s->lr_table, lrs, sizeof(float) * (size_t)device_steps_per_epoch(s));
-    return st;
+    TRY(nn_device_dataset_set_order(s->data, order, nn_device_dataset_count(s->data)));
+    return reset_epoch(s, lrs);
 }
 
 /* One step on batch (x, y). A full batch gathered on the device comes from
