@@ -15,10 +15,8 @@ static bool parse_normalize(const char *text, photo_data *d) {
         memcpy(d->std, imagenet_std, sizeof d->std);
         return true;
     }
-    float mean = 0.0f, std = 1.0f;
-    char extra;
-    if (strcmp(text, "none") != 0 && (sscanf(text, "%f,%f%c", &mean, &std, &extra) != 2 || !(std > 0.0f)))
-        return false;
+    float mean, std;
+    if (!parse_fixed_normalization(text, &mean, &std)) return false;
     for (int c = 0; c < 3; c++) d->mean[c] = mean, d->std[c] = std;
     return true;
 }

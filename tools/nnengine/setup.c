@@ -11,6 +11,23 @@ const char *library_error(void) {
     return message && *message ? message : "out of host memory";
 }
 
+bool parse_fixed_normalization(const char *text, float *mean, float *std) {
+    if (strcmp(text, "none") == 0) {
+        *mean = 0.0f;
+        *std = 1.0f;
+        return true;
+    }
+    char *end;
+    double m = strtod(text, &end);
+    if (end == text || *end != ',') return false;
+    const char *std_text = end + 1;
+    double s = strtod(std_text, &end);
+    if (end == std_text || *end || !(s > 0)) return false;
+    *mean = (float)m;
+    *std = (float)s;
+    return true;
+}
+
 static int parse_normalization(const char *command, const char *text, const nn_dataset *train,
                                normalization *norm) {
     if (strcmp(text, "auto") == 0) {
@@ -20,22 +37,7 @@ static int parse_normalization(const char *command, const char *text, const nn_d
         norm->std = std > 1e-6 ? (float)std : 1.0f; /* a constant image set: no scaling */
         return EXIT_OK;
     }
-    if (strcmp(text, "none") == 0) {
-        norm->mean = 0.0f;
-        norm->std = 1.0f;
-        return EXIT_OK;
-    }
-    char *end;
-    double mean = strtod(text, &end);
-    if (end != text && *end == ',') {
-        const char *std_text = end + 1;
-        double std = strtod(std_text, &end);
-        if (end != std_text && !*end && std > 0) {
-            norm->mean = (float)mean;
-            norm->std = (float)std;
-            return EXIT_OK;
-        }
-    }
+    if (parse_fixed_normalization(text, &norm->mean, &norm->std)) return EXIT_OK;
     fprintf(stderr, "nnengine %s: --normalize takes auto, none or MEAN,STD with STD > 0; got '%s'\n",
             command, text);
     return EXIT_BAD_INPUT;
