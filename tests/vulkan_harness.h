@@ -38,6 +38,12 @@ bool vkt_run(nn_kernel kernel, vkt_pair *args, int nargs, const void *params);
 void vkt_compare_f32(const vkt_pair *p, double tol, const char *what);
 void vkt_compare_i32(const vkt_pair *p, const char *what);
 
+/* Runs a softmax cross-entropy kernel (args logits, labels, out, loss[1];
+ * forward or fused) on Vulkan with labels 10 and -1 among 10 classes: the
+ * next read must fail naming row 3 and label 10, the loss be NaN as the
+ * CPU's, and the next sync succeed (reported once). */
+void vkt_check_bad_label_reported(nn_kernel kernel);
+
 /* Uniform floats in [lo, hi) from a seeded generator. */
 void vkt_fill(float *x, size_t n, float lo, float hi, unsigned seed);
 
