@@ -291,6 +291,43 @@ TEST(autograd_views_show_their_source) {
     nn_ctx_free(ctx);
 }
 
+/* A view's backward hands its gradient to a computed source that has none
+ * yet (no copy): the source's gradient must still collect every other use,
+ * before or after the view's, and the leaf's be exact. */
+TEST(autograd_view_gradient_taken_over_by_its_source) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    ref_rng r = ref_rng_new(3200);
+    float v[24], wa[24], wb[24], wy[24], want[24];
+    ref_fill_uniform(&r, v, 24, -1, 1);
+    ref_fill_uniform(&r, wa, 24, -1, 1);
+    ref_fill_uniform(&r, wb, 24, -1, 1);
+    ref_fill_uniform(&r, wy, 24, -1, 1);
+    int64_t s4[4] = {2, 3, 2, 2}, s_flat[2] = {2, 12}, s_re[2] = {4, 6};
+    for (int order = 0; order < 2; order++) {
+        nn_tensor *x = ref_tensor_f32(ctx, 4, s4, v);
+        nn_tensor *ta = ref_tensor_f32(ctx, 2, s_flat, wa), *tb = ref_tensor_f32(ctx, 2, s_re, wb),
+                  *ty = ref_tensor_f32(ctx, 4, s4, wy);
+        if (!x || !ta || !tb || !ty) break;
+        CHECK(nn_tensor_set_requires_grad(x, true) == NN_OK);
+        nn_tensor *y = nn_scale(x, 0.5f); /* computed: its gradient starts unwritten */
+        /* order 0: the views are used last (their backward runs first); order 1: y's direct use last. */
+        nn_tensor *direct = NULL, *va, *vb;
+        if (order == 1) direct = nn_sum(nn_mul(y, ty));
+        va = nn_sum(nn_mul(nn_flatten(y), ta));
+        vb = nn_sum(nn_mul(nn_reshape(y, 2, s_re), tb));
+        if (order == 0) direct = nn_sum(nn_mul(y, ty));
+        nn_tensor *loss = nn_add(nn_add(va, vb), direct);
+        CHECK(loss && nn_backward(loss) == NN_OK);
+        for (int i = 0; i < 24; i++) want[i] = 0.5f * (wa[i] + wb[i] + wy[i]);
+        expect_values(order ? "grad x (direct use last)" : "grad x (views used last)", nn_tensor_grad(x), want, 1,
+                      24);
+        CHECK(nn_ctx_step_end(ctx) == NN_OK);
+        nn_tensor_free(x), nn_tensor_free(ta), nn_tensor_free(tb), nn_tensor_free(ty);
+    }
+    nn_ctx_free(ctx);
+}
+
 TEST(autograd_mixed_contexts_are_rejected) {
     nn_ctx *a = ref_ctx(1), *b = ref_ctx(1);
     float v[N_X] = {0};

@@ -163,13 +163,20 @@ TEST(fusion_cpu_gemm_epilogue_rejects_bad_flags) {
 TEST(fusion_vulkan_gemm_epilogue) {
     if (vkt_skipped() || !vkt_vulkan()) return;
     for (size_t i = 0; i < sizeof kGemmCases / sizeof kGemmCases[0]; i++) run_gemm_case(&kGemmCases[i], 90 + 5 * (unsigned)i, true);
-    static const char *tiles[] = {"large", "medium", "small", "thin"};
-    for (int t = 0; t < 4; t++) {
+    static const char *tiles[] = {"large", "medium", "small", "thin", "latency"};
+    for (int t = 0; t < 5; t++) {
         setenv("NN_ENGINE_VULKAN_GEMM_TILES", tiles[t], 1);
         gemm_case g = {67, 130, 29, 0, 1, 2, 0, 0, 1, 0, NN_EPI_BIAS_COLS | NN_EPI_RELU};
         run_gemm_case(&g, 300 + (unsigned)t, true);
         gemm_case m = {67, 30, 29, 1, 0, 1, 0, 1, 1, 1, NN_EPI_MASK};
         run_gemm_case(&m, 310 + (unsigned)t, true);
+        /* A summed batch with a long walk: gemm_latency.comp splits it and its
+         * last workgroups add the partials, ReLU after the sum; with a bias
+         * (read from the binding the split would use) it walks unsplit. */
+        gemm_case s = {6, 25, 70, 0, 1, 40, 1, 0, 1, 0.5f, NN_EPI_RELU};
+        run_gemm_case(&s, 320 + (unsigned)t, true);
+        gemm_case sb = {6, 25, 70, 0, 1, 40, 1, 0, 1, 0, NN_EPI_BIAS_ROWS | NN_EPI_RELU};
+        run_gemm_case(&sb, 330 + (unsigned)t, true);
     }
     unsetenv("NN_ENGINE_VULKAN_GEMM_TILES");
 }

@@ -45,10 +45,10 @@ static void gemm_case(int m, int n, int k, int ta, int tb, int batch, int summed
 
 TEST(vulkan_gemm_every_tile_and_transpose) {
     NEED_VULKAN();
-    static const char *tiles[] = {"large", "large16", "large-db", "medium", "small", "thin", "direct"};
+    static const char *tiles[] = {"large", "large16", "large-db", "medium", "small", "thin", "direct", "latency"};
     static const int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {67, 130, 29}, {6, 25, 150}, {129, 3, 8}};
     unsigned seed = 1;
-    for (int t = 0; t < 7; t++) {
+    for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
         setenv("NN_ENGINE_VULKAN_GEMM_TILES", tiles[t], 1);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             for (int ta = 0; ta < 2; ta++)
@@ -64,11 +64,11 @@ TEST(vulkan_gemm_every_tile_and_transpose) {
  * vec4 loads; the last shapes have an odd side or offset and must not. */
 TEST(vulkan_gemm_vec4_loads) {
     NEED_VULKAN();
-    static const char *tiles[] = {"large", "large16", "medium", "small", "thin", "direct", ""};
+    static const char *tiles[] = {"large", "large16", "medium", "small", "thin", "direct", "latency", ""};
     static const int shapes[][4] = {/* m, n, k, batch */ {64, 36, 20, 1}, {36, 132, 28, 1}, {132, 8, 200, 3},
                                     {4, 4, 4, 1}, {36, 40, 3, 1}, {37, 40, 8, 1}};
     unsigned seed = 300;
-    for (int t = 0; t < 7; t++) {
+    for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
         if (tiles[t][0]) setenv("NN_ENGINE_VULKAN_GEMM_TILES", tiles[t], 1);
         else unsetenv("NN_ENGINE_VULKAN_GEMM_TILES");
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -175,6 +175,76 @@ TEST(vulkan_im2col_col2im) {
     }
 }
 
+/* ---- convolution kernels (no column matrix) ---- */
+
+/* Forward (with and without bias and ReLU), the data gradient and the
+ * weight gradient (overwrite and accumulate) against the CPU's column
+ * route, on every geometry above plus LeNet-5's two layers at a batch whose
+ * weight gradient is split, by the default choice (conv_latency.comp for
+ * these sizes), the column route ("medium" tiles) and the latency kernel
+ * forced. */
+static void conv_kernels_case(const nn_conv_geometry *geometry, int filters, unsigned seed, const char *route) {
+    nn_conv_geometry g = *geometry;
+    size_t nx = (size_t)g.batch * g.channels * g.height * g.width;
+    size_t nw = (size_t)filters * g.channels * g.kernel_h * g.kernel_w;
+    size_t ny = (size_t)g.batch * filters * g.out_h * g.out_w;
+    float *x = floats(nx, -1, 1, seed), *w = floats(nw, -1, 1, seed + 1), *b = floats((size_t)filters, -1, 1, seed + 2);
+    float *y = floats(ny, -1, 1, seed + 3), *dw = floats(nw, -1, 1, seed + 4), *dx = floats(nx, -1, 1, seed + 5);
+    double k = (double)g.channels * g.kernel_h * g.kernel_w;
+    char what[160];
+    for (int epi = 0; epi < 4; epi++) {
+        nn_conv_params p = {.g = g, .filters = filters, .epilogue = (epi & 1 ? NN_EPI_BIAS_ROWS : 0) |
+                                                                   (epi & 2 ? NN_EPI_RELU : 0)};
+        vkt_pair args[4] = {vkt_pair_new(x, nx, 4), vkt_pair_new(w, nw, 0), vkt_pair_new(y, ny, 8),
+                            epi & 1 ? vkt_pair_new(b, (size_t)filters, 0) : vkt_pair_none()};
+        snprintf(what, sizeof what, "conv2d_forward %dx%dx%dx%d f%d k%dx%d s%d,%d p%d,%d epilogue %d (%s)", g.batch,
+                 g.channels, g.height, g.width, filters, g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h,
+                 g.pad_w, p.epilogue, route);
+        if (vkt_run(NN_KERNEL_CONV2D_FORWARD, args, 4, &p)) vkt_compare_f32(&args[2], 2e-5 * sqrt(k + 1), what);
+        for (int i = 0; i < 4; i++) vkt_pair_free(&args[i]);
+    }
+    for (int acc = 0; acc < 2; acc++) {
+        nn_conv_params p = {.g = g, .filters = filters};
+        p.g.accumulate = acc;
+        vkt_pair data[3] = {vkt_pair_new(y, ny, 0), vkt_pair_new(w, nw, 4), vkt_pair_new(dx, nx, 8)};
+        snprintf(what, sizeof what, "conv2d_backward_data geometry %dx%dx%dx%d f%d accumulate %d (%s)", g.batch,
+                 g.channels, g.height, g.width, filters, acc, route);
+        if (vkt_run(NN_KERNEL_CONV2D_BACKWARD_DATA, data, 3, &p))
+            vkt_compare_f32(&data[2], 2e-5 * sqrt((double)filters * g.kernel_h * g.kernel_w + 1), what);
+        vkt_pair weight[3] = {vkt_pair_new(y, ny, 4), vkt_pair_new(x, nx, 0), vkt_pair_new(dw, nw, 12)};
+        snprintf(what, sizeof what, "conv2d_backward_weight geometry %dx%dx%dx%d f%d accumulate %d (%s)", g.batch,
+                 g.channels, g.height, g.width, filters, acc, route);
+        if (vkt_run(NN_KERNEL_CONV2D_BACKWARD_WEIGHT, weight, 3, &p))
+            vkt_compare_f32(&weight[2], 2e-5 * sqrt((double)g.batch * g.out_h * g.out_w + 1), what);
+        for (int i = 0; i < 3; i++) {
+            vkt_pair_free(&data[i]);
+            vkt_pair_free(&weight[i]);
+        }
+    }
+    free(x), free(w), free(b), free(y), free(dw), free(dx);
+}
+
+TEST(vulkan_conv2d_kernels) {
+    NEED_VULKAN();
+    static const char *routes[] = {"", "medium", "latency"};
+    static const nn_conv_geometry lenet[] = {
+        {37, 1, 28, 28, 5, 5, 1, 1, 0, 0, 24, 24, 0}, /* c1 at an odd batch: the weight gradient is split */
+        {37, 6, 12, 12, 5, 5, 1, 1, 0, 0, 8, 8, 0},   /* c2 */
+    };
+    unsigned seed = 900;
+    for (int r = 0; r < 3; r++) {
+        if (routes[r][0]) setenv("NN_ENGINE_VULKAN_GEMM_TILES", routes[r], 1);
+        else unsetenv("NN_ENGINE_VULKAN_GEMM_TILES");
+        const char *name = routes[r][0] ? routes[r] : "default";
+        for (size_t i = 0; i < sizeof kGeometries / sizeof kGeometries[0]; i++)
+            conv_kernels_case(&kGeometries[i], 3 + (int)i, seed++, name);
+        conv_kernels_case(&lenet[0], 6, seed++, name);
+        conv_kernels_case(&lenet[1], 16, seed++, name);
+        if (nn_test_failures()) break;
+    }
+    unsetenv("NN_ENGINE_VULKAN_GEMM_TILES");
+}
+
 /* ---- max pooling ---- */
 
 TEST(vulkan_maxpool_forward_backward) {
@@ -220,7 +290,9 @@ TEST(vulkan_maxpool_forward_backward) {
 
 TEST(vulkan_bias_add_and_grad) {
     NEED_VULKAN();
-    static const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {2, 6, 784}, {64, 120, 1}, {1, 300, 3}};
+    static const int64_t shapes[][3] = {{1, 1, 1}, {3, 5, 7}, {2, 6, 784}, {64, 120, 1}, {1, 300, 3},
+                                        /* several chunks per channel, added by the last workgroup */
+                                        {64, 6, 576}, {300, 7, 13}, {5000, 3, 1}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         nn_bias_params p = {.outer = shapes[i][0], .channels = (int32_t)shapes[i][1], .inner = shapes[i][2]};
         size_t n = (size_t)(p.outer * p.channels * p.inner);

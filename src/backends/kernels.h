@@ -42,6 +42,10 @@ typedef enum nn_kernel {
     /* ---- end fusion ---- */
     /* dropout */
     NN_KERNEL_DROPOUT_FORWARD,   /* x, y, mask, counter[1] (uint32, read; COUNTER_ADD advances it) */
+    /* convolution without a column matrix in memory (nn_conv_params) */
+    NN_KERNEL_CONV2D_FORWARD,         /* x, weight, y, bias (or none) */
+    NN_KERNEL_CONV2D_BACKWARD_DATA,   /* dy, weight, dx */
+    NN_KERNEL_CONV2D_BACKWARD_WEIGHT, /* dy, x, dweight */
     NN_KERNEL_COUNT
 } nn_kernel;
 
@@ -158,6 +162,24 @@ typedef struct nn_gemm_epilogue_params {
     nn_gemm_params gemm;
     int32_t epilogue; /* NN_EPI_* bits */
 } nn_gemm_epilogue_params;
+
+/* The convolution kernels: x [batch, channels, height, width], weight
+ * [filters, channels, kernel_h, kernel_w], y [batch, filters, out_h, out_w],
+ * with g's geometry; with K = channels * kernel_h * kernel_w, P = out_h *
+ * out_w and cols_n = im2col(x_n) [K, P] (nn_conv_geometry's layout), they
+ * compute what the column route computes, without cols in memory (each
+ * backend decides how):
+ *   FORWARD          y_n = epilogue(W[filters, K] cols_n), the epilogue as
+ *                    GEMM_EPILOGUE's with NN_EPI_BIAS_ROWS (bias[filter])
+ *                    and NN_EPI_RELU only; y is overwritten;
+ *   BACKWARD_DATA    dx (+)= col2im(W^T dy_n) for every image n;
+ *   BACKWARD_WEIGHT  dweight (+)= sum over n of dy_n cols_n^T.
+ * g.accumulate: the backward kernels add into their output. */
+typedef struct nn_conv_params {
+    nn_conv_geometry g;
+    int32_t filters;
+    int32_t epilogue; /* FORWARD: NN_EPI_BIAS_ROWS | NN_EPI_RELU bits */
+} nn_conv_params;
 
 /* NN_KERNEL_MAXPOOL_BACKWARD_MASKED takes nn_pool_params: the max-pool
  * backward of a pool whose input is a ReLU output, fused with that ReLU's

@@ -1,63 +1,39 @@
-/* Convolution as im2col + GEMM, the seed's route: general and correct for
- * any stride and padding. The column matrix is kept for the backward pass,
- * which then needs no second im2col. For each image n:
- *   forward   y_n[OC, P]  = W[OC, K] cols_n[K, P]             (+ bias)
- *   backward  dW         += dy_n[OC, P] cols_n^T[P, K]        (summed over n)
- *             dcols_n     = W^T[K, OC] dy_n[OC, P], then col2im into dx
- * with K = C*KH*KW and P = OH*OW; all images in one batched GEMM launch.
- * The bias (and, fused for nn_sequential, the ReLU: fused_relu.h) is added
- * in that GEMM's epilogue. */
+/* Convolution through the backend's convolution kernels (kernels.h,
+ * nn_conv_params): forward, and the two backward products, each one kernel
+ * that computes what im2col + GEMM (+ col2im) would, without a column
+ * matrix kept between forward and backward. The CPU runs the column route
+ * in scratch; the Vulkan backend multiplies straight from the image for
+ * small layers and uses the column route for large ones. The bias (and,
+ * fused for nn_sequential, the ReLU: fused_relu.h) is the forward kernel's
+ * epilogue. */
 #include "fused_relu.h"
 
 static nn_status conv_backward(nn_node *node) {
     nn_tensor *x = node->inputs[0], *w = node->inputs[1], *bias = node->inputs[2];
-    nn_tensor *cols = node->saved[0], *dy = node->output->grad;
-    const nn_conv_geometry *g = &node->params.conv;
+    nn_tensor *dy = node->output->grad;
     nn_ctx *ctx = x->ctx;
-    const int32_t oc = (int32_t)w->shape[0];
-    const int32_t k = g->channels * g->kernel_h * g->kernel_w;
-    const int32_t positions = g->out_h * g->out_w;
+    nn_conv_params p = {.g = node->params.conv, .filters = (int32_t)w->shape[0]};
+    const int32_t positions = p.g.out_h * p.g.out_w;
     nn_tensor *grad;
     int32_t acc;
 
     if (nn_wants_grad(w)) {
         NN_TRY(nn_grad_target(w, &grad, &acc));
-        nn_gemm_params p = {
-            .m = oc, .n = k, .k = positions, .trans_a = 0, .trans_b = 1,
-            .lda = positions, .ldb = positions, .ldc = k,
-            .batch = g->batch, .stride_a = (int64_t)oc * positions,
-            .stride_b = (int64_t)k * positions, .stride_c = 0,
-            .alpha = 1.0f, .beta = acc ? 1.0f : 0.0f,
-        };
-        nn_buffer_ref args[3] = {nn_tensor_ref(dy), nn_tensor_ref(cols), nn_tensor_ref(grad)};
-        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_GEMM, args, 3, &p));
+        p.g.accumulate = acc;
+        nn_buffer_ref args[3] = {nn_tensor_ref(dy), nn_tensor_ref(x), nn_tensor_ref(grad)};
+        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, args, 3, &p));
     }
     if (nn_wants_grad(bias)) {
         NN_TRY(nn_grad_target(bias, &grad, &acc));
-        nn_bias_params p = {.outer = g->batch, .channels = oc, .inner = positions, .accumulate = acc};
+        nn_bias_params b = {.outer = p.g.batch, .channels = p.filters, .inner = positions, .accumulate = acc};
         nn_buffer_ref args[2] = {nn_tensor_ref(dy), nn_tensor_ref(grad)};
-        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_BIAS_GRAD, args, 2, &p));
+        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_BIAS_GRAD, args, 2, &b));
     }
     if (nn_wants_grad(x)) {
-        nn_tensor *dcols = nn_op_scratch(ctx, NN_F32, cols->ndim, cols->shape);
-        if (!dcols) return nn_last_status();
-        nn_gemm_params p = {
-            .m = k, .n = positions, .k = oc, .trans_a = 1, .trans_b = 0,
-            .lda = k, .ldb = positions, .ldc = positions,
-            .batch = g->batch, .stride_a = 0, .stride_b = (int64_t)oc * positions,
-            .stride_c = (int64_t)k * positions, .alpha = 1.0f, .beta = 0.0f,
-        };
-        nn_buffer_ref gemm_args[3] = {nn_tensor_ref(w), nn_tensor_ref(dy), nn_tensor_ref(dcols)};
-        nn_status status = nn_ctx_run(ctx, NN_KERNEL_GEMM, gemm_args, 3, &p);
-        if (status == NN_OK) status = nn_grad_target(x, &grad, &acc);
-        if (status == NN_OK) {
-            nn_conv_geometry geometry = *g;
-            geometry.accumulate = acc;
-            nn_buffer_ref args[2] = {nn_tensor_ref(dcols), nn_tensor_ref(grad)};
-            status = nn_ctx_run(ctx, NN_KERNEL_COL2IM, args, 2, &geometry);
-        }
-        nn_tensor_release(dcols);
-        NN_TRY(status);
+        NN_TRY(nn_grad_target(x, &grad, &acc));
+        p.g.accumulate = acc;
+        nn_buffer_ref args[3] = {nn_tensor_ref(dy), nn_tensor_ref(w), nn_tensor_ref(grad)};
+        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_CONV2D_BACKWARD_DATA, args, 3, &p));
     }
     return NN_OK;
 }
@@ -110,8 +86,8 @@ nn_tensor *nn_conv2d_ex(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
     return nn_conv2d_fused(x, weight, bias, params, 0);
 }
 
-/* NN_FUSE_MASK_INPUT is not supported here (dx comes from col2im, which
- * has no mask): nn_sequential does not ask for it. */
+/* NN_FUSE_MASK_INPUT is not supported here (the backward-data kernel has
+ * no mask): nn_sequential does not ask for it. */
 nn_tensor *nn_conv2d_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
                            int flags) {
     const char *op = "nn_conv2d";
@@ -126,13 +102,8 @@ nn_tensor *nn_conv2d_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, con
     g.out_h = (g.height + 2 * g.pad_h - g.kernel_h) / g.stride_h + 1;
     g.out_w = (g.width + 2 * g.pad_w - g.kernel_w) / g.stride_w + 1;
     const int32_t oc = (int32_t)weight->shape[0];
-    const int32_t k = g.channels * g.kernel_h * g.kernel_w;
-    const int32_t positions = g.out_h * g.out_w;
 
     nn_ctx *ctx = x->ctx;
-    int64_t col_shape[3] = {g.batch, k, positions};
-    nn_tensor *cols = nn_op_scratch(ctx, NN_F32, 3, col_shape);
-    if (!cols) return NULL;
     int64_t y_shape[4] = {g.batch, oc, g.out_h, g.out_w};
     nn_tensor *inputs[3] = {x, weight, bias};
     bool relu = flags & NN_FUSE_RELU;
@@ -143,31 +114,19 @@ nn_tensor *nn_conv2d_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, con
     } else {
         y = z = nn_op_result(ctx, 4, y_shape);
     }
-    if (!y) {
-        nn_tensor_release(cols);
-        return NULL;
-    }
-    nn_buffer_ref im2col_args[2] = {nn_tensor_ref(x), nn_tensor_ref(cols)};
-    nn_gemm_epilogue_params p = {
-        .gemm = {.m = oc, .n = positions, .k = k, .trans_a = 0, .trans_b = 0,
-                 .lda = k, .ldb = positions, .ldc = positions,
-                 .batch = g.batch, .stride_a = 0, .stride_b = (int64_t)k * positions,
-                 .stride_c = (int64_t)oc * positions, .alpha = 1.0f, .beta = 0.0f},
-        .epilogue = (bias ? NN_EPI_BIAS_ROWS : 0) | (relu ? NN_EPI_RELU : 0),
-    };
+    if (!y) return NULL;
+    nn_conv_params p = {.g = g, .filters = oc,
+                        .epilogue = (bias ? NN_EPI_BIAS_ROWS : 0) | (relu ? NN_EPI_RELU : 0)};
     nn_buffer_ref none = {NULL, 0, 0};
-    nn_buffer_ref gemm_args[4] = {nn_tensor_ref(weight), nn_tensor_ref(cols), nn_tensor_ref(y),
-                                  bias ? nn_tensor_ref(bias) : none};
-    if (nn_ctx_run(ctx, NN_KERNEL_IM2COL, im2col_args, 2, &g) != NN_OK ||
-        nn_ctx_run(ctx, NN_KERNEL_GEMM_EPILOGUE, gemm_args, 4, &p) != NN_OK) {
-        nn_tensor_release(cols);
+    nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(weight), nn_tensor_ref(y),
+                             bias ? nn_tensor_ref(bias) : none};
+    if (nn_ctx_run(ctx, NN_KERNEL_CONV2D_FORWARD, args, 4, &p) != NN_OK) {
         if (z != y) nn_tensor_free(z);
         return nn_op_fail(y);
     }
     nn_node *node;
-    z = nn_op_finish(z, op, conv_backward, inputs, 3, &cols, 1, &node);
+    z = nn_op_finish(z, op, conv_backward, inputs, 3, NULL, 0, &node);
     if (node) node->params.conv = g;
-    nn_tensor_release(cols); /* the node holds it when backward needs it */
     if (!z) {
         if (relu && record) nn_tensor_free(y);
         return NULL;

@@ -4,11 +4,21 @@
 
 static nn_status view_backward(nn_node *node) {
     nn_tensor *x = node->inputs[0];
+    nn_tensor *dy = node->output->grad;
+    /* A computed source whose gradient nothing has written yet takes the
+     * view's gradient as its own, seen in its shape: no copy, and on a GPU
+     * no dispatch and no barrier (LeNet-5's flatten). The view's gradient
+     * is not written again: every rule that writes it has run. */
+    if (x->grad_fn && !x->grad) {
+        x->grad = nn_tensor_view_at(dy, 0, x->ndim, x->shape);
+        if (!x->grad) return nn_last_status();
+        x->grad_written = true;
+        return NN_OK;
+    }
     nn_tensor *grad;
     int32_t acc;
     NN_TRY(nn_grad_target(x, &grad, &acc));
-    return nn_run_scale(x->ctx, nn_tensor_ref(node->output->grad), nn_tensor_ref(grad), x->numel,
-                        1.0f, acc);
+    return nn_run_scale(x->ctx, nn_tensor_ref(dy), nn_tensor_ref(grad), x->numel, 1.0f, acc);
 }
 
 static nn_tensor *make_view(const char *op, nn_tensor *x, int ndim, const int64_t *shape) {

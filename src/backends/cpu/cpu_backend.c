@@ -237,6 +237,9 @@ static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref
     case NN_KERNEL_DROPOUT_FORWARD:
         return nn_cpu_dropout_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),
                                       (const uint32_t *)nn_cpu_i32(a[3]));
+    case NN_KERNEL_CONV2D_FORWARD:
+    case NN_KERNEL_CONV2D_BACKWARD_DATA:
+    case NN_KERNEL_CONV2D_BACKWARD_WEIGHT: return nn_cpu_conv2d(self, pool, kernel, params, a);
     case NN_KERNEL_COUNT: break;
     }
     return nn_set_error(NN_ERR_BACKEND, "cpu: kernel %s is not implemented", nn_kernel_name(kernel));

@@ -27,6 +27,9 @@ nn_status nn_cpu_im2col(nn_thread_pool *pool, const nn_conv_geometry *g, const f
                         float *cols);
 nn_status nn_cpu_col2im(nn_thread_pool *pool, const nn_conv_geometry *g, const float *cols,
                         float *image);
+/* NN_KERNEL_CONV2D_* (cpu_conv_kernels.c): im2col + GEMM in the backend's scratch. */
+nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *p,
+                        const nn_buffer_ref *args);
 nn_status nn_cpu_maxpool_forward(nn_thread_pool *pool, const nn_pool_params *p, const float *x,
                                  float *y, int32_t *argmax);
 nn_status nn_cpu_maxpool_backward(nn_thread_pool *pool, const nn_pool_params *p, const float *dy,

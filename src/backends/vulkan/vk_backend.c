@@ -35,7 +35,7 @@ static nn_status vk_write(nn_backend *self, nn_buffer_ref dst, const void *src, 
         memcpy(host, (const char *)src + done, chunk);
         nn_buffer_ref piece = {dst.buffer, dst.offset + done, chunk};
         vk_access access = vk_access_of(piece, true);
-        if (vk->profile) snprintf(vk->profile_label, sizeof vk->profile_label, "write (host to device)");
+        if (vk->labels) snprintf(vk->profile_label, sizeof vk->profile_label, "write (host to device)");
         VkCommandBuffer cmd;
         NN_TRY(vk_begin_command(vk, &access, 1, &cmd));
         VkBufferCopy region = {staging_offset, device_offset(dst) + done, chunk};
@@ -59,7 +59,7 @@ static nn_status vk_read(nn_backend *self, nn_buffer_ref src, void *dst, size_t 
         NN_TRY(vk_staging_take(vk, chunk ? chunk : 4, &staging_offset, &host));
         nn_buffer_ref piece = {src.buffer, src.offset + done, chunk ? chunk : 4};
         vk_access access = vk_access_of(piece, false);
-        if (vk->profile) snprintf(vk->profile_label, sizeof vk->profile_label, "read (device to host)");
+        if (vk->labels) snprintf(vk->profile_label, sizeof vk->profile_label, "read (device to host)");
         VkCommandBuffer cmd;
         NN_TRY(vk_begin_command(vk, &access, 1, &cmd));
         if (chunk) {
@@ -86,7 +86,7 @@ static nn_status vk_fill(nn_backend *self, nn_buffer_ref dst, float value, size_
     memcpy(&bits, &value, sizeof bits);
     nn_buffer_ref whole = {dst.buffer, dst.offset, count * sizeof(float)};
     vk_access access = vk_access_of(whole, true);
-    if (vk->profile) snprintf(vk->profile_label, sizeof vk->profile_label, "fill");
+    if (vk->labels) snprintf(vk->profile_label, sizeof vk->profile_label, "fill");
     VkCommandBuffer cmd;
     NN_TRY(vk_begin_command(vk, &access, 1, &cmd));
     vk->fn.vkCmdFillBuffer(cmd, dst.buffer->block->buffer, device_offset(dst), count * sizeof(float), bits);
@@ -96,7 +96,7 @@ static nn_status vk_fill(nn_backend *self, nn_buffer_ref dst, float value, size_
 static nn_status copy_once(vk_backend *vk, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes) {
     nn_buffer_ref to = {dst.buffer, dst.offset, bytes}, from = {src.buffer, src.offset, bytes};
     vk_access accesses[2] = {vk_access_of(from, false), vk_access_of(to, true)};
-    if (vk->profile) snprintf(vk->profile_label, sizeof vk->profile_label, "copy");
+    if (vk->labels) snprintf(vk->profile_label, sizeof vk->profile_label, "copy");
     VkCommandBuffer cmd;
     NN_TRY(vk_begin_command(vk, accesses, 2, &cmd));
     VkBufferCopy region = {device_offset(src), device_offset(dst), bytes};
@@ -128,6 +128,7 @@ static void vk_destroy(nn_backend *self) {
     vk_backend *vk = as_vk(self);
     if (vk->device) {
         vk->fn.vkDeviceWaitIdle(vk->device);
+        vk_split_work_destroy(vk);
         vk_stream_destroy(vk);
         vk_profile_destroy(vk);
         vk_pipelines_destroy(vk);

@@ -107,6 +107,10 @@ typedef enum vk_pipeline_id {
     VK_PIPE_GEMM_THIN,   /* 16 x 64, 4 x 4: few rows (LeNet's convolutions) */
     VK_PIPE_GEMM_SPLITK, /* adds split-K partial products into C */
     VK_PIPE_GEMM_DIRECT, /* small products: one invocation per entry of C, no tiles */
+    VK_PIPE_GEMM_LATENCY_16x16, /* latency-bound products: 16 x 16 tiles, one output per invocation */
+    VK_PIPE_GEMM_LATENCY_8x32,  /* the same for at most 8 rows (LeNet's first convolution) */
+    VK_PIPE_CONV_LATENCY_16x16, /* convolutions as those tiles, variant = mode (conv_latency.comp) */
+    VK_PIPE_CONV_LATENCY_8x32,
     VK_PIPE_GEMM_EPILOGUE_PASS, /* a large product's epilogue, after the plain kernel */
     VK_PIPE_IM2COL,
     VK_PIPE_COL2IM,
@@ -184,8 +188,17 @@ typedef struct vk_backend {
     int current;
     vk_plan *compiling;      /* commands go into this plan instead of a frame */
     struct vk_profile *profile; /* NN_ENGINE_VULKAN_PROFILE=1 (vk_profile.c), else NULL */
-    char profile_label[VK_PROFILE_LABEL]; /* names the next command in the profile */
+    char profile_label[VK_PROFILE_LABEL]; /* names the next command in the profile or trace */
+    bool trace;              /* NN_ENGINE_VULKAN_TRACE=1: print each plan's commands and barriers */
+    bool labels;             /* profile or trace: commands are named */
     bool plans_in_flight;    /* a plan was submitted since the last full wait */
+    /* Self-reducing splits' counters and partials (vk_split_work.c). */
+    nn_buffer *split_work;
+    uint64_t work_counter_cursor, work_partial_cursor;
+    /* One more range the next vk_record_ex tracks as written, beside its
+     * arguments (a split's counters); cleared by that call. */
+    vk_access extra_access;
+    bool has_extra_access;
 } vk_backend;
 
 static inline vk_backend *as_vk(nn_backend *b) { return (vk_backend *)b; }
@@ -228,6 +241,20 @@ VkBuffer vk_staging_buffer(const vk_backend *vk);
 /* Submit what is recorded and wait for all work; then report a device-side
  * error (a bad label) if a kernel raised one. */
 nn_status vk_finish(vk_backend *vk);
+
+/* vk_split_work.c: scratch for kernels whose workgroups add their own split
+ * partial results: the last workgroup of a tile to finish (counted on a
+ * counter that is zero at rest and reset by that workgroup) adds the
+ * partials in order. `counters` counters and `floats` partials, in one
+ * buffer; counters is the counters' element index in the partials' block. */
+typedef struct vk_split_work {
+    nn_buffer_ref partials;
+    uint32_t counters;
+    vk_access counter_access;
+} vk_split_work;
+bool vk_split_work_fits(uint64_t counters, uint64_t floats);
+nn_status vk_split_work_take(vk_backend *vk, uint64_t counters, uint64_t floats, vk_split_work *out);
+void vk_split_work_destroy(vk_backend *vk);
 
 /* vk_plan.c: the backend's plan_new / plan_replay / plan_free. */
 nn_status vk_plan_new(nn_backend *self, const nn_command *commands, int64_t count, void **plan);
@@ -278,6 +305,26 @@ nn_status vk_fits32(nn_kernel kernel, const char *what, int64_t value);
 /* vk_gemm.c: a[0..2] = A, B, C; with epilogue != 0 (NN_EPI_* bits of
  * NN_KERNEL_GEMM_EPILOGUE) a[3] is the aux buffer (bias or mask). */
 nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, int32_t epilogue);
+
+/* Latency-bound products (gemm_latency.comp, conv_latency.comp): whether a
+ * product of `macs` multiply-adds is one, and its tiles and splits. */
+typedef struct vk_latency_plan {
+    vk_pipeline_id pipe;
+    int64_t tiles, splits, split_steps;
+} vk_latency_plan;
+bool vk_latency_wanted(int64_t macs);
+/* aux: the epilogue reads binding 3 (then no split); conv: the
+ * conv_latency.comp pipelines. */
+nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, int64_t products, bool aux,
+                              bool conv, vk_latency_plan *out);
+/* Record it: push (push_bytes) gets the split's counters at byte
+ * counters_at; a split takes binding 3 for its work area. */
+nn_status vk_latency_record(vk_backend *vk, nn_kernel kernel, const vk_latency_plan *plan, int variant,
+                            const nn_buffer_ref *a, int nargs, void *push, size_t push_bytes, size_t counters_at,
+                            int64_t outputs, int32_t m, int32_t n);
+
+/* vk_conv.c: NN_KERNEL_CONV2D_FORWARD / _BACKWARD_DATA / _BACKWARD_WEIGHT. */
+nn_status vk_run_conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *p);
 
 /* The generated table of embedded SPIR-V (build/gen/vk_shaders.c). */
 typedef struct nn_vk_shader {

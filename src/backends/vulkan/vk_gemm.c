@@ -1,6 +1,8 @@
 /* The GEMM kernel family: tile choice, split-K, vec4-load variants.
  * C[b] = alpha op(A[b]) op(B[b]) + beta C[b] with the CPU's semantics
  * (kernels.h), including the summed batch (stride_c == 0) of conv's dW. */
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@ typedef struct gemm_push {
     float alpha, beta;
     uint32_t splits, split_steps;
     uint32_t epilogue;
+    uint32_t counters; /* gemm_latency.comp's self-reducing split: its tile counters */
 } gemm_push;
 
 /* Whether the shader may read a matrix as vec4s along its contiguous side:
@@ -99,7 +102,7 @@ static nn_status record_split(vk_backend *vk, const nn_buffer_ref *a, const nn_g
     nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, &push, sizeof push, gx, gy,
                              (uint32_t)splits);
     if (st == NN_OK) {
-        if (vk->profile)
+        if (vk->labels)
             snprintf(vk->profile_label, sizeof vk->profile_label, "gemm split-K sum m%d n%d of %lld", p->m, p->n,
                      (long long)splits);
         struct { uint32_t m, n, ldc, splits; float alpha, beta; uint32_t epilogue; } sum = {
@@ -127,6 +130,88 @@ static bool direct_wanted(const nn_gemm_params *p, int32_t k, int64_t outputs, b
     if (force && *force) return strcmp(force, "direct") == 0;
     return !summed && k <= DIRECT_MAX_K && (int64_t)p->m * p->n * k * outputs <= DIRECT_MAX_MACS &&
            ceil_div((int64_t)p->m * p->n, 64) <= VK_MAX_GROUPS;
+}
+
+/* Latency-bound products (every GEMM of a LeNet-5 step, at batch 64 or
+ * 256) go to gemm_latency.comp: one output per invocation, a whole k slice
+ * of 64 in flight per step, the epilogue compiled in, and splits that add
+ * their own partials (no second dispatch, so no barrier between the two).
+ * Above this many multiply-adds the tiled kernels' register blocking pays. */
+#define LATENCY_MAX_MACS ((int64_t)1 << 26)
+/* A split's last workgroup adds every partial of its tile one after
+ * another, so splits trade the walk's length against that sum's:
+ * about sqrt(8 * steps) splits (LeNet-5's first convolution's dW at batch
+ * 64: 64 splits of 9 steps), at most this many. */
+#define LATENCY_MAX_SPLITS 256
+/* Split only products with fewer output tiles than an H100 or H200 has
+ * multiprocessors: with more, every multiprocessor already has a tile. */
+#define LATENCY_SPLIT_BELOW_TILES 132
+
+bool vk_latency_wanted(int64_t macs) {
+    const char *force = getenv("NN_ENGINE_VULKAN_GEMM_TILES");
+    if (force && *force) return strcmp(force, "latency") == 0;
+    return macs <= LATENCY_MAX_MACS;
+}
+
+nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, int64_t products, bool aux,
+                              bool conv, vk_latency_plan *out) {
+    bool narrow = m <= 8;
+    out->pipe = conv ? (narrow ? VK_PIPE_CONV_LATENCY_8x32 : VK_PIPE_CONV_LATENCY_16x16)
+                     : (narrow ? VK_PIPE_GEMM_LATENCY_8x32 : VK_PIPE_GEMM_LATENCY_16x16);
+    uint32_t bm, bn, bk;
+    vk_gemm_tiles(out->pipe, &bm, &bn, &bk);
+    out->tiles = ceil_div(m, bm) * ceil_div(n, bn);
+    if (out->tiles > VK_MAX_GROUPS)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan gemm: m=%d n=%d needs more than %u workgroups", m, n,
+                            VK_MAX_GROUPS);
+    int64_t steps = products * ceil_div(k, bk);
+    out->splits = 1;
+    out->split_steps = steps;
+    /* The bias and the mask are read from binding 3, which a split uses
+     * for its partials: such a product walks unsplit (same result). */
+    if (outputs == 1 && steps >= 4 && out->tiles < LATENCY_SPLIT_BELOW_TILES && !aux) {
+        int64_t splits = (int64_t)ceil(sqrt(8.0 * (double)steps));
+        if (splits > LATENCY_MAX_SPLITS) splits = LATENCY_MAX_SPLITS;
+        int64_t split_steps = ceil_div(steps, splits);
+        splits = ceil_div(steps, split_steps);
+        if (vk_split_work_fits((uint64_t)out->tiles, (uint64_t)(splits * m * (int64_t)n))) {
+            out->splits = splits;
+            out->split_steps = split_steps;
+        }
+    }
+    return NN_OK;
+}
+
+nn_status vk_latency_record(vk_backend *vk, nn_kernel kernel, const vk_latency_plan *plan, int variant,
+                            const nn_buffer_ref *a, int nargs, void *push, size_t push_bytes, size_t counters_at,
+                            int64_t outputs, int32_t m, int32_t n) {
+    if (plan->splits < 2) {
+        uint32_t gz = outputs > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
+        return vk_record(vk, kernel, plan->pipe, variant, a, nargs, push, push_bytes, (uint32_t)plan->tiles, 1, gz);
+    }
+    vk_split_work work;
+    NN_TRY(vk_split_work_take(vk, (uint64_t)plan->tiles, (uint64_t)(plan->splits * m * (int64_t)n), &work));
+    memcpy((char *)push + counters_at, &work.counters, sizeof work.counters);
+    nn_buffer_ref args[4] = {a[0], a[1], a[2], work.partials};
+    vk->extra_access = work.counter_access;
+    vk->has_extra_access = true;
+    return vk_record_ex(vk, kernel, plan->pipe, variant, args, 4, (1u << 2) | (1u << 3), push, push_bytes,
+                        (uint32_t)plan->tiles, 1, (uint32_t)plan->splits);
+}
+
+static nn_status run_latency(vk_backend *vk, const nn_buffer_ref *a, int nargs, const nn_gemm_params *p,
+                             gemm_push push, uint32_t epilogue, int32_t k, int64_t outputs, int64_t products) {
+    vk_latency_plan plan;
+    bool aux = epilogue & (NN_EPI_BIAS_COLS | NN_EPI_BIAS_ROWS | NN_EPI_MASK);
+    NN_TRY(vk_latency_plan_for(p->m, p->n, k, outputs, products, aux, false, &plan));
+    push.splits = (uint32_t)plan.splits;
+    push.split_steps = (uint32_t)plan.split_steps;
+    if (vk->labels)
+        snprintf(vk->profile_label, sizeof vk->profile_label, "gemm m%d n%d k%d b%d %c%c%s latency%s", p->m, p->n,
+                 k, p->batch, p->trans_a ? 'T' : 'N', p->trans_b ? 'T' : 'N', epilogue ? " epilogue" : "",
+                 plan.splits > 1 ? " split" : "");
+    return vk_latency_record(vk, NN_KERNEL_GEMM, &plan, 0, a, nargs, &push, sizeof push,
+                             offsetof(gemm_push, counters), outputs, p->m, p->n);
 }
 
 static nn_status run_direct(vk_backend *vk, const nn_buffer_ref *a, int nargs, const nn_gemm_params *p,
@@ -179,7 +264,7 @@ static nn_status record_with_epilogue_pass(vk_backend *vk, const nn_buffer_ref *
     nn_buffer_ref product[3] = {a[0], a[1], t};
     nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, product, 3, &push, sizeof push, gx, gy, gz);
     if (st == NN_OK) {
-        if (vk->profile) snprintf(vk->profile_label, sizeof vk->profile_label, "gemm epilogue pass m%d n%d b%lld",
+        if (vk->labels) snprintf(vk->profile_label, sizeof vk->profile_label, "gemm epilogue pass m%d n%d b%lld",
                                   p->m, p->n, (long long)outputs);
         struct { uint32_t m, n, ldc, ld_t, batch, stride_c, stride_t; float beta; uint32_t epilogue; } pass = {
             (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, ld_t, (uint32_t)outputs, (uint32_t)p->stride_c,
@@ -229,9 +314,11 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
     gemm_push push = {(uint32_t)p->m, (uint32_t)p->n, (uint32_t)k, p->trans_a != 0, p->trans_b != 0,
                       (uint32_t)p->lda, (uint32_t)p->ldb, (uint32_t)p->ldc, (uint32_t)p->batch, summed,
                       (uint32_t)p->stride_a, (uint32_t)p->stride_b, (uint32_t)p->stride_c, p->alpha, p->beta,
-                      1, 0, (uint32_t)epilogue};
+                      1, 0, (uint32_t)epilogue, 0};
+    if (vk_latency_wanted((int64_t)p->m * p->n * (k > 0 ? k : 1) * p->batch))
+        return run_latency(vk, a, nargs, p, push, (uint32_t)epilogue, k, outputs, products);
     if (direct_wanted(p, k, outputs, summed)) {
-        if (vk->profile)
+        if (vk->labels)
             snprintf(vk->profile_label, sizeof vk->profile_label, "gemm m%d n%d k%d b%d %c%c%s direct", p->m, p->n,
                      k, p->batch, p->trans_a ? 'T' : 'N', p->trans_b ? 'T' : 'N', epilogue ? " epilogue" : "");
         return run_direct(vk, a, nargs, p, push, (uint32_t)epilogue, k, outputs, summed);
@@ -251,7 +338,7 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
         if (splits > steps / 8) splits = steps / 8; /* at least 8 steps each */
         if (splits > MAX_SPLITS) splits = MAX_SPLITS;
     }
-    if (vk->profile)
+    if (vk->labels)
         snprintf(vk->profile_label, sizeof vk->profile_label, "gemm m%d n%d k%d b%d %c%c%s%s", p->m, p->n, k,
                  p->batch, p->trans_a ? 'T' : 'N', p->trans_b ? 'T' : 'N', epilogue ? " epilogue" : "",
                  splits > 1 ? " split-K" : "");

@@ -20,6 +20,7 @@ static int optional_args(nn_kernel kernel, const void *params) {
     if (kernel == NN_KERNEL_GATHER_SAMPLES || kernel == NN_KERNEL_GATHER_ROWS) return (1 << 1) | (1 << 2);
     if (kernel == NN_KERNEL_SGD_UPDATE_DEVICE_LR) return 1 << 2;
     if (kernel == NN_KERNEL_GEMM_EPILOGUE) return 1 << 3; /* checked against the flags in vk_gemm.c */
+    if (kernel == NN_KERNEL_CONV2D_FORWARD) return 1 << 3; /* the bias: checked in vk_conv.c */
     if (kernel == NN_KERNEL_ELEMENTWISE && ((const nn_pointwise_params *)params)->op == NN_EW_SCALE) return 1 << 1;
     return 0;
 }
@@ -39,12 +40,14 @@ nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int v
 nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
                        int nargs, unsigned written, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
                        uint32_t gz) {
-    if (vk->profile && !vk->profile_label[0])
+    if (vk->labels && !vk->profile_label[0])
         snprintf(vk->profile_label, sizeof vk->profile_label, "%s", nn_kernel_name(kernel));
-    vk_access accesses[VK_ARG_BINDINGS];
+    vk_access accesses[VK_ARG_BINDINGS + 1];
     int access_count = 0;
     for (int i = 0; i < nargs && i < VK_ARG_BINDINGS; i++)
         if (args[i].buffer) accesses[access_count++] = vk_access_of(args[i], (written >> i) & 1u);
+    if (vk->has_extra_access) accesses[access_count++] = vk->extra_access;
+    vk->has_extra_access = false; /* for this call only, even one that fails */
     uint32_t push[VK_PUSH_BYTES / 4] = {0};
     uint32_t blocks[VK_ARG_BINDINGS] = {0};
     uint32_t fallback = 0;
@@ -80,6 +83,10 @@ nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, in
     vk->fn.vkCmdPushConstants(cmd, vk->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                               (uint32_t)(16 + tail_bytes), push);
     vk->fn.vkCmdDispatch(cmd, gx, gy, gz);
+    if (vk->trace) { /* the groups, after the name vk_end_command prints */
+        size_t used = strlen(vk->profile_label);
+        snprintf(vk->profile_label + used, sizeof vk->profile_label - used, " (groups %u x %u x %u)", gx, gy, gz);
+    }
     return vk_end_command(vk);
 }
 
@@ -137,8 +144,27 @@ static nn_status run_bias(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref 
         return record(vk, kernel, VK_PIPE_BIAS_ADD, a, 2, &push, 12, vk_groups_for((uint64_t)n), 1, 1);
     }
     if (p->channels == 0) return NN_OK;
-    uint32_t groups = (uint32_t)p->channels > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)p->channels;
-    return record(vk, kernel, VK_PIPE_BIAS_GRAD, a, 2, &push, sizeof push, groups, 1, 1);
+    /* bias_grad.comp: chunks of 2,048 entries per workgroup; a channel with
+     * several adds them in its last workgroup (vk_split_work.c). A bias too
+     * large for the work area is walked by one workgroup per channel. */
+    int64_t count = p->outer * p->inner;
+    int64_t chunks = count > 0 ? (count + 2047) / 2048 : 1;
+    uint32_t gy = (uint32_t)p->channels > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)p->channels;
+    struct { uint32_t outer, inner, channels; int32_t accumulate; uint32_t chunks, chunk, counters; } grad = {
+        push.outer, push.inner, push.channels, push.accumulate, 1, (uint32_t)((count + 2047) / 2048 * 2048), 0};
+    if (chunks == 1 || chunks > VK_MAX_GROUPS ||
+        !vk_split_work_fits((uint64_t)p->channels, (uint64_t)(chunks * p->channels)))
+        return record(vk, kernel, VK_PIPE_BIAS_GRAD, a, 2, &grad, sizeof grad, 1, gy, 1);
+    vk_split_work work;
+    NN_TRY(vk_split_work_take(vk, (uint64_t)p->channels, (uint64_t)(chunks * p->channels), &work));
+    grad.chunks = (uint32_t)chunks;
+    grad.chunk = 2048;
+    grad.counters = work.counters;
+    nn_buffer_ref args[3] = {a[0], a[1], work.partials};
+    vk->extra_access = work.counter_access;
+    vk->has_extra_access = true;
+    return vk_record_ex(vk, kernel, VK_PIPE_BIAS_GRAD, 0, args, 3, (1u << 1) | (1u << 2), &grad, sizeof grad,
+                        (uint32_t)chunks, gy, 1);
 }
 
 static nn_status run_pointwise(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,
@@ -280,6 +306,9 @@ nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int
     case NN_KERNEL_GEMM: return vk_run_gemm(vk, a, params, 0);
     case NN_KERNEL_IM2COL:
     case NN_KERNEL_COL2IM: return run_conv(vk, kernel, a, params);
+    case NN_KERNEL_CONV2D_FORWARD:
+    case NN_KERNEL_CONV2D_BACKWARD_DATA:
+    case NN_KERNEL_CONV2D_BACKWARD_WEIGHT: return vk_run_conv(vk, kernel, a, params);
     case NN_KERNEL_MAXPOOL_FORWARD:
     case NN_KERNEL_MAXPOOL_BACKWARD: return run_pool(vk, kernel, a, params);
     case NN_KERNEL_BIAS_ADD:

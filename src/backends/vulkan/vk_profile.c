@@ -30,8 +30,12 @@ struct vk_profile {
 };
 
 nn_status vk_profile_init(vk_backend *vk) {
+    const char *trace = getenv("NN_ENGINE_VULKAN_TRACE");
+    vk->trace = trace && strcmp(trace, "1") == 0;
+    vk->labels = vk->trace;
     const char *env = getenv("NN_ENGINE_VULKAN_PROFILE");
     if (!env || strcmp(env, "1") != 0) return NN_OK;
+    vk->labels = true;
     vk_profile *p = calloc(1, sizeof *p);
     if (!p) return nn_set_error(NN_ERR_MEMORY, "vulkan profile: out of host memory");
     p->period_ns = vk->phys->props.limits.timestampPeriod;

@@ -14,6 +14,7 @@
  * Hazards are tracked by address range, not by tensor, so the allocator
  * stays free to hand memory to the next tensor at once (vk_memory.c). */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,7 @@ static const VkMemoryBarrier kFullBarrier = {
                      VK_ACCESS_TRANSFER_WRITE_BIT};
 
 static void full_barrier(vk_backend *vk, vk_target *t) {
+    if (vk->trace && vk->compiling) fprintf(stderr, "nn-engine trace:   -- barrier\n");
     vk->fn.vkCmdPipelineBarrier(t->cmd, kStages, kStages, 0, 1, &kFullBarrier, 0, NULL, 0, NULL);
     t->hazards.count = 0;
     t->hazards.barriers++;
@@ -208,11 +210,13 @@ nn_status vk_begin_command(vk_backend *vk, const vk_access *accesses, int count,
 
 nn_status vk_end_command(vk_backend *vk) {
     if (vk->compiling) { /* a plan is one command buffer, however long */
+        if (vk->trace) fprintf(stderr, "nn-engine trace: %s\n", vk->profile_label);
         vk->profile_label[0] = '\0';
         return NN_OK;
     }
     vk_frame *f = &vk->frames[vk->current];
     if (vk->profile) vk_profile_command_end(vk, vk->current, f->target.cmd);
+    vk->profile_label[0] = '\0';
     if (++f->commands >= MAX_COMMANDS_PER_FRAME) NN_TRY(switch_frames(vk));
     return NN_OK;
 }

@@ -1,0 +1,38 @@
+// The tiles of the latency-bound products (gemm_latency.comp,
+// conv_latency.comp): one output per invocation, a BM x BN tile per
+// workgroup, k in slices of BK staged in shared memory. The includer
+// declares BM, BN, BK (specialization constants) before this file, and
+// after it defines fetch() (the next slices into ra / rb), stash() (ra / rb
+// into As / Bs), tile_begin() and c_index(), then includes
+// latency_walk.glsl, the main() they share.
+const uint THREADS = BM * BN;
+const uint LOAD_A = BM * BK / THREADS; // entries of the A slice per invocation
+const uint LOAD_B = BN * BK / THREADS;
+
+shared float As[BK][BM + 1];
+shared float Bs[BK][BN + 1]; // padded: a k-major store would hit one bank
+shared bool last_of_tile;
+
+float ra[LOAD_A];
+float rb[LOAD_B];
+
+// Entry t of an invocation's share of a slice: with the slice's rows (or
+// columns) varying fastest between neighbouring invocations, or its k. The
+// includer picks whichever puts neighbours on neighbouring addresses.
+uint slice_entry(uint t) { return gl_LocalInvocationID.x + t * THREADS; }
+
+void stash_a(bool rows_fastest) {
+    for (uint t = 0; t < LOAD_A; t++) {
+        uint e = slice_entry(t);
+        if (rows_fastest) As[e / BM][e % BM] = ra[t];
+        else As[e % BK][e / BK] = ra[t];
+    }
+}
+
+void stash_b(bool cols_fastest) {
+    for (uint t = 0; t < LOAD_B; t++) {
+        uint e = slice_entry(t);
+        if (cols_fastest) Bs[e / BN][e % BN] = rb[t];
+        else Bs[e % BK][e / BK] = rb[t];
+    }
+}

@@ -1,0 +1,165 @@
+/* The convolution kernels (kernels.h, nn_conv_params) on Vulkan.
+ *
+ * Small layers (LeNet-5's) run conv_latency.comp: gemm_latency.comp's
+ * tiles with the column matrix read straight from the image (forward,
+ * weight gradient) and the data gradient gathered from dy, so there is no
+ * im2col or col2im dispatch, no column buffer, and one dispatch (and one
+ * barrier) where the column route needs two or three.
+ *
+ * Large layers (AlexNet's) take the column route in scratch: im2col, the
+ * tiled GEMM, col2im, in groups of images whose columns fit
+ * COLUMN_FLOATS, freed as soon as the layer is done. */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "vk_backend.h"
+
+#define COLUMN_FLOATS ((int64_t)1 << 26) /* 256 MiB of columns at most */
+
+static nn_status check(const nn_conv_params *cp, const nn_buffer_ref *a, nn_kernel kernel) {
+    const nn_conv_geometry *g = &cp->g;
+    if (g->batch < 0 || g->channels < 0 || g->height < 0 || g->width < 0 || g->kernel_h <= 0 || g->kernel_w <= 0 ||
+        g->stride_h <= 0 || g->stride_w <= 0 || g->pad_h < 0 || g->pad_w < 0 || g->out_h < 0 || g->out_w < 0 ||
+        cp->filters < 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: invalid geometry", nn_kernel_name(kernel));
+    if (kernel == NN_KERNEL_CONV2D_FORWARD) {
+        if (cp->epilogue & ~(NN_EPI_BIAS_ROWS | NN_EPI_RELU))
+            return nn_set_error(NN_ERR_BACKEND, "vulkan %s: invalid epilogue flags 0x%x", nn_kernel_name(kernel),
+                                (unsigned)cp->epilogue);
+        if ((cp->epilogue & NN_EPI_BIAS_ROWS) && !a[3].buffer)
+            return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: the bias epilogue needs the bias buffer",
+                                nn_kernel_name(kernel));
+    }
+    return NN_OK;
+}
+
+/* A view `images` images into a tensor of per-image `plane` floats. */
+static nn_buffer_ref advance(nn_buffer_ref ref, int64_t images, int64_t plane) {
+    ref.offset += (size_t)(images * plane) * sizeof(float);
+    if (ref.bytes) ref.bytes -= (size_t)(images * plane) * sizeof(float);
+    return ref;
+}
+
+static nn_status column_route(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
+    const nn_conv_geometry g = cp->g;
+    const int64_t k = (int64_t)g.channels * g.kernel_h * g.kernel_w, positions = (int64_t)g.out_h * g.out_w;
+    const int64_t plane_x = (int64_t)g.channels * g.height * g.width, plane_y = cp->filters * positions;
+    const int32_t oc = cp->filters;
+    const int64_t per_image = k * positions > 0 ? k * positions : 1;
+    int64_t group = COLUMN_FLOATS / per_image;
+    if (group < 1) group = 1;
+    if (group > g.batch) group = g.batch;
+    NN_TRY(vk_fits32(kernel, "column entries", group * per_image));
+    nn_buffer *scratch = vk_buffer_alloc(&vk->base, (size_t)(group * per_image) * sizeof(float));
+    if (!scratch) return nn_last_status();
+    nn_buffer_ref cols = {scratch, 0, 0};
+    nn_status st = NN_OK;
+    for (int64_t first = 0; first < g.batch && st == NN_OK; first += group) {
+        const int32_t count = (int32_t)(g.batch - first < group ? g.batch - first : group);
+        nn_conv_geometry part = g;
+        part.batch = count;
+        nn_gemm_params p = {.batch = count, .alpha = 1.0f};
+        if (kernel == NN_KERNEL_CONV2D_FORWARD) { /* y_n = epilogue(W cols_n) */
+            nn_buffer_ref x = advance(a[0], first, plane_x), im[2] = {x, cols};
+            part.accumulate = 0;
+            st = vk_run(&vk->base, NN_KERNEL_IM2COL, im, 2, &part);
+            p.m = oc, p.n = (int32_t)positions, p.k = (int32_t)k;
+            p.lda = (int32_t)k, p.ldb = (int32_t)positions, p.ldc = (int32_t)positions;
+            p.stride_b = k * positions, p.stride_c = plane_y;
+            nn_buffer_ref args[4] = {a[1], cols, advance(a[2], first, plane_y), a[3]};
+            if (st == NN_OK) st = vk_run_gemm(vk, args, &p, cp->epilogue);
+        } else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) { /* dcols_n = W^T dy_n, col2im into dx */
+            p.m = (int32_t)k, p.n = (int32_t)positions, p.k = oc, p.trans_a = 1;
+            p.lda = (int32_t)k, p.ldb = (int32_t)positions, p.ldc = (int32_t)positions;
+            p.stride_b = plane_y, p.stride_c = k * positions;
+            nn_buffer_ref args[3] = {a[1], advance(a[0], first, plane_y), cols};
+            st = vk_run_gemm(vk, args, &p, 0);
+            nn_buffer_ref back[2] = {cols, advance(a[2], first, plane_x)};
+            if (st == NN_OK) st = vk_run(&vk->base, NN_KERNEL_COL2IM, back, 2, &part);
+        } else { /* dW (+)= sum_n dy_n cols_n^T */
+            nn_buffer_ref x = advance(a[1], first, plane_x), im[2] = {x, cols};
+            part.accumulate = 0;
+            st = vk_run(&vk->base, NN_KERNEL_IM2COL, im, 2, &part);
+            p.m = oc, p.n = (int32_t)k, p.k = (int32_t)positions, p.trans_b = 1;
+            p.lda = (int32_t)positions, p.ldb = (int32_t)positions, p.ldc = (int32_t)k;
+            p.stride_a = plane_y, p.stride_b = k * positions, p.stride_c = 0;
+            p.beta = (first > 0 || g.accumulate) ? 1.0f : 0.0f;
+            nn_buffer_ref args[3] = {advance(a[0], first, plane_y), cols, a[2]};
+            if (st == NN_OK) st = vk_run_gemm(vk, args, &p, 0);
+        }
+    }
+    vk_scratch_done(vk, scratch);
+    return st;
+}
+
+/* conv_latency.comp's push constants. */
+typedef struct conv_push {
+    uint32_t batch, channels, height, width;
+    uint32_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+    uint32_t out_h, out_w;
+    uint32_t filters;
+    uint32_t m, n, k;
+    uint32_t summed;
+    float alpha, beta;
+    uint32_t splits, split_steps;
+    uint32_t epilogue;
+    uint32_t counters;
+} conv_push;
+
+static nn_status latency_route(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
+    const nn_conv_geometry *g = &cp->g;
+    const int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w, positions = (int64_t)g->out_h * g->out_w;
+    conv_push push = {(uint32_t)g->batch, (uint32_t)g->channels, (uint32_t)g->height, (uint32_t)g->width,
+                      (uint32_t)g->kernel_h, (uint32_t)g->kernel_w, (uint32_t)g->stride_h, (uint32_t)g->stride_w,
+                      (uint32_t)g->pad_h, (uint32_t)g->pad_w, (uint32_t)g->out_h, (uint32_t)g->out_w,
+                      (uint32_t)cp->filters, .alpha = 1.0f};
+    int variant;
+    int64_t outputs = g->batch, products = 1;
+    const char *what;
+    if (kernel == NN_KERNEL_CONV2D_FORWARD) { /* y_n [filters, P] = W [filters, K] cols_n */
+        variant = 0, what = "forward";
+        push.m = (uint32_t)cp->filters, push.n = (uint32_t)positions, push.k = (uint32_t)k;
+        push.epilogue = (uint32_t)cp->epilogue;
+    } else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) { /* dx_n [channels, H*W], k over (filter, ki, kj) */
+        variant = 1, what = "data";
+        push.m = (uint32_t)g->channels, push.n = (uint32_t)(g->height * g->width);
+        push.k = (uint32_t)(cp->filters * g->kernel_h * g->kernel_w);
+        push.beta = g->accumulate ? 1.0f : 0.0f;
+    } else { /* dW [filters, K] = sum_n dy_n cols_n^T */
+        variant = 2, what = "weight";
+        push.m = (uint32_t)cp->filters, push.n = (uint32_t)k, push.k = (uint32_t)positions;
+        push.summed = 1;
+        push.beta = g->accumulate ? 1.0f : 0.0f;
+        outputs = 1, products = g->batch;
+    }
+    vk_latency_plan plan;
+    NN_TRY(vk_latency_plan_for((int32_t)push.m, (int32_t)push.n, (int32_t)push.k, outputs, products,
+                               (cp->epilogue & NN_EPI_BIAS_ROWS) && kernel == NN_KERNEL_CONV2D_FORWARD, true,
+                               &plan));
+    push.splits = (uint32_t)plan.splits;
+    push.split_steps = (uint32_t)plan.split_steps;
+    if (vk->labels)
+        snprintf(vk->profile_label, sizeof vk->profile_label, "conv %s %dx%dx%dx%d f%d k%d%s", what, g->batch,
+                 g->channels, g->height, g->width, cp->filters, g->kernel_h, plan.splits > 1 ? " split" : "");
+    return vk_latency_record(vk, kernel, &plan, variant, a, kernel == NN_KERNEL_CONV2D_FORWARD ? 4 : 3, &push,
+                             sizeof push, offsetof(conv_push, counters), outputs, (int32_t)push.m, (int32_t)push.n);
+}
+
+nn_status vk_run_conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
+    NN_TRY(check(cp, a, kernel));
+    const nn_conv_geometry *g = &cp->g;
+    if (g->batch == 0) {
+        if (kernel != NN_KERNEL_CONV2D_BACKWARD_WEIGHT || g->accumulate) return NN_OK;
+        /* The sum over no images. */
+        int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w;
+        return k * cp->filters > 0 ? vk->base.fill(&vk->base, a[2], 0.0f, (size_t)(k * cp->filters)) : NN_OK;
+    }
+    int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w;
+    NN_TRY(vk_fits32(kernel, "input entries", (int64_t)g->batch * g->channels * g->height * g->width));
+    NN_TRY(vk_fits32(kernel, "output entries", (int64_t)g->batch * cp->filters * g->out_h * g->out_w));
+    NN_TRY(vk_fits32(kernel, "weight entries", (int64_t)cp->filters * k));
+    if (vk_latency_wanted((int64_t)cp->filters * k * g->out_h * g->out_w * g->batch))
+        return latency_route(vk, kernel, a, cp);
+    return column_route(vk, kernel, a, cp);
+}
