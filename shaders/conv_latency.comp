@@ -19,10 +19,10 @@
 //
 // The index arithmetic is where small convolutions spend their time, so
 // divisions are kept out of the per-entry loads: a column's decomposition
-// is made once per tile, and a slice's k entries step through (c, ki, kj)
-// by carrying, not dividing.
+// is made once per tile, and a slice's k entries once per slice, into a
+// table in shared memory that every invocation reads.
 layout(constant_id = 0) const uint BM = 16;
-layout(constant_id = 1) const uint BN = 16;
+layout(constant_id = 1) const uint BN = 8;
 layout(constant_id = 2) const uint BK = 64;
 layout(local_size_x_id = 5) in; // BM * BN
 // The mode is the pipeline variant: its two bits are constants 7 and 8.
@@ -68,16 +68,6 @@ window window_of(uint kk) {
     return w;
 }
 
-// w + d, where d is given as window_of(d): mixed-radix addition.
-window window_add(window w, window d) {
-    w.kj += d.kj;
-    if (w.kj >= p.kernel_w) { w.kj -= p.kernel_w; w.ki++; }
-    w.ki += d.ki;
-    if (w.ki >= p.kernel_h) { w.ki -= p.kernel_h; w.outer++; }
-    w.outer += d.outer;
-    return w;
-}
-
 // Per tile: this invocation's columns, decomposed once.
 int col_ih0, col_iw0;   // FORWARD: the input corner of its output position
 int col_h, col_w;       // DATA: its pixel
@@ -118,7 +108,29 @@ float image_at(uint base, int ih, int iw) {
     return in1[base + uint(ih) * p.width + uint(iw)];
 }
 
-void fetch(uint b, uint row0, uint col0, uint k0) {
+// A slice's k entries, decomposed once per slice by the workgroup (the
+// loads then read them from shared memory instead of dividing): for
+// FORWARD and DATA, .x is the entry's offset (in x: c * H * W + ki * W +
+// kj; in dy at stride 1: f * out_h * out_w - ki * out_w - kj), .y ki, .z
+// kj, .w the channel or filter. Past k, ki is out of every range.
+shared ivec4 ktab[2][BK];
+const int OUTSIDE = 1 << 20;
+
+void slice_prepare(uint buf, uint b, uint k0) {
+    uint tid = gl_LocalInvocationID.x;
+    if (MODE == WEIGHT || tid >= BK) return;
+    uint kk = k0 + tid;
+    window w = window_of(kk);
+    ivec4 entry = ivec4(0, OUTSIDE, 0, 0);
+    if (kk < p.k) {
+        if (MODE == FORWARD) entry.x = int((w.outer * p.height + w.ki) * p.width + w.kj);
+        else entry.x = int(w.outer * p.out_h * p.out_w) - int(w.ki * p.out_w) - int(w.kj);
+        entry.yzw = ivec3(w.ki, w.kj, w.outer);
+    }
+    ktab[buf][tid] = entry;
+}
+
+void fetch(uint b, uint row0, uint col0, uint k0, uint buf) {
     uint tid = gl_LocalInvocationID.x;
     uint area = p.kernel_h * p.kernel_w;
     if (MODE == FORWARD) {
@@ -127,41 +139,38 @@ void fetch(uint b, uint row0, uint col0, uint k0) {
             uint e = slice_entry(t), gr = row0 + e / BK, gk = k0 + e % BK;
             ra[t] = (gr < p.m && gk < p.k) ? in1[p.off1 + gr * p.k + gk] : 0.0;
         }
-        // B = cols_b, columns fastest: this invocation's column, k steps of THREADS / BN.
-        uint image = p.off0 + b * p.channels * p.height * p.width;
-        uint gk = k0 + tid / BN;
-        window w = window_of(gk), d = window_of(THREADS / BN);
-        for (uint t = 0; t < LOAD_B; t++, gk += THREADS / BN, w = window_add(w, d)) {
-            float v = 0.0;
-            if (col_ok && gk < p.k) {
-                int ih = col_ih0 + int(w.ki), iw = col_iw0 + int(w.kj);
-                if (ih >= 0 && iw >= 0 && ih < int(p.height) && iw < int(p.width))
-                    v = in0[image + (w.outer * p.height + uint(ih)) * p.width + uint(iw)];
-            }
-            rb[t] = v;
+        // B = cols_b, columns fastest: this invocation's column at k entries
+        // tid / BN + t * THREADS / BN of the slice.
+        int base = int(p.off0 + b * p.channels * p.height * p.width) + col_ih0 * int(p.width) + col_iw0;
+        for (uint t = 0; t < LOAD_B; t++) {
+            ivec4 e = ktab[buf][slice_entry(t) / BN];
+            int ih = col_ih0 + e.y, iw = col_iw0 + e.z;
+            bool ok = col_ok && ih >= 0 && iw >= 0 && ih < int(p.height) && iw < int(p.width);
+            rb[t] = ok ? in0[uint(base + e.x)] : 0.0;
         }
     } else if (MODE == DATA) {
         // A[c][kk = (f, ki, kj)] = W[f][c][ki][kj], k fastest: this invocation's k is fixed.
-        uint gk = k0 + tid % BK;
-        uint f = gk / area, rest = gk - f * area;
+        ivec4 a = ktab[buf][tid % BK];
+        bool a_ok = a.y < OUTSIDE;
+        uint a_index = p.off1 + (uint(a.w) * p.channels) * area + uint(a.y) * p.kernel_w + uint(a.z);
         for (uint t = 0; t < LOAD_A; t++) {
             uint gr = row0 + slice_entry(t) / BK;
-            ra[t] = (gr < p.m && gk < p.k) ? in1[p.off1 + (f * p.channels + gr) * area + rest] : 0.0;
+            ra[t] = (gr < p.m && a_ok) ? in1[a_index + gr * area] : 0.0;
         }
         // B[(f, ki, kj)][pixel] = dy_b[f][oh][ow] where pixel = (oh * stride - pad + ki, ...).
         uint grad = p.off0 + b * p.filters * p.out_h * p.out_w;
-        uint bk = k0 + tid / BN;
-        window w = window_of(bk), d = window_of(THREADS / BN);
-        for (uint t = 0; t < LOAD_B; t++, bk += THREADS / BN, w = window_add(w, d)) {
+        bool unit = p.stride_h == 1u && p.stride_w == 1u;
+        int base = int(grad) + (col_h + int(p.pad_h)) * int(p.out_w) + col_w + int(p.pad_w);
+        for (uint t = 0; t < LOAD_B; t++) {
+            ivec4 e = ktab[buf][slice_entry(t) / BN];
+            int th = col_h + int(p.pad_h) - e.y, tw = col_w + int(p.pad_w) - e.z;
             float v = 0.0;
-            if (col_ok && bk < p.k) {
-                int th = col_h + int(p.pad_h) - int(w.ki), tw = col_w + int(p.pad_w) - int(w.kj);
-                if (th >= 0 && tw >= 0) {
-                    uint oh = uint(th), ow = uint(tw);
-                    bool hit = true;
-                    if (p.stride_h != 1u) { hit = oh % p.stride_h == 0u; oh /= p.stride_h; }
-                    if (p.stride_w != 1u) { hit = hit && ow % p.stride_w == 0u; ow /= p.stride_w; }
-                    if (hit && oh < p.out_h && ow < p.out_w) v = in0[grad + (w.outer * p.out_h + oh) * p.out_w + ow];
+            if (col_ok && th >= 0 && tw >= 0) {
+                if (unit) {
+                    if (th < int(p.out_h) && tw < int(p.out_w)) v = in0[uint(base + e.x)];
+                } else if (uint(th) % p.stride_h == 0u && uint(tw) % p.stride_w == 0u) {
+                    uint oh = uint(th) / p.stride_h, ow = uint(tw) / p.stride_w;
+                    if (oh < p.out_h && ow < p.out_w) v = in0[grad + (uint(e.w) * p.out_h + oh) * p.out_w + ow];
                 }
             }
             rb[t] = v;

@@ -15,7 +15,7 @@
 // The epilogue is gemm.comp's (bias, ReLU, mask; aux at binding 3); with
 // splits > 1 binding 3 is the work area, so only the ReLU may be asked for.
 layout(constant_id = 0) const uint BM = 16;
-layout(constant_id = 1) const uint BN = 16;
+layout(constant_id = 1) const uint BN = 8;
 layout(constant_id = 2) const uint BK = 64;
 layout(local_size_x_id = 5) in; // BM * BN
 
@@ -48,7 +48,7 @@ layout(std430, binding = 3) coherent buffer MXU { uint work_counters[]; };
 // op(A)[row0 .. +BM][k0 .. +BK] and op(B)[k0 .. +BK][col0 .. +BN] of
 // product b into registers, neighbouring invocations on neighbouring
 // addresses whichever way the matrices are stored.
-void fetch(uint b, uint row0, uint col0, uint k0) {
+void fetch(uint b, uint row0, uint col0, uint k0, uint buf) {
     uint a_base = p.off0 + b * p.stride_a, b_base = p.off1 + b * p.stride_b;
     for (uint t = 0; t < LOAD_A; t++) {
         uint e = slice_entry(t), r, kk;
@@ -70,6 +70,8 @@ void stash() {
 }
 
 void tile_begin(uint row0, uint col0) {}
+
+void slice_prepare(uint buf, uint b, uint k0) {}
 
 uint c_index(uint z, uint row, uint col) { return p.off2 + z * p.stride_c + row * p.ldc + col; }
 

@@ -2,9 +2,16 @@
 // conv_latency.comp): one output per invocation, a BM x BN tile per
 // workgroup, k in slices of BK staged in shared memory. The includer
 // declares BM, BN, BK (specialization constants) before this file, and
-// after it defines fetch() (the next slices into ra / rb), stash() (ra / rb
-// into As / Bs), tile_begin() and c_index(), then includes
-// latency_walk.glsl, the main() they share.
+// after it defines
+//   tile_begin(row0, col0)            once per tile;
+//   slice_prepare(buf, b, k0)         tables a slice's fetch needs, into
+//                                     shared buffer buf (0 or 1), made by
+//                                     the workgroup before a barrier;
+//   fetch(b, row0, col0, k0, buf)     the slices of product b at k0 into
+//                                     ra / rb;
+//   stash()                           ra / rb into As / Bs;
+//   c_index(z, row, col)              where output (row, col) of z goes;
+// then includes latency_walk.glsl, the main() they share.
 const uint THREADS = BM * BN;
 const uint LOAD_A = BM * BK / THREADS; // entries of the A slice per invocation
 const uint LOAD_B = BN * BK / THREADS;

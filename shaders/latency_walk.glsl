@@ -33,16 +33,17 @@ void main() {
         uint begin = split ? z * p.split_steps : 0u;
         uint end = split ? min(begin + p.split_steps, walk) : walk;
         float acc = 0.0;
-        uint b = first, kt = 0u;
+        uint b = first, kt = 0u, buf = 0u;
         if (begin < end) {
             b = first + begin / ktiles;
             kt = begin % ktiles;
-            fetch(b, row0, col0, kt * BK);
+            slice_prepare(0u, b, kt * BK);
+            barrier();
+            fetch(b, row0, col0, kt * BK, 0u);
         }
         for (uint s = begin; s < end; s++) {
             barrier();
             stash();
-            barrier();
             // Only the slice's real k: LeNet's k of 10, 16 or 25 would
             // otherwise multiply mostly zeros.
             uint depth = min(BK, p.k - kt * BK);
@@ -50,7 +51,12 @@ void main() {
                 kt = 0u;
                 b++;
             }
-            if (s + 1u < end) fetch(b, row0, col0, kt * BK);
+            // The next slice's tables go to the other buffer (the last
+            // fetch that read it came before this step's first barrier).
+            if (s + 1u < end) slice_prepare(buf ^ 1u, b, kt * BK);
+            barrier();
+            buf ^= 1u;
+            if (s + 1u < end) fetch(b, row0, col0, kt * BK, buf);
             // Four independent sums: one chain would wait on each shared
             // load, and a split runs few workgroups per multiprocessor.
             uint kk = 0u;

@@ -107,10 +107,10 @@ typedef enum vk_pipeline_id {
     VK_PIPE_GEMM_THIN,   /* 16 x 64, 4 x 4: few rows (LeNet's convolutions) */
     VK_PIPE_GEMM_SPLITK, /* adds split-K partial products into C */
     VK_PIPE_GEMM_DIRECT, /* small products: one invocation per entry of C, no tiles */
-    VK_PIPE_GEMM_LATENCY_16x16, /* latency-bound products: 16 x 16 tiles, one output per invocation */
-    VK_PIPE_GEMM_LATENCY_8x32,  /* the same for at most 8 rows (LeNet's first convolution) */
-    VK_PIPE_CONV_LATENCY_16x16, /* convolutions as those tiles, variant = mode (conv_latency.comp) */
-    VK_PIPE_CONV_LATENCY_8x32,
+    VK_PIPE_GEMM_LATENCY, /* latency-bound products: 16 x 8 tiles, one output per invocation */
+    VK_PIPE_GEMM_LATENCY_FEW_ROWS, /* 8 x 16, for at most 8 rows (LeNet's first convolution) */
+    VK_PIPE_CONV_LATENCY, /* convolutions as those tiles, variant = mode (conv_latency.comp) */
+    VK_PIPE_CONV_LATENCY_FEW_ROWS,
     VK_PIPE_GEMM_EPILOGUE_PASS, /* a large product's epilogue, after the plain kernel */
     VK_PIPE_IM2COL,
     VK_PIPE_COL2IM,

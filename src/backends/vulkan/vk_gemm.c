@@ -156,8 +156,8 @@ bool vk_latency_wanted(int64_t macs) {
 nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, int64_t products, bool aux,
                               bool conv, vk_latency_plan *out) {
     bool narrow = m <= 8;
-    out->pipe = conv ? (narrow ? VK_PIPE_CONV_LATENCY_8x32 : VK_PIPE_CONV_LATENCY_16x16)
-                     : (narrow ? VK_PIPE_GEMM_LATENCY_8x32 : VK_PIPE_GEMM_LATENCY_16x16);
+    out->pipe = conv ? (narrow ? VK_PIPE_CONV_LATENCY_FEW_ROWS : VK_PIPE_CONV_LATENCY)
+                     : (narrow ? VK_PIPE_GEMM_LATENCY_FEW_ROWS : VK_PIPE_GEMM_LATENCY);
     uint32_t bm, bn, bk;
     vk_gemm_tiles(out->pipe, &bm, &bn, &bk);
     out->tiles = ceil_div(m, bm) * ceil_div(n, bn);
