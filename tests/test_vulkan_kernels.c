@@ -182,8 +182,27 @@ TEST(vulkan_im2col_col2im) {
  * route, on every geometry above plus LeNet-5's two layers at a batch whose
  * weight gradient is split, by the default choice (conv_latency.comp for
  * these sizes), the column route ("medium" tiles) and the latency kernel
- * forced. */
-static void conv_kernels_case(const nn_conv_geometry *geometry, int filters, unsigned seed, const char *route) {
+ * forced; the column route also with the column matrix kept (the forward
+ * fills it, the weight gradient reads it: both compared). */
+/* im2col on the host (kernels.h's layout), for the kept column matrix. */
+static void host_im2col(const nn_conv_geometry *g, const float *x, float *cols) {
+    int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w, positions = (int64_t)g->out_h * g->out_w;
+    for (int n = 0; n < g->batch; n++)
+        for (int c = 0; c < g->channels; c++)
+            for (int ki = 0; ki < g->kernel_h; ki++)
+                for (int kj = 0; kj < g->kernel_w; kj++)
+                    for (int oh = 0; oh < g->out_h; oh++)
+                        for (int ow = 0; ow < g->out_w; ow++) {
+                            int ih = oh * g->stride_h - g->pad_h + ki, iw = ow * g->stride_w - g->pad_w + kj;
+                            int64_t row = ((int64_t)c * g->kernel_h + ki) * g->kernel_w + kj;
+                            bool inside = ih >= 0 && iw >= 0 && ih < g->height && iw < g->width;
+                            cols[(n * k + row) * positions + (int64_t)oh * g->out_w + ow] =
+                                inside ? x[(((int64_t)n * g->channels + c) * g->height + ih) * g->width + iw] : 0.0f;
+                        }
+}
+
+static void conv_kernels_case(const nn_conv_geometry *geometry, int filters, unsigned seed, const char *route,
+                              bool kept) {
     nn_conv_geometry g = *geometry;
     size_t nx = (size_t)g.batch * g.channels * g.height * g.width;
     size_t nw = (size_t)filters * g.channels * g.kernel_h * g.kernel_w;
@@ -191,17 +210,24 @@ static void conv_kernels_case(const nn_conv_geometry *geometry, int filters, uns
     float *x = floats(nx, -1, 1, seed), *w = floats(nw, -1, 1, seed + 1), *b = floats((size_t)filters, -1, 1, seed + 2);
     float *y = floats(ny, -1, 1, seed + 3), *dw = floats(nw, -1, 1, seed + 4), *dx = floats(nx, -1, 1, seed + 5);
     double k = (double)g.channels * g.kernel_h * g.kernel_w;
+    size_t ncols = (size_t)g.batch * (size_t)k * g.out_h * g.out_w;
+    float *cols = malloc((ncols ? ncols : 1) * sizeof *cols); /* what a kept column matrix holds */
+    host_im2col(&g, x, cols);
     char what[160];
     for (int epi = 0; epi < 4; epi++) {
         nn_conv_params p = {.g = g, .filters = filters, .epilogue = (epi & 1 ? NN_EPI_BIAS_ROWS : 0) |
                                                                    (epi & 2 ? NN_EPI_RELU : 0)};
-        vkt_pair args[4] = {vkt_pair_new(x, nx, 4), vkt_pair_new(w, nw, 0), vkt_pair_new(y, ny, 8),
-                            epi & 1 ? vkt_pair_new(b, (size_t)filters, 0) : vkt_pair_none()};
-        snprintf(what, sizeof what, "conv2d_forward %dx%dx%dx%d f%d k%dx%d s%d,%d p%d,%d epilogue %d (%s)", g.batch,
-                 g.channels, g.height, g.width, filters, g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h,
-                 g.pad_w, p.epilogue, route);
-        if (vkt_run(NN_KERNEL_CONV2D_FORWARD, args, 4, &p)) vkt_compare_f32(&args[2], 2e-5 * sqrt(k + 1), what);
-        for (int i = 0; i < 4; i++) vkt_pair_free(&args[i]);
+        vkt_pair args[5] = {vkt_pair_new(x, nx, 4), vkt_pair_new(w, nw, 0), vkt_pair_new(y, ny, 8),
+                            epi & 1 ? vkt_pair_new(b, (size_t)filters, 0) : vkt_pair_none(),
+                            kept ? vkt_pair_new(NULL, ncols, 4) : vkt_pair_none()};
+        snprintf(what, sizeof what, "conv2d_forward %dx%dx%dx%d f%d k%dx%d s%d,%d p%d,%d epilogue %d (%s%s)",
+                 g.batch, g.channels, g.height, g.width, filters, g.kernel_h, g.kernel_w, g.stride_h, g.stride_w,
+                 g.pad_h, g.pad_w, p.epilogue, route, kept ? ", columns kept" : "");
+        if (vkt_run(NN_KERNEL_CONV2D_FORWARD, args, 5, &p)) {
+            vkt_compare_f32(&args[2], 2e-5 * sqrt(k + 1), what);
+            if (kept) vkt_compare_f32(&args[4], 0, what);
+        }
+        for (int i = 0; i < 5; i++) vkt_pair_free(&args[i]);
     }
     for (int acc = 0; acc < 2; acc++) {
         nn_conv_params p = {.g = g, .filters = filters};
@@ -211,17 +237,16 @@ static void conv_kernels_case(const nn_conv_geometry *geometry, int filters, uns
                  g.channels, g.height, g.width, filters, acc, route);
         if (vkt_run(NN_KERNEL_CONV2D_BACKWARD_DATA, data, 3, &p))
             vkt_compare_f32(&data[2], 2e-5 * sqrt((double)filters * g.kernel_h * g.kernel_w + 1), what);
-        vkt_pair weight[3] = {vkt_pair_new(y, ny, 4), vkt_pair_new(x, nx, 0), vkt_pair_new(dw, nw, 12)};
-        snprintf(what, sizeof what, "conv2d_backward_weight geometry %dx%dx%dx%d f%d accumulate %d (%s)", g.batch,
-                 g.channels, g.height, g.width, filters, acc, route);
-        if (vkt_run(NN_KERNEL_CONV2D_BACKWARD_WEIGHT, weight, 3, &p))
+        vkt_pair weight[4] = {vkt_pair_new(y, ny, 4), vkt_pair_new(x, nx, 0), vkt_pair_new(dw, nw, 12),
+                              kept ? vkt_pair_new(cols, ncols, 8) : vkt_pair_none()};
+        snprintf(what, sizeof what, "conv2d_backward_weight geometry %dx%dx%dx%d f%d accumulate %d (%s%s)", g.batch,
+                 g.channels, g.height, g.width, filters, acc, route, kept ? ", columns kept" : "");
+        if (vkt_run(NN_KERNEL_CONV2D_BACKWARD_WEIGHT, weight, 4, &p))
             vkt_compare_f32(&weight[2], 2e-5 * sqrt((double)g.batch * g.out_h * g.out_w + 1), what);
-        for (int i = 0; i < 3; i++) {
-            vkt_pair_free(&data[i]);
-            vkt_pair_free(&weight[i]);
-        }
+        for (int i = 0; i < 3; i++) vkt_pair_free(&data[i]);
+        for (int i = 0; i < 4; i++) vkt_pair_free(&weight[i]);
     }
-    free(x), free(w), free(b), free(y), free(dw), free(dx);
+    free(x), free(w), free(b), free(y), free(dw), free(dx), free(cols);
 }
 
 TEST(vulkan_conv2d_kernels) {
@@ -236,10 +261,12 @@ TEST(vulkan_conv2d_kernels) {
         if (routes[r][0]) setenv("NN_ENGINE_VULKAN_GEMM_TILES", routes[r], 1);
         else unsetenv("NN_ENGINE_VULKAN_GEMM_TILES");
         const char *name = routes[r][0] ? routes[r] : "default";
-        for (size_t i = 0; i < sizeof kGeometries / sizeof kGeometries[0]; i++)
-            conv_kernels_case(&kGeometries[i], 3 + (int)i, seed++, name);
-        conv_kernels_case(&lenet[0], 6, seed++, name);
-        conv_kernels_case(&lenet[1], 16, seed++, name);
+        for (size_t i = 0; i < sizeof kGeometries / sizeof kGeometries[0]; i++) {
+            conv_kernels_case(&kGeometries[i], 3 + (int)i, seed++, name, false);
+            if (r == 1) conv_kernels_case(&kGeometries[i], 3 + (int)i, seed++, name, true);
+        }
+        conv_kernels_case(&lenet[0], 6, seed++, name, false);
+        conv_kernels_case(&lenet[1], 16, seed++, name, false);
         if (nn_test_failures()) break;
     }
     unsetenv("NN_ENGINE_VULKAN_GEMM_TILES");

@@ -83,6 +83,12 @@ struct nn_backend {
     void (*plan_free)(nn_backend *self, void *plan);
     void (*destroy)(nn_backend *self);
 
+    /* Whether the backend's convolution kernels (kernels.h) want the column
+     * matrix kept between forward and backward for this layer: then the op
+     * passes one, the forward fills it and the weight gradient reads it,
+     * instead of running im2col a second time (memory for time). NULL: never. */
+    bool (*conv_keeps_columns)(nn_backend *self, const nn_conv_params *p);
+
     /* Memory counters (nn_ctx_memory_stats): bytes in buffers handed out
      * now, the most at any time since the backend opened, and the bytes the
      * backend holds from the system or driver (blocks, caches). */

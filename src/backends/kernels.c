@@ -47,9 +47,9 @@ static const kernel_info kKernels[NN_KERNEL_COUNT] = {
     [NN_KERNEL_SGD_UPDATE_DEVICE_LR] = {"sgd_update_device_lr", 4, sizeof(nn_sgd_params), W(0) | W(2)},
     /* dropout: y and mask; the counter is only read */
     [NN_KERNEL_DROPOUT_FORWARD] = {"dropout_forward", 4, sizeof(nn_dropout_params), W(1) | W(2)},
-    [NN_KERNEL_CONV2D_FORWARD] = {"conv2d_forward", 4, sizeof(nn_conv_params), W(2)},
+    [NN_KERNEL_CONV2D_FORWARD] = {"conv2d_forward", 5, sizeof(nn_conv_params), W(2) | W(4)},
     [NN_KERNEL_CONV2D_BACKWARD_DATA] = {"conv2d_backward_data", 3, sizeof(nn_conv_params), W(2)},
-    [NN_KERNEL_CONV2D_BACKWARD_WEIGHT] = {"conv2d_backward_weight", 3, sizeof(nn_conv_params), W(2)},
+    [NN_KERNEL_CONV2D_BACKWARD_WEIGHT] = {"conv2d_backward_weight", 4, sizeof(nn_conv_params), W(2)},
 };
 
 /* The kernel's row, or NULL for an id outside the table. */

@@ -43,9 +43,9 @@ typedef enum nn_kernel {
     /* dropout */
     NN_KERNEL_DROPOUT_FORWARD,   /* x, y, mask, counter[1] (uint32, read; COUNTER_ADD advances it) */
     /* convolution without a column matrix in memory (nn_conv_params) */
-    NN_KERNEL_CONV2D_FORWARD,         /* x, weight, y, bias (or none) */
+    NN_KERNEL_CONV2D_FORWARD,         /* x, weight, y, bias (or none), columns (or none) */
     NN_KERNEL_CONV2D_BACKWARD_DATA,   /* dy, weight, dx */
-    NN_KERNEL_CONV2D_BACKWARD_WEIGHT, /* dy, x, dweight */
+    NN_KERNEL_CONV2D_BACKWARD_WEIGHT, /* dy, x, dweight, columns (or none) */
     NN_KERNEL_COUNT
 } nn_kernel;
 
@@ -174,7 +174,10 @@ typedef struct nn_gemm_epilogue_params {
  *                    and NN_EPI_RELU only; y is overwritten;
  *   BACKWARD_DATA    dx (+)= col2im(W^T dy_n) for every image n;
  *   BACKWARD_WEIGHT  dweight (+)= sum over n of dy_n cols_n^T.
- * g.accumulate: the backward kernels add into their output. */
+ * g.accumulate: the backward kernels add into their output.
+ * columns: where the backend keeps them (nn_backend.conv_keeps_columns),
+ * [batch, K, P] that the forward fills with every cols_n and the weight
+ * gradient reads instead of computing them again. */
 typedef struct nn_conv_params {
     nn_conv_geometry g;
     int32_t filters;

@@ -141,6 +141,10 @@ static nn_status after_command(nn_ctx *ctx, nn_status status) {
     return status;
 }
 
+bool nn_ctx_conv_keeps_columns(nn_ctx *ctx, const nn_conv_params *p) {
+    return ctx->backend->conv_keeps_columns && ctx->backend->conv_keeps_columns(ctx->backend, p);
+}
+
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
                      const void *params) {
     if (ctx->recording) {

@@ -139,6 +139,9 @@ nn_status nn_ctx_write(nn_ctx *ctx, nn_buffer_ref dst, const void *src, size_t b
 
 nn_status nn_ctx_track_step_tensor(nn_ctx *ctx, nn_tensor *t);
 void nn_ctx_untrack_step_tensor(nn_ctx *ctx, nn_tensor *t);
+/* The backend's nn_backend.conv_keeps_columns for this layer. */
+bool nn_ctx_conv_keeps_columns(nn_ctx *ctx, const nn_conv_params *p);
+
 /* Launch a kernel on the context's backend; a failure names the kernel. */
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
                      const void *params);

@@ -1,11 +1,12 @@
 /* Convolution through the backend's convolution kernels (kernels.h,
  * nn_conv_params): forward, and the two backward products, each one kernel
- * that computes what im2col + GEMM (+ col2im) would, without a column
- * matrix kept between forward and backward. The CPU runs the column route
- * in scratch; the Vulkan backend multiplies straight from the image for
- * small layers and uses the column route for large ones. The bias (and,
- * fused for nn_sequential, the ReLU: fused_relu.h) is the forward kernel's
- * epilogue. */
+ * that computes what im2col + GEMM (+ col2im) would. Where the backend
+ * takes the column route for a layer (the CPU always; Vulkan for large
+ * layers) it asks for the column matrix to be kept from forward to
+ * backward, so the weight gradient needs no second im2col; the Vulkan
+ * backend multiplies small layers straight from the image, with no column
+ * matrix at all. The bias (and, fused for nn_sequential, the ReLU:
+ * fused_relu.h) is the forward kernel's epilogue. */
 #include "fused_relu.h"
 
 static nn_status conv_backward(nn_node *node) {
@@ -20,8 +21,10 @@ static nn_status conv_backward(nn_node *node) {
     if (nn_wants_grad(w)) {
         NN_TRY(nn_grad_target(w, &grad, &acc));
         p.g.accumulate = acc;
-        nn_buffer_ref args[3] = {nn_tensor_ref(dy), nn_tensor_ref(x), nn_tensor_ref(grad)};
-        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, args, 3, &p));
+        nn_buffer_ref none = {NULL, 0, 0};
+        nn_buffer_ref args[4] = {nn_tensor_ref(dy), nn_tensor_ref(x), nn_tensor_ref(grad),
+                                 node->saved_count > 0 ? nn_tensor_ref(node->saved[0]) : none};
+        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, args, 4, &p));
     }
     if (nn_wants_grad(bias)) {
         NN_TRY(nn_grad_target(bias, &grad, &acc));
@@ -117,16 +120,29 @@ nn_tensor *nn_conv2d_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, con
     if (!y) return NULL;
     nn_conv_params p = {.g = g, .filters = oc,
                         .epilogue = (bias ? NN_EPI_BIAS_ROWS : 0) | (relu ? NN_EPI_RELU : 0)};
+    /* The column matrix, when the backend keeps it for the weight gradient. */
+    nn_tensor *cols = NULL;
+    if (record && nn_wants_grad(weight) && nn_ctx_conv_keeps_columns(ctx, &p)) {
+        int64_t col_shape[3] = {g.batch, (int64_t)g.channels * g.kernel_h * g.kernel_w,
+                                (int64_t)g.out_h * g.out_w};
+        cols = nn_op_scratch(ctx, NN_F32, 3, col_shape);
+        if (!cols) {
+            if (z != y) nn_tensor_free(z);
+            return nn_op_fail(y);
+        }
+    }
     nn_buffer_ref none = {NULL, 0, 0};
-    nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(weight), nn_tensor_ref(y),
-                             bias ? nn_tensor_ref(bias) : none};
-    if (nn_ctx_run(ctx, NN_KERNEL_CONV2D_FORWARD, args, 4, &p) != NN_OK) {
+    nn_buffer_ref args[5] = {nn_tensor_ref(x), nn_tensor_ref(weight), nn_tensor_ref(y),
+                             bias ? nn_tensor_ref(bias) : none, cols ? nn_tensor_ref(cols) : none};
+    if (nn_ctx_run(ctx, NN_KERNEL_CONV2D_FORWARD, args, 5, &p) != NN_OK) {
+        nn_tensor_release(cols);
         if (z != y) nn_tensor_free(z);
         return nn_op_fail(y);
     }
     nn_node *node;
-    z = nn_op_finish(z, op, conv_backward, inputs, 3, NULL, 0, &node);
+    z = nn_op_finish(z, op, conv_backward, inputs, 3, cols ? &cols : NULL, cols ? 1 : 0, &node);
     if (node) node->params.conv = g;
+    nn_tensor_release(cols); /* the node holds it when backward needs it */
     if (!z) {
         if (relu && record) nn_tensor_free(y);
         return NULL;

@@ -276,6 +276,7 @@ nn_backend *nn_cpu_backend_new(int threads) {
     b->alloc = cpu_alloc;
     b->memory_stats = cpu_memory_stats;
     b->free = cpu_free;
+    b->conv_keeps_columns = nn_cpu_conv_keeps_columns;
     b->write = cpu_write;
     b->read = cpu_read;
     b->fill = cpu_fill;

@@ -1,8 +1,10 @@
 /* The convolution kernels (kernels.h, nn_conv_params) on the CPU: the column
- * route, im2col + GEMM (+ col2im), with the column matrix in a scratch
- * buffer of the backend's (its free cache makes the reuse cheap) and never
- * more than about COLUMN_FLOATS of it at once: the images are taken in
- * groups that fit. */
+ * route, im2col + GEMM (+ col2im). The CPU keeps the column matrix from
+ * forward to backward (nn_cpu_conv_keeps_columns): the forward fills the
+ * op's, the weight gradient reads it. Without one (no backward to come, or
+ * the data gradient's) the columns go to a scratch buffer of the
+ * backend's (its free cache makes the reuse cheap), never more than about
+ * COLUMN_FLOATS of it at once: the images are taken in groups that fit. */
 #include "core/error.h"
 #include "cpu_backend.h"
 #include "cpu_gemm.h"
@@ -34,12 +36,15 @@ nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel
         return NN_OK;
     }
     const int64_t per_image = k * positions > 0 ? k * positions : 1;
-    int64_t group = COLUMN_FLOATS / per_image;
+    /* The op's columns: filled by the forward, read by the weight gradient. */
+    float *kept = kernel == NN_KERNEL_CONV2D_FORWARD ? nn_cpu_f32(a[4])
+                  : kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT ? nn_cpu_f32(a[3]) : NULL;
+    int64_t group = kept ? g.batch : COLUMN_FLOATS / per_image;
     if (group < 1) group = 1;
     if (group > g.batch) group = g.batch;
-    nn_buffer *scratch = self->alloc(self, (size_t)(group * per_image) * sizeof(float));
-    if (!scratch) return nn_last_status();
-    float *cols = scratch->data;
+    nn_buffer *scratch = kept ? NULL : self->alloc(self, (size_t)(group * per_image) * sizeof(float));
+    if (!kept && !scratch) return nn_last_status();
+    float *cols = kept ? kept : scratch->data;
     const float *x = kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT ? nn_cpu_f32(a[1]) : nn_cpu_f32(a[0]);
     const float *w = nn_cpu_f32(a[1]), *dy = nn_cpu_f32(a[0]);
     float *out = nn_cpu_f32(a[2]);
@@ -69,7 +74,7 @@ nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel
             break;
         }
         case NN_KERNEL_CONV2D_BACKWARD_WEIGHT: { /* dW (+)= sum_n dy_n cols_n^T */
-            st = nn_cpu_im2col(pool, &part, x + first * plane_x, cols);
+            if (!kept) st = nn_cpu_im2col(pool, &part, x + first * plane_x, cols);
             p.m = oc, p.n = (int32_t)k, p.k = (int32_t)positions, p.trans_b = 1;
             p.lda = (int32_t)positions, p.ldb = (int32_t)positions, p.ldc = (int32_t)k;
             p.stride_a = plane_y, p.stride_b = k * positions, p.stride_c = 0;
@@ -80,7 +85,12 @@ nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel
         default: st = nn_set_error(NN_ERR_BACKEND, "cpu conv2d: not a convolution kernel");
         }
     }
-    self->free(self, scratch);
+    if (scratch) self->free(self, scratch);
     if (st == NN_ERR_MEMORY) return nn_set_error(st, "cpu conv2d: out of scratch memory");
     return st;
+}
+
+bool nn_cpu_conv_keeps_columns(nn_backend *self, const nn_conv_params *p) {
+    (void)self, (void)p;
+    return true; /* every layer takes the column route here */
 }

@@ -325,6 +325,8 @@ nn_status vk_latency_record(vk_backend *vk, nn_kernel kernel, const vk_latency_p
 
 /* vk_conv.c: NN_KERNEL_CONV2D_FORWARD / _BACKWARD_DATA / _BACKWARD_WEIGHT. */
 nn_status vk_run_conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *p);
+/* The backend's conv_keeps_columns: the layers that take the column route. */
+bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);
 
 /* The generated table of embedded SPIR-V (build/gen/vk_shaders.c). */
 typedef struct nn_vk_shader {

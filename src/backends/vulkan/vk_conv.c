@@ -6,9 +6,11 @@
  * im2col or col2im dispatch, no column buffer, and one dispatch (and one
  * barrier) where the column route needs two or three.
  *
- * Large layers (AlexNet's) take the column route in scratch: im2col, the
- * tiled GEMM, col2im, in groups of images whose columns fit
- * COLUMN_FLOATS, freed as soon as the layer is done. */
+ * Large layers (AlexNet's) take the column route: im2col, the tiled GEMM,
+ * col2im. For them the op keeps the column matrix from forward to backward
+ * (vk_conv_keeps_columns: the forward fills it, the weight gradient reads
+ * it); without one the columns go to scratch, in groups of images whose
+ * columns fit COLUMN_FLOATS, freed as soon as the layer is done. */
 #include <stddef.h>
 #include <stdio.h>
 
@@ -47,13 +49,19 @@ static nn_status column_route(vk_backend *vk, nn_kernel kernel, const nn_buffer_
     const int64_t plane_x = (int64_t)g.channels * g.height * g.width, plane_y = cp->filters * positions;
     const int32_t oc = cp->filters;
     const int64_t per_image = k * positions > 0 ? k * positions : 1;
-    int64_t group = COLUMN_FLOATS / per_image;
+    /* The op's columns: filled by the forward, read by the weight gradient. */
+    nn_buffer_ref kept = kernel == NN_KERNEL_CONV2D_FORWARD ? a[4]
+                         : kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT ? a[3] : (nn_buffer_ref){NULL, 0, 0};
+    int64_t group = kept.buffer ? g.batch : COLUMN_FLOATS / per_image;
     if (group < 1) group = 1;
     if (group > g.batch) group = g.batch;
     NN_TRY(vk_fits32(kernel, "column entries", group * per_image));
-    nn_buffer *scratch = vk_buffer_alloc(&vk->base, (size_t)(group * per_image) * sizeof(float));
-    if (!scratch) return nn_last_status();
-    nn_buffer_ref cols = {scratch, 0, 0};
+    nn_buffer *scratch = NULL;
+    if (!kept.buffer) {
+        scratch = vk_buffer_alloc(&vk->base, (size_t)(group * per_image) * sizeof(float));
+        if (!scratch) return nn_last_status();
+    }
+    nn_buffer_ref cols = kept.buffer ? kept : (nn_buffer_ref){scratch, 0, 0};
     nn_status st = NN_OK;
     for (int64_t first = 0; first < g.batch && st == NN_OK; first += group) {
         const int32_t count = (int32_t)(g.batch - first < group ? g.batch - first : group);
@@ -80,7 +88,7 @@ static nn_status column_route(vk_backend *vk, nn_kernel kernel, const nn_buffer_
         } else { /* dW (+)= sum_n dy_n cols_n^T */
             nn_buffer_ref x = advance(a[1], first, plane_x), im[2] = {x, cols};
             part.accumulate = 0;
-            st = vk_run(&vk->base, NN_KERNEL_IM2COL, im, 2, &part);
+            if (!kept.buffer) st = vk_run(&vk->base, NN_KERNEL_IM2COL, im, 2, &part);
             p.m = oc, p.n = (int32_t)k, p.k = (int32_t)positions, p.trans_b = 1;
             p.lda = (int32_t)positions, p.ldb = (int32_t)positions, p.ldc = (int32_t)k;
             p.stride_a = plane_y, p.stride_b = k * positions, p.stride_c = 0;
@@ -89,7 +97,7 @@ static nn_status column_route(vk_backend *vk, nn_kernel kernel, const nn_buffer_
             if (st == NN_OK) st = vk_run_gemm(vk, args, &p, 0);
         }
     }
-    vk_scratch_done(vk, scratch);
+    if (scratch) vk_scratch_done(vk, scratch);
     return st;
 }
 
@@ -146,6 +154,16 @@ static nn_status latency_route(vk_backend *vk, nn_kernel kernel, const nn_buffer
                              sizeof push, offsetof(conv_push, counters), outputs, (int32_t)push.m, (int32_t)push.n);
 }
 
+static int64_t multiply_adds(const nn_conv_params *cp) {
+    const nn_conv_geometry *g = &cp->g;
+    return (int64_t)cp->filters * g->channels * g->kernel_h * g->kernel_w * g->out_h * g->out_w * g->batch;
+}
+
+bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *cp) {
+    (void)self;
+    return !vk_latency_wanted(multiply_adds(cp));
+}
+
 nn_status vk_run_conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
     NN_TRY(check(cp, a, kernel));
     const nn_conv_geometry *g = &cp->g;
@@ -159,7 +177,6 @@ nn_status vk_run_conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, 
     NN_TRY(vk_fits32(kernel, "input entries", (int64_t)g->batch * g->channels * g->height * g->width));
     NN_TRY(vk_fits32(kernel, "output entries", (int64_t)g->batch * cp->filters * g->out_h * g->out_w));
     NN_TRY(vk_fits32(kernel, "weight entries", (int64_t)cp->filters * k));
-    if (vk_latency_wanted((int64_t)cp->filters * k * g->out_h * g->out_w * g->batch))
-        return latency_route(vk, kernel, a, cp);
+    if (vk_latency_wanted(multiply_adds(cp))) return latency_route(vk, kernel, a, cp);
     return column_route(vk, kernel, a, cp);
 }

@@ -20,7 +20,8 @@ static int optional_args(nn_kernel kernel, const void *params) {
     if (kernel == NN_KERNEL_GATHER_SAMPLES || kernel == NN_KERNEL_GATHER_ROWS) return (1 << 1) | (1 << 2);
     if (kernel == NN_KERNEL_SGD_UPDATE_DEVICE_LR) return 1 << 2;
     if (kernel == NN_KERNEL_GEMM_EPILOGUE) return 1 << 3; /* checked against the flags in vk_gemm.c */
-    if (kernel == NN_KERNEL_CONV2D_FORWARD) return 1 << 3; /* the bias: checked in vk_conv.c */
+    if (kernel == NN_KERNEL_CONV2D_FORWARD) return (1 << 3) | (1 << 4); /* bias (checked in vk_conv.c), columns */
+    if (kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT) return 1 << 3; /* columns */
     if (kernel == NN_KERNEL_ELEMENTWISE && ((const nn_pointwise_params *)params)->op == NN_EW_SCALE) return 1 << 1;
     return 0;
 }
