@@ -45,7 +45,7 @@ static void gemm_case(int m, int n, int k, int ta, int tb, int batch, int summed
 
 TEST(vulkan_gemm_every_tile_and_transpose) {
     NEED_VULKAN();
-    static const char *tiles[] = {"large", "large16", "large-db", "medium", "small", "thin", "direct", "latency"};
+    static const char *tiles[] = {"large", "large16", "large-db", "medium", "small", "thin", "latency"};
     static const int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {67, 130, 29}, {6, 25, 150}, {129, 3, 8}};
     unsigned seed = 1;
     for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
@@ -64,7 +64,7 @@ TEST(vulkan_gemm_every_tile_and_transpose) {
  * vec4 loads; the last shapes have an odd side or offset and must not. */
 TEST(vulkan_gemm_vec4_loads) {
     NEED_VULKAN();
-    static const char *tiles[] = {"large", "large16", "medium", "small", "thin", "direct", "latency", ""};
+    static const char *tiles[] = {"large", "large16", "medium", "small", "thin", "latency", ""};
     static const int shapes[][4] = {/* m, n, k, batch */ {64, 36, 20, 1}, {36, 132, 28, 1}, {132, 8, 200, 3},
                                     {4, 4, 4, 1}, {36, 40, 3, 1}, {37, 40, 8, 1}};
     unsigned seed = 300;
@@ -88,7 +88,7 @@ TEST(vulkan_gemm_batches_alpha_beta) {
         for (int tb = 0; tb < 2; tb++) {
             gemm_case(9, 11, 13, ta, tb, 3, 0, 2, 0.5f, -1.5f, seed++);   /* batched, beta */
             gemm_case(6, 25, 37, ta, tb, 5, 1, 0, 1.0f, 1.0f, seed++);    /* summed batch (conv dW) */
-            gemm_case(6, 25, 600, ta, tb, 7, 1, 0, 1.0f, 0.5f, seed++);   /* summed, split by products (direct) */
+            gemm_case(6, 25, 600, ta, tb, 7, 1, 0, 1.0f, 0.5f, seed++);   /* summed, split by products */
             gemm_case(17, 4, 70, ta, tb, 4, 1, 1, -2.0f, 0.0f, seed++);
             gemm_case(1, 1, 200, ta, tb, 1, 0, 0, 1.0f, 0.25f, seed++);   /* a dot product */
         }

@@ -106,7 +106,6 @@ typedef enum vk_pipeline_id {
     VK_PIPE_GEMM_SMALL,  /* 32 x 32, 4 x 4 */
     VK_PIPE_GEMM_THIN,   /* 16 x 64, 4 x 4: few rows (LeNet's convolutions) */
     VK_PIPE_GEMM_SPLITK, /* adds split-K partial products into C */
-    VK_PIPE_GEMM_DIRECT, /* small products: one invocation per entry of C, no tiles */
     VK_PIPE_GEMM_LATENCY, /* latency-bound products: 16 x 8 tiles, one output per invocation */
     VK_PIPE_GEMM_LATENCY_FEW_ROWS, /* 8 x 16, for at most 8 rows (LeNet's first convolution) */
     VK_PIPE_CONV_LATENCY, /* convolutions as those tiles, variant = mode (conv_latency.comp) */

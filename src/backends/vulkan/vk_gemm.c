@@ -1,4 +1,6 @@
-/* The GEMM kernel family: tile choice, split-K, vec4-load variants.
+/* The GEMM kernel family: latency-bound products (gemm_latency.comp, and
+ * the tiles and splits conv_latency.comp shares), and for larger ones the
+ * tiled kernel's tile choice, split-K and vec4-load variants.
  * C[b] = alpha op(A[b]) op(B[b]) + beta C[b] with the CPU's semantics
  * (kernels.h), including the summed batch (stride_c == 0) of conv's dW. */
 #include <math.h>
@@ -114,24 +116,6 @@ static nn_status record_split(vk_backend *vk, const nn_buffer_ref *a, const nn_g
     return st;
 }
 
-/* Small products (LeNet's, every layer at batch 64 or 256) go to
- * gemm_direct.comp: the tiled kernel's per-slice barriers and memory waits
- * cost more than their arithmetic. Summed batches (conv's dW) are split by
- * products, each invocation walking about DIRECT_WALK multiply-adds. */
-#define DIRECT_MAX_MACS ((int64_t)1 << 26)
-#define DIRECT_MAX_K 32
-#define DIRECT_WALK 2048
-
-/* Measured on an H200 (bench/README.md): a walk over k of more than a few
- * dozen waits on memory at every step and loses to the tiles, and summed
- * batches lose to tiled split-K; so only short, unsummed products go direct. */
-static bool direct_wanted(const nn_gemm_params *p, int32_t k, int64_t outputs, bool summed) {
-    const char *force = getenv("NN_ENGINE_VULKAN_GEMM_TILES");
-    if (force && *force) return strcmp(force, "direct") == 0;
-    return !summed && k <= DIRECT_MAX_K && (int64_t)p->m * p->n * k * outputs <= DIRECT_MAX_MACS &&
-           ceil_div((int64_t)p->m * p->n, 64) <= VK_MAX_GROUPS;
-}
-
 /* Latency-bound products (every GEMM of a LeNet-5 step, at batch 64 or
  * 256) go to gemm_latency.comp: one output per invocation, a whole k slice
  * of 64 in flight per step, the epilogue compiled in, and splits that add
@@ -214,29 +198,6 @@ static nn_status run_latency(vk_backend *vk, const nn_buffer_ref *a, int nargs, 
                              offsetof(gemm_push, counters), outputs, p->m, p->n);
 }
 
-static nn_status run_direct(vk_backend *vk, const nn_buffer_ref *a, int nargs, const nn_gemm_params *p,
-                            gemm_push push, uint32_t epilogue, int32_t k, int64_t outputs, bool summed) {
-    uint32_t gx = (uint32_t)ceil_div((int64_t)p->m * p->n, 64);
-    if (!summed) {
-        uint32_t gz = outputs > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
-        return vk_record(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_DIRECT, 0, a, nargs, &push, sizeof push, gx, 1, gz);
-    }
-    int64_t per = k > 0 ? DIRECT_WALK / k : p->batch;
-    if (per < 1) per = 1;
-    int64_t splits = ceil_div(p->batch, per);
-    if (splits > VK_MAX_GROUPS) {
-        splits = VK_MAX_GROUPS;
-        per = ceil_div(p->batch, splits);
-        splits = ceil_div(p->batch, per);
-    }
-    if (splits < 2) {
-        push.splits = 1;
-        push.split_steps = (uint32_t)p->batch;
-        return vk_record(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_DIRECT, 0, a, nargs, &push, sizeof push, gx, 1, 1);
-    }
-    return record_split(vk, a, p, push, epilogue, VK_PIPE_GEMM_DIRECT, 0, gx, 1, splits, per);
-}
-
 /* A tiled product with an epilogue: the plain kernel, then
  * gemm_epilogue_pass.comp. Compiled into the tiled kernel, the epilogue made
  * it ~15x slower on an H200 (AlexNet's conv2: 36 ms instead of 2), most
@@ -317,12 +278,6 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
                       1, 0, (uint32_t)epilogue, 0};
     if (vk_latency_wanted((int64_t)p->m * p->n * (k > 0 ? k : 1) * p->batch))
         return run_latency(vk, a, nargs, p, push, (uint32_t)epilogue, k, outputs, products);
-    if (direct_wanted(p, k, outputs, summed)) {
-        if (vk->labels)
-            snprintf(vk->profile_label, sizeof vk->profile_label, "gemm m%d n%d k%d b%d %c%c%s direct", p->m, p->n,
-                     k, p->batch, p->trans_a ? 'T' : 'N', p->trans_b ? 'T' : 'N', epilogue ? " epilogue" : "");
-        return run_direct(vk, a, nargs, p, push, (uint32_t)epilogue, k, outputs, summed);
-    }
     int variant = (int)vec4_ok(a[0], p->lda, p->stride_a, p->batch, p->trans_a ? p->m : k) |
                   (int)vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n) << 1;
     /* Split-K: each of `splits` workgroup layers walks an equal share of the

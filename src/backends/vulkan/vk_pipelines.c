@@ -30,7 +30,6 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_GEMM_SMALL] = {"gemm", "gemm", {32, 32, 16, 4, 4, 64}},
     [VK_PIPE_GEMM_THIN] = {"gemm", "gemm", {16, 64, 16, 4, 4, 64}},
     [VK_PIPE_GEMM_SPLITK] = {"gemm_splitk", "gemm (split-K sum)"},
-    [VK_PIPE_GEMM_DIRECT] = {"gemm_direct", "gemm (direct)"},
     /* Latency-bound tiles of 128 invocations, measured on an H200 against
      * 256 (8 x 32 and 16 x 16): LeNet-5's epoch 125 ms instead of 129. */
     [VK_PIPE_GEMM_LATENCY] = {"gemm_latency", "gemm (latency-bound)", {16, 8, 64, 1, 1, 128, 0}},
