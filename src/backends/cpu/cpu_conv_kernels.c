@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "cpu_backend.h"
 #include "cpu_gemm.h"
+#include "backends/conv_columns.h"
 
 #define COLUMN_FLOATS ((int64_t)1 << 24) /* 64 MiB */
 
@@ -26,63 +27,38 @@ nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel
                         const nn_buffer_ref *a) {
     NN_TRY(check(cp));
     const nn_conv_geometry g = cp->g;
-    const int64_t k = (int64_t)g.channels * g.kernel_h * g.kernel_w;
-    const int64_t positions = (int64_t)g.out_h * g.out_w;
-    const int64_t plane_x = (int64_t)g.channels * g.height * g.width, plane_y = cp->filters * positions;
-    const int32_t oc = cp->filters;
     if (g.batch == 0) { /* the sum over no images */
+        int64_t weights = (int64_t)cp->filters * g.channels * g.kernel_h * g.kernel_w;
         if (kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT && !g.accumulate)
-            for (int64_t i = 0; i < oc * k; i++) nn_cpu_f32(a[2])[i] = 0.0f;
+            for (int64_t i = 0; i < weights; i++) nn_cpu_f32(a[2])[i] = 0.0f;
         return NN_OK;
     }
-    const int64_t per_image = k * positions > 0 ? k * positions : 1;
     /* The op's columns: filled by the forward, read by the weight gradient. */
     float *kept = kernel == NN_KERNEL_CONV2D_FORWARD ? nn_cpu_f32(a[4])
                   : kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT ? nn_cpu_f32(a[3]) : NULL;
-    int64_t group = kept ? g.batch : COLUMN_FLOATS / per_image;
-    if (group < 1) group = 1;
-    if (group > g.batch) group = g.batch;
-    nn_buffer *scratch = kept ? NULL : self->alloc(self, (size_t)(group * per_image) * sizeof(float));
+    const nn_conv_columns c = nn_conv_columns_plan(cp, kept != NULL, COLUMN_FLOATS);
+    nn_buffer *scratch = kept ? NULL : self->alloc(self, (size_t)(c.group * c.per_image) * sizeof(float));
     if (!kept && !scratch) return nn_last_status();
     float *cols = kept ? kept : scratch->data;
     const float *x = kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT ? nn_cpu_f32(a[1]) : nn_cpu_f32(a[0]);
     const float *w = nn_cpu_f32(a[1]), *dy = nn_cpu_f32(a[0]);
     float *out = nn_cpu_f32(a[2]);
     nn_status st = NN_OK;
-    for (int64_t first = 0; first < g.batch && st == NN_OK; first += group) {
-        const int32_t count = (int32_t)(g.batch - first < group ? g.batch - first : group);
+    for (int64_t first = 0; first < g.batch && st == NN_OK; first += c.group) {
         nn_conv_geometry part = g;
-        part.batch = count;
-        nn_gemm_params p = {.batch = count, .alpha = 1.0f};
-        switch (kernel) {
-        case NN_KERNEL_CONV2D_FORWARD: { /* y_n = epilogue(W cols_n) */
-            st = nn_cpu_im2col(pool, &part, x + first * plane_x, cols);
-            p.m = oc, p.n = (int32_t)positions, p.k = (int32_t)k;
-            p.lda = (int32_t)k, p.ldb = (int32_t)positions, p.ldc = (int32_t)positions;
-            p.stride_b = k * positions, p.stride_c = plane_y;
+        part.batch = (int32_t)(g.batch - first < c.group ? g.batch - first : c.group);
+        nn_gemm_params p = nn_conv_columns_gemm(kernel, cp, &c, part.batch, first);
+        if (kernel == NN_KERNEL_CONV2D_FORWARD) {
+            st = nn_cpu_im2col(pool, &part, x + first * c.plane_x, cols);
             nn_gemm_epilogue_params e = {.gemm = p, .epilogue = cp->epilogue};
             if (st == NN_OK)
-                st = nn_cpu_gemm_epilogue(pool, &e, w, cols, out + first * plane_y, nn_cpu_f32(a[3]));
-            break;
-        }
-        case NN_KERNEL_CONV2D_BACKWARD_DATA: { /* dcols_n = W^T dy_n, then col2im into dx */
-            p.m = (int32_t)k, p.n = (int32_t)positions, p.k = oc, p.trans_a = 1;
-            p.lda = (int32_t)k, p.ldb = (int32_t)positions, p.ldc = (int32_t)positions;
-            p.stride_b = plane_y, p.stride_c = k * positions;
-            st = nn_cpu_gemm(pool, &p, w, dy + first * plane_y, cols);
-            if (st == NN_OK) st = nn_cpu_col2im(pool, &part, cols, out + first * plane_x);
-            break;
-        }
-        case NN_KERNEL_CONV2D_BACKWARD_WEIGHT: { /* dW (+)= sum_n dy_n cols_n^T */
-            if (!kept) st = nn_cpu_im2col(pool, &part, x + first * plane_x, cols);
-            p.m = oc, p.n = (int32_t)k, p.k = (int32_t)positions, p.trans_b = 1;
-            p.lda = (int32_t)positions, p.ldb = (int32_t)positions, p.ldc = (int32_t)k;
-            p.stride_a = plane_y, p.stride_b = k * positions, p.stride_c = 0;
-            p.beta = (first > 0 || g.accumulate) ? 1.0f : 0.0f;
-            if (st == NN_OK) st = nn_cpu_gemm(pool, &p, dy + first * plane_y, cols, out);
-            break;
-        }
-        default: st = nn_set_error(NN_ERR_BACKEND, "cpu conv2d: not a convolution kernel");
+                st = nn_cpu_gemm_epilogue(pool, &e, w, cols, out + first * c.plane_y, nn_cpu_f32(a[3]));
+        } else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) {
+            st = nn_cpu_gemm(pool, &p, w, dy + first * c.plane_y, cols);
+            if (st == NN_OK) st = nn_cpu_col2im(pool, &part, cols, out + first * c.plane_x);
+        } else {
+            if (!kept) st = nn_cpu_im2col(pool, &part, x + first * c.plane_x, cols);
+            if (st == NN_OK) st = nn_cpu_gemm(pool, &p, dy + first * c.plane_y, cols, out);
         }
     }
     if (scratch) self->free(self, scratch);

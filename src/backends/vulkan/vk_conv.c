@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "backends/conv_columns.h"
 #include "core/error.h"
 #include "vk_backend.h"
 
@@ -45,55 +46,37 @@ static nn_buffer_ref advance(nn_buffer_ref ref, int64_t images, int64_t plane) {
 
 static nn_status column_route(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
     const nn_conv_geometry g = cp->g;
-    const int64_t k = (int64_t)g.channels * g.kernel_h * g.kernel_w, positions = (int64_t)g.out_h * g.out_w;
-    const int64_t plane_x = (int64_t)g.channels * g.height * g.width, plane_y = cp->filters * positions;
-    const int32_t oc = cp->filters;
-    const int64_t per_image = k * positions > 0 ? k * positions : 1;
     /* The op's columns: filled by the forward, read by the weight gradient. */
     nn_buffer_ref kept = kernel == NN_KERNEL_CONV2D_FORWARD ? a[4]
                          : kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT ? a[3] : (nn_buffer_ref){NULL, 0, 0};
-    int64_t group = kept.buffer ? g.batch : COLUMN_FLOATS / per_image;
-    if (group < 1) group = 1;
-    if (group > g.batch) group = g.batch;
-    NN_TRY(vk_fits32(kernel, "column entries", group * per_image));
+    const nn_conv_columns c = nn_conv_columns_plan(cp, kept.buffer != NULL, COLUMN_FLOATS);
+    NN_TRY(vk_fits32(kernel, "column entries", c.group * c.per_image));
     nn_buffer *scratch = NULL;
     if (!kept.buffer) {
-        scratch = vk_buffer_alloc(&vk->base, (size_t)(group * per_image) * sizeof(float));
+        scratch = vk_buffer_alloc(&vk->base, (size_t)(c.group * c.per_image) * sizeof(float));
         if (!scratch) return nn_last_status();
     }
     nn_buffer_ref cols = kept.buffer ? kept : (nn_buffer_ref){scratch, 0, 0};
     nn_status st = NN_OK;
-    for (int64_t first = 0; first < g.batch && st == NN_OK; first += group) {
-        const int32_t count = (int32_t)(g.batch - first < group ? g.batch - first : group);
+    for (int64_t first = 0; first < g.batch && st == NN_OK; first += c.group) {
         nn_conv_geometry part = g;
-        part.batch = count;
-        nn_gemm_params p = {.batch = count, .alpha = 1.0f};
-        if (kernel == NN_KERNEL_CONV2D_FORWARD) { /* y_n = epilogue(W cols_n) */
-            nn_buffer_ref x = advance(a[0], first, plane_x), im[2] = {x, cols};
-            part.accumulate = 0;
+        part.batch = (int32_t)(g.batch - first < c.group ? g.batch - first : c.group);
+        part.accumulate = kernel == NN_KERNEL_CONV2D_BACKWARD_DATA ? g.accumulate : 0; /* im2col overwrites */
+        nn_gemm_params p = nn_conv_columns_gemm(kernel, cp, &c, part.batch, first);
+        if (kernel == NN_KERNEL_CONV2D_FORWARD) {
+            nn_buffer_ref im[2] = {advance(a[0], first, c.plane_x), cols};
             st = vk_run(&vk->base, NN_KERNEL_IM2COL, im, 2, &part);
-            p.m = oc, p.n = (int32_t)positions, p.k = (int32_t)k;
-            p.lda = (int32_t)k, p.ldb = (int32_t)positions, p.ldc = (int32_t)positions;
-            p.stride_b = k * positions, p.stride_c = plane_y;
-            nn_buffer_ref args[4] = {a[1], cols, advance(a[2], first, plane_y), a[3]};
+            nn_buffer_ref args[4] = {a[1], cols, advance(a[2], first, c.plane_y), a[3]};
             if (st == NN_OK) st = vk_run_gemm(vk, args, &p, cp->epilogue);
-        } else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) { /* dcols_n = W^T dy_n, col2im into dx */
-            p.m = (int32_t)k, p.n = (int32_t)positions, p.k = oc, p.trans_a = 1;
-            p.lda = (int32_t)k, p.ldb = (int32_t)positions, p.ldc = (int32_t)positions;
-            p.stride_b = plane_y, p.stride_c = k * positions;
-            nn_buffer_ref args[3] = {a[1], advance(a[0], first, plane_y), cols};
+        } else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) {
+            nn_buffer_ref args[3] = {a[1], advance(a[0], first, c.plane_y), cols};
             st = vk_run_gemm(vk, args, &p, 0);
-            nn_buffer_ref back[2] = {cols, advance(a[2], first, plane_x)};
+            nn_buffer_ref back[2] = {cols, advance(a[2], first, c.plane_x)};
             if (st == NN_OK) st = vk_run(&vk->base, NN_KERNEL_COL2IM, back, 2, &part);
-        } else { /* dW (+)= sum_n dy_n cols_n^T */
-            nn_buffer_ref x = advance(a[1], first, plane_x), im[2] = {x, cols};
-            part.accumulate = 0;
+        } else {
+            nn_buffer_ref im[2] = {advance(a[1], first, c.plane_x), cols};
             if (!kept.buffer) st = vk_run(&vk->base, NN_KERNEL_IM2COL, im, 2, &part);
-            p.m = oc, p.n = (int32_t)k, p.k = (int32_t)positions, p.trans_b = 1;
-            p.lda = (int32_t)positions, p.ldb = (int32_t)positions, p.ldc = (int32_t)k;
-            p.stride_a = plane_y, p.stride_b = k * positions, p.stride_c = 0;
-            p.beta = (first > 0 || g.accumulate) ? 1.0f : 0.0f;
-            nn_buffer_ref args[3] = {advance(a[0], first, plane_y), cols, a[2]};
+            nn_buffer_ref args[3] = {advance(a[0], first, c.plane_y), cols, a[2]};
             if (st == NN_OK) st = vk_run_gemm(vk, args, &p, 0);
         }
     }

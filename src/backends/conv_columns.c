@@ -1,0 +1,40 @@
+#include "conv_columns.h"
+
+nn_conv_columns nn_conv_columns_plan(const nn_conv_params *p, bool kept, int64_t max_floats) {
+    const nn_conv_geometry *g = &p->g;
+    nn_conv_columns c;
+    c.k = (int64_t)g->channels * g->kernel_h * g->kernel_w;
+    c.positions = (int64_t)g->out_h * g->out_w;
+    c.plane_x = (int64_t)g->channels * g->height * g->width;
+    c.plane_y = p->filters * c.positions;
+    c.per_image = c.k * c.positions > 0 ? c.k * c.positions : 1;
+    c.group = kept ? g->batch : max_floats / c.per_image;
+    if (c.group < 1) c.group = 1;
+    if (c.group > g->batch) c.group = g->batch;
+    return c;
+}
+
+nn_gemm_params nn_conv_columns_gemm(nn_kernel kernel, const nn_conv_params *p, const nn_conv_columns *c,
+                                    int32_t count, int64_t first) {
+    const int32_t k = (int32_t)c->k, positions = (int32_t)c->positions, filters = p->filters;
+    nn_gemm_params gemm = {.batch = count, .alpha = 1.0f};
+    switch (kernel) {
+    case NN_KERNEL_CONV2D_FORWARD: /* y_n [filters, P] = W [filters, K] cols_n [K, P] */
+        gemm.m = filters, gemm.n = positions, gemm.k = k;
+        gemm.lda = k, gemm.ldb = positions, gemm.ldc = positions;
+        gemm.stride_b = c->k * c->positions, gemm.stride_c = c->plane_y;
+        break;
+    case NN_KERNEL_CONV2D_BACKWARD_DATA: /* dcols_n [K, P] = W^T [K, filters] dy_n [filters, P] */
+        gemm.m = k, gemm.n = positions, gemm.k = filters, gemm.trans_a = 1;
+        gemm.lda = k, gemm.ldb = positions, gemm.ldc = positions;
+        gemm.stride_b = c->plane_y, gemm.stride_c = c->k * c->positions;
+        break;
+    default: /* dW [filters, K] (+)= sum_n dy_n [filters, P] cols_n^T [P, K] */
+        gemm.m = filters, gemm.n = k, gemm.k = positions, gemm.trans_b = 1;
+        gemm.lda = positions, gemm.ldb = positions, gemm.ldc = k;
+        gemm.stride_a = c->plane_y, gemm.stride_b = c->k * c->positions, gemm.stride_c = 0;
+        gemm.beta = (first > 0 || p->g.accumulate) ? 1.0f : 0.0f;
+        break;
+    }
+    return gemm;
+}
