@@ -25,8 +25,10 @@ typedef struct nn_conv2d_params {
     int pad_h, pad_w;
 } nn_conv2d_params;
 /* 2-D convolution (cross-correlation, as PyTorch): x [N, C, H, W],
- * weight [OC, C, KH, KW], bias [OC] or NULL. im2col + GEMM; the column matrix
- * is kept for the backward pass. */
+ * weight [OC, C, KH, KW], bias [OC] or NULL. The backend computes it as
+ * im2col + GEMM would (keeping the column matrix for the backward pass
+ * where it takes that route) or straight from the image (Vulkan, small
+ * layers). */
 nn_tensor *nn_conv2d(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int stride, int padding);
 nn_tensor *nn_conv2d_ex(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
                         const nn_conv2d_params *params);
