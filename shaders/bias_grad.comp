@@ -5,13 +5,14 @@
 // entries are cut into chunks (of one PIECE where the work area allows,
 // else one chunk of all); workgroup (x, y) sums chunk x of channel y, a
 // PIECE at a time (each invocation's eight loads in flight at once), then
-// by a tree in shared memory. With one chunk that is the answer. With more, each
-// workgroup writes its chunk's sum to the split work area (binding 2,
-// vk_split_work.c) and the channel's last workgroup to finish adds the
-// chunk sums (again by a fixed tree, so the result does not depend on the
-// order the workgroups ran in) and resets the channel's counter. One
-// dispatch with enough workgroups to fill the GPU, where one workgroup per
-// channel walked LeNet's 6 channels x 50,176 entries alone.
+// by a tree in shared memory. With one chunk that is the answer. With
+// more, each workgroup writes its chunk's sum to the split work area
+// (binding 2, vk_split_work.c) and the channel's last workgroup to finish
+// adds the chunk sums (again by a fixed tree, so the result does not
+// depend on the order the workgroups ran in) and resets the channel's
+// counter. One dispatch with enough workgroups to fill the GPU, where one
+// workgroup per channel walked LeNet's 6 channels x 50,176 entries alone
+// (and summed with Kahan's compensation, which the trees make unneeded).
 layout(local_size_x = 256) in;
 layout(push_constant) uniform Params {
     PC_OFFSETS

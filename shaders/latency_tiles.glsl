@@ -12,6 +12,9 @@
 //   stash()                           ra / rb into As / Bs;
 //   c_index(z, row, col)              where output (row, col) of z goes;
 // then includes latency_walk.glsl, the main() they share.
+// The pipelines (vk_pipelines.c) keep BM * BN a multiple of BK, so an
+// invocation's k index (or column) within a slice is the same for all its
+// entries t: conv_latency.comp decomposes it once per fetch.
 const uint THREADS = BM * BN;
 const uint LOAD_A = BM * BK / THREADS; // entries of the A slice per invocation
 const uint LOAD_B = BN * BK / THREADS;

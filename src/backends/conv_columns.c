@@ -1,5 +1,19 @@
 #include "conv_columns.h"
 
+#include "core/error.h"
+
+nn_status nn_conv_params_check(const char *backend, nn_kernel kernel, const nn_conv_params *p) {
+    const nn_conv_geometry *g = &p->g;
+    if (g->batch < 0 || g->channels < 0 || g->height < 0 || g->width < 0 || g->kernel_h <= 0 || g->kernel_w <= 0 ||
+        g->stride_h <= 0 || g->stride_w <= 0 || g->pad_h < 0 || g->pad_w < 0 || g->out_h < 0 || g->out_w < 0 ||
+        p->filters < 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s %s: invalid geometry", backend, nn_kernel_name(kernel));
+    if (kernel == NN_KERNEL_CONV2D_FORWARD && (p->epilogue & ~(NN_EPI_BIAS_ROWS | NN_EPI_RELU)))
+        return nn_set_error(NN_ERR_BACKEND, "%s %s: invalid epilogue flags 0x%x", backend, nn_kernel_name(kernel),
+                            (unsigned)p->epilogue);
+    return NN_OK;
+}
+
 nn_conv_columns nn_conv_columns_plan(const nn_conv_params *p, bool kept, int64_t max_floats) {
     const nn_conv_geometry *g = &p->g;
     nn_conv_columns c;

@@ -10,6 +10,11 @@
 
 #include "kernels.h"
 
+/* The parameters any backend checks first: a geometry that describes a
+ * convolution and an epilogue of bias and ReLU only; the message names
+ * the backend and the kernel. */
+nn_status nn_conv_params_check(const char *backend, nn_kernel kernel, const nn_conv_params *p);
+
 typedef struct nn_conv_columns {
     int64_t k, positions;     /* K = channels * kernel_h * kernel_w, P = out_h * out_w */
     int64_t plane_x, plane_y; /* floats per image of x and of y */

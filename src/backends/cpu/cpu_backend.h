@@ -27,7 +27,7 @@ nn_status nn_cpu_im2col(nn_thread_pool *pool, const nn_conv_geometry *g, const f
                         float *cols);
 nn_status nn_cpu_col2im(nn_thread_pool *pool, const nn_conv_geometry *g, const float *cols,
                         float *image);
-/* NN_KERNEL_CONV2D_* (cpu_conv_kernels.c): im2col + GEMM in the backend's scratch. */
+/* NN_KERNEL_CONV2D_* (cpu_conv_kernels.c): the column route, every layer keeping its columns. */
 nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *p,
                         const nn_buffer_ref *args);
 bool nn_cpu_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);

@@ -12,20 +12,9 @@
 
 #define COLUMN_FLOATS ((int64_t)1 << 24) /* 64 MiB */
 
-static nn_status check(const nn_conv_params *cp) {
-    const nn_conv_geometry *g = &cp->g;
-    if (g->batch < 0 || g->channels < 0 || g->height < 0 || g->width < 0 || g->kernel_h <= 0 || g->kernel_w <= 0 ||
-        g->stride_h <= 0 || g->stride_w <= 0 || g->pad_h < 0 || g->pad_w < 0 || g->out_h < 0 || g->out_w < 0 ||
-        cp->filters < 0)
-        return nn_set_error(NN_ERR_ARGUMENT, "cpu conv2d: invalid geometry");
-    if (cp->epilogue & ~(NN_EPI_BIAS_ROWS | NN_EPI_RELU))
-        return nn_set_error(NN_ERR_BACKEND, "cpu conv2d: invalid epilogue flags 0x%x", (unsigned)cp->epilogue);
-    return NN_OK;
-}
-
 nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *cp,
                         const nn_buffer_ref *a) {
-    NN_TRY(check(cp));
+    NN_TRY(nn_conv_params_check("cpu", kernel, cp));
     const nn_conv_geometry g = cp->g;
     if (g.batch == 0) { /* the sum over no images */
         int64_t weights = (int64_t)cp->filters * g.channels * g.kernel_h * g.kernel_w;

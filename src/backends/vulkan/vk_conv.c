@@ -21,19 +21,10 @@
 #define COLUMN_FLOATS ((int64_t)1 << 26) /* 256 MiB of columns at most */
 
 static nn_status check(const nn_conv_params *cp, const nn_buffer_ref *a, nn_kernel kernel) {
-    const nn_conv_geometry *g = &cp->g;
-    if (g->batch < 0 || g->channels < 0 || g->height < 0 || g->width < 0 || g->kernel_h <= 0 || g->kernel_w <= 0 ||
-        g->stride_h <= 0 || g->stride_w <= 0 || g->pad_h < 0 || g->pad_w < 0 || g->out_h < 0 || g->out_w < 0 ||
-        cp->filters < 0)
-        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: invalid geometry", nn_kernel_name(kernel));
-    if (kernel == NN_KERNEL_CONV2D_FORWARD) {
-        if (cp->epilogue & ~(NN_EPI_BIAS_ROWS | NN_EPI_RELU))
-            return nn_set_error(NN_ERR_BACKEND, "vulkan %s: invalid epilogue flags 0x%x", nn_kernel_name(kernel),
-                                (unsigned)cp->epilogue);
-        if ((cp->epilogue & NN_EPI_BIAS_ROWS) && !a[3].buffer)
-            return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: the bias epilogue needs the bias buffer",
-                                nn_kernel_name(kernel));
-    }
+    NN_TRY(nn_conv_params_check("vulkan", kernel, cp));
+    if (kernel == NN_KERNEL_CONV2D_FORWARD && (cp->epilogue & NN_EPI_BIAS_ROWS) && !a[3].buffer)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: the bias epilogue needs the bias buffer",
+                            nn_kernel_name(kernel));
     return NN_OK;
 }
 
