@@ -9,7 +9,7 @@
 int command_devices(int argc, char **argv) {
     const command_spec spec = {
         "devices", "devices", "List the devices nn-engine can train on, and why any it cannot use is missing.",
-        "--device auto takes the first usable GPU in this list, else the CPU.", 0, NULL, NULL, 0,
+        "--device auto takes the first usable GPU in this list, else the CPU.", 0, NULL, NULL, 0, NULL,
     };
     int status;
     if (options_parse_or_help(&spec, argc, argv, &status)) return status;

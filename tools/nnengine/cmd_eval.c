@@ -81,26 +81,23 @@ int command_eval(int argc, char **argv) {
     eval_config c = {.device = "auto", .normalize = "auto", .seed = 1, .validation_fraction = 0.1};
     const char *positional[1] = {NULL};
     const option_spec options[] = {
-        {"--weights", OPTION_STRING, &c.weights, 0, 0, "FILE", "weights written by nnengine train --save (required)"},
-        {"--data", OPTION_STRING, &c.data, 0, 0, "DIR", "dataset folder, as for train (required)"},
+        {"--weights", OPTION_STRING, &c.weights, 0, 0, "FILE", "weights written by nnengine train --save"},
+        {"--data", OPTION_STRING, &c.data, 0, 0, "DIR", "dataset folder, as for train"},
         {"--device", OPTION_STRING, &c.device, 0, 0, "D", "auto, cpu or vulkan"},
         {"--threads", OPTION_INT, &c.threads, 0, 1024, "T", "CPU worker threads (default 0: one per core)"},
         {"--normalize", OPTION_STRING, &c.normalize, 0, 0, "N", "as given to train (default auto)"},
         {"--seed", OPTION_INT, &c.seed, 0, 9.2e18, "S", "as given to train: picks the validation split of a folder without a test set"},
         {"--val-fraction", OPTION_FLOAT, &c.validation_fraction, 0, 1, "F", "as given to train (default 0.1)"},
     };
+    static const char *const required[] = {"--weights", "--data", NULL};
     const command_spec spec = {
         "eval", "eval MODEL --weights FILE --data DIR [options]",
         "Evaluate saved weights on DIR's test set (or the validation split train held out).",
         "Give the same --normalize, --seed and --val-fraction as the training run.",
-        1, positional, options, (int)(sizeof options / sizeof options[0]),
+        1, positional, options, (int)(sizeof options / sizeof options[0]), required,
     };
     int status;
     if (options_parse_or_help(&spec, argc, argv, &status)) return status;
-    if (!c.weights || !c.data) {
-        fprintf(stderr, "nnengine eval: --weights FILE and --data DIR are required\n(see: nnengine eval --help)\n");
-        return EXIT_BAD_INPUT;
-    }
     c.model = positional[0];
     return eval(&c);
 }

@@ -91,26 +91,23 @@ int command_export(int argc, char **argv) {
     export_config c = {.input_shape = "1,1,28,28", .classes = 10};
     const char *positional[1] = {NULL};
     const option_spec options[] = {
-        {"--weights", OPTION_STRING, &c.weights, 0, 0, "FILE", "weights written by nnengine train --save (required)"},
-        {"--onnx", OPTION_STRING, &c.onnx, 0, 0, "OUT", "the ONNX file to write (required)"},
+        {"--weights", OPTION_STRING, &c.weights, 0, 0, "FILE", "weights written by nnengine train --save"},
+        {"--onnx", OPTION_STRING, &c.onnx, 0, 0, "OUT", "the ONNX file to write"},
         {"--input-shape", OPTION_STRING, &c.input_shape, 0, 0, "N,C,H,W", "input of the traced pass (default 1,1,28,28)"},
         {"--classes", OPTION_INT, &c.classes, 1, 1 << 20, "K", "outputs of the model, as trained (default 10)"},
         {"--static-batch", OPTION_SWITCH, &c.static_batch, 0, 0, NULL, "fix the batch at N (default: dynamic)"},
     };
+    static const char *const required[] = {"--weights", "--onnx", NULL};
     const command_spec spec = {
         "export", "export MODEL --weights FILE --onnx OUT [options]",
         "Write a model with saved weights as ONNX (opset 17, weights as initializers).",
         "The graph is recorded from one forward pass on zeros of --input-shape;\n"
         "its batch dimension stays dynamic unless --static-batch. The graph takes\n"
         "images normalised as train fed them (see --normalize) and returns logits.",
-        1, positional, options, (int)(sizeof options / sizeof options[0]),
+        1, positional, options, (int)(sizeof options / sizeof options[0]), required,
     };
     int status;
     if (options_parse_or_help(&spec, argc, argv, &status)) return status;
-    if (!c.weights || !c.onnx) {
-        fprintf(stderr, "nnengine export: --weights FILE and --onnx OUT are required\n(see: nnengine export --help)\n");
-        return EXIT_BAD_INPUT;
-    }
     c.model = positional[0];
     return export_model(&c);
 }

@@ -371,7 +371,7 @@ int command_train(int argc, char **argv) {
     train_config c = defaults();
     const char *positional[1] = {NULL};
     const option_spec options[] = {
-        {"--data", OPTION_STRING, &c.data, 0, 0, "DIR", "dataset folder: IDX files, or one folder per class (required)"},
+        {"--data", OPTION_STRING, &c.data, 0, 0, "DIR", "dataset folder: IDX files, or one folder per class"},
         {"--epochs", OPTION_INT, &c.epochs, 1, 1e6, "N", "passes over the training set (default 10)"},
         {"--batch", OPTION_INT, &c.batch, 1, 65536, "B", "images per step (default 64; alexnet models 16)"},
         {"--lr", OPTION_FLOAT, &c.lr, 0, 1e3, "X", "learning rate (default 0.05; alexnet models 0.03)"},
@@ -394,6 +394,7 @@ int command_train(int argc, char **argv) {
         {"--no-capture", OPTION_SWITCH, &c.no_capture, 0, 0, NULL, "run each step eagerly (default: capture one step, replay it)"},
         {"--stop-after", OPTION_INT, &c.stop_after, 0, 1e6, "E", "end after epoch E; the schedule still spans --epochs (default 0: run all)"},
     };
+    static const char *const required[] = {"--data", NULL};
     const command_spec spec = {
         "train", "train MODEL --data DIR [options]", "Train a model (lenet5, mlp, alexnet, alexnet-tv) with SGD.",
         "Prints one line per epoch (train loss and accuracy, test loss and accuracy,\n"
@@ -412,14 +413,10 @@ int command_train(int argc, char **argv) {
         "--resume FILE restores the weights, momentum and progress a --checkpoint\n"
         "FILE holds and runs the remaining epochs up to --epochs: with the same\n"
         "flags, the result equals an uninterrupted run bit for bit (CPU).",
-        1, positional, options, (int)(sizeof options / sizeof options[0]),
+        1, positional, options, (int)(sizeof options / sizeof options[0]), required,
     };
     int status;
     if (options_parse_or_help(&spec, argc, argv, &status)) return status;
-    if (!c.data) {
-        fprintf(stderr, "nnengine train: --data DIR is required\n(see: nnengine train --help)\n");
-        return EXIT_BAD_INPUT;
-    }
     c.model = positional[0];
     return train(c);
 }

@@ -62,6 +62,33 @@ static int set_value(const command_spec *command, const option_spec *option, con
     return bad(command, "%s takes no value%s", option->name, "");
 }
 
+static bool is_required(const command_spec *command, const char *name) {
+    for (const char *const *r = command->required; r && *r; r++)
+        if (strcmp(*r, name) == 0) return true;
+    return false;
+}
+
+/* When a required flag is absent: "--weights FILE and --data DIR are
+ * required", naming every required flag of the command. */
+static int check_required(const command_spec *command) {
+    int count = 0;
+    bool missing = false;
+    for (const char *const *r = command->required; r && *r; r++, count++) {
+        const option_spec *option = find_option(command, *r, strlen(*r));
+        if (option && !*(const char **)option->target) missing = true;
+    }
+    if (!missing) return EXIT_OK;
+    char names[256] = "";
+    size_t used = 0;
+    for (int i = 0; i < count && used < sizeof names; i++) {
+        const option_spec *option = find_option(command, command->required[i], strlen(command->required[i]));
+        const char *joint = i == 0 ? "" : i + 1 == count ? " and " : ", ";
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s %s", joint, command->required[i],
+                                 option && option->metavar ? option->metavar : "VALUE");
+    }
+    return bad(command, "%s %s required", names, count == 1 ? "is" : "are");
+}
+
 int options_parse(const command_spec *command, int argc, char **argv, bool *help_requested) {
     *help_requested = false;
     for (int i = 0; i < argc; i++)
@@ -98,7 +125,7 @@ int options_parse(const command_spec *command, int argc, char **argv, bool *help
     }
     if (positional < command->positional_count)
         return bad(command, "missing argument; usage: nnengine %s%s", command->usage, "");
-    return EXIT_OK;
+    return check_required(command);
 }
 
 bool options_parse_or_help(const command_spec *command, int argc, char **argv, int *exit_status) {
@@ -118,7 +145,7 @@ void options_print_help(const command_spec *command) {
         char left[64];
         snprintf(left, sizeof left, "%s%s%s", option->name, option->metavar ? " " : "",
                  option->metavar ? option->metavar : "");
-        printf("  %-26s %s\n", left, option->help);
+        printf("  %-26s %s%s\n", left, option->help, is_required(command, option->name) ? " (required)" : "");
     }
     printf("  %-26s %s\n", "-h, --help", "show this help");
 }

@@ -33,13 +33,15 @@ typedef struct command_spec {
     const char **positional; /* where they go */
     const option_spec *options;
     int option_count;
+    const char *const *required; /* string flags it cannot run without (NULL-terminated), or NULL */
 } command_spec;
 
 /* Exit statuses: 2 for anything the user gave wrong (flags, files, data). */
 enum { EXIT_OK = 0, EXIT_FAILURE_RUNTIME = 1, EXIT_BAD_INPUT = 2 };
 
 /* Parses argv[0..argc-1] (the words after the command name). Returns
- * EXIT_OK, or EXIT_BAD_INPUT after printing the problem to stderr. Sets
+ * EXIT_OK, or EXIT_BAD_INPUT after printing the problem to stderr (a
+ * required flag missing: all the required ones named). Sets
  * *help_requested when --help/-h is present (then nothing else is checked). */
 int options_parse(const command_spec *command, int argc, char **argv, bool *help_requested);
 
