@@ -194,10 +194,6 @@ typedef struct vk_backend {
     /* Self-reducing splits' counters and partials (vk_split_work.c). */
     nn_buffer *split_work;
     uint64_t work_counter_cursor, work_partial_cursor;
-    /* One more range the next vk_record_ex tracks as written, beside its
-     * arguments (a split's counters); cleared by that call. */
-    vk_access extra_access;
-    bool has_extra_access;
 } vk_backend;
 
 static inline vk_backend *as_vk(nn_backend *b) { return (vk_backend *)b; }
@@ -295,6 +291,11 @@ nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int v
 nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
                        int nargs, unsigned written, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
                        uint32_t gz);
+/* vk_record_ex for a kernel that finishes a split reduction (its partials
+ * are among args): the work's counters are tracked as written too. */
+nn_status vk_record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
+                          const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
+                          const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
 /* Workgroups of 256 for `items` (capped: the shaders stride over the rest). */
 uint32_t vk_groups_for(uint64_t items);
 /* An error naming the kernel unless 0 <= value <= UINT32_MAX. */

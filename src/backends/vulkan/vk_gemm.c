@@ -179,10 +179,8 @@ nn_status vk_latency_record(vk_backend *vk, nn_kernel kernel, const vk_latency_p
     NN_TRY(vk_split_work_take(vk, (uint64_t)plan->tiles, (uint64_t)(plan->splits * m * (int64_t)n), &work));
     memcpy((char *)push + counters_at, &work.counters, sizeof work.counters);
     nn_buffer_ref args[4] = {a[0], a[1], a[2], work.partials};
-    vk->extra_access = work.counter_access;
-    vk->has_extra_access = true;
-    return vk_record_ex(vk, kernel, plan->pipe, variant, args, 4, (1u << 2) | (1u << 3), push, push_bytes,
-                        (uint32_t)plan->tiles, 1, (uint32_t)plan->splits);
+    return vk_record_split(vk, kernel, plan->pipe, variant, args, 4, (1u << 2) | (1u << 3), &work, push,
+                           push_bytes, (uint32_t)plan->tiles, 1, (uint32_t)plan->splits);
 }
 
 static nn_status run_latency(vk_backend *vk, const nn_buffer_ref *a, int nargs, const nn_gemm_params *p,

@@ -38,17 +38,18 @@ nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int v
                         tail_bytes, gx, gy, gz);
 }
 
-nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
-                       int nargs, unsigned written, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
-                       uint32_t gz) {
+/* One dispatch; `extra`, when given, is one more range tracked as written
+ * (a split's counters, which are not an argument of their own). */
+static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
+                          const nn_buffer_ref *args, int nargs, unsigned written, const vk_access *extra,
+                          const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
     if (vk->labels && !vk->profile_label[0])
         snprintf(vk->profile_label, sizeof vk->profile_label, "%s", nn_kernel_name(kernel));
     vk_access accesses[VK_ARG_BINDINGS + 1];
     int access_count = 0;
     for (int i = 0; i < nargs && i < VK_ARG_BINDINGS; i++)
         if (args[i].buffer) accesses[access_count++] = vk_access_of(args[i], (written >> i) & 1u);
-    if (vk->has_extra_access) accesses[access_count++] = vk->extra_access;
-    vk->has_extra_access = false; /* for this call only, even one that fails */
+    if (extra) accesses[access_count++] = *extra;
     uint32_t push[VK_PUSH_BYTES / 4] = {0};
     uint32_t blocks[VK_ARG_BINDINGS] = {0};
     uint32_t fallback = 0;
@@ -89,6 +90,19 @@ nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, in
         snprintf(vk->profile_label + used, sizeof vk->profile_label - used, " (groups %u x %u x %u)", gx, gy, gz);
     }
     return vk_end_command(vk);
+}
+
+nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
+                       int nargs, unsigned written, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
+                       uint32_t gz) {
+    return dispatch(vk, kernel, pipe, variant, args, nargs, written, NULL, tail, tail_bytes, gx, gy, gz);
+}
+
+nn_status vk_record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
+                          const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
+                          const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+    return dispatch(vk, kernel, pipe, variant, args, nargs, written, &work->counter_access, tail, tail_bytes, gx,
+                    gy, gz);
 }
 
 static nn_status record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_buffer_ref *args,
@@ -162,10 +176,8 @@ static nn_status run_bias(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref 
     grad.chunk = 2048;
     grad.counters = work.counters;
     nn_buffer_ref args[3] = {a[0], a[1], work.partials};
-    vk->extra_access = work.counter_access;
-    vk->has_extra_access = true;
-    return vk_record_ex(vk, kernel, VK_PIPE_BIAS_GRAD, 0, args, 3, (1u << 1) | (1u << 2), &grad, sizeof grad,
-                        (uint32_t)chunks, gy, 1);
+    return vk_record_split(vk, kernel, VK_PIPE_BIAS_GRAD, 0, args, 3, (1u << 1) | (1u << 2), &work, &grad,
+                           sizeof grad, (uint32_t)chunks, gy, 1);
 }
 
 static nn_status run_pointwise(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,
