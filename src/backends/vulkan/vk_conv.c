@@ -141,13 +141,12 @@ bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *cp) {
 nn_status vk_run_conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
     NN_TRY(check(cp, a, kernel));
     const nn_conv_geometry *g = &cp->g;
+    int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w;
     if (g->batch == 0) {
         if (kernel != NN_KERNEL_CONV2D_BACKWARD_WEIGHT || g->accumulate) return NN_OK;
         /* The sum over no images. */
-        int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w;
         return k * cp->filters > 0 ? vk->base.fill(&vk->base, a[2], 0.0f, (size_t)(k * cp->filters)) : NN_OK;
     }
-    int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w;
     NN_TRY(vk_fits32(kernel, "input entries", (int64_t)g->batch * g->channels * g->height * g->width));
     NN_TRY(vk_fits32(kernel, "output entries", (int64_t)g->batch * cp->filters * g->out_h * g->out_w));
     NN_TRY(vk_fits32(kernel, "weight entries", (int64_t)cp->filters * k));
