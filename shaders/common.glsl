@@ -1,9 +1,12 @@
 // Shared by every kernel shader. Push constants start with the element
-// offsets of the (up to four) buffer arguments: each binding is a whole
-// memory block of the sub-allocator, and a tensor lives at an offset in it.
-// The rest of the block is the kernel's parameter struct (kernels.h) with
-// sizes narrowed to 32 bits (the host checks they fit).
+// offsets of the buffer arguments (four words for kernels of at most four
+// arguments, PC_OFFSETS; eight for the rest, PC_OFFSETS8): each binding is
+// a whole memory block of the sub-allocator, and a tensor lives at an
+// offset in it. The rest of the block is the kernel's parameter struct
+// (kernels.h) with sizes narrowed to 32 bits (the host checks they fit).
+// Binding 8 is the status buffer (device-side errors).
 #define PC_OFFSETS uint off0; uint off1; uint off2; uint off3;
+#define PC_OFFSETS8 PC_OFFSETS uint off4; uint off5; uint off6; uint off7;
 
 // One-dimensional kernels run 256 invocations per workgroup and stride over
 // the whole range, so any size fits in the device's workgroup-count limit.

@@ -13,7 +13,7 @@ layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer L { int labels[]; };
 layout(std430, binding = 2) buffer G { float dlogits[]; };
 layout(std430, binding = 3) buffer Loss { float loss[]; };
-layout(std430, binding = 4) buffer Status { int status[]; }; // bad row, its label, cols
+layout(std430, binding = 8) buffer Status { int status[]; }; // bad row, its label, cols
 
 shared float part[256];
 shared int bad_row;

@@ -104,12 +104,14 @@ static int count_lenet_step(const char *device, int batch) {
 }
 
 /* Before issue 6's fusion (main at ce6f36b) a step was 52 kernel runs and
- * 11 fills (63); fused, it is 29 runs and 2 fills: forward 10 (im2col + GEMM
- * with bias and ReLU per convolution, one GEMM per Linear, two pools, the
- * softmax-CE that also writes the logits' gradient), backward 18 (the
- * Linear/pool backward apply the ReLU masks), the loss seed and zero_grad
- * fills, one SGD kernel. */
-#define FUSED_STEP_COMMANDS 31
+ * 11 fills (63). Fused, it is 19 runs and 2 fills: forward 6 (one kernel per
+ * Conv2d + ReLU + MaxPool2d, one GEMM per Linear with its bias and ReLU, the
+ * softmax-CE that also writes the logits' gradient), backward 12 (per
+ * Linear two GEMMs and a bias gradient, the second convolution's weight and
+ * bias gradient and its data gradient, the first's weight and bias
+ * gradient), the loss seed and zero_grad fills, one SGD kernel. It was 31
+ * before the convolutions, ReLUs and poolings fused (2026-11-22). */
+#define FUSED_STEP_COMMANDS 21
 
 TEST(kernel_count_lenet5_step_cpu) {
     int total = count_lenet_step("cpu", 3);

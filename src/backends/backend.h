@@ -88,6 +88,9 @@ struct nn_backend {
      * passes one, the forward fills it and the weight gradient reads it,
      * instead of running im2col a second time (memory for time). NULL: never. */
     bool (*conv_keeps_columns)(nn_backend *self, const nn_conv_params *p);
+    /* Whether Conv2d -> ReLU -> MaxPool2d with these sizes runs as the fused
+     * kernels (kernels.h, nn_conv_pool_params) on this backend. NULL: never. */
+    bool (*conv_pool_fuses)(nn_backend *self, const nn_conv_pool_params *p);
 
     /* Memory counters (nn_ctx_memory_stats): bytes in buffers handed out
      * now, the most at any time since the backend opened, and the bytes the

@@ -50,6 +50,10 @@ static const kernel_info kKernels[NN_KERNEL_COUNT] = {
     [NN_KERNEL_CONV2D_FORWARD] = {"conv2d_forward", 5, sizeof(nn_conv_params), W(2) | W(4)},
     [NN_KERNEL_CONV2D_BACKWARD_DATA] = {"conv2d_backward_data", 3, sizeof(nn_conv_params), W(2)},
     [NN_KERNEL_CONV2D_BACKWARD_WEIGHT] = {"conv2d_backward_weight", 4, sizeof(nn_conv_params), W(2)},
+    [NN_KERNEL_CONV2D_POOL_FORWARD] = {"conv2d_pool_forward", 6, sizeof(nn_conv_pool_params), W(3) | W(4) | W(5)},
+    [NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT] = {"conv2d_pool_backward_weight", 6, sizeof(nn_conv_pool_params),
+                                               W(3) | W(4)},
+    [NN_KERNEL_CONV2D_POOL_BACKWARD_DATA] = {"conv2d_pool_backward_data", 4, sizeof(nn_conv_pool_params), W(3)},
 };
 
 /* The kernel's row, or NULL for an id outside the table. */

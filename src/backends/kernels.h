@@ -46,6 +46,10 @@ typedef enum nn_kernel {
     NN_KERNEL_CONV2D_FORWARD,         /* x, weight, y, bias (or none), columns (or none) */
     NN_KERNEL_CONV2D_BACKWARD_DATA,   /* dy, weight, dx */
     NN_KERNEL_CONV2D_BACKWARD_WEIGHT, /* dy, x, dweight, columns (or none) */
+    /* convolution + ReLU + max pooling as one layer (nn_conv_pool_params) */
+    NN_KERNEL_CONV2D_POOL_FORWARD,         /* x, weight, bias (or none), y, winners (int32), columns (or none) */
+    NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, /* dy, winners, x, dweight (or none), dbias (or none), columns (or none) */
+    NN_KERNEL_CONV2D_POOL_BACKWARD_DATA,   /* dy, winners, weight, dx */
     NN_KERNEL_COUNT
 } nn_kernel;
 
@@ -183,6 +187,35 @@ typedef struct nn_conv_params {
     int32_t filters;
     int32_t epilogue; /* FORWARD: NN_EPI_BIAS_ROWS | NN_EPI_RELU bits */
 } nn_conv_params;
+
+/* The layers Conv2d -> ReLU -> MaxPool2d, when the pooling windows do not
+ * overlap (window == stride, no padding), as one forward kernel and two
+ * backward kernels; the convolution's output z [batch, filters, out_h,
+ * out_w] and its gradient are never in memory:
+ *   FORWARD   y [batch, filters, pooled_h, pooled_w] = the max over each
+ *             pool x pool window of relu(z + bias[filter]) (z as
+ *             CONV2D_FORWARD's), ties and NaNs as NN_KERNEL_MAXPOOL_FORWARD;
+ *             winners = the window's argmax as that kernel gives it (the
+ *             index within z's plane, oh * out_w + ow) where y > 0, and -1
+ *             where it is not (the ReLU passes no gradient there). Windows
+ *             are whole: pooled_h = out_h / pool (rows past them are
+ *             dropped, as max pooling drops them).
+ *   The gradient of z is then dz[n, f, i] = dy[n, f, j] where winners[n,
+ *   f, j] == i, else 0, and the backward kernels compute from it what
+ *   CONV2D_BACKWARD_WEIGHT / _DATA and BIAS_GRAD compute:
+ *   BACKWARD_WEIGHT  dweight (+)= sum over n of dz_n cols_n^T (g.accumulate),
+ *                    dbias (+)= the sum of dz per filter (bias_accumulate);
+ *                    either may be absent, not both;
+ *   BACKWARD_DATA    dx (+)= col2im(W^T dz_n) (g.accumulate).
+ * columns as for the convolution kernels (nn_backend.conv_keeps_columns
+ * for conv). A backend fuses the layers where nn_backend.conv_pool_fuses
+ * says it does; its kernels refuse geometries outside what it said. */
+typedef struct nn_conv_pool_params {
+    nn_conv_params conv; /* conv.epilogue: NN_EPI_BIAS_ROWS with a bias; the ReLU is implied */
+    int32_t pool;        /* window and stride */
+    int32_t pooled_h, pooled_w;
+    int32_t bias_accumulate; /* BACKWARD_WEIGHT: add into dbias */
+} nn_conv_pool_params;
 
 /* NN_KERNEL_MAXPOOL_BACKWARD_MASKED takes nn_pool_params: the max-pool
  * backward of a pool whose input is a ReLU output, fused with that ReLU's

@@ -145,6 +145,10 @@ bool nn_ctx_conv_keeps_columns(nn_ctx *ctx, const nn_conv_params *p) {
     return ctx->backend->conv_keeps_columns && ctx->backend->conv_keeps_columns(ctx->backend, p);
 }
 
+bool nn_ctx_conv_pool_fuses(nn_ctx *ctx, const nn_conv_pool_params *p) {
+    return ctx->backend->conv_pool_fuses && ctx->backend->conv_pool_fuses(ctx->backend, p);
+}
+
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
                      const void *params) {
     if (ctx->recording) {

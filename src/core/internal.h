@@ -73,6 +73,7 @@ struct nn_node {
         nn_gemm_params gemm;
         nn_conv_geometry conv;
         nn_pool_params pool;
+        nn_conv_pool_params conv_pool;
         struct {
             bool transpose_a, transpose_b;
         } matmul;
@@ -141,6 +142,8 @@ nn_status nn_ctx_track_step_tensor(nn_ctx *ctx, nn_tensor *t);
 void nn_ctx_untrack_step_tensor(nn_ctx *ctx, nn_tensor *t);
 /* The backend's nn_backend.conv_keeps_columns for this layer. */
 bool nn_ctx_conv_keeps_columns(nn_ctx *ctx, const nn_conv_params *p);
+/* The backend's nn_backend.conv_pool_fuses for these layers. */
+bool nn_ctx_conv_pool_fuses(nn_ctx *ctx, const nn_conv_pool_params *p);
 
 /* Launch a kernel on the context's backend; a failure names the kernel. */
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,

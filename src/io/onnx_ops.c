@@ -37,13 +37,12 @@ static void inputs(nn_onnx_node *n, const op_io *io, int count) {
         if (io->in[i]) nn_onnx_node_input(n, io->in[i]->name);
 }
 
-static nn_status emit_conv(exporter *x, op_io *io, const char *out) {
-    NN_TRY(only_input_carries_batch(x, io, 0));
-    const nn_conv_geometry *g = &io->node->params.conv;
+/* A Conv node (named io->name) of geometry g from io's inputs to `out`. */
+static void conv_node(exporter *x, op_io *io, const nn_conv_geometry *g, const char *out) {
     int64_t kernel[2] = {g->kernel_h, g->kernel_w}, strides[2] = {g->stride_h, g->stride_w};
     int64_t pads[4] = {g->pad_h, g->pad_w, g->pad_h, g->pad_w}, dilations[2] = {1, 1};
     nn_onnx_node n;
-    begin(x, &n, "Conv", io);
+    nn_onnx_node_begin(&n, "Conv", io->name);
     inputs(&n, io, 3);
     nn_onnx_node_output(&n, out);
     nn_onnx_attr_ints(&n, "kernel_shape", kernel, 2);
@@ -52,22 +51,56 @@ static nn_status emit_conv(exporter *x, op_io *io, const char *out) {
     nn_onnx_attr_ints(&n, "dilations", dilations, 2);
     nn_onnx_attr_int(&n, "group", 1);
     nn_onnx_node_end(&n, &x->graph);
+}
+
+/* A MaxPool node of square windows from `in` to `out`. */
+static void maxpool_node(exporter *x, const char *name, const char *in, int kernel, int stride, int pad,
+                         const char *out) {
+    int64_t kernels[2] = {kernel, kernel}, strides[2] = {stride, stride}, pads[4] = {pad, pad, pad, pad};
+    nn_onnx_node n;
+    nn_onnx_node_begin(&n, "MaxPool", name);
+    nn_onnx_node_input(&n, in);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_attr_ints(&n, "kernel_shape", kernels, 2);
+    nn_onnx_attr_ints(&n, "strides", strides, 2);
+    nn_onnx_attr_ints(&n, "pads", pads, 4);
+    nn_onnx_node_end(&n, &x->graph);
+}
+
+static nn_status emit_conv(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    reserve_name(x, "Conv", io);
+    conv_node(x, io, &io->node->params.conv, out);
+    return NN_OK;
+}
+
+/* The fused layers (src/ops/conv_pool.c) as the three ONNX nodes they are:
+ * Conv -> Relu -> MaxPool, the two values between them named after the
+ * Conv node. */
+static nn_status emit_conv_relu_maxpool(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    const nn_conv_pool_params *p = &io->node->params.conv_pool;
+    char conv_out[64], relu_out[64], relu_name[64], pool_name[64];
+    reserve_name(x, "Conv", io);
+    snprintf(conv_out, sizeof conv_out, "%s_out", io->name);
+    snprintf(relu_name, sizeof relu_name, "%s_relu", io->name);
+    snprintf(relu_out, sizeof relu_out, "%s_relu_out", io->name);
+    snprintf(pool_name, sizeof pool_name, "%s_pool", io->name);
+    conv_node(x, io, &p->conv.g, conv_out);
+    nn_onnx_node n;
+    nn_onnx_node_begin(&n, "Relu", relu_name);
+    nn_onnx_node_input(&n, conv_out);
+    nn_onnx_node_output(&n, relu_out);
+    nn_onnx_node_end(&n, &x->graph);
+    maxpool_node(x, pool_name, relu_out, p->pool, p->pool, 0, out);
     return NN_OK;
 }
 
 static nn_status emit_maxpool(exporter *x, op_io *io, const char *out) {
     NN_TRY(only_input_carries_batch(x, io, 0));
     const nn_pool_params *p = &io->node->params.pool;
-    int64_t kernel[2] = {p->kernel, p->kernel}, strides[2] = {p->stride, p->stride};
-    int64_t pads[4] = {p->pad, p->pad, p->pad, p->pad};
-    nn_onnx_node n;
-    begin(x, &n, "MaxPool", io);
-    inputs(&n, io, 1);
-    nn_onnx_node_output(&n, out);
-    nn_onnx_attr_ints(&n, "kernel_shape", kernel, 2);
-    nn_onnx_attr_ints(&n, "strides", strides, 2);
-    nn_onnx_attr_ints(&n, "pads", pads, 4);
-    nn_onnx_node_end(&n, &x->graph);
+    reserve_name(x, "MaxPool", io);
+    maxpool_node(x, io->name, io->in[0]->name, p->kernel, p->stride, p->pad, out);
     return NN_OK;
 }
 
@@ -269,7 +302,7 @@ static const struct {
     {"nn_add_bias", emit_add_bias}, {"nn_add", emit_add},         {"nn_mul", emit_mul},
     {"nn_scale", emit_scale},     {"nn_flatten", emit_flatten},   {"nn_reshape", emit_reshape},
     {"nn_sum", emit_sum},         {"nn_mean", emit_mean},
-    {"nn_dropout", emit_dropout},
+    {"nn_dropout", emit_dropout}, {"nn_conv2d_relu_maxpool", emit_conv_relu_maxpool},
 };
 
 nn_status nn_onnx_emit_op(exporter *x, op_io *io, const char *out) {

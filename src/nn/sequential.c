@@ -7,7 +7,8 @@
  * is a Linear or MaxPool2d -- the ReLU output's only consumer, since the
  * container passes it to nobody else -- that layer applies the ReLU's
  * backward mask where it produces the gradient, so the ReLU costs no kernel
- * in backward either. */
+ * in backward either. Conv2d, ReLU and MaxPool2d with whole windows run as
+ * one operation where the backend fuses them (src/ops/conv_pool.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,18 @@ static nn_tensor *fused_forward(nn_module *m, nn_tensor *x, int flags) {
     return nn_conv2d_fused(x, m->params[0], m->params[1], &p, flags);
 }
 
+/* Children i, i+1, i+2 are Conv2d, ReLU and a MaxPool2d of whole windows
+ * (stride == window) that the backend runs as one (src/ops/conv_pool.c). */
+static bool conv_pool_at(nn_module *m, int i, nn_tensor *x) {
+    if (i + 2 >= m->child_count || !is_kind(m->children[i], "Conv2d") || !is_kind(m->children[i + 1], "ReLU") ||
+        !is_kind(m->children[i + 2], "MaxPool2d"))
+        return false;
+    const nn_module *conv = m->children[i], *pool = m->children[i + 2];
+    if (pool->kernel != pool->stride || pool->ctx != x->ctx || m->children[i + 1]->ctx != x->ctx) return false;
+    nn_conv2d_params p = {conv->stride, conv->stride, conv->padding, conv->padding};
+    return nn_conv2d_relu_maxpool_fuses(x, conv->params[0], conv->params[1], &p, pool->kernel);
+}
+
 static nn_tensor *sequential_forward(nn_module *m, nn_tensor *x) {
     bool masked_input = false; /* x is a fused ReLU's output, consumed only by child i */
     for (int i = 0; i < m->child_count && x; i++) {
@@ -36,6 +49,13 @@ static nn_tensor *sequential_forward(nn_module *m, nn_tensor *x) {
         if (x->ctx != child->ctx)
             return NN_FAIL_NULL(NN_ERR_STATE, "nn_module_forward: %s and its input belong to different contexts",
                                 child->kind);
+        if (conv_pool_at(m, i, x)) {
+            nn_conv2d_params p = {child->stride, child->stride, child->padding, child->padding};
+            x = nn_conv2d_relu_maxpool(x, child->params[0], child->params[1], &p, m->children[i + 2]->kernel);
+            i += 2; /* the ReLU and the pooling ran in the same kernels */
+            masked_input = false;
+            continue;
+        }
         bool relu_next = i + 1 < m->child_count && is_kind(m->children[i + 1], "ReLU");
         int flags = masked_input && takes_mask(child) ? NN_FUSE_MASK_INPUT : 0;
         masked_input = false;

@@ -41,8 +41,8 @@ static nn_status conv_backward(nn_node *node) {
     return NN_OK;
 }
 
-static nn_status check_conv_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tensor *bias,
-                                 const nn_conv2d_params *params) {
+nn_status nn_conv2d_check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tensor *bias,
+                               const nn_conv2d_params *params) {
     NN_TRY(nn_check_tensor_ndim(op, "x", x, NN_F32, 4));
     NN_TRY(nn_check_tensor_ndim(op, "weight", w, NN_F32, 4));
     NN_TRY(nn_check_same_ctx(op, x, w));
@@ -84,6 +84,19 @@ static nn_status check_conv_args(const char *op, nn_tensor *x, nn_tensor *w, nn_
     return NN_OK;
 }
 
+nn_conv_geometry nn_conv2d_geometry(const nn_tensor *x, const nn_tensor *w, const nn_conv2d_params *params) {
+    nn_conv_geometry g = {
+        .batch = (int32_t)x->shape[0], .channels = (int32_t)x->shape[1],
+        .height = (int32_t)x->shape[2], .width = (int32_t)x->shape[3],
+        .kernel_h = (int32_t)w->shape[2], .kernel_w = (int32_t)w->shape[3],
+        .stride_h = params->stride_h, .stride_w = params->stride_w,
+        .pad_h = params->pad_h, .pad_w = params->pad_w,
+    };
+    g.out_h = (g.height + 2 * g.pad_h - g.kernel_h) / g.stride_h + 1;
+    g.out_w = (g.width + 2 * g.pad_w - g.kernel_w) / g.stride_w + 1;
+    return g;
+}
+
 nn_tensor *nn_conv2d_ex(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
                         const nn_conv2d_params *params) {
     return nn_conv2d_fused(x, weight, bias, params, 0);
@@ -94,16 +107,8 @@ nn_tensor *nn_conv2d_ex(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
 nn_tensor *nn_conv2d_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
                            int flags) {
     const char *op = "nn_conv2d";
-    if (check_conv_args(op, x, weight, bias, params) != NN_OK) return NULL;
-    nn_conv_geometry g = {
-        .batch = (int32_t)x->shape[0], .channels = (int32_t)x->shape[1],
-        .height = (int32_t)x->shape[2], .width = (int32_t)x->shape[3],
-        .kernel_h = (int32_t)weight->shape[2], .kernel_w = (int32_t)weight->shape[3],
-        .stride_h = params->stride_h, .stride_w = params->stride_w,
-        .pad_h = params->pad_h, .pad_w = params->pad_w,
-    };
-    g.out_h = (g.height + 2 * g.pad_h - g.kernel_h) / g.stride_h + 1;
-    g.out_w = (g.width + 2 * g.pad_w - g.kernel_w) / g.stride_w + 1;
+    if (nn_conv2d_check_args(op, x, weight, bias, params) != NN_OK) return NULL;
+    const nn_conv_geometry g = nn_conv2d_geometry(x, weight, params);
     const int32_t oc = (int32_t)weight->shape[0];
 
     nn_ctx *ctx = x->ctx;

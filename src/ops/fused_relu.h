@@ -38,6 +38,21 @@ nn_tensor *nn_conv2d_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, con
                            int flags);
 nn_tensor *nn_maxpool2d_fused(nn_tensor *x, int kernel, int stride, int padding, int flags);
 
+/* Conv2d -> ReLU -> MaxPool2d(pool, stride pool) as one tape node and the
+ * fused kernels (kernels.h, nn_conv_pool_params): src/ops/conv_pool.c.
+ * nn_sequential runs its layers so where nn_conv2d_relu_maxpool_fuses
+ * says the backend fuses them. */
+bool nn_conv2d_relu_maxpool_fuses(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
+                                  int pool);
+nn_tensor *nn_conv2d_relu_maxpool(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
+                                  int pool);
+
+/* conv2d.c's argument checks (the messages name `op`) and output geometry,
+ * shared with the fused op. */
+nn_status nn_conv2d_check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tensor *bias,
+                               const nn_conv2d_params *params);
+nn_conv_geometry nn_conv2d_geometry(const nn_tensor *x, const nn_tensor *w, const nn_conv2d_params *params);
+
 /* The output r of a fused layer + ReLU (shape given) and, when autograd
  * records, the layer's output z as a view of r (else z == r). */
 nn_status nn_fused_relu_outputs(nn_ctx *ctx, bool record, int ndim, const int64_t *shape, nn_tensor **r,

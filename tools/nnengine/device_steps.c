@@ -92,11 +92,13 @@ static nn_status one_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool full
     if (!s->host_fed) st = nn_device_dataset_gather(s->data, counter, full ? 0 : s->full_steps * s->batch, x, y);
     if (st == NN_OK) st = nn_table_lookup(s->lr_table, counter, counted ? 0 : s->full_steps, nn_sgd_lr_tensor(s->opt));
     if (st == NN_OK && counted) st = nn_counter_add(s->counter, 1);
+    /* Zeroed first: the fill then runs beside the gather, and the first
+     * weight gradient of backward need not wait for it. */
+    if (st == NN_OK) st = nn_sgd_zero_grad(s->opt);
     nn_tensor *logits = st == NN_OK ? nn_module_forward(s->net, x) : NULL;
     nn_tensor *loss = logits ? nn_softmax_cross_entropy(logits, y) : NULL;
     if (st == NN_OK && !loss) st = nn_last_status() != NN_OK ? nn_last_status() : NN_ERR_STATE;
     if (st == NN_OK) st = nn_accumulate_metrics(logits, y, loss, s->sums);
-    if (st == NN_OK) st = nn_sgd_zero_grad(s->opt);
     if (st == NN_OK) st = nn_backward(loss);
     if (st == NN_OK) st = nn_sgd_step(s->opt);
     nn_status end = nn_ctx_step_end(s->ctx);

@@ -240,6 +240,9 @@ static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref
     case NN_KERNEL_CONV2D_FORWARD:
     case NN_KERNEL_CONV2D_BACKWARD_DATA:
     case NN_KERNEL_CONV2D_BACKWARD_WEIGHT: return nn_cpu_conv2d(self, pool, kernel, params, a);
+    case NN_KERNEL_CONV2D_POOL_FORWARD:
+    case NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT:
+    case NN_KERNEL_CONV2D_POOL_BACKWARD_DATA: return nn_cpu_conv_pool(self, pool, kernel, params, a);
     case NN_KERNEL_COUNT: break;
     }
     return nn_set_error(NN_ERR_BACKEND, "cpu: kernel %s is not implemented", nn_kernel_name(kernel));
@@ -277,6 +280,7 @@ nn_backend *nn_cpu_backend_new(int threads) {
     b->memory_stats = cpu_memory_stats;
     b->free = cpu_free;
     b->conv_keeps_columns = nn_cpu_conv_keeps_columns;
+    b->conv_pool_fuses = nn_cpu_conv_pool_fuses;
     b->write = cpu_write;
     b->read = cpu_read;
     b->fill = cpu_fill;

@@ -138,6 +138,10 @@ typedef enum vk_pipeline_id {
     VK_PIPE_SGD_UPDATE_DEVICE_LR,
     /* dropout */
     VK_PIPE_DROPOUT_FORWARD,
+    /* convolution + ReLU + max pooling (vk_conv_pool.c), specialised per layer */
+    VK_PIPE_CONV_POOL_FORWARD,
+    VK_PIPE_CONV_POOL_WEIGHT,
+    VK_PIPE_CONV_POOL_DATA,
     VK_PIPE_COUNT
 } vk_pipeline_id;
 
@@ -145,7 +149,10 @@ typedef enum vk_pipeline_id {
  * (specialization constants, not push-constant branches: a branch costs
  * every variant registers). */
 #define VK_PIPE_VARIANTS 4
-#define VK_ARG_BINDINGS 4     /* kernel arguments; binding 4 is the status buffer */
+#define VK_ARG_BINDINGS 8     /* kernel arguments; binding 8 is the status buffer */
+/* Push constants start with one element offset per argument: four words
+ * for kernels of at most four arguments, eight for the rest. */
+#define VK_SMALL_ARG_COUNT 4
 #define VK_PUSH_BYTES 128     /* the minimum every device allows */
 
 typedef struct vk_set_entry {
@@ -176,6 +183,8 @@ typedef struct vk_backend {
     VkDescriptorSetLayout set_layout;
     VkPipelineLayout pipeline_layout;
     VkPipeline pipelines[VK_PIPE_COUNT][VK_PIPE_VARIANTS]; /* [id][variant]: GEMM's variants */
+    struct vk_special_pipeline *specials; /* pipelines specialised per layer (vk_pipeline_special) */
+    uint32_t special_count, special_capacity;
     VkDescriptorPool set_pool;
     vk_set_entry *sets;           /* one set per combination of blocks, kept */
     uint32_t set_count, set_capacity;
@@ -273,6 +282,13 @@ void vk_pipelines_destroy(vk_backend *vk);
  * failing to build on this device is an error naming the kernel). variant:
  * 0 for all but GEMM, whose bit 0 / bit 1 ask for vec4 loads of A / B. */
 nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipeline *out);
+/* A pipeline of `id` with its specialization constants 0..VK_SPECIAL_CONSTANTS-1
+ * set to `constants` (a layer's window, stride and pooling, so the shader's
+ * loops over them unroll): built on first use for each set of constants,
+ * then kept. */
+#define VK_SPECIAL_CONSTANTS 8
+nn_status vk_pipeline_special(vk_backend *vk, vk_pipeline_id id, const uint32_t constants[VK_SPECIAL_CONSTANTS],
+                              VkPipeline *out);
 /* The descriptor set binding these blocks (created on first use, then kept). */
 nn_status vk_descriptor_set(vk_backend *vk, const uint32_t blocks[VK_ARG_BINDINGS], VkDescriptorSet *out);
 /* The tile of a GEMM pipeline: rows, columns, k slice. */
@@ -296,6 +312,13 @@ nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, in
 nn_status vk_record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
                           const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
                           const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
+/* A dispatch of a pipeline specialised by `constants` (vk_pipeline_special);
+ * `work`, when given, is a split's work area (its counters are tracked as
+ * written, as by vk_record_split). */
+nn_status vk_record_special(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
+                            const uint32_t constants[VK_SPECIAL_CONSTANTS], const nn_buffer_ref *args, int nargs,
+                            const vk_split_work *work, const void *tail, size_t tail_bytes, uint32_t gx,
+                            uint32_t gy, uint32_t gz);
 /* Workgroups of 256 for `items` (capped: the shaders stride over the rest). */
 uint32_t vk_groups_for(uint64_t items);
 /* An error naming the kernel unless 0 <= value <= UINT32_MAX. */
@@ -327,6 +350,11 @@ nn_status vk_latency_record(vk_backend *vk, nn_kernel kernel, const vk_latency_p
 nn_status vk_run_conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *p);
 /* The backend's conv_keeps_columns: the layers that take the column route. */
 bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);
+
+/* vk_conv_pool.c: NN_KERNEL_CONV2D_POOL_FORWARD / _BACKWARD_WEIGHT /
+ * _BACKWARD_DATA, and the backend's conv_pool_fuses. */
+nn_status vk_run_conv_pool(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_pool_params *p);
+bool vk_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p);
 
 /* The generated table of embedded SPIR-V (build/gen/vk_shaders.c). */
 typedef struct nn_vk_shader {

@@ -1,6 +1,7 @@
 /* run(): each kernel family's checks, push constants and dispatch size.
- * Push constants are four element offsets (one per buffer argument) then
- * the kernel's parameter struct from kernels.h; 64-bit sizes are narrowed
+ * Push constants are the element offsets of the buffer arguments (four
+ * words, or eight for kernels of more than four) then the kernel's
+ * parameter struct from kernels.h; 64-bit sizes are narrowed
  * to 32 bits after checking they fit (so the shaders need no 64-bit
  * integers, which some devices lack). Semantics follow the CPU kernels,
  * the reference (src/backends/cpu). */
@@ -22,6 +23,10 @@ static int optional_args(nn_kernel kernel, const void *params) {
     if (kernel == NN_KERNEL_GEMM_EPILOGUE) return 1 << 3; /* checked against the flags in vk_gemm.c */
     if (kernel == NN_KERNEL_CONV2D_FORWARD) return (1 << 3) | (1 << 4); /* bias (checked in vk_conv.c), columns */
     if (kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT) return 1 << 3; /* columns */
+    /* bias, columns (checked in vk_conv_pool.c) */
+    if (kernel == NN_KERNEL_CONV2D_POOL_FORWARD) return (1 << 2) | (1 << 5);
+    /* dweight, dbias (one of them: vk_conv_pool.c), columns */
+    if (kernel == NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT) return (1 << 3) | (1 << 4) | (1 << 5);
     if (kernel == NN_KERNEL_ELEMENTWISE && ((const nn_pointwise_params *)params)->op == NN_EW_SCALE) return 1 << 1;
     return 0;
 }
@@ -38,16 +43,21 @@ nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int v
                         tail_bytes, gx, gy, gz);
 }
 
-/* One dispatch; `extra`, when given, is one more range tracked as written
- * (a split's counters, which are not an argument of their own). */
-static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
+/* One dispatch of pipeline `pipe` (its `variant`, or specialised by
+ * `special` when that is not NULL); `extra`, when given, is one more range
+ * tracked as written (a split's counters, which are not an argument of
+ * their own). */
+static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const uint32_t *special,
                           const nn_buffer_ref *args, int nargs, unsigned written, const vk_access *extra,
                           const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+    if (nargs > VK_ARG_BINDINGS)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan %s: %d buffer arguments; kernels bind at most %d",
+                            nn_kernel_name(kernel), nargs, VK_ARG_BINDINGS);
     if (vk->labels && !vk->profile_label[0])
         snprintf(vk->profile_label, sizeof vk->profile_label, "%s", nn_kernel_name(kernel));
     vk_access accesses[VK_ARG_BINDINGS + 1];
     int access_count = 0;
-    for (int i = 0; i < nargs && i < VK_ARG_BINDINGS; i++)
+    for (int i = 0; i < nargs; i++)
         if (args[i].buffer) accesses[access_count++] = vk_access_of(args[i], (written >> i) & 1u);
     if (extra) accesses[access_count++] = *extra;
     uint32_t push[VK_PUSH_BYTES / 4] = {0};
@@ -70,20 +80,22 @@ static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
         blocks[i] = args[i].buffer->block->id;
         push[i] = (uint32_t)(byte / 4);
     }
-    if (16 + tail_bytes > VK_PUSH_BYTES)
+    const size_t offset_words = nargs > VK_SMALL_ARG_COUNT ? VK_ARG_BINDINGS : VK_SMALL_ARG_COUNT;
+    if (4 * offset_words + tail_bytes > VK_PUSH_BYTES)
         return nn_set_error(NN_ERR_BACKEND, "vulkan %s: parameters exceed %d bytes", nn_kernel_name(kernel),
                             VK_PUSH_BYTES);
-    memcpy(push + 4, tail, tail_bytes);
+    memcpy(push + offset_words, tail, tail_bytes);
     VkPipeline pipeline;
     VkDescriptorSet set;
     VkCommandBuffer cmd;
-    NN_TRY(vk_pipeline_get(vk, pipe, variant, &pipeline));
+    if (special) NN_TRY(vk_pipeline_special(vk, pipe, special, &pipeline));
+    else NN_TRY(vk_pipeline_get(vk, pipe, variant, &pipeline));
     NN_TRY(vk_descriptor_set(vk, blocks, &set));
     NN_TRY(vk_begin_command(vk, accesses, access_count, &cmd));
     vk->fn.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
     vk->fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, vk->pipeline_layout, 0, 1, &set, 0, NULL);
     vk->fn.vkCmdPushConstants(cmd, vk->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-                              (uint32_t)(16 + tail_bytes), push);
+                              (uint32_t)(4 * offset_words + tail_bytes), push);
     vk->fn.vkCmdDispatch(cmd, gx, gy, gz);
     if (vk->trace) { /* the groups, after the name vk_end_command prints */
         size_t used = strlen(vk->profile_label);
@@ -95,14 +107,22 @@ static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
 nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
                        int nargs, unsigned written, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
                        uint32_t gz) {
-    return dispatch(vk, kernel, pipe, variant, args, nargs, written, NULL, tail, tail_bytes, gx, gy, gz);
+    return dispatch(vk, kernel, pipe, variant, NULL, args, nargs, written, NULL, tail, tail_bytes, gx, gy, gz);
 }
 
 nn_status vk_record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
                           const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
                           const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
-    return dispatch(vk, kernel, pipe, variant, args, nargs, written, &work->counter_access, tail, tail_bytes, gx,
-                    gy, gz);
+    return dispatch(vk, kernel, pipe, variant, NULL, args, nargs, written, &work->counter_access, tail, tail_bytes,
+                    gx, gy, gz);
+}
+
+nn_status vk_record_special(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
+                            const uint32_t constants[VK_SPECIAL_CONSTANTS], const nn_buffer_ref *args, int nargs,
+                            const vk_split_work *work, const void *tail, size_t tail_bytes, uint32_t gx,
+                            uint32_t gy, uint32_t gz) {
+    return dispatch(vk, kernel, pipe, 0, constants, args, nargs, nn_kernel_written_args(kernel),
+                    work ? &work->counter_access : NULL, tail, tail_bytes, gx, gy, gz);
 }
 
 static nn_status record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_buffer_ref *args,
@@ -352,6 +372,9 @@ nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int
     case NN_KERNEL_SGD_UPDATE_DEVICE_LR: return run_sgd(vk, kernel, a, params);
     /* dropout */
     case NN_KERNEL_DROPOUT_FORWARD: return run_dropout(vk, kernel, a, params);
+    case NN_KERNEL_CONV2D_POOL_FORWARD:
+    case NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT:
+    case NN_KERNEL_CONV2D_POOL_BACKWARD_DATA: return vk_run_conv_pool(vk, kernel, a, params);
     case NN_KERNEL_COUNT: break;
     }
     return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s is not implemented", nn_kernel_name(kernel));

@@ -1,6 +1,6 @@
 /* Pipelines and descriptor sets. Every kernel shares one layout: bindings
- * 0-3 are its buffer arguments (whole memory blocks; tensors are addressed
- * by element offsets in the push constants), binding 4 the status buffer,
+ * 0-7 are its buffer arguments (whole memory blocks; tensors are addressed
+ * by element offsets in the push constants), binding 8 the status buffer,
  * and up to 128 bytes of push constants. A pipeline is built from the
  * embedded SPIR-V the first time its kernel runs. Since bindings are whole
  * blocks, a descriptor set depends only on which blocks a kernel touches:
@@ -63,7 +63,17 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_SGD_UPDATE_DEVICE_LR] = {"sgd_update_device_lr", "sgd_update_device_lr"},
     /* dropout */
     [VK_PIPE_DROPOUT_FORWARD] = {"dropout_forward", "dropout_forward"},
+    /* specialised per layer (vk_pipeline_special) */
+    [VK_PIPE_CONV_POOL_FORWARD] = {"conv_pool_forward", "conv2d_pool_forward"},
+    [VK_PIPE_CONV_POOL_WEIGHT] = {"conv_pool_weight", "conv2d_pool_backward_weight"},
+    [VK_PIPE_CONV_POOL_DATA] = {"conv_pool_data", "conv2d_pool_backward_data"},
 };
+
+typedef struct vk_special_pipeline {
+    vk_pipeline_id id;
+    uint32_t constants[VK_SPECIAL_CONSTANTS];
+    VkPipeline pipeline;
+} vk_special_pipeline;
 
 void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk) {
     *bm = kSpecs[id].spec[0];
@@ -104,6 +114,10 @@ void vk_pipelines_destroy(vk_backend *vk) {
     for (int i = 0; i < VK_PIPE_COUNT; i++)
         for (int v = 0; v < VK_PIPE_VARIANTS; v++)
             if (vk->pipelines[i][v]) vk->fn.vkDestroyPipeline(vk->device, vk->pipelines[i][v], NULL);
+    for (uint32_t i = 0; i < vk->special_count; i++) vk->fn.vkDestroyPipeline(vk->device, vk->specials[i].pipeline, NULL);
+    free(vk->specials);
+    vk->specials = NULL;
+    vk->special_count = vk->special_capacity = 0;
     if (vk->set_pool) vk->fn.vkDestroyDescriptorPool(vk->device, vk->set_pool, NULL);
     if (vk->pipeline_layout) vk->fn.vkDestroyPipelineLayout(vk->device, vk->pipeline_layout, NULL);
     if (vk->set_layout) vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->set_layout, NULL);
@@ -115,6 +129,41 @@ static const nn_vk_shader *find_shader(const char *name) {
     for (int i = 0; i < nn_vk_shader_count; i++)
         if (strcmp(nn_vk_shaders[i].name, name) == 0) return &nn_vk_shaders[i];
     return NULL;
+}
+
+/* Build the pipeline of `spec` with `count` specialization constants (0 to
+ * count-1; none when count is 0). */
+static nn_status build_pipeline(vk_backend *vk, const pipeline_spec *spec, const uint32_t *constants, uint32_t count,
+                                VkPipeline *out) {
+    const nn_vk_shader *shader = find_shader(spec->shader);
+    if (!shader)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s is missing: shader %s.comp is not built into "
+                            "this library", spec->kernel, spec->shader);
+    VkShaderModuleCreateInfo module_info = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                            .codeSize = shader->size, .pCode = (const uint32_t *)shader->code};
+    VkShaderModule module;
+    VkResult r = vk->fn.vkCreateShaderModule(vk->device, &module_info, NULL, &module);
+    if (r != VK_SUCCESS)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: the device rejects shader %s (%s)", spec->kernel,
+                            spec->shader, nn_vk_result_name(r));
+    VkSpecializationMapEntry entries[16];
+    for (uint32_t i = 0; i < count; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
+    VkSpecializationInfo spec_info = {.mapEntryCount = count, .pMapEntries = entries, .dataSize = count * 4,
+                                      .pData = constants};
+    VkComputePipelineCreateInfo info = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = module, .pName = "main",
+                  .pSpecializationInfo = count ? &spec_info : NULL},
+        .layout = vk->pipeline_layout};
+    r = vk->fn.vkCreateComputePipelines(vk->device, VK_NULL_HANDLE, 1, &info, NULL, out);
+    vk->fn.vkDestroyShaderModule(vk->device, module, NULL);
+    if (r != VK_SUCCESS) {
+        *out = VK_NULL_HANDLE;
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: building its pipeline failed on %s (%s)",
+                            spec->kernel, vk->phys->props.deviceName, nn_vk_result_name(r));
+    }
+    return NN_OK;
 }
 
 nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipeline *out) {
@@ -133,39 +182,39 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
                                 "has %u", spec->spec[0], spec->spec[1], spec->spec[2], bytes,
                                 vk->phys->props.deviceName, vk->phys->props.limits.maxComputeSharedMemorySize);
     }
-    const nn_vk_shader *shader = find_shader(spec->shader);
-    if (!shader)
-        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s is missing: shader %s.comp is not built into "
-                            "this library", spec->kernel, spec->shader);
-    VkShaderModuleCreateInfo module_info = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                            .codeSize = shader->size, .pCode = (const uint32_t *)shader->code};
-    VkShaderModule module;
-    VkResult r = vk->fn.vkCreateShaderModule(vk->device, &module_info, NULL, &module);
-    if (r != VK_SUCCESS)
-        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: the device rejects shader %s (%s)", spec->kernel,
-                            spec->shader, nn_vk_result_name(r));
     uint32_t constants[9];
     memcpy(constants, spec->spec, sizeof spec->spec);
     constants[7] = (variant & 1) != 0; /* VEC_A */
     constants[8] = (variant & 2) != 0; /* VEC_B */
-    VkSpecializationMapEntry entries[9];
-    for (uint32_t i = 0; i < 9; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
-    VkSpecializationInfo spec_info = {.mapEntryCount = 9, .pMapEntries = entries, .dataSize = sizeof constants,
-                                      .pData = constants};
-    VkComputePipelineCreateInfo info = {
-        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                  .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = module, .pName = "main",
-                  .pSpecializationInfo = spec->spec[0] ? &spec_info : NULL},
-        .layout = vk->pipeline_layout};
-    r = vk->fn.vkCreateComputePipelines(vk->device, VK_NULL_HANDLE, 1, &info, NULL, slot);
-    vk->fn.vkDestroyShaderModule(vk->device, module, NULL);
-    if (r != VK_SUCCESS) {
-        *slot = VK_NULL_HANDLE;
-        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: building its pipeline failed on %s (%s)",
-                            spec->kernel, vk->phys->props.deviceName, nn_vk_result_name(r));
-    }
+    NN_TRY(build_pipeline(vk, spec, constants, spec->spec[0] ? 9 : 0, slot));
     *out = *slot;
+    return NN_OK;
+}
+
+nn_status vk_pipeline_special(vk_backend *vk, vk_pipeline_id id, const uint32_t constants[VK_SPECIAL_CONSTANTS],
+                              VkPipeline *out) {
+    for (uint32_t i = 0; i < vk->special_count; i++) {
+        const vk_special_pipeline *e = &vk->specials[i];
+        if (e->id == id && memcmp(e->constants, constants, sizeof e->constants) == 0) {
+            *out = e->pipeline;
+            return NN_OK;
+        }
+    }
+    const pipeline_spec *spec = &kSpecs[id];
+    if (!spec->shader) return nn_set_error(NN_ERR_BACKEND, "vulkan: pipeline %d has no shader", (int)id);
+    if (vk->special_count == vk->special_capacity) {
+        uint32_t cap = vk->special_capacity ? vk->special_capacity * 2 : 16;
+        vk_special_pipeline *grown = realloc(vk->specials, cap * sizeof *grown);
+        if (!grown) return nn_set_error(NN_ERR_MEMORY, "vulkan: out of host memory");
+        vk->specials = grown;
+        vk->special_capacity = cap;
+    }
+    vk_special_pipeline *e = &vk->specials[vk->special_count];
+    NN_TRY(build_pipeline(vk, spec, constants, VK_SPECIAL_CONSTANTS, &e->pipeline));
+    e->id = id;
+    memcpy(e->constants, constants, sizeof e->constants);
+    vk->special_count++;
+    *out = e->pipeline;
     return NN_OK;
 }
 

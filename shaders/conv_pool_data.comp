@@ -1,0 +1,98 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+// NN_KERNEL_CONV2D_POOL_BACKWARD_DATA (kernels.h): dx of Conv2d -> ReLU ->
+// MaxPool2d, from the pooled gradient and the winners.
+//
+// A workgroup takes 128 units of one image: a unit is R neighbouring
+// pixels of one row of one channel, summed in registers. For each chunk of
+// filters it first writes the image's convolution-output gradient dz into
+// shared memory: zero, with each window's pooled gradient at its winner
+// (one writer per entry), placed at the stride's spacing and with a margin
+// of KH - 1 rows and KW - 1 columns in front, so every read below is
+// inside the array and the transposed convolution needs no bounds tests:
+//   dx[c, h, w] += dz[f, r - (KH - 1), col - (KW - 1)] * W[f, c, ki, kj]
+// where r = h + pad_h - ki + KH - 1 and col = w + pad_w - kj + KW - 1 are
+// the staged coordinates (entries off the stride's grid are zero).
+layout(local_size_x = 128) in;
+layout(constant_id = 0) const int KH = 5;
+layout(constant_id = 1) const int KW = 5;
+layout(constant_id = 2) const int SH = 1;
+layout(constant_id = 3) const int SW = 1;
+layout(constant_id = 4) const int R = 4; // pixels per unit
+const uint THREADS = 128u;
+const uint SHARED_FLOATS = 6144u; // the host keeps chunk * rows * cols within it
+const int SEG = R + KW - 1;       // staged columns one kernel row of a unit reads
+
+layout(push_constant) uniform Params {
+    PC_OFFSETS
+    uint batch, channels, height, width;
+    int pad_h, pad_w;
+    uint out_w;
+    uint filters, pooled_plane;
+    uint rows, cols; // the staged plane: height + pad_h + KH - 1 by width + pad_w + KW - 1 + R - 1
+    uint chunk;      // filters staged at a time
+    uint accumulate;
+} p;
+layout(std430, binding = 0) readonly buffer DY { float dy[]; };
+layout(std430, binding = 1) readonly buffer Winners { int winners[]; };
+layout(std430, binding = 2) readonly buffer Wt { float w[]; };
+layout(std430, binding = 3) buffer DX { float dx[]; };
+
+shared float dz[SHARED_FLOATS];
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint runs = (p.width + uint(R) - 1u) / uint(R);
+    const uint units = p.channels * p.height * runs;
+    const uint unit = gl_WorkGroupID.x * THREADS + tid;
+    const bool in_range = unit < units;
+    uint c = 0u, h = 0u, w0 = 0u;
+    if (in_range) {
+        uint ch = unit / runs;
+        w0 = (unit - ch * runs) * uint(R);
+        c = ch / p.height;
+        h = ch - c * p.height;
+    }
+    const uint plane = p.rows * p.cols;
+    for (uint n = gl_WorkGroupID.z; n < p.batch; n += gl_NumWorkGroups.z) {
+        float acc[R];
+        for (int r = 0; r < R; r++) acc[r] = 0.0;
+        for (uint f0 = 0u; f0 < p.filters; f0 += p.chunk) {
+            uint count = min(p.chunk, p.filters - f0);
+            barrier(); // the previous chunk's reads are done
+            for (uint i = tid; i < count * plane; i += THREADS) dz[i] = 0.0;
+            barrier();
+            for (uint i = tid; i < count * p.pooled_plane; i += THREADS) {
+                uint j = (n * p.filters + f0) * p.pooled_plane + i;
+                int win = winners[p.off1 + j];
+                if (win < 0) continue;
+                uint oh = uint(win) / p.out_w, ow = uint(win) - oh * p.out_w;
+                uint r = oh * uint(SH) + uint(KH - 1), col = ow * uint(SW) + uint(KW - 1);
+                // Past the last pixel's reach (padding wider than the kernel): no pixel reads it.
+                if (r < p.rows && col < p.cols) dz[(i / p.pooled_plane) * plane + r * p.cols + col] = dy[p.off0 + j];
+            }
+            barrier();
+            if (!in_range) continue;
+            for (uint fl = 0u; fl < count; fl++) {
+                uint weights = p.off2 + ((f0 + fl) * p.channels + c) * uint(KH * KW);
+                for (int ki = 0; ki < KH; ki++) {
+                    uint row = fl * plane + (h + uint(p.pad_h) + uint(KH - 1 - ki)) * p.cols + w0 + uint(p.pad_w);
+                    float seg[SEG];
+                    for (int t = 0; t < SEG; t++) seg[t] = dz[row + uint(t)];
+                    for (int kj = 0; kj < KW; kj++) {
+                        float wv = w[weights + uint(ki * KW + kj)];
+                        for (int r = 0; r < R; r++) acc[r] += seg[r + KW - 1 - kj] * wv;
+                    }
+                }
+            }
+        }
+        if (in_range) {
+            uint base = p.off3 + ((n * p.channels + c) * p.height + h) * p.width;
+            for (int r = 0; r < R; r++) {
+                uint wcol = w0 + uint(r);
+                if (wcol < p.width) dx[base + wcol] = p.accumulate != 0u ? dx[base + wcol] + acc[r] : acc[r];
+            }
+        }
+    }
+}

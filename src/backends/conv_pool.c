@@ -1,0 +1,24 @@
+#include "conv_pool.h"
+
+#include "conv_columns.h"
+#include "core/error.h"
+
+nn_status nn_conv_pool_params_check(const char *backend, nn_kernel kernel, const nn_conv_pool_params *p) {
+    NN_TRY(nn_conv_params_check(backend, NN_KERNEL_CONV2D_FORWARD, &p->conv));
+    const nn_conv_geometry *g = &p->conv.g;
+    if (p->pool < 1 || p->pooled_h != g->out_h / p->pool || p->pooled_w != g->out_w / p->pool)
+        return nn_set_error(NN_ERR_ARGUMENT,
+                            "%s %s: pooling %dx%d windows over a %dx%d convolution output gives %dx%d, not %dx%d",
+                            backend, nn_kernel_name(kernel), p->pool, p->pool, g->out_h, g->out_w,
+                            p->pool > 0 ? g->out_h / p->pool : 0, p->pool > 0 ? g->out_w / p->pool : 0,
+                            p->pooled_h, p->pooled_w);
+    return NN_OK;
+}
+
+nn_pool_params nn_conv_pool_pooling(const nn_conv_pool_params *p) {
+    const nn_conv_geometry *g = &p->conv.g;
+    return (nn_pool_params){
+        .batch = g->batch, .channels = p->conv.filters, .height = g->out_h, .width = g->out_w,
+        .kernel = p->pool, .stride = p->pool, .pad = 0, .out_h = p->pooled_h, .out_w = p->pooled_w,
+    };
+}

@@ -1,0 +1,18 @@
+/* What every backend checks first in the fused convolution + ReLU + max
+ * pooling kernels (kernels.h, nn_conv_pool_params), and the pooling they
+ * imply. */
+#ifndef NN_CONV_POOL_H
+#define NN_CONV_POOL_H
+
+#include "kernels.h"
+
+/* The convolution's geometry (nn_conv_params_check), an epilogue of bias
+ * and ReLU only, and whole non-overlapping windows: pool >= 1, pooled_h ==
+ * out_h / pool, pooled_w == out_w / pool. The message names the backend
+ * and the kernel. */
+nn_status nn_conv_pool_params_check(const char *backend, nn_kernel kernel, const nn_conv_pool_params *p);
+
+/* The max pooling over z that the fused layers perform. */
+nn_pool_params nn_conv_pool_pooling(const nn_conv_pool_params *p);
+
+#endif

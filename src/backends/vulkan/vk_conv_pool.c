@@ -1,0 +1,190 @@
+/* The fused convolution + ReLU + max pooling kernels (kernels.h,
+ * nn_conv_pool_params) on Vulkan: conv_pool_forward.comp,
+ * conv_pool_weight.comp and conv_pool_data.comp, each built per layer shape
+ * (its window, strides and pooling as specialization constants, so their
+ * loops unroll into registers: vk_pipeline_special).
+ *
+ * They are direct convolutions, one output (or a few) per invocation, made
+ * for the small layers whose time goes to latency rather than arithmetic
+ * (vk_latency_wanted), which is where vk_conv_pool_fuses says yes; large
+ * layers run unfused, on the column route. The kernels take any geometry
+ * within the limits below and refuse the rest by name. */
+#include <stdio.h>
+
+#include "backends/conv_pool.h"
+#include "core/error.h"
+#include "vk_backend.h"
+
+#define THREADS 128
+#define SHARED_FLOATS 6144 /* the weight and data kernels' shared arrays */
+#define MAX_WINDOW 11      /* kernel rows and columns (unrolled loops) */
+#define MAX_STRIDE 4
+#define MAX_POOL 4         /* pool * pool sums per invocation */
+#define DATA_RUN 4         /* pixels per invocation in the data gradient */
+
+/* The staged plane of the data gradient (conv_pool_data.comp). */
+static int64_t data_rows(const nn_conv_geometry *g) { return (int64_t)g->height + g->pad_h + g->kernel_h - 1; }
+static int64_t data_cols(const nn_conv_geometry *g) {
+    return (int64_t)g->width + g->pad_w + g->kernel_w - 1 + DATA_RUN - 1;
+}
+
+/* NULL when the kernels take p, else what they cannot take. */
+static const char *unsupported(const nn_conv_pool_params *p) {
+    const nn_conv_geometry *g = &p->conv.g;
+    if (g->kernel_h > MAX_WINDOW || g->kernel_w > MAX_WINDOW) return "a window larger than 11x11";
+    if (g->stride_h > MAX_STRIDE || g->stride_w > MAX_STRIDE) return "a stride above 4";
+    if (p->pool > MAX_POOL) return "a pooling window larger than 4x4";
+    int64_t units = (int64_t)g->channels * g->kernel_h + 1;
+    if ((units > THREADS ? units : THREADS) * g->kernel_w > SHARED_FLOATS)
+        return "more weights per filter than the weight gradient's shared sums hold";
+    if (data_rows(g) * data_cols(g) > SHARED_FLOATS) return "an image larger than the data gradient stages";
+    return NULL;
+}
+
+static int64_t multiply_adds(const nn_conv_pool_params *p) {
+    const nn_conv_geometry *g = &p->conv.g;
+    return (int64_t)p->conv.filters * g->channels * g->kernel_h * g->kernel_w * g->out_h * g->out_w * g->batch;
+}
+
+bool vk_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p) {
+    (void)self;
+    return vk_latency_wanted(multiply_adds(p)) && !unsupported(p);
+}
+
+static void name_command(vk_backend *vk, const char *what, const nn_conv_pool_params *p) {
+    const nn_conv_geometry *g = &p->conv.g;
+    if (vk->labels)
+        snprintf(vk->profile_label, sizeof vk->profile_label, "conv+pool %s %dx%dx%dx%d f%d k%d p%d", what, g->batch,
+                 g->channels, g->height, g->width, p->conv.filters, g->kernel_h, p->pool);
+}
+
+/* The geometry part every kernel's push constants start with. */
+typedef struct shape_push {
+    uint32_t batch, channels, height, width;
+    int32_t pad_h, pad_w;
+    uint32_t out_w;
+    uint32_t filters;
+} shape_push;
+
+static shape_push shape_of(const nn_conv_pool_params *p) {
+    const nn_conv_geometry *g = &p->conv.g;
+    return (shape_push){(uint32_t)g->batch, (uint32_t)g->channels, (uint32_t)g->height, (uint32_t)g->width,
+                        g->pad_h, g->pad_w, (uint32_t)g->out_w, (uint32_t)p->conv.filters};
+}
+
+static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_params *p) {
+    const nn_conv_geometry *g = &p->conv.g;
+    if ((p->conv.epilogue & NN_EPI_BIAS_ROWS) && !a[2].buffer)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_forward: the bias epilogue needs the bias buffer");
+    struct {
+        shape_push s;
+        uint32_t pooled_h, pooled_w, has_bias;
+    } push = {shape_of(p), (uint32_t)p->pooled_h, (uint32_t)p->pooled_w, (p->conv.epilogue & NN_EPI_BIAS_ROWS) != 0};
+    const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
+                                                      (uint32_t)g->stride_h, (uint32_t)g->stride_w, (uint32_t)p->pool};
+    uint64_t outputs = (uint64_t)g->batch * p->conv.filters * p->pooled_h * p->pooled_w;
+    if (outputs == 0) return NN_OK;
+    uint64_t groups = (outputs + THREADS - 1) / THREADS;
+    name_command(vk, "forward", p);
+    /* The columns (a[5]) are not used: these kernels read the image. */
+    return vk_record_special(vk, NN_KERNEL_CONV2D_POOL_FORWARD, VK_PIPE_CONV_POOL_FORWARD, constants, a, 5, NULL,
+                             &push, sizeof push, groups > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)groups, 1, 1);
+}
+
+/* Images per workgroup of the weight gradient: about two workgroups per
+ * multiprocessor of a large GPU over all filters, so the sums spread,
+ * without more partials than the work area holds. */
+static int64_t images_per_group(const nn_conv_pool_params *p, int64_t outputs) {
+    const int64_t batch = p->conv.g.batch, filters = p->conv.filters;
+    int64_t per = (batch * filters + 255) / 256;
+    if (per < 1) per = 1;
+    while (per < batch && !vk_split_work_fits((uint64_t)filters, (uint64_t)(((batch + per - 1) / per) * filters * outputs)))
+        per *= 2;
+    return per < batch ? per : batch;
+}
+
+static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_params *p) {
+    const nn_conv_geometry *g = &p->conv.g;
+    if (!a[3].buffer && !a[4].buffer)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_backward_weight: neither dweight nor dbias is given");
+    const int64_t weights = (int64_t)g->channels * g->kernel_h * g->kernel_w, outputs = weights + 1;
+    NN_TRY(vk_fits32(NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, "filters", p->conv.filters));
+    if (p->conv.filters > (int32_t)VK_MAX_GROUPS)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_backward_weight: %d filters; at most %u",
+                            p->conv.filters, VK_MAX_GROUPS);
+    if (p->conv.filters == 0) return NN_OK;
+    if (g->batch == 0) { /* the sums over no images */
+        if (a[3].buffer && !g->accumulate && weights > 0)
+            NN_TRY(vk->base.fill(&vk->base, a[3], 0.0f, (size_t)(weights * p->conv.filters)));
+        if (a[4].buffer && !p->bias_accumulate) NN_TRY(vk->base.fill(&vk->base, a[4], 0.0f, (size_t)p->conv.filters));
+        return NN_OK;
+    }
+    const int64_t per = images_per_group(p, outputs), groups = (g->batch + per - 1) / per;
+    if (groups > (int64_t)VK_MAX_GROUPS || !vk_split_work_fits((uint64_t)p->conv.filters,
+                                                                (uint64_t)(groups * p->conv.filters * outputs)))
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_backward_weight: %d filters of %lld weights over %d "
+                            "images need more partial sums than the work area holds", p->conv.filters,
+                            (long long)weights, g->batch);
+    const int64_t units = (int64_t)g->channels * g->kernel_h + 1;
+    vk_split_work work = {{NULL, 0, 0}, 0, {0}};
+    if (groups > 1)
+        NN_TRY(vk_split_work_take(vk, (uint64_t)p->conv.filters, (uint64_t)(groups * p->conv.filters * outputs),
+                                  &work));
+    struct {
+        shape_push s;
+        uint32_t pooled_plane, group_images, groups, lanes;
+        uint32_t has_weight, has_bias, accumulate, bias_accumulate;
+        uint32_t counters;
+    } push = {shape_of(p), (uint32_t)(p->pooled_h * p->pooled_w), (uint32_t)per, (uint32_t)groups,
+              (uint32_t)(units < THREADS ? THREADS / units : 1), a[3].buffer != NULL, a[4].buffer != NULL,
+              (uint32_t)g->accumulate, (uint32_t)p->bias_accumulate, work.counters};
+    const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
+                                                      (uint32_t)g->stride_h, (uint32_t)g->stride_w};
+    nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], {NULL, 0, 0}, work.partials};
+    name_command(vk, "weight", p);
+    return vk_record_special(vk, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, VK_PIPE_CONV_POOL_WEIGHT, constants, args, 7,
+                             groups > 1 ? &work : NULL, &push, sizeof push, (uint32_t)groups,
+                             (uint32_t)p->conv.filters, 1);
+}
+
+static nn_status data(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_params *p) {
+    const nn_conv_geometry *g = &p->conv.g;
+    const int64_t plane = data_rows(g) * data_cols(g);
+    int64_t chunk = SHARED_FLOATS / plane;
+    if (chunk > p->conv.filters) chunk = p->conv.filters;
+    const int64_t units = (int64_t)g->channels * g->height * ((g->width + DATA_RUN - 1) / DATA_RUN);
+    if (units == 0 || g->batch == 0) return NN_OK;
+    if (p->conv.filters == 0) /* no filter reaches x: its gradient is zero */
+        return g->accumulate ? NN_OK
+                             : vk->base.fill(&vk->base, a[3], 0.0f, (size_t)g->batch * g->channels * g->height * g->width);
+    uint64_t tiles = (uint64_t)((units + THREADS - 1) / THREADS);
+    if (tiles > VK_MAX_GROUPS)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_backward_data: %lld pixels per image is too many",
+                            (long long)(g->channels * g->height * g->width));
+    struct {
+        shape_push s;
+        uint32_t pooled_plane, rows, cols, chunk, accumulate;
+    } push = {shape_of(p), (uint32_t)(p->pooled_h * p->pooled_w), (uint32_t)data_rows(g), (uint32_t)data_cols(g),
+              (uint32_t)chunk, (uint32_t)g->accumulate};
+    const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
+                                                      (uint32_t)g->stride_h, (uint32_t)g->stride_w, DATA_RUN};
+    name_command(vk, "data", p);
+    return vk_record_special(vk, NN_KERNEL_CONV2D_POOL_BACKWARD_DATA, VK_PIPE_CONV_POOL_DATA, constants, a, 4, NULL,
+                             &push, sizeof push, (uint32_t)tiles, 1,
+                             g->batch > (int32_t)VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)g->batch);
+}
+
+nn_status vk_run_conv_pool(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_pool_params *p) {
+    NN_TRY(nn_conv_pool_params_check("vulkan", kernel, p));
+    const char *why = unsupported(p);
+    if (why)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan %s: the fused kernels do not take %s (run the layers unfused)",
+                            nn_kernel_name(kernel), why);
+    const nn_conv_geometry *g = &p->conv.g;
+    NN_TRY(vk_fits32(kernel, "input entries", (int64_t)g->batch * g->channels * g->height * g->width));
+    NN_TRY(vk_fits32(kernel, "convolution output entries", (int64_t)g->batch * p->conv.filters * g->out_h * g->out_w));
+    NN_TRY(vk_fits32(kernel, "weight entries", (int64_t)p->conv.filters * g->channels * g->kernel_h * g->kernel_w));
+    if (kernel == NN_KERNEL_CONV2D_POOL_FORWARD) return forward(vk, a, p);
+    if (kernel == NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT) return weight(vk, a, p);
+    return data(vk, a, p);
+}

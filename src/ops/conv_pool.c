@@ -1,0 +1,106 @@
+/* Conv2d -> ReLU -> MaxPool2d(pool, stride pool) as one operation: one
+ * forward kernel that writes only the pooled output and each window's
+ * winner, and backward kernels that read the convolution's output gradient
+ * through the winners (kernels.h, nn_conv_pool_params). Neither the
+ * convolution's output, nor the ReLU's, nor their gradients are ever in
+ * memory, and the two layers' backward kernels (masked max-pool backward,
+ * bias gradient) and the barriers between them are gone.
+ *
+ * One tape node, "nn_conv2d_relu_maxpool", whose inputs are the
+ * convolution's; the ONNX export writes it as Conv, Relu, MaxPool. */
+#include "fused_relu.h"
+
+static nn_conv_pool_params conv_pool_params(const nn_conv_geometry *g, int32_t filters, bool bias, int pool) {
+    nn_conv_pool_params p = {
+        .conv = {.g = *g, .filters = filters, .epilogue = (bias ? NN_EPI_BIAS_ROWS : 0) | NN_EPI_RELU},
+        .pool = pool,
+    };
+    if (pool > 0) {
+        p.pooled_h = g->out_h / pool;
+        p.pooled_w = g->out_w / pool;
+    }
+    return p;
+}
+
+static nn_status conv_pool_backward(nn_node *node) {
+    nn_tensor *x = node->inputs[0], *w = node->inputs[1], *bias = node->inputs[2];
+    nn_tensor *winners = node->saved[0], *cols = node->saved_count > 1 ? node->saved[1] : NULL;
+    nn_tensor *dy = node->output->grad;
+    nn_ctx *ctx = x->ctx;
+    nn_conv_pool_params p = node->params.conv_pool;
+    const nn_buffer_ref none = {NULL, 0, 0};
+    bool dw = nn_wants_grad(w), db = nn_wants_grad(bias);
+    if (dw || db) {
+        nn_tensor *dweight = NULL, *dbias = NULL;
+        int32_t acc = 0;
+        if (dw) NN_TRY(nn_grad_target(w, &dweight, &p.conv.g.accumulate));
+        if (db) NN_TRY(nn_grad_target(bias, &dbias, &acc));
+        p.bias_accumulate = acc;
+        nn_buffer_ref args[6] = {nn_tensor_ref(dy), nn_tensor_ref(winners), nn_tensor_ref(x),
+                                 dw ? nn_tensor_ref(dweight) : none, db ? nn_tensor_ref(dbias) : none,
+                                 cols ? nn_tensor_ref(cols) : none};
+        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, args, 6, &p));
+    }
+    if (nn_wants_grad(x)) {
+        nn_tensor *dx;
+        NN_TRY(nn_grad_target(x, &dx, &p.conv.g.accumulate));
+        nn_buffer_ref args[4] = {nn_tensor_ref(dy), nn_tensor_ref(winners), nn_tensor_ref(w), nn_tensor_ref(dx)};
+        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_CONV2D_POOL_BACKWARD_DATA, args, 4, &p));
+    }
+    return NN_OK;
+}
+
+bool nn_conv2d_relu_maxpool_fuses(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
+                                  int pool) {
+    if (!x || !weight || !params || pool < 1) return false;
+    if (nn_conv2d_check_args("nn_conv2d", x, weight, bias, params) != NN_OK) {
+        nn_clear_error(); /* the unfused layers report it */
+        return false;
+    }
+    const nn_conv_geometry g = nn_conv2d_geometry(x, weight, params);
+    if (g.out_h < pool || g.out_w < pool) return false; /* the max pooling reports it */
+    const nn_conv_pool_params p = conv_pool_params(&g, (int32_t)weight->shape[0], bias != NULL, pool);
+    return nn_ctx_conv_pool_fuses(x->ctx, &p);
+}
+
+nn_tensor *nn_conv2d_relu_maxpool(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
+                                  int pool) {
+    const char *op = "nn_conv2d_relu_maxpool";
+    if (nn_conv2d_check_args(op, x, weight, bias, params) != NN_OK) return NULL;
+    const nn_conv_geometry g = nn_conv2d_geometry(x, weight, params);
+    if (pool < 1 || g.out_h < pool || g.out_w < pool)
+        return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: pooling window %d does not fit the %dx%d convolution output", op,
+                            pool, g.out_h, g.out_w);
+    const nn_conv_pool_params p = conv_pool_params(&g, (int32_t)weight->shape[0], bias != NULL, pool);
+    nn_ctx *ctx = x->ctx;
+    nn_tensor *inputs[3] = {x, weight, bias};
+    bool record = nn_autograd_needed(ctx, inputs, 3);
+    int64_t shape[4] = {g.batch, p.conv.filters, p.pooled_h, p.pooled_w};
+    nn_tensor *y = nn_op_result(ctx, 4, shape);
+    if (!y) return NULL;
+    /* The column matrix, when the backend keeps it for the weight gradient. */
+    const bool keep_cols = record && nn_wants_grad(weight) && nn_ctx_conv_keeps_columns(ctx, &p.conv);
+    const int64_t col_shape[3] = {g.batch, (int64_t)g.channels * g.kernel_h * g.kernel_w,
+                                  (int64_t)g.out_h * g.out_w};
+    nn_tensor *winners = nn_op_scratch(ctx, NN_I32, 4, shape);
+    nn_tensor *cols = winners && keep_cols ? nn_op_scratch(ctx, NN_F32, 3, col_shape) : NULL;
+    if (!winners || (keep_cols && !cols)) {
+        nn_tensor_release(winners);
+        return nn_op_fail(y);
+    }
+    const nn_buffer_ref none = {NULL, 0, 0};
+    nn_buffer_ref args[6] = {nn_tensor_ref(x), nn_tensor_ref(weight), bias ? nn_tensor_ref(bias) : none,
+                             nn_tensor_ref(y), nn_tensor_ref(winners), cols ? nn_tensor_ref(cols) : none};
+    if (nn_ctx_run(ctx, NN_KERNEL_CONV2D_POOL_FORWARD, args, 6, &p) != NN_OK) {
+        nn_tensor_release(winners);
+        nn_tensor_release(cols);
+        return nn_op_fail(y);
+    }
+    nn_tensor *saved[2] = {winners, cols};
+    nn_node *node;
+    y = nn_op_finish(y, op, conv_pool_backward, inputs, 3, saved, cols ? 2 : 1, &node);
+    if (node) node->params.conv_pool = p;
+    nn_tensor_release(winners); /* the node holds what backward needs */
+    nn_tensor_release(cols);
+    return y;
+}
