@@ -6,11 +6,12 @@
 //
 // A workgroup takes 128 units of one image: a unit is R neighbouring
 // pixels of one row of one channel, summed in registers. For each chunk of
-// filters it first writes the image's convolution-output gradient dz into
-// shared memory: zero, with each window's pooled gradient at its winner
-// (one writer per entry), placed at the stride's spacing and with a margin
-// of KH - 1 rows and KW - 1 columns in front, so every read below is
-// inside the array and the transposed convolution needs no bounds tests:
+// filters it first stages, every load in flight at once (these kernels are
+// bound by latency), the chunk's weights and the image's convolution-output
+// gradient dz: zero, with each window's pooled gradient at its winner (one
+// writer per entry), placed at the stride's spacing and with a margin of
+// KH - 1 rows and KW - 1 columns in front, so every read below is inside
+// the array and the transposed convolution needs no bounds tests:
 //   dx[c, h, w] += dz[f, r - (KH - 1), col - (KW - 1)] * W[f, c, ki, kj]
 // where r = h + pad_h - ki + KH - 1 and col = w + pad_w - kj + KW - 1 are
 // the staged coordinates (entries off the stride's grid are zero).
@@ -21,7 +22,8 @@ layout(constant_id = 2) const int SH = 1;
 layout(constant_id = 3) const int SW = 1;
 layout(constant_id = 4) const int R = 4; // pixels per unit
 const uint THREADS = 128u;
-const uint SHARED_FLOATS = 6144u; // the host keeps chunk * rows * cols within it
+// vk_conv_pool.c keeps a chunk's staged planes and weights within these.
+const uint DZ_FLOATS = 5120u, WEIGHT_FLOATS = 2560u;
 const int SEG = R + KW - 1;       // staged columns one kernel row of a unit reads
 
 layout(push_constant) uniform Params {
@@ -39,7 +41,8 @@ layout(std430, binding = 1) readonly buffer Winners { int winners[]; };
 layout(std430, binding = 2) readonly buffer Wt { float w[]; };
 layout(std430, binding = 3) buffer DX { float dx[]; };
 
-shared float dz[SHARED_FLOATS];
+shared float dz[DZ_FLOATS];
+shared float ws[WEIGHT_FLOATS];
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -60,8 +63,10 @@ void main() {
         for (int r = 0; r < R; r++) acc[r] = 0.0;
         for (uint f0 = 0u; f0 < p.filters; f0 += p.chunk) {
             uint count = min(p.chunk, p.filters - f0);
+            const uint filter_floats = p.channels * uint(KH * KW);
             barrier(); // the previous chunk's reads are done
             for (uint i = tid; i < count * plane; i += THREADS) dz[i] = 0.0;
+            for (uint i = tid; i < count * filter_floats; i += THREADS) ws[i] = w[p.off2 + f0 * filter_floats + i];
             barrier();
             for (uint i = tid; i < count * p.pooled_plane; i += THREADS) {
                 uint j = (n * p.filters + f0) * p.pooled_plane + i;
@@ -75,13 +80,13 @@ void main() {
             barrier();
             if (!in_range) continue;
             for (uint fl = 0u; fl < count; fl++) {
-                uint weights = p.off2 + ((f0 + fl) * p.channels + c) * uint(KH * KW);
+                uint weights = (fl * p.channels + c) * uint(KH * KW);
                 for (int ki = 0; ki < KH; ki++) {
                     uint row = fl * plane + (h + uint(p.pad_h) + uint(KH - 1 - ki)) * p.cols + w0 + uint(p.pad_w);
                     float seg[SEG];
                     for (int t = 0; t < SEG; t++) seg[t] = dz[row + uint(t)];
                     for (int kj = 0; kj < KW; kj++) {
-                        float wv = w[weights + uint(ki * KW + kj)];
+                        float wv = ws[weights + uint(ki * KW + kj)];
                         for (int r = 0; r < R; r++) acc[r] += seg[r + KW - 1 - kj] * wv;
                     }
                 }

@@ -4,21 +4,26 @@
 // NN_KERNEL_CONV2D_POOL_FORWARD (kernels.h): Conv2d -> ReLU -> MaxPool2d
 // with whole windows, writing only the pooled output and the winners.
 //
-// One invocation per pooled output (n, f, py, px), px fastest, so a warp
-// shares its filter (the weight loads are broadcasts) and reads
-// neighbouring input. It computes the POOL x POOL convolution outputs of
-// its window, then bias, ReLU and the max. The window, stride and pooling
-// are specialization constants (vk_pipeline_special: a pipeline per
-// layer shape), so every loop below unrolls: a kernel row's weights and
-// each input row the window reads are loaded once into registers and used
-// by all the window's outputs.
+// A workgroup takes 128 pooled outputs (f, py, px) of one image, px
+// fastest, so a warp shares its filter. It first stages the image, zero-
+// padded, and its filters' weights in shared memory, every load in flight
+// at once: these kernels are bound by latency, and a chain of dependent
+// global loads is what costs. Each invocation then computes the POOL x
+// POOL convolution outputs of its window from shared memory, then bias,
+// ReLU and the max. The window, stride and pooling are specialization
+// constants (vk_pipeline_special: a pipeline per layer shape), so the loops
+// unroll: a kernel row's weights and each input row the window reads are
+// loaded once into registers and used by all the window's outputs.
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const int KH = 5;
 layout(constant_id = 1) const int KW = 5;
 layout(constant_id = 2) const int SH = 1;
 layout(constant_id = 3) const int SW = 1;
 layout(constant_id = 4) const int POOL = 2;
+const uint THREADS = 128u;
 const int RUN = (POOL - 1) * SW + KW; // input columns one kernel row of the window reads
+// vk_conv_pool.c keeps a padded image and a workgroup's weights within these.
+const uint IMAGE_FLOATS = 4096u, WEIGHT_FLOATS = 3072u;
 
 layout(push_constant) uniform Params {
     PC_OFFSETS8
@@ -26,6 +31,7 @@ layout(push_constant) uniform Params {
     int pad_h, pad_w;
     uint out_w;
     uint filters, pooled_h, pooled_w;
+    uint padded_h, padded_w;
     uint has_bias;
 } p;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
@@ -34,36 +40,50 @@ layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
 layout(std430, binding = 4) writeonly buffer Winners { int winners[]; };
 
+shared float xs[IMAGE_FLOATS];
+shared float ws[WEIGHT_FLOATS];
+
 // As the CPU's max pooling: the first maximum wins, a NaN takes over.
 bool takes_over(float v, float best) { return v > best || (isnan(v) && !isnan(best)); }
 
 void main() {
-    const uint plane = p.pooled_h * p.pooled_w;
-    const uint total = p.batch * p.filters * plane;
-    for (uint item = gl_GlobalInvocationID.x; item < total; item += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
-        uint nf = item / plane, pos = item - nf * plane;
-        uint n = nf / p.filters, f = nf - n * p.filters;
+    const uint tid = gl_LocalInvocationID.x;
+    const uint pooled = p.pooled_h * p.pooled_w, per_image = p.filters * pooled;
+    const uint item = gl_WorkGroupID.x * THREADS + tid;
+    const uint first_filter = gl_WorkGroupID.x * THREADS / pooled;
+    const uint last_filter = min(p.filters - 1u, (gl_WorkGroupID.x * THREADS + THREADS - 1u) / pooled);
+    const uint kk = uint(KH * KW), filter_floats = p.channels * kk;
+    const uint plane = p.padded_h * p.padded_w, image_floats = p.channels * plane;
+    for (uint n = gl_WorkGroupID.z; n < p.batch; n += gl_NumWorkGroups.z) {
+        barrier(); // the previous image's reads are done
+        for (uint i = tid; i < image_floats; i += THREADS) {
+            uint c = i / plane, r = i - c * plane;
+            uint ph = r / p.padded_w;
+            int h = int(ph) - p.pad_h, wc = int(r - ph * p.padded_w) - p.pad_w;
+            bool inside = h >= 0 && h < int(p.height) && wc >= 0 && wc < int(p.width);
+            uint from = p.off0 + ((n * p.channels + c) * p.height + uint(h)) * p.width + uint(wc);
+            float v = x[inside ? from : p.off0]; // padding reads a valid address and discards it
+            xs[i] = inside ? v : 0.0;
+        }
+        if (n == gl_WorkGroupID.z)
+            for (uint i = tid; i < (last_filter - first_filter + 1u) * filter_floats; i += THREADS)
+                ws[i] = w[p.off1 + first_filter * filter_floats + i];
+        barrier();
+        if (item >= per_image) continue;
+        uint f = item / pooled, pos = item - f * pooled;
         uint py = pos / p.pooled_w, px = pos - py * p.pooled_w;
-        int ih0 = int(py) * POOL * SH - p.pad_h, iw0 = int(px) * POOL * SW - p.pad_w;
+        uint row0 = py * uint(POOL * SH), col0 = px * uint(POOL * SW); // in the padded image
         float acc[POOL * POOL];
         for (int q = 0; q < POOL * POOL; q++) acc[q] = 0.0;
-        uint x_plane = p.off0 + n * p.channels * p.height * p.width;
-        uint w_plane = p.off1 + f * p.channels * uint(KH * KW);
-        for (uint c = 0u; c < p.channels; c++, x_plane += p.height * p.width, w_plane += uint(KH * KW)) {
-            for (int ki = 0; ki < KH; ki++) {
+        uint wi = (f - first_filter) * filter_floats;
+        for (uint c = 0u; c < p.channels; c++) {
+            for (int ki = 0; ki < KH; ki++, wi += uint(KW)) {
                 float wr[KW];
-                for (int kj = 0; kj < KW; kj++) wr[kj] = w[w_plane + uint(ki * KW + kj)];
+                for (int kj = 0; kj < KW; kj++) wr[kj] = ws[wi + uint(kj)];
                 for (int a = 0; a < POOL; a++) {
-                    int ih = ih0 + a * SH + ki;
-                    bool row_ok = ih >= 0 && ih < int(p.height);
+                    uint at = c * plane + (row0 + uint(a * SH + ki)) * p.padded_w + col0;
                     float xr[RUN];
-                    for (int t = 0; t < RUN; t++) {
-                        int iw = iw0 + t;
-                        bool ok = row_ok && iw >= 0 && iw < int(p.width);
-                        // Padding reads a valid address and discards it.
-                        float v = x[ok ? x_plane + uint(ih) * p.width + uint(iw) : x_plane];
-                        xr[t] = ok ? v : 0.0;
-                    }
+                    for (int t = 0; t < RUN; t++) xr[t] = xs[at + uint(t)];
                     for (int b = 0; b < POOL; b++)
                         for (int kj = 0; kj < KW; kj++) acc[a * POOL + b] += wr[kj] * xr[b * SW + kj];
                 }
@@ -83,7 +103,8 @@ void main() {
                 win = index;
             }
         }
-        y[p.off3 + item] = best;
-        winners[p.off4 + item] = best > 0.0 ? win : -1; // the ReLU passes no gradient where it is 0
+        uint at = n * per_image + item;
+        y[p.off3 + at] = best;
+        winners[p.off4 + at] = best > 0.0 ? win : -1; // the ReLU passes no gradient where it is 0
     }
 }

@@ -7,21 +7,26 @@
 // outputs: dW[f, c, ki, kj] = sum over n and pooled (py, px) of dy * x at
 // the winner's window position (ki, kj); dbias[f] = sum of dy there.
 //
-// Workgroup (group, f): the images of one group, for filter f. Its work
-// items are (unit, lane): a unit is a (channel, kernel row) whose KW
-// weights an invocation sums in registers (one more unit sums the bias),
-// and the lanes split the group's pooled outputs between them; lanes are
-// then added in order in shared memory. With several groups each writes
-// its sums as a partial, and the last workgroup of filter f to finish adds
-// the partials in group order (vk_split_work.c), so the result does not
-// depend on which workgroup ran first.
+// Workgroup (group, f): the images of one group, for filter f. It first
+// stages the group's images (zero-padded) and, per pooled output, its
+// gradient and where its winner's window starts, every load in flight at
+// once (these kernels are bound by latency). Its work items are then
+// (unit, lane): a unit is a (channel, kernel row) whose KW weights an
+// invocation sums in registers (one more unit sums the bias), and the
+// lanes split the pooled outputs between them; lanes are then added in
+// order. With several groups each workgroup writes its sums as a partial,
+// and the last workgroup of filter f to finish adds the partials in group
+// order (vk_split_work.c), so the result does not depend on which
+// workgroup ran first.
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const int KH = 5;
 layout(constant_id = 1) const int KW = 5;
 layout(constant_id = 2) const int SH = 1;
 layout(constant_id = 3) const int SW = 1;
 const uint THREADS = 128u;
-const uint SHARED_FLOATS = 6144u; // the host keeps max(THREADS, units) * KW within it
+// vk_conv_pool.c keeps a group's padded images, its pooled outputs and the
+// lanes' sums (max(THREADS, units) * KW) within these.
+const uint IMAGE_FLOATS = 4096u, TERMS = 512u, SUM_FLOATS = 2048u;
 
 layout(push_constant) uniform Params {
     PC_OFFSETS8
@@ -29,10 +34,10 @@ layout(push_constant) uniform Params {
     int pad_h, pad_w;
     uint out_w;
     uint filters, pooled_plane;
+    uint padded_h, padded_w;
     uint group_images, groups;
     uint lanes;          // lanes per unit
-    uint has_weight, has_bias;
-    uint accumulate, bias_accumulate;
+    uint flags;          // 1: dweight, 2: dbias, 4: add into dweight, 8: add into dbias
     uint counters;       // the work area's first counter (element index in binding 6's block)
 } p;
 // Bindings: 0 dy, 1 winners, 2 x, 3 dweight, 4 dbias, 5 columns (unused),
@@ -45,17 +50,20 @@ layout(std430, binding = 4) buffer DB { float db[]; };
 layout(std430, binding = 6) coherent buffer Work { float partials[]; };
 layout(std430, binding = 6) coherent buffer WorkCounters { uint work_counters[]; };
 
-shared float sums[SHARED_FLOATS];
+shared float xs[IMAGE_FLOATS];
+shared float term_g[TERMS];   // a pooled output's gradient (0 where the ReLU stops it)
+shared uint term_at[TERMS];   // where its winner's window starts in xs
+shared float sums[SUM_FLOATS];
 shared bool last_of_filter;
 
 // Output o of filter f: weight o, or the bias when o == weights.
 void store(uint f, uint o, uint weights, float s) {
-    if (o < weights && p.has_weight != 0u) {
+    if (o < weights && (p.flags & 1u) != 0u) {
         uint i = p.off3 + f * weights + o;
-        dw[i] = p.accumulate != 0u ? dw[i] + s : s;
-    } else if (o == weights && p.has_bias != 0u) {
+        dw[i] = (p.flags & 4u) != 0u ? dw[i] + s : s;
+    } else if (o == weights && (p.flags & 2u) != 0u) {
         uint i = p.off4 + f;
-        db[i] = p.bias_accumulate != 0u ? db[i] + s : s;
+        db[i] = (p.flags & 8u) != 0u ? db[i] + s : s;
     }
 }
 
@@ -67,33 +75,41 @@ void main() {
     const uint first_image = group * p.group_images;
     const uint images = min(p.group_images, p.batch - first_image);
     const uint positions = images * p.pooled_plane;
+    const uint plane = p.padded_h * p.padded_w, image_floats = p.channels * plane;
+
+    for (uint i = tid; i < images * image_floats; i += THREADS) {
+        uint ic = i / plane, r = i - ic * plane; // ic: image * channels + channel
+        uint ph = r / p.padded_w;
+        int h = int(ph) - p.pad_h, wc = int(r - ph * p.padded_w) - p.pad_w;
+        bool inside = h >= 0 && h < int(p.height) && wc >= 0 && wc < int(p.width);
+        uint from = p.off2 + ((first_image * p.channels + ic) * p.height + uint(h)) * p.width + uint(wc);
+        float v = x[inside ? from : p.off2]; // padding reads a valid address and discards it
+        xs[i] = inside ? v : 0.0;
+    }
+    for (uint q = tid; q < positions; q += THREADS) {
+        uint image = q / p.pooled_plane, pos = q - image * p.pooled_plane;
+        uint j = ((first_image + image) * p.filters + f) * p.pooled_plane + pos;
+        int win = winners[p.off1 + j];
+        float g = dy[p.off0 + j];
+        uint oh = uint(max(win, 0)) / p.out_w, ow = uint(max(win, 0)) - oh * p.out_w;
+        term_g[q] = win >= 0 ? g : 0.0;
+        term_at[q] = image * image_floats + oh * uint(SH) * p.padded_w + ow * uint(SW);
+    }
+    barrier();
 
     for (uint item = tid; item < items; item += THREADS) {
         uint lane = item / units, unit = item - lane * units;
         uint c = unit / uint(KH), ki = unit - c * uint(KH);
-        bool is_bias = unit == units - 1u;
         float acc[KW];
         for (int kj = 0; kj < KW; kj++) acc[kj] = 0.0;
-        for (uint q = lane; q < positions; q += p.lanes) {
-            uint image = q / p.pooled_plane, pos = q - image * p.pooled_plane;
-            uint n = first_image + image;
-            uint j = (n * p.filters + f) * p.pooled_plane + pos;
-            int win = winners[p.off1 + j];
-            if (win < 0) continue; // no gradient through this window
-            float g = dy[p.off0 + j];
-            if (is_bias) {
-                acc[0] += g;
-                continue;
-            }
-            int oh = win / int(p.out_w), ow = win - oh * int(p.out_w);
-            int ih = oh * SH - p.pad_h + int(ki), iw0 = ow * SW - p.pad_w;
-            if (ih < 0 || ih >= int(p.height)) continue;
-            uint row = p.off2 + ((n * p.channels + c) * p.height + uint(ih)) * p.width;
-            for (int kj = 0; kj < KW; kj++) {
-                int iw = iw0 + kj;
-                bool ok = iw >= 0 && iw < int(p.width);
-                float v = x[ok ? row + uint(iw) : row];
-                acc[kj] += g * (ok ? v : 0.0);
+        if (unit == units - 1u) {
+            for (uint q = lane; q < positions; q += p.lanes) acc[0] += term_g[q];
+        } else {
+            uint offset = c * plane + ki * p.padded_w;
+            for (uint q = lane; q < positions; q += p.lanes) {
+                float g = term_g[q];
+                uint at = term_at[q] + offset;
+                for (int kj = 0; kj < KW; kj++) acc[kj] += g * xs[at + uint(kj)];
             }
         }
         for (int kj = 0; kj < KW; kj++) sums[item * uint(KW) + uint(kj)] = acc[kj];
@@ -116,9 +132,17 @@ void main() {
     barrier();
     if (!last_of_filter) return; // the same for the whole workgroup
     memoryBarrierBuffer();
+    const uint stride = p.filters * outputs;
     for (uint o = tid; o < outputs; o += THREADS) {
+        // Eight loads in flight at a time, added in group order.
+        uint at = p.off6 + f * outputs + o, g = 0u;
         float s = 0.0;
-        for (uint g = 0u; g < p.groups; g++) s += partials[p.off6 + (g * p.filters + f) * outputs + o];
+        for (; g + 8u <= p.groups; g += 8u) {
+            float v[8];
+            for (uint k = 0u; k < 8u; k++) v[k] = partials[at + (g + k) * stride];
+            for (uint k = 0u; k < 8u; k++) s += v[k];
+        }
+        for (; g < p.groups; g++) s += partials[at + g * stride];
         store(f, o, weights, s);
     }
     if (tid == 0u) work_counters[p.counters + f] = 0u;

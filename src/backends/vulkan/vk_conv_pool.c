@@ -16,11 +16,24 @@
 #include "vk_backend.h"
 
 #define THREADS 128
-#define SHARED_FLOATS 6144 /* the weight and data kernels' shared arrays */
-#define MAX_WINDOW 11      /* kernel rows and columns (unrolled loops) */
+#define MAX_WINDOW 11 /* kernel rows and columns (unrolled loops) */
 #define MAX_STRIDE 4
-#define MAX_POOL 4         /* pool * pool sums per invocation */
-#define DATA_RUN 4         /* pixels per invocation in the data gradient */
+#define MAX_POOL 4    /* pool * pool sums per invocation */
+#define DATA_RUN 4    /* pixels per invocation in the data gradient */
+/* The shaders' shared arrays, in floats (each kernel stays within 32 KiB). */
+#define IMAGE_FLOATS 4096        /* forward and weight gradient: padded images */
+#define FORWARD_WEIGHT_FLOATS 3072 /* forward: a workgroup's filters */
+#define TERMS 512                /* weight gradient: pooled outputs of a group */
+#define SUM_FLOATS 2048          /* weight gradient: the lanes' sums */
+#define DZ_FLOATS 5120           /* data gradient: staged gradient planes */
+#define DATA_WEIGHT_FLOATS 2560  /* data gradient: a chunk's weights */
+
+/* The zero-padded image the forward and weight kernels stage. */
+static int64_t padded_floats(const nn_conv_geometry *g) {
+    return (int64_t)g->channels * (g->height + 2 * g->pad_h) * (g->width + 2 * g->pad_w);
+}
+static int64_t filter_floats(const nn_conv_geometry *g) { return (int64_t)g->channels * g->kernel_h * g->kernel_w; }
+static int64_t pooled_plane(const nn_conv_pool_params *p) { return (int64_t)p->pooled_h * p->pooled_w; }
 
 /* The staged plane of the data gradient (conv_pool_data.comp). */
 static int64_t data_rows(const nn_conv_geometry *g) { return (int64_t)g->height + g->pad_h + g->kernel_h - 1; }
@@ -34,10 +47,17 @@ static const char *unsupported(const nn_conv_pool_params *p) {
     if (g->kernel_h > MAX_WINDOW || g->kernel_w > MAX_WINDOW) return "a window larger than 11x11";
     if (g->stride_h > MAX_STRIDE || g->stride_w > MAX_STRIDE) return "a stride above 4";
     if (p->pool > MAX_POOL) return "a pooling window larger than 4x4";
+    if (padded_floats(g) > IMAGE_FLOATS) return "an image larger than the kernels stage";
+    /* A forward workgroup's 128 outputs span at most this many filters. */
+    int64_t plane = pooled_plane(p) > 0 ? pooled_plane(p) : 1, spanned = (THREADS + plane - 1) / plane + 1;
+    if (spanned > p->conv.filters) spanned = p->conv.filters;
+    if (spanned * filter_floats(g) > FORWARD_WEIGHT_FLOATS) return "more weights than the forward stages";
+    if (pooled_plane(p) > TERMS) return "a pooled output larger than the weight gradient stages";
     int64_t units = (int64_t)g->channels * g->kernel_h + 1;
-    if ((units > THREADS ? units : THREADS) * g->kernel_w > SHARED_FLOATS)
-        return "more weights per filter than the weight gradient's shared sums hold";
-    if (data_rows(g) * data_cols(g) > SHARED_FLOATS) return "an image larger than the data gradient stages";
+    if ((units > THREADS ? units : THREADS) * g->kernel_w > SUM_FLOATS)
+        return "more weights per filter than the weight gradient's sums hold";
+    if (data_rows(g) * data_cols(g) > DZ_FLOATS || filter_floats(g) > DATA_WEIGHT_FLOATS)
+        return "an image or filter larger than the data gradient stages";
     return NULL;
 }
 
@@ -78,29 +98,38 @@ static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_p
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_forward: the bias epilogue needs the bias buffer");
     struct {
         shape_push s;
-        uint32_t pooled_h, pooled_w, has_bias;
-    } push = {shape_of(p), (uint32_t)p->pooled_h, (uint32_t)p->pooled_w, (p->conv.epilogue & NN_EPI_BIAS_ROWS) != 0};
+        uint32_t pooled_h, pooled_w, padded_h, padded_w, has_bias;
+    } push = {shape_of(p), (uint32_t)p->pooled_h, (uint32_t)p->pooled_w, (uint32_t)(g->height + 2 * g->pad_h),
+              (uint32_t)(g->width + 2 * g->pad_w), (p->conv.epilogue & NN_EPI_BIAS_ROWS) != 0};
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
                                                       (uint32_t)g->stride_h, (uint32_t)g->stride_w, (uint32_t)p->pool};
-    uint64_t outputs = (uint64_t)g->batch * p->conv.filters * p->pooled_h * p->pooled_w;
-    if (outputs == 0) return NN_OK;
-    uint64_t groups = (outputs + THREADS - 1) / THREADS;
+    const uint64_t per_image = (uint64_t)p->conv.filters * pooled_plane(p);
+    if (per_image == 0 || g->batch == 0) return NN_OK;
+    const uint64_t tiles = (per_image + THREADS - 1) / THREADS;
+    if (tiles > VK_MAX_GROUPS)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_forward: %llu outputs per image is too many",
+                            (unsigned long long)per_image);
     name_command(vk, "forward", p);
     /* The columns (a[5]) are not used: these kernels read the image. */
     return vk_record_special(vk, NN_KERNEL_CONV2D_POOL_FORWARD, VK_PIPE_CONV_POOL_FORWARD, constants, a, 5, NULL,
-                             &push, sizeof push, groups > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)groups, 1, 1);
+                             &push, sizeof push, (uint32_t)tiles, 1,
+                             g->batch > (int32_t)VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)g->batch);
 }
 
 /* Images per workgroup of the weight gradient: about two workgroups per
- * multiprocessor of a large GPU over all filters, so the sums spread,
- * without more partials than the work area holds. */
+ * multiprocessor of a large GPU over all filters, so the sums spread; no
+ * more than its shared arrays stage; enough that the partials fit the work
+ * area, or 0 when no group size does. */
 static int64_t images_per_group(const nn_conv_pool_params *p, int64_t outputs) {
     const int64_t batch = p->conv.g.batch, filters = p->conv.filters;
+    int64_t most = IMAGE_FLOATS / padded_floats(&p->conv.g);
+    if (pooled_plane(p) > 0 && TERMS / pooled_plane(p) < most) most = TERMS / pooled_plane(p);
     int64_t per = (batch * filters + 255) / 256;
+    if (per > most) per = most;
     if (per < 1) per = 1;
-    while (per < batch && !vk_split_work_fits((uint64_t)filters, (uint64_t)(((batch + per - 1) / per) * filters * outputs)))
-        per *= 2;
-    return per < batch ? per : batch;
+    if (per > batch) per = batch;
+    if (!vk_split_work_fits((uint64_t)filters, (uint64_t)(((batch + per - 1) / per) * filters * outputs))) return 0;
+    return per;
 }
 
 static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_params *p) {
@@ -119,9 +148,8 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
         if (a[4].buffer && !p->bias_accumulate) NN_TRY(vk->base.fill(&vk->base, a[4], 0.0f, (size_t)p->conv.filters));
         return NN_OK;
     }
-    const int64_t per = images_per_group(p, outputs), groups = (g->batch + per - 1) / per;
-    if (groups > (int64_t)VK_MAX_GROUPS || !vk_split_work_fits((uint64_t)p->conv.filters,
-                                                                (uint64_t)(groups * p->conv.filters * outputs)))
+    const int64_t per = images_per_group(p, outputs), groups = per ? (g->batch + per - 1) / per : 0;
+    if (!per || groups > (int64_t)VK_MAX_GROUPS)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_backward_weight: %d filters of %lld weights over %d "
                             "images need more partial sums than the work area holds", p->conv.filters,
                             (long long)weights, g->batch);
@@ -132,12 +160,15 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
                                   &work));
     struct {
         shape_push s;
-        uint32_t pooled_plane, group_images, groups, lanes;
-        uint32_t has_weight, has_bias, accumulate, bias_accumulate;
+        uint32_t pooled_plane, padded_h, padded_w, group_images, groups, lanes;
+        uint32_t flags; /* 1: dweight, 2: dbias, 4: add into dweight, 8: add into dbias */
         uint32_t counters;
-    } push = {shape_of(p), (uint32_t)(p->pooled_h * p->pooled_w), (uint32_t)per, (uint32_t)groups,
-              (uint32_t)(units < THREADS ? THREADS / units : 1), a[3].buffer != NULL, a[4].buffer != NULL,
-              (uint32_t)g->accumulate, (uint32_t)p->bias_accumulate, work.counters};
+    } push = {shape_of(p), (uint32_t)pooled_plane(p), (uint32_t)(g->height + 2 * g->pad_h),
+              (uint32_t)(g->width + 2 * g->pad_w), (uint32_t)per, (uint32_t)groups,
+              (uint32_t)(units < THREADS ? THREADS / units : 1),
+              (a[3].buffer ? 1u : 0u) | (a[4].buffer ? 2u : 0u) | (g->accumulate ? 4u : 0u) |
+                  (p->bias_accumulate ? 8u : 0u),
+              work.counters};
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
                                                       (uint32_t)g->stride_h, (uint32_t)g->stride_w};
     nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], {NULL, 0, 0}, work.partials};
@@ -150,7 +181,8 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
 static nn_status data(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_params *p) {
     const nn_conv_geometry *g = &p->conv.g;
     const int64_t plane = data_rows(g) * data_cols(g);
-    int64_t chunk = SHARED_FLOATS / plane;
+    int64_t chunk = DZ_FLOATS / plane;
+    if (filter_floats(g) > 0 && DATA_WEIGHT_FLOATS / filter_floats(g) < chunk) chunk = DATA_WEIGHT_FLOATS / filter_floats(g);
     if (chunk > p->conv.filters) chunk = p->conv.filters;
     const int64_t units = (int64_t)g->channels * g->height * ((g->width + DATA_RUN - 1) / DATA_RUN);
     if (units == 0 || g->batch == 0) return NN_OK;
@@ -164,7 +196,7 @@ static nn_status data(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool
     struct {
         shape_push s;
         uint32_t pooled_plane, rows, cols, chunk, accumulate;
-    } push = {shape_of(p), (uint32_t)(p->pooled_h * p->pooled_w), (uint32_t)data_rows(g), (uint32_t)data_cols(g),
+    } push = {shape_of(p), (uint32_t)pooled_plane(p), (uint32_t)data_rows(g), (uint32_t)data_cols(g),
               (uint32_t)chunk, (uint32_t)g->accumulate};
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
                                                       (uint32_t)g->stride_h, (uint32_t)g->stride_w, DATA_RUN};
