@@ -44,6 +44,30 @@ layout(std430, binding = 3) buffer DX { float dx[]; };
 shared float dz[DZ_FLOATS];
 shared float ws[WEIGHT_FLOATS];
 
+const uint LOADS = 8u; // loads in flight per invocation while staging (conv_pool_stage.glsl)
+
+// LOADS pooled gradients and winners of image n from filter f0 on, entries
+// i0 + k * THREADS (clamped to the last entry: gather keeps them in range).
+void gather(uint i0, uint n, uint f0, uint entries, out int win[LOADS], out float g[LOADS]) {
+    for (uint k = 0u; k < LOADS; k++) {
+        uint j = (n * p.filters + f0) * p.pooled_plane + min(i0 + k * THREADS, entries - 1u);
+        win[k] = winners[p.off1 + j];
+        g[k] = dy[p.off0 + j];
+    }
+}
+
+// Their gradients to the winners' places in the staged planes.
+void scatter(uint i0, int win[LOADS], float g[LOADS], uint count, uint plane) {
+    for (uint k = 0u; k < LOADS; k++) {
+        uint i = i0 + k * THREADS;
+        if (i >= count * p.pooled_plane || win[k] < 0) continue;
+        uint oh = uint(win[k]) / p.out_w, ow = uint(win[k]) - oh * p.out_w;
+        uint r = oh * uint(SH) + uint(KH - 1), col = ow * uint(SW) + uint(KW - 1);
+        // Past the last pixel's reach (padding wider than the kernel): no pixel reads it.
+        if (r < p.rows && col < p.cols) dz[(i / p.pooled_plane) * plane + r * p.cols + col] = g[k];
+    }
+}
+
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint runs = (p.width + uint(R) - 1u) / uint(R);
@@ -65,17 +89,28 @@ void main() {
             uint count = min(p.chunk, p.filters - f0);
             const uint filter_floats = p.channels * uint(KH * KW);
             barrier(); // the previous chunk's reads are done
+            const uint entries = count * p.pooled_plane, batch = tid;
+            int first_win[LOADS];
+            float first_g[LOADS];
+            gather(batch, n, f0, entries, first_win, first_g);
             for (uint i = tid; i < count * plane; i += THREADS) dz[i] = 0.0;
-            for (uint i = tid; i < count * filter_floats; i += THREADS) ws[i] = w[p.off2 + f0 * filter_floats + i];
+            const uint weight_floats = count * filter_floats;
+            for (uint i0 = tid; i0 < weight_floats; i0 += LOADS * THREADS) {
+                float v[LOADS];
+                for (uint k = 0u; k < LOADS; k++)
+                    v[k] = w[p.off2 + f0 * filter_floats + min(i0 + k * THREADS, weight_floats - 1u)];
+                for (uint k = 0u; k < LOADS; k++)
+                    if (i0 + k * THREADS < weight_floats) ws[i0 + k * THREADS] = v[k];
+            }
+            // The first gradients' loads went out before the zeros; only
+            // their stores wait for the barrier.
             barrier();
-            for (uint i = tid; i < count * p.pooled_plane; i += THREADS) {
-                uint j = (n * p.filters + f0) * p.pooled_plane + i;
-                int win = winners[p.off1 + j];
-                if (win < 0) continue;
-                uint oh = uint(win) / p.out_w, ow = uint(win) - oh * p.out_w;
-                uint r = oh * uint(SH) + uint(KH - 1), col = ow * uint(SW) + uint(KW - 1);
-                // Past the last pixel's reach (padding wider than the kernel): no pixel reads it.
-                if (r < p.rows && col < p.cols) dz[(i / p.pooled_plane) * plane + r * p.cols + col] = dy[p.off0 + j];
+            scatter(batch, first_win, first_g, count, plane);
+            for (uint i0 = batch + LOADS * THREADS; i0 < entries; i0 += LOADS * THREADS) {
+                int win[LOADS];
+                float g[LOADS];
+                gather(i0, n, f0, entries, win, g);
+                scatter(i0, win, g, count, plane);
             }
             barrier();
             if (!in_range) continue;

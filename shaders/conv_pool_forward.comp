@@ -43,6 +43,8 @@ layout(std430, binding = 4) writeonly buffer Winners { int winners[]; };
 shared float xs[IMAGE_FLOATS];
 shared float ws[WEIGHT_FLOATS];
 
+#include "conv_pool_stage.glsl"
+
 // As the CPU's max pooling: the first maximum wins, a NaN takes over.
 bool takes_over(float v, float best) { return v > best || (isnan(v) && !isnan(best)); }
 
@@ -56,18 +58,25 @@ void main() {
     const uint plane = p.padded_h * p.padded_w, image_floats = p.channels * plane;
     for (uint n = gl_WorkGroupID.z; n < p.batch; n += gl_NumWorkGroups.z) {
         barrier(); // the previous image's reads are done
-        for (uint i = tid; i < image_floats; i += THREADS) {
-            uint c = i / plane, r = i - c * plane;
-            uint ph = r / p.padded_w;
-            int h = int(ph) - p.pad_h, wc = int(r - ph * p.padded_w) - p.pad_w;
-            bool inside = h >= 0 && h < int(p.height) && wc >= 0 && wc < int(p.width);
-            uint from = p.off0 + ((n * p.channels + c) * p.height + uint(h)) * p.width + uint(wc);
-            float v = x[inside ? from : p.off0]; // padding reads a valid address and discards it
-            xs[i] = inside ? v : 0.0;
+        const uint image = p.off0 + n * p.channels * p.height * p.width;
+        for (uint i0 = tid; i0 < image_floats; i0 += LOADS * THREADS) {
+            float v[LOADS];
+            for (uint k = 0u; k < LOADS; k++) v[k] = padded_x(image, i0 + k * THREADS, image_floats);
+            for (uint k = 0u; k < LOADS; k++)
+                if (i0 + k * THREADS < image_floats) xs[i0 + k * THREADS] = v[k];
         }
-        if (n == gl_WorkGroupID.z)
-            for (uint i = tid; i < (last_filter - first_filter + 1u) * filter_floats; i += THREADS)
-                ws[i] = w[p.off1 + first_filter * filter_floats + i];
+        const uint weight_floats = (last_filter - first_filter + 1u) * filter_floats;
+        if (n == gl_WorkGroupID.z) {
+            for (uint i0 = tid; i0 < weight_floats; i0 += LOADS * THREADS) {
+                float v[LOADS];
+                for (uint k = 0u; k < LOADS; k++) {
+                    uint i = i0 + k * THREADS;
+                    v[k] = w[p.off1 + first_filter * filter_floats + (i < weight_floats ? i : 0u)];
+                }
+                for (uint k = 0u; k < LOADS; k++)
+                    if (i0 + k * THREADS < weight_floats) ws[i0 + k * THREADS] = v[k];
+            }
+        }
         barrier();
         if (item >= per_image) continue;
         uint f = item / pooled, pos = item - f * pooled;

@@ -56,6 +56,8 @@ shared uint term_at[TERMS];   // where its winner's window starts in xs
 shared float sums[SUM_FLOATS];
 shared bool last_of_filter;
 
+#include "conv_pool_stage.glsl"
+
 // Output o of filter f: weight o, or the bias when o == weights.
 void store(uint f, uint o, uint weights, float s) {
     if (o < weights && (p.flags & 1u) != 0u) {
@@ -77,23 +79,31 @@ void main() {
     const uint positions = images * p.pooled_plane;
     const uint plane = p.padded_h * p.padded_w, image_floats = p.channels * plane;
 
-    for (uint i = tid; i < images * image_floats; i += THREADS) {
-        uint ic = i / plane, r = i - ic * plane; // ic: image * channels + channel
-        uint ph = r / p.padded_w;
-        int h = int(ph) - p.pad_h, wc = int(r - ph * p.padded_w) - p.pad_w;
-        bool inside = h >= 0 && h < int(p.height) && wc >= 0 && wc < int(p.width);
-        uint from = p.off2 + ((first_image * p.channels + ic) * p.height + uint(h)) * p.width + uint(wc);
-        float v = x[inside ? from : p.off2]; // padding reads a valid address and discards it
-        xs[i] = inside ? v : 0.0;
+    const uint staged = images * image_floats, first = p.off2 + first_image * p.channels * p.height * p.width;
+    for (uint i0 = tid; i0 < staged; i0 += LOADS * THREADS) {
+        float v[LOADS];
+        for (uint k = 0u; k < LOADS; k++) v[k] = padded_x(first, i0 + k * THREADS, staged);
+        for (uint k = 0u; k < LOADS; k++)
+            if (i0 + k * THREADS < staged) xs[i0 + k * THREADS] = v[k];
     }
-    for (uint q = tid; q < positions; q += THREADS) {
-        uint image = q / p.pooled_plane, pos = q - image * p.pooled_plane;
-        uint j = ((first_image + image) * p.filters + f) * p.pooled_plane + pos;
-        int win = winners[p.off1 + j];
-        float g = dy[p.off0 + j];
-        uint oh = uint(max(win, 0)) / p.out_w, ow = uint(max(win, 0)) - oh * p.out_w;
-        term_g[q] = win >= 0 ? g : 0.0;
-        term_at[q] = image * image_floats + oh * uint(SH) * p.padded_w + ow * uint(SW);
+    for (uint q0 = tid; q0 < positions; q0 += LOADS * THREADS) {
+        int win[LOADS];
+        float g[LOADS];
+        for (uint k = 0u; k < LOADS; k++) {
+            uint q = min(q0 + k * THREADS, positions - 1u);
+            uint image = q / p.pooled_plane, pos = q - image * p.pooled_plane;
+            uint j = ((first_image + image) * p.filters + f) * p.pooled_plane + pos;
+            win[k] = winners[p.off1 + j];
+            g[k] = dy[p.off0 + j];
+        }
+        for (uint k = 0u; k < LOADS; k++) {
+            uint q = q0 + k * THREADS;
+            if (q >= positions) break;
+            uint image = q / p.pooled_plane;
+            uint oh = uint(max(win[k], 0)) / p.out_w, ow = uint(max(win[k], 0)) - oh * p.out_w;
+            term_g[q] = win[k] >= 0 ? g[k] : 0.0;
+            term_at[q] = image * image_floats + oh * uint(SH) * p.padded_w + ow * uint(SW);
+        }
     }
     barrier();
 

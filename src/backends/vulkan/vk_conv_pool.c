@@ -142,7 +142,7 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_backward_weight: %d filters; at most %u",
                             p->conv.filters, VK_MAX_GROUPS);
     if (p->conv.filters == 0) return NN_OK;
-    if (g->batch == 0) { /* the sums over no images */
+    if (g->batch == 0 || pooled_plane(p) == 0) { /* the sums over nothing */
         if (a[3].buffer && !g->accumulate && weights > 0)
             NN_TRY(vk->base.fill(&vk->base, a[3], 0.0f, (size_t)(weights * p->conv.filters)));
         if (a[4].buffer && !p->bias_accumulate) NN_TRY(vk->base.fill(&vk->base, a[4], 0.0f, (size_t)p->conv.filters));
@@ -186,7 +186,7 @@ static nn_status data(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool
     if (chunk > p->conv.filters) chunk = p->conv.filters;
     const int64_t units = (int64_t)g->channels * g->height * ((g->width + DATA_RUN - 1) / DATA_RUN);
     if (units == 0 || g->batch == 0) return NN_OK;
-    if (p->conv.filters == 0) /* no filter reaches x: its gradient is zero */
+    if (p->conv.filters == 0 || pooled_plane(p) == 0) /* no gradient reaches x: it is zero */
         return g->accumulate ? NN_OK
                              : vk->base.fill(&vk->base, a[3], 0.0f, (size_t)g->batch * g->channels * g->height * g->width);
     uint64_t tiles = (uint64_t)((units + THREADS - 1) / THREADS);
