@@ -4,24 +4,30 @@
 // NN_KERNEL_CONV2D_POOL_FORWARD (kernels.h): Conv2d -> ReLU -> MaxPool2d
 // with whole windows, writing only the pooled output and the winners.
 //
-// A workgroup takes 128 pooled outputs (f, py, px) of one image, px
-// fastest, so a warp shares its filter. It first stages the image, zero-
-// padded, and its filters' weights in shared memory, every load in flight
-// at once: these kernels are bound by latency, and a chain of dependent
-// global loads is what costs. Each invocation then computes the POOL x
-// POOL convolution outputs of its window from shared memory, then bias,
-// ReLU and the max. The window, stride and pooling are specialization
-// constants (vk_pipeline_special: a pipeline per layer shape), so the loops
-// unroll: a kernel row's weights and each input row the window reads are
-// loaded once into registers and used by all the window's outputs.
+// An invocation computes one pooled position (py, px) for FB filters: the
+// POOL x POOL convolution outputs of its window for each, then bias, ReLU
+// and the max. A workgroup takes 128 such items of one image, positions
+// fastest, so a warp shares its filters (the weight reads are broadcasts).
+// It first stages the image (zero-padded) and its filters' weights in
+// shared memory, every load in flight at once: these kernels are bound by
+// latency, and chains of dependent global loads are what would cost.
+//
+// Shared-memory reads are the other bound, so each is used as often as
+// registers allow: the window, stride, pooling and FB are specialization
+// constants (vk_pipeline_special: a pipeline per layer shape), the loops
+// unroll, and each input row segment a kernel row reads is loaded once
+// for the window's POOL outputs of all FB filters.
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const int KH = 5;
 layout(constant_id = 1) const int KW = 5;
 layout(constant_id = 2) const int SH = 1;
 layout(constant_id = 3) const int SW = 1;
 layout(constant_id = 4) const int POOL = 2;
+layout(constant_id = 5) const int FB = 2;         // filters per invocation
+layout(constant_id = 6) const bool PADDED = false; // any padding: staged with zeros around
 const uint THREADS = 128u;
 const int RUN = (POOL - 1) * SW + KW; // input columns one kernel row of the window reads
+const int WINDOW = POOL * POOL;
 // vk_conv_pool.c keeps a padded image and a workgroup's weights within these.
 const uint IMAGE_FLOATS = 4096u, WEIGHT_FLOATS = 3072u;
 
@@ -50,70 +56,76 @@ bool takes_over(float v, float best) { return v > best || (isnan(v) && !isnan(be
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
-    const uint pooled = p.pooled_h * p.pooled_w, per_image = p.filters * pooled;
+    const uint pooled = p.pooled_h * p.pooled_w;
+    const uint blocks = (p.filters + uint(FB) - 1u) / uint(FB), per_image = blocks * pooled;
     const uint item = gl_WorkGroupID.x * THREADS + tid;
-    const uint first_filter = gl_WorkGroupID.x * THREADS / pooled;
-    const uint last_filter = min(p.filters - 1u, (gl_WorkGroupID.x * THREADS + THREADS - 1u) / pooled);
+    // The filters this workgroup's items cover, whose weights it stages.
+    const uint first_filter = gl_WorkGroupID.x * THREADS / pooled * uint(FB);
+    const uint end_filter = min(p.filters, ((gl_WorkGroupID.x * THREADS + THREADS - 1u) / pooled + 1u) * uint(FB));
     const uint kk = uint(KH * KW), filter_floats = p.channels * kk;
     const uint plane = p.padded_h * p.padded_w, image_floats = p.channels * plane;
+    const uint weight_floats = (end_filter - first_filter) * filter_floats;
     for (uint n = gl_WorkGroupID.z; n < p.batch; n += gl_NumWorkGroups.z) {
         barrier(); // the previous image's reads are done
-        const uint image = p.off0 + n * p.channels * p.height * p.width;
-        for (uint i0 = tid; i0 < image_floats; i0 += LOADS * THREADS) {
-            float v[LOADS];
-            for (uint k = 0u; k < LOADS; k++) v[k] = padded_x(image, i0 + k * THREADS, image_floats);
-            for (uint k = 0u; k < LOADS; k++)
-                if (i0 + k * THREADS < image_floats) xs[i0 + k * THREADS] = v[k];
-        }
-        const uint weight_floats = (last_filter - first_filter + 1u) * filter_floats;
+        stage_images(p.off0 + n * p.channels * p.height * p.width, image_floats);
         if (n == gl_WorkGroupID.z) {
             for (uint i0 = tid; i0 < weight_floats; i0 += LOADS * THREADS) {
                 float v[LOADS];
-                for (uint k = 0u; k < LOADS; k++) {
-                    uint i = i0 + k * THREADS;
-                    v[k] = w[p.off1 + first_filter * filter_floats + (i < weight_floats ? i : 0u)];
-                }
+                for (uint k = 0u; k < LOADS; k++)
+                    v[k] = w[p.off1 + first_filter * filter_floats + min(i0 + k * THREADS, weight_floats - 1u)];
                 for (uint k = 0u; k < LOADS; k++)
                     if (i0 + k * THREADS < weight_floats) ws[i0 + k * THREADS] = v[k];
             }
         }
         barrier();
         if (item >= per_image) continue;
-        uint f = item / pooled, pos = item - f * pooled;
+        uint block = item / pooled, pos = item - block * pooled;
+        uint f0 = block * uint(FB);
         uint py = pos / p.pooled_w, px = pos - py * p.pooled_w;
         uint row0 = py * uint(POOL * SH), col0 = px * uint(POOL * SW); // in the padded image
-        float acc[POOL * POOL];
-        for (int q = 0; q < POOL * POOL; q++) acc[q] = 0.0;
-        uint wi = (f - first_filter) * filter_floats;
+        float acc[FB * WINDOW];
+        for (int q = 0; q < FB * WINDOW; q++) acc[q] = 0.0;
+        // Filters past the last read the block's first one's weights (discarded).
+        uint wbase[FB];
+        for (int fb = 0; fb < FB; fb++)
+            wbase[fb] = (min(f0 + uint(fb), p.filters - 1u) - first_filter) * filter_floats;
         for (uint c = 0u; c < p.channels; c++) {
-            for (int ki = 0; ki < KH; ki++, wi += uint(KW)) {
-                float wr[KW];
-                for (int kj = 0; kj < KW; kj++) wr[kj] = ws[wi + uint(kj)];
+            for (int ki = 0; ki < KH; ki++) {
+                uint wk = c * kk + uint(ki * KW);
+                float wr[FB * KW];
+                for (int fb = 0; fb < FB; fb++)
+                    for (int kj = 0; kj < KW; kj++) wr[fb * KW + kj] = ws[wbase[fb] + wk + uint(kj)];
                 for (int a = 0; a < POOL; a++) {
                     uint at = c * plane + (row0 + uint(a * SH + ki)) * p.padded_w + col0;
                     float xr[RUN];
                     for (int t = 0; t < RUN; t++) xr[t] = xs[at + uint(t)];
-                    for (int b = 0; b < POOL; b++)
-                        for (int kj = 0; kj < KW; kj++) acc[a * POOL + b] += wr[kj] * xr[b * SW + kj];
+                    for (int fb = 0; fb < FB; fb++)
+                        for (int b = 0; b < POOL; b++)
+                            for (int kj = 0; kj < KW; kj++)
+                                acc[fb * WINDOW + a * POOL + b] += wr[fb * KW + kj] * xr[b * SW + kj];
                 }
             }
         }
         // Bias and ReLU (a NaN passes, as relu_forward), then the window's
         // maximum in row-major order.
-        float b = p.has_bias != 0u ? bias[p.off2 + f] : 0.0;
-        float best = 0.0;
-        int win = 0;
-        for (int q = 0; q < POOL * POOL; q++) {
-            float v = acc[q] + b;
-            v = v < 0.0 ? 0.0 : v;
-            int index = (int(py) * POOL + q / POOL) * int(p.out_w) + int(px) * POOL + q % POOL;
-            if (q == 0 || takes_over(v, best)) {
-                best = v;
-                win = index;
+        for (int fb = 0; fb < FB; fb++) {
+            uint f = f0 + uint(fb);
+            if (f >= p.filters) break;
+            float b = p.has_bias != 0u ? bias[p.off2 + f] : 0.0;
+            float best = 0.0;
+            int win = 0;
+            for (int q = 0; q < WINDOW; q++) {
+                float v = acc[fb * WINDOW + q] + b;
+                v = v < 0.0 ? 0.0 : v;
+                int index = (int(py) * POOL + q / POOL) * int(p.out_w) + int(px) * POOL + q % POOL;
+                if (q == 0 || takes_over(v, best)) {
+                    best = v;
+                    win = index;
+                }
             }
+            uint at = (n * p.filters + f) * pooled + pos;
+            y[p.off3 + at] = best;
+            winners[p.off4 + at] = best > 0.0 ? win : -1; // the ReLU passes no gradient where it is 0
         }
-        uint at = n * per_image + item;
-        y[p.off3 + at] = best;
-        winners[p.off4 + at] = best > 0.0 ? win : -1; // the ReLU passes no gradient where it is 0
     }
 }

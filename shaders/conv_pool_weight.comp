@@ -7,26 +7,29 @@
 // outputs: dW[f, c, ki, kj] = sum over n and pooled (py, px) of dy * x at
 // the winner's window position (ki, kj); dbias[f] = sum of dy there.
 //
-// Workgroup (group, f): the images of one group, for filter f. It first
-// stages the group's images (zero-padded) and, per pooled output, its
-// gradient and where its winner's window starts, every load in flight at
-// once (these kernels are bound by latency). Its work items are then
-// (unit, lane): a unit is a (channel, kernel row) whose KW weights an
-// invocation sums in registers (one more unit sums the bias), and the
-// lanes split the pooled outputs between them; lanes are then added in
-// order. With several groups each workgroup writes its sums as a partial,
-// and the last workgroup of filter f to finish adds the partials in group
-// order (vk_split_work.c), so the result does not depend on which
-// workgroup ran first.
+// Workgroup (group, f): the images of one group, for filter f, taken
+// `round_images` at a time: it stages them (zero-padded) and, per pooled
+// output, its gradient and where its winner's window starts, every load in
+// flight at once (these kernels are bound by latency), then adds their
+// terms. Its work items are (unit, lane): a unit is a (channel, kernel
+// row) whose KW weights an invocation sums in registers (one more unit
+// sums the bias), and the lanes split the pooled outputs between them;
+// lanes are then added in order. With several groups each workgroup writes
+// its sums as a partial, and the last workgroup of filter f to finish adds
+// the partials in group order (vk_split_work.c), so the result does not
+// depend on which workgroup ran first. Fewer, larger groups keep that last
+// sum short: it is the one part no other workgroup overlaps.
 layout(local_size_x = 128) in;
 layout(constant_id = 0) const int KH = 5;
 layout(constant_id = 1) const int KW = 5;
 layout(constant_id = 2) const int SH = 1;
 layout(constant_id = 3) const int SW = 1;
+layout(constant_id = 6) const bool PADDED = false; // any padding: staged with zeros around
 const uint THREADS = 128u;
-// vk_conv_pool.c keeps a group's padded images, its pooled outputs and the
-// lanes' sums (max(THREADS, units) * KW) within these.
-const uint IMAGE_FLOATS = 4096u, TERMS = 512u, SUM_FLOATS = 2048u;
+const uint MAX_ITEMS = 4u; // work items per invocation
+// vk_conv_pool.c keeps a round's padded images, its pooled outputs and the
+// lanes' sums (THREADS * MAX_ITEMS * KW at most) within these.
+const uint IMAGE_FLOATS = 4096u, TERMS = 512u, SUM_FLOATS = 2560u;
 
 layout(push_constant) uniform Params {
     PC_OFFSETS8
@@ -35,7 +38,7 @@ layout(push_constant) uniform Params {
     uint out_w;
     uint filters, pooled_plane;
     uint padded_h, padded_w;
-    uint group_images, groups;
+    uint group_images, round_images, groups;
     uint lanes;          // lanes per unit
     uint flags;          // 1: dweight, 2: dbias, 4: add into dweight, 8: add into dbias
     uint counters;       // the work area's first counter (element index in binding 6's block)
@@ -69,30 +72,16 @@ void store(uint f, uint o, uint weights, float s) {
     }
 }
 
-void main() {
-    const uint tid = gl_LocalInvocationID.x, group = gl_WorkGroupID.x, f = gl_WorkGroupID.y;
-    const uint units = p.channels * uint(KH) + 1u; // the last unit is the bias
-    const uint items = units * p.lanes;
-    const uint weights = p.channels * uint(KH * KW), outputs = weights + 1u;
-    const uint first_image = group * p.group_images;
-    const uint images = min(p.group_images, p.batch - first_image);
-    const uint positions = images * p.pooled_plane;
-    const uint plane = p.padded_h * p.padded_w, image_floats = p.channels * plane;
-
-    const uint staged = images * image_floats, first = p.off2 + first_image * p.channels * p.height * p.width;
-    for (uint i0 = tid; i0 < staged; i0 += LOADS * THREADS) {
-        float v[LOADS];
-        for (uint k = 0u; k < LOADS; k++) v[k] = padded_x(first, i0 + k * THREADS, staged);
-        for (uint k = 0u; k < LOADS; k++)
-            if (i0 + k * THREADS < staged) xs[i0 + k * THREADS] = v[k];
-    }
+// The terms of images [first, first + images) for filter f.
+void stage_terms(uint first, uint images, uint f, uint image_floats) {
+    const uint tid = gl_LocalInvocationID.x, positions = images * p.pooled_plane;
     for (uint q0 = tid; q0 < positions; q0 += LOADS * THREADS) {
         int win[LOADS];
         float g[LOADS];
         for (uint k = 0u; k < LOADS; k++) {
             uint q = min(q0 + k * THREADS, positions - 1u);
             uint image = q / p.pooled_plane, pos = q - image * p.pooled_plane;
-            uint j = ((first_image + image) * p.filters + f) * p.pooled_plane + pos;
+            uint j = ((first + image) * p.filters + f) * p.pooled_plane + pos;
             win[k] = winners[p.off1 + j];
             g[k] = dy[p.off0 + j];
         }
@@ -105,24 +94,46 @@ void main() {
             term_at[q] = image * image_floats + oh * uint(SH) * p.padded_w + ow * uint(SW);
         }
     }
-    barrier();
+}
 
-    for (uint item = tid; item < items; item += THREADS) {
-        uint lane = item / units, unit = item - lane * units;
-        uint c = unit / uint(KH), ki = unit - c * uint(KH);
-        float acc[KW];
-        for (int kj = 0; kj < KW; kj++) acc[kj] = 0.0;
-        if (unit == units - 1u) {
-            for (uint q = lane; q < positions; q += p.lanes) acc[0] += term_g[q];
-        } else {
+void main() {
+    const uint tid = gl_LocalInvocationID.x, group = gl_WorkGroupID.x, f = gl_WorkGroupID.y;
+    const uint units = p.channels * uint(KH) + 1u; // the last unit is the bias
+    const uint items = units * p.lanes;
+    const uint weights = p.channels * uint(KH * KW), outputs = weights + 1u;
+    const uint plane = p.padded_h * p.padded_w, image_floats = p.channels * plane;
+    const uint group_first = group * p.group_images, group_end = min(group_first + p.group_images, p.batch);
+
+    float acc[MAX_ITEMS][KW];
+    for (uint it = 0u; it < MAX_ITEMS; it++)
+        for (int kj = 0; kj < KW; kj++) acc[it][kj] = 0.0;
+    for (uint first = group_first; first < group_end; first += p.round_images) {
+        const uint images = min(p.round_images, group_end - first), positions = images * p.pooled_plane;
+        barrier(); // the previous round's reads are done
+        stage_images(p.off2 + first * p.channels * p.height * p.width, images * image_floats);
+        stage_terms(first, images, f, image_floats);
+        barrier();
+        for (uint it = 0u; it < MAX_ITEMS; it++) {
+            uint item = tid + it * THREADS;
+            if (item >= items) break;
+            uint lane = item / units, unit = item - lane * units;
+            if (unit == units - 1u) {
+                for (uint q = lane; q < positions; q += p.lanes) acc[it][0] += term_g[q];
+                continue;
+            }
+            uint c = unit / uint(KH), ki = unit - c * uint(KH);
             uint offset = c * plane + ki * p.padded_w;
             for (uint q = lane; q < positions; q += p.lanes) {
                 float g = term_g[q];
                 uint at = term_at[q] + offset;
-                for (int kj = 0; kj < KW; kj++) acc[kj] += g * xs[at + uint(kj)];
+                for (int kj = 0; kj < KW; kj++) acc[it][kj] += g * xs[at + uint(kj)];
             }
         }
-        for (int kj = 0; kj < KW; kj++) sums[item * uint(KW) + uint(kj)] = acc[kj];
+    }
+    for (uint it = 0u; it < MAX_ITEMS; it++) {
+        uint item = tid + it * THREADS;
+        if (item >= items) break;
+        for (int kj = 0; kj < KW; kj++) sums[item * uint(KW) + uint(kj)] = acc[it][kj];
     }
     barrier();
 
@@ -144,13 +155,13 @@ void main() {
     memoryBarrierBuffer();
     const uint stride = p.filters * outputs;
     for (uint o = tid; o < outputs; o += THREADS) {
-        // Eight loads in flight at a time, added in group order.
+        // Sixteen loads in flight at a time, added in group order.
         uint at = p.off6 + f * outputs + o, g = 0u;
         float s = 0.0;
-        for (; g + 8u <= p.groups; g += 8u) {
-            float v[8];
-            for (uint k = 0u; k < 8u; k++) v[k] = partials[at + (g + k) * stride];
-            for (uint k = 0u; k < 8u; k++) s += v[k];
+        for (; g + 16u <= p.groups; g += 16u) {
+            float v[16];
+            for (uint k = 0u; k < 16u; k++) v[k] = partials[at + (g + k) * stride];
+            for (uint k = 0u; k < 16u; k++) s += v[k];
         }
         for (; g < p.groups; g++) s += partials[at + g * stride];
         store(f, o, weights, s);

@@ -32,6 +32,10 @@ static const conv_pool_case kCases[] = {
     {37, 1, 28, 28, 6, 5, 5, 1, 0, 2}, /* LeNet-5's first layer: many image groups */
     {37, 6, 12, 12, 16, 5, 5, 1, 0, 2}, /* its second */
     {2, 1, 6, 6, 1, 1, 1, 1, 0, 1},    /* 1x1 everything */
+    /* Enough outputs for Vulkan's two filters per invocation (an odd count
+     * of them here), and weight-gradient groups of several rounds. */
+    {40, 2, 30, 30, 5, 3, 3, 1, 1, 2},
+    {64, 1, 28, 28, 6, 5, 5, 1, 0, 2},
 };
 
 static nn_conv_pool_params params_of(const conv_pool_case *c, bool bias) {
@@ -260,9 +264,10 @@ TEST(conv_pool_vulkan_vs_cpu) {
                 vkt_pair dat[4] = {wgt[0], fwd[4], fwd[1], vkt_pair_new(dx0, s.x, 4)};
                 if (vkt_run(NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, wgt, 6, &p)) {
                     snprintf(what, sizeof what, "conv_pool case %zu variant %d accumulate %d dweight", i, variant, acc);
-                    if (wgt[3].cpu) vkt_compare_f32(&wgt[3], 2e-5, what);
+                    /* Sums of up to 9,216 terms in float against the CPU's: 1e-4. */
+                    if (wgt[3].cpu) vkt_compare_f32(&wgt[3], 1e-4, what);
                     snprintf(what, sizeof what, "conv_pool case %zu variant %d accumulate %d dbias", i, variant, acc);
-                    if (wgt[4].cpu) vkt_compare_f32(&wgt[4], 2e-5, what);
+                    if (wgt[4].cpu) vkt_compare_f32(&wgt[4], 1e-4, what);
                 }
                 if (vkt_run(NN_KERNEL_CONV2D_POOL_BACKWARD_DATA, dat, 4, &p)) {
                     snprintf(what, sizeof what, "conv_pool case %zu variant %d accumulate %d dx", i, variant, acc);

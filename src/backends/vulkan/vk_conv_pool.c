@@ -23,8 +23,10 @@
 /* The shaders' shared arrays, in floats (each kernel stays within 32 KiB). */
 #define IMAGE_FLOATS 4096        /* forward and weight gradient: padded images */
 #define FORWARD_WEIGHT_FLOATS 3072 /* forward: a workgroup's filters */
-#define TERMS 512                /* weight gradient: pooled outputs of a group */
-#define SUM_FLOATS 2048          /* weight gradient: the lanes' sums */
+#define TERMS 512                /* weight gradient: pooled outputs of a round */
+#define SUM_FLOATS 2560          /* weight gradient: the lanes' sums */
+#define MAX_ITEMS 4              /* weight gradient: work items per invocation */
+#define MAX_GROUPS 16            /* weight gradient: partials the last workgroup adds */
 #define DZ_FLOATS 5120           /* data gradient: staged gradient planes */
 #define DATA_WEIGHT_FLOATS 2560  /* data gradient: a chunk's weights */
 
@@ -32,6 +34,7 @@
 static int64_t padded_floats(const nn_conv_geometry *g) {
     return (int64_t)g->channels * (g->height + 2 * g->pad_h) * (g->width + 2 * g->pad_w);
 }
+static uint32_t padded(const nn_conv_geometry *g) { return g->pad_h > 0 || g->pad_w > 0; }
 static int64_t filter_floats(const nn_conv_geometry *g) { return (int64_t)g->channels * g->kernel_h * g->kernel_w; }
 static int64_t pooled_plane(const nn_conv_pool_params *p) { return (int64_t)p->pooled_h * p->pooled_w; }
 
@@ -48,13 +51,13 @@ static const char *unsupported(const nn_conv_pool_params *p) {
     if (g->stride_h > MAX_STRIDE || g->stride_w > MAX_STRIDE) return "a stride above 4";
     if (p->pool > MAX_POOL) return "a pooling window larger than 4x4";
     if (padded_floats(g) > IMAGE_FLOATS) return "an image larger than the kernels stage";
-    /* A forward workgroup's 128 outputs span at most this many filters. */
-    int64_t plane = pooled_plane(p) > 0 ? pooled_plane(p) : 1, spanned = (THREADS + plane - 1) / plane + 1;
+    /* A forward workgroup's 128 items span at most this many filter blocks. */
+    int64_t plane = pooled_plane(p) > 0 ? pooled_plane(p) : 1, spanned = ((THREADS + plane - 1) / plane + 1) * 2;
     if (spanned > p->conv.filters) spanned = p->conv.filters;
     if (spanned * filter_floats(g) > FORWARD_WEIGHT_FLOATS) return "more weights than the forward stages";
     if (pooled_plane(p) > TERMS) return "a pooled output larger than the weight gradient stages";
-    int64_t units = (int64_t)g->channels * g->kernel_h + 1;
-    if ((units > THREADS ? units : THREADS) * g->kernel_w > SUM_FLOATS)
+    int64_t units = (int64_t)g->channels * g->kernel_h + 1, items = units < THREADS ? units * (THREADS / units) : units;
+    if (items > THREADS * MAX_ITEMS || items * g->kernel_w > SUM_FLOATS)
         return "more weights per filter than the weight gradient's sums hold";
     if (data_rows(g) * data_cols(g) > DZ_FLOATS || filter_floats(g) > DATA_WEIGHT_FLOATS)
         return "an image or filter larger than the data gradient stages";
@@ -101,9 +104,14 @@ static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_p
         uint32_t pooled_h, pooled_w, padded_h, padded_w, has_bias;
     } push = {shape_of(p), (uint32_t)p->pooled_h, (uint32_t)p->pooled_w, (uint32_t)(g->height + 2 * g->pad_h),
               (uint32_t)(g->width + 2 * g->pad_w), (p->conv.epilogue & NN_EPI_BIAS_ROWS) != 0};
+    /* Two filters per invocation share its input reads, once there are
+     * enough outputs that halving the invocations leaves the GPU busy. */
+    const uint64_t outputs = (uint64_t)g->batch * p->conv.filters * pooled_plane(p);
+    const uint32_t fb = outputs >= 32768 && p->conv.filters > 1 ? 2 : 1;
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
-                                                      (uint32_t)g->stride_h, (uint32_t)g->stride_w, (uint32_t)p->pool};
-    const uint64_t per_image = (uint64_t)p->conv.filters * pooled_plane(p);
+                                                      (uint32_t)g->stride_h, (uint32_t)g->stride_w,
+                                                      (uint32_t)p->pool, fb, padded(g)};
+    const uint64_t per_image = (uint64_t)((p->conv.filters + fb - 1) / fb) * pooled_plane(p);
     if (per_image == 0 || g->batch == 0) return NN_OK;
     const uint64_t tiles = (per_image + THREADS - 1) / THREADS;
     if (tiles > VK_MAX_GROUPS)
@@ -116,20 +124,28 @@ static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_p
                              g->batch > (int32_t)VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)g->batch);
 }
 
-/* Images per workgroup of the weight gradient: about two workgroups per
- * multiprocessor of a large GPU over all filters, so the sums spread; no
- * more than its shared arrays stage; enough that the partials fit the work
- * area, or 0 when no group size does. */
-static int64_t images_per_group(const nn_conv_pool_params *p, int64_t outputs) {
+/* The weight gradient's split over images: groups of group_images (one
+ * workgroup per group and filter), staged round_images at a time. About
+ * 256 workgroups over all filters, so the sums spread, but at most
+ * MAX_GROUPS groups: the last workgroup of each filter adds one partial per
+ * group, and nothing overlaps that sum. */
+typedef struct weight_split {
+    int64_t group_images, round_images, groups;
+} weight_split;
+
+static weight_split weight_split_of(const nn_conv_pool_params *p) {
     const int64_t batch = p->conv.g.batch, filters = p->conv.filters;
-    int64_t most = IMAGE_FLOATS / padded_floats(&p->conv.g);
-    if (pooled_plane(p) > 0 && TERMS / pooled_plane(p) < most) most = TERMS / pooled_plane(p);
-    int64_t per = (batch * filters + 255) / 256;
-    if (per > most) per = most;
-    if (per < 1) per = 1;
-    if (per > batch) per = batch;
-    if (!vk_split_work_fits((uint64_t)filters, (uint64_t)(((batch + per - 1) / per) * filters * outputs))) return 0;
-    return per;
+    weight_split w;
+    w.round_images = IMAGE_FLOATS / padded_floats(&p->conv.g);
+    if (pooled_plane(p) > 0 && TERMS / pooled_plane(p) < w.round_images) w.round_images = TERMS / pooled_plane(p);
+    int64_t groups = (256 + filters - 1) / filters;
+    if (groups > MAX_GROUPS) groups = MAX_GROUPS;
+    if (groups > batch) groups = batch;
+    if (groups < 1) groups = 1;
+    w.group_images = (batch + groups - 1) / groups;
+    w.groups = (batch + w.group_images - 1) / w.group_images;
+    if (w.round_images > w.group_images) w.round_images = w.group_images;
+    return w;
 }
 
 static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_params *p) {
@@ -148,11 +164,11 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
         if (a[4].buffer && !p->bias_accumulate) NN_TRY(vk->base.fill(&vk->base, a[4], 0.0f, (size_t)p->conv.filters));
         return NN_OK;
     }
-    const int64_t per = images_per_group(p, outputs), groups = per ? (g->batch + per - 1) / per : 0;
-    if (!per || groups > (int64_t)VK_MAX_GROUPS)
-        return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_backward_weight: %d filters of %lld weights over %d "
-                            "images need more partial sums than the work area holds", p->conv.filters,
-                            (long long)weights, g->batch);
+    const weight_split split = weight_split_of(p);
+    const int64_t groups = split.groups;
+    if (groups > 1 && !vk_split_work_fits((uint64_t)p->conv.filters, (uint64_t)(groups * p->conv.filters * outputs)))
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_backward_weight: %d filters of %lld weights need "
+                            "more partial sums than the work area holds", p->conv.filters, (long long)weights);
     const int64_t units = (int64_t)g->channels * g->kernel_h + 1;
     vk_split_work work = {{NULL, 0, 0}, 0, {0}};
     if (groups > 1)
@@ -160,17 +176,19 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
                                   &work));
     struct {
         shape_push s;
-        uint32_t pooled_plane, padded_h, padded_w, group_images, groups, lanes;
+        uint32_t pooled_plane, padded_h, padded_w, group_images, round_images, groups, lanes;
         uint32_t flags; /* 1: dweight, 2: dbias, 4: add into dweight, 8: add into dbias */
         uint32_t counters;
     } push = {shape_of(p), (uint32_t)pooled_plane(p), (uint32_t)(g->height + 2 * g->pad_h),
-              (uint32_t)(g->width + 2 * g->pad_w), (uint32_t)per, (uint32_t)groups,
+              (uint32_t)(g->width + 2 * g->pad_w), (uint32_t)split.group_images, (uint32_t)split.round_images,
+              (uint32_t)groups,
               (uint32_t)(units < THREADS ? THREADS / units : 1),
               (a[3].buffer ? 1u : 0u) | (a[4].buffer ? 2u : 0u) | (g->accumulate ? 4u : 0u) |
                   (p->bias_accumulate ? 8u : 0u),
               work.counters};
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
-                                                      (uint32_t)g->stride_h, (uint32_t)g->stride_w};
+                                                      (uint32_t)g->stride_h, (uint32_t)g->stride_w, 0, 0,
+                                                      padded(g)};
     nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], {NULL, 0, 0}, work.partials};
     name_command(vk, "weight", p);
     return vk_record_special(vk, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, VK_PIPE_CONV_POOL_WEIGHT, constants, args, 7,
