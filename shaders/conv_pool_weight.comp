@@ -16,19 +16,21 @@
 // sums the bias), and the lanes split the pooled outputs between them;
 // lanes are then added in order. With several groups each workgroup writes
 // its sums as a partial, and the last workgroup of filter f to finish adds
-// the partials in group order (vk_split_work.c), so the result does not
-// depend on which workgroup ran first. Fewer, larger groups keep that last
-// sum short: it is the one part no other workgroup overlaps.
-layout(local_size_x = 128) in;
+// the partials in a fixed order (vk_split_work.c), so the result does not
+// depend on which workgroup ran first. That last sum is the one part no
+// other workgroup overlaps, so all its invocations share it: each adds a
+// run of groups (its loads in flight together), then the runs are added.
+layout(local_size_x = 256) in;
 layout(constant_id = 0) const int KH = 5;
 layout(constant_id = 1) const int KW = 5;
 layout(constant_id = 2) const int SH = 1;
 layout(constant_id = 3) const int SW = 1;
 layout(constant_id = 6) const bool PADDED = false; // any padding: staged with zeros around
-const uint THREADS = 128u;
-const uint MAX_ITEMS = 4u; // work items per invocation
+const uint THREADS = 256u;
+const uint MAX_ITEMS = 2u; // work items per invocation
 // vk_conv_pool.c keeps a round's padded images, its pooled outputs and the
-// lanes' sums (THREADS * MAX_ITEMS * KW at most) within these.
+// lanes' sums (THREADS * MAX_ITEMS * KW at most, and the outputs) within
+// these.
 const uint IMAGE_FLOATS = 4096u, TERMS = 512u, SUM_FLOATS = 2560u;
 
 layout(push_constant) uniform Params {
@@ -154,16 +156,23 @@ void main() {
     if (!last_of_filter) return; // the same for the whole workgroup
     memoryBarrierBuffer();
     const uint stride = p.filters * outputs;
-    for (uint o = tid; o < outputs; o += THREADS) {
-        // Sixteen loads in flight at a time, added in group order.
-        uint at = p.off6 + f * outputs + o, g = 0u;
+    const uint parts = max(1u, THREADS / outputs), per_part = (p.groups + parts - 1u) / parts;
+    for (uint slot = tid; slot < outputs * parts; slot += THREADS) {
+        uint part = slot / outputs, o = slot - part * outputs;
+        uint g0 = part * per_part, g1 = min(g0 + per_part, p.groups);
+        uint at = p.off6 + f * outputs + o;
         float s = 0.0;
-        for (; g + 16u <= p.groups; g += 16u) {
-            float v[16];
-            for (uint k = 0u; k < 16u; k++) v[k] = partials[at + (g + k) * stride];
-            for (uint k = 0u; k < 16u; k++) s += v[k];
+        for (uint g = g0; g < g1; g += 32u) { // thirty-two loads in flight, added in group order
+            float v[32];
+            for (uint k = 0u; k < 32u; k++) v[k] = partials[at + min(g + k, g1 - 1u) * stride];
+            for (uint k = 0u; k < 32u; k++) s += g + k < g1 ? v[k] : 0.0;
         }
-        for (; g < p.groups; g++) s += partials[at + g * stride];
+        sums[slot] = s;
+    }
+    barrier();
+    for (uint o = tid; o < outputs; o += THREADS) {
+        float s = 0.0;
+        for (uint part = 0u; part < parts; part++) s += sums[part * outputs + o];
         store(f, o, weights, s);
     }
     if (tid == 0u) work_counters[p.counters + f] = 0u;

@@ -25,8 +25,9 @@
 #define FORWARD_WEIGHT_FLOATS 3072 /* forward: a workgroup's filters */
 #define TERMS 512                /* weight gradient: pooled outputs of a round */
 #define SUM_FLOATS 2560          /* weight gradient: the lanes' sums */
-#define MAX_ITEMS 4              /* weight gradient: work items per invocation */
-#define MAX_GROUPS 16            /* weight gradient: partials the last workgroup adds */
+#define WEIGHT_THREADS 256       /* weight gradient: its workgroup */
+#define MAX_ITEMS 2              /* weight gradient: work items per invocation */
+#define MAX_GROUPS 128           /* weight gradient: partials the last workgroup adds */
 #define DZ_FLOATS 5120           /* data gradient: staged gradient planes */
 #define DATA_WEIGHT_FLOATS 2560  /* data gradient: a chunk's weights */
 
@@ -56,8 +57,9 @@ static const char *unsupported(const nn_conv_pool_params *p) {
     if (spanned > p->conv.filters) spanned = p->conv.filters;
     if (spanned * filter_floats(g) > FORWARD_WEIGHT_FLOATS) return "more weights than the forward stages";
     if (pooled_plane(p) > TERMS) return "a pooled output larger than the weight gradient stages";
-    int64_t units = (int64_t)g->channels * g->kernel_h + 1, items = units < THREADS ? units * (THREADS / units) : units;
-    if (items > THREADS * MAX_ITEMS || items * g->kernel_w > SUM_FLOATS)
+    int64_t units = (int64_t)g->channels * g->kernel_h + 1;
+    int64_t items = units < WEIGHT_THREADS ? units * (WEIGHT_THREADS / units) : units;
+    if (items > WEIGHT_THREADS * MAX_ITEMS || items * g->kernel_w > SUM_FLOATS || filter_floats(g) + 1 > SUM_FLOATS)
         return "more weights per filter than the weight gradient's sums hold";
     if (data_rows(g) * data_cols(g) > DZ_FLOATS || filter_floats(g) > DATA_WEIGHT_FLOATS)
         return "an image or filter larger than the data gradient stages";
@@ -125,23 +127,22 @@ static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_p
 }
 
 /* The weight gradient's split over images: groups of group_images (one
- * workgroup per group and filter), staged round_images at a time. About
- * 256 workgroups over all filters, so the sums spread, but at most
- * MAX_GROUPS groups: the last workgroup of each filter adds one partial per
- * group, and nothing overlaps that sum. */
+ * workgroup per group and filter), staged round_images at a time. One
+ * round per group where the groups' partials fit the work area (the last
+ * workgroup of each filter adds them, all its invocations sharing it). */
 typedef struct weight_split {
     int64_t group_images, round_images, groups;
 } weight_split;
 
 static weight_split weight_split_of(const nn_conv_pool_params *p) {
     const int64_t batch = p->conv.g.batch, filters = p->conv.filters;
+    const int64_t outputs = filter_floats(&p->conv.g) + 1;
     weight_split w;
     w.round_images = IMAGE_FLOATS / padded_floats(&p->conv.g);
     if (pooled_plane(p) > 0 && TERMS / pooled_plane(p) < w.round_images) w.round_images = TERMS / pooled_plane(p);
-    int64_t groups = (256 + filters - 1) / filters;
+    int64_t groups = (batch + w.round_images - 1) / w.round_images;
     if (groups > MAX_GROUPS) groups = MAX_GROUPS;
-    if (groups > batch) groups = batch;
-    if (groups < 1) groups = 1;
+    while (groups > 1 && !vk_split_work_fits((uint64_t)filters, (uint64_t)(groups * filters * outputs))) groups /= 2;
     w.group_images = (batch + groups - 1) / groups;
     w.groups = (batch + w.group_images - 1) / w.group_images;
     if (w.round_images > w.group_images) w.round_images = w.group_images;
@@ -182,7 +183,7 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
     } push = {shape_of(p), (uint32_t)pooled_plane(p), (uint32_t)(g->height + 2 * g->pad_h),
               (uint32_t)(g->width + 2 * g->pad_w), (uint32_t)split.group_images, (uint32_t)split.round_images,
               (uint32_t)groups,
-              (uint32_t)(units < THREADS ? THREADS / units : 1),
+              (uint32_t)(units < WEIGHT_THREADS ? WEIGHT_THREADS / units : 1),
               (a[3].buffer ? 1u : 0u) | (a[4].buffer ? 2u : 0u) | (g->accumulate ? 4u : 0u) |
                   (p->bias_accumulate ? 8u : 0u),
               work.counters};
