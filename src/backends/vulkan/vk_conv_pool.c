@@ -23,10 +23,8 @@
 /* The shaders' shared arrays, in floats (each kernel stays within 32 KiB). */
 #define IMAGE_FLOATS 4096        /* forward and weight gradient: padded images */
 #define FORWARD_WEIGHT_FLOATS 3072 /* forward: a workgroup's filters */
-#define TERMS 512                /* weight gradient: pooled outputs of a round */
-#define SUM_FLOATS 2560          /* weight gradient: the lanes' sums */
-#define WEIGHT_THREADS 256       /* weight gradient: its workgroup */
-#define MAX_ITEMS 2              /* weight gradient: work items per invocation */
+#define TERMS 1024               /* weight gradient: pooled outputs of a round */
+#define WEIGHT_THREADS 256       /* weight gradient: its workgroup, one item per invocation */
 #define MAX_GROUPS 128           /* weight gradient: partials the last workgroup adds */
 #define DZ_FLOATS 5120           /* data gradient: staged gradient planes */
 #define DATA_WEIGHT_FLOATS 2560  /* data gradient: a chunk's weights */
@@ -57,10 +55,8 @@ static const char *unsupported(const nn_conv_pool_params *p) {
     if (spanned > p->conv.filters) spanned = p->conv.filters;
     if (spanned * filter_floats(g) > FORWARD_WEIGHT_FLOATS) return "more weights than the forward stages";
     if (pooled_plane(p) > TERMS) return "a pooled output larger than the weight gradient stages";
-    int64_t units = (int64_t)g->channels * g->kernel_h + 1;
-    int64_t items = units < WEIGHT_THREADS ? units * (WEIGHT_THREADS / units) : units;
-    if (items > WEIGHT_THREADS * MAX_ITEMS || items * g->kernel_w > SUM_FLOATS || filter_floats(g) + 1 > SUM_FLOATS)
-        return "more weights per filter than the weight gradient's sums hold";
+    if ((int64_t)g->channels * g->kernel_h + 1 > WEIGHT_THREADS || filter_floats(g) + 1 > IMAGE_FLOATS)
+        return "more weights per filter than the weight gradient's workgroup sums";
     if (data_rows(g) * data_cols(g) > DZ_FLOATS || filter_floats(g) > DATA_WEIGHT_FLOATS)
         return "an image or filter larger than the data gradient stages";
     return NULL;
@@ -126,23 +122,33 @@ static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_p
                              g->batch > (int32_t)VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)g->batch);
 }
 
-/* The weight gradient's split over images: groups of group_images (one
- * workgroup per group and filter), staged round_images at a time. One
- * round per group where the groups' partials fit the work area (the last
- * workgroup of each filter adds them, all its invocations sharing it). */
+/* The weight gradient's split: blocks of `block` filters, groups of
+ * group_images images (one workgroup per group and block), staged
+ * round_images at a time. A block as large as leaves two lanes per item
+ * (the images are staged once for it); one round per group where the
+ * groups' partials fit the work area (the last workgroup of each block
+ * adds them, all its invocations sharing it). */
 typedef struct weight_split {
-    int64_t group_images, round_images, groups;
+    int64_t block, blocks, lanes, group_images, round_images, groups;
 } weight_split;
 
 static weight_split weight_split_of(const nn_conv_pool_params *p) {
-    const int64_t batch = p->conv.g.batch, filters = p->conv.filters;
-    const int64_t outputs = filter_floats(&p->conv.g) + 1;
+    const nn_conv_geometry *g = &p->conv.g;
+    const int64_t batch = g->batch, filters = p->conv.filters, outputs = filter_floats(g) + 1;
+    const int64_t units = (int64_t)g->channels * g->kernel_h + 1, plane = pooled_plane(p) > 0 ? pooled_plane(p) : 1;
     weight_split w;
-    w.round_images = IMAGE_FLOATS / padded_floats(&p->conv.g);
-    if (pooled_plane(p) > 0 && TERMS / pooled_plane(p) < w.round_images) w.round_images = TERMS / pooled_plane(p);
+    w.block = WEIGHT_THREADS / (2 * units);
+    if (w.block > TERMS / plane) w.block = TERMS / plane;
+    if (w.block > IMAGE_FLOATS / outputs) w.block = IMAGE_FLOATS / outputs;
+    if (w.block > filters) w.block = filters;
+    if (w.block < 1) w.block = 1;
+    w.blocks = (filters + w.block - 1) / w.block;
+    w.lanes = WEIGHT_THREADS / (w.block * units);
+    w.round_images = IMAGE_FLOATS / padded_floats(g);
+    if (TERMS / (w.block * plane) < w.round_images) w.round_images = TERMS / (w.block * plane);
     int64_t groups = (batch + w.round_images - 1) / w.round_images;
     if (groups > MAX_GROUPS) groups = MAX_GROUPS;
-    while (groups > 1 && !vk_split_work_fits((uint64_t)filters, (uint64_t)(groups * filters * outputs))) groups /= 2;
+    while (groups > 1 && !vk_split_work_fits((uint64_t)w.blocks, (uint64_t)(groups * filters * outputs))) groups /= 2;
     w.group_images = (batch + groups - 1) / groups;
     w.groups = (batch + w.group_images - 1) / w.group_images;
     if (w.round_images > w.group_images) w.round_images = w.group_images;
@@ -167,23 +173,20 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
     }
     const weight_split split = weight_split_of(p);
     const int64_t groups = split.groups;
-    if (groups > 1 && !vk_split_work_fits((uint64_t)p->conv.filters, (uint64_t)(groups * p->conv.filters * outputs)))
+    if (groups > 1 && !vk_split_work_fits((uint64_t)split.blocks, (uint64_t)(groups * p->conv.filters * outputs)))
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_backward_weight: %d filters of %lld weights need "
                             "more partial sums than the work area holds", p->conv.filters, (long long)weights);
-    const int64_t units = (int64_t)g->channels * g->kernel_h + 1;
     vk_split_work work = {{NULL, 0, 0}, 0, {0}};
     if (groups > 1)
-        NN_TRY(vk_split_work_take(vk, (uint64_t)p->conv.filters, (uint64_t)(groups * p->conv.filters * outputs),
-                                  &work));
+        NN_TRY(vk_split_work_take(vk, (uint64_t)split.blocks, (uint64_t)(groups * p->conv.filters * outputs), &work));
     struct {
         shape_push s;
-        uint32_t pooled_plane, padded_h, padded_w, group_images, round_images, groups, lanes;
+        uint32_t pooled_plane, padded_h, padded_w, group_images, round_images, groups, block, lanes;
         uint32_t flags; /* 1: dweight, 2: dbias, 4: add into dweight, 8: add into dbias */
         uint32_t counters;
     } push = {shape_of(p), (uint32_t)pooled_plane(p), (uint32_t)(g->height + 2 * g->pad_h),
               (uint32_t)(g->width + 2 * g->pad_w), (uint32_t)split.group_images, (uint32_t)split.round_images,
-              (uint32_t)groups,
-              (uint32_t)(units < WEIGHT_THREADS ? WEIGHT_THREADS / units : 1),
+              (uint32_t)groups, (uint32_t)split.block, (uint32_t)split.lanes,
               (a[3].buffer ? 1u : 0u) | (a[4].buffer ? 2u : 0u) | (g->accumulate ? 4u : 0u) |
                   (p->bias_accumulate ? 8u : 0u),
               work.counters};
@@ -194,7 +197,7 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
     name_command(vk, "weight", p);
     return vk_record_special(vk, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, VK_PIPE_CONV_POOL_WEIGHT, constants, args, 7,
                              groups > 1 ? &work : NULL, &push, sizeof push, (uint32_t)groups,
-                             (uint32_t)p->conv.filters, 1);
+                             (uint32_t)split.blocks, 1);
 }
 
 static nn_status data(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_params *p) {
