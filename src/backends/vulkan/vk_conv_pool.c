@@ -124,34 +124,50 @@ static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_p
 
 /* The weight gradient's split: blocks of `block` filters, groups of
  * group_images images (one workgroup per group and block), staged
- * round_images at a time. A block as large as leaves two lanes per item
- * (the images are staged once for it); one round per group where the
- * groups' partials fit the work area (the last workgroup of each block
- * adds them, all its invocations sharing it). */
+ * round_images at a time. One round per group where the groups' partials
+ * fit the work area (the last workgroup of each block adds them, all its
+ * invocations sharing it). Blocks share the staged images between filters,
+ * up to two lanes per item, but no larger than leaves about 128
+ * workgroups: at small batches, spreading the work matters more. */
 typedef struct weight_split {
     int64_t block, blocks, lanes, group_images, round_images, groups;
 } weight_split;
 
+/* Groups of one round each for blocks of `block` filters (at most
+ * MAX_GROUPS, as many as the work area's partials allow, and no more
+ * images per round than leaves about 128 workgroups). */
+static void group_images_for(const nn_conv_pool_params *p, weight_split *w) {
+    const int64_t batch = p->conv.g.batch, filters = p->conv.filters, outputs = filter_floats(&p->conv.g) + 1;
+    const int64_t plane = pooled_plane(p) > 0 ? pooled_plane(p) : 1;
+    w->round_images = IMAGE_FLOATS / padded_floats(&p->conv.g);
+    if (TERMS / (w->block * plane) < w->round_images) w->round_images = TERMS / (w->block * plane);
+    /* Smaller groups where that leaves about 128 workgroups. */
+    const int64_t spread = batch * w->blocks / 128;
+    if (spread >= 1 && spread < w->round_images) w->round_images = spread;
+    int64_t groups = (batch + w->round_images - 1) / w->round_images;
+    if (groups > MAX_GROUPS) groups = MAX_GROUPS;
+    while (groups > 1 && !vk_split_work_fits((uint64_t)w->blocks, (uint64_t)(groups * filters * outputs))) groups /= 2;
+    w->group_images = (batch + groups - 1) / groups;
+    w->groups = (batch + w->group_images - 1) / w->group_images;
+    if (w->round_images > w->group_images) w->round_images = w->group_images;
+}
+
 static weight_split weight_split_of(const nn_conv_pool_params *p) {
     const nn_conv_geometry *g = &p->conv.g;
-    const int64_t batch = g->batch, filters = p->conv.filters, outputs = filter_floats(g) + 1;
+    const int64_t filters = p->conv.filters, outputs = filter_floats(g) + 1;
     const int64_t units = (int64_t)g->channels * g->kernel_h + 1, plane = pooled_plane(p) > 0 ? pooled_plane(p) : 1;
-    weight_split w;
-    w.block = WEIGHT_THREADS / (2 * units);
-    if (w.block > TERMS / plane) w.block = TERMS / plane;
-    if (w.block > IMAGE_FLOATS / outputs) w.block = IMAGE_FLOATS / outputs;
+    weight_split w = {.block = 1, .blocks = filters};
+    group_images_for(p, &w);
+    int64_t most = WEIGHT_THREADS / (2 * units); /* two lanes per item */
+    if (most > TERMS / plane) most = TERMS / plane;
+    if (most > IMAGE_FLOATS / outputs) most = IMAGE_FLOATS / outputs;
+    w.block = filters * w.groups / 128;
+    if (w.block > most) w.block = most;
     if (w.block > filters) w.block = filters;
     if (w.block < 1) w.block = 1;
     w.blocks = (filters + w.block - 1) / w.block;
     w.lanes = WEIGHT_THREADS / (w.block * units);
-    w.round_images = IMAGE_FLOATS / padded_floats(g);
-    if (TERMS / (w.block * plane) < w.round_images) w.round_images = TERMS / (w.block * plane);
-    int64_t groups = (batch + w.round_images - 1) / w.round_images;
-    if (groups > MAX_GROUPS) groups = MAX_GROUPS;
-    while (groups > 1 && !vk_split_work_fits((uint64_t)w.blocks, (uint64_t)(groups * filters * outputs))) groups /= 2;
-    w.group_images = (batch + groups - 1) / groups;
-    w.groups = (batch + w.group_images - 1) / w.group_images;
-    if (w.round_images > w.group_images) w.round_images = w.group_images;
+    group_images_for(p, &w);
     return w;
 }
 
