@@ -108,9 +108,9 @@ void main() {
         }
         // Bias and ReLU (a NaN passes, as relu_forward), then the window's
         // maximum in row-major order.
-        for (int fb = 0; fb < FB; fb++) {
+        for (int fb = 0; fb < FB; fb++) { // unrolled: acc stays in registers
             uint f = f0 + uint(fb);
-            if (f >= p.filters) break;
+            if (f >= p.filters) continue;
             float b = p.has_bias != 0u ? bias[p.off2 + f] : 0.0;
             float best = 0.0;
             int win = 0;

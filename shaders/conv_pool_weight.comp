@@ -91,7 +91,7 @@ void stage_terms(uint first, uint images, uint f0, uint count, uint image_floats
         }
         for (uint k = 0u; k < LOADS; k++) {
             uint q = q0 + k * THREADS;
-            if (q >= terms) break;
+            if (q >= terms) continue; // not break: the loop unrolls, win and g stay in registers
             uint image = (q - q / positions * positions) / p.pooled_plane;
             uint oh = uint(max(win[k], 0)) / p.out_w, ow = uint(max(win[k], 0)) - oh * p.out_w;
             term_g[q] = win[k] >= 0 ? g[k] : 0.0;
