@@ -198,7 +198,11 @@ typedef struct vk_backend {
     struct vk_profile *profile; /* NN_ENGINE_VULKAN_PROFILE=1 (vk_profile.c), else NULL */
     char profile_label[VK_PROFILE_LABEL]; /* names the next command in the profile or trace */
     bool trace;              /* NN_ENGINE_VULKAN_TRACE=1: print each plan's commands and barriers */
-    bool labels;             /* profile or trace: commands are named */
+    bool labels;             /* profile, trace or skip: commands are named */
+    /* NN_ENGINE_VULKAN_SKIP=a,b: commands whose names contain one of these
+     * are dispatched with no workgroups (a diagnostic: results are wrong,
+     * the time saved is what those commands cost in the pipelined step). */
+    char skip[VK_PROFILE_LABEL];
     bool plans_in_flight;    /* a plan was submitted since the last full wait */
     /* Self-reducing splits' counters and partials (vk_split_work.c). */
     nn_buffer *split_work;

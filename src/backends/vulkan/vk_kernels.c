@@ -43,6 +43,19 @@ nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int v
                         tail_bytes, gx, gy, gz);
 }
 
+/* Whether `label` contains one of the comma-separated names in `list`
+ * (NN_ENGINE_VULKAN_SKIP). */
+static bool skipped(const char *list, const char *label) {
+    for (const char *at = list; *at;) {
+        const char *end = strchr(at, ',');
+        size_t n = end ? (size_t)(end - at) : strlen(at);
+        for (const char *l = label; n && *l; l++)
+            if (strncmp(l, at, n) == 0) return true;
+        at += n + (end != NULL);
+    }
+    return false;
+}
+
 /* One dispatch of pipeline `pipe` (its `variant`, or specialised by
  * `special` when that is not NULL); `extra`, when given, is one more range
  * tracked as written (a split's counters, which are not an argument of
@@ -96,6 +109,7 @@ static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
     vk->fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, vk->pipeline_layout, 0, 1, &set, 0, NULL);
     vk->fn.vkCmdPushConstants(cmd, vk->pipeline_layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
                               (uint32_t)(4 * offset_words + tail_bytes), push);
+    if (vk->skip[0] && skipped(vk->skip, vk->profile_label)) gx = gy = gz = 0;
     vk->fn.vkCmdDispatch(cmd, gx, gy, gz);
     if (vk->trace) { /* the groups, after the name vk_end_command prints */
         size_t used = strlen(vk->profile_label);

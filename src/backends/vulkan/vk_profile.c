@@ -32,7 +32,12 @@ struct vk_profile {
 nn_status vk_profile_init(vk_backend *vk) {
     const char *trace = getenv("NN_ENGINE_VULKAN_TRACE");
     vk->trace = trace && strcmp(trace, "1") == 0;
-    vk->labels = vk->trace;
+    const char *skip = getenv("NN_ENGINE_VULKAN_SKIP");
+    snprintf(vk->skip, sizeof vk->skip, "%s", skip ? skip : "");
+    if (vk->skip[0])
+        fprintf(stderr, "nn-engine: NN_ENGINE_VULKAN_SKIP=%s: those commands do nothing; results are wrong\n",
+                vk->skip);
+    vk->labels = vk->trace || vk->skip[0];
     const char *env = getenv("NN_ENGINE_VULKAN_PROFILE");
     if (!env || strcmp(env, "1") != 0) return NN_OK;
     vk->labels = true;
