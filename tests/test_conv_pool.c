@@ -17,6 +17,7 @@
 
 #include "backends/backend.h"
 #include "nn_engine.h"
+#include "ops/fused_relu.h" /* the fused op, which the CPU's nn_sequential does not take */
 #include "test.h"
 #include "vulkan_harness.h"
 
@@ -286,10 +287,12 @@ TEST(conv_pool_vulkan_vs_cpu) {
 
 /* ---- the fused layers against the layers op by op ---- */
 
-/* Conv2d(channels -> filters) + ReLU + MaxPool2d in a container, x requiring
- * its gradient, against nn_conv2d -> nn_relu -> nn_maxpool2d on the same
+/* Conv2d(channels -> filters) + ReLU + MaxPool2d fused, x requiring its
+ * gradient, against nn_conv2d -> nn_relu -> nn_maxpool2d on the same
  * parameters: outputs and every gradient, twice into the same gradients
- * (the second pass accumulates). */
+ * (the second pass accumulates). The fused side is the container where the
+ * backend fuses the layers (Vulkan), else the fused op itself (the CPU,
+ * whose nn_sequential runs them unfused). */
 static void sequential_matches_ops(const char *device, const conv_pool_case *c, double tol) {
     nn_ctx_options o = {.device = device, .threads = 2, .seed = 11};
     nn_ctx *ctx = nn_ctx_new(&o);
@@ -311,12 +314,17 @@ static void sequential_matches_ops(const char *device, const conv_pool_case *c, 
     float *got[2][3] = {{0}}, *out[2] = {0};
     size_t counts[3] = {nx, (size_t)nn_tensor_numel(w), (size_t)nn_tensor_numel(b)};
     size_t ny = 0;
+    nn_conv2d_params cp = {c->stride, c->stride, c->pad, c->pad};
+    const bool container_fuses = nn_conv2d_relu_maxpool_fuses(x, w, b, &cp, c->pool);
+    CHECK_MSG(container_fuses == (strcmp(device, "vulkan") == 0), "%s: the backend %s these layers", device,
+              container_fuses ? "fuses" : "does not fuse");
     for (int fused = 0; fused < 2; fused++) {
         nn_tensor *grads[3] = {x, w, b};
         for (int t = 0; t < 3; t++) nn_tensor_zero_grad(grads[t]);
         for (int pass = 0; pass < 2; pass++) {
-            nn_tensor *y = fused ? nn_module_forward(net, x)
-                                 : nn_maxpool2d(nn_relu(nn_conv2d(x, w, b, c->stride, c->pad)), c->pool, c->pool);
+            nn_tensor *y = !fused ? nn_maxpool2d(nn_relu(nn_conv2d(x, w, b, c->stride, c->pad)), c->pool, c->pool)
+                           : container_fuses ? nn_module_forward(net, x)
+                                             : nn_conv2d_relu_maxpool(x, w, b, &cp, c->pool);
             CHECK_MSG(y != NULL, "%s forward: %s", device, nn_last_error());
             if (!y) return;
             ny = (size_t)nn_tensor_numel(y);

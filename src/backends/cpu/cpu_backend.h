@@ -31,7 +31,8 @@ nn_status nn_cpu_col2im(nn_thread_pool *pool, const nn_conv_geometry *g, const f
 nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *p,
                         const nn_buffer_ref *args);
 bool nn_cpu_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);
-/* NN_KERNEL_CONV2D_POOL_* (cpu_conv_pool.c): the unfused kernels in turn. */
+/* NN_KERNEL_CONV2D_POOL_* (cpu_conv_pool.c): the unfused kernels in turn;
+ * conv_pool_fuses says no (slower here than the layers unfused). */
 nn_status nn_cpu_conv_pool(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_pool_params *p,
                            const nn_buffer_ref *args);
 bool nn_cpu_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p);
