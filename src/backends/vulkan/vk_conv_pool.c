@@ -20,7 +20,9 @@
 #define MAX_STRIDE 4
 #define MAX_POOL 4    /* pool * pool sums per invocation */
 #define DATA_RUN 4    /* pixels per invocation in the data gradient */
-/* The shaders' shared arrays, in floats (each kernel stays within 32 KiB). */
+/* The shaders' shared arrays, in floats (each kernel stays within 32 KiB;
+ * a device with less runs the layers unfused: vk_conv_pool_fuses). */
+#define SHARED_BYTES_NEEDED 32768
 #define IMAGE_FLOATS 4096        /* forward and weight gradient: padded images */
 #define FORWARD_WEIGHT_FLOATS 3072 /* forward: a workgroup's filters */
 #define TERMS 1024               /* weight gradient: pooled outputs of a round */
@@ -68,8 +70,9 @@ static int64_t multiply_adds(const nn_conv_pool_params *p) {
 }
 
 bool vk_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p) {
-    (void)self;
-    return vk_latency_wanted(multiply_adds(p)) && !unsupported(p);
+    const vk_backend *vk = as_vk(self);
+    return vk->phys->props.limits.maxComputeSharedMemorySize >= SHARED_BYTES_NEEDED &&
+           vk_latency_wanted(multiply_adds(p)) && !unsupported(p);
 }
 
 static void name_command(vk_backend *vk, const char *what, const nn_conv_pool_params *p) {

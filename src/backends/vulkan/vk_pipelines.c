@@ -82,6 +82,13 @@ void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk) 
 }
 
 nn_status vk_pipelines_init(vk_backend *vk) {
+    /* Every kernel's set: its arguments and the status buffer. */
+    const VkPhysicalDeviceLimits *limits = &vk->phys->props.limits;
+    if (limits->maxPerStageDescriptorStorageBuffers < VK_ARG_BINDINGS + 1 ||
+        limits->maxDescriptorSetStorageBuffers < VK_ARG_BINDINGS + 1)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: %s binds %u storage buffers per kernel; the kernels need %d",
+                            vk->phys->props.deviceName, limits->maxPerStageDescriptorStorageBuffers,
+                            VK_ARG_BINDINGS + 1);
     VkDescriptorSetLayoutBinding bindings[VK_ARG_BINDINGS + 1];
     for (uint32_t i = 0; i <= VK_ARG_BINDINGS; i++)
         bindings[i] = (VkDescriptorSetLayoutBinding){.binding = i,
