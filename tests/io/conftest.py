@@ -18,20 +18,22 @@ CLI = Path(os.environ.get("NN_ENGINE_CLI", ROOT / "build" / "nnengine"))
 INPUT_SHAPES = {"lenet": (1, 28, 28), "mlp": (1, 28, 28), "ops": (2, 7, 9), "reduce": (2, 7, 9)}
 
 
-def fixture(*args):
-    """Run the fixture; fail the test with its stderr when it fails."""
+def fixture(*args, device=None):
+    """Run the fixture (on `device`, default the CPU); fail the test with its
+    stderr when it fails."""
     if not FIXTURE.exists():
         pytest.fail(f"{FIXTURE} is missing: run `make io-fixture` first")
-    done = subprocess.run([str(FIXTURE), *map(str, args)], capture_output=True, text=True)
+    env = dict(os.environ, NN_IO_FIXTURE_DEVICE=device) if device else None
+    done = subprocess.run([str(FIXTURE), *map(str, args)], capture_output=True, text=True, env=env)
     if done.returncode != 0:
         pytest.fail(f"nn_io_fixture {' '.join(map(str, args))} failed: {done.stderr}")
 
 
-def engine_forward(tmp_path, model, weights, x):
+def engine_forward(tmp_path, model, weights, x, device=None):
     """nn-engine's output for x (float32 NCHW) with the given weights file."""
     inp, out = tmp_path / "in.bin", tmp_path / "out.bin"
     x.astype("<f4").tofile(inp)
-    fixture("forward", model, weights, inp, x.shape[0], out)
+    fixture("forward", model, weights, inp, x.shape[0], out, device=device)
     return np.fromfile(out, dtype="<f4")
 
 

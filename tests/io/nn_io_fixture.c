@@ -16,7 +16,8 @@
  * MODEL: lenet | mlp (modules, input [N, 1, 28, 28]); ops | reduce (graphs
  * built from single operations, input [N, 2, 7, 9], exported with
  * nn_onnx_export and named parameters; their WEIGHTS are a safetensors file
- * too). Exit status 0 on success; errors go to stderr. */
+ * too). NN_IO_FIXTURE_DEVICE=vulkan runs on the GPU (default: the CPU).
+ * Exit status 0 on success; errors go to stderr. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,7 +177,10 @@ int main(int argc, char **argv) {
     /* Graph models take their parameters from the seed in argv[3] for every command. */
     uint64_t seed = strcmp(cmd, "save") == 0 || strcmp(cmd, "state") == 0 || graph_model
                         ? strtoull(argv[3], NULL, 10) : 0;
-    nn_ctx_options o = {.device = "cpu", .threads = 1, .seed = seed};
+    /* NN_IO_FIXTURE_DEVICE picks the device (default the CPU): on Vulkan,
+     * LeNet's convolution, ReLU and pooling run fused and export so. */
+    const char *device = getenv("NN_IO_FIXTURE_DEVICE");
+    nn_ctx_options o = {.device = device && *device ? device : "cpu", .threads = 1, .seed = seed};
     nn_ctx *ctx = nn_ctx_new(&o);
     if (!ctx) return fail("context");
     model m;

@@ -1,5 +1,6 @@
 """ONNX files written by nn-engine: valid for onnx's full checker, and
 onnxruntime computes what nn-engine computes (batch 1 and 7, random inputs)."""
+import os
 import subprocess
 
 import numpy as np
@@ -7,7 +8,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from conftest import CLI, engine_forward, fixture, random_input
+from conftest import CLI, FIXTURE, engine_forward, fixture, random_input
 
 TOL = 1e-5
 
@@ -84,3 +85,35 @@ def test_cli_export_matches_engine(tmp_path):
         x = random_input("lenet", batch, seed=40 + batch)
         np.testing.assert_allclose(run_ort(onnx_path, x).ravel(), engine_forward(tmp_path, "lenet", weights, x),
                                    rtol=TOL, atol=TOL)
+
+
+@pytest.mark.skipif(os.environ.get("NN_ENGINE_TEST_VULKAN") == "0", reason="NN_ENGINE_TEST_VULKAN=0: no Vulkan device")
+def test_fused_layers_export_as_their_nodes(tmp_path):
+    """On Vulkan (lavapipe in CI), LeNet-5's Conv2d -> ReLU -> MaxPool2d run
+    as one fused operation; its export must be the same Conv, Relu, MaxPool
+    nodes as the CPU's unfused layers, and onnxruntime must compute what the
+    engine computes on Vulkan."""
+    weights = tmp_path / "weights.safetensors"
+    fixture("save", "lenet", 20261122, weights)
+    graphs = {}
+    for device in ("cpu", "vulkan"):
+        path = tmp_path / f"lenet-{device}.onnx"
+        fixture("export", "lenet", weights, path, device=device)
+        m = onnx.load(str(path))
+        onnx.checker.check_model(m, full_check=True)
+        graphs[device] = m.graph
+    ops = [n.op_type for n in graphs["vulkan"].node]
+    assert ops == [n.op_type for n in graphs["cpu"].node]
+    assert ops[:6] == ["Conv", "Relu", "MaxPool"] * 2
+    for fused, plain in zip(graphs["vulkan"].node, graphs["cpu"].node):
+        assert fused.attribute == plain.attribute
+    x = random_input("lenet", 5, seed=77)
+    got = run_ort(tmp_path / "lenet-vulkan.onnx", x)
+    want = engine_forward(tmp_path, "lenet", weights, x, device="vulkan")
+    np.testing.assert_allclose(got.ravel(), want, rtol=1e-4, atol=1e-4)
+    # The Vulkan forward ran the fused kernels (the profile names them).
+    inp = tmp_path / "in.bin"
+    done = subprocess.run([str(FIXTURE), "forward", "lenet", str(weights), str(inp), "5", str(tmp_path / "o.bin")],
+                          capture_output=True, text=True,
+                          env=dict(os.environ, NN_IO_FIXTURE_DEVICE="vulkan", NN_ENGINE_VULKAN_PROFILE="1"))
+    assert done.returncode == 0 and "conv+pool forward" in done.stderr, done.stderr
