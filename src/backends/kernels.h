@@ -208,8 +208,8 @@ typedef struct nn_conv_params {
  *                    either may be absent, not both;
  *   BACKWARD_DATA    dx (+)= col2im(W^T dz_n) (g.accumulate).
  * columns as for the convolution kernels (nn_backend.conv_keeps_columns
- * for conv). A backend fuses the layers where nn_backend.conv_pool_fuses
- * says it does; its kernels refuse geometries outside what it said. */
+ * for conv). nn_sequential fuses the layers where nn_backend.conv_pool_fuses
+ * says so; a backend's kernels refuse, by name, geometries they do not take. */
 typedef struct nn_conv_pool_params {
     nn_conv_params conv; /* conv.epilogue: NN_EPI_BIAS_ROWS with a bias; the ReLU is implied */
     int32_t pool;        /* window and stride */
