@@ -6,7 +6,7 @@
 // (NN_KERNEL_SOFTMAX_CE_FUSED): one workgroup, invocations take rows in
 // turn and write dlogits = (softmax - onehot(label)) / rows; the mean of
 // -log p[label] goes to loss[0]. A label outside [0, cols) is reported as
-// by softmax_ce_forward.comp (status buffer, binding 4); its row's
+// by softmax_ce_forward.comp (status buffer, binding 8); its row's
 // gradient is softmax / rows and its loss NaN.
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
@@ -26,18 +26,16 @@ void main() {
     float inv_rows = 1.0 / float(p.rows);
     for (uint r = tid; r < uint(p.rows); r += 256) {
         uint xi = p.off0 + r * uint(p.cols), gi = p.off2 + r * uint(p.cols);
+        int label = labels[p.off1 + r]; // its load goes out with the row's
         float m = x[xi];
         for (int j = 1; j < p.cols; j++) m = max(m, x[xi + j]);
         float sum = 0.0;
-        for (int j = 0; j < p.cols; j++) {
-            float e = exp(x[xi + j] - m);
-            dlogits[gi + j] = e;
-            sum += e;
-        }
+        for (int j = 0; j < p.cols; j++) sum += exp(x[xi + j] - m);
         float inv = 1.0 / sum;
-        int label = labels[p.off1 + r];
+        // The exponentials again from x (cached), rather than written to
+        // dlogits and read back: that waited on a round trip to memory.
         for (int j = 0; j < p.cols; j++)
-            dlogits[gi + j] = (dlogits[gi + j] * inv - (j == label ? 1.0 : 0.0)) * inv_rows;
+            dlogits[gi + j] = (exp(x[xi + j] - m) * inv - (j == label ? 1.0 : 0.0)) * inv_rows;
         if (label < 0 || label >= p.cols) {
             atomicMin(bad_row, int(r));
             total += uintBitsToFloat(0x7fc00000u); // NaN, as the CPU's row loss
