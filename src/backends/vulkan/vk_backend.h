@@ -312,13 +312,14 @@ nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, in
                        int nargs, unsigned written, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
                        uint32_t gz);
 /* vk_record_ex for a kernel that finishes a split reduction (its partials
- * are among args): the work's counters are tracked as written too. */
+ * are among args): the work's counters and partials are tracked as
+ * written too. */
 nn_status vk_record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
                           const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
                           const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
 /* A dispatch of a pipeline specialised by `constants` (vk_pipeline_special);
- * `work`, when given, is a split's work area (its counters are tracked as
- * written, as by vk_record_split). */
+ * `work`, when given, is a split's work area (its counters and partials
+ * are tracked as written, as by vk_record_split). */
 nn_status vk_record_special(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
                             const uint32_t constants[VK_SPECIAL_CONSTANTS], const nn_buffer_ref *args, int nargs,
                             const vk_split_work *work, const void *tail, size_t tail_bytes, uint32_t gx,

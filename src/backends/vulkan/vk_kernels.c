@@ -57,22 +57,26 @@ static bool skipped(const char *list, const char *label) {
 }
 
 /* One dispatch of pipeline `pipe` (its `variant`, or specialised by
- * `special` when that is not NULL); `extra`, when given, is one more range
- * tracked as written (a split's counters, which are not an argument of
- * their own). */
+ * `special` when that is not NULL); `work`, when given, is a split's work
+ * area, whose counters and partials are tracked as written (the counters
+ * are not an argument of their own, and whichever argument carries the
+ * partials, the kernel writes them). */
 static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const uint32_t *special,
-                          const nn_buffer_ref *args, int nargs, unsigned written, const vk_access *extra,
+                          const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
                           const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
     if (nargs > VK_ARG_BINDINGS)
         return nn_set_error(NN_ERR_BACKEND, "vulkan %s: %d buffer arguments; kernels bind at most %d",
                             nn_kernel_name(kernel), nargs, VK_ARG_BINDINGS);
     if (vk->labels && !vk->profile_label[0])
         snprintf(vk->profile_label, sizeof vk->profile_label, "%s", nn_kernel_name(kernel));
-    vk_access accesses[VK_ARG_BINDINGS + 1];
+    vk_access accesses[VK_ARG_BINDINGS + 2];
     int access_count = 0;
     for (int i = 0; i < nargs; i++)
         if (args[i].buffer) accesses[access_count++] = vk_access_of(args[i], (written >> i) & 1u);
-    if (extra) accesses[access_count++] = *extra;
+    if (work) {
+        accesses[access_count++] = work->counter_access;
+        accesses[access_count++] = vk_access_of(work->partials, true);
+    }
     uint32_t push[VK_PUSH_BYTES / 4] = {0};
     uint32_t blocks[VK_ARG_BINDINGS] = {0};
     uint32_t fallback = 0;
@@ -127,16 +131,15 @@ nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, in
 nn_status vk_record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
                           const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
                           const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
-    return dispatch(vk, kernel, pipe, variant, NULL, args, nargs, written, &work->counter_access, tail, tail_bytes,
-                    gx, gy, gz);
+    return dispatch(vk, kernel, pipe, variant, NULL, args, nargs, written, work, tail, tail_bytes, gx, gy, gz);
 }
 
 nn_status vk_record_special(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
                             const uint32_t constants[VK_SPECIAL_CONSTANTS], const nn_buffer_ref *args, int nargs,
                             const vk_split_work *work, const void *tail, size_t tail_bytes, uint32_t gx,
                             uint32_t gy, uint32_t gz) {
-    return dispatch(vk, kernel, pipe, 0, constants, args, nargs, nn_kernel_written_args(kernel),
-                    work ? &work->counter_access : NULL, tail, tail_bytes, gx, gy, gz);
+    return dispatch(vk, kernel, pipe, 0, constants, args, nargs, nn_kernel_written_args(kernel), work, tail,
+                    tail_bytes, gx, gy, gz);
 }
 
 static nn_status record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_buffer_ref *args,
