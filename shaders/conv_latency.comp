@@ -32,7 +32,7 @@ const uint MODE = MODE_BIT0 + 2u * MODE_BIT1;
 const uint FORWARD = 0u, DATA = 1u, WEIGHT = 2u;
 
 layout(push_constant) uniform Params {
-    PC_OFFSETS
+    PC_OFFSETS8
     uint batch, channels, height, width;
     uint kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
     uint out_h, out_w;
@@ -45,12 +45,13 @@ layout(push_constant) uniform Params {
     uint counters;
 } p;
 // Bindings: 0 is x (forward) or dy (data, weight); 1 is W (forward, data)
-// or x (weight); 2 the output; 3 the bias (forward) or the split work area.
+// or x (weight); 2 the output; 3 the bias (forward); 4 the split work area.
 layout(std430, binding = 0) readonly buffer In0 { float in0[]; };
 layout(std430, binding = 1) readonly buffer In1 { float in1[]; };
 layout(std430, binding = 2) buffer MC { float C[]; };
-layout(std430, binding = 3) coherent buffer MX { float aux[]; };
-layout(std430, binding = 3) coherent buffer MXU { uint work_counters[]; };
+layout(std430, binding = 3) readonly buffer MX { float aux[]; };
+layout(std430, binding = 4) coherent buffer Work { float work[]; };
+layout(std430, binding = 4) coherent buffer WorkU { uint work_counters[]; };
 
 #include "gemm_epilogue.glsl"
 #include "latency_tiles.glsl"

@@ -13,14 +13,14 @@
 // own partials, are latency_walk.glsl's (shared with conv_latency.comp).
 //
 // The epilogue is gemm.comp's (bias, ReLU, mask; aux at binding 3); with
-// splits > 1 binding 3 is the work area, so only the ReLU may be asked for.
+// splits > 1 the work area is binding 4, so a split product has it too.
 layout(constant_id = 0) const uint BM = 16;
 layout(constant_id = 1) const uint BN = 8;
 layout(constant_id = 2) const uint BK = 64;
 layout(local_size_x_id = 5) in; // BM * BN
 
 layout(push_constant) uniform Params {
-    PC_OFFSETS
+    PC_OFFSETS8
     uint m, n, k;
     uint trans_a, trans_b;
     uint lda, ldb, ldc;
@@ -30,16 +30,17 @@ layout(push_constant) uniform Params {
     float alpha, beta;
     uint splits, split_steps;
     uint epilogue;
-    uint counters; // with splits > 1: the element index of the tile counters in binding 3
+    uint counters; // with splits > 1: the element index of the tile counters in binding 4
 } p;
 layout(std430, binding = 0) readonly buffer MA { float A[]; };
 layout(std430, binding = 1) readonly buffer MB { float B[]; };
 layout(std430, binding = 2) buffer MC { float C[]; };
-// The epilogue's aux, or (splits > 1) the split work area: partials as
+// The epilogue's aux; with splits > 1 the split work area: partials as
 // floats, the counters as uints. Coherent: a tile's last workgroup reads
 // partials other workgroups wrote.
-layout(std430, binding = 3) coherent buffer MX { float aux[]; };
-layout(std430, binding = 3) coherent buffer MXU { uint work_counters[]; };
+layout(std430, binding = 3) readonly buffer MX { float aux[]; };
+layout(std430, binding = 4) coherent buffer Work { float work[]; };
+layout(std430, binding = 4) coherent buffer WorkU { uint work_counters[]; };
 
 #include "gemm_epilogue.glsl"
 

@@ -1,13 +1,13 @@
 // main() of the latency-bound products (latency_tiles.glsl says what the
 // includer provides). The push constants name at least m, n, k, batch,
 // summed, alpha, beta, splits, split_steps, epilogue and counters; the
-// buffers C (binding 2) and aux / work_counters (binding 3).
+// buffers C (binding 2), aux (binding 3) and work / work_counters (binding 4).
 //
 // Workgroup x is an output tile (row-major over the tiles); z is the
 // product (batch > 1, not summed), or, for a summed batch or a long k, a
 // split: with splits > 1 workgroup z walks steps [z * split_steps, ...) of
 // the (product, k slice) walk and writes its partial tile to the split
-// work area (binding 3, vk_split_work.c); the last workgroup of a tile to
+// work area (binding 4, vk_split_work.c); the last workgroup of a tile to
 // finish adds the partials in split order, applies alpha, the epilogue and
 // beta, and resets the tile's counter. One dispatch, no second kernel, and
 // the same sum whatever order the workgroups ran in.
@@ -72,7 +72,7 @@ void main() {
         }
         if (split) {
             uint plane = p.m * p.n;
-            if (inside) aux[p.off3 + z * plane + row * p.n + col] = acc;
+            if (inside) work[p.off4 + z * plane + row * p.n + col] = acc;
             memoryBarrierBuffer();
             barrier();
             if (tid == 0u) last_of_tile = atomicAdd(work_counters[p.counters + tile], 1u) == p.splits - 1u;
@@ -82,13 +82,13 @@ void main() {
             acc = 0.0;
             if (inside) {
                 // Loads sixteen at a time (all in flight), added in split order.
-                uint base = p.off3 + row * p.n + col, s = 0u;
+                uint base = p.off4 + row * p.n + col, s = 0u;
                 for (; s + 16u <= p.splits; s += 16u) {
                     float v[16];
-                    for (uint j = 0; j < 16u; j++) v[j] = aux[base + (s + j) * plane];
+                    for (uint j = 0; j < 16u; j++) v[j] = work[base + (s + j) * plane];
                     for (uint j = 0; j < 16u; j++) acc += v[j];
                 }
-                for (; s < p.splits; s++) acc += aux[base + s * plane];
+                for (; s < p.splits; s++) acc += work[base + s * plane];
             }
             if (tid == 0u) work_counters[p.counters + tile] = 0u;
         }

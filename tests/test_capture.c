@@ -143,7 +143,7 @@ static size_t train(const char *device, bool capture, bool host_fed, float *weig
             } else if (s == 1) {
                 ok &= nn_capture_begin(t.ctx) == NN_OK && step(&t);
                 cap = nn_capture_end(t.ctx);
-                ok &= cap != NULL && nn_capture_command_count(cap) > 20;
+                ok &= cap != NULL && nn_capture_command_count(cap) > 15; /* a whole step (19 on Vulkan, fused) */
             } else if (host_fed) {
                 ok &= nn_replay(cap, 1) == NN_OK; /* new inputs before each */
             } else {

@@ -137,6 +137,10 @@ static const gemm_case kGemmCases[] = {
     {5, 3, 3000, 0, 1, 1, 0, 0, 1, 0, NN_EPI_BIAS_COLS | NN_EPI_RELU},
     {5, 3, 3000, 1, 0, 1, 0, 0, 1, 1, NN_EPI_MASK},
     {33, 17, 2000, 0, 0, 1, 0, 1, 1, 0, NN_EPI_BIAS_ROWS | NN_EPI_RELU},
+    /* LeNet-5's first Linear at batch 64: a latency-bound product split over
+     * k, its bias and ReLU applied by the split's last workgroup */
+    {64, 120, 256, 0, 1, 1, 0, 0, 1, 0, NN_EPI_BIAS_COLS | NN_EPI_RELU},
+    {64, 120, 257, 0, 0, 1, 0, 3, 1, 1, NN_EPI_MASK},
     /* no epilogue: the plain GEMM */
     {8, 8, 8, 0, 0, 1, 0, 0, 1, 0, 0},
 };

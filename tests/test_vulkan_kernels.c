@@ -255,6 +255,9 @@ TEST(vulkan_conv2d_kernels) {
     static const nn_conv_geometry lenet[] = {
         {37, 1, 28, 28, 5, 5, 1, 1, 0, 0, 24, 24, 0}, /* c1 at an odd batch: the weight gradient is split */
         {37, 6, 12, 12, 5, 5, 1, 1, 0, 0, 8, 8, 0},   /* c2 */
+        /* one image, k = 400: the latency forward is split over k, its
+         * bias and ReLU applied by the split's last workgroup */
+        {1, 16, 8, 8, 5, 5, 1, 1, 0, 0, 4, 4, 0},
     };
     unsigned seed = 900;
     for (int r = 0; r < 3; r++) {
@@ -267,6 +270,7 @@ TEST(vulkan_conv2d_kernels) {
         }
         conv_kernels_case(&lenet[0], 6, seed++, name, false);
         conv_kernels_case(&lenet[1], 16, seed++, name, false);
+        conv_kernels_case(&lenet[2], 8, seed++, name, false);
         if (nn_test_failures()) break;
     }
     unsetenv("NN_ENGINE_VULKAN_GEMM_TILES");

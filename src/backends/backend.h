@@ -91,6 +91,9 @@ struct nn_backend {
     /* Whether Conv2d -> ReLU -> MaxPool2d with these sizes runs as the fused
      * kernels (kernels.h, nn_conv_pool_params) on this backend. NULL: never. */
     bool (*conv_pool_fuses)(nn_backend *self, const nn_conv_pool_params *p);
+    /* Whether Linear -> ReLU -> Linear with these sizes runs as the fused
+     * kernels (kernels.h, nn_linear_head_params). NULL: never. */
+    bool (*linear_head_fuses)(nn_backend *self, const nn_linear_head_params *p);
 
     /* Memory counters (nn_ctx_memory_stats): bytes in buffers handed out
      * now, the most at any time since the backend opened, and the bytes the

@@ -50,6 +50,9 @@ typedef enum nn_kernel {
     NN_KERNEL_CONV2D_POOL_FORWARD,         /* x, weight, bias (or none), y, winners (int32), columns (or none) */
     NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, /* dy, winners, x, dweight (or none), dbias (or none), columns (or none) */
     NN_KERNEL_CONV2D_POOL_BACKWARD_DATA,   /* dy, winners, weight, dx */
+    /* Linear -> ReLU -> Linear as one layer (nn_linear_head_params) */
+    NN_KERNEL_LINEAR_HEAD_FORWARD,       /* x, wa, ba (or none), wb, bb (or none), h, y */
+    NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, /* dy, wb, h, wa, x (or none), dh, dx (or none) */
     NN_KERNEL_COUNT
 } nn_kernel;
 
@@ -216,6 +219,28 @@ typedef struct nn_conv_pool_params {
     int32_t pooled_h, pooled_w;
     int32_t bias_accumulate; /* BACKWARD_WEIGHT: add into dbias */
 } nn_conv_pool_params;
+
+/* Linear -> ReLU -> Linear, the small layers at the end of a classifier
+ * (LeNet-5's last two), as one operation whose kernels take a block of rows
+ * through both layers, so the hidden layer's output and gradient never wait
+ * on a barrier between two kernels:
+ *   FORWARD        h = relu(x wa^T + ba) [rows, hidden] (a NaN passes, as
+ *                  relu_forward), y = h wb^T + bb [rows, out]; wa is
+ *                  [hidden, in] and wb [out, hidden] (Linear's layout); the
+ *                  biases may be absent;
+ *   BACKWARD_DATA  dh = (dy wb) * (h > 0) [rows, hidden], the gradient of
+ *                  the ReLU's input, and, when dx is given, dx (+)= dh wa
+ *                  [rows, in] (accumulate), times (x > 0) with mask_input
+ *                  (x is a fused ReLU's output whose gradient this op
+ *                  writes masked: fused_relu.h); x is read only then.
+ * The weight and bias gradients are GEMMs and column sums of dy and dh.
+ * nn_sequential fuses the layers where nn_backend.linear_head_fuses says so;
+ * a backend's kernels refuse, by name, sizes they do not take. */
+typedef struct nn_linear_head_params {
+    int32_t rows, in, hidden, out;
+    int32_t mask_input; /* BACKWARD_DATA: dx *= (x > 0) */
+    int32_t accumulate; /* BACKWARD_DATA: add into dx */
+} nn_linear_head_params;
 
 /* NN_KERNEL_MAXPOOL_BACKWARD_MASKED takes nn_pool_params: the max-pool
  * backward of a pool whose input is a ReLU output, fused with that ReLU's

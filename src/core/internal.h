@@ -52,7 +52,7 @@ struct nn_tensor {
 };
 
 /* The most saved tensors or inputs any operation needs. */
-#define NN_NODE_MAX_TENSORS 4
+#define NN_NODE_MAX_TENSORS 5
 
 typedef nn_status (*nn_backward_fn)(nn_node *node);
 
@@ -74,6 +74,7 @@ struct nn_node {
         nn_conv_geometry conv;
         nn_pool_params pool;
         nn_conv_pool_params conv_pool;
+        nn_linear_head_params linear_head;
         struct {
             bool transpose_a, transpose_b;
         } matmul;
@@ -144,6 +145,8 @@ void nn_ctx_untrack_step_tensor(nn_ctx *ctx, nn_tensor *t);
 bool nn_ctx_conv_keeps_columns(nn_ctx *ctx, const nn_conv_params *p);
 /* The backend's nn_backend.conv_pool_fuses for these layers. */
 bool nn_ctx_conv_pool_fuses(nn_ctx *ctx, const nn_conv_pool_params *p);
+/* The backend's nn_backend.linear_head_fuses for these layers. */
+bool nn_ctx_linear_head_fuses(nn_ctx *ctx, const nn_linear_head_params *p);
 
 /* Launch a kernel on the context's backend; a failure names the kernel. */
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,

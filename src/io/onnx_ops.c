@@ -153,6 +153,38 @@ static nn_status emit_linear(exporter *x, op_io *io, const char *out) {
     return NN_OK;
 }
 
+/* The fused head (src/ops/linear_head.c) as the three ONNX nodes it is:
+ * Gemm -> Relu -> Gemm, the two values between them named after the first
+ * Gemm node. */
+static nn_status emit_linear_relu_linear(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    char first_out[64], relu_out[64], relu_name[64], second_name[64];
+    reserve_name(x, "Gemm", io);
+    snprintf(first_out, sizeof first_out, "%s_out", io->name);
+    snprintf(relu_name, sizeof relu_name, "%s_relu", io->name);
+    snprintf(relu_out, sizeof relu_out, "%s_relu_out", io->name);
+    snprintf(second_name, sizeof second_name, "%s_second", io->name);
+    const value *const layers[2][3] = {{io->in[0], io->in[1], io->in[2]}, {NULL, io->in[3], io->in[4]}};
+    const char *const names[2] = {io->name, second_name}, *const from[2] = {io->in[0]->name, relu_out};
+    const char *const to[2] = {first_out, out};
+    for (int layer = 0; layer < 2; layer++) {
+        nn_onnx_node n;
+        nn_onnx_node_begin(&n, "Gemm", names[layer]);
+        nn_onnx_node_input(&n, from[layer]);
+        for (int i = 1; i < 3; i++)
+            if (layers[layer][i]) nn_onnx_node_input(&n, layers[layer][i]->name);
+        nn_onnx_node_output(&n, to[layer]);
+        nn_onnx_attr_int(&n, "transB", 1);
+        nn_onnx_node_end(&n, &x->graph);
+        if (layer == 1) break;
+        nn_onnx_node_begin(&n, "Relu", relu_name);
+        nn_onnx_node_input(&n, first_out);
+        nn_onnx_node_output(&n, relu_out);
+        nn_onnx_node_end(&n, &x->graph);
+    }
+    return NN_OK;
+}
+
 static nn_status emit_matmul(exporter *x, op_io *io, const char *out) {
     bool ta = io->node->params.matmul.transpose_a, tb = io->node->params.matmul.transpose_b;
     if (x->dynamic && io->in[0]->batch && ta)
@@ -303,6 +335,7 @@ static const struct {
     {"nn_scale", emit_scale},     {"nn_flatten", emit_flatten},   {"nn_reshape", emit_reshape},
     {"nn_sum", emit_sum},         {"nn_mean", emit_mean},
     {"nn_dropout", emit_dropout}, {"nn_conv2d_relu_maxpool", emit_conv_relu_maxpool},
+    {"nn_linear_relu_linear", emit_linear_relu_linear},
 };
 
 nn_status nn_onnx_emit_op(exporter *x, op_io *io, const char *out) {

@@ -8,7 +8,8 @@
  * container passes it to nobody else -- that layer applies the ReLU's
  * backward mask where it produces the gradient, so the ReLU costs no kernel
  * in backward either. Conv2d, ReLU and MaxPool2d with whole windows run as
- * one operation where the backend fuses them (src/ops/conv_pool.c). */
+ * one operation where the backend fuses them (src/ops/conv_pool.c), and so
+ * do Linear, ReLU and Linear (src/ops/linear_head.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,17 @@ static bool conv_pool_at(nn_module *m, int i, nn_tensor *x) {
     return nn_conv2d_relu_maxpool_fuses(x, conv->params[0], conv->params[1], &p, pool->kernel);
 }
 
+/* Children i, i+1, i+2 are Linear, ReLU and Linear, with no ReLU after
+ * them, and the backend runs them as one (src/ops/linear_head.c). */
+static bool linear_head_at(nn_module *m, int i, nn_tensor *x) {
+    if (i + 2 >= m->child_count || !is_kind(m->children[i], "Linear") || !is_kind(m->children[i + 1], "ReLU") ||
+        !is_kind(m->children[i + 2], "Linear") || (i + 3 < m->child_count && is_kind(m->children[i + 3], "ReLU")))
+        return false;
+    const nn_module *first = m->children[i], *second = m->children[i + 2];
+    if (m->children[i + 1]->ctx != x->ctx || second->ctx != x->ctx) return false;
+    return nn_linear_relu_linear_fuses(x, first->params[0], first->params[1], second->params[0], second->params[1]);
+}
+
 static nn_tensor *sequential_forward(nn_module *m, nn_tensor *x) {
     bool masked_input = false; /* x is a fused ReLU's output, consumed only by child i */
     for (int i = 0; i < m->child_count && x; i++) {
@@ -59,6 +71,13 @@ static nn_tensor *sequential_forward(nn_module *m, nn_tensor *x) {
         bool relu_next = i + 1 < m->child_count && is_kind(m->children[i + 1], "ReLU");
         int flags = masked_input && takes_mask(child) ? NN_FUSE_MASK_INPUT : 0;
         masked_input = false;
+        if (linear_head_at(m, i, x)) {
+            const nn_module *second = m->children[i + 2];
+            x = nn_linear_relu_linear(x, child->params[0], child->params[1], second->params[0], second->params[1],
+                                      flags);
+            i += 2; /* the ReLU and the second Linear ran in the same kernels */
+            continue;
+        }
         if (fuses_relu(child) && relu_next) {
             x = fused_forward(child, x, flags | NN_FUSE_RELU);
             i++; /* the ReLU ran in the layer's kernel */

@@ -47,6 +47,12 @@ bool nn_conv2d_relu_maxpool_fuses(nn_tensor *x, nn_tensor *weight, nn_tensor *bi
 nn_tensor *nn_conv2d_relu_maxpool(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
                                   int pool);
 
+/* Linear -> ReLU -> Linear as one tape node and the fused kernels
+ * (kernels.h, nn_linear_head_params): src/ops/linear_head.c. With
+ * NN_FUSE_MASK_INPUT, x is a fused ReLU's output this op claims. */
+bool nn_linear_relu_linear_fuses(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_tensor *wb, nn_tensor *bb);
+nn_tensor *nn_linear_relu_linear(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_tensor *wb, nn_tensor *bb, int flags);
+
 /* conv2d.c's argument checks (the messages name `op`) and output geometry,
  * shared with the fused op. */
 nn_status nn_conv2d_check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tensor *bias,

@@ -90,9 +90,10 @@ def test_cli_export_matches_engine(tmp_path):
 @pytest.mark.skipif(os.environ.get("NN_ENGINE_TEST_VULKAN") == "0", reason="NN_ENGINE_TEST_VULKAN=0: no Vulkan device")
 def test_fused_layers_export_as_their_nodes(tmp_path):
     """On Vulkan (lavapipe in CI), LeNet-5's Conv2d -> ReLU -> MaxPool2d run
-    as one fused operation; its export must be the same Conv, Relu, MaxPool
-    nodes as the CPU's unfused layers, and onnxruntime must compute what the
-    engine computes on Vulkan."""
+    as one fused operation, and so do its last Linear -> ReLU -> Linear; the
+    export must be the same Conv, Relu, MaxPool and Gemm, Relu, Gemm nodes as
+    the CPU's unfused layers, and onnxruntime must compute what the engine
+    computes on Vulkan."""
     weights = tmp_path / "weights.safetensors"
     fixture("save", "lenet", 20261122, weights)
     graphs = {}
@@ -105,6 +106,7 @@ def test_fused_layers_export_as_their_nodes(tmp_path):
     ops = [n.op_type for n in graphs["vulkan"].node]
     assert ops == [n.op_type for n in graphs["cpu"].node]
     assert ops[:6] == ["Conv", "Relu", "MaxPool"] * 2
+    assert ops[-3:] == ["Gemm", "Relu", "Gemm"]
     for fused, plain in zip(graphs["vulkan"].node, graphs["cpu"].node):
         assert fused.attribute == plain.attribute
     x = random_input("lenet", 5, seed=77)
@@ -117,3 +119,4 @@ def test_fused_layers_export_as_their_nodes(tmp_path):
                           capture_output=True, text=True,
                           env=dict(os.environ, NN_IO_FIXTURE_DEVICE="vulkan", NN_ENGINE_VULKAN_PROFILE="1"))
     assert done.returncode == 0 and "conv+pool forward" in done.stderr, done.stderr
+    assert "linear head forward" in done.stderr, done.stderr

@@ -66,6 +66,15 @@ nn_status device_steps_open_host(device_steps *s, nn_ctx *ctx, nn_module *net, n
     return open_tensors(s, channels, height, width);
 }
 
+/* A full batch is gathered by the step before it, at its end (the first of
+ * an epoch by device_steps_begin_epoch): there the gather runs beside the
+ * optimizer's update, which it does not wait for, and the step starts with
+ * its forward pass -- one barrier fewer per step than gathering first. It is
+ * read from the counter's position, so after the counter has advanced. */
+static nn_status gather_full_batch(device_steps *s) {
+    return nn_device_dataset_gather(s->data, s->counter, 0, s->x, s->y);
+}
+
 /* The start of an epoch: step counter and sums at zero, its learning rates. */
 static nn_status reset_epoch(device_steps *s, const float *lrs) {
     int32_t zero = 0;
@@ -78,29 +87,35 @@ nn_status device_steps_begin_host_epoch(device_steps *s, const float *lrs) { ret
 
 nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, const float *lrs) {
     TRY(nn_device_dataset_set_order(s->data, order, nn_device_dataset_count(s->data)));
-    return reset_epoch(s, lrs);
+    TRY(reset_epoch(s, lrs));
+    return s->full_steps > 0 ? gather_full_batch(s) : NN_OK; /* the first step's batch */
 }
 
-/* One step on batch (x, y). A full batch gathered on the device comes from
- * the counter's position and advances it; the last, smaller one comes from a
- * fixed position. A host-fed batch is already in x and y; its learning rate
- * is the counter's, which every host-fed step advances. */
+/* One step on batch (x, y). A full batch gathered on the device is in x and
+ * y already; the last, smaller one is gathered here from a fixed position. A
+ * host-fed batch is already in x and y. The learning rate is the counter's
+ * (the fixed position's for the smaller batch); every counted step advances
+ * the counter. */
 static nn_status one_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool full) {
     bool counted = full || s->host_fed;
     nn_tensor *counter = counted ? s->counter : NULL;
     nn_status st = NN_OK;
-    if (!s->host_fed) st = nn_device_dataset_gather(s->data, counter, full ? 0 : s->full_steps * s->batch, x, y);
+    if (!s->host_fed && !full) st = nn_device_dataset_gather(s->data, NULL, s->full_steps * s->batch, x, y);
     if (st == NN_OK) st = nn_table_lookup(s->lr_table, counter, counted ? 0 : s->full_steps, nn_sgd_lr_tensor(s->opt));
-    if (st == NN_OK && counted) st = nn_counter_add(s->counter, 1);
-    /* Zeroed first: the fill then runs beside the gather, and the first
+    /* Zeroed first: the fill then runs beside the first layer, and the first
      * weight gradient of backward need not wait for it. */
     if (st == NN_OK) st = nn_sgd_zero_grad(s->opt);
     nn_tensor *logits = st == NN_OK ? nn_module_forward(s->net, x) : NULL;
     nn_tensor *loss = logits ? nn_softmax_cross_entropy(logits, y) : NULL;
     if (st == NN_OK && !loss) st = nn_last_status() != NN_OK ? nn_last_status() : NN_ERR_STATE;
+    /* Advanced here, after the lookup read it (a barrier of the forward
+     * pass lies between) and before the next batch's gather reads it: at the
+     * step's start or end it would need a barrier of its own. */
+    if (st == NN_OK && counted) st = nn_counter_add(s->counter, 1);
     if (st == NN_OK) st = nn_accumulate_metrics(logits, y, loss, s->sums);
     if (st == NN_OK) st = nn_backward(loss);
     if (st == NN_OK) st = nn_sgd_step(s->opt);
+    if (st == NN_OK && full && !s->host_fed) st = gather_full_batch(s);
     nn_status end = nn_ctx_step_end(s->ctx);
     return st == NN_OK ? end : st;
 }

@@ -1,6 +1,7 @@
 /* The training steps of `nnengine train`, on the device: the training set is
- * uploaded once, and each step gathers its batch, looks up its learning rate
- * and sums its loss and accuracy there, by a device-side step counter. So a
+ * uploaded once, and each step looks up its learning rate, sums its loss and
+ * accuracy and gathers the next step's batch there, by a device-side step
+ * counter. So a
  * step needs nothing from the host, and by default it is captured once and
  * replayed (nn_capture.h): many steps per submit, sums read only per epoch or
  * progress tick. --no-capture runs the same kernels eagerly, step by step;

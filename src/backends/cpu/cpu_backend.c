@@ -243,6 +243,8 @@ static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref
     case NN_KERNEL_CONV2D_POOL_FORWARD:
     case NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT:
     case NN_KERNEL_CONV2D_POOL_BACKWARD_DATA: return nn_cpu_conv_pool(self, pool, kernel, params, a);
+    case NN_KERNEL_LINEAR_HEAD_FORWARD:
+    case NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA: return nn_cpu_linear_head(self, kernel, params, a);
     case NN_KERNEL_COUNT: break;
     }
     return nn_set_error(NN_ERR_BACKEND, "cpu: kernel %s is not implemented", nn_kernel_name(kernel));
@@ -281,6 +283,7 @@ nn_backend *nn_cpu_backend_new(int threads) {
     b->free = cpu_free;
     b->conv_keeps_columns = nn_cpu_conv_keeps_columns;
     b->conv_pool_fuses = nn_cpu_conv_pool_fuses;
+    b->linear_head_fuses = nn_cpu_linear_head_fuses;
     b->write = cpu_write;
     b->read = cpu_read;
     b->fill = cpu_fill;

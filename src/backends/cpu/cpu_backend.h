@@ -36,6 +36,11 @@ bool nn_cpu_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);
 nn_status nn_cpu_conv_pool(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_pool_params *p,
                            const nn_buffer_ref *args);
 bool nn_cpu_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p);
+/* NN_KERNEL_LINEAR_HEAD_* (cpu_linear_head.c): the unfused layers' GEMMs in
+ * turn; linear_head_fuses says no (no barrier to save on the CPU). */
+nn_status nn_cpu_linear_head(nn_backend *self, nn_kernel kernel, const nn_linear_head_params *p,
+                             const nn_buffer_ref *a);
+bool nn_cpu_linear_head_fuses(nn_backend *self, const nn_linear_head_params *p);
 nn_status nn_cpu_maxpool_forward(nn_thread_pool *pool, const nn_pool_params *p, const float *x,
                                  float *y, int32_t *argmax);
 nn_status nn_cpu_maxpool_backward(nn_thread_pool *pool, const nn_pool_params *p, const float *dy,

@@ -158,7 +158,30 @@ static nn_status open_device(vk_backend *vk) {
                                      .pQueuePriorities = &priority};
     VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
                                .pQueueCreateInfos = &queue};
+    /* NN_ENGINE_VULKAN_PIPELINE_STATS=1 (vk_profile.c): the driver's
+     * statistics of each pipeline it builds, where it has the extension. */
+    const char *stats = getenv("NN_ENGINE_VULKAN_PIPELINE_STATS");
+    const char *stats_extension = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pipelineExecutableInfo = VK_TRUE};
+    const bool want_stats = stats && strcmp(stats, "1") == 0;
+    if (want_stats) {
+        info.pNext = &executables;
+        info.enabledExtensionCount = 1;
+        info.ppEnabledExtensionNames = &stats_extension;
+    }
     VkResult r = vk->vi->fns.vkCreateDevice(vk->phys->handle, &info, NULL, &vk->device);
+    if (want_stats && r != VK_SUCCESS) {
+        fprintf(stderr, "nn-engine: NN_ENGINE_VULKAN_PIPELINE_STATS=1: %s has no %s (%s); no statistics\n",
+                vk->phys->props.deviceName, stats_extension, nn_vk_result_name(r));
+        info.pNext = NULL;
+        info.enabledExtensionCount = 0;
+        r = vk->vi->fns.vkCreateDevice(vk->phys->handle, &info, NULL, &vk->device);
+    } else if (want_stats) {
+        vk->pipeline_statistics = (PFN_vkGetPipelineExecutableStatisticsKHR)vk->vi->fns.vkGetDeviceProcAddr(
+            vk->device, "vkGetPipelineExecutableStatisticsKHR");
+    }
     if (r != VK_SUCCESS) {
         vk->device = VK_NULL_HANDLE;
         return nn_set_error(NN_ERR_BACKEND, "vulkan: vkCreateDevice failed on %s (%s)", vk->phys->props.deviceName,
@@ -213,6 +236,7 @@ nn_backend *nn_vulkan_backend_new(bool hardware_only, bool *no_device) {
     b->free = vk_buffer_free;
     b->conv_keeps_columns = vk_conv_keeps_columns;
     b->conv_pool_fuses = vk_conv_pool_fuses;
+    b->linear_head_fuses = vk_linear_head_fuses;
     b->write = vk_write;
     b->read = vk_read;
     b->fill = vk_fill;

@@ -142,6 +142,9 @@ typedef enum vk_pipeline_id {
     VK_PIPE_CONV_POOL_FORWARD,
     VK_PIPE_CONV_POOL_WEIGHT,
     VK_PIPE_CONV_POOL_DATA,
+    /* Linear -> ReLU -> Linear (vk_linear_head.c), specialised per head */
+    VK_PIPE_LINEAR_HEAD_FORWARD,
+    VK_PIPE_LINEAR_HEAD_DATA,
     VK_PIPE_COUNT
 } vk_pipeline_id;
 
@@ -198,6 +201,9 @@ typedef struct vk_backend {
     struct vk_profile *profile; /* NN_ENGINE_VULKAN_PROFILE=1 (vk_profile.c), else NULL */
     char profile_label[VK_PROFILE_LABEL]; /* names the next command in the profile or trace */
     bool trace;              /* NN_ENGINE_VULKAN_TRACE=1: print each plan's commands and barriers */
+    /* NN_ENGINE_VULKAN_PIPELINE_STATS=1: the driver's statistics of each
+     * pipeline (vk_pipeline_stats_print); NULL without the extension */
+    PFN_vkGetPipelineExecutableStatisticsKHR pipeline_statistics;
     bool labels;             /* profile, trace or skip: commands are named */
     /* NN_ENGINE_VULKAN_SKIP=a,b: commands whose names contain one of these
      * are dispatched with no workgroups (a diagnostic: results are wrong,
@@ -278,6 +284,11 @@ void vk_profile_command_end(vk_backend *vk, int frame, VkCommandBuffer cmd);
 void vk_profile_frame_done(vk_backend *vk, int frame);
 /* Print the table and free the profile. */
 void vk_profile_destroy(vk_backend *vk);
+/* With NN_ENGINE_VULKAN_PIPELINE_STATS=1: the driver's statistics of a
+ * pipeline just built (registers, spills, shared memory: what the driver
+ * reports), one line on stderr. */
+void vk_pipeline_stats_print(vk_backend *vk, VkPipeline pipeline, const char *shader, const uint32_t *constants,
+                             uint32_t count);
 
 /* vk_pipelines.c */
 nn_status vk_pipelines_init(vk_backend *vk);
@@ -341,12 +352,11 @@ typedef struct vk_latency_plan {
     int64_t tiles, splits, split_steps;
 } vk_latency_plan;
 bool vk_latency_wanted(int64_t macs);
-/* aux: the epilogue reads binding 3 (then no split); conv: the
- * conv_latency.comp pipelines. */
-nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, int64_t products, bool aux,
-                              bool conv, vk_latency_plan *out);
+/* conv: the conv_latency.comp pipelines. */
+nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, int64_t products, bool conv,
+                              vk_latency_plan *out);
 /* Record it: push (push_bytes) gets the split's counters at byte
- * counters_at; a split takes binding 3 for its work area. */
+ * counters_at; a[3] (nargs > 3) is the epilogue's aux, binding 4 a split's work area. */
 nn_status vk_latency_record(vk_backend *vk, nn_kernel kernel, const vk_latency_plan *plan, int variant,
                             const nn_buffer_ref *a, int nargs, void *push, size_t push_bytes, size_t counters_at,
                             int64_t outputs, int32_t m, int32_t n);
@@ -360,6 +370,11 @@ bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);
  * _BACKWARD_DATA, and the backend's conv_pool_fuses. */
 nn_status vk_run_conv_pool(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_pool_params *p);
 bool vk_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p);
+/* vk_linear_head.c: NN_KERNEL_LINEAR_HEAD_FORWARD / _BACKWARD_DATA, and the
+ * backend's linear_head_fuses. */
+nn_status vk_run_linear_head(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,
+                             const nn_linear_head_params *p);
+bool vk_linear_head_fuses(nn_backend *self, const nn_linear_head_params *p);
 
 /* The generated table of embedded SPIR-V (build/gen/vk_shaders.c). */
 typedef struct nn_vk_shader {

@@ -116,9 +116,7 @@ static nn_status latency_route(vk_backend *vk, nn_kernel kernel, const nn_buffer
         outputs = 1, products = g->batch;
     }
     vk_latency_plan plan;
-    NN_TRY(vk_latency_plan_for((int32_t)push.m, (int32_t)push.n, (int32_t)push.k, outputs, products,
-                               (cp->epilogue & NN_EPI_BIAS_ROWS) && kernel == NN_KERNEL_CONV2D_FORWARD, true,
-                               &plan));
+    NN_TRY(vk_latency_plan_for((int32_t)push.m, (int32_t)push.n, (int32_t)push.k, outputs, products, true, &plan));
     push.splits = (uint32_t)plan.splits;
     push.split_steps = (uint32_t)plan.split_steps;
     if (vk->labels)

@@ -139,8 +139,8 @@ bool vk_latency_wanted(int64_t macs) {
     return macs <= LATENCY_MAX_MACS;
 }
 
-nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, int64_t products, bool aux,
-                              bool conv, vk_latency_plan *out) {
+nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, int64_t products, bool conv,
+                              vk_latency_plan *out) {
     bool narrow = m <= 8;
     out->pipe = conv ? (narrow ? VK_PIPE_CONV_LATENCY_FEW_ROWS : VK_PIPE_CONV_LATENCY)
                      : (narrow ? VK_PIPE_GEMM_LATENCY_FEW_ROWS : VK_PIPE_GEMM_LATENCY);
@@ -153,9 +153,10 @@ nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, 
     int64_t steps = products * ceil_div(k, bk);
     out->splits = 1;
     out->split_steps = steps;
-    /* The bias and the mask are read from binding 3, which a split uses
-     * for its partials: such a product walks unsplit (same result). */
-    if (outputs == 1 && steps >= 4 && out->tiles < LATENCY_SPLIT_BELOW_TILES && !aux) {
+    /* A split's partials go to binding 4, so products with a bias or a mask
+     * (binding 3) split too: LeNet-5's first Linear, 60 tiles of four k
+     * slices, walks in four splits. */
+    if (outputs == 1 && steps >= 4 && out->tiles < LATENCY_SPLIT_BELOW_TILES) {
         int64_t splits = (int64_t)ceil(sqrt(32.0 * (double)steps));
         if (splits > LATENCY_MAX_SPLITS) splits = LATENCY_MAX_SPLITS;
         int64_t split_steps = ceil_div(steps, splits);
@@ -171,23 +172,27 @@ nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, 
 nn_status vk_latency_record(vk_backend *vk, nn_kernel kernel, const vk_latency_plan *plan, int variant,
                             const nn_buffer_ref *a, int nargs, void *push, size_t push_bytes, size_t counters_at,
                             int64_t outputs, int32_t m, int32_t n) {
+    /* Always five arguments (so eight offsets in the push constants, as the
+     * shaders declare): A, B, C, the epilogue's aux and the work area. */
+    const nn_buffer_ref none = {NULL, 0, 0};
+    nn_buffer_ref args[5] = {a[0], a[1], a[2], nargs > 3 ? a[3] : none, none};
     if (plan->splits < 2) {
         uint32_t gz = outputs > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
-        return vk_record(vk, kernel, plan->pipe, variant, a, nargs, push, push_bytes, (uint32_t)plan->tiles, 1, gz);
+        return vk_record_ex(vk, kernel, plan->pipe, variant, args, 5, 1u << 2, push, push_bytes,
+                            (uint32_t)plan->tiles, 1, gz);
     }
     vk_split_work work;
     NN_TRY(vk_split_work_take(vk, (uint64_t)plan->tiles, (uint64_t)(plan->splits * m * (int64_t)n), &work));
     memcpy((char *)push + counters_at, &work.counters, sizeof work.counters);
-    nn_buffer_ref args[4] = {a[0], a[1], a[2], work.partials};
-    return vk_record_split(vk, kernel, plan->pipe, variant, args, 4, (1u << 2) | (1u << 3), &work, push,
+    args[4] = work.partials;
+    return vk_record_split(vk, kernel, plan->pipe, variant, args, 5, (1u << 2) | (1u << 4), &work, push,
                            push_bytes, (uint32_t)plan->tiles, 1, (uint32_t)plan->splits);
 }
 
 static nn_status run_latency(vk_backend *vk, const nn_buffer_ref *a, int nargs, const nn_gemm_params *p,
                              gemm_push push, uint32_t epilogue, int32_t k, int64_t outputs, int64_t products) {
     vk_latency_plan plan;
-    bool aux = epilogue & (NN_EPI_BIAS_COLS | NN_EPI_BIAS_ROWS | NN_EPI_MASK);
-    NN_TRY(vk_latency_plan_for(p->m, p->n, k, outputs, products, aux, false, &plan));
+    NN_TRY(vk_latency_plan_for(p->m, p->n, k, outputs, products, false, &plan));
     push.splits = (uint32_t)plan.splits;
     push.split_steps = (uint32_t)plan.split_steps;
     if (vk->labels)

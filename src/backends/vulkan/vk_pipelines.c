@@ -67,6 +67,8 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_CONV_POOL_FORWARD] = {"conv_pool_forward", "conv2d_pool_forward"},
     [VK_PIPE_CONV_POOL_WEIGHT] = {"conv_pool_weight", "conv2d_pool_backward_weight"},
     [VK_PIPE_CONV_POOL_DATA] = {"conv_pool_data", "conv2d_pool_backward_data"},
+    [VK_PIPE_LINEAR_HEAD_FORWARD] = {"linear_head_forward", "linear_head_forward"},
+    [VK_PIPE_LINEAR_HEAD_DATA] = {"linear_head_data", "linear_head_backward_data"},
 };
 
 typedef struct vk_special_pipeline {
@@ -163,7 +165,9 @@ static nn_status build_pipeline(vk_backend *vk, const pipeline_spec *spec, const
                   .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = module, .pName = "main",
                   .pSpecializationInfo = count ? &spec_info : NULL},
         .layout = vk->pipeline_layout};
+    if (vk->pipeline_statistics) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     r = vk->fn.vkCreateComputePipelines(vk->device, VK_NULL_HANDLE, 1, &info, NULL, out);
+    if (r == VK_SUCCESS) vk_pipeline_stats_print(vk, *out, spec->shader, constants, count);
     vk->fn.vkDestroyShaderModule(vk->device, module, NULL);
     if (r != VK_SUCCESS) {
         *out = VK_NULL_HANDLE;

@@ -139,3 +139,39 @@ void vk_profile_destroy(vk_backend *vk) {
     free(p);
     vk->profile = NULL;
 }
+
+void vk_pipeline_stats_print(vk_backend *vk, VkPipeline pipeline, const char *shader, const uint32_t *constants,
+                             uint32_t count) {
+    if (!vk->pipeline_statistics) return; /* a compute pipeline has one executable, index 0 */
+    char line[1024];
+    int at = snprintf(line, sizeof line, "nn-engine pipeline %s", shader);
+    for (uint32_t i = 0; i < count && at < (int)sizeof line; i++)
+        at += snprintf(line + at, sizeof line - (size_t)at, "%s%u", i ? "," : " [", constants[i]);
+    if (count && at < (int)sizeof line) at += snprintf(line + at, sizeof line - (size_t)at, "]");
+    VkPipelineExecutableInfoKHR exec = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+                                        .pipeline = pipeline, .executableIndex = 0};
+    VkPipelineExecutableStatisticKHR stats[32];
+    uint32_t n = 32;
+    for (uint32_t i = 0; i < n; i++) stats[i] = (VkPipelineExecutableStatisticKHR){
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+    VkResult r = vk->pipeline_statistics(vk->device, &exec, &n, stats);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE) n = 0;
+    for (uint32_t i = 0; i < n && at < (int)sizeof line; i++) {
+        const VkPipelineExecutableStatisticKHR *s = &stats[i];
+        at += snprintf(line + at, sizeof line - (size_t)at, "; %s=", s->name);
+        if (at >= (int)sizeof line) break;
+        switch (s->format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+            at += snprintf(line + at, sizeof line - (size_t)at, "%s", s->value.b32 ? "yes" : "no");
+            break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+            at += snprintf(line + at, sizeof line - (size_t)at, "%lld", (long long)s->value.i64);
+            break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+            at += snprintf(line + at, sizeof line - (size_t)at, "%llu", (unsigned long long)s->value.u64);
+            break;
+        default: at += snprintf(line + at, sizeof line - (size_t)at, "%g", s->value.f64); break;
+        }
+    }
+    fprintf(stderr, "%s\n", line);
+}

@@ -1,0 +1,35 @@
+/* The fused Linear -> ReLU -> Linear kernels (kernels.h,
+ * nn_linear_head_params) on the CPU: the unfused layers' GEMMs one after
+ * another, so the fused op computes exactly the floats the layers compute
+ * unfused. There is no barrier to save here, so nn_sequential does not fuse
+ * the layers on the CPU (nn_cpu_linear_head_fuses); the kernels are the
+ * reference the other backends' are tested against. */
+#include "backends/linear_head.h"
+#include "core/error.h"
+#include "cpu_backend.h"
+
+static nn_status product(nn_backend *self, nn_buffer_ref a, nn_buffer_ref b, nn_buffer_ref c, nn_buffer_ref aux,
+                         const nn_gemm_epilogue_params *p) {
+    nn_buffer_ref args[4] = {a, b, c, aux};
+    return self->run(self, NN_KERNEL_GEMM_EPILOGUE, args, 4, p);
+}
+
+nn_status nn_cpu_linear_head(nn_backend *self, nn_kernel kernel, const nn_linear_head_params *p,
+                             const nn_buffer_ref *a) {
+    NN_TRY(nn_linear_head_params_check("cpu", kernel, p));
+    const nn_buffer_ref none = {NULL, 0, 0};
+    if (kernel == NN_KERNEL_LINEAR_HEAD_FORWARD) {
+        nn_gemm_epilogue_params first = nn_linear_head_first_forward(p, a[2].buffer != NULL);
+        nn_gemm_epilogue_params second = nn_linear_head_second_forward(p, a[4].buffer != NULL);
+        NN_TRY(product(self, a[0], a[1], a[5], a[2], &first));
+        return product(self, a[5], a[3], a[6], a[4], &second);
+    }
+    nn_gemm_epilogue_params hidden = nn_linear_head_hidden_gradient(p), input = nn_linear_head_input_gradient(p);
+    NN_TRY(product(self, a[0], a[1], a[5], a[2], &hidden));
+    return a[6].buffer ? product(self, a[5], a[3], a[6], p->mask_input ? a[4] : none, &input) : NN_OK;
+}
+
+bool nn_cpu_linear_head_fuses(nn_backend *self, const nn_linear_head_params *p) {
+    (void)self, (void)p;
+    return false;
+}
