@@ -11,7 +11,10 @@
 #include <cstdlib>
 #include <cuda_runtime.h>
 
-template <int KH, int KW, int POOL, int FB>
+// STAGING: 0 the image, then the weights, in rounds of LOADS (as the
+// shader); 1 both in one round of 16 each, addresses clamped to the last
+// entry (the shader's way); 2 the same with loads only where entries exist.
+template <int KH, int KW, int POOL, int FB, int STAGING>
 __global__ void __launch_bounds__(128) conv_pool_forward(const float *x, const float *w, const float *bias, float *y,
                                                          int *winners, int batch, int channels, int height, int width,
                                                          int out_w, int filters, int pooled_h, int pooled_w) {
@@ -30,6 +33,7 @@ __global__ void __launch_bounds__(128) conv_pool_forward(const float *x, const f
     for (unsigned n = blockIdx.z; n < (unsigned)batch; n += gridDim.z) {
         __syncthreads();
         const float *xn = x + n * image_floats;
+        if (STAGING == 0 || n != blockIdx.z) {
         for (unsigned i0 = tid; i0 < image_floats; i0 += LOADS * THREADS) {
             float v[LOADS];
 #pragma unroll
@@ -47,6 +51,30 @@ __global__ void __launch_bounds__(128) conv_pool_forward(const float *x, const f
 #pragma unroll
                 for (unsigned k = 0; k < LOADS; k++)
                     if (i0 + k * THREADS < weight_floats) ws[i0 + k * THREADS] = v[k];
+            }
+        }
+        } else {
+            constexpr unsigned L2 = 16;
+            const float *wf = w + first_filter * filter_floats;
+            for (unsigned i0 = tid; i0 < max(image_floats, weight_floats); i0 += L2 * THREADS) {
+                float xv[L2], wv[L2];
+#pragma unroll
+                for (unsigned k = 0; k < L2; k++) {
+                    unsigned i = i0 + k * THREADS;
+                    if (STAGING == 1) {
+                        xv[k] = xn[min(i, image_floats - 1)];
+                        wv[k] = wf[min(i, weight_floats - 1)];
+                    } else {
+                        xv[k] = i < image_floats ? xn[i] : 0.f;
+                        wv[k] = i < weight_floats ? wf[i] : 0.f;
+                    }
+                }
+#pragma unroll
+                for (unsigned k = 0; k < L2; k++) {
+                    unsigned i = i0 + k * THREADS;
+                    if (i < image_floats) xs[i] = xv[k];
+                    if (i < weight_floats) ws[i] = wv[k];
+                }
             }
         }
         __syncthreads();
@@ -106,7 +134,7 @@ __global__ void __launch_bounds__(128) conv_pool_forward(const float *x, const f
     }
 }
 
-template <int FB>
+template <int FB, int STAGING>
 static void run(const char *name, int batch, int channels, int hw, int filters, int reps) {
     const int K = 5, out = hw - K + 1, pooled = out / 2;
     size_t nx = (size_t)batch * channels * hw * hw, nw = (size_t)filters * channels * K * K;
@@ -121,7 +149,7 @@ static void run(const char *name, int batch, int channels, int hw, int filters, 
     cudaMemset(b, 0, filters * 4);
     unsigned per_image = (filters + FB - 1) / FB * pooled * pooled, tiles = (per_image + 127) / 128;
     dim3 grid(tiles, 1, batch);
-    auto k = conv_pool_forward<5, 5, 2, FB>;
+    auto k = conv_pool_forward<5, 5, 2, FB, STAGING>;
     k<<<grid, 128>>>(x, w, b, y, win, batch, channels, hw, hw, out, filters, pooled, pooled);
     cudaDeviceSynchronize();
     if (reps == 0) return; /* profiling: the one launch */
@@ -145,9 +173,17 @@ static void run(const char *name, int batch, int channels, int hw, int filters, 
 
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 20;
-    run<2>("conv1 batch 64 (FB 2)", 64, 1, 28, 6, reps);
-    run<1>("conv2 batch 64 (FB 1)", 64, 6, 12, 16, reps);
-    run<2>("conv1 batch 256 (FB 2)", 256, 1, 28, 6, reps);
-    run<2>("conv2 batch 256 (FB 2)", 256, 6, 12, 16, reps);
+    run<2, 0>("conv1 batch 64 (FB 2) separate", 64, 1, 28, 6, reps);
+    run<2, 1>("conv1 batch 64 (FB 2) combined clamped", 64, 1, 28, 6, reps);
+    run<2, 2>("conv1 batch 64 (FB 2) combined predicated", 64, 1, 28, 6, reps);
+    run<1, 0>("conv2 batch 64 (FB 1) separate", 64, 6, 12, 16, reps);
+    run<1, 1>("conv2 batch 64 (FB 1) combined clamped", 64, 6, 12, 16, reps);
+    run<1, 2>("conv2 batch 64 (FB 1) combined predicated", 64, 6, 12, 16, reps);
+    run<2, 0>("conv1 batch 256 (FB 2) separate", 256, 1, 28, 6, reps);
+    run<2, 1>("conv1 batch 256 (FB 2) combined clamped", 256, 1, 28, 6, reps);
+    run<2, 2>("conv1 batch 256 (FB 2) combined predicated", 256, 1, 28, 6, reps);
+    run<2, 0>("conv2 batch 256 (FB 2) separate", 256, 6, 12, 16, reps);
+    run<2, 1>("conv2 batch 256 (FB 2) combined clamped", 256, 6, 12, 16, reps);
+    run<2, 2>("conv2 batch 256 (FB 2) combined predicated", 256, 6, 12, 16, reps);
     return 0;
 }
