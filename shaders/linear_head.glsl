@@ -13,8 +13,8 @@ const uint MAX_FEATURES = 256u; // per layer (vk_linear_head.c keeps to it)
 layout(push_constant) uniform Params {
     PC_OFFSETS8
     uint rows, in_features, hidden, out_features;
-    uint mask_input, accumulate; // backward
-    uint has_bias_a, has_bias_b; // forward
+    uint mask_input, accumulate; // the data gradient's
+    uint given_a, given_b;       // forward: ba, bb bound; data gradient: dx bound (given_a)
 } p;
 
 shared float first_rows[ROWS * MAX_FEATURES];  // the layer's input rows

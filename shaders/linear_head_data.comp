@@ -4,8 +4,7 @@
 #include "common.glsl"
 // NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA (kernels.h): dh = (dy wb) * (h > 0),
 // then dx (+)= dh wa (times x > 0 with mask_input), for ROWS rows per
-// workgroup (linear_head.glsl); dx is skipped when not bound (has_bias_a
-// carries "dx given" here).
+// workgroup (linear_head.glsl); dx is skipped when not bound (given_a).
 layout(local_size_x = 256) in;
 layout(constant_id = 0) const uint PARTS1 = 1u; // THREADS / hidden
 layout(constant_id = 1) const uint SPAN1 = 1u;  // ceil(out / PARTS1): wb loads per invocation
@@ -26,7 +25,7 @@ void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint row0 = gl_WorkGroupID.x * ROWS, rows = min(ROWS, p.rows - row0);
     const uint in_f = p.in_features, hidden = p.hidden, out_f = p.out_features;
-    const bool want_dx = p.has_bias_a != 0u;
+    const bool want_dx = p.given_a != 0u;
 
     // dy's rows and both layers' weights for this invocation, all in flight.
     float dyv[ROWS];

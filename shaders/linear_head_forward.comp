@@ -48,11 +48,11 @@ void main() {
     float bias_a[A_PASSES], bias_b[B_PASSES];
     for (uint q = 0u; q < A_PASSES; q++) {
         uint j = q * PER_PASS + finisher_slot;
-        bias_a[q] = p.has_bias_a != 0u && j < hidden ? ba[p.off2 + j] : 0.0;
+        bias_a[q] = p.given_a != 0u && j < hidden ? ba[p.off2 + j] : 0.0;
     }
     for (uint q = 0u; q < B_PASSES; q++) {
         uint o = q * PER_PASS + finisher_slot;
-        bias_b[q] = p.has_bias_b != 0u && o < out_f ? bb[p.off4 + o] : 0.0;
+        bias_b[q] = p.given_b != 0u && o < out_f ? bb[p.off4 + o] : 0.0;
     }
     for (uint r = 0u; r < ROWS; r++)
         if (tid < in_f) first_rows[r * in_f + tid] = xv[r];
