@@ -59,11 +59,7 @@ static float *steps(size_t n, float denominator, unsigned seed) {
     return x;
 }
 
-static float *randoms(size_t n, unsigned seed) {
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    vkt_fill(x, n, -1.0f, 1.0f, seed);
-    return x;
-}
+static float *randoms(size_t n, unsigned seed) { return vkt_randoms(n, -1.0f, 1.0f, seed); }
 
 typedef struct sizes {
     size_t x, w, z, y;
@@ -150,23 +146,7 @@ static void reference_free(reference *r) { free(r->y), free(r->dw), free(r->db),
 
 /* ---- the CPU kernels against the reference ---- */
 
-static nn_buffer_ref cpu_buffer(const void *data, size_t count) {
-    nn_backend *cpu = vkt_cpu();
-    nn_buffer *b = cpu->alloc(cpu, count * 4 + 8);
-    nn_buffer_ref ref = {b, 8, 0}; /* a view at an offset */
-    if (data && count) cpu->write(cpu, ref, data, count * 4);
-    return ref;
-}
-
 static void cpu_read(nn_buffer_ref ref, void *out, size_t count) { vkt_cpu()->read(vkt_cpu(), ref, out, count * 4); }
-
-static void check_close(const char *what, int case_index, const float *got, const double *want, size_t n, double tol) {
-    for (size_t i = 0; i < n; i++)
-        if (!(fabs(got[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])))) {
-            CHECK_MSG(0, "case %d %s[%zu] = %.9g, want %.9g", case_index, what, i, got[i], want[i]);
-            return;
-        }
-}
 
 TEST(conv_pool_cpu_vs_double) {
     nn_backend *cpu = vkt_cpu();
@@ -181,21 +161,21 @@ TEST(conv_pool_cpu_vs_double) {
             float *dx0 = randoms(s.x, seed + 6);
             reference r = reference_of(&p, x, w, b, dy);
             nn_buffer_ref none = {NULL, 0, 0};
-            nn_buffer_ref fx = cpu_buffer(x, s.x), fw = cpu_buffer(w, s.w), fb = b ? cpu_buffer(b, (size_t)p.conv.filters) : none;
-            nn_buffer_ref fy = cpu_buffer(NULL, s.y), fwin = cpu_buffer(NULL, s.y);
+            nn_buffer_ref fx = vkt_cpu_buffer(x, s.x), fw = vkt_cpu_buffer(w, s.w), fb = b ? vkt_cpu_buffer(b, (size_t)p.conv.filters) : none;
+            nn_buffer_ref fy = vkt_cpu_buffer(NULL, s.y), fwin = vkt_cpu_buffer(NULL, s.y);
             nn_buffer_ref fwd[6] = {fx, fw, fb, fy, fwin, none};
             CHECK(cpu->run(cpu, NN_KERNEL_CONV2D_POOL_FORWARD, fwd, 6, &p) == NN_OK);
             float *y = malloc(s.y * 4 + 4);
             int32_t *winners = malloc(s.y * 4 + 4);
             cpu_read(fy, y, s.y);
             cpu_read(fwin, winners, s.y);
-            check_close("y", (int)i, y, r.y, s.y, 0.0);
+            vkt_check_near(y, r.y, s.y, 0.0, "case %zu y", i);
             CHECK_MSG(memcmp(winners, r.winners, s.y * 4) == 0, "case %zu: winners differ from the reference", i);
             for (int acc = 0; acc < 2; acc++) {
                 p.conv.g.accumulate = acc;
                 p.bias_accumulate = acc;
-                nn_buffer_ref fdy = cpu_buffer(dy, s.y), fdw = cpu_buffer(dw0, s.w);
-                nn_buffer_ref fdb = cpu_buffer(db0, (size_t)p.conv.filters), fdx = cpu_buffer(dx0, s.x);
+                nn_buffer_ref fdy = vkt_cpu_buffer(dy, s.y), fdw = vkt_cpu_buffer(dw0, s.w);
+                nn_buffer_ref fdb = vkt_cpu_buffer(db0, (size_t)p.conv.filters), fdx = vkt_cpu_buffer(dx0, s.x);
                 nn_buffer_ref wgt[6] = {fdy, fwin, fx, fdw, fdb, none}, dat[4] = {fdy, fwin, fw, fdx};
                 CHECK(cpu->run(cpu, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, wgt, 6, &p) == NN_OK);
                 CHECK(cpu->run(cpu, NN_KERNEL_CONV2D_POOL_BACKWARD_DATA, dat, 4, &p) == NN_OK);
@@ -208,9 +188,10 @@ TEST(conv_pool_cpu_vs_double) {
                 for (int j = 0; j < p.conv.filters; j++) want_b[j] = r.db[j] + (acc ? db0[j] : 0.0);
                 for (size_t j = 0; j < s.x; j++) want_x[j] = r.dx[j] + (acc ? dx0[j] : 0.0);
                 /* Float sums of up to 57,600 terms (400 images) against double. */
-                check_close(acc ? "dweight (accumulated)" : "dweight", (int)i, got_w, want_w, s.w, 5e-5);
-                check_close(acc ? "dbias (accumulated)" : "dbias", (int)i, got_b, want_b, (size_t)p.conv.filters, 5e-5);
-                check_close(acc ? "dx (accumulated)" : "dx", (int)i, got_x, want_x, s.x, 1e-5);
+                const char *added = acc ? " (accumulated)" : "";
+                vkt_check_near(got_w, want_w, s.w, 5e-5, "case %zu dweight%s", i, added);
+                vkt_check_near(got_b, want_b, (size_t)p.conv.filters, 5e-5, "case %zu dbias%s", i, added);
+                vkt_check_near(got_x, want_x, s.x, 1e-5, "case %zu dx%s", i, added);
                 free(got_w), free(got_b), free(got_x), free(want_w), free(want_b), free(want_x);
                 cpu->free(cpu, fdy.buffer), cpu->free(cpu, fdw.buffer), cpu->free(cpu, fdb.buffer), cpu->free(cpu, fdx.buffer);
             }
@@ -346,17 +327,9 @@ static void sequential_matches_ops(const char *device, const conv_pool_case *c, 
         CHECK(nn_ctx_step_end(ctx) == NN_OK);
     }
     static const char *names[3] = {"dx", "dweight", "dbias"};
-    for (size_t j = 0; j < ny; j++)
-        if (!(fabs(out[1][j] - out[0][j]) <= tol * fmax(1.0, fabs(out[0][j])))) {
-            CHECK_MSG(0, "%s: y[%zu] fused %.9g, unfused %.9g", device, j, out[1][j], out[0][j]);
-            break;
-        }
+    vkt_check_near_f32(out[1], out[0], ny, tol, "%s: y fused (want: unfused)", device);
     for (int t = 0; t < 3; t++) {
-        for (size_t j = 0; j < counts[t]; j++)
-            if (!(fabs(got[1][t][j] - got[0][t][j]) <= tol * fmax(1.0, fabs(got[0][t][j])))) {
-                CHECK_MSG(0, "%s: %s[%zu] fused %.9g, unfused %.9g", device, names[t], j, got[1][t][j], got[0][t][j]);
-                break;
-            }
+        vkt_check_near_f32(got[1][t], got[0][t], counts[t], tol, "%s: %s fused (want: unfused)", device, names[t]);
         free(got[0][t]), free(got[1][t]);
     }
     free(out[0]), free(out[1]), free(data);

@@ -10,12 +10,6 @@
 #include "test.h"
 #include "vulkan_harness.h"
 
-static float *randoms(size_t n, float lo, float hi, unsigned seed) {
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    vkt_fill(x, n, lo, hi, seed);
-    return x;
-}
-
 /* Run one kernel on the CPU backend over host arrays (copied in and out). */
 static nn_status cpu_run(nn_kernel kernel, float **data, const size_t *counts, int nargs, const void *params) {
     nn_backend *cpu = vkt_cpu();
@@ -76,8 +70,8 @@ static void run_gemm_case(const gemm_case *g, unsigned seed, bool vulkan) {
     size_t na = (size_t)(sa * g->batch), nb = (size_t)(sb * g->batch), nc = (size_t)(sc * outputs);
     bool mask = g->epilogue & NN_EPI_MASK;
     size_t nx = mask ? nc : (g->epilogue & NN_EPI_BIAS_ROWS) ? (size_t)g->m : (size_t)g->n;
-    float *a = randoms(na, -1, 1, seed), *b = randoms(nb, -1, 1, seed + 1), *c = randoms(nc, -1, 1, seed + 2);
-    float *aux = randoms(nx, -1, 1, seed + 3);
+    float *a = vkt_randoms(na, -1, 1, seed), *b = vkt_randoms(nb, -1, 1, seed + 1), *c = vkt_randoms(nc, -1, 1, seed + 2);
+    float *aux = vkt_randoms(nx, -1, 1, seed + 3);
     nn_gemm_epilogue_params p = {
         .gemm = {.m = g->m, .n = g->n, .k = g->k, .trans_a = g->ta, .trans_b = g->tb, .lda = lda, .ldb = ldb,
                  .ldc = ldc, .batch = g->batch, .stride_a = sa, .stride_b = sb, .stride_c = g->summed ? 0 : sc,
@@ -200,13 +194,13 @@ TEST(fusion_cpu_maxpool_backward_masked_vs_reference) {
             nn_pool_params p = kPoolCases[i];
             size_t in = (size_t)p.batch * p.channels * p.height * p.width;
             size_t out = (size_t)p.batch * p.channels * p.out_h * p.out_w;
-            float *x = randoms(in, -1, 1, 7 + (unsigned)i);
+            float *x = vkt_randoms(in, -1, 1, 7 + (unsigned)i);
             for (size_t j = 0; j < in; j++) x[j] = x[j] > 0 ? x[j] : 0.0f;
             float *y = calloc(out, sizeof *y), *argmax = calloc(out, sizeof *argmax);
             float *fwd[3] = {x, y, argmax};
             size_t fc[3] = {in, out, out};
             CHECK(cpu_run(NN_KERNEL_MAXPOOL_FORWARD, fwd, fc, 3, &p) == NN_OK);
-            float *dy = randoms(out, -1, 1, 30 + (unsigned)i), *dx = randoms(in, -1, 1, 50 + (unsigned)i);
+            float *dy = vkt_randoms(out, -1, 1, 30 + (unsigned)i), *dx = vkt_randoms(in, -1, 1, 50 + (unsigned)i);
             double *want = malloc(in * sizeof *want);
             for (size_t j = 0; j < in; j++) want[j] = acc ? dx[j] : 0.0;
             int32_t *am = (int32_t *)argmax;
@@ -233,14 +227,14 @@ TEST(fusion_vulkan_maxpool_backward_masked) {
         nn_pool_params p = kPoolCases[i];
         size_t in = (size_t)p.batch * p.channels * p.height * p.width;
         size_t out = (size_t)p.batch * p.channels * p.out_h * p.out_w;
-        float *x = randoms(in, -1, 1, 70 + (unsigned)i);
+        float *x = vkt_randoms(in, -1, 1, 70 + (unsigned)i);
         for (size_t j = 0; j < in; j++) x[j] = x[j] > 0 ? x[j] : 0.0f;
-        float *dy = randoms(out, -1, 1, 80 + (unsigned)i);
+        float *dy = vkt_randoms(out, -1, 1, 80 + (unsigned)i);
         vkt_pair fwd[3] = {vkt_pair_new(x, in, 12), vkt_pair_new(NULL, out, 0), vkt_pair_new(NULL, out, 4)};
         if (vkt_run(NN_KERNEL_MAXPOOL_FORWARD, fwd, 3, &p)) {
             for (int acc = 0; acc < 2; acc++) {
                 p.accumulate = acc;
-                float *dx0 = randoms(in, -1, 1, 90 + (unsigned)i);
+                float *dx0 = vkt_randoms(in, -1, 1, 90 + (unsigned)i);
                 vkt_pair bwd[4] = {vkt_pair_new(dy, out, 0), fwd[2], fwd[1], vkt_pair_new(dx0, in, 8)};
                 char what[80];
                 snprintf(what, sizeof what, "maxpool_backward_masked case %zu accumulate %d", i, acc);
@@ -263,7 +257,7 @@ static const int kSoftmaxShapes[][2] = {{1, 1}, {1, 10}, {7, 3}, {64, 10}, {300,
 TEST(fusion_cpu_softmax_ce_fused_vs_double) {
     for (size_t s = 0; s < sizeof kSoftmaxShapes / sizeof kSoftmaxShapes[0]; s++) {
         int rows = kSoftmaxShapes[s][0], cols = kSoftmaxShapes[s][1];
-        float *x = randoms((size_t)rows * cols, -8, 8, 11 + (unsigned)s);
+        float *x = vkt_randoms((size_t)rows * cols, -8, 8, 11 + (unsigned)s);
         float *labels = malloc((size_t)rows * sizeof *labels);
         for (int r = 0; r < rows; r++) ((int32_t *)labels)[r] = (r * 7 + 3) % cols;
         float *g = calloc((size_t)rows * cols, sizeof *g), loss = 0;
@@ -303,7 +297,7 @@ TEST(fusion_vulkan_softmax_ce_fused) {
     if (vkt_skipped() || !vkt_vulkan()) return;
     for (size_t s = 0; s < sizeof kSoftmaxShapes / sizeof kSoftmaxShapes[0]; s++) {
         int rows = kSoftmaxShapes[s][0], cols = kSoftmaxShapes[s][1];
-        float *x = randoms((size_t)rows * cols, -8, 8, 21 + (unsigned)s);
+        float *x = vkt_randoms((size_t)rows * cols, -8, 8, 21 + (unsigned)s);
         int32_t *labels = malloc((size_t)rows * sizeof *labels);
         for (int r = 0; r < rows; r++) labels[r] = (r * 5 + 1) % cols;
         vkt_pair args[4] = {vkt_pair_new(x, (size_t)rows * cols, 4), vkt_pair_new(labels, (size_t)rows, 0),
@@ -327,8 +321,8 @@ TEST(fusion_cpu_sgd_device_lr_matches_sgd_update) {
         nn_sgd_params p = {.n = (int64_t)n, .lr = 0.0f, .momentum = variant ? 0.9f : 0.0f,
                            .weight_decay = 0.01f, .clip_value = variant == 2 ? 0.3f : 0.0f,
                            .max_grad_norm = variant == 2 ? 2.0f : 0.0f, .nesterov = variant == 2};
-        float *w1 = randoms(n, -1, 1, 3), *w2 = randoms(n, -1, 1, 3), *g = randoms(n, -2, 2, 4);
-        float *v1 = randoms(n, -1, 1, 5), *v2 = randoms(n, -1, 1, 5);
+        float *w1 = vkt_randoms(n, -1, 1, 3), *w2 = vkt_randoms(n, -1, 1, 3), *g = vkt_randoms(n, -2, 2, 4);
+        float *v1 = vkt_randoms(n, -1, 1, 5), *v2 = vkt_randoms(n, -1, 1, 5);
         float scalars[2] = {0.037f, 9.5f}, norm = 9.5f;
         float *d1[4] = {w1, g, variant ? v1 : NULL, scalars};
         size_t c[4] = {n, n, n, 2};
@@ -346,7 +340,7 @@ TEST(fusion_cpu_sgd_device_lr_matches_sgd_update) {
 TEST(fusion_vulkan_sgd_device_lr) {
     if (vkt_skipped() || !vkt_vulkan()) return;
     const size_t n = 777;
-    float *w = randoms(n, -1, 1, 6), *g = randoms(n, -2, 2, 7), *v = randoms(n, -1, 1, 8);
+    float *w = vkt_randoms(n, -1, 1, 6), *g = vkt_randoms(n, -2, 2, 7), *v = vkt_randoms(n, -1, 1, 8);
     float scalars[2] = {0.05f, 4.0f};
     for (int variant = 0; variant < 2; variant++) {
         nn_sgd_params p = {.n = (int64_t)n, .lr = 123.0f /* ignored */, .momentum = variant ? 0.9f : 0.0f,

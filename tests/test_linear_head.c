@@ -28,11 +28,7 @@ static nn_linear_head_params params_of(const head_case *c) {
     return (nn_linear_head_params){.rows = c->rows, .in = c->in, .hidden = c->hidden, .out = c->out};
 }
 
-static float *randoms(size_t n, unsigned seed) {
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    vkt_fill(x, n, -1.0f, 1.0f, seed);
-    return x;
-}
+static float *randoms(size_t n, unsigned seed) { return vkt_randoms(n, -1.0f, 1.0f, seed); }
 
 /* The head in double: h, y forward; dh, dx backward (dx without the
  * accumulation, masked by x > 0 when mask). */
@@ -71,23 +67,12 @@ static reference reference_of(const head_case *c, const float *x, const float *w
 
 static void reference_free(reference *r) { free(r->h), free(r->y), free(r->dh), free(r->dx); }
 
-static nn_buffer_ref cpu_buffer(const void *data, size_t count) {
-    nn_backend *cpu = vkt_cpu();
-    nn_buffer *b = cpu->alloc(cpu, count * 4 + 8);
-    nn_buffer_ref ref = {b, 8, 0}; /* a view at an offset */
-    if (data && count) cpu->write(cpu, ref, data, count * 4);
-    return ref;
-}
-
-static void check_close(const char *what, int case_index, nn_buffer_ref got_ref, const double *want, size_t n,
+/* The n floats of a CPU buffer against want (vkt_check_near). */
+static void check_close(const char *what, size_t case_index, nn_buffer_ref got_ref, const double *want, size_t n,
                         double tol) {
     float *got = malloc(n * 4 + 4);
     vkt_cpu()->read(vkt_cpu(), got_ref, got, n * 4);
-    for (size_t i = 0; i < n; i++)
-        if (!(fabs(got[i] - want[i]) <= tol * fmax(1.0, fabs(want[i])))) {
-            CHECK_MSG(0, "case %d %s[%zu] = %.9g, want %.9g", case_index, what, i, got[i], want[i]);
-            break;
-        }
+    vkt_check_near(got, want, n, tol, "case %zu %s", case_index, what);
     free(got);
 }
 
@@ -104,25 +89,25 @@ TEST(linear_head_cpu_vs_double) {
             float *bb = randoms((size_t)c->out, seed + 4), *dy = randoms(ny, seed + 5), *dx0 = randoms(nx, seed + 6);
             const bool bias = variant == 0, mask = variant == 1;
             reference r = reference_of(c, x, wa, bias ? ba : NULL, wb, bias ? bb : NULL, dy, mask);
-            nn_buffer_ref fx = cpu_buffer(x, nx), fwa = cpu_buffer(wa, (size_t)c->hidden * c->in);
-            nn_buffer_ref fba = bias ? cpu_buffer(ba, (size_t)c->hidden) : none;
-            nn_buffer_ref fwb = cpu_buffer(wb, (size_t)c->out * c->hidden);
-            nn_buffer_ref fbb = bias ? cpu_buffer(bb, (size_t)c->out) : none;
-            nn_buffer_ref fh = cpu_buffer(NULL, nh), fy = cpu_buffer(NULL, ny);
+            nn_buffer_ref fx = vkt_cpu_buffer(x, nx), fwa = vkt_cpu_buffer(wa, (size_t)c->hidden * c->in);
+            nn_buffer_ref fba = bias ? vkt_cpu_buffer(ba, (size_t)c->hidden) : none;
+            nn_buffer_ref fwb = vkt_cpu_buffer(wb, (size_t)c->out * c->hidden);
+            nn_buffer_ref fbb = bias ? vkt_cpu_buffer(bb, (size_t)c->out) : none;
+            nn_buffer_ref fh = vkt_cpu_buffer(NULL, nh), fy = vkt_cpu_buffer(NULL, ny);
             nn_linear_head_params p = params_of(c);
             nn_buffer_ref fwd[7] = {fx, fwa, fba, fwb, fbb, fh, fy};
             CHECK(cpu->run(cpu, NN_KERNEL_LINEAR_HEAD_FORWARD, fwd, 7, &p) == NN_OK);
-            check_close("h", (int)i, fh, r.h, nh, 1e-5);
-            check_close("y", (int)i, fy, r.y, ny, 1e-5);
+            check_close("h", i, fh, r.h, nh, 1e-5);
+            check_close("y", i, fy, r.y, ny, 1e-5);
             p.mask_input = mask;
             p.accumulate = variant;
-            nn_buffer_ref fdy = cpu_buffer(dy, ny), fdh = cpu_buffer(NULL, nh), fdx = cpu_buffer(dx0, nx);
+            nn_buffer_ref fdy = vkt_cpu_buffer(dy, ny), fdh = vkt_cpu_buffer(NULL, nh), fdx = vkt_cpu_buffer(dx0, nx);
             nn_buffer_ref dat[7] = {fdy, fwb, fh, fwa, mask ? fx : none, fdh, fdx};
             CHECK(cpu->run(cpu, NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, dat, 7, &p) == NN_OK);
-            check_close("dh", (int)i, fdh, r.dh, nh, 1e-5);
+            check_close("dh", i, fdh, r.dh, nh, 1e-5);
             for (size_t j = 0; j < nx; j++) r.dx[j] += p.accumulate ? dx0[j] : 0.0;
             /* dx sums hidden sums of out terms each, with cancellation: 5e-5. */
-            check_close("dx", (int)i, fdx, r.dx, nx, 5e-5);
+            check_close("dx", i, fdx, r.dx, nx, 5e-5);
             nn_buffer_ref bufs[] = {fx, fwa, fba, fwb, fbb, fh, fy, fdy, fdh, fdx};
             for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++)
                 if (bufs[b].buffer) cpu->free(cpu, bufs[b].buffer);
@@ -264,17 +249,9 @@ static void head_matches_ops(const char *device, const head_case *c, double tol)
         CHECK(nn_ctx_step_end(ctx) == NN_OK);
     }
     static const char *names[7] = {"dx", "dW0", "db0", "dW1", "db1", "dW2", "db2"};
-    for (size_t j = 0; j < ny; j++)
-        if (!(fabs(out[1][j] - out[0][j]) <= tol * fmax(1.0, fabs(out[0][j])))) {
-            CHECK_MSG(0, "%s: y[%zu] fused %.9g, unfused %.9g", device, j, out[1][j], out[0][j]);
-            break;
-        }
+    vkt_check_near_f32(out[1], out[0], ny, tol, "%s: y fused (want: unfused)", device);
     for (int i = 0; i < 7; i++) {
-        for (size_t j = 0; j < counts[i]; j++)
-            if (!(fabs(got[1][i][j] - got[0][i][j]) <= tol * fmax(1.0, fabs(got[0][i][j])))) {
-                CHECK_MSG(0, "%s: %s[%zu] fused %.9g, unfused %.9g", device, names[i], j, got[1][i][j], got[0][i][j]);
-                break;
-            }
+        vkt_check_near_f32(got[1][i], got[0][i], counts[i], tol, "%s: %s fused (want: unfused)", device, names[i]);
         free(got[0][i]), free(got[1][i]);
     }
     free(out[0]), free(out[1]), free(data);

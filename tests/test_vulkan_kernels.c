@@ -14,12 +14,6 @@
         if (vkt_skipped() || !vkt_vulkan()) return; \
     } while (0)
 
-static float *floats(size_t n, float lo, float hi, unsigned seed) {
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    vkt_fill(x, n, lo, hi, seed);
-    return x;
-}
-
 /* ---- GEMM ---- */
 
 static void gemm_case(int m, int n, int k, int ta, int tb, int batch, int summed, int pad, float alpha, float beta,
@@ -28,7 +22,7 @@ static void gemm_case(int m, int n, int k, int ta, int tb, int batch, int summed
     int64_t sa = (int64_t)(ta ? k : m) * lda, sb = (int64_t)(tb ? n : k) * ldb, sc = (int64_t)m * ldc;
     int outputs = summed ? 1 : batch;
     size_t na = (size_t)sa * batch, nb = (size_t)sb * batch, nc = (size_t)sc * outputs;
-    float *a = floats(na, -1, 1, seed), *b = floats(nb, -1, 1, seed + 1), *c = floats(nc, -1, 1, seed + 2);
+    float *a = vkt_randoms(na, -1, 1, seed), *b = vkt_randoms(nb, -1, 1, seed + 1), *c = vkt_randoms(nc, -1, 1, seed + 2);
     vkt_pair args[3] = {vkt_pair_new(a, na, 16), vkt_pair_new(b, nb, 0), vkt_pair_new(c, nc, 32)};
     nn_gemm_params p = {.m = m, .n = n, .k = k, .trans_a = ta, .trans_b = tb, .lda = lda, .ldb = ldb, .ldc = ldc,
                         .batch = batch, .stride_a = sa, .stride_b = sb, .stride_c = summed ? 0 : sc,
@@ -155,7 +149,7 @@ TEST(vulkan_im2col_col2im) {
         nn_conv_geometry g = kGeometries[i];
         size_t pixels = (size_t)g.batch * g.channels * g.height * g.width;
         size_t columns = (size_t)g.batch * g.channels * g.kernel_h * g.kernel_w * g.out_h * g.out_w;
-        float *img = floats(pixels, -1, 1, (unsigned)i), *col = floats(columns, -1, 1, (unsigned)i + 50);
+        float *img = vkt_randoms(pixels, -1, 1, (unsigned)i), *col = vkt_randoms(columns, -1, 1, (unsigned)i + 50);
         vkt_pair im2col[2] = {vkt_pair_new(img, pixels, 4), vkt_pair_new(col, columns, 0)};
         char what[64];
         snprintf(what, sizeof what, "im2col geometry %zu", i);
@@ -207,8 +201,8 @@ static void conv_kernels_case(const nn_conv_geometry *geometry, int filters, uns
     size_t nx = (size_t)g.batch * g.channels * g.height * g.width;
     size_t nw = (size_t)filters * g.channels * g.kernel_h * g.kernel_w;
     size_t ny = (size_t)g.batch * filters * g.out_h * g.out_w;
-    float *x = floats(nx, -1, 1, seed), *w = floats(nw, -1, 1, seed + 1), *b = floats((size_t)filters, -1, 1, seed + 2);
-    float *y = floats(ny, -1, 1, seed + 3), *dw = floats(nw, -1, 1, seed + 4), *dx = floats(nx, -1, 1, seed + 5);
+    float *x = vkt_randoms(nx, -1, 1, seed), *w = vkt_randoms(nw, -1, 1, seed + 1), *b = vkt_randoms((size_t)filters, -1, 1, seed + 2);
+    float *y = vkt_randoms(ny, -1, 1, seed + 3), *dw = vkt_randoms(nw, -1, 1, seed + 4), *dx = vkt_randoms(nx, -1, 1, seed + 5);
     double k = (double)g.channels * g.kernel_h * g.kernel_w;
     size_t ncols = (size_t)g.batch * (size_t)k * g.out_h * g.out_w;
     float *cols = malloc((ncols ? ncols : 1) * sizeof *cols); /* what a kept column matrix holds */
@@ -289,11 +283,11 @@ TEST(vulkan_maxpool_forward_backward) {
         nn_pool_params p = cases[i];
         size_t in = (size_t)p.batch * p.channels * p.height * p.width;
         size_t out = (size_t)p.batch * p.channels * p.out_h * p.out_w;
-        float *x = floats(in, -4, 4, (unsigned)i);
+        float *x = vkt_randoms(in, -4, 4, (unsigned)i);
         /* Ties (rounded values) and a NaN, which must win its windows. */
         for (size_t j = 0; j < in; j++) x[j] = roundf(x[j]);
         if (in > 7) x[7] = NAN;
-        float *dy = floats(out, -1, 1, (unsigned)i + 9);
+        float *dy = vkt_randoms(out, -1, 1, (unsigned)i + 9);
         vkt_pair fwd[3] = {vkt_pair_new(x, in, 12), vkt_pair_new(NULL, out, 0), vkt_pair_new(NULL, out, 4)};
         char what[64];
         snprintf(what, sizeof what, "maxpool case %zu", i);
@@ -303,7 +297,7 @@ TEST(vulkan_maxpool_forward_backward) {
         }
         for (int acc = 0; acc < 2; acc++) {
             p.accumulate = acc;
-            float *dx0 = floats(in, -1, 1, (unsigned)i + 20);
+            float *dx0 = vkt_randoms(in, -1, 1, (unsigned)i + 20);
             vkt_pair bwd[3] = {vkt_pair_new(dy, out, 0), fwd[2], vkt_pair_new(dx0, in, 0)};
             snprintf(what, sizeof what, "maxpool backward case %zu accumulate %d", i, acc);
             if (vkt_run(NN_KERNEL_MAXPOOL_BACKWARD, bwd, 3, &p)) vkt_compare_f32(&bwd[2], 1e-6, what);
@@ -327,7 +321,7 @@ TEST(vulkan_bias_add_and_grad) {
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         nn_bias_params p = {.outer = shapes[i][0], .channels = (int32_t)shapes[i][1], .inner = shapes[i][2]};
         size_t n = (size_t)(p.outer * p.channels * p.inner);
-        float *y = floats(n, -1, 1, (unsigned)i), *b = floats((size_t)p.channels, -1, 1, (unsigned)i + 3);
+        float *y = vkt_randoms(n, -1, 1, (unsigned)i), *b = vkt_randoms((size_t)p.channels, -1, 1, (unsigned)i + 3);
         vkt_pair add[2] = {vkt_pair_new(y, n, 8), vkt_pair_new(b, (size_t)p.channels, 0)};
         char what[64];
         snprintf(what, sizeof what, "bias_add shape %zu", i);
@@ -354,8 +348,8 @@ TEST(vulkan_relu_elementwise_broadcast) {
     static const int64_t sizes[] = {1, 5, 1000, 70001};
     for (size_t s = 0; s < 4; s++) {
         size_t n = (size_t)sizes[s];
-        float *a = floats(n, -2, 2, (unsigned)s), *b = floats(n, -2, 2, (unsigned)s + 1);
-        float *o = floats(n, -2, 2, (unsigned)s + 2);
+        float *a = vkt_randoms(n, -2, 2, (unsigned)s), *b = vkt_randoms(n, -2, 2, (unsigned)s + 1);
+        float *o = vkt_randoms(n, -2, 2, (unsigned)s + 2);
         if (n > 3) a[3] = NAN;
         char what[80];
         nn_pointwise_params p = {.n = (int64_t)n, .alpha = -0.75f};
@@ -396,7 +390,7 @@ TEST(vulkan_reduce_sum_and_squares) {
     static const int64_t sizes[] = {1, 255, 4097, 300001, 2000003};
     for (size_t s = 0; s < 5; s++) {
         size_t n = (size_t)sizes[s];
-        float *x = floats(n, -1, 3, (unsigned)s);
+        float *x = vkt_randoms(n, -1, 3, (unsigned)s);
         float out0 = 0.5f;
         for (int acc = 0; acc < 2; acc++) {
             nn_pointwise_params p = {.n = (int64_t)n, .accumulate = acc, .alpha = 0.5f};
@@ -422,9 +416,9 @@ TEST(vulkan_softmax_forward_backward) {
     for (size_t s = 0; s < 5; s++) {
         nn_softmax_params p = {.rows = shapes[s][0], .cols = shapes[s][1]};
         size_t n = (size_t)p.rows * p.cols;
-        float *x = floats(n, -8, 8, (unsigned)s), *dy = floats(n, -1, 1, (unsigned)s + 1);
+        float *x = vkt_randoms(n, -8, 8, (unsigned)s), *dy = vkt_randoms(n, -1, 1, (unsigned)s + 1);
         x[0] += 1000.0f; /* large logits must not overflow */
-        float *dx0 = floats(n, -1, 1, (unsigned)s + 2);
+        float *dx0 = vkt_randoms(n, -1, 1, (unsigned)s + 2);
         vkt_pair fwd[2] = {vkt_pair_new(x, n, 4), vkt_pair_new(NULL, n, 0)};
         char what[80];
         snprintf(what, sizeof what, "softmax_forward %dx%d", p.rows, p.cols);
@@ -451,7 +445,7 @@ TEST(vulkan_softmax_cross_entropy) {
     for (size_t s = 0; s < 5; s++) {
         nn_softmax_params p = {.rows = shapes[s][0], .cols = shapes[s][1]};
         size_t n = (size_t)p.rows * p.cols;
-        float *x = floats(n, -6, 6, (unsigned)s), *dx0 = floats(n, -1, 1, (unsigned)s + 1);
+        float *x = vkt_randoms(n, -6, 6, (unsigned)s), *dx0 = vkt_randoms(n, -1, 1, (unsigned)s + 1);
         int32_t *labels = malloc((size_t)p.rows * sizeof *labels);
         for (int r = 0; r < p.rows; r++) labels[r] = (r * 7 + 3) % p.cols;
         float dloss = 0.7f;
@@ -496,8 +490,8 @@ TEST(vulkan_sgd_update) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         for (int s = 0; s < 2; s++) {
             size_t n = s ? 1001 : 1;
-            float *w = floats(n, -1, 1, (unsigned)c), *g = floats(n, -0.2f, 0.2f, (unsigned)c + 1);
-            float *v = floats(n, -0.1f, 0.1f, (unsigned)c + 2), norm_sq = 9.0f;
+            float *w = vkt_randoms(n, -1, 1, (unsigned)c), *g = vkt_randoms(n, -0.2f, 0.2f, (unsigned)c + 1);
+            float *v = vkt_randoms(n, -0.1f, 0.1f, (unsigned)c + 2), norm_sq = 9.0f;
             nn_sgd_params p = {.n = (int64_t)n, .lr = 0.05f, .momentum = cases[c].momentum,
                                .weight_decay = cases[c].wd, .clip_value = cases[c].clip,
                                .max_grad_norm = cases[c].max_norm, .nesterov = cases[c].nesterov};
@@ -525,7 +519,7 @@ TEST(vulkan_write_read_fill_copy) {
     nn_backend *gpu = vkt_vulkan();
     /* Larger than a frame's staging area (16 MiB): written and read in pieces. */
     size_t n = 5u << 20;
-    float *x = floats(n, -1, 1, 1), *y = malloc(n * sizeof *y);
+    float *x = vkt_randoms(n, -1, 1, 1), *y = malloc(n * sizeof *y);
     nn_buffer *b = gpu->alloc(gpu, n * 4);
     CHECK(b && gpu->write(gpu, (nn_buffer_ref){b, 0, 0}, x, n * 4) == NN_OK);
     CHECK(gpu->read(gpu, (nn_buffer_ref){b, 0, 0}, y, n * 4) == NN_OK);
@@ -555,7 +549,7 @@ TEST(vulkan_many_kernels_before_one_read) {
      * staging switch; the result must see every one of them in order. */
     nn_backend *gpu = vkt_vulkan();
     size_t n = 777;
-    float *x = floats(n, -1, 1, 5), *y = malloc(n * sizeof *y);
+    float *x = vkt_randoms(n, -1, 1, 5), *y = malloc(n * sizeof *y);
     nn_buffer *acc = gpu->alloc(gpu, n * 4), *one = gpu->alloc(gpu, n * 4);
     CHECK(gpu->write(gpu, (nn_buffer_ref){acc, 0, 0}, x, n * 4) == NN_OK);
     CHECK(gpu->fill(gpu, (nn_buffer_ref){one, 0, 0}, 1.0f, n) == NN_OK);

@@ -2,6 +2,7 @@
 #include "vulkan_harness.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,52 @@ void vkt_fill(float *x, size_t n, float lo, float hi, unsigned seed) {
         z ^= z >> 31;
         x[i] = lo + (hi - lo) * (float)((z >> 40) / 16777216.0);
     }
+}
+
+float *vkt_randoms(size_t n, float lo, float hi, unsigned seed) {
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    vkt_fill(x, n, lo, hi, seed);
+    return x;
+}
+
+nn_buffer_ref vkt_cpu_buffer(const void *data, size_t count) {
+    nn_backend *cpu = vkt_cpu();
+    nn_buffer *b = cpu->alloc(cpu, count * 4 + 8);
+    nn_buffer_ref ref = {b, 8, 0};
+    if (data && count) cpu->write(cpu, ref, data, count * 4);
+    return ref;
+}
+
+/* The first i where got[i] is not within tol of want_at(i), or n. */
+static size_t first_far(const float *got, const float *want_f, const double *want_d, size_t n, double tol) {
+    for (size_t i = 0; i < n; i++) {
+        double want = want_d ? want_d[i] : want_f[i];
+        if (!(fabs(got[i] - want) <= tol * fmax(1.0, fabs(want)))) return i;
+    }
+    return n;
+}
+
+static void report_far(const float *got, const float *want_f, const double *want_d, size_t n, double tol,
+                       const char *what, va_list ap) {
+    size_t i = first_far(got, want_f, want_d, n, tol);
+    if (i == n) return;
+    char name[256];
+    vsnprintf(name, sizeof name, what, ap);
+    CHECK_MSG(0, "%s[%zu] = %.9g, want %.9g (tol %g)", name, i, got[i], want_d ? want_d[i] : want_f[i], tol);
+}
+
+void vkt_check_near(const float *got, const double *want, size_t n, double tol, const char *what, ...) {
+    va_list ap;
+    va_start(ap, what);
+    report_far(got, NULL, want, n, tol, what, ap);
+    va_end(ap);
+}
+
+void vkt_check_near_f32(const float *got, const float *want, size_t n, double tol, const char *what, ...) {
+    va_list ap;
+    va_start(ap, what);
+    report_far(got, want, NULL, n, tol, what, ap);
+    va_end(ap);
 }
 
 void vkt_check_bad_label_reported(nn_kernel kernel) {

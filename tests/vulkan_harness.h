@@ -46,5 +46,18 @@ void vkt_check_bad_label_reported(nn_kernel kernel);
 
 /* Uniform floats in [lo, hi) from a seeded generator. */
 void vkt_fill(float *x, size_t n, float lo, float hi, unsigned seed);
+/* A new array (malloc'ed, at least one element) of n such floats. */
+float *vkt_randoms(size_t n, float lo, float hi, unsigned seed);
+
+/* A CPU-backend buffer of count 4-byte elements holding data (left as it is
+ * when data is NULL), as a view 8 bytes into a slightly larger buffer (so
+ * kernels are tested on views); free it with vkt_cpu()->free(vkt_cpu(),
+ * ref.buffer). */
+nn_buffer_ref vkt_cpu_buffer(const void *data, size_t count);
+
+/* Records a test failure at the first i where |got[i] - want[i]| > tol *
+ * max(1, |want[i]|) (a NaN fails), named by the printf-style what. */
+void vkt_check_near(const float *got, const double *want, size_t n, double tol, const char *what, ...);
+void vkt_check_near_f32(const float *got, const float *want, size_t n, double tol, const char *what, ...);
 
 #endif
