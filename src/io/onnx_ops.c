@@ -74,25 +74,40 @@ static nn_status emit_conv(exporter *x, op_io *io, const char *out) {
     return NN_OK;
 }
 
+/* A fused op written as three ONNX nodes, first -> Relu -> last: the
+ * names of the values and nodes after the first node (named io->name). */
+typedef struct fused_names {
+    char first_out[64], relu[64], relu_out[64], last[64];
+} fused_names;
+
+static fused_names fused_names_of(const op_io *io, const char *last_suffix) {
+    fused_names f;
+    snprintf(f.first_out, sizeof f.first_out, "%s_out", io->name);
+    snprintf(f.relu, sizeof f.relu, "%s_relu", io->name);
+    snprintf(f.relu_out, sizeof f.relu_out, "%s_relu_out", io->name);
+    snprintf(f.last, sizeof f.last, "%s_%s", io->name, last_suffix);
+    return f;
+}
+
+/* The Relu node between the first node and the last. */
+static void fused_relu_node(exporter *x, const fused_names *f) {
+    nn_onnx_node n;
+    nn_onnx_node_begin(&n, "Relu", f->relu);
+    nn_onnx_node_input(&n, f->first_out);
+    nn_onnx_node_output(&n, f->relu_out);
+    nn_onnx_node_end(&n, &x->graph);
+}
+
 /* The fused layers (src/ops/conv_pool.c) as the three ONNX nodes they are:
- * Conv -> Relu -> MaxPool, the two values between them named after the
- * Conv node. */
+ * Conv -> Relu -> MaxPool. */
 static nn_status emit_conv_relu_maxpool(exporter *x, op_io *io, const char *out) {
     NN_TRY(only_input_carries_batch(x, io, 0));
     const nn_conv_pool_params *p = &io->node->params.conv_pool;
-    char conv_out[64], relu_out[64], relu_name[64], pool_name[64];
     reserve_name(x, "Conv", io);
-    snprintf(conv_out, sizeof conv_out, "%s_out", io->name);
-    snprintf(relu_name, sizeof relu_name, "%s_relu", io->name);
-    snprintf(relu_out, sizeof relu_out, "%s_relu_out", io->name);
-    snprintf(pool_name, sizeof pool_name, "%s_pool", io->name);
-    conv_node(x, io, &p->conv.g, conv_out);
-    nn_onnx_node n;
-    nn_onnx_node_begin(&n, "Relu", relu_name);
-    nn_onnx_node_input(&n, conv_out);
-    nn_onnx_node_output(&n, relu_out);
-    nn_onnx_node_end(&n, &x->graph);
-    maxpool_node(x, pool_name, relu_out, p->pool, p->pool, 0, out);
+    const fused_names f = fused_names_of(io, "pool");
+    conv_node(x, io, &p->conv.g, f.first_out);
+    fused_relu_node(x, &f);
+    maxpool_node(x, f.last, f.relu_out, p->pool, p->pool, 0, out);
     return NN_OK;
 }
 
@@ -142,46 +157,35 @@ static nn_status emit_binary(exporter *x, op_io *io, const char *out, const char
 static nn_status emit_add(exporter *x, op_io *io, const char *out) { return emit_binary(x, io, out, "Add"); }
 static nn_status emit_mul(exporter *x, op_io *io, const char *out) { return emit_binary(x, io, out, "Mul"); }
 
-static nn_status emit_linear(exporter *x, op_io *io, const char *out) {
-    NN_TRY(only_input_carries_batch(x, io, 0));
+/* A Linear layer's Gemm node, in w^T (+ bias), from named values. */
+static void linear_gemm_node(exporter *x, const char *name, const char *in, const value *weight, const value *bias,
+                             const char *out) {
     nn_onnx_node n;
-    begin(x, &n, "Gemm", io);
-    inputs(&n, io, 3);
+    nn_onnx_node_begin(&n, "Gemm", name);
+    nn_onnx_node_input(&n, in);
+    nn_onnx_node_input(&n, weight->name);
+    if (bias) nn_onnx_node_input(&n, bias->name);
     nn_onnx_node_output(&n, out);
     nn_onnx_attr_int(&n, "transB", 1);
     nn_onnx_node_end(&n, &x->graph);
+}
+
+static nn_status emit_linear(exporter *x, op_io *io, const char *out) {
+    NN_TRY(only_input_carries_batch(x, io, 0));
+    reserve_name(x, "Gemm", io);
+    linear_gemm_node(x, io->name, io->in[0]->name, io->in[1], io->in[2], out);
     return NN_OK;
 }
 
 /* The fused head (src/ops/linear_head.c) as the three ONNX nodes it is:
- * Gemm -> Relu -> Gemm, the two values between them named after the first
- * Gemm node. */
+ * Gemm -> Relu -> Gemm. */
 static nn_status emit_linear_relu_linear(exporter *x, op_io *io, const char *out) {
     NN_TRY(only_input_carries_batch(x, io, 0));
-    char first_out[64], relu_out[64], relu_name[64], second_name[64];
     reserve_name(x, "Gemm", io);
-    snprintf(first_out, sizeof first_out, "%s_out", io->name);
-    snprintf(relu_name, sizeof relu_name, "%s_relu", io->name);
-    snprintf(relu_out, sizeof relu_out, "%s_relu_out", io->name);
-    snprintf(second_name, sizeof second_name, "%s_second", io->name);
-    const value *const layers[2][3] = {{io->in[0], io->in[1], io->in[2]}, {NULL, io->in[3], io->in[4]}};
-    const char *const names[2] = {io->name, second_name}, *const from[2] = {io->in[0]->name, relu_out};
-    const char *const to[2] = {first_out, out};
-    for (int layer = 0; layer < 2; layer++) {
-        nn_onnx_node n;
-        nn_onnx_node_begin(&n, "Gemm", names[layer]);
-        nn_onnx_node_input(&n, from[layer]);
-        for (int i = 1; i < 3; i++)
-            if (layers[layer][i]) nn_onnx_node_input(&n, layers[layer][i]->name);
-        nn_onnx_node_output(&n, to[layer]);
-        nn_onnx_attr_int(&n, "transB", 1);
-        nn_onnx_node_end(&n, &x->graph);
-        if (layer == 1) break;
-        nn_onnx_node_begin(&n, "Relu", relu_name);
-        nn_onnx_node_input(&n, first_out);
-        nn_onnx_node_output(&n, relu_out);
-        nn_onnx_node_end(&n, &x->graph);
-    }
+    const fused_names f = fused_names_of(io, "second");
+    linear_gemm_node(x, io->name, io->in[0]->name, io->in[1], io->in[2], f.first_out);
+    fused_relu_node(x, &f);
+    linear_gemm_node(x, f.last, f.relu_out, io->in[3], io->in[4], out);
     return NN_OK;
 }
 
