@@ -80,7 +80,9 @@ void vkt_pair_free(vkt_pair *p) {
 }
 
 bool vkt_run(nn_kernel kernel, vkt_pair *args, int nargs, const void *params) {
-    nn_buffer_ref cpu[8], gpu[8];
+    nn_buffer_ref cpu[NN_COMMAND_MAX_ARGS], gpu[NN_COMMAND_MAX_ARGS];
+    CHECK_MSG(nargs <= NN_COMMAND_MAX_ARGS, "%s: %d arguments", nn_kernel_name(kernel), nargs);
+    if (nargs > NN_COMMAND_MAX_ARGS) return false;
     for (int i = 0; i < nargs; i++) {
         cpu[i] = (nn_buffer_ref){args[i].cpu, args[i].offset, 0};
         gpu[i] = (nn_buffer_ref){args[i].gpu, args[i].offset, 0};

@@ -31,7 +31,7 @@ typedef enum nn_command_kind {
     NN_COMMAND_WRITE  /* args[0] <- data, `count` bytes (a constant captured with the step) */
 } nn_command_kind;
 
-#define NN_COMMAND_MAX_ARGS 8
+#define NN_COMMAND_MAX_ARGS 12 /* at least the most any kernel takes (kernels.h) */
 #define NN_COMMAND_MAX_PARAMS 128
 
 typedef struct nn_command {
@@ -94,6 +94,9 @@ struct nn_backend {
     /* Whether Linear -> ReLU -> Linear with these sizes runs as the fused
      * kernels (kernels.h, nn_linear_head_params). NULL: never. */
     bool (*linear_head_fuses)(nn_backend *self, const nn_linear_head_params *p);
+    /* Whether such a head runs with the softmax cross-entropy after it as
+     * NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY. NULL: never. */
+    bool (*linear_head_loss_fuses)(nn_backend *self, const nn_linear_head_params *p);
 
     /* Memory counters (nn_ctx_memory_stats): bytes in buffers handed out
      * now, the most at any time since the backend opened, and the bytes the

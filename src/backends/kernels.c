@@ -57,6 +57,8 @@ static const kernel_info kKernels[NN_KERNEL_COUNT] = {
     [NN_KERNEL_LINEAR_HEAD_FORWARD] = {"linear_head_forward", 7, sizeof(nn_linear_head_params), W(5) | W(6)},
     [NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA] = {"linear_head_backward_data", 7, sizeof(nn_linear_head_params),
                                              W(5) | W(6)},
+    [NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY] = {"linear_head_cross_entropy", 12, sizeof(nn_linear_head_params),
+                                             W(6) | W(7) | W(8) | W(9) | W(10) | W(11)},
 };
 
 /* The kernel's row, or NULL for an id outside the table. */
@@ -81,6 +83,11 @@ nn_status nn_kernel_check_call(const char *backend, nn_kernel kernel, int nargs,
 size_t nn_kernel_params_size(nn_kernel kernel) {
     const kernel_info *k = info(kernel);
     return k ? k->params_size : 0;
+}
+
+int nn_kernel_arg_count(nn_kernel kernel) {
+    const kernel_info *k = info(kernel);
+    return k ? k->args : 0;
 }
 
 unsigned nn_kernel_written_args(nn_kernel kernel) {

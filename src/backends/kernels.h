@@ -53,6 +53,9 @@ typedef enum nn_kernel {
     /* Linear -> ReLU -> Linear as one layer (nn_linear_head_params) */
     NN_KERNEL_LINEAR_HEAD_FORWARD,       /* x, wa, ba (or none), wb, bb (or none), h, y */
     NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, /* dy, wb, h, wa, x (or none), dh, dx (or none) */
+    /* ... and softmax cross-entropy after it, with the gradient back through both layers */
+    NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, /* x, wa, ba (or none), wb, bb (or none), labels (int32), h, logits,
+                                            row_loss, dlogits, dh (or none), dx (or none) */
     NN_KERNEL_COUNT
 } nn_kernel;
 
@@ -233,9 +236,18 @@ typedef struct nn_conv_pool_params {
  *                  [rows, in] (accumulate), times (x > 0) with mask_input
  *                  (x is a fused ReLU's output whose gradient this op
  *                  writes masked: fused_relu.h); x is read only then.
+ *   CROSS_ENTROPY  the head at the end of a classifier trained with
+ *                  softmax cross-entropy, forward and the loss's gradient
+ *                  back to x in one: h and logits as FORWARD (y); row_loss
+ *                  [rows] = logsumexp(logits row) - logits[label], dlogits =
+ *                  (softmax(logits) - onehot(label)) / rows (a bad label as
+ *                  NN_KERNEL_SOFTMAX_CE_FUSED: NaN row loss, reported); then,
+ *                  when dh is given, dh and dx as BACKWARD_DATA with dy =
+ *                  dlogits (dx only when given, overwritten: accumulate 0).
  * The weight and bias gradients are GEMMs and column sums of dy and dh.
- * nn_sequential fuses the layers where nn_backend.linear_head_fuses says so;
- * a backend's kernels refuse, by name, sizes they do not take. */
+ * nn_sequential fuses the layers where nn_backend.linear_head_fuses (and,
+ * with the loss, linear_head_loss_fuses) says so; a backend's kernels
+ * refuse, by name, sizes they do not take. */
 typedef struct nn_linear_head_params {
     int32_t rows, in, hidden, out;
     int32_t mask_input; /* BACKWARD_DATA: dx *= (x > 0) */
@@ -277,6 +289,8 @@ size_t nn_kernel_params_size(nn_kernel kernel);
 /* Bit i set: the kernel writes buffer argument i (it may read it too; every
  * argument may be read). Unknown kernels: every argument. */
 unsigned nn_kernel_written_args(nn_kernel kernel);
+/* The number of buffer arguments the kernel takes (0 for an unknown id). */
+int nn_kernel_arg_count(nn_kernel kernel);
 /* The checks every backend's run() makes first: a known kernel, its number
  * of buffers, and parameters. `backend` names the backend in the message. */
 nn_status nn_kernel_check_call(const char *backend, nn_kernel kernel, int nargs, const void *params);

@@ -12,6 +12,15 @@ nn_status nn_linear_head_params_check(const char *backend, nn_kernel kernel, con
     return NN_OK;
 }
 
+nn_status nn_linear_head_loss_args_check(const char *backend, const nn_linear_head_params *p,
+                                         const nn_buffer_ref *a) {
+    const char *name = nn_kernel_name(NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY);
+    if (p->accumulate)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s %s: accumulate must be 0 (dx is overwritten)", backend, name);
+    if (a[11].buffer && !a[10].buffer) return nn_set_error(NN_ERR_ARGUMENT, "%s %s: dx needs dh", backend, name);
+    return NN_OK;
+}
+
 /* C [m, n] = A [m, k] B^T (B [n, k]) or A B (B [k, n]). */
 static nn_gemm_epilogue_params product(int32_t m, int32_t n, int32_t k, bool b_transposed, int32_t epilogue,
                                        bool accumulate) {

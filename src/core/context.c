@@ -153,6 +153,10 @@ bool nn_ctx_linear_head_fuses(nn_ctx *ctx, const nn_linear_head_params *p) {
     return ctx->backend->linear_head_fuses && ctx->backend->linear_head_fuses(ctx->backend, p);
 }
 
+bool nn_ctx_linear_head_loss_fuses(nn_ctx *ctx, const nn_linear_head_params *p) {
+    return ctx->backend->linear_head_loss_fuses && ctx->backend->linear_head_loss_fuses(ctx->backend, p);
+}
+
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
                      const void *params) {
     if (ctx->recording) {

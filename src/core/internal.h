@@ -147,6 +147,8 @@ bool nn_ctx_conv_keeps_columns(nn_ctx *ctx, const nn_conv_params *p);
 bool nn_ctx_conv_pool_fuses(nn_ctx *ctx, const nn_conv_pool_params *p);
 /* The backend's nn_backend.linear_head_fuses for these layers. */
 bool nn_ctx_linear_head_fuses(nn_ctx *ctx, const nn_linear_head_params *p);
+/* The backend's nn_backend.linear_head_loss_fuses for these layers. */
+bool nn_ctx_linear_head_loss_fuses(nn_ctx *ctx, const nn_linear_head_params *p);
 
 /* Launch a kernel on the context's backend; a failure names the kernel. */
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,

@@ -43,6 +43,21 @@ nn_tensor *nn_module_forward(nn_module *m, nn_tensor *x) {
     return m->forward(m, x);
 }
 
+nn_tensor *nn_module_forward_loss(nn_module *m, nn_tensor *x, nn_tensor *labels, nn_tensor **logits) {
+    if (logits) *logits = NULL;
+    if (!m) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_module_forward_loss: module is NULL");
+    if (!x || !labels)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_module_forward_loss: %s %s is NULL", m->kind, x ? "labels" : "input");
+    if (x->ctx != m->ctx || labels->ctx != m->ctx)
+        return NN_FAIL_NULL(NN_ERR_STATE, "nn_module_forward_loss: %s and its %s belong to different contexts",
+                            m->kind, x->ctx != m->ctx ? "input" : "labels");
+    if (m->forward_loss) return m->forward_loss(m, x, labels, logits);
+    nn_tensor *y = m->forward(m, x);
+    nn_tensor *loss = y ? nn_softmax_cross_entropy(y, labels) : NULL;
+    if (loss && logits) *logits = y;
+    return loss;
+}
+
 nn_status nn_module_set_training(nn_module *m, bool training) {
     if (!m) return nn_set_error(NN_ERR_ARGUMENT, "nn_module_set_training: module is NULL");
     m->training = training;

@@ -9,7 +9,9 @@
  * backward mask where it produces the gradient, so the ReLU costs no kernel
  * in backward either. Conv2d, ReLU and MaxPool2d with whole windows run as
  * one operation where the backend fuses them (src/ops/conv_pool.c), and so
- * do Linear, ReLU and Linear (src/ops/linear_head.c). */
+ * do Linear, ReLU and Linear (src/ops/linear_head.c) -- with the softmax
+ * cross-entropy after them when they end the container and
+ * nn_module_forward_loss asks for the loss (src/ops/head_cross_entropy.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +33,11 @@ static nn_tensor *fused_forward(nn_module *m, nn_tensor *x, int flags) {
     return nn_conv2d_fused(x, m->params[0], m->params[1], &p, flags);
 }
 
-/* Children i, i+1, i+2 are Conv2d, ReLU and a MaxPool2d of whole windows
- * (stride == window) that the backend runs as one (src/ops/conv_pool.c). */
-static bool conv_pool_at(nn_module *m, int i, nn_tensor *x) {
-    if (i + 2 >= m->child_count || !is_kind(m->children[i], "Conv2d") || !is_kind(m->children[i + 1], "ReLU") ||
+/* Children i, i+1, i+2 (all before `end`) are Conv2d, ReLU and a MaxPool2d
+ * of whole windows (stride == window) that the backend runs as one
+ * (src/ops/conv_pool.c). */
+static bool conv_pool_at(nn_module *m, int i, int end, nn_tensor *x) {
+    if (i + 2 >= end || !is_kind(m->children[i], "Conv2d") || !is_kind(m->children[i + 1], "ReLU") ||
         !is_kind(m->children[i + 2], "MaxPool2d"))
         return false;
     const nn_module *conv = m->children[i], *pool = m->children[i + 2];
@@ -43,35 +46,41 @@ static bool conv_pool_at(nn_module *m, int i, nn_tensor *x) {
     return nn_conv2d_relu_maxpool_fuses(x, conv->params[0], conv->params[1], &p, pool->kernel);
 }
 
-/* Children i, i+1, i+2 are Linear, ReLU and Linear, with no ReLU after
- * them, and the backend runs them as one (src/ops/linear_head.c). */
-static bool linear_head_at(nn_module *m, int i, nn_tensor *x) {
-    if (i + 2 >= m->child_count || !is_kind(m->children[i], "Linear") || !is_kind(m->children[i + 1], "ReLU") ||
-        !is_kind(m->children[i + 2], "Linear") || (i + 3 < m->child_count && is_kind(m->children[i + 3], "ReLU")))
-        return false;
+/* Children i, i+1, i+2 (all before `end`) are Linear, ReLU and Linear,
+ * with no ReLU after them. */
+static bool linear_head_kinds_at(nn_module *m, int i, int end, nn_tensor *x) {
+    return i + 2 < end && is_kind(m->children[i], "Linear") && is_kind(m->children[i + 1], "ReLU") &&
+           is_kind(m->children[i + 2], "Linear") && !(i + 3 < end && is_kind(m->children[i + 3], "ReLU")) &&
+           m->children[i + 1]->ctx == x->ctx && m->children[i + 2]->ctx == x->ctx;
+}
+
+/* ... and the backend runs them as one (src/ops/linear_head.c). */
+static bool linear_head_at(nn_module *m, int i, int end, nn_tensor *x) {
+    if (!linear_head_kinds_at(m, i, end, x)) return false;
     const nn_module *first = m->children[i], *second = m->children[i + 2];
-    if (m->children[i + 1]->ctx != x->ctx || second->ctx != x->ctx) return false;
     return nn_linear_relu_linear_fuses(x, first->params[0], first->params[1], second->params[0], second->params[1]);
 }
 
-static nn_tensor *sequential_forward(nn_module *m, nn_tensor *x) {
-    bool masked_input = false; /* x is a fused ReLU's output, consumed only by child i */
-    for (int i = 0; i < m->child_count && x; i++) {
+/* Children [from, end) on x. *masked: x is a fused ReLU's output consumed
+ * only by child `from` (on entry), and the same of the result (on return). */
+static nn_tensor *run_children(nn_module *m, nn_tensor *x, int from, int end, bool *masked) {
+    bool masked_input = *masked;
+    for (int i = from; i < end && x; i++) {
         nn_module *child = m->children[i];
         if (x->ctx != child->ctx)
             return NN_FAIL_NULL(NN_ERR_STATE, "nn_module_forward: %s and its input belong to different contexts",
                                 child->kind);
-        if (conv_pool_at(m, i, x)) {
+        if (conv_pool_at(m, i, end, x)) {
             nn_conv2d_params p = {child->stride, child->stride, child->padding, child->padding};
             x = nn_conv2d_relu_maxpool(x, child->params[0], child->params[1], &p, m->children[i + 2]->kernel);
             i += 2; /* the ReLU and the pooling ran in the same kernels */
             masked_input = false;
             continue;
         }
-        bool relu_next = i + 1 < m->child_count && is_kind(m->children[i + 1], "ReLU");
+        bool relu_next = i + 1 < end && is_kind(m->children[i + 1], "ReLU");
         int flags = masked_input && takes_mask(child) ? NN_FUSE_MASK_INPUT : 0;
         masked_input = false;
-        if (linear_head_at(m, i, x)) {
+        if (linear_head_at(m, i, end, x)) {
             const nn_module *second = m->children[i + 2];
             x = nn_linear_relu_linear(x, child->params[0], child->params[1], second->params[0], second->params[1],
                                       flags);
@@ -88,12 +97,44 @@ static nn_tensor *sequential_forward(nn_module *m, nn_tensor *x) {
             x = nn_module_forward(child, x);
         }
     }
+    *masked = masked_input;
     return x;
+}
+
+static nn_tensor *sequential_forward(nn_module *m, nn_tensor *x) {
+    bool masked = false;
+    return run_children(m, x, 0, m->child_count, &masked);
+}
+
+/* nn_module_forward_loss: where the container ends in Linear, ReLU, Linear,
+ * the layers before them run, then those three and the loss as one op if
+ * the backend fuses them (src/ops/head_cross_entropy.c); else the three and
+ * then the loss. */
+static nn_tensor *sequential_forward_loss(nn_module *m, nn_tensor *x, nn_tensor *labels, nn_tensor **logits) {
+    const int end = m->child_count, head = end - 3;
+    const bool ends_in_head = head >= 0 && is_kind(m->children[head], "Linear") &&
+                              is_kind(m->children[head + 1], "ReLU") && is_kind(m->children[head + 2], "Linear");
+    bool masked = false;
+    x = run_children(m, x, 0, ends_in_head ? head : end, &masked);
+    if (ends_in_head && x) {
+        const nn_module *first = m->children[head], *second = m->children[head + 2];
+        if (first->ctx == x->ctx && linear_head_kinds_at(m, head, end, x) &&
+            nn_head_cross_entropy_fuses(x, first->params[0], first->params[1], second->params[0], second->params[1],
+                                        labels))
+            return nn_head_cross_entropy(x, first->params[0], first->params[1], second->params[0], second->params[1],
+                                         labels, masked ? NN_FUSE_MASK_INPUT : 0, logits);
+        x = run_children(m, x, head, end, &masked);
+    }
+    nn_tensor *loss = x ? nn_softmax_cross_entropy(x, labels) : NULL;
+    if (loss && logits) *logits = x;
+    return loss;
 }
 
 nn_module *nn_sequential(nn_ctx *ctx) {
     if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_sequential: ctx is NULL");
-    return nn_module_alloc(ctx, "Sequential", sequential_forward);
+    nn_module *m = nn_module_alloc(ctx, "Sequential", sequential_forward);
+    if (m) m->forward_loss = sequential_forward_loss;
+    return m;
 }
 
 static bool valid_name(const char *name) {

@@ -39,6 +39,10 @@ nn_tensor *nn_fused_relu_finish(nn_tensor *z, nn_tensor *r) {
     return nn_op_finish(r, "nn_relu", fused_relu_backward, &z, 1, NULL, 0, &node);
 }
 
+bool nn_fused_relu_claimable(const nn_tensor *x) {
+    return x->grad_fn && x->grad_fn->backward == fused_relu_backward;
+}
+
 bool nn_fused_relu_claim(nn_tensor *x, nn_node *consumer) {
     if (!consumer || !x->grad_fn || x->grad_fn->backward != fused_relu_backward) return false;
     x->grad_fn->fusion |= NN_NODE_GRAD_PREMASKED;

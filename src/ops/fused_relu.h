@@ -53,6 +53,36 @@ nn_tensor *nn_conv2d_relu_maxpool(nn_tensor *x, nn_tensor *weight, nn_tensor *bi
 bool nn_linear_relu_linear_fuses(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_tensor *wb, nn_tensor *bb);
 nn_tensor *nn_linear_relu_linear(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_tensor *wb, nn_tensor *bb, int flags);
 
+/* A Linear layer's weight [outputs, features] and bias [outputs] (or NULL)
+ * for an input of `features`, in x's context; the messages name the layer
+ * ("first", "second", ...). */
+nn_status nn_linear_layer_check(const char *op, const char *layer, nn_tensor *x, int64_t features, nn_tensor *w,
+                                nn_tensor *bias);
+/* The gradients of a Linear from its output's gradient dy [rows, outputs]
+ * and its input a [rows, inputs], for those of w and bias that want one:
+ * dW (+)= dy^T a, db (+)= dy's column sums. */
+nn_status nn_linear_layer_gradients(nn_ctx *ctx, nn_tensor *w, nn_tensor *bias, nn_tensor *dy, nn_tensor *a,
+                                    int32_t rows, int32_t outputs, int32_t inputs);
+/* The head's gradients from dy, its output's: the four layer gradients
+ * that want one, and dx (its input's, into dx when not NULL, as p's
+ * mask_input and accumulate say). */
+nn_status nn_linear_head_gradients(const nn_linear_head_params *p, nn_tensor *x, nn_tensor *wa, nn_tensor *ba,
+                                   nn_tensor *wb, nn_tensor *bb, nn_tensor *h, nn_tensor *dy, nn_tensor *dx);
+
+/* A classifier's last layers and its loss as one operation
+ * (src/ops/head_cross_entropy.c): Linear(wa, ba), ReLU, Linear(wb, bb),
+ * then the mean softmax cross-entropy against labels, with the loss's
+ * gradient taken back to x in the same kernel
+ * (NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY). The loss and the gradients backward
+ * gives are those of the layers and nn_softmax_cross_entropy. *logits
+ * receives the last layer's output (step-owned), for reading: no gradient
+ * flows back through it. With NN_FUSE_MASK_INPUT, x is a fused ReLU's
+ * output this op claims. */
+bool nn_head_cross_entropy_fuses(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_tensor *wb, nn_tensor *bb,
+                                 nn_tensor *labels);
+nn_tensor *nn_head_cross_entropy(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_tensor *wb, nn_tensor *bb,
+                                 nn_tensor *labels, int flags, nn_tensor **logits);
+
 /* conv2d.c's argument checks (the messages name `op`) and output geometry,
  * shared with the fused op. */
 nn_status nn_conv2d_check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tensor *bias,
@@ -70,5 +100,8 @@ nn_tensor *nn_fused_relu_finish(nn_tensor *z, nn_tensor *r);
  * when x is a fused ReLU's output, marks both nodes and returns true (the
  * consumer's backward must then mask x's gradient by x > 0). */
 bool nn_fused_relu_claim(nn_tensor *x, nn_node *consumer);
+/* Whether nn_fused_relu_claim(x, a recorded node) would return true: for a
+ * consumer that produces x's gradient before it records its node. */
+bool nn_fused_relu_claimable(const nn_tensor *x);
 
 #endif

@@ -15,9 +15,8 @@ static nn_linear_head_params head_params(const nn_tensor *x, const nn_tensor *wa
                                    .hidden = (int32_t)wa->shape[0], .out = (int32_t)wb->shape[0]};
 }
 
-/* The messages name the layer ("first"/"second") as nn_linear would. */
-static nn_status check_layer(const char *op, const char *layer, nn_tensor *x, int64_t features, nn_tensor *w,
-                             nn_tensor *bias) {
+nn_status nn_linear_layer_check(const char *op, const char *layer, nn_tensor *x, int64_t features, nn_tensor *w,
+                                nn_tensor *bias) {
     char sw[96], sb[96];
     NN_TRY(nn_check_tensor_ndim(op, "weight", w, NN_F32, 2));
     NN_TRY(nn_check_same_ctx(op, x, w));
@@ -40,58 +39,59 @@ static nn_status check_args(const char *op, nn_tensor *x, nn_tensor *wa, nn_tens
     NN_TRY(nn_check_tensor_ndim(op, "x", x, NN_F32, 2));
     NN_TRY(nn_check_int32(op, "batch", x->shape[0]));
     NN_TRY(nn_check_int32(op, "in_features", x->shape[1]));
-    NN_TRY(check_layer(op, "first", x, x->shape[1], wa, ba));
-    return check_layer(op, "second", x, wa->shape[0], wb, bb);
+    NN_TRY(nn_linear_layer_check(op, "first", x, x->shape[1], wa, ba));
+    return nn_linear_layer_check(op, "second", x, wa->shape[0], wb, bb);
+}
+
+nn_status nn_linear_layer_gradients(nn_ctx *ctx, nn_tensor *w, nn_tensor *bias, nn_tensor *dy, nn_tensor *a,
+                                    int32_t rows, int32_t outputs, int32_t inputs) {
+    nn_tensor *grad;
+    int32_t acc;
+    if (nn_wants_grad(w)) {
+        NN_TRY(nn_grad_target(w, &grad, &acc));
+        NN_TRY(nn_run_gemm(ctx, nn_tensor_ref(dy), nn_tensor_ref(a), nn_tensor_ref(grad), outputs, inputs, rows,
+                           true, false, acc));
+    }
+    if (!nn_wants_grad(bias)) return NN_OK;
+    NN_TRY(nn_grad_target(bias, &grad, &acc));
+    nn_bias_params b = {.outer = rows, .inner = 1, .channels = outputs, .accumulate = acc};
+    nn_buffer_ref args[2] = {nn_tensor_ref(dy), nn_tensor_ref(grad)};
+    return nn_ctx_run(ctx, NN_KERNEL_BIAS_GRAD, args, 2, &b);
 }
 
 /* dWb and dbb first: they read only dy and h, so they run beside the
  * kernel that takes the gradient through both layers (dh, dx); dWa and
  * dba then read dh. */
-static nn_status linear_head_backward(nn_node *node) {
-    nn_tensor *x = node->inputs[0], *wa = node->inputs[1], *ba = node->inputs[2], *wb = node->inputs[3],
-              *bb = node->inputs[4];
-    nn_tensor *h = node->saved[0], *dy = node->output->grad;
+nn_status nn_linear_head_gradients(const nn_linear_head_params *p, nn_tensor *x, nn_tensor *wa, nn_tensor *ba,
+                                   nn_tensor *wb, nn_tensor *bb, nn_tensor *h, nn_tensor *dy, nn_tensor *dx) {
     nn_ctx *ctx = x->ctx;
-    nn_linear_head_params p = node->params.linear_head;
-    nn_tensor *grad;
-    int32_t acc;
-    if (nn_wants_grad(wb)) {
-        NN_TRY(nn_grad_target(wb, &grad, &acc));
-        NN_TRY(nn_run_gemm(ctx, nn_tensor_ref(dy), nn_tensor_ref(h), nn_tensor_ref(grad), p.out, p.hidden, p.rows,
-                           true, false, acc));
-    }
-    if (nn_wants_grad(bb)) {
-        NN_TRY(nn_grad_target(bb, &grad, &acc));
-        nn_bias_params b = {.outer = p.rows, .inner = 1, .channels = p.out, .accumulate = acc};
-        nn_buffer_ref args[2] = {nn_tensor_ref(dy), nn_tensor_ref(grad)};
-        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_BIAS_GRAD, args, 2, &b));
-    }
-    bool dx = nn_wants_grad(x), dwa = nn_wants_grad(wa), dba = nn_wants_grad(ba);
-    if (!dx && !dwa && !dba) return NN_OK;
-    const int64_t hidden_shape[2] = {p.rows, p.hidden};
+    NN_TRY(nn_linear_layer_gradients(ctx, wb, bb, dy, h, p->rows, p->out, p->hidden));
+    if (!dx && !nn_wants_grad(wa) && !nn_wants_grad(ba)) return NN_OK;
+    const int64_t hidden_shape[2] = {p->rows, p->hidden};
     nn_tensor *dh = nn_op_scratch(ctx, NN_F32, 2, hidden_shape);
     if (!dh) return nn_last_status();
-    nn_status st = NN_OK;
-    nn_tensor *dx_target = NULL;
-    if (dx) st = nn_grad_target(x, &dx_target, &p.accumulate);
-    p.mask_input = (node->fusion & NN_NODE_MASKS_INPUT_GRAD) ? 1 : 0;
     const nn_buffer_ref none = {NULL, 0, 0};
     nn_buffer_ref args[7] = {nn_tensor_ref(dy), nn_tensor_ref(wb), nn_tensor_ref(h), nn_tensor_ref(wa),
-                             p.mask_input ? nn_tensor_ref(x) : none, nn_tensor_ref(dh),
-                             dx ? nn_tensor_ref(dx_target) : none};
-    if (st == NN_OK) st = nn_ctx_run(ctx, NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, args, 7, &p);
-    if (st == NN_OK && dwa) st = nn_grad_target(wa, &grad, &acc);
-    if (st == NN_OK && dwa)
-        st = nn_run_gemm(ctx, nn_tensor_ref(dh), nn_tensor_ref(x), nn_tensor_ref(grad), p.hidden, p.in, p.rows, true,
-                         false, acc);
-    if (st == NN_OK && dba) st = nn_grad_target(ba, &grad, &acc);
-    if (st == NN_OK && dba) {
-        nn_bias_params b = {.outer = p.rows, .inner = 1, .channels = p.hidden, .accumulate = acc};
-        nn_buffer_ref bargs[2] = {nn_tensor_ref(dh), nn_tensor_ref(grad)};
-        st = nn_ctx_run(ctx, NN_KERNEL_BIAS_GRAD, bargs, 2, &b);
-    }
+                             p->mask_input ? nn_tensor_ref(x) : none, nn_tensor_ref(dh), dx ? nn_tensor_ref(dx) : none};
+    nn_status st = nn_ctx_run(ctx, NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, args, 7, p);
+    if (st == NN_OK) st = nn_linear_layer_gradients(ctx, wa, ba, dh, x, p->rows, p->hidden, p->in);
     nn_tensor_release(dh);
     return st;
+}
+
+/* x's gradient written (or added to) masked when this node claimed x. */
+static nn_status linear_head_backward(nn_node *node) {
+    nn_tensor *x = node->inputs[0];
+    nn_linear_head_params p = node->params.linear_head;
+    nn_tensor *dx = NULL;
+    p.mask_input = 0;
+    p.accumulate = 0;
+    if (nn_wants_grad(x)) {
+        NN_TRY(nn_grad_target(x, &dx, &p.accumulate));
+        p.mask_input = (node->fusion & NN_NODE_MASKS_INPUT_GRAD) ? 1 : 0;
+    }
+    return nn_linear_head_gradients(&p, x, node->inputs[1], node->inputs[2], node->inputs[3], node->inputs[4],
+                                    node->saved[0], node->output->grad, dx);
 }
 
 bool nn_linear_relu_linear_fuses(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_tensor *wb, nn_tensor *bb) {

@@ -145,6 +145,7 @@ typedef enum vk_pipeline_id {
     /* Linear -> ReLU -> Linear (vk_linear_head.c), specialised per head */
     VK_PIPE_LINEAR_HEAD_FORWARD,
     VK_PIPE_LINEAR_HEAD_DATA,
+    VK_PIPE_LINEAR_HEAD_LOSS, /* ... with softmax cross-entropy and the gradient back */
     VK_PIPE_COUNT
 } vk_pipeline_id;
 
@@ -152,9 +153,19 @@ typedef enum vk_pipeline_id {
  * (specialization constants, not push-constant branches: a branch costs
  * every variant registers). */
 #define VK_PIPE_VARIANTS 4
-#define VK_ARG_BINDINGS 8     /* kernel arguments; binding 8 is the status buffer */
+/* Kernel arguments sit at bindings 0-7 and, past the eighth, at 9 and up:
+ * binding 8 is the status buffer, where the first kernels put it. A kernel
+ * binds at most VK_ARG_BINDINGS arguments; a device allowing fewer storage
+ * buffers per stage gets fewer (vk_backend.arg_bindings, never fewer than
+ * VK_BASE_ARG_BINDINGS), and there kernels of more arguments are refused by
+ * name and the fused kernels that need them are not chosen. */
+#define VK_ARG_BINDINGS 16
+#define VK_BASE_ARG_BINDINGS 8
+#define VK_STATUS_BINDING 8
+static inline uint32_t vk_arg_binding(uint32_t arg) { return arg < VK_STATUS_BINDING ? arg : arg + 1; }
 /* Push constants start with one element offset per argument: four words
- * for kernels of at most four arguments, eight for the rest. */
+ * for kernels of at most four arguments, eight for at most eight, sixteen
+ * for the rest. */
 #define VK_SMALL_ARG_COUNT 4
 #define VK_PUSH_BYTES 128     /* the minimum every device allows */
 
@@ -184,6 +195,7 @@ typedef struct vk_backend {
 
     /* pipelines and descriptors */
     VkDescriptorSetLayout set_layout;
+    uint32_t arg_bindings;        /* arguments a kernel may bind here (VK_ARG_BINDINGS) */
     VkPipelineLayout pipeline_layout;
     VkPipeline pipelines[VK_PIPE_COUNT][VK_PIPE_VARIANTS]; /* [id][variant]: GEMM's variants */
     struct vk_special_pipeline *specials; /* pipelines specialised per layer (vk_pipeline_special) */
@@ -375,6 +387,7 @@ bool vk_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p);
 nn_status vk_run_linear_head(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,
                              const nn_linear_head_params *p);
 bool vk_linear_head_fuses(nn_backend *self, const nn_linear_head_params *p);
+bool vk_linear_head_loss_fuses(nn_backend *self, const nn_linear_head_params *p);
 
 /* The generated table of embedded SPIR-V (build/gen/vk_shaders.c). */
 typedef struct nn_vk_shader {

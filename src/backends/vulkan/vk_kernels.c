@@ -30,6 +30,8 @@ static int optional_args(nn_kernel kernel, const void *params) {
     /* biases; x (read only with mask_input: checked in vk_linear_head.c), dx */
     if (kernel == NN_KERNEL_LINEAR_HEAD_FORWARD) return (1 << 2) | (1 << 4);
     if (kernel == NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA) return (1 << 4) | (1 << 6);
+    /* biases, dh, dx (checked in linear_head.c) */
+    if (kernel == NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY) return (1 << 2) | (1 << 4) | (1 << 10) | (1 << 11);
     if (kernel == NN_KERNEL_ELEMENTWISE && ((const nn_pointwise_params *)params)->op == NN_EW_SCALE) return 1 << 1;
     return 0;
 }
@@ -67,9 +69,9 @@ static bool skipped(const char *list, const char *label) {
 static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const uint32_t *special,
                           const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
                           const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
-    if (nargs > VK_ARG_BINDINGS)
-        return nn_set_error(NN_ERR_BACKEND, "vulkan %s: %d buffer arguments; kernels bind at most %d",
-                            nn_kernel_name(kernel), nargs, VK_ARG_BINDINGS);
+    if (nargs > (int)vk->arg_bindings)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan %s: %d buffer arguments; kernels on this device bind at most %u",
+                            nn_kernel_name(kernel), nargs, vk->arg_bindings);
     if (vk->labels && !vk->profile_label[0])
         snprintf(vk->profile_label, sizeof vk->profile_label, "%s", nn_kernel_name(kernel));
     vk_access accesses[VK_ARG_BINDINGS + 2];
@@ -100,7 +102,9 @@ static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
         blocks[i] = args[i].buffer->block->id;
         push[i] = (uint32_t)(byte / 4);
     }
-    const size_t offset_words = nargs > VK_SMALL_ARG_COUNT ? VK_ARG_BINDINGS : VK_SMALL_ARG_COUNT;
+    const size_t offset_words = nargs <= VK_SMALL_ARG_COUNT   ? VK_SMALL_ARG_COUNT
+                                : nargs <= VK_BASE_ARG_BINDINGS ? VK_BASE_ARG_BINDINGS
+                                                                : VK_ARG_BINDINGS;
     if (4 * offset_words + tail_bytes > VK_PUSH_BYTES)
         return nn_set_error(NN_ERR_BACKEND, "vulkan %s: parameters exceed %d bytes", nn_kernel_name(kernel),
                             VK_PUSH_BYTES);
@@ -396,7 +400,8 @@ nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int
     case NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT:
     case NN_KERNEL_CONV2D_POOL_BACKWARD_DATA: return vk_run_conv_pool(vk, kernel, a, params);
     case NN_KERNEL_LINEAR_HEAD_FORWARD:
-    case NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA: return vk_run_linear_head(vk, kernel, a, params);
+    case NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA:
+    case NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY: return vk_run_linear_head(vk, kernel, a, params);
     case NN_KERNEL_COUNT: break;
     }
     return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s is not implemented", nn_kernel_name(kernel));

@@ -2,7 +2,8 @@
  * nn_linear_head_params) on Vulkan: linear_head_forward.comp and
  * linear_head_data.comp, built per head shape (the numbers of weights each
  * invocation holds in registers are specialization constants:
- * vk_pipeline_special). They are made for the small layers at the end of a
+ * vk_pipeline_special); linear_head_loss.comp does both with the softmax
+ * cross-entropy between them. They are made for the small layers at the end of a
  * classifier, where a step's time goes to the barriers between layers, and
  * vk_linear_head_fuses says yes only there; they take any sizes within the
  * limits below and refuse the rest by name. */
@@ -25,7 +26,7 @@
 static int32_t ceil_div(int32_t a, int32_t b) { return (a + b - 1) / b; }
 
 /* The forward's constants: passes and weights per lane of each layer. */
-static void forward_constants(const nn_linear_head_params *p, uint32_t c[VK_SPECIAL_CONSTANTS]) {
+static void forward_constants(const nn_linear_head_params *p, uint32_t c[4]) {
     const int32_t per_pass = THREADS / LANES;
     c[0] = (uint32_t)ceil_div(p->hidden, per_pass);
     c[1] = (uint32_t)ceil_div(p->in, LANES);
@@ -34,7 +35,7 @@ static void forward_constants(const nn_linear_head_params *p, uint32_t c[VK_SPEC
 }
 
 /* The data gradient's: parts and weights per invocation of each layer. */
-static void data_constants(const nn_linear_head_params *p, uint32_t c[VK_SPECIAL_CONSTANTS]) {
+static void data_constants(const nn_linear_head_params *p, uint32_t c[4]) {
     c[0] = (uint32_t)(THREADS / p->hidden);
     c[1] = (uint32_t)ceil_div(p->out, (int32_t)c[0]);
     c[2] = (uint32_t)(THREADS / p->in);
@@ -61,6 +62,31 @@ bool vk_linear_head_fuses(nn_backend *self, const nn_linear_head_params *p) {
     return vk_latency_wanted(macs) && !unsupported(p);
 }
 
+/* The cross-entropy kernel binds 12 buffers: a device binding fewer runs
+ * the head and the loss apart. */
+bool vk_linear_head_loss_fuses(nn_backend *self, const nn_linear_head_params *p) {
+    return vk_linear_head_fuses(self, p) &&
+           ((vk_backend *)self)->arg_bindings >= (uint32_t)nn_kernel_arg_count(NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY);
+}
+
+/* NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY: the forward's and the data
+ * gradient's constants (linear_head_loss.comp). */
+static nn_status run_cross_entropy(vk_backend *vk, const nn_buffer_ref *a, const nn_linear_head_params *p) {
+    NN_TRY(nn_linear_head_loss_args_check("vulkan", p, a));
+    struct {
+        uint32_t rows, in, hidden, out, mask_input, accumulate, given_ba, given_bb, given_dh, given_dx;
+    } push = {(uint32_t)p->rows, (uint32_t)p->in, (uint32_t)p->hidden, (uint32_t)p->out, (uint32_t)p->mask_input,
+              0, a[2].buffer != NULL, a[4].buffer != NULL, a[10].buffer != NULL, a[11].buffer != NULL};
+    uint32_t constants[VK_SPECIAL_CONSTANTS] = {0};
+    forward_constants(p, constants);
+    data_constants(p, constants + 4);
+    if (vk->labels)
+        snprintf(vk->profile_label, sizeof vk->profile_label, "linear head cross-entropy %dx%d-%d-%d", p->rows,
+                 p->in, p->hidden, p->out);
+    return vk_record_special(vk, NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, VK_PIPE_LINEAR_HEAD_LOSS, constants, a, 12,
+                             NULL, &push, sizeof push, (uint32_t)p->rows, 1, 1);
+}
+
 nn_status vk_run_linear_head(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,
                              const nn_linear_head_params *p) {
     NN_TRY(nn_linear_head_params_check("vulkan", kernel, p));
@@ -69,6 +95,7 @@ nn_status vk_run_linear_head(vk_backend *vk, nn_kernel kernel, const nn_buffer_r
     if (why)
         return nn_set_error(NN_ERR_BACKEND, "vulkan %s: the fused kernels do not take %s (run the layers unfused)",
                             nn_kernel_name(kernel), why);
+    if (kernel == NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY) return run_cross_entropy(vk, a, p);
     const bool forward = kernel == NN_KERNEL_LINEAR_HEAD_FORWARD;
     struct {
         uint32_t rows, in, hidden, out, mask_input, accumulate, flag_a, flag_b;

@@ -69,6 +69,7 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_CONV_POOL_DATA] = {"conv_pool_data", "conv2d_pool_backward_data"},
     [VK_PIPE_LINEAR_HEAD_FORWARD] = {"linear_head_forward", "linear_head_forward"},
     [VK_PIPE_LINEAR_HEAD_DATA] = {"linear_head_data", "linear_head_backward_data"},
+    [VK_PIPE_LINEAR_HEAD_LOSS] = {"linear_head_loss", "linear_head_cross_entropy"},
 };
 
 typedef struct vk_special_pipeline {
@@ -86,19 +87,21 @@ void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk) 
 nn_status vk_pipelines_init(vk_backend *vk) {
     /* Every kernel's set: its arguments and the status buffer. */
     const VkPhysicalDeviceLimits *limits = &vk->phys->props.limits;
-    if (limits->maxPerStageDescriptorStorageBuffers < VK_ARG_BINDINGS + 1 ||
-        limits->maxDescriptorSetStorageBuffers < VK_ARG_BINDINGS + 1)
+    uint32_t limit = limits->maxPerStageDescriptorStorageBuffers;
+    if (limits->maxDescriptorSetStorageBuffers < limit) limit = limits->maxDescriptorSetStorageBuffers;
+    if (limit < VK_BASE_ARG_BINDINGS + 1)
         return nn_set_error(NN_ERR_BACKEND, "vulkan: %s binds %u storage buffers per kernel; the kernels need %d",
-                            vk->phys->props.deviceName, limits->maxPerStageDescriptorStorageBuffers,
-                            VK_ARG_BINDINGS + 1);
+                            vk->phys->props.deviceName, limit, VK_BASE_ARG_BINDINGS + 1);
+    vk->arg_bindings = limit - 1 < VK_ARG_BINDINGS ? limit - 1 : VK_ARG_BINDINGS;
     VkDescriptorSetLayoutBinding bindings[VK_ARG_BINDINGS + 1];
-    for (uint32_t i = 0; i <= VK_ARG_BINDINGS; i++)
-        bindings[i] = (VkDescriptorSetLayoutBinding){.binding = i,
+    for (uint32_t i = 0; i <= vk->arg_bindings; i++)
+        bindings[i] = (VkDescriptorSetLayoutBinding){.binding = i < vk->arg_bindings ? vk_arg_binding(i)
+                                                                                     : VK_STATUS_BINDING,
                                                      .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                                      .descriptorCount = 1,
                                                      .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
     VkDescriptorSetLayoutCreateInfo set_info = {.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-                                                .bindingCount = VK_ARG_BINDINGS + 1, .pBindings = bindings};
+                                                .bindingCount = vk->arg_bindings + 1, .pBindings = bindings};
     VkResult r = vk->fn.vkCreateDescriptorSetLayout(vk->device, &set_info, NULL, &vk->set_layout);
     if (r == VK_SUCCESS) {
         VkPushConstantRange push = {.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .size = VK_PUSH_BYTES};
@@ -256,15 +259,17 @@ nn_status vk_descriptor_set(vk_backend *vk, const uint32_t blocks[VK_ARG_BINDING
         return nn_set_error(NN_ERR_BACKEND, "vulkan: allocating a descriptor set failed (%s)", nn_vk_result_name(r));
     VkDescriptorBufferInfo infos[VK_ARG_BINDINGS + 1];
     VkWriteDescriptorSet writes[VK_ARG_BINDINGS + 1];
-    for (uint32_t i = 0; i <= VK_ARG_BINDINGS; i++) {
-        VkBuffer buffer = i < VK_ARG_BINDINGS ? vk->blocks[blocks[i]]->buffer : vk->status.buffer;
-        infos[i] = (VkDescriptorBufferInfo){buffer, 0, VK_WHOLE_SIZE};
+    for (uint32_t i = 0; i <= vk->arg_bindings; i++) {
+        bool status = i == vk->arg_bindings;
+        infos[i] = (VkDescriptorBufferInfo){status ? vk->status.buffer : vk->blocks[blocks[i]]->buffer, 0,
+                                            VK_WHOLE_SIZE};
         writes[i] = (VkWriteDescriptorSet){.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set,
-                                           .dstBinding = i, .descriptorCount = 1,
+                                           .dstBinding = status ? VK_STATUS_BINDING : vk_arg_binding(i),
+                                           .descriptorCount = 1,
                                            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                            .pBufferInfo = &infos[i]};
     }
-    vk->fn.vkUpdateDescriptorSets(vk->device, VK_ARG_BINDINGS + 1, writes, 0, NULL);
+    vk->fn.vkUpdateDescriptorSets(vk->device, vk->arg_bindings + 1, writes, 0, NULL);
     vk->sets[vk->set_count].set = set;
     memcpy(vk->sets[vk->set_count].blocks, blocks, sizeof vk->sets[vk->set_count].blocks);
     vk->set_count++;
