@@ -105,15 +105,20 @@ static nn_status one_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool full
     /* Zeroed first: the fill then runs beside the first layer, and the first
      * weight gradient of backward need not wait for it. */
     if (st == NN_OK) st = nn_sgd_zero_grad(s->opt);
-    nn_tensor *logits = st == NN_OK ? nn_module_forward(s->net, x) : NULL;
-    nn_tensor *loss = logits ? nn_softmax_cross_entropy(logits, y) : NULL;
+    /* The forward pass and the loss in one call: the model's last layers and
+     * the loss may then run as one kernel (nn_module_forward_loss). */
+    nn_tensor *logits = NULL;
+    nn_tensor *loss = st == NN_OK ? nn_module_forward_loss(s->net, x, y, &logits) : NULL;
     if (st == NN_OK && !loss) st = nn_last_status() != NN_OK ? nn_last_status() : NN_ERR_STATE;
     /* Advanced here, after the lookup read it (a barrier of the forward
      * pass lies between) and before the next batch's gather reads it: at the
      * step's start or end it would need a barrier of its own. */
     if (st == NN_OK && counted) st = nn_counter_add(s->counter, 1);
-    if (st == NN_OK) st = nn_accumulate_metrics(logits, y, loss, s->sums);
     if (st == NN_OK) st = nn_backward(loss);
+    /* After backward: the sums read the loss, which the last kernel of the
+     * forward pass writes; recorded earlier, they would wait for it behind a
+     * barrier of their own, and backward's first kernels behind them. */
+    if (st == NN_OK) st = nn_accumulate_metrics(logits, y, loss, s->sums);
     if (st == NN_OK) st = nn_sgd_step(s->opt);
     if (st == NN_OK && full && !s->host_fed) st = gather_full_batch(s);
     nn_status end = nn_ctx_step_end(s->ctx);
