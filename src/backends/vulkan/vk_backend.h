@@ -86,6 +86,7 @@ typedef struct vk_frame {
 typedef struct vk_plan {
     VkCommandPool pool;
     vk_target target;
+    VkCommandBuffer to_host;   /* ends each submit of replays: their writes made visible to the host */
     vk_host_buffer constants;  /* the bytes of captured writes */
     VkDeviceSize constants_used;
     nn_buffer **scratch;       /* the kernels' temporaries, kept with the plan */
