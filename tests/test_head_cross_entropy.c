@@ -13,21 +13,14 @@
 #include "core/internal.h" /* whether the logits came from the fused op (no tape node) */
 #include "nn_engine.h"
 #include "ops/fused_relu.h"
+#include "head_cases.h"
 #include "test.h"
 #include "vulkan_harness.h"
 
-typedef struct loss_case {
-    int rows, in, hidden, out;
-} loss_case;
-
-static const loss_case kCases[] = {
-    {1, 1, 1, 1},    {7, 13, 9, 5},     {64, 120, 84, 10}, /* LeNet-5's last two layers */
-    {33, 256, 17, 256}, {5, 200, 60, 3}, {130, 50, 256, 7},
-};
 
 static float *randoms(size_t n, unsigned seed) { return vkt_randoms(n, -1.0f, 1.0f, seed); }
 
-static int32_t *labels_of(const loss_case *c, unsigned seed) {
+static int32_t *labels_of(const head_case *c, unsigned seed) {
     int32_t *labels = malloc((size_t)c->rows * sizeof *labels);
     srand(seed);
     for (int r = 0; r < c->rows; r++) labels[r] = rand() % c->out;
@@ -39,7 +32,7 @@ typedef struct reference {
     double *h, *logits, *row_loss, *dlogits, *dh, *dx;
 } reference;
 
-static reference reference_of(const loss_case *c, const float *x, const float *wa, const float *ba, const float *wb,
+static reference reference_of(const head_case *c, const float *x, const float *wa, const float *ba, const float *wb,
                               const float *bb, const int32_t *labels, bool mask) {
     reference r = {calloc((size_t)c->rows * c->hidden, 8), calloc((size_t)c->rows * c->out, 8),
                    calloc((size_t)c->rows, 8),            calloc((size_t)c->rows * c->out, 8),
@@ -81,14 +74,6 @@ static void reference_free(reference *r) {
     free(r->h), free(r->logits), free(r->row_loss), free(r->dlogits), free(r->dh), free(r->dx);
 }
 
-static void check_close(const char *what, size_t case_index, nn_buffer_ref got_ref, const double *want, size_t n,
-                        double tol) {
-    float *got = malloc(n * 4 + 4);
-    vkt_cpu()->read(vkt_cpu(), got_ref, got, n * 4);
-    vkt_check_near(got, want, n, tol, "case %zu %s", case_index, what);
-    free(got);
-}
-
 /* The inputs of one case and variant. */
 typedef struct inputs {
     float *x, *wa, *ba, *wb, *bb;
@@ -103,7 +88,7 @@ static float *weights(size_t n, int fan_in, unsigned seed) {
     return vkt_randoms(n, -bound, bound, seed);
 }
 
-static inputs inputs_of(const loss_case *c, unsigned seed) {
+static inputs inputs_of(const head_case *c, unsigned seed) {
     return (inputs){randoms((size_t)c->rows * c->in, seed),
                     weights((size_t)c->hidden * c->in, c->in, seed + 1),
                     randoms((size_t)c->hidden, seed + 2),
@@ -120,7 +105,7 @@ TEST(head_cross_entropy_cpu_vs_double) {
     nn_backend *cpu = vkt_cpu();
     const nn_buffer_ref none = {NULL, 0, 0};
     for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; i++) {
-        const loss_case *c = &kCases[i];
+        const head_case *c = &kCases[i];
         const size_t nx = (size_t)c->rows * c->in, nh = (size_t)c->rows * c->hidden, ny = (size_t)c->rows * c->out;
         for (int variant = 0; variant < 2; variant++) { /* 1: no biases, the input masked */
             inputs in = inputs_of(c, 300 + 40 * (unsigned)i + 9 * (unsigned)variant);
@@ -143,12 +128,12 @@ TEST(head_cross_entropy_cpu_vs_double) {
                                        .mask_input = mask};
             CHECK_MSG(cpu->run(cpu, NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, a, 12, &p) == NN_OK, "case %zu: %s", i,
                       nn_last_error());
-            check_close("h", i, a[6], r.h, nh, 1e-5);
-            check_close("logits", i, a[7], r.logits, ny, 1e-5);
-            check_close("row loss", i, a[8], r.row_loss, (size_t)c->rows, 1e-5);
-            check_close("dlogits", i, a[9], r.dlogits, ny, 1e-6);
-            check_close("dh", i, a[10], r.dh, nh, 1e-5);
-            check_close("dx", i, a[11], r.dx, nx, 1e-5);
+            vkt_check_cpu_near(a[6], r.h, nh, 1e-5, "case %zu h", i);
+            vkt_check_cpu_near(a[7], r.logits, ny, 1e-5, "case %zu logits", i);
+            vkt_check_cpu_near(a[8], r.row_loss, (size_t)c->rows, 1e-5, "case %zu row loss", i);
+            vkt_check_cpu_near(a[9], r.dlogits, ny, 1e-6, "case %zu dlogits", i);
+            vkt_check_cpu_near(a[10], r.dh, nh, 1e-5, "case %zu dh", i);
+            vkt_check_cpu_near(a[11], r.dx, nx, 1e-5, "case %zu dx", i);
             for (int b = 0; b < 12; b++)
                 if (a[b].buffer) cpu->free(cpu, a[b].buffer);
             reference_free(&r);
@@ -161,7 +146,7 @@ TEST(head_cross_entropy_cpu_vs_double) {
 TEST(head_cross_entropy_vulkan_vs_cpu) {
     if (vkt_skipped() || !vkt_vulkan()) return;
     for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; i++) {
-        const loss_case *c = &kCases[i];
+        const head_case *c = &kCases[i];
         const size_t nx = (size_t)c->rows * c->in, nh = (size_t)c->rows * c->hidden, ny = (size_t)c->rows * c->out;
         /* 1: no biases, masked; 2: no dx; 3: neither dh nor dx */
         for (int variant = 0; variant < 4; variant++) {
@@ -265,7 +250,7 @@ TEST(head_cross_entropy_refuses_bad_params) {
  * pass accumulates); scaled: the loss times 2.5 is what backward starts
  * from. With a pair before, the fused op's input is a fused ReLU's output
  * that it claims; with none, x, a leaf. */
-static void forward_loss_matches(const char *device, const loss_case *c, int before, bool scaled, bool fuses,
+static void forward_loss_matches(const char *device, const head_case *c, int before, bool scaled, bool fuses,
                                  double tol) {
     nn_ctx_options o = {.device = device, .threads = 2, .seed = 5};
     nn_ctx *ctx = nn_ctx_new(&o);
@@ -354,7 +339,7 @@ TEST(forward_loss_equals_forward_then_loss_vulkan) {
     for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; i++)
         for (int before = 0; before < 2; before++)
             for (int scaled = 0; scaled < 2; scaled++) {
-                const loss_case *c = &kCases[i];
+                const head_case *c = &kCases[i];
                 nn_linear_head_params p = {.rows = c->rows, .in = c->in, .hidden = c->hidden, .out = c->out};
                 forward_loss_matches("vulkan", c, before, scaled, vk->linear_head_loss_fuses(vk, &p), 2e-5);
             }

@@ -12,17 +12,10 @@
 #include "backends/backend.h"
 #include "nn_engine.h"
 #include "ops/fused_relu.h" /* the fused op, which the CPU's nn_sequential does not take */
+#include "head_cases.h"
 #include "test.h"
 #include "vulkan_harness.h"
 
-typedef struct head_case {
-    int rows, in, hidden, out;
-} head_case;
-
-static const head_case kCases[] = {
-    {1, 1, 1, 1},     {7, 13, 9, 5},     {64, 120, 84, 10}, /* LeNet-5's last two layers */
-    {33, 256, 17, 256}, {5, 200, 60, 3}, {130, 50, 256, 7},
-};
 
 static nn_linear_head_params params_of(const head_case *c) {
     return (nn_linear_head_params){.rows = c->rows, .in = c->in, .hidden = c->hidden, .out = c->out};
@@ -67,15 +60,6 @@ static reference reference_of(const head_case *c, const float *x, const float *w
 
 static void reference_free(reference *r) { free(r->h), free(r->y), free(r->dh), free(r->dx); }
 
-/* The n floats of a CPU buffer against want (vkt_check_near). */
-static void check_close(const char *what, size_t case_index, nn_buffer_ref got_ref, const double *want, size_t n,
-                        double tol) {
-    float *got = malloc(n * 4 + 4);
-    vkt_cpu()->read(vkt_cpu(), got_ref, got, n * 4);
-    vkt_check_near(got, want, n, tol, "case %zu %s", case_index, what);
-    free(got);
-}
-
 TEST(linear_head_cpu_vs_double) {
     nn_backend *cpu = vkt_cpu();
     const nn_buffer_ref none = {NULL, 0, 0};
@@ -97,17 +81,17 @@ TEST(linear_head_cpu_vs_double) {
             nn_linear_head_params p = params_of(c);
             nn_buffer_ref fwd[7] = {fx, fwa, fba, fwb, fbb, fh, fy};
             CHECK(cpu->run(cpu, NN_KERNEL_LINEAR_HEAD_FORWARD, fwd, 7, &p) == NN_OK);
-            check_close("h", i, fh, r.h, nh, 1e-5);
-            check_close("y", i, fy, r.y, ny, 1e-5);
+            vkt_check_cpu_near(fh, r.h, nh, 1e-5, "case %zu h", i);
+            vkt_check_cpu_near(fy, r.y, ny, 1e-5, "case %zu y", i);
             p.mask_input = mask;
             p.accumulate = variant;
             nn_buffer_ref fdy = vkt_cpu_buffer(dy, ny), fdh = vkt_cpu_buffer(NULL, nh), fdx = vkt_cpu_buffer(dx0, nx);
             nn_buffer_ref dat[7] = {fdy, fwb, fh, fwa, mask ? fx : none, fdh, fdx};
             CHECK(cpu->run(cpu, NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, dat, 7, &p) == NN_OK);
-            check_close("dh", i, fdh, r.dh, nh, 1e-5);
+            vkt_check_cpu_near(fdh, r.dh, nh, 1e-5, "case %zu dh", i);
             for (size_t j = 0; j < nx; j++) r.dx[j] += p.accumulate ? dx0[j] : 0.0;
             /* dx sums hidden sums of out terms each, with cancellation: 5e-5. */
-            check_close("dx", i, fdx, r.dx, nx, 5e-5);
+            vkt_check_cpu_near(fdx, r.dx, nx, 5e-5, "case %zu dx", i);
             nn_buffer_ref bufs[] = {fx, fwa, fba, fwb, fbb, fh, fy, fdy, fdh, fdx};
             for (size_t b = 0; b < sizeof bufs / sizeof bufs[0]; b++)
                 if (bufs[b].buffer) cpu->free(cpu, bufs[b].buffer);

@@ -195,6 +195,16 @@ void vkt_check_near_f32(const float *got, const float *want, size_t n, double to
     va_end(ap);
 }
 
+void vkt_check_cpu_near(nn_buffer_ref got_ref, const double *want, size_t n, double tol, const char *what, ...) {
+    float *got = malloc(n * 4 + 4);
+    vkt_cpu()->read(vkt_cpu(), got_ref, got, n * 4);
+    va_list ap;
+    va_start(ap, what);
+    report_far(got, NULL, want, n, tol, what, ap);
+    va_end(ap);
+    free(got);
+}
+
 void vkt_check_bad_label_reported(nn_kernel kernel) {
     nn_softmax_params p = {.rows = 5, .cols = 10};
     float x[50];

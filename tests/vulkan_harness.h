@@ -59,5 +59,7 @@ nn_buffer_ref vkt_cpu_buffer(const void *data, size_t count);
  * max(1, |want[i]|) (a NaN fails), named by the printf-style what. */
 void vkt_check_near(const float *got, const double *want, size_t n, double tol, const char *what, ...);
 void vkt_check_near_f32(const float *got, const float *want, size_t n, double tol, const char *what, ...);
+/* vkt_check_near on the first n floats of a CPU backend buffer. */
+void vkt_check_cpu_near(nn_buffer_ref got, const double *want, size_t n, double tol, const char *what, ...);
 
 #endif
