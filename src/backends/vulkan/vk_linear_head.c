@@ -3,10 +3,10 @@
  * linear_head_data.comp, built per head shape (the numbers of weights each
  * invocation holds in registers are specialization constants:
  * vk_pipeline_special); linear_head_loss.comp does both with the softmax
- * cross-entropy between them. They are made for the small layers at the end of a
- * classifier, where a step's time goes to the barriers between layers, and
- * vk_linear_head_fuses says yes only there; they take any sizes within the
- * limits below and refuse the rest by name. */
+ * cross-entropy between them. They are made for the small layers at the end
+ * of a classifier, where a step's time goes to the barriers between layers,
+ * and vk_linear_head_fuses says yes only there; they take any sizes within
+ * the limits below and refuse the rest by name. */
 #include <stdio.h>
 
 #include "backends/linear_head.h"
