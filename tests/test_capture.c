@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h" /* nn_command's argument array, the kernel table */
 #include "nn_engine.h"
 #include "test.h"
 #include "vulkan_harness.h"
@@ -172,6 +173,14 @@ static void check_replay_equals_eager(const char *device, bool host_fed) {
     /* The sums saw every step: STEPS * BATCH rows, a plausible loss. */
     CHECK(eager_sums[1] >= 0 && eager_sums[1] <= STEPS * BATCH);
     CHECK(eager_sums[0] > 0.5 * STEPS * BATCH && eager_sums[0] < 5.0 * STEPS * BATCH);
+}
+
+/* A captured command holds every argument of the kernel it launches. */
+TEST(capture_commands_hold_every_kernels_arguments) {
+    for (int k = 0; k < NN_KERNEL_COUNT; k++)
+        CHECK_MSG(nn_kernel_arg_count((nn_kernel)k) > 0 && nn_kernel_arg_count((nn_kernel)k) <= NN_COMMAND_MAX_ARGS,
+                  "%s takes %d arguments; a captured command holds %d", nn_kernel_name((nn_kernel)k),
+                  nn_kernel_arg_count((nn_kernel)k), NN_COMMAND_MAX_ARGS);
 }
 
 TEST(capture_replay_equals_eager_cpu_device_data) { check_replay_equals_eager("cpu", false); }
