@@ -344,3 +344,58 @@ TEST(forward_loss_equals_forward_then_loss_vulkan) {
                 forward_loss_matches("vulkan", c, before, scaled, vk->linear_head_loss_fuses(vk, &p), 2e-5);
             }
 }
+
+/* Bad arguments to nn_module_forward_loss are refused with a message, fused
+ * or not: NULL ones, labels of the wrong type or count, and labels outside
+ * the classes (reported at the next read on Vulkan, as the loss's kernels
+ * report them). */
+static void forward_loss_refuses(const char *device) {
+    nn_ctx_options o = {.device = device, .threads = 2, .seed = 5};
+    nn_ctx *ctx = nn_ctx_new(&o);
+    if (!ctx) {
+        CHECK_MSG(0, "nn_ctx_new(%s): %s", device, nn_last_error());
+        return;
+    }
+    nn_module *net = nn_sequential(ctx);
+    CHECK(nn_sequential_append(net, "fc1", nn_linear_layer(ctx, 120, 84, NN_INIT_KAIMING_UNIFORM)) == NN_OK);
+    CHECK(nn_sequential_append(net, "relu1", nn_relu_layer(ctx)) == NN_OK);
+    CHECK(nn_sequential_append(net, "fc2", nn_linear_layer(ctx, 84, 10, NN_INIT_KAIMING_UNIFORM)) == NN_OK);
+    int64_t xs[2] = {64, 120}, ls[1] = {64}, short_ls[1] = {63};
+    float *data = randoms(64 * 120, 5);
+    int32_t labels[64];
+    for (int i = 0; i < 64; i++) labels[i] = i % 10;
+    nn_tensor *x = nn_tensor_from_data(ctx, NN_F32, 2, xs, data);
+    nn_tensor *y = nn_tensor_from_data(ctx, NN_I32, 1, ls, labels);
+    nn_tensor *y_short = nn_tensor_from_data(ctx, NN_I32, 1, short_ls, labels);
+    nn_tensor *y_float = nn_tensor_from_data(ctx, NN_F32, 1, ls, data);
+    nn_tensor *logits = x;
+    CHECK(nn_module_forward_loss(net, x, NULL, &logits) == NULL && logits == NULL);
+    CHECK_MSG(strstr(nn_last_error(), "labels is NULL"), "%s: %s", device, nn_last_error());
+    CHECK(nn_module_forward_loss(NULL, x, y, NULL) == NULL);
+    CHECK_MSG(strstr(nn_last_error(), "module is NULL"), "%s: %s", device, nn_last_error());
+    CHECK(nn_module_forward_loss(net, x, y_short, NULL) == NULL);
+    CHECK_MSG(strstr(nn_last_error(), "63 labels"), "%s: %s", device, nn_last_error());
+    CHECK(nn_module_forward_loss(net, x, y_float, NULL) == NULL);
+    CHECK_MSG(strstr(nn_last_error(), "labels"), "%s: %s", device, nn_last_error());
+    nn_ctx_step_end(ctx);
+    labels[5] = 10;
+    CHECK(nn_tensor_write(y, labels, sizeof labels) == NN_OK);
+    nn_tensor *loss = nn_module_forward_loss(net, x, y, NULL);
+    float value = 0.0f;
+    nn_status st = loss ? nn_tensor_read(loss, &value, sizeof value) : nn_last_status();
+    CHECK_MSG(st == NN_ERR_ARGUMENT && strstr(nn_last_error(), "label 10 at row 5"), "%s: status %d, %s", device,
+              (int)st, nn_last_error());
+    nn_ctx_step_end(ctx);
+    nn_tensor *tensors[4] = {x, y, y_short, y_float};
+    for (int i = 0; i < 4; i++) nn_tensor_free(tensors[i]);
+    free(data);
+    nn_module_free(net);
+    nn_ctx_free(ctx);
+}
+
+TEST(forward_loss_refuses_bad_arguments_cpu) { forward_loss_refuses("cpu"); }
+
+TEST(forward_loss_refuses_bad_arguments_vulkan) {
+    if (vkt_skipped() || !vkt_vulkan()) return;
+    forward_loss_refuses("vulkan");
+}
