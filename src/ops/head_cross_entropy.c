@@ -45,12 +45,7 @@ static nn_status unseeded_backward(nn_node *node, nn_linear_head_params p) {
     nn_ctx *ctx = x->ctx;
     nn_tensor *dy = nn_op_scratch(ctx, NN_F32, 2, dlogits->shape);
     if (!dy) return nn_last_status();
-    nn_pointwise_params b = {.n = dy->numel, .alpha = 1.0f};
-    nn_buffer_ref bargs[2] = {nn_tensor_ref(node->output->grad), nn_tensor_ref(dy)};
-    nn_status st = nn_ctx_run(ctx, NN_KERNEL_BROADCAST_SCALAR, bargs, 2, &b);
-    nn_pointwise_params m = {.n = dy->numel, .op = NN_EW_MUL};
-    nn_buffer_ref margs[3] = {nn_tensor_ref(dy), nn_tensor_ref(dlogits), nn_tensor_ref(dy)};
-    if (st == NN_OK) st = nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, margs, 3, &m);
+    nn_status st = nn_run_scalar_times(ctx, node->output->grad, dlogits, dy, 0);
     nn_tensor *dx = NULL;
     p.accumulate = 0;
     if (st == NN_OK && nn_wants_grad(x)) st = nn_grad_target(x, &dx, &p.accumulate);
@@ -71,15 +66,7 @@ static nn_status head_cross_entropy_backward(nn_node *node) {
     NN_TRY(nn_linear_layer_gradients(ctx, wb, bb, node->saved[SAVED_DLOGITS], node->saved[SAVED_H], p.rows, p.out,
                                      p.hidden));
     if (dh) NN_TRY(nn_linear_layer_gradients(ctx, wa, ba, dh, x, p.rows, p.hidden, p.in));
-    if (!dx) return NN_OK;
-    /* x's gradient is dx as it is, with no kernel, when nothing else wrote
-     * it (a leaf's gradient is a running sum the caller owns: added to). */
-    if (!x->grad && x->grad_fn) x->grad = nn_tensor_retain(dx);
-    nn_tensor *grad;
-    int32_t acc;
-    NN_TRY(nn_grad_target(x, &grad, &acc));
-    if (grad == dx && !acc) return NN_OK;
-    return nn_run_scale(ctx, nn_tensor_ref(dx), nn_tensor_ref(grad), x->numel, 1.0f, acc);
+    return dx ? nn_grad_hand_on(x, dx) : NN_OK;
 }
 
 bool nn_head_cross_entropy_fuses(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_tensor *wb, nn_tensor *bb,

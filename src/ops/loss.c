@@ -7,29 +7,12 @@
 #include "op_common.h"
 
 static nn_status softmax_ce_backward(nn_node *node) {
-    nn_tensor *logits = node->inputs[0], *dlogits = node->saved[1], *dloss = node->output->grad;
-    nn_ctx *ctx = logits->ctx;
-    bool seed = node->output->grad_seeded;
-    /* A leaf's gradient is a running sum the caller owns: it is added to. */
-    if (seed && !logits->grad && logits->grad_fn) logits->grad = nn_tensor_retain(dlogits);
+    nn_tensor *logits = node->inputs[0], *dlogits = node->saved[1];
+    if (node->output->grad_seeded) return nn_grad_hand_on(logits, dlogits);
     nn_tensor *grad;
     int32_t acc;
     NN_TRY(nn_grad_target(logits, &grad, &acc));
-    if (seed && grad == dlogits && !acc) return NN_OK;
-    if (seed) return nn_run_scale(ctx, nn_tensor_ref(dlogits), nn_tensor_ref(grad), logits->numel, 1.0f, acc);
-    /* grad (+)= dloss[0] * dlogits: the scalar broadcast, then a product. */
-    nn_tensor *scaled = nn_op_scratch(ctx, NN_F32, logits->ndim, logits->shape);
-    if (!scaled) return nn_last_status();
-    nn_pointwise_params b = {.n = logits->numel, .alpha = 1.0f};
-    nn_buffer_ref bargs[2] = {nn_tensor_ref(dloss), nn_tensor_ref(scaled)};
-    nn_status status = nn_ctx_run(ctx, NN_KERNEL_BROADCAST_SCALAR, bargs, 2, &b);
-    if (status == NN_OK) {
-        nn_pointwise_params m = {.n = logits->numel, .op = NN_EW_MUL, .accumulate = acc};
-        nn_buffer_ref margs[3] = {nn_tensor_ref(scaled), nn_tensor_ref(dlogits), nn_tensor_ref(grad)};
-        status = nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, margs, 3, &m);
-    }
-    nn_tensor_release(scaled);
-    return status;
+    return nn_run_scalar_times(logits->ctx, node->output->grad, dlogits, grad, acc); /* grad (+)= dloss[0] * dlogits */
 }
 
 nn_tensor *nn_softmax_cross_entropy(nn_tensor *logits, nn_tensor *labels) {

@@ -83,6 +83,30 @@ nn_status nn_run_gemm(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref b, nn_buffer_r
     return nn_ctx_run(ctx, NN_KERNEL_GEMM, args, 3, &p);
 }
 
+nn_status nn_run_scalar_times(nn_ctx *ctx, nn_tensor *s, nn_tensor *x, nn_tensor *out, int32_t accumulate) {
+    nn_tensor *broadcast = nn_op_scratch(ctx, NN_F32, x->ndim, x->shape);
+    if (!broadcast) return nn_last_status();
+    nn_pointwise_params b = {.n = x->numel, .alpha = 1.0f};
+    nn_buffer_ref bargs[2] = {nn_tensor_ref(s), nn_tensor_ref(broadcast)};
+    nn_status status = nn_ctx_run(ctx, NN_KERNEL_BROADCAST_SCALAR, bargs, 2, &b);
+    if (status == NN_OK) {
+        nn_pointwise_params m = {.n = x->numel, .op = NN_EW_MUL, .accumulate = accumulate};
+        nn_buffer_ref margs[3] = {nn_tensor_ref(broadcast), nn_tensor_ref(x), nn_tensor_ref(out)};
+        status = nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, margs, 3, &m);
+    }
+    nn_tensor_release(broadcast);
+    return status;
+}
+
+nn_status nn_grad_hand_on(nn_tensor *t, nn_tensor *g) {
+    if (!t->grad && t->grad_fn) t->grad = nn_tensor_retain(g);
+    nn_tensor *grad;
+    int32_t acc;
+    NN_TRY(nn_grad_target(t, &grad, &acc));
+    if (grad == g && !acc) return NN_OK;
+    return nn_run_scale(t->ctx, nn_tensor_ref(g), nn_tensor_ref(grad), t->numel, 1.0f, acc);
+}
+
 nn_status nn_run_scale(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref out, int64_t n, float alpha,
                        int32_t accumulate) {
     nn_pointwise_params p = {.n = n, .op = NN_EW_SCALE, .accumulate = accumulate, .alpha = alpha};

@@ -36,6 +36,15 @@ nn_status nn_run_gemm(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref b, nn_buffer_r
 nn_status nn_run_scale(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref out, int64_t n, float alpha,
                        int32_t accumulate);
 
+/* out (+)= s[0] * x over x's elements, s a one-element tensor on the
+ * device (a loss's gradient: nothing is read back). */
+nn_status nn_run_scalar_times(nn_ctx *ctx, nn_tensor *s, nn_tensor *x, nn_tensor *out, int32_t accumulate);
+/* g, a gradient of t computed ahead (a fused loss's, when backward started
+ * from that loss), handed on to t: t's gradient becomes g itself when
+ * nothing else wrote it (no kernel), else g is added to it (a leaf's
+ * gradient is a running sum the caller owns). */
+nn_status nn_grad_hand_on(nn_tensor *t, nn_tensor *g);
+
 /* counter is NULL or an int32 tensor of one element (device_loop.c). */
 nn_status nn_check_counter(const char *op, const nn_tensor *counter);
 /* The tensor's argument, or an absent one for NULL. */
