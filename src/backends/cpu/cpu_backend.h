@@ -38,8 +38,8 @@ nn_status nn_cpu_conv_pool(nn_backend *self, nn_thread_pool *pool, nn_kernel ker
 bool nn_cpu_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p);
 /* NN_KERNEL_LINEAR_HEAD_* (cpu_linear_head.c): the unfused layers' GEMMs in
  * turn; linear_head_fuses says no (no barrier to save on the CPU). */
-nn_status nn_cpu_linear_head(nn_backend *self, nn_kernel kernel, const nn_linear_head_params *p,
-                             const nn_buffer_ref *a);
+nn_status nn_cpu_linear_head(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel,
+                             const nn_linear_head_params *p, const nn_buffer_ref *a);
 bool nn_cpu_linear_head_fuses(nn_backend *self, const nn_linear_head_params *p);
 nn_status nn_cpu_maxpool_forward(nn_thread_pool *pool, const nn_pool_params *p, const float *x,
                                  float *y, int32_t *argmax);
@@ -68,6 +68,10 @@ nn_status nn_cpu_softmax_backward(nn_thread_pool *pool, const nn_softmax_params 
 nn_status nn_cpu_softmax_ce_forward(nn_thread_pool *pool, const nn_softmax_params *p,
                                     const float *logits, const int32_t *labels, float *probs,
                                     float *loss);
+/* As nn_cpu_softmax_ce_forward, with each row's loss in row_loss [rows]
+ * instead of their mean. */
+nn_status nn_cpu_softmax_ce_row_losses(nn_thread_pool *pool, const nn_softmax_params *p, const float *logits,
+                                       const int32_t *labels, float *probs, float *row_loss);
 nn_status nn_cpu_softmax_ce_backward(nn_thread_pool *pool, const nn_softmax_params *p,
                                      const float *probs, const int32_t *labels,
                                      const float *dloss, float *dlogits);
@@ -92,6 +96,9 @@ nn_status nn_cpu_maxpool_backward_masked(nn_thread_pool *pool, const nn_pool_par
                                          const int32_t *argmax, const float *y, float *dx);
 nn_status nn_cpu_softmax_ce_fused(nn_thread_pool *pool, const nn_softmax_params *p, const float *logits,
                                   const int32_t *labels, float *dlogits, float *loss);
+/* Probabilities in dlogits become the gradient of the mean loss, (p -
+ * onehot(label)) / rows (a bad label's row: p / rows). */
+void nn_cpu_softmax_ce_gradient(const nn_softmax_params *p, const int32_t *labels, float *dlogits);
 nn_status nn_cpu_sgd_update_device_lr(nn_thread_pool *pool, const nn_sgd_params *p, float *param,
                                       const float *grad, float *velocity, const float *scalars);
 

@@ -131,8 +131,11 @@ nn_status nn_cpu_softmax_ce_fused(nn_thread_pool *pool, const nn_softmax_params 
     nn_softmax_params forward = *p;
     forward.accumulate = 0;
     nn_status status = nn_cpu_softmax_ce_forward(pool, &forward, logits, labels, dlogits, loss);
-    /* The probabilities become (p - onehot) / rows (also after a bad label,
-     * which the status reports). */
+    nn_cpu_softmax_ce_gradient(p, labels, dlogits); /* also after a bad label, which the status reports */
+    return status;
+}
+
+void nn_cpu_softmax_ce_gradient(const nn_softmax_params *p, const int32_t *labels, float *dlogits) {
     const float inv_rows = 1.0f / (float)p->rows;
     for (int64_t r = 0; r < p->rows; r++) {
         float *row = dlogits + r * p->cols;
@@ -140,7 +143,6 @@ nn_status nn_cpu_softmax_ce_fused(nn_thread_pool *pool, const nn_softmax_params 
         if (label >= 0 && label < p->cols) row[label] -= 1.0f;
         for (int j = 0; j < p->cols; j++) row[j] *= inv_rows;
     }
-    return status;
 }
 
 /* ---- SGD with the learning rate on the device ---- */

@@ -82,34 +82,49 @@ static void softmax_ce_rows(void *arg, int64_t begin, int64_t end, int worker) {
     }
 }
 
-nn_status nn_cpu_softmax_ce_forward(nn_thread_pool *pool, const nn_softmax_params *p,
-                                    const float *logits, const int32_t *labels, float *probs,
-                                    float *loss) {
+/* softmax_ce_rows over every row on the pool: the probabilities, each row's
+ * loss in double (NaN for a bad label) and the first bad row's error. */
+static nn_status ce_rows(nn_thread_pool *pool, const nn_softmax_params *p, const float *logits,
+                         const int32_t *labels, float *probs, double *row_loss) {
     int workers = nn_thread_pool_size(pool);
-    double *row_loss = malloc((size_t)p->rows * sizeof *row_loss);
     int64_t *bad_row = malloc((size_t)workers * sizeof *bad_row);
-    if (!row_loss || !bad_row) {
-        free(row_loss);
-        free(bad_row);
-        return nn_set_error(NN_ERR_MEMORY, "cpu softmax_ce_forward: out of host memory");
-    }
+    if (!bad_row) return nn_set_error(NN_ERR_MEMORY, "cpu softmax_ce_forward: out of host memory");
     for (int w = 0; w < workers; w++) bad_row[w] = -1;
     softmax_job job = {.p = p, .x = logits, .labels = labels, .y = probs, .row_loss = row_loss,
                        .bad_row = bad_row};
     nn_parallel_for(pool, p->rows, NN_CPU_MIN_CHUNK / p->cols + 1, softmax_ce_rows, &job);
-    double total = 0.0;
-    for (int64_t r = 0; r < p->rows; r++) total += row_loss[r];
-    loss[0] = (float)(total / p->rows);
     int64_t bad = -1;
     for (int w = 0; w < workers; w++)
         if (bad_row[w] >= 0 && (bad < 0 || bad_row[w] < bad)) bad = bad_row[w];
-    free(row_loss);
     free(bad_row);
     if (bad >= 0)
         return nn_set_error(NN_ERR_ARGUMENT,
                             "softmax_cross_entropy: label %d at row %lld is outside [0, %d)",
                             (int)labels[bad], (long long)bad, p->cols);
     return NN_OK;
+}
+
+nn_status nn_cpu_softmax_ce_forward(nn_thread_pool *pool, const nn_softmax_params *p,
+                                    const float *logits, const int32_t *labels, float *probs,
+                                    float *loss) {
+    double *row_loss = malloc((size_t)p->rows * sizeof *row_loss);
+    if (!row_loss) return nn_set_error(NN_ERR_MEMORY, "cpu softmax_ce_forward: out of host memory");
+    nn_status status = ce_rows(pool, p, logits, labels, probs, row_loss);
+    double total = 0.0;
+    for (int64_t r = 0; r < p->rows; r++) total += row_loss[r];
+    loss[0] = (float)(total / p->rows);
+    free(row_loss);
+    return status;
+}
+
+nn_status nn_cpu_softmax_ce_row_losses(nn_thread_pool *pool, const nn_softmax_params *p, const float *logits,
+                                       const int32_t *labels, float *probs, float *row_loss) {
+    double *rows = malloc((size_t)p->rows * sizeof *rows);
+    if (!rows) return nn_set_error(NN_ERR_MEMORY, "cpu softmax cross-entropy row losses: out of host memory");
+    nn_status status = ce_rows(pool, p, logits, labels, probs, rows);
+    for (int64_t r = 0; r < p->rows; r++) row_loss[r] = (float)rows[r];
+    free(rows);
+    return status;
 }
 
 /* dlogits = (probs - onehot(label)) * dloss / rows. */
