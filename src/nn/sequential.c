@@ -47,11 +47,11 @@ static bool conv_pool_at(nn_module *m, int i, int end, nn_tensor *x) {
 }
 
 /* Children i, i+1, i+2 (all before `end`) are Linear, ReLU and Linear,
- * with no ReLU after them. */
+ * with no ReLU after them, all in x's context. */
 static bool linear_head_kinds_at(nn_module *m, int i, int end, nn_tensor *x) {
-    return i + 2 < end && is_kind(m->children[i], "Linear") && is_kind(m->children[i + 1], "ReLU") &&
+    return i >= 0 && i + 2 < end && is_kind(m->children[i], "Linear") && is_kind(m->children[i + 1], "ReLU") &&
            is_kind(m->children[i + 2], "Linear") && !(i + 3 < end && is_kind(m->children[i + 3], "ReLU")) &&
-           m->children[i + 1]->ctx == x->ctx && m->children[i + 2]->ctx == x->ctx;
+           m->children[i]->ctx == x->ctx && m->children[i + 1]->ctx == x->ctx && m->children[i + 2]->ctx == x->ctx;
 }
 
 /* ... and the backend runs them as one (src/ops/linear_head.c). */
@@ -112,14 +112,12 @@ static nn_tensor *sequential_forward(nn_module *m, nn_tensor *x) {
  * then the loss. */
 static nn_tensor *sequential_forward_loss(nn_module *m, nn_tensor *x, nn_tensor *labels, nn_tensor **logits) {
     const int end = m->child_count, head = end - 3;
-    const bool ends_in_head = head >= 0 && is_kind(m->children[head], "Linear") &&
-                              is_kind(m->children[head + 1], "ReLU") && is_kind(m->children[head + 2], "Linear");
+    const bool ends_in_head = linear_head_kinds_at(m, head, end, x);
     bool masked = false;
     x = run_children(m, x, 0, ends_in_head ? head : end, &masked);
     if (ends_in_head && x) {
         const nn_module *first = m->children[head], *second = m->children[head + 2];
-        if (first->ctx == x->ctx && linear_head_kinds_at(m, head, end, x) &&
-            nn_head_cross_entropy_fuses(x, first->params[0], first->params[1], second->params[0], second->params[1],
+        if (nn_head_cross_entropy_fuses(x, first->params[0], first->params[1], second->params[0], second->params[1],
                                         labels))
             return nn_head_cross_entropy(x, first->params[0], first->params[1], second->params[0], second->params[1],
                                          labels, masked ? NN_FUSE_MASK_INPUT : 0, logits);
