@@ -16,14 +16,11 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "conv_pool_reference.h"
 #include "nn_engine.h"
 #include "ops/fused_relu.h" /* the fused op, which the CPU's nn_sequential does not take */
 #include "test.h"
 #include "vulkan_harness.h"
-
-typedef struct conv_pool_case {
-    int batch, channels, height, width, filters, kernel_h, kernel_w, stride, pad, pool;
-} conv_pool_case;
 
 static const conv_pool_case kCases[] = {
     {3, 2, 11, 13, 4, 3, 3, 1, 1, 2},  /* padding; 11x13 output, a row and a column dropped */
@@ -40,110 +37,6 @@ static const conv_pool_case kCases[] = {
     {400, 1, 28, 28, 6, 5, 5, 1, 0, 2}, /* more images than groups of one round */
 };
 
-static nn_conv_pool_params params_of(const conv_pool_case *c, bool bias) {
-    nn_conv_geometry g = {c->batch, c->channels, c->height, c->width, c->kernel_h, c->kernel_w,
-                          c->stride, c->stride, c->pad, c->pad, 0, 0, 0};
-    g.out_h = (g.height + 2 * g.pad_h - g.kernel_h) / g.stride_h + 1;
-    g.out_w = (g.width + 2 * g.pad_w - g.kernel_w) / g.stride_w + 1;
-    nn_conv_pool_params p = {.conv = {.g = g, .filters = c->filters,
-                                      .epilogue = (bias ? NN_EPI_BIAS_ROWS : 0) | NN_EPI_RELU},
-                             .pool = c->pool, .pooled_h = g.out_h / c->pool, .pooled_w = g.out_w / c->pool};
-    return p;
-}
-
-/* Multiples of 1/denominator in [-3, 3] / denominator. */
-static float *steps(size_t n, float denominator, unsigned seed) {
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    vkt_fill(x, n, -3.5f, 3.5f, seed);
-    for (size_t i = 0; i < n; i++) x[i] = roundf(x[i]) / denominator;
-    return x;
-}
-
-static float *randoms(size_t n, unsigned seed) { return vkt_randoms(n, -1.0f, 1.0f, seed); }
-
-typedef struct sizes {
-    size_t x, w, z, y;
-} sizes;
-
-static sizes sizes_of(const nn_conv_pool_params *p) {
-    const nn_conv_geometry *g = &p->conv.g;
-    return (sizes){(size_t)g->batch * g->channels * g->height * g->width,
-                   (size_t)p->conv.filters * g->channels * g->kernel_h * g->kernel_w,
-                   (size_t)g->batch * p->conv.filters * g->out_h * g->out_w,
-                   (size_t)g->batch * p->conv.filters * p->pooled_h * p->pooled_w};
-}
-
-/* ---- the reference, in double ---- */
-
-typedef struct reference {
-    double *y, *dw, *db, *dx;
-    int32_t *winners;
-} reference;
-
-static double x_at(const nn_conv_geometry *g, const float *x, int n, int c, int h, int w) {
-    if (h < 0 || w < 0 || h >= g->height || w >= g->width) return 0.0;
-    return x[(((size_t)n * g->channels + c) * g->height + h) * g->width + w];
-}
-
-static reference reference_of(const nn_conv_pool_params *p, const float *x, const float *w, const float *b,
-                              const float *dy) {
-    const nn_conv_geometry *g = &p->conv.g;
-    const sizes s = sizes_of(p);
-    const int F = p->conv.filters, KK = g->kernel_h * g->kernel_w;
-    double *z = calloc(s.z + 1, sizeof *z), *dz = calloc(s.z + 1, sizeof *dz);
-    reference r = {calloc(s.y + 1, sizeof(double)), calloc(s.w + 1, sizeof(double)), calloc((size_t)F + 1, sizeof(double)),
-                   calloc(s.x + 1, sizeof(double)), calloc(s.y + 1, sizeof(int32_t))};
-    for (int n = 0; n < g->batch; n++)
-        for (int f = 0; f < F; f++)
-            for (int oh = 0; oh < g->out_h; oh++)
-                for (int ow = 0; ow < g->out_w; ow++) {
-                    double sum = b ? b[f] : 0.0;
-                    for (int c = 0; c < g->channels; c++)
-                        for (int ki = 0; ki < g->kernel_h; ki++)
-                            for (int kj = 0; kj < g->kernel_w; kj++)
-                                sum += (double)w[((size_t)f * g->channels + c) * KK + ki * g->kernel_w + kj] *
-                                       x_at(g, x, n, c, oh * g->stride_h - g->pad_h + ki, ow * g->stride_w - g->pad_w + kj);
-                    z[(((size_t)n * F + f) * g->out_h + oh) * g->out_w + ow] = sum > 0.0 ? sum : 0.0;
-                }
-    const size_t z_plane = (size_t)g->out_h * g->out_w, y_plane = (size_t)p->pooled_h * p->pooled_w;
-    for (size_t plane = 0; plane < (size_t)g->batch * F; plane++)
-        for (int py = 0; py < p->pooled_h; py++)
-            for (int px = 0; px < p->pooled_w; px++) {
-                int best = -1;
-                for (int a = 0; a < p->pool; a++)
-                    for (int c = 0; c < p->pool; c++) {
-                        int i = (py * p->pool + a) * g->out_w + px * p->pool + c;
-                        if (best < 0 || z[plane * z_plane + i] > z[plane * z_plane + best]) best = i;
-                    }
-                size_t j = plane * y_plane + (size_t)py * p->pooled_w + px;
-                r.y[j] = z[plane * z_plane + best];
-                r.winners[j] = r.y[j] > 0.0 ? best : -1;
-                if (r.winners[j] >= 0) dz[plane * z_plane + best] = dy[j];
-            }
-    for (int n = 0; n < g->batch; n++)
-        for (int f = 0; f < F; f++)
-            for (int oh = 0; oh < g->out_h; oh++)
-                for (int ow = 0; ow < g->out_w; ow++) {
-                    double d = dz[(((size_t)n * F + f) * g->out_h + oh) * g->out_w + ow];
-                    if (d == 0.0) continue;
-                    r.db[f] += d;
-                    for (int c = 0; c < g->channels; c++)
-                        for (int ki = 0; ki < g->kernel_h; ki++)
-                            for (int kj = 0; kj < g->kernel_w; kj++) {
-                                int h = oh * g->stride_h - g->pad_h + ki, wc = ow * g->stride_w - g->pad_w + kj;
-                                size_t wi = ((size_t)f * g->channels + c) * KK + ki * g->kernel_w + kj;
-                                r.dw[wi] += d * x_at(g, x, n, c, h, wc);
-                                if (h >= 0 && wc >= 0 && h < g->height && wc < g->width)
-                                    r.dx[(((size_t)n * g->channels + c) * g->height + h) * g->width + wc] += d * w[wi];
-                            }
-                }
-    free(z);
-    free(dz);
-    return r;
-}
-
-static void reference_free(reference *r) { free(r->y), free(r->dw), free(r->db), free(r->dx), free(r->winners); }
-
 /* ---- the CPU kernels against the reference ---- */
 
 static void cpu_read(nn_buffer_ref ref, void *out, size_t count) { vkt_cpu()->read(vkt_cpu(), ref, out, count * 4); }
@@ -152,14 +45,14 @@ TEST(conv_pool_cpu_vs_double) {
     nn_backend *cpu = vkt_cpu();
     for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; i++) {
         for (int with_bias = 0; with_bias < 2; with_bias++) {
-            nn_conv_pool_params p = params_of(&kCases[i], with_bias);
-            const sizes s = sizes_of(&p);
+            nn_conv_pool_params p = conv_pool_params_of(&kCases[i], with_bias);
+            const conv_pool_sizes s = conv_pool_sizes_of(&p);
             unsigned seed = 100 * (unsigned)i + 10 * (unsigned)with_bias;
-            float *x = steps(s.x, 4.0f, seed), *w = steps(s.w, 8.0f, seed + 1);
-            float *b = with_bias ? steps((size_t)p.conv.filters, 16.0f, seed + 2) : NULL;
-            float *dy = randoms(s.y, seed + 3), *dw0 = randoms(s.w, seed + 4), *db0 = randoms((size_t)p.conv.filters, seed + 5);
-            float *dx0 = randoms(s.x, seed + 6);
-            reference r = reference_of(&p, x, w, b, dy);
+            float *x = conv_pool_steps(s.x, 4.0f, seed), *w = conv_pool_steps(s.w, 8.0f, seed + 1);
+            float *b = with_bias ? conv_pool_steps((size_t)p.conv.filters, 16.0f, seed + 2) : NULL;
+            float *dy = conv_pool_randoms(s.y, seed + 3), *dw0 = conv_pool_randoms(s.w, seed + 4), *db0 = conv_pool_randoms((size_t)p.conv.filters, seed + 5);
+            float *dx0 = conv_pool_randoms(s.x, seed + 6);
+            conv_pool_reference r = conv_pool_reference_of(&p, x, w, b, dy);
             nn_buffer_ref none = {NULL, 0, 0};
             nn_buffer_ref fx = vkt_cpu_buffer(x, s.x), fw = vkt_cpu_buffer(w, s.w), fb = b ? vkt_cpu_buffer(b, (size_t)p.conv.filters) : none;
             nn_buffer_ref fy = vkt_cpu_buffer(NULL, s.y), fwin = vkt_cpu_buffer(NULL, s.y);
@@ -197,7 +90,7 @@ TEST(conv_pool_cpu_vs_double) {
             }
             cpu->free(cpu, fx.buffer), cpu->free(cpu, fw.buffer), cpu->free(cpu, fy.buffer), cpu->free(cpu, fwin.buffer);
             if (fb.buffer) cpu->free(cpu, fb.buffer);
-            reference_free(&r);
+            conv_pool_reference_free(&r);
             free(x), free(w), free(b), free(dy), free(dw0), free(db0), free(dx0), free(y), free(winners);
         }
     }
@@ -206,12 +99,12 @@ TEST(conv_pool_cpu_vs_double) {
 /* Kernels refuse what they do not describe. */
 TEST(conv_pool_kernels_refuse_bad_pooling) {
     nn_backend *cpu = vkt_cpu();
-    nn_conv_pool_params p = params_of(&kCases[0], false);
+    nn_conv_pool_params p = conv_pool_params_of(&kCases[0], false);
     p.pooled_h += 1; /* a window past the output */
     nn_buffer_ref none = {NULL, 0, 0}, args[6] = {none, none, none, none, none, none};
     CHECK(cpu->run(cpu, NN_KERNEL_CONV2D_POOL_FORWARD, args, 6, &p) == NN_ERR_ARGUMENT);
     CHECK(strstr(nn_last_error(), "pooling") != NULL);
-    p = params_of(&kCases[0], false);
+    p = conv_pool_params_of(&kCases[0], false);
     CHECK(cpu->run(cpu, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, args, 6, &p) == NN_ERR_ARGUMENT);
     CHECK(strstr(nn_last_error(), "neither dweight nor dbias") != NULL);
 }
@@ -222,13 +115,13 @@ TEST(conv_pool_vulkan_vs_cpu) {
     if (vkt_skipped() || !vkt_vulkan()) return;
     for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; i++) {
         for (int variant = 0; variant < 3; variant++) { /* 0: all; 1: no bias; 2: bias gradient only */
-            nn_conv_pool_params p = params_of(&kCases[i], variant != 1);
-            const sizes s = sizes_of(&p);
+            nn_conv_pool_params p = conv_pool_params_of(&kCases[i], variant != 1);
+            const conv_pool_sizes s = conv_pool_sizes_of(&p);
             const size_t F = (size_t)p.conv.filters;
             unsigned seed = 500 + 10 * (unsigned)i + (unsigned)variant;
-            float *x = steps(s.x, 4.0f, seed), *w = steps(s.w, 8.0f, seed + 1), *b = steps(F, 16.0f, seed + 2);
-            float *dy = randoms(s.y, seed + 3), *dw0 = randoms(s.w, seed + 4), *db0 = randoms(F, seed + 5);
-            float *dx0 = randoms(s.x, seed + 6);
+            float *x = conv_pool_steps(s.x, 4.0f, seed), *w = conv_pool_steps(s.w, 8.0f, seed + 1), *b = conv_pool_steps(F, 16.0f, seed + 2);
+            float *dy = conv_pool_randoms(s.y, seed + 3), *dw0 = conv_pool_randoms(s.w, seed + 4), *db0 = conv_pool_randoms(F, seed + 5);
+            float *dx0 = conv_pool_randoms(s.x, seed + 6);
             char what[96];
             vkt_pair fwd[6] = {vkt_pair_new(x, s.x, 12), vkt_pair_new(w, s.w, 4),
                                variant != 1 ? vkt_pair_new(b, F, 8) : vkt_pair_none(), vkt_pair_new(NULL, s.y, 16),
@@ -288,7 +181,7 @@ static void sequential_matches_ops(const char *device, const conv_pool_case *c, 
     CHECK(nn_sequential_append(net, "pool", nn_maxpool2d_layer(ctx, c->pool, c->pool)) == NN_OK);
     int64_t xs[4] = {c->batch, c->channels, c->height, c->width};
     size_t nx = (size_t)(xs[0] * xs[1] * xs[2] * xs[3]);
-    float *data = randoms(nx, 77);
+    float *data = conv_pool_randoms(nx, 77);
     nn_tensor *x = nn_tensor_from_data(ctx, NN_F32, 4, xs, data);
     nn_tensor_set_requires_grad(x, true);
     nn_tensor *w = nn_module_param(net, 0), *b = nn_module_param(net, 1);
@@ -305,11 +198,11 @@ static void sequential_matches_ops(const char *device, const conv_pool_case *c, 
         for (int pass = 0; pass < 2; pass++) {
             nn_tensor *y = !fused ? nn_maxpool2d(nn_relu(nn_conv2d(x, w, b, c->stride, c->pad)), c->pool, c->pool)
                            : container_fuses ? nn_module_forward(net, x)
-                                             : nn_conv2d_relu_maxpool(x, w, b, &cp, c->pool);
+                                             : nn_conv2d_relu_maxpool(x, w, b, &cp, c->pool, 0);
             CHECK_MSG(y != NULL, "%s forward: %s", device, nn_last_error());
             if (!y) return;
             ny = (size_t)nn_tensor_numel(y);
-            float *r = randoms(ny, 99);
+            float *r = conv_pool_randoms(ny, 99);
             int64_t ys[4];
             int ndim = nn_tensor_shape(y, ys);
             nn_tensor *weights = nn_tensor_from_data(ctx, NN_F32, ndim, ys, r);
