@@ -175,12 +175,17 @@ static void check_replay_equals_eager(const char *device, bool host_fed) {
     CHECK(eager_sums[0] > 0.5 * STEPS * BATCH && eager_sums[0] < 5.0 * STEPS * BATCH);
 }
 
-/* A captured command holds every argument of the kernel it launches. */
+/* A captured command holds every argument and the parameters of the
+ * kernel it launches. */
 TEST(capture_commands_hold_every_kernels_arguments) {
-    for (int k = 0; k < NN_KERNEL_COUNT; k++)
+    for (int k = 0; k < NN_KERNEL_COUNT; k++) {
         CHECK_MSG(nn_kernel_arg_count((nn_kernel)k) > 0 && nn_kernel_arg_count((nn_kernel)k) <= NN_COMMAND_MAX_ARGS,
                   "%s takes %d arguments; a captured command holds %d", nn_kernel_name((nn_kernel)k),
                   nn_kernel_arg_count((nn_kernel)k), NN_COMMAND_MAX_ARGS);
+        CHECK_MSG(nn_kernel_params_size((nn_kernel)k) <= NN_COMMAND_MAX_PARAMS,
+                  "%s takes %zu bytes of parameters; a captured command holds %d", nn_kernel_name((nn_kernel)k),
+                  nn_kernel_params_size((nn_kernel)k), NN_COMMAND_MAX_PARAMS);
+    }
 }
 
 TEST(capture_replay_equals_eager_cpu_device_data) { check_replay_equals_eager("cpu", false); }

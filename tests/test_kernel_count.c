@@ -116,9 +116,11 @@ static int count_lenet_step(const char *device, int batch) {
  * one too (Vulkan: linear_head_fuses), 17 runs: forward 5, backward 11 (the
  * head's weight GEMMs and bias gradients, one kernel for its data gradient
  * through both layers, the first Linear's three kernels, the convolutions'
- * three). */
+ * three). Where the convolutions' backward chains too (Vulkan:
+ * conv_pool_chains), 16 runs: the second's data gradient and the first's
+ * weight gradient are one kernel. */
 #define FUSED_STEP_COMMANDS 31
-#define VULKAN_FUSED_STEP_COMMANDS 19
+#define VULKAN_FUSED_STEP_COMMANDS 18
 
 TEST(kernel_count_lenet5_step_cpu) {
     int total = count_lenet_step("cpu", 3);
@@ -133,4 +135,9 @@ TEST(kernel_count_lenet5_step_vulkan) {
     printf("    LeNet-5 training step (vulkan, batch 64): %d device commands\n", total);
     CHECK_MSG(total > 0 && total <= VULKAN_FUSED_STEP_COMMANDS, "%d commands, want <= %d", total,
               VULKAN_FUSED_STEP_COMMANDS);
+    CHECK_MSG(counter.per_kernel[NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT] == 1 &&
+                  counter.per_kernel[NN_KERNEL_CONV2D_POOL_BACKWARD_DATA] == 0,
+              "the convolutions' backward ran %d chained and %d data-gradient kernels, want 1 and 0",
+              counter.per_kernel[NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT],
+              counter.per_kernel[NN_KERNEL_CONV2D_POOL_BACKWARD_DATA]);
 }

@@ -32,7 +32,7 @@ typedef enum nn_command_kind {
 } nn_command_kind;
 
 #define NN_COMMAND_MAX_ARGS 12 /* at least the most any kernel takes (kernels.h) */
-#define NN_COMMAND_MAX_PARAMS 128
+#define NN_COMMAND_MAX_PARAMS 192 /* at least the largest parameter struct (kernels.h) */
 
 typedef struct nn_command {
     nn_command_kind kind;
@@ -91,6 +91,10 @@ struct nn_backend {
     /* Whether Conv2d -> ReLU -> MaxPool2d with these sizes runs as the fused
      * kernels (kernels.h, nn_conv_pool_params) on this backend. NULL: never. */
     bool (*conv_pool_fuses)(nn_backend *self, const nn_conv_pool_params *p);
+    /* Whether two such fused layers in a row take the first's weight
+     * gradient from the second's as NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT.
+     * NULL: never. */
+    bool (*conv_pool_chains)(nn_backend *self, const nn_conv_pool_chain_params *p);
     /* Whether Linear -> ReLU -> Linear with these sizes runs as the fused
      * kernels (kernels.h, nn_linear_head_params). NULL: never. */
     bool (*linear_head_fuses)(nn_backend *self, const nn_linear_head_params *p);

@@ -15,6 +15,20 @@ nn_status nn_conv_pool_params_check(const char *backend, nn_kernel kernel, const
     return NN_OK;
 }
 
+nn_status nn_conv_pool_chain_check(const char *backend, const nn_conv_pool_chain_params *p) {
+    const nn_kernel kernel = NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT;
+    NN_TRY(nn_conv_pool_params_check(backend, kernel, &p->first));
+    NN_TRY(nn_conv_pool_params_check(backend, kernel, &p->second));
+    const nn_conv_geometry *a = &p->first.conv.g, *b = &p->second.conv.g;
+    if (b->batch != a->batch || b->channels != p->first.conv.filters || b->height != p->first.pooled_h ||
+        b->width != p->first.pooled_w)
+        return nn_set_error(NN_ERR_ARGUMENT,
+                            "%s %s: the first layer's output [%d, %d, %d, %d] is not the second's input [%d, %d, %d, %d]",
+                            backend, nn_kernel_name(kernel), a->batch, p->first.conv.filters, p->first.pooled_h,
+                            p->first.pooled_w, b->batch, b->channels, b->height, b->width);
+    return NN_OK;
+}
+
 nn_pool_params nn_conv_pool_pooling(const nn_conv_pool_params *p) {
     const nn_conv_geometry *g = &p->conv.g;
     return (nn_pool_params){

@@ -12,6 +12,10 @@
  * and the kernel. */
 nn_status nn_conv_pool_params_check(const char *backend, nn_kernel kernel, const nn_conv_pool_params *p);
 
+/* Both layers' checks, and that the first's pooled output is the second's
+ * input (NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT). */
+nn_status nn_conv_pool_chain_check(const char *backend, const nn_conv_pool_chain_params *p);
+
 /* The max pooling over z that the fused layers perform. */
 nn_pool_params nn_conv_pool_pooling(const nn_conv_pool_params *p);
 

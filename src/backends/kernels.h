@@ -50,6 +50,9 @@ typedef enum nn_kernel {
     NN_KERNEL_CONV2D_POOL_FORWARD,         /* x, weight, bias (or none), y, winners (int32), columns (or none) */
     NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, /* dy, winners, x, dweight (or none), dbias (or none), columns (or none) */
     NN_KERNEL_CONV2D_POOL_BACKWARD_DATA,   /* dy, winners, weight, dx */
+    /* ... the first of two such layers' weight gradient from the second's (nn_conv_pool_chain_params) */
+    NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT, /* dy, winners, weight (the second's), first_winners, x (the first's input),
+                                           dweight (or none), dbias (or none) (the first's) */
     /* Linear -> ReLU -> Linear as one layer (nn_linear_head_params) */
     NN_KERNEL_LINEAR_HEAD_FORWARD,       /* x, wa, ba (or none), wb, bb (or none), h, y */
     NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, /* dy, wb, h, wa, x (or none), dh, dx (or none) */
@@ -222,6 +225,20 @@ typedef struct nn_conv_pool_params {
     int32_t pooled_h, pooled_w;
     int32_t bias_accumulate; /* BACKWARD_WEIGHT: add into dbias */
 } nn_conv_pool_params;
+
+/* NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT: two such layers in a row, the first's
+ * pooled output the second's input (LeNet-5's two convolutions). From the
+ * second's pooled gradient dy, winners and weight, the first's weight and
+ * bias gradients (either may be absent, not both): what the second's
+ * BACKWARD_DATA followed by the first's BACKWARD_WEIGHT computes, with the
+ * first's parameters (first.conv.g.accumulate, first.bias_accumulate);
+ * the gradient between them is not in memory. second.conv.g.accumulate is
+ * not used. nn_sequential chains them where nn_backend.conv_pool_chains
+ * says so, when nothing else wants that gradient (the first layer's input
+ * needs none). */
+typedef struct nn_conv_pool_chain_params {
+    nn_conv_pool_params first, second;
+} nn_conv_pool_chain_params;
 
 /* Linear -> ReLU -> Linear, the small layers at the end of a classifier
  * (LeNet-5's last two), as one operation whose kernels take a block of rows

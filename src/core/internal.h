@@ -145,6 +145,8 @@ void nn_ctx_untrack_step_tensor(nn_ctx *ctx, nn_tensor *t);
 bool nn_ctx_conv_keeps_columns(nn_ctx *ctx, const nn_conv_params *p);
 /* The backend's nn_backend.conv_pool_fuses for these layers. */
 bool nn_ctx_conv_pool_fuses(nn_ctx *ctx, const nn_conv_pool_params *p);
+/* The backend's nn_backend.conv_pool_chains for these two layers. */
+bool nn_ctx_conv_pool_chains(nn_ctx *ctx, const nn_conv_pool_chain_params *p);
 /* The backend's nn_backend.linear_head_fuses for these layers. */
 bool nn_ctx_linear_head_fuses(nn_ctx *ctx, const nn_linear_head_params *p);
 /* The backend's nn_backend.linear_head_loss_fuses for these layers. */

@@ -65,6 +65,7 @@ static bool linear_head_at(nn_module *m, int i, int end, nn_tensor *x) {
  * only by child `from` (on entry), and the same of the result (on return). */
 static nn_tensor *run_children(nn_module *m, nn_tensor *x, int from, int end, bool *masked) {
     bool masked_input = *masked;
+    bool pooled_input = false; /* x is the output of a fused conv + pool that only child i consumes */
     for (int i = from; i < end && x; i++) {
         nn_module *child = m->children[i];
         if (x->ctx != child->ctx)
@@ -72,11 +73,14 @@ static nn_tensor *run_children(nn_module *m, nn_tensor *x, int from, int end, bo
                                 child->kind);
         if (conv_pool_at(m, i, end, x)) {
             nn_conv2d_params p = {child->stride, child->stride, child->padding, child->padding};
-            x = nn_conv2d_relu_maxpool(x, child->params[0], child->params[1], &p, m->children[i + 2]->kernel);
+            x = nn_conv2d_relu_maxpool(x, child->params[0], child->params[1], &p, m->children[i + 2]->kernel,
+                                       pooled_input ? NN_FUSE_CHAIN_INPUT : 0);
             i += 2; /* the ReLU and the pooling ran in the same kernels */
             masked_input = false;
+            pooled_input = true;
             continue;
         }
+        pooled_input = false;
         bool relu_next = i + 1 < end && is_kind(m->children[i + 1], "ReLU");
         int flags = masked_input && takes_mask(child) ? NN_FUSE_MASK_INPUT : 0;
         masked_input = false;

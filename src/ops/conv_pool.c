@@ -7,7 +7,12 @@
  * bias gradient) and the barriers between them are gone.
  *
  * One tape node, "nn_conv2d_relu_maxpool", whose inputs are the
- * convolution's; the ONNX export writes it as Conv, Relu, MaxPool. */
+ * convolution's; the ONNX export writes it as Conv, Relu, MaxPool.
+ *
+ * Two such layers in a row (LeNet-5's) may chain their backward: the
+ * second's node then computes the first's weight and bias gradients
+ * (NN_NODE_CHAINS_INPUT), and the first's node, whose output gradient is
+ * never written, is not run by nn_backward. */
 #include "fused_relu.h"
 
 static nn_conv_pool_params conv_pool_params(const nn_conv_geometry *g, int32_t filters, bool bias, int pool) {
@@ -20,6 +25,38 @@ static nn_conv_pool_params conv_pool_params(const nn_conv_geometry *g, int32_t f
         p.pooled_w = g->out_w / pool;
     }
     return p;
+}
+
+static nn_status conv_pool_backward(nn_node *node);
+
+/* The producer of x, when this op may take over its backward: a fused
+ * conv + pool node whose input wants no gradient, the two layers chained
+ * by the backend. NULL otherwise. */
+static nn_node *chainable_producer(nn_tensor *x, const nn_conv_pool_params *second) {
+    nn_node *first = x->grad_fn;
+    if (!first || first->backward != conv_pool_backward || nn_wants_grad(first->inputs[0])) return NULL;
+    const nn_conv_pool_chain_params chain = {first->params.conv_pool, *second};
+    return nn_ctx_conv_pool_chains(x->ctx, &chain) ? first : NULL;
+}
+
+/* The first layer's weight and bias gradients (those it wants) from this
+ * node's output gradient, through this node's data gradient. */
+static nn_status chain_backward(nn_node *node, nn_node *first) {
+    nn_tensor *w = first->inputs[1], *bias = first->inputs[2];
+    bool dw = nn_wants_grad(w), db = nn_wants_grad(bias);
+    if (!dw && !db) return NN_OK;
+    nn_conv_pool_chain_params p = {first->params.conv_pool, node->params.conv_pool};
+    nn_tensor *dweight = NULL, *dbias = NULL;
+    int32_t acc = 0;
+    if (dw) NN_TRY(nn_grad_target(w, &dweight, &p.first.conv.g.accumulate));
+    if (db) NN_TRY(nn_grad_target(bias, &dbias, &acc));
+    p.first.bias_accumulate = acc;
+    const nn_buffer_ref none = {NULL, 0, 0};
+    nn_buffer_ref args[7] = {nn_tensor_ref(node->output->grad), nn_tensor_ref(node->saved[0]),
+                             nn_tensor_ref(node->inputs[1]), nn_tensor_ref(first->saved[0]),
+                             nn_tensor_ref(first->inputs[0]), dw ? nn_tensor_ref(dweight) : none,
+                             db ? nn_tensor_ref(dbias) : none};
+    return nn_ctx_run(node->output->ctx, NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT, args, 7, &p);
 }
 
 static nn_status conv_pool_backward(nn_node *node) {
@@ -41,6 +78,8 @@ static nn_status conv_pool_backward(nn_node *node) {
                                  cols ? nn_tensor_ref(cols) : none};
         NN_TRY(nn_ctx_run(ctx, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, args, 6, &p));
     }
+    nn_node *first = node->fusion & NN_NODE_CHAINS_INPUT ? chainable_producer(x, &node->params.conv_pool) : NULL;
+    if (first) return chain_backward(node, first);
     if (nn_wants_grad(x)) {
         nn_tensor *dx;
         NN_TRY(nn_grad_target(x, &dx, &p.conv.g.accumulate));
@@ -64,7 +103,7 @@ bool nn_conv2d_relu_maxpool_fuses(nn_tensor *x, nn_tensor *weight, nn_tensor *bi
 }
 
 nn_tensor *nn_conv2d_relu_maxpool(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
-                                  int pool) {
+                                  int pool, int flags) {
     const char *op = "nn_conv2d_relu_maxpool";
     if (nn_conv2d_check_args(op, x, weight, bias, params) != NN_OK) return NULL;
     const nn_conv_geometry g = nn_conv2d_geometry(x, weight, params);
@@ -99,7 +138,10 @@ nn_tensor *nn_conv2d_relu_maxpool(nn_tensor *x, nn_tensor *weight, nn_tensor *bi
     nn_tensor *saved[2] = {winners, cols};
     nn_node *node;
     y = nn_op_finish(y, op, conv_pool_backward, inputs, 3, saved, cols ? 2 : 1, &node);
-    if (node) node->params.conv_pool = p;
+    if (node) {
+        node->params.conv_pool = p;
+        if ((flags & NN_FUSE_CHAIN_INPUT) && chainable_producer(x, &p)) node->fusion |= NN_NODE_CHAINS_INPUT;
+    }
     nn_tensor_release(winners); /* the node holds what backward needs */
     nn_tensor_release(cols);
     return y;

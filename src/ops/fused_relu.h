@@ -25,12 +25,14 @@
 enum {
     NN_FUSE_RELU = 1,       /* apply a ReLU to the op's output */
     NN_FUSE_MASK_INPUT = 2, /* x is the output of a fused ReLU and this op is its only consumer */
+    NN_FUSE_CHAIN_INPUT = 4, /* x is a fused Conv2d -> ReLU -> MaxPool2d's output and this op its only consumer */
 };
 
 /* nn_node.fusion bits. */
 enum {
     NN_NODE_MASKS_INPUT_GRAD = 1, /* a consumer that writes its input's gradient masked */
     NN_NODE_GRAD_PREMASKED = 2,   /* a fused ReLU node whose output gradient arrives masked */
+    NN_NODE_CHAINS_INPUT = 4,     /* a conv + pool node whose backward computes its input's producer's gradients */
 };
 
 nn_tensor *nn_linear_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int flags);
@@ -41,11 +43,17 @@ nn_tensor *nn_maxpool2d_fused(nn_tensor *x, int kernel, int stride, int padding,
 /* Conv2d -> ReLU -> MaxPool2d(pool, stride pool) as one tape node and the
  * fused kernels (kernels.h, nn_conv_pool_params): src/ops/conv_pool.c.
  * nn_sequential runs its layers so where nn_conv2d_relu_maxpool_fuses
- * says the backend fuses them. */
+ * says the backend fuses them. With NN_FUSE_CHAIN_INPUT, x is the output
+ * of another such op and this op its only consumer: where the backend
+ * chains the two (nn_backend.conv_pool_chains) and the other op's input
+ * needs no gradient, this op's backward computes the other's weight and
+ * bias gradients from its own output's gradient in one kernel
+ * (NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT), and x's gradient, which nothing
+ * else wants, is never computed. */
 bool nn_conv2d_relu_maxpool_fuses(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
                                   int pool);
 nn_tensor *nn_conv2d_relu_maxpool(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
-                                  int pool);
+                                  int pool, int flags);
 
 /* Linear -> ReLU -> Linear as one tape node and the fused kernels
  * (kernels.h, nn_linear_head_params): src/ops/linear_head.c. With

@@ -92,3 +92,27 @@ bool nn_cpu_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p) {
     (void)self, (void)p;
     return false;
 }
+
+nn_status nn_cpu_conv_pool_chain(nn_backend *self, nn_thread_pool *pool, const nn_conv_pool_chain_params *p,
+                                 const nn_buffer_ref *a) {
+    NN_TRY(nn_conv_pool_chain_check("cpu", p));
+    if (!a[5].buffer && !a[6].buffer)
+        return nn_set_error(NN_ERR_ARGUMENT, "cpu %s: neither dweight nor dbias is given",
+                            nn_kernel_name(NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT));
+    /* The gradient between the layers: the first's pooled output's. */
+    const nn_conv_geometry *g = &p->second.conv.g;
+    const size_t floats = (size_t)g->batch * g->channels * g->height * g->width;
+    nn_buffer *between = self->alloc(self, (floats ? floats : 1) * sizeof(float));
+    if (!between) return nn_last_status();
+    nn_conv_pool_params second = p->second;
+    second.conv.g.accumulate = 0;
+    const nn_buffer_ref between_ref = {between, 0, 0}, none = {NULL, 0, 0};
+    nn_buffer_ref data_args[4] = {a[0], a[1], a[2], between_ref};
+    nn_status st = nn_cpu_conv_pool(self, pool, NN_KERNEL_CONV2D_POOL_BACKWARD_DATA, &second, data_args);
+    if (st == NN_OK) {
+        nn_buffer_ref weight_args[6] = {between_ref, a[3], a[4], a[5], a[6], none};
+        st = nn_cpu_conv_pool(self, pool, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, &p->first, weight_args);
+    }
+    self->free(self, between);
+    return st;
+}

@@ -143,6 +143,7 @@ typedef enum vk_pipeline_id {
     VK_PIPE_CONV_POOL_FORWARD,
     VK_PIPE_CONV_POOL_WEIGHT,
     VK_PIPE_CONV_POOL_DATA,
+    VK_PIPE_CONV_POOL_CHAIN_WEIGHT,
     /* Linear -> ReLU -> Linear (vk_linear_head.c), specialised per head */
     VK_PIPE_LINEAR_HEAD_FORWARD,
     VK_PIPE_LINEAR_HEAD_DATA,
@@ -383,6 +384,9 @@ bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);
  * _BACKWARD_DATA, and the backend's conv_pool_fuses. */
 nn_status vk_run_conv_pool(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_pool_params *p);
 bool vk_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p);
+/* NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT, and the backend's conv_pool_chains. */
+nn_status vk_run_conv_pool_chain(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_chain_params *p);
+bool vk_conv_pool_chains(nn_backend *self, const nn_conv_pool_chain_params *p);
 /* vk_linear_head.c: NN_KERNEL_LINEAR_HEAD_FORWARD / _BACKWARD_DATA, and the
  * backend's linear_head_fuses. */
 nn_status vk_run_linear_head(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,

@@ -67,6 +67,7 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_CONV_POOL_FORWARD] = {"conv_pool_forward", "conv2d_pool_forward"},
     [VK_PIPE_CONV_POOL_WEIGHT] = {"conv_pool_weight", "conv2d_pool_backward_weight"},
     [VK_PIPE_CONV_POOL_DATA] = {"conv_pool_data", "conv2d_pool_backward_data"},
+    [VK_PIPE_CONV_POOL_CHAIN_WEIGHT] = {"conv_pool_chain_weight", "conv2d_pool_chain_weight"},
     [VK_PIPE_LINEAR_HEAD_FORWARD] = {"linear_head_forward", "linear_head_forward"},
     [VK_PIPE_LINEAR_HEAD_DATA] = {"linear_head_data", "linear_head_backward_data"},
     [VK_PIPE_LINEAR_HEAD_LOSS] = {"linear_head_loss", "linear_head_cross_entropy"},
