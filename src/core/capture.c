@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "nn_capture.h"
+#include "schedule.h"
 
 struct nn_capture {
     nn_ctx *ctx;
@@ -163,6 +164,10 @@ nn_capture *nn_capture_end(nn_ctx *ctx) {
         return NN_FAIL_NULL(NN_ERR_STATE, "nn_capture_end: nothing was recorded (no operation ran)");
     }
     nn_backend *b = ctx->backend;
+    if (nn_schedule_commands(c->commands, c->count) != NN_OK) {
+        destroy(c);
+        return NULL;
+    }
     if (b->plan_new && b->plan_new(b, c->commands, c->count, &c->plan) != NN_OK) {
         c->plan = NULL;
         destroy(c); /* the backend said why */
