@@ -12,7 +12,9 @@
 static char stand_ins[4];
 #define BUF(i) ((nn_buffer *)(void *)&stand_ins[i])
 
-static nn_buffer_ref ref(int buffer, size_t offset, size_t bytes) { return (nn_buffer_ref){BUF(buffer), offset, bytes}; }
+static nn_buffer_ref ref(int buffer, size_t offset, size_t bytes) {
+    return (nn_buffer_ref){BUF(buffer), offset, bytes};
+}
 
 /* out = a (op) b: writes argument 2. */
 static nn_command elementwise(nn_buffer_ref a, nn_buffer_ref b, nn_buffer_ref out, int tag) {

@@ -23,7 +23,8 @@ nn_status nn_conv_pool_chain_check(const char *backend, const nn_conv_pool_chain
     if (b->batch != a->batch || b->channels != p->first.conv.filters || b->height != p->first.pooled_h ||
         b->width != p->first.pooled_w)
         return nn_set_error(NN_ERR_ARGUMENT,
-                            "%s %s: the first layer's output [%d, %d, %d, %d] is not the second's input [%d, %d, %d, %d]",
+                            "%s %s: the first layer's output [%d, %d, %d, %d] is not the second's input "
+                            "[%d, %d, %d, %d]",
                             backend, nn_kernel_name(kernel), a->batch, p->first.conv.filters, p->first.pooled_h,
                             p->first.pooled_w, b->batch, b->channels, b->height, b->width);
     return NN_OK;

@@ -10,7 +10,7 @@
  * counter, the loss's seed, a learning-rate lookup. */
 #define LIGHT_BYTES 64
 
-/* The byte range [from, to) of ref in its buffer (bytes 0: to the end). */
+/* Whether two arguments share bytes (bytes 0: to the end of the buffer). */
 static bool overlap(nn_buffer_ref a, nn_buffer_ref b) {
     if (!a.buffer || a.buffer != b.buffer) return false;
     const size_t a_end = a.bytes ? a.offset + a.bytes : SIZE_MAX, b_end = b.bytes ? b.offset + b.bytes : SIZE_MAX;

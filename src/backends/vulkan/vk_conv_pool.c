@@ -34,9 +34,10 @@
 #define WEIGHT_WORKGROUPS 256
 #define DZ_FLOATS 5120           /* data gradient: staged gradient planes */
 #define DATA_WEIGHT_FLOATS 2560  /* data gradient: a chunk's weights */
-/* Chained weight gradient (conv_pool_chain_weight.comp): one workgroup per
- * image, its shared floats (the second layer's staged planes and weights,
- * the first layer's padded image; 8184 leave room for a flag in 32 KiB). */
+/* Chained weight gradient (conv_pool_chain_weight.comp): the invocations
+ * of a workgroup (an image and a block of the first layer's filters), its
+ * shared floats (the second layer's staged planes and weights, the first
+ * layer's padded image; 8184 leave room for a flag in 32 KiB). */
 #define CHAIN_THREADS 256
 #define CHAIN_SMEM_FLOATS 8184
 /* Its data gradient's pixels per invocation, and the workgroups an image's
@@ -272,7 +273,8 @@ static int64_t chain_chunk(const nn_conv_pool_chain_params *p) {
     const nn_conv_geometry *b = &p->second.conv.g;
     const int64_t room = CHAIN_SMEM_FLOATS - padded_floats(&p->first.conv.g);
     /* a staged plane, and the filter's weights for the block's channels */
-    const int64_t per_filter = data_rows(b) * data_cols(b, CHAIN_RUN) + chain_filter_block(p) * b->kernel_h * b->kernel_w;
+    const int64_t per_filter =
+        data_rows(b) * data_cols(b, CHAIN_RUN) + chain_filter_block(p) * b->kernel_h * b->kernel_w;
     int64_t chunk = room > 0 && per_filter > 0 ? room / per_filter : 0;
     return chunk > p->second.conv.filters ? p->second.conv.filters : chunk;
 }
@@ -362,16 +364,16 @@ nn_status vk_run_conv_pool_chain(vk_backend *vk, const nn_buffer_ref *a, const n
         uint32_t x_channels, x_height, x_width, x_pad, first_out_w, first_kh, first_stride;
         uint32_t flags; /* 1: dweight, 2: dbias, 4: add into dweight, 8: add into dbias */
         uint32_t counters, block_images, filter_block;
-    } push = {shape_of(second), (uint32_t)pooled_plane(second), (uint32_t)data_rows(g2), (uint32_t)data_cols(g2, CHAIN_RUN),
-              (uint32_t)chain_chunk(p), (uint32_t)g1->channels, (uint32_t)g1->height, (uint32_t)g1->width,
+    } push = {shape_of(second), (uint32_t)pooled_plane(second), (uint32_t)data_rows(g2),
+              (uint32_t)data_cols(g2, CHAIN_RUN), (uint32_t)chain_chunk(p), (uint32_t)g1->channels, (uint32_t)g1->height, (uint32_t)g1->width,
               (uint32_t)g1->pad_h | (uint32_t)g1->pad_w << 16, (uint32_t)g1->out_w, (uint32_t)g1->kernel_h,
               (uint32_t)g1->stride_h | (uint32_t)g1->stride_w << 16,
               (a[5].buffer ? 1u : 0u) | (a[6].buffer ? 2u : 0u) | (g1->accumulate ? 4u : 0u) |
                   (first->bias_accumulate ? 8u : 0u),
               work.counters, (uint32_t)block_images, (uint32_t)filter_block};
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g2->kernel_h, (uint32_t)g2->kernel_w,
-                                                      (uint32_t)g2->stride_h, (uint32_t)g2->stride_w, (uint32_t)CHAIN_RUN,
-                                                      (uint32_t)g1->kernel_w};
+                                                      (uint32_t)g2->stride_h, (uint32_t)g2->stride_w,
+                                                      (uint32_t)CHAIN_RUN,     (uint32_t)g1->kernel_w};
     nn_buffer_ref args[8] = {a[0], a[1], a[2], a[3], a[4], a[5], a[6], work.partials};
     name_command(vk, "chain weight", first);
     return vk_record_special(vk, kernel, VK_PIPE_CONV_POOL_CHAIN_WEIGHT, constants, args, 8, &work, &push,
