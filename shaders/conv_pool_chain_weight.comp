@@ -74,16 +74,9 @@ shared bool last_arrival;
 
 #include "conv_pool_data.glsl"
 
-// Output o of filter f: weight o, or the bias when o == weights.
-void store(uint f, uint o, uint weights, float s) {
-    if (o < weights && (p.flags & 1u) != 0u) {
-        uint i = p.off5 + f * weights + o;
-        dw[i] = (p.flags & 4u) != 0u ? dw[i] + s : s;
-    } else if (o == weights && (p.flags & 2u) != 0u) {
-        uint i = p.off6 + f;
-        db[i] = (p.flags & 8u) != 0u ? db[i] + s : s;
-    }
-}
+#define DW_AT p.off5
+#define DB_AT p.off6
+#include "conv_pool_store.glsl"
 
 // The sum over `count` partials from partials[at] on, `stride` apart, in
 // order, sixteen loads in flight.

@@ -62,16 +62,9 @@ shared bool last_of_block;
 
 #include "conv_pool_stage.glsl"
 
-// Output o of filter f: weight o, or the bias when o == weights.
-void store(uint f, uint o, uint weights, float s) {
-    if (o < weights && (p.flags & 1u) != 0u) {
-        uint i = p.off3 + f * weights + o;
-        dw[i] = (p.flags & 4u) != 0u ? dw[i] + s : s;
-    } else if (o == weights && (p.flags & 2u) != 0u) {
-        uint i = p.off4 + f;
-        db[i] = (p.flags & 8u) != 0u ? db[i] + s : s;
-    }
-}
+#define DW_AT p.off3
+#define DB_AT p.off4
+#include "conv_pool_store.glsl"
 
 // The terms of images [first, first + images) for filters [f0, f0 + count):
 // term (filter, image, position) at ((filter - f0) * images + image) *

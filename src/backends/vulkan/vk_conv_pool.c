@@ -40,13 +40,12 @@
  * layer's padded image; 8184 leave room for a flag in 32 KiB). */
 #define CHAIN_THREADS 256
 #define CHAIN_SMEM_FLOATS 8184
-/* Its data gradient's pixels per invocation, and the workgroups an image's
- * work is spread over (each takes a block of the first layer's filters).
- * Measured on the H100 (LeNet-5 epoch, batch 64 / 256, 2026-11-22): two
- * workgroups of four pixels per invocation 60.5-61.2 / 24.4-24.8 ms; one
- * 63.5 / 25.5; three 66.3-67.3 / 25.8-26.5; six 67.0 / 30.8; and with one
- * or two pixels per invocation 62.7-69.0 / 28.2-31.9. */
-#define CHAIN_RUN DATA_RUN
+/* The workgroups an image's work is spread over (each takes a block of the
+ * first layer's filters), its data gradient taking DATA_RUN pixels per
+ * invocation as the data kernel does. Measured on the H100 (LeNet-5 epoch,
+ * batch 64 / 256, 2026-11-22): two workgroups 60.5-61.2 / 24.4-24.8 ms;
+ * one 63.5 / 25.5; three 66.3-67.3 / 25.8-26.5; six 67.0 / 30.8; and with
+ * one or two pixels per invocation instead of four 62.7-69.0 / 28.2-31.9. */
 #define CHAIN_WORKGROUPS_PER_IMAGE 2
 
 /* The zero-padded image the forward and weight kernels stage. */
@@ -59,8 +58,8 @@ static int64_t pooled_plane(const nn_conv_pool_params *p) { return (int64_t)p->p
 
 /* The staged plane of the data gradient (conv_pool_data.comp). */
 static int64_t data_rows(const nn_conv_geometry *g) { return (int64_t)g->height + g->pad_h + g->kernel_h - 1; }
-static int64_t data_cols(const nn_conv_geometry *g, int64_t run) {
-    return (int64_t)g->width + g->pad_w + g->kernel_w - 1 + run - 1;
+static int64_t data_cols(const nn_conv_geometry *g) {
+    return (int64_t)g->width + g->pad_w + g->kernel_w - 1 + DATA_RUN - 1;
 }
 
 /* NULL when the kernels take p, else what they cannot take. */
@@ -77,7 +76,7 @@ static const char *unsupported(const nn_conv_pool_params *p) {
     if (pooled_plane(p) > TERMS) return "a pooled output larger than the weight gradient stages";
     if ((int64_t)g->channels * g->kernel_h + 1 > WEIGHT_THREADS || filter_floats(g) + 1 > IMAGE_FLOATS)
         return "more weights per filter than the weight gradient's workgroup sums";
-    if (data_rows(g) * data_cols(g, DATA_RUN) > DZ_FLOATS || filter_floats(g) > DATA_WEIGHT_FLOATS)
+    if (data_rows(g) * data_cols(g) > DZ_FLOATS || filter_floats(g) > DATA_WEIGHT_FLOATS)
         return "an image or filter larger than the data gradient stages";
     return NULL;
 }
@@ -240,7 +239,7 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
 
 static nn_status data(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_params *p) {
     const nn_conv_geometry *g = &p->conv.g;
-    const int64_t plane = data_rows(g) * data_cols(g, DATA_RUN);
+    const int64_t plane = data_rows(g) * data_cols(g);
     int64_t chunk = DZ_FLOATS / plane;
     if (filter_floats(g) > 0 && DATA_WEIGHT_FLOATS / filter_floats(g) < chunk) chunk = DATA_WEIGHT_FLOATS / filter_floats(g);
     if (chunk > p->conv.filters) chunk = p->conv.filters;
@@ -256,7 +255,7 @@ static nn_status data(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool
     struct {
         shape_push s;
         uint32_t pooled_plane, rows, cols, chunk, accumulate;
-    } push = {shape_of(p), (uint32_t)pooled_plane(p), (uint32_t)data_rows(g), (uint32_t)data_cols(g, DATA_RUN),
+    } push = {shape_of(p), (uint32_t)pooled_plane(p), (uint32_t)data_rows(g), (uint32_t)data_cols(g),
               (uint32_t)chunk, (uint32_t)g->accumulate};
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
                                                       (uint32_t)g->stride_h, (uint32_t)g->stride_w, DATA_RUN};
@@ -266,31 +265,29 @@ static nn_status data(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool
                              g->batch > (int32_t)VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)g->batch);
 }
 
-/* The chained kernel: the second layer's filters staged at a time, after
- * the first layer's image has its place (0: not even one fits). */
-static int64_t chain_filter_block(const nn_conv_pool_chain_params *p);
-static int64_t chain_chunk(const nn_conv_pool_chain_params *p) {
-    const nn_conv_geometry *b = &p->second.conv.g;
-    const int64_t room = CHAIN_SMEM_FLOATS - padded_floats(&p->first.conv.g);
-    /* a staged plane, and the filter's weights for the block's channels */
-    const int64_t per_filter =
-        data_rows(b) * data_cols(b, CHAIN_RUN) + chain_filter_block(p) * b->kernel_h * b->kernel_w;
-    int64_t chunk = room > 0 && per_filter > 0 ? room / per_filter : 0;
-    return chunk > p->second.conv.filters ? p->second.conv.filters : chunk;
-}
-
 /* The first layer's filters per workgroup of the chained kernel: a share
  * of CHAIN_WORKGROUPS_PER_IMAGE, or fewer where the invocations do not
  * cover that many (a data-gradient unit and a weight-sum item each; 0:
  * not even one filter fits). */
 static int64_t chain_filter_block(const nn_conv_pool_chain_params *p) {
     const nn_conv_geometry *a = &p->first.conv.g, *b = &p->second.conv.g;
-    const int64_t units = (int64_t)b->height * ((b->width + CHAIN_RUN - 1) / CHAIN_RUN);
+    const int64_t units = (int64_t)b->height * ((b->width + DATA_RUN - 1) / DATA_RUN);
     const int64_t rows = (int64_t)a->channels * a->kernel_h + 1; /* weight-sum items per filter */
     int64_t block = (p->first.conv.filters + CHAIN_WORKGROUPS_PER_IMAGE - 1) / CHAIN_WORKGROUPS_PER_IMAGE;
     if (units > 0 && block > CHAIN_THREADS / units) block = CHAIN_THREADS / units;
     if (block > CHAIN_THREADS / rows) block = CHAIN_THREADS / rows;
     return units > 0 ? block : 0;
+}
+
+/* The chained kernel: the second layer's filters staged at a time, after
+ * the first layer's image has its place (0: not even one fits). */
+static int64_t chain_chunk(const nn_conv_pool_chain_params *p) {
+    const nn_conv_geometry *b = &p->second.conv.g;
+    const int64_t room = CHAIN_SMEM_FLOATS - padded_floats(&p->first.conv.g);
+    /* a staged plane, and the filter's weights for the block's channels */
+    const int64_t per_filter = data_rows(b) * data_cols(b) + chain_filter_block(p) * b->kernel_h * b->kernel_w;
+    int64_t chunk = room > 0 && per_filter > 0 ? room / per_filter : 0;
+    return chunk > p->second.conv.filters ? p->second.conv.filters : chunk;
 }
 
 /* The first layer's outputs per filter: its weights and its bias. */
@@ -319,7 +316,7 @@ static const char *chain_unsupported(const nn_conv_pool_chain_params *p) {
     const int64_t chunk = chain_chunk(p);
     if (chunk < 1) return "a first layer's image and a second layer's filter larger than shared memory";
     const int64_t terms = block * b->height * b->width;
-    if (2 * terms > chunk * (data_rows(b) * data_cols(b, CHAIN_RUN) + block * b->kernel_h * b->kernel_w))
+    if (2 * terms > chunk * (data_rows(b) * data_cols(b) + block * b->kernel_h * b->kernel_w))
         return "more first-layer outputs than the staged planes hold";
     if (a->batch > (int32_t)VK_MAX_GROUPS) return "more than 65535 images";
     const int64_t blocks = (a->batch + chain_block_images(a->batch) - 1) / chain_block_images(a->batch);
@@ -370,8 +367,8 @@ nn_status vk_run_conv_pool_chain(vk_backend *vk, const nn_buffer_ref *a, const n
         uint32_t x_channels, x_height, x_width, x_pad, first_out_w, first_kh, first_stride;
         uint32_t flags; /* 1: dweight, 2: dbias, 4: add into dweight, 8: add into dbias */
         uint32_t counters, block_images, filter_block;
-    } push = {shape_of(second), (uint32_t)pooled_plane(second), (uint32_t)data_rows(g2),
-              (uint32_t)data_cols(g2, CHAIN_RUN), (uint32_t)chain_chunk(p), (uint32_t)g1->channels, (uint32_t)g1->height, (uint32_t)g1->width,
+    } push = {shape_of(second), (uint32_t)pooled_plane(second), (uint32_t)data_rows(g2), (uint32_t)data_cols(g2),
+              (uint32_t)chain_chunk(p), (uint32_t)g1->channels, (uint32_t)g1->height, (uint32_t)g1->width,
               (uint32_t)g1->pad_h | (uint32_t)g1->pad_w << 16, (uint32_t)g1->out_w, (uint32_t)g1->kernel_h,
               (uint32_t)g1->stride_h | (uint32_t)g1->stride_w << 16,
               (a[5].buffer ? 1u : 0u) | (a[6].buffer ? 2u : 0u) | (g1->accumulate ? 4u : 0u) |
@@ -379,7 +376,7 @@ nn_status vk_run_conv_pool_chain(vk_backend *vk, const nn_buffer_ref *a, const n
               work.counters, (uint32_t)block_images, (uint32_t)filter_block};
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g2->kernel_h, (uint32_t)g2->kernel_w,
                                                       (uint32_t)g2->stride_h, (uint32_t)g2->stride_w,
-                                                      (uint32_t)CHAIN_RUN,     (uint32_t)g1->kernel_w};
+                                                      (uint32_t)DATA_RUN,     (uint32_t)g1->kernel_w};
     nn_buffer_ref args[8] = {a[0], a[1], a[2], a[3], a[4], a[5], a[6], work.partials};
     name_command(vk, "chain weight", first);
     return vk_record_special(vk, kernel, VK_PIPE_CONV_POOL_CHAIN_WEIGHT, constants, args, 8, &work, &push,
