@@ -39,8 +39,6 @@ static const conv_pool_case kCases[] = {
 
 /* ---- the CPU kernels against the reference ---- */
 
-static void cpu_read(nn_buffer_ref ref, void *out, size_t count) { vkt_cpu()->read(vkt_cpu(), ref, out, count * 4); }
-
 TEST(conv_pool_cpu_vs_double) {
     nn_backend *cpu = vkt_cpu();
     for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; i++) {
@@ -60,8 +58,8 @@ TEST(conv_pool_cpu_vs_double) {
             CHECK(cpu->run(cpu, NN_KERNEL_CONV2D_POOL_FORWARD, fwd, 6, &p) == NN_OK);
             float *y = malloc(s.y * 4 + 4);
             int32_t *winners = malloc(s.y * 4 + 4);
-            cpu_read(fy, y, s.y);
-            cpu_read(fwin, winners, s.y);
+            vkt_cpu_read(fy, y, s.y);
+            vkt_cpu_read(fwin, winners, s.y);
             vkt_check_near(y, r.y, s.y, 0.0, "case %zu y", i);
             CHECK_MSG(memcmp(winners, r.winners, s.y * 4) == 0, "case %zu: winners differ from the reference", i);
             for (int acc = 0; acc < 2; acc++) {
@@ -73,9 +71,9 @@ TEST(conv_pool_cpu_vs_double) {
                 CHECK(cpu->run(cpu, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, wgt, 6, &p) == NN_OK);
                 CHECK(cpu->run(cpu, NN_KERNEL_CONV2D_POOL_BACKWARD_DATA, dat, 4, &p) == NN_OK);
                 float *got_w = malloc(s.w * 4 + 4), *got_b = malloc((size_t)p.conv.filters * 4 + 4), *got_x = malloc(s.x * 4 + 4);
-                cpu_read(fdw, got_w, s.w);
-                cpu_read(fdb, got_b, (size_t)p.conv.filters);
-                cpu_read(fdx, got_x, s.x);
+                vkt_cpu_read(fdw, got_w, s.w);
+                vkt_cpu_read(fdb, got_b, (size_t)p.conv.filters);
+                vkt_cpu_read(fdx, got_x, s.x);
                 double *want_w = malloc(s.w * 8 + 8), *want_b = malloc((size_t)p.conv.filters * 8 + 8), *want_x = malloc(s.x * 8 + 8);
                 for (size_t j = 0; j < s.w; j++) want_w[j] = r.dw[j] + (acc ? dw0[j] : 0.0);
                 for (int j = 0; j < p.conv.filters; j++) want_b[j] = r.db[j] + (acc ? db0[j] : 0.0);

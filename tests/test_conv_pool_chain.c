@@ -73,8 +73,6 @@ static void inputs_free(chain_inputs *in) {
     free(in->x), free(in->w1), free(in->b1), free(in->w2), free(in->b2), free(in->dy2), free(in->dw0), free(in->db0);
 }
 
-static void cpu_read(nn_buffer_ref ref, void *out, size_t count) { vkt_cpu()->read(vkt_cpu(), ref, out, count * 4); }
-
 TEST(conv_pool_chain_cpu_vs_double) {
     nn_backend *cpu = vkt_cpu();
     const nn_buffer_ref none = {NULL, 0, 0};
@@ -95,7 +93,7 @@ TEST(conv_pool_chain_cpu_vs_double) {
          * the first layer's weight gradient from it (rounded to float, as
          * the kernels hold it). */
         float *y1 = malloc(in.s1.y * 4 + 4), *dy1 = malloc(in.s1.y * 4 + 4);
-        cpu_read(fy1, y1, in.s1.y);
+        vkt_cpu_read(fy1, y1, in.s1.y);
         conv_pool_reference r2 = conv_pool_reference_of(&p.second, y1, in.w2, in.b2, in.dy2);
         for (size_t j = 0; j < in.s1.y; j++) dy1[j] = (float)r2.dx[j];
         conv_pool_reference r1 = conv_pool_reference_of(&p.first, in.x, in.w1, in.b1, dy1);
@@ -107,8 +105,8 @@ TEST(conv_pool_chain_cpu_vs_double) {
             CHECK(cpu->run(cpu, NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT, args, 7, &p) == NN_OK);
             float *got_w = malloc(in.s1.w * 4 + 4), *got_b = malloc(f1 * 4 + 4);
             double *want_w = malloc(in.s1.w * 8 + 8), *want_b = malloc(f1 * 8 + 8);
-            cpu_read(fdw, got_w, in.s1.w);
-            cpu_read(fdb, got_b, f1);
+            vkt_cpu_read(fdw, got_w, in.s1.w);
+            vkt_cpu_read(fdb, got_b, f1);
             for (size_t j = 0; j < in.s1.w; j++) want_w[j] = r1.dw[j] + (acc ? in.dw0[j] : 0.0);
             for (size_t j = 0; j < f1; j++) want_b[j] = r1.db[j] + (acc ? 0.0 : in.db0[j]);
             vkt_check_near(got_w, want_w, in.s1.w, 5e-5, "chain case %zu accumulate %d dweight", i, acc);

@@ -163,6 +163,8 @@ nn_buffer_ref vkt_cpu_buffer(const void *data, size_t count) {
     return ref;
 }
 
+void vkt_cpu_read(nn_buffer_ref ref, void *out, size_t count) { vkt_cpu()->read(vkt_cpu(), ref, out, count * 4); }
+
 /* The first i where got[i] is not within tol of want_at(i), or n. */
 static size_t first_far(const float *got, const float *want_f, const double *want_d, size_t n, double tol) {
     for (size_t i = 0; i < n; i++) {

@@ -54,6 +54,8 @@ float *vkt_randoms(size_t n, float lo, float hi, unsigned seed);
  * kernels are tested on views); free it with vkt_cpu()->free(vkt_cpu(),
  * ref.buffer). */
 nn_buffer_ref vkt_cpu_buffer(const void *data, size_t count);
+/* Its first count 4-byte elements, into out. */
+void vkt_cpu_read(nn_buffer_ref ref, void *out, size_t count);
 
 /* Records a test failure at the first i where |got[i] - want[i]| > tol *
  * max(1, |want[i]|) (a NaN fails), named by the printf-style what. */
