@@ -73,6 +73,7 @@ shared float smem[SMEM_FLOATS];
 shared bool last_arrival;
 
 #include "conv_pool_data.glsl"
+#include "last_arrival.glsl"
 
 #define DW_AT p.off5
 #define DB_AT p.off6
@@ -88,20 +89,6 @@ float sum_partials(uint at, uint count, uint stride) {
         for (uint k = 0u; k < 16u; k++) s += i0 + k < count ? v[k] : 0.0;
     }
     return s;
-}
-
-// Whether this workgroup is the last of `expected` to count itself in on
-// counter `slot` (then it resets it, for the next kernel to use).
-bool arrives_last(uint slot, uint expected) {
-    memoryBarrierBuffer(); // this workgroup's partials before its count
-    barrier();
-    if (gl_LocalInvocationID.x == 0u) {
-        last_arrival = atomicAdd(work_counters[p.counters + slot], 1u) == expected - 1u;
-        if (last_arrival) work_counters[p.counters + slot] = 0u;
-    }
-    barrier();
-    memoryBarrierBuffer(); // the others' partials after the count
-    return last_arrival;
 }
 
 void main() {
