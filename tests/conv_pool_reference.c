@@ -74,7 +74,7 @@ conv_pool_reference conv_pool_reference_of(const nn_conv_pool_params *p, const f
                 size_t j = plane * y_plane + (size_t)py * p->pooled_w + px;
                 r.y[j] = z[plane * z_plane + best];
                 r.winners[j] = r.y[j] > 0.0 ? best : -1;
-                if (r.winners[j] >= 0) dz[plane * z_plane + best] = dy[j];
+                if (dy && r.winners[j] >= 0) dz[plane * z_plane + best] = dy[j];
             }
     for (int n = 0; n < g->batch; n++)
         for (int f = 0; f < F; f++)

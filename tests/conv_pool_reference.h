@@ -31,7 +31,7 @@ typedef struct conv_pool_sizes {
 conv_pool_sizes conv_pool_sizes_of(const nn_conv_pool_params *p);
 
 /* The layers' output, winners and gradients in double, from x, w, b (or
- * NULL) and the output's gradient dy. */
+ * NULL) and the output's gradient dy (NULL: the gradients are zero). */
 typedef struct conv_pool_reference {
     double *y, *dw, *db, *dx;
     int32_t *winners;

@@ -118,9 +118,11 @@ static int count_lenet_step(const char *device, int batch) {
  * through both layers, the first Linear's three kernels, the convolutions'
  * three). Where the convolutions' backward chains too (Vulkan:
  * conv_pool_chains), 16 runs: the second's data gradient and the first's
- * weight gradient are one kernel. */
+ * weight gradient are one kernel. Where the second convolution's forward
+ * takes the first Linear's too (Vulkan: conv_pool_linear_fuses), 15 runs:
+ * forward 4. */
 #define FUSED_STEP_COMMANDS 31
-#define VULKAN_FUSED_STEP_COMMANDS 18
+#define VULKAN_FUSED_STEP_COMMANDS 17
 
 TEST(kernel_count_lenet5_step_cpu) {
     int total = count_lenet_step("cpu", 3);

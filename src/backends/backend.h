@@ -95,6 +95,9 @@ struct nn_backend {
      * gradient from the second's as NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT.
      * NULL: never. */
     bool (*conv_pool_chains)(nn_backend *self, const nn_conv_pool_chain_params *p);
+    /* Whether such a fused layer and the Linear on its flattened output run
+     * as NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD. NULL: never. */
+    bool (*conv_pool_linear_fuses)(nn_backend *self, const nn_conv_pool_linear_params *p);
     /* Whether Linear -> ReLU -> Linear with these sizes runs as the fused
      * kernels (kernels.h, nn_linear_head_params). NULL: never. */
     bool (*linear_head_fuses)(nn_backend *self, const nn_linear_head_params *p);

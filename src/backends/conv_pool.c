@@ -30,6 +30,22 @@ nn_status nn_conv_pool_chain_check(const char *backend, const nn_conv_pool_chain
     return NN_OK;
 }
 
+nn_status nn_conv_pool_linear_check(const char *backend, const nn_conv_pool_linear_params *p) {
+    const nn_kernel kernel = NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD;
+    NN_TRY(nn_conv_pool_params_check(backend, kernel, &p->conv_pool));
+    if (p->out_features < 1)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s %s: out_features must be >= 1, got %d", backend,
+                            nn_kernel_name(kernel), p->out_features);
+    if (p->epilogue & ~(NN_EPI_BIAS_COLS | NN_EPI_RELU))
+        return nn_set_error(NN_ERR_ARGUMENT, "%s %s: the Linear's epilogue may hold only a bias and a ReLU (got %#x)",
+                            backend, nn_kernel_name(kernel), (unsigned)p->epilogue);
+    const int64_t in = (int64_t)p->conv_pool.conv.filters * p->conv_pool.pooled_h * p->conv_pool.pooled_w;
+    if (in > INT32_MAX)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s %s: %lld input features; at most %d", backend,
+                            nn_kernel_name(kernel), (long long)in, INT32_MAX);
+    return NN_OK;
+}
+
 nn_pool_params nn_conv_pool_pooling(const nn_conv_pool_params *p) {
     const nn_conv_geometry *g = &p->conv.g;
     return (nn_pool_params){

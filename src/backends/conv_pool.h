@@ -16,6 +16,11 @@ nn_status nn_conv_pool_params_check(const char *backend, nn_kernel kernel, const
  * input (NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT). */
 nn_status nn_conv_pool_chain_check(const char *backend, const nn_conv_pool_chain_params *p);
 
+/* The layer's checks, and the Linear's: at least one output, an epilogue of
+ * NN_EPI_BIAS_COLS and NN_EPI_RELU only, in_features within 32 bits
+ * (NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD). */
+nn_status nn_conv_pool_linear_check(const char *backend, const nn_conv_pool_linear_params *p);
+
 /* The max pooling over z that the fused layers perform. */
 nn_pool_params nn_conv_pool_pooling(const nn_conv_pool_params *p);
 

@@ -56,6 +56,8 @@ static const kernel_info kKernels[NN_KERNEL_COUNT] = {
     [NN_KERNEL_CONV2D_POOL_BACKWARD_DATA] = {"conv2d_pool_backward_data", 4, sizeof(nn_conv_pool_params), W(3)},
     [NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT] = {"conv2d_pool_chain_weight", 7, sizeof(nn_conv_pool_chain_params),
                                             W(5) | W(6)},
+    [NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD] = {"conv2d_pool_linear_forward", 8, sizeof(nn_conv_pool_linear_params),
+                                              W(3) | W(4) | W(7)},
     [NN_KERNEL_LINEAR_HEAD_FORWARD] = {"linear_head_forward", 7, sizeof(nn_linear_head_params), W(5) | W(6)},
     [NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA] = {"linear_head_backward_data", 7, sizeof(nn_linear_head_params),
                                              W(5) | W(6)},

@@ -53,6 +53,9 @@ typedef enum nn_kernel {
     /* ... the first of two such layers' weight gradient from the second's (nn_conv_pool_chain_params) */
     NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT, /* dy, winners, weight (the second's), first_winners, x (the first's input),
                                            dweight (or none), dbias (or none) (the first's) */
+    /* ... its forward with a Linear after it in the same kernel (nn_conv_pool_linear_params) */
+    NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD, /* x, weight, bias (or none), y, winners (int32), lin_weight,
+                                             lin_bias (or none), h */
     /* Linear -> ReLU -> Linear as one layer (nn_linear_head_params) */
     NN_KERNEL_LINEAR_HEAD_FORWARD,       /* x, wa, ba (or none), wb, bb (or none), h, y */
     NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, /* dy, wb, h, wa, x (or none), dh, dx (or none) */
@@ -239,6 +242,23 @@ typedef struct nn_conv_pool_params {
 typedef struct nn_conv_pool_chain_params {
     nn_conv_pool_params first, second;
 } nn_conv_pool_chain_params;
+
+/* NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD: such a layer's forward (y and
+ * winners as CONV2D_POOL_FORWARD writes them; conv_pool.conv.g.accumulate
+ * and bias_accumulate are not used), then a Linear of out_features outputs
+ * on its pooled output flattened per image (in_features = filters *
+ * pooled_h * pooled_w, in y's order): h = flat(y) lin_weight^T (+ lin_bias
+ * with NN_EPI_BIAS_COLS), then relu (NN_EPI_RELU), as GEMM_EPILOGUE with
+ * trans_b computes it. Both layers' outputs are written: backward reads y
+ * and the winners. nn_sequential fuses Conv2d, ReLU, MaxPool2d, Flatten and
+ * Linear (and a ReLU after it) where nn_backend.conv_pool_linear_fuses says
+ * so (LeNet-5's second convolution and first Linear): the Linear then needs
+ * no kernel and no barrier of its own. */
+typedef struct nn_conv_pool_linear_params {
+    nn_conv_pool_params conv_pool;
+    int32_t out_features;
+    int32_t epilogue; /* NN_EPI_BIAS_COLS, NN_EPI_RELU */
+} nn_conv_pool_linear_params;
 
 /* Linear -> ReLU -> Linear, the small layers at the end of a classifier
  * (LeNet-5's last two), as one operation whose kernels take a block of rows

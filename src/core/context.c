@@ -153,6 +153,10 @@ bool nn_ctx_conv_pool_chains(nn_ctx *ctx, const nn_conv_pool_chain_params *p) {
     return ctx->backend->conv_pool_chains && ctx->backend->conv_pool_chains(ctx->backend, p);
 }
 
+bool nn_ctx_conv_pool_linear_fuses(nn_ctx *ctx, const nn_conv_pool_linear_params *p) {
+    return ctx->backend->conv_pool_linear_fuses && ctx->backend->conv_pool_linear_fuses(ctx->backend, p);
+}
+
 bool nn_ctx_linear_head_fuses(nn_ctx *ctx, const nn_linear_head_params *p) {
     return ctx->backend->linear_head_fuses && ctx->backend->linear_head_fuses(ctx->backend, p);
 }

@@ -147,6 +147,8 @@ bool nn_ctx_conv_keeps_columns(nn_ctx *ctx, const nn_conv_params *p);
 bool nn_ctx_conv_pool_fuses(nn_ctx *ctx, const nn_conv_pool_params *p);
 /* The backend's nn_backend.conv_pool_chains for these two layers. */
 bool nn_ctx_conv_pool_chains(nn_ctx *ctx, const nn_conv_pool_chain_params *p);
+/* The backend's nn_backend.conv_pool_linear_fuses for these layers. */
+bool nn_ctx_conv_pool_linear_fuses(nn_ctx *ctx, const nn_conv_pool_linear_params *p);
 /* The backend's nn_backend.linear_head_fuses for these layers. */
 bool nn_ctx_linear_head_fuses(nn_ctx *ctx, const nn_linear_head_params *p);
 /* The backend's nn_backend.linear_head_loss_fuses for these layers. */

@@ -8,8 +8,10 @@
  * container passes it to nobody else -- that layer applies the ReLU's
  * backward mask where it produces the gradient, so the ReLU costs no kernel
  * in backward either. Conv2d, ReLU and MaxPool2d with whole windows run as
- * one operation where the backend fuses them (src/ops/conv_pool.c), and so
- * do Linear, ReLU and Linear (src/ops/linear_head.c) -- with the softmax
+ * one operation where the backend fuses them (src/ops/conv_pool.c) -- with
+ * a Flatten and a Linear after them, the Linear's forward in the same
+ * kernel (src/ops/conv_pool_linear.c) -- and so do Linear, ReLU and Linear
+ * (src/ops/linear_head.c) -- with the softmax
  * cross-entropy after them when they end the container and
  * nn_module_forward_loss asks for the loss (src/ops/head_cross_entropy.c). */
 #include <stdio.h>
@@ -46,6 +48,23 @@ static bool conv_pool_at(nn_module *m, int i, int end, nn_tensor *x) {
     return nn_conv2d_relu_maxpool_fuses(x, conv->params[0], conv->params[1], &p, pool->kernel);
 }
 
+/* Children i to i+4 (all before `end`) are a fused Conv2d, ReLU and
+ * MaxPool2d (conv_pool_at), Flatten and a Linear that does not start a
+ * Linear, ReLU, Linear head (which fuses its own way), and the backend runs
+ * the first layers' forward and the Linear's as one kernel
+ * (src/ops/conv_pool_linear.c). */
+static bool linear_head_kinds_at(nn_module *m, int i, int end, nn_tensor *x);
+static bool conv_pool_linear_at(nn_module *m, int i, int end, nn_tensor *x) {
+    if (i + 4 >= end || !is_kind(m->children[i + 3], "Flatten") || !is_kind(m->children[i + 4], "Linear") ||
+        m->children[i + 3]->ctx != x->ctx || m->children[i + 4]->ctx != x->ctx ||
+        linear_head_kinds_at(m, i + 4, end, x))
+        return false;
+    const nn_module *conv = m->children[i], *linear = m->children[i + 4];
+    nn_conv2d_params p = {conv->stride, conv->stride, conv->padding, conv->padding};
+    return nn_conv2d_relu_maxpool_linear_fuses(x, conv->params[0], conv->params[1], &p, m->children[i + 2]->kernel,
+                                               linear->params[0], linear->params[1]);
+}
+
 /* Children i, i+1, i+2 (all before `end`) are Linear, ReLU and Linear,
  * with no ReLU after them, all in x's context. */
 static bool linear_head_kinds_at(nn_module *m, int i, int end, nn_tensor *x) {
@@ -73,8 +92,20 @@ static nn_tensor *run_children(nn_module *m, nn_tensor *x, int from, int end, bo
                                 child->kind);
         if (conv_pool_at(m, i, end, x)) {
             nn_conv2d_params p = {child->stride, child->stride, child->padding, child->padding};
+            const int chain = pooled_input ? NN_FUSE_CHAIN_INPUT : 0;
+            if (conv_pool_linear_at(m, i, end, x)) {
+                const nn_module *linear = m->children[i + 4];
+                const bool relu_after = i + 5 < end && is_kind(m->children[i + 5], "ReLU");
+                x = nn_conv2d_relu_maxpool_linear(x, child->params[0], child->params[1], &p,
+                                                  m->children[i + 2]->kernel, chain, linear->params[0],
+                                                  linear->params[1], relu_after ? NN_FUSE_RELU : 0);
+                i += relu_after ? 5 : 4; /* ReLU, pooling, Flatten, Linear (and its ReLU) ran in the same kernel */
+                masked_input = relu_after;
+                pooled_input = false;
+                continue;
+            }
             x = nn_conv2d_relu_maxpool(x, child->params[0], child->params[1], &p, m->children[i + 2]->kernel,
-                                       pooled_input ? NN_FUSE_CHAIN_INPUT : 0);
+                                       chain);
             i += 2; /* the ReLU and the pooling ran in the same kernels */
             masked_input = false;
             pooled_input = true;

@@ -102,47 +102,67 @@ bool nn_conv2d_relu_maxpool_fuses(nn_tensor *x, nn_tensor *weight, nn_tensor *bi
     return nn_ctx_conv_pool_fuses(x->ctx, &p);
 }
 
+nn_status nn_conv_pool_forward_begin(const char *op, nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
+                                     const nn_conv2d_params *params, int pool, nn_conv_pool_forward *f) {
+    *f = (nn_conv_pool_forward){.inputs = {x, weight, bias}};
+    NN_TRY(nn_conv2d_check_args(op, x, weight, bias, params));
+    const nn_conv_geometry g = nn_conv2d_geometry(x, weight, params);
+    if (pool < 1 || g.out_h < pool || g.out_w < pool)
+        return nn_set_error(NN_ERR_SHAPE, "%s: pooling window %d does not fit the %dx%d convolution output", op, pool,
+                            g.out_h, g.out_w);
+    f->params = conv_pool_params(&g, (int32_t)weight->shape[0], bias != NULL, pool);
+    nn_ctx *ctx = x->ctx;
+    bool record = nn_autograd_needed(ctx, f->inputs, 3);
+    int64_t shape[4] = {g.batch, f->params.conv.filters, f->params.pooled_h, f->params.pooled_w};
+    f->y = nn_op_result(ctx, 4, shape);
+    if (!f->y) return nn_last_status();
+    /* The column matrix, when the backend keeps it for the weight gradient. */
+    const bool keep_cols = record && nn_wants_grad(weight) && nn_ctx_conv_keeps_columns(ctx, &f->params.conv);
+    const int64_t col_shape[3] = {g.batch, (int64_t)g.channels * g.kernel_h * g.kernel_w,
+                                  (int64_t)g.out_h * g.out_w};
+    f->winners = nn_op_scratch(ctx, NN_I32, 4, shape);
+    f->cols = f->winners && keep_cols ? nn_op_scratch(ctx, NN_F32, 3, col_shape) : NULL;
+    if (!f->winners || (keep_cols && !f->cols)) {
+        nn_status st = nn_last_status();
+        nn_conv_pool_forward_abort(f);
+        return st;
+    }
+    return NN_OK;
+}
+
+void nn_conv_pool_forward_abort(nn_conv_pool_forward *f) {
+    nn_tensor_release(f->winners);
+    nn_tensor_release(f->cols);
+    nn_op_fail(f->y);
+    f->y = f->winners = f->cols = NULL;
+}
+
+nn_tensor *nn_conv_pool_forward_end(nn_conv_pool_forward *f, const char *op, int flags) {
+    nn_tensor *saved[2] = {f->winners, f->cols};
+    nn_node *node;
+    nn_tensor *y = nn_op_finish(f->y, op, conv_pool_backward, f->inputs, 3, saved, f->cols ? 2 : 1, &node);
+    if (node) {
+        node->params.conv_pool = f->params;
+        if ((flags & NN_FUSE_CHAIN_INPUT) && chainable_producer(f->inputs[0], &f->params))
+            node->fusion |= NN_NODE_CHAINS_INPUT;
+    }
+    nn_tensor_release(f->winners); /* the node holds what backward needs */
+    nn_tensor_release(f->cols);
+    f->y = f->winners = f->cols = NULL;
+    return y;
+}
+
 nn_tensor *nn_conv2d_relu_maxpool(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
                                   int pool, int flags) {
     const char *op = "nn_conv2d_relu_maxpool";
-    if (nn_conv2d_check_args(op, x, weight, bias, params) != NN_OK) return NULL;
-    const nn_conv_geometry g = nn_conv2d_geometry(x, weight, params);
-    if (pool < 1 || g.out_h < pool || g.out_w < pool)
-        return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: pooling window %d does not fit the %dx%d convolution output", op,
-                            pool, g.out_h, g.out_w);
-    const nn_conv_pool_params p = conv_pool_params(&g, (int32_t)weight->shape[0], bias != NULL, pool);
-    nn_ctx *ctx = x->ctx;
-    nn_tensor *inputs[3] = {x, weight, bias};
-    bool record = nn_autograd_needed(ctx, inputs, 3);
-    int64_t shape[4] = {g.batch, p.conv.filters, p.pooled_h, p.pooled_w};
-    nn_tensor *y = nn_op_result(ctx, 4, shape);
-    if (!y) return NULL;
-    /* The column matrix, when the backend keeps it for the weight gradient. */
-    const bool keep_cols = record && nn_wants_grad(weight) && nn_ctx_conv_keeps_columns(ctx, &p.conv);
-    const int64_t col_shape[3] = {g.batch, (int64_t)g.channels * g.kernel_h * g.kernel_w,
-                                  (int64_t)g.out_h * g.out_w};
-    nn_tensor *winners = nn_op_scratch(ctx, NN_I32, 4, shape);
-    nn_tensor *cols = winners && keep_cols ? nn_op_scratch(ctx, NN_F32, 3, col_shape) : NULL;
-    if (!winners || (keep_cols && !cols)) {
-        nn_tensor_release(winners);
-        return nn_op_fail(y);
-    }
+    nn_conv_pool_forward f;
+    if (nn_conv_pool_forward_begin(op, x, weight, bias, params, pool, &f) != NN_OK) return NULL;
     const nn_buffer_ref none = {NULL, 0, 0};
     nn_buffer_ref args[6] = {nn_tensor_ref(x), nn_tensor_ref(weight), bias ? nn_tensor_ref(bias) : none,
-                             nn_tensor_ref(y), nn_tensor_ref(winners), cols ? nn_tensor_ref(cols) : none};
-    if (nn_ctx_run(ctx, NN_KERNEL_CONV2D_POOL_FORWARD, args, 6, &p) != NN_OK) {
-        nn_tensor_release(winners);
-        nn_tensor_release(cols);
-        return nn_op_fail(y);
+                             nn_tensor_ref(f.y), nn_tensor_ref(f.winners), f.cols ? nn_tensor_ref(f.cols) : none};
+    if (nn_ctx_run(x->ctx, NN_KERNEL_CONV2D_POOL_FORWARD, args, 6, &f.params) != NN_OK) {
+        nn_conv_pool_forward_abort(&f);
+        return NULL;
     }
-    nn_tensor *saved[2] = {winners, cols};
-    nn_node *node;
-    y = nn_op_finish(y, op, conv_pool_backward, inputs, 3, saved, cols ? 2 : 1, &node);
-    if (node) {
-        node->params.conv_pool = p;
-        if ((flags & NN_FUSE_CHAIN_INPUT) && chainable_producer(x, &p)) node->fusion |= NN_NODE_CHAINS_INPUT;
-    }
-    nn_tensor_release(winners); /* the node holds what backward needs */
-    nn_tensor_release(cols);
-    return y;
+    return nn_conv_pool_forward_end(&f, op, flags);
 }

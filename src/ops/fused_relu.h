@@ -55,6 +55,45 @@ bool nn_conv2d_relu_maxpool_fuses(nn_tensor *x, nn_tensor *weight, nn_tensor *bi
 nn_tensor *nn_conv2d_relu_maxpool(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
                                   int pool, int flags);
 
+/* ... and with a Flatten and a Linear (of lin_flags: NN_FUSE_RELU) after
+ * it, forward in one kernel (NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD):
+ * src/ops/conv_pool_linear.c. The tape holds what the layers record one by
+ * one (the conv + pool node, the flatten, the Linear's and ReLU's nodes),
+ * so backward, the ONNX export and the results are theirs; the Linear then
+ * costs no kernel and no barrier of its own in forward. Returns the
+ * Linear's output (the ReLU's with NN_FUSE_RELU). */
+bool nn_conv2d_relu_maxpool_linear_fuses(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
+                                         const nn_conv2d_params *params, int pool, nn_tensor *lin_weight,
+                                         nn_tensor *lin_bias);
+nn_tensor *nn_conv2d_relu_maxpool_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
+                                         const nn_conv2d_params *params, int pool, int flags, nn_tensor *lin_weight,
+                                         nn_tensor *lin_bias, int lin_flags);
+
+/* The fused layer's forward and a Linear's around their kernels, for an op
+ * that runs both in one (conv_pool_linear.c): _begin checks the arguments
+ * and makes the outputs, the caller runs the kernel, _end records the
+ * nodes and returns the output (NULL on failure), _abort frees the
+ * outputs after a failed kernel. */
+typedef struct nn_conv_pool_forward {
+    nn_conv_pool_params params;
+    nn_tensor *inputs[3]; /* x, weight, bias */
+    nn_tensor *y, *winners, *cols;
+} nn_conv_pool_forward;
+nn_status nn_conv_pool_forward_begin(const char *op, nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
+                                     const nn_conv2d_params *params, int pool, nn_conv_pool_forward *f);
+nn_tensor *nn_conv_pool_forward_end(nn_conv_pool_forward *f, const char *op, int flags);
+void nn_conv_pool_forward_abort(nn_conv_pool_forward *f);
+
+typedef struct nn_linear_forward {
+    nn_tensor *inputs[3]; /* x, weight, bias */
+    nn_tensor *y;         /* what the kernel writes: the output (the ReLU's with NN_FUSE_RELU) */
+    nn_tensor *z;         /* the layer's own output: y, or a view of it (fused_relu.h) */
+    nn_gemm_epilogue_params params;
+} nn_linear_forward;
+nn_status nn_linear_forward_begin(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int flags, nn_linear_forward *f);
+nn_tensor *nn_linear_forward_end(nn_linear_forward *f, int flags);
+void nn_linear_forward_abort(nn_linear_forward *f);
+
 /* Linear -> ReLU -> Linear as one tape node and the fused kernels
  * (kernels.h, nn_linear_head_params): src/ops/linear_head.c. With
  * NN_FUSE_MASK_INPUT, x is a fused ReLU's output this op claims. */

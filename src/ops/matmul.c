@@ -105,60 +105,76 @@ static nn_status linear_backward(nn_node *node) {
 
 nn_tensor *nn_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias) { return nn_linear_fused(x, weight, bias, 0); }
 
-/* The bias (and with NN_FUSE_RELU the ReLU) in the GEMM's epilogue: one
- * kernel for the layer (fused_relu.h). */
-nn_tensor *nn_linear_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int flags) {
+nn_status nn_linear_forward_begin(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int flags,
+                                  nn_linear_forward *f) {
     const char *op = "nn_linear";
-    if (nn_check_tensor_ndim(op, "x", x, NN_F32, 2) ||
-        nn_check_tensor_ndim(op, "weight", weight, NN_F32, 2) || nn_check_same_ctx(op, x, weight))
-        return NULL;
+    *f = (nn_linear_forward){.inputs = {x, weight, bias}};
+    NN_TRY(nn_check_tensor_ndim(op, "x", x, NN_F32, 2));
+    NN_TRY(nn_check_tensor_ndim(op, "weight", weight, NN_F32, 2));
+    NN_TRY(nn_check_same_ctx(op, x, weight));
     char sx[96], sw[96], sb[96];
     if (x->shape[1] != weight->shape[1])
-        return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: x %s has %lld features, weight %s expects %lld", op,
+        return nn_set_error(NN_ERR_SHAPE, "%s: x %s has %lld features, weight %s expects %lld", op,
                             nn_format_shape(2, x->shape, sx, sizeof sx), (long long)x->shape[1],
-                            nn_format_shape(2, weight->shape, sw, sizeof sw),
-                            (long long)weight->shape[1]);
+                            nn_format_shape(2, weight->shape, sw, sizeof sw), (long long)weight->shape[1]);
     if (bias) {
-        if (nn_check_tensor_ndim(op, "bias", bias, NN_F32, 1) || nn_check_same_ctx(op, x, bias))
-            return NULL;
+        NN_TRY(nn_check_tensor_ndim(op, "bias", bias, NN_F32, 1));
+        NN_TRY(nn_check_same_ctx(op, x, bias));
         if (bias->shape[0] != weight->shape[0])
-            return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: bias %s does not match weight %s (%lld outputs)",
-                                op, nn_format_shape(1, bias->shape, sb, sizeof sb),
-                                nn_format_shape(2, weight->shape, sw, sizeof sw),
-                                (long long)weight->shape[0]);
+            return nn_set_error(NN_ERR_SHAPE, "%s: bias %s does not match weight %s (%lld outputs)", op,
+                                nn_format_shape(1, bias->shape, sb, sizeof sb),
+                                nn_format_shape(2, weight->shape, sw, sizeof sw), (long long)weight->shape[0]);
     }
     int64_t batch = x->shape[0], in = x->shape[1], out = weight->shape[0];
-    if (nn_check_int32(op, "batch", batch) || nn_check_int32(op, "in_features", in) ||
-        nn_check_int32(op, "out_features", out))
-        return NULL;
+    NN_TRY(nn_check_int32(op, "batch", batch));
+    NN_TRY(nn_check_int32(op, "in_features", in));
+    NN_TRY(nn_check_int32(op, "out_features", out));
     int64_t shape[2] = {batch, out};
-    nn_tensor *inputs[3] = {x, weight, bias};
     bool relu = flags & NN_FUSE_RELU;
-    bool record = nn_autograd_needed(x->ctx, inputs, 3);
-    nn_tensor *y, *z;
     if (relu) {
-        if (nn_fused_relu_outputs(x->ctx, record, 2, shape, &y, &z) != NN_OK) return NULL;
+        NN_TRY(nn_fused_relu_outputs(x->ctx, nn_autograd_needed(x->ctx, f->inputs, 3), 2, shape, &f->y, &f->z));
     } else {
-        y = z = nn_op_result(x->ctx, 2, shape);
-        if (!y) return NULL;
+        f->y = f->z = nn_op_result(x->ctx, 2, shape);
+        if (!f->y) return nn_last_status();
     }
-    nn_gemm_epilogue_params p = {
+    f->params = (nn_gemm_epilogue_params){
         .gemm = {.m = (int32_t)batch, .n = (int32_t)out, .k = (int32_t)in, .trans_b = 1, .lda = (int32_t)in,
                  .ldb = (int32_t)in, .ldc = (int32_t)out, .batch = 1, .alpha = 1.0f},
         .epilogue = (bias ? NN_EPI_BIAS_COLS : 0) | (relu ? NN_EPI_RELU : 0)};
-    nn_buffer_ref none = {NULL, 0, 0};
-    nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(weight), nn_tensor_ref(y),
-                             bias ? nn_tensor_ref(bias) : none};
-    if (nn_ctx_run(x->ctx, NN_KERNEL_GEMM_EPILOGUE, args, 4, &p) != NN_OK) {
-        if (z != y) nn_tensor_free(z);
-        return nn_op_fail(y);
-    }
+    return NN_OK;
+}
+
+void nn_linear_forward_abort(nn_linear_forward *f) {
+    if (f->z != f->y) nn_tensor_free(f->z);
+    nn_op_fail(f->y);
+    f->y = f->z = NULL;
+}
+
+nn_tensor *nn_linear_forward_end(nn_linear_forward *f, int flags) {
+    nn_tensor *x = f->inputs[0], *y = f->y;
+    const bool relu = f->params.epilogue & NN_EPI_RELU, record = f->z != f->y; /* z: a view of y */
     nn_node *node;
-    z = nn_op_finish(z, op, linear_backward, inputs, 3, NULL, 0, &node);
+    nn_tensor *z = nn_op_finish(f->z, "nn_linear", linear_backward, f->inputs, 3, NULL, 0, &node);
+    f->y = f->z = NULL;
     if (!z) {
-        if (relu && record) nn_tensor_free(y);
+        if (record) nn_tensor_free(y);
         return NULL;
     }
     if ((flags & NN_FUSE_MASK_INPUT) && node) nn_fused_relu_claim(x, node);
     return relu ? nn_fused_relu_finish(z, y) : y;
+}
+
+/* The bias (and with NN_FUSE_RELU the ReLU) in the GEMM's epilogue: one
+ * kernel for the layer (fused_relu.h). */
+nn_tensor *nn_linear_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int flags) {
+    nn_linear_forward f;
+    if (nn_linear_forward_begin(x, weight, bias, flags, &f) != NN_OK) return NULL;
+    nn_buffer_ref none = {NULL, 0, 0};
+    nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(weight), nn_tensor_ref(f.y),
+                             bias ? nn_tensor_ref(bias) : none};
+    if (nn_ctx_run(x->ctx, NN_KERNEL_GEMM_EPILOGUE, args, 4, &f.params) != NN_OK) {
+        nn_linear_forward_abort(&f);
+        return NULL;
+    }
+    return nn_linear_forward_end(&f, flags);
 }

@@ -244,6 +244,7 @@ static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref
     case NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT:
     case NN_KERNEL_CONV2D_POOL_BACKWARD_DATA: return nn_cpu_conv_pool(self, pool, kernel, params, a);
     case NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT: return nn_cpu_conv_pool_chain(self, pool, params, a);
+    case NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD: return nn_cpu_conv_pool_linear(self, pool, params, a);
     case NN_KERNEL_LINEAR_HEAD_FORWARD:
     case NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA:
     case NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY: return nn_cpu_linear_head(self, pool, kernel, params, a);

@@ -41,6 +41,10 @@ bool nn_cpu_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p);
  * as the CPU does not fuse the layers). */
 nn_status nn_cpu_conv_pool_chain(nn_backend *self, nn_thread_pool *pool, const nn_conv_pool_chain_params *p,
                                  const nn_buffer_ref *a);
+/* NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD: the layer's forward, then the
+ * Linear's GEMM with its epilogue (the reference; never chosen). */
+nn_status nn_cpu_conv_pool_linear(nn_backend *self, nn_thread_pool *pool, const nn_conv_pool_linear_params *p,
+                                  const nn_buffer_ref *a);
 /* NN_KERNEL_LINEAR_HEAD_* (cpu_linear_head.c): the unfused layers' GEMMs in
  * turn; linear_head_fuses says no (no barrier to save on the CPU). */
 nn_status nn_cpu_linear_head(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel,

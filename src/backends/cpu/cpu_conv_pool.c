@@ -116,3 +116,22 @@ nn_status nn_cpu_conv_pool_chain(nn_backend *self, nn_thread_pool *pool, const n
     self->free(self, between);
     return st;
 }
+
+nn_status nn_cpu_conv_pool_linear(nn_backend *self, nn_thread_pool *pool, const nn_conv_pool_linear_params *p,
+                                  const nn_buffer_ref *a) {
+    NN_TRY(nn_conv_pool_linear_check("cpu", p));
+    if ((p->epilogue & NN_EPI_BIAS_COLS) && !a[6].buffer)
+        return nn_set_error(NN_ERR_ARGUMENT, "cpu %s: the Linear's bias epilogue needs its bias buffer",
+                            nn_kernel_name(NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD));
+    const nn_buffer_ref none = {NULL, 0, 0};
+    nn_buffer_ref conv_args[6] = {a[0], a[1], a[2], a[3], a[4], none};
+    NN_TRY(forward(self, pool, &p->conv_pool, conv_args));
+    const nn_conv_pool_params *c = &p->conv_pool;
+    const int32_t in = c->conv.filters * c->pooled_h * c->pooled_w;
+    const nn_gemm_epilogue_params e = {
+        .gemm = {.m = c->conv.g.batch, .n = p->out_features, .k = in, .trans_b = 1, .lda = in, .ldb = in,
+                 .ldc = p->out_features, .batch = 1, .alpha = 1.0f},
+        .epilogue = p->epilogue};
+    return nn_cpu_gemm_epilogue(pool, &e, nn_cpu_f32(a[3]), nn_cpu_f32(a[5]), nn_cpu_f32(a[7]),
+                                a[6].buffer ? nn_cpu_f32(a[6]) : NULL);
+}

@@ -315,7 +315,7 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
  * set to `constants` (a layer's window, stride and pooling, so the shader's
  * loops over them unroll): built on first use for each set of constants,
  * then kept. */
-#define VK_SPECIAL_CONSTANTS 8
+#define VK_SPECIAL_CONSTANTS 9
 nn_status vk_pipeline_special(vk_backend *vk, vk_pipeline_id id, const uint32_t constants[VK_SPECIAL_CONSTANTS],
                               VkPipeline *out);
 /* The descriptor set binding these blocks (created on first use, then kept). */
@@ -387,6 +387,9 @@ bool vk_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p);
 /* NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT, and the backend's conv_pool_chains. */
 nn_status vk_run_conv_pool_chain(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_chain_params *p);
 bool vk_conv_pool_chains(nn_backend *self, const nn_conv_pool_chain_params *p);
+/* NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD, and the backend's conv_pool_linear_fuses. */
+nn_status vk_run_conv_pool_linear(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_linear_params *p);
+bool vk_conv_pool_linear_fuses(nn_backend *self, const nn_conv_pool_linear_params *p);
 /* vk_linear_head.c: NN_KERNEL_LINEAR_HEAD_FORWARD / _BACKWARD_DATA, and the
  * backend's linear_head_fuses. */
 nn_status vk_run_linear_head(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,

@@ -28,6 +28,7 @@ static int optional_args(nn_kernel kernel, const void *params) {
     /* dweight, dbias (one of them: vk_conv_pool.c), columns */
     if (kernel == NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT) return (1 << 3) | (1 << 4) | (1 << 5);
     if (kernel == NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT) return (1 << 5) | (1 << 6); /* dweight, dbias (one of them) */
+    if (kernel == NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD) return (1 << 2) | (1 << 6); /* the biases */
     /* biases; x (read only with mask_input: checked in vk_linear_head.c), dx */
     if (kernel == NN_KERNEL_LINEAR_HEAD_FORWARD) return (1 << 2) | (1 << 4);
     if (kernel == NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA) return (1 << 4) | (1 << 6);
@@ -401,6 +402,7 @@ nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int
     case NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT:
     case NN_KERNEL_CONV2D_POOL_BACKWARD_DATA: return vk_run_conv_pool(vk, kernel, a, params);
     case NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT: return vk_run_conv_pool_chain(vk, a, params);
+    case NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD: return vk_run_conv_pool_linear(vk, a, params);
     case NN_KERNEL_LINEAR_HEAD_FORWARD:
     case NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA:
     case NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY: return vk_run_linear_head(vk, kernel, a, params);
