@@ -77,11 +77,12 @@ void linear_tail(uint n, uint first, float pooled[FB]) {
     const uint tiles = gl_NumWorkGroups.x, tile = gl_WorkGroupID.x;
 
     // The features to feats in flattened order: an item (block, position)
-    // holds filters block * FB + fb at that position.
+    // holds filters block * FB + fb at that position. Entries from count on
+    // are never read (an item past the image's last filter has none).
     const uint pos = (tile * THREADS + tid) % plane;
     for (int fb = 0; fb < FB; fb++) {
         uint local = uint(FB) * (tid - pos) + uint(fb) * plane + pos;
-        feats[local] = local < count ? pooled[fb] : 0.0;
+        if (local < count) feats[local] = pooled[fb];
     }
     barrier(); // also: the convolution's reads of xs are done
     vec4 f4[MAX_QUADS];
