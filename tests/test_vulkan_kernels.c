@@ -543,6 +543,33 @@ TEST(vulkan_write_read_fill_copy) {
     free(y);
 }
 
+/* The fill kernel (what the backend's fill runs) writes its bits exactly,
+ * a NaN with a payload and a negative zero included, over an awkward count
+ * at an offset, and nothing past it; the CPU's the same. */
+TEST(vulkan_fill_kernel_writes_exact_words) {
+    NEED_VULKAN();
+    const size_t n = 1031;
+    float *before = vkt_randoms(n + 7, -1, 1, 17);
+    const uint32_t patterns[3] = {0x7fc01234u, 0x80000000u, 0x3f800001u};
+    for (int k = 0; k < 3; k++) {
+        vkt_pair out = vkt_pair_new(before, n + 7, 12);
+        nn_fill_params f = {.count = (int64_t)n, .bits = patterns[k]}; /* the 7 words after stay */
+        if (vkt_run(NN_KERNEL_FILL, &out, 1, &f)) {
+            vkt_compare_i32(&out, "fill: the words, and the seven after them");
+            uint32_t *got = malloc((n + 7) * 4);
+            nn_backend *gpu = vkt_vulkan();
+            CHECK(gpu->read(gpu, (nn_buffer_ref){out.gpu, out.offset, 0}, got, (n + 7) * 4) == NN_OK);
+            int bad = 0;
+            for (size_t i = 0; i < n; i++) bad += got[i] != patterns[k];
+            CHECK_MSG(bad == 0, "pattern %#x: %d of %zu words differ", patterns[k], bad, n);
+            CHECK(memcmp(got + n, before + n, 7 * 4) == 0);
+            free(got);
+        }
+        vkt_pair_free(&out);
+    }
+    free(before);
+}
+
 TEST(vulkan_many_kernels_before_one_read) {
     NEED_VULKAN();
     /* 1500 dependent kernels span several frames (256 commands each) and a

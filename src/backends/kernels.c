@@ -39,6 +39,7 @@ static const kernel_info kKernels[NN_KERNEL_COUNT] = {
     [NN_KERNEL_GATHER_SAMPLES] = {"gather_samples", 4, sizeof(nn_gather_params), W(3)},
     [NN_KERNEL_GATHER_ROWS] = {"gather_rows", 4, sizeof(nn_gather_params), W(3)},
     [NN_KERNEL_COUNTER_ADD] = {"counter_add", 1, sizeof(nn_counter_params), W(0)},
+    [NN_KERNEL_FILL] = {"fill", 1, sizeof(nn_fill_params), W(0)},
     [NN_KERNEL_METRICS_ACCUMULATE] = {"metrics_accumulate", 4, sizeof(nn_metrics_params), W(3)},
     /* fusion */
     [NN_KERNEL_GEMM_EPILOGUE] = {"gemm_epilogue", 4, sizeof(nn_gemm_epilogue_params), W(2)},

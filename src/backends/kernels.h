@@ -33,6 +33,7 @@ typedef enum nn_kernel {
     NN_KERNEL_GATHER_SAMPLES,    /* samples (uint8, packed 4 per word), order (or none), counter (or none), out */
     NN_KERNEL_GATHER_ROWS,       /* table (32-bit words), order (or none), counter (or none), out */
     NN_KERNEL_COUNTER_ADD,       /* counter (int32[1]) */
+    NN_KERNEL_FILL,              /* out (32-bit words) */
     NN_KERNEL_METRICS_ACCUMULATE, /* logits, labels (int32), loss[1], sums[2] */
     /* ---- fusion (issue 6): fewer, larger kernels per training step ---- */
     NN_KERNEL_GEMM_EPILOGUE,     /* A, B, C, aux (bias or mask, or none) */
@@ -151,6 +152,13 @@ typedef struct nn_gather_params {
 typedef struct nn_counter_params {
     int32_t delta;
 } nn_counter_params;
+
+/* FILL: out[0, count) = bits, as 32-bit words: what nn_backend.fill
+ * does, which the Vulkan backend runs as this kernel (vk_backend.c). */
+typedef struct nn_fill_params {
+    int64_t count;
+    uint32_t bits;
+} nn_fill_params;
 
 /* METRICS_ACCUMULATE: sums[0] += loss[0] * rows; sums[1] += the rows whose
  * largest logit (the first of equals) is at the label. */

@@ -217,6 +217,14 @@ static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref
     case NN_KERNEL_GATHER_ROWS:
         return nn_cpu_gather_rows(params, nn_cpu_i32(a[0]), nn_cpu_i32(a[1]), nn_cpu_i32(a[2]), nn_cpu_i32(a[3]));
     case NN_KERNEL_COUNTER_ADD: return nn_cpu_counter_add(params, nn_cpu_i32(a[0]));
+    case NN_KERNEL_FILL: {
+        const nn_fill_params *f = params;
+        if (f->count < 0) return nn_set_error(NN_ERR_ARGUMENT, "cpu fill: count %lld", (long long)f->count);
+        NN_TRY(check_range("fill", a[0], (size_t)f->count * sizeof(uint32_t)));
+        uint32_t *out = (uint32_t *)nn_cpu_i32(a[0]);
+        for (int64_t i = 0; i < f->count; i++) out[i] = f->bits;
+        return NN_OK;
+    }
     case NN_KERNEL_METRICS_ACCUMULATE:
         return nn_cpu_metrics_accumulate(params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]), nn_cpu_f32(a[2]),
                                          nn_cpu_f32(a[3]));

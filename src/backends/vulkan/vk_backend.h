@@ -132,6 +132,7 @@ typedef enum vk_pipeline_id {
     VK_PIPE_GATHER_SAMPLES,
     VK_PIPE_GATHER_ROWS,
     VK_PIPE_COUNTER_ADD,
+    VK_PIPE_FILL,
     VK_PIPE_METRICS_ACCUMULATE,
     /* fusion (issue 6) */
     VK_PIPE_MAXPOOL_BACKWARD_MASKED,

@@ -386,6 +386,13 @@ nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int
     case NN_KERNEL_GATHER_ROWS: return run_gather(vk, kernel, a, params);
     case NN_KERNEL_COUNTER_ADD:
         return record(vk, kernel, VK_PIPE_COUNTER_ADD, a, 1, params, sizeof(nn_counter_params), 1, 1, 1);
+    case NN_KERNEL_FILL: {
+        const nn_fill_params *f = params;
+        NN_TRY(vk_fits32(kernel, "count", f->count));
+        if (f->count == 0) return NN_OK;
+        struct { uint32_t n, bits; } push = {(uint32_t)f->count, f->bits};
+        return record(vk, kernel, VK_PIPE_FILL, a, 1, &push, sizeof push, vk_groups_for((uint64_t)f->count), 1, 1);
+    }
     case NN_KERNEL_METRICS_ACCUMULATE: return run_metrics(vk, a, params);
     case NN_KERNEL_SGD_UPDATE: return run_sgd(vk, kernel, a, params);
     /* fusion */

@@ -56,6 +56,7 @@ static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
     [VK_PIPE_GATHER_SAMPLES] = {"gather_samples", "gather_samples"},
     [VK_PIPE_GATHER_ROWS] = {"gather_rows", "gather_rows"},
     [VK_PIPE_COUNTER_ADD] = {"counter_add", "counter_add"},
+    [VK_PIPE_FILL] = {"fill", "fill"},
     [VK_PIPE_METRICS_ACCUMULATE] = {"metrics_accumulate", "metrics_accumulate"},
     /* fusion */
     [VK_PIPE_MAXPOOL_BACKWARD_MASKED] = {"maxpool_backward_masked", "maxpool_backward_masked"},
