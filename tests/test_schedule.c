@@ -34,11 +34,11 @@ static nn_command copy(nn_buffer_ref dst, nn_buffer_ref src, int tag) {
     return (nn_command){.kind = NN_COMMAND_COPY, .nargs = 2, .args = {dst, src}, .count = (size_t)tag};
 }
 
-TEST(schedule_levels_and_light_commands_last) {
+TEST(schedule_levels_and_trailing_commands_last) {
     /* Buffers: 0 A, 1 B, 2 C-and-others (disjoint ranges), 3 S (sums). */
     nn_command list[8] = {
-        fill(ref(0, 0, 4096), 0),                                        /* level 0 */
-        reduce_sum(ref(1, 0, 4096), ref(3, 0, 4), 1),                    /* level 0, light */
+        fill(ref(0, 0, 4096), 0),                                        /* level 0, a fill: trailing */
+        reduce_sum(ref(1, 0, 4096), ref(3, 0, 4), 1),                    /* level 0, light: trailing */
         elementwise(ref(0, 0, 4096), ref(1, 0, 4096), ref(2, 0, 4096), 2), /* reads what 0 writes: level 1 */
         elementwise(ref(2, 8192, 64), ref(2, 8192, 64), ref(2, 16384, 4096), 3), /* independent: level 0 */
         elementwise(ref(2, 16384, 4096), ref(2, 16384, 4096), ref(1, 0, 4096), 4), /* writes B (read by 1, 2) and
@@ -50,7 +50,7 @@ TEST(schedule_levels_and_light_commands_last) {
                                                                                    A[4000, 4096)): level 2 */
     };
     CHECK(nn_schedule_commands(list, 8) == NN_OK);
-    const int want[8] = {0, 3, 6, 1, 2, 4, 7, 5};
+    const int want[8] = {3, 6, 0, 1, 2, 4, 7, 5};
     for (int i = 0; i < 8; i++)
         CHECK_MSG((int)list[i].count == want[i], "position %d: command %d, want %d", i, (int)list[i].count, want[i]);
 }

@@ -38,7 +38,13 @@ static bool conflict(const nn_command *a, const nn_command *b) {
     return false;
 }
 
-static bool light(const nn_command *c) {
+/* Issued after the others of its stretch: light commands, and fills, which
+ * nothing in their stretch waits for either (a fill's consumers come
+ * later). Measured on the H100 (LeNet-5 epoch, batch 64 / 256, 2026-11-22,
+ * fills as compute kernels): the zero_grad fill ahead of the first
+ * convolution 50.4 / 21.4 ms, after it 49.8-49.9 / 21.2-21.3. */
+static bool trailing(const nn_command *c) {
+    if (c->kind == NN_COMMAND_FILL) return true;
     const unsigned w = written_args(c);
     for (int i = 0; i < c->nargs; i++)
         if (((w >> i) & 1u) && (!c->args[i].bytes || c->args[i].bytes > LIGHT_BYTES)) return false;
@@ -47,13 +53,13 @@ static bool light(const nn_command *c) {
 
 typedef struct slot {
     int64_t level, index;
-    bool light;
+    bool trailing;
 } slot;
 
 static int by_slot(const void *x, const void *y) {
     const slot *a = x, *b = y;
     if (a->level != b->level) return a->level < b->level ? -1 : 1;
-    if (a->light != b->light) return a->light ? 1 : -1;
+    if (a->trailing != b->trailing) return a->trailing ? 1 : -1;
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
@@ -66,7 +72,7 @@ nn_status nn_schedule_commands(nn_command *commands, int64_t count) {
         return nn_set_error(NN_ERR_MEMORY, "capture: out of host memory ordering %lld commands", (long long)count);
     }
     for (int64_t i = 0; i < count; i++) {
-        slots[i] = (slot){0, i, light(&commands[i])};
+        slots[i] = (slot){0, i, trailing(&commands[i])};
         for (int64_t j = 0; j < i; j++)
             if (slots[j].level >= slots[i].level && conflict(&commands[j], &commands[i]))
                 slots[i].level = slots[j].level + 1;
