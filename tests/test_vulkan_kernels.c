@@ -567,6 +567,13 @@ TEST(vulkan_fill_kernel_writes_exact_words) {
         }
         vkt_pair_free(&out);
     }
+    /* A count past the buffer's end is refused by name. */
+    nn_backend *gpu = vkt_vulkan();
+    nn_buffer *small = gpu->alloc(gpu, 64);
+    nn_fill_params f = {.count = 17, .bits = 0};
+    CHECK(gpu->run(gpu, NN_KERNEL_FILL, &(nn_buffer_ref){small, 0, 0}, 1, &f) == NN_ERR_ARGUMENT);
+    CHECK_MSG(strstr(nn_last_error(), "run past the buffer") != NULL, "%s", nn_last_error());
+    gpu->free(gpu, small);
     free(before);
 }
 

@@ -390,6 +390,9 @@ nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int
         const nn_fill_params *f = params;
         NN_TRY(vk_fits32(kernel, "count", f->count));
         if (f->count == 0) return NN_OK;
+        if (a[0].offset + (size_t)f->count * 4 > a[0].buffer->bytes)
+            return nn_set_error(NN_ERR_ARGUMENT, "vulkan fill: %lld words from byte %zu run past the buffer's %zu bytes",
+                                (long long)f->count, a[0].offset, a[0].buffer->bytes);
         struct { uint32_t n, bits; } push = {(uint32_t)f->count, f->bits};
         return record(vk, kernel, VK_PIPE_FILL, a, 1, &push, sizeof push, vk_groups_for((uint64_t)f->count), 1, 1);
     }
