@@ -12,8 +12,8 @@
  * otherwise: each command in the earliest stretch its conflicts allow (its
  * level, one more than the highest of the earlier commands it conflicts
  * with), and in a level the light commands (writing at most a few floats)
- * and the fills after the others, each group in issue order. The results are the eager
- * step's: only independent commands change places. */
+ * and the fills after the others, each group in issue order. The results
+ * are the eager step's: only independent commands change places. */
 #ifndef NN_CORE_SCHEDULE_H
 #define NN_CORE_SCHEDULE_H
 

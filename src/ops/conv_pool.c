@@ -15,7 +15,7 @@
  * never written, is not run by nn_backward. */
 #include "fused_relu.h"
 
-static nn_conv_pool_params conv_pool_params(const nn_conv_geometry *g, int32_t filters, bool bias, int pool) {
+nn_conv_pool_params nn_conv_pool_params_of(const nn_conv_geometry *g, int32_t filters, bool bias, int pool) {
     nn_conv_pool_params p = {
         .conv = {.g = *g, .filters = filters, .epilogue = (bias ? NN_EPI_BIAS_ROWS : 0) | NN_EPI_RELU},
         .pool = pool,
@@ -98,7 +98,7 @@ bool nn_conv2d_relu_maxpool_fuses(nn_tensor *x, nn_tensor *weight, nn_tensor *bi
     }
     const nn_conv_geometry g = nn_conv2d_geometry(x, weight, params);
     if (g.out_h < pool || g.out_w < pool) return false; /* the max pooling reports it */
-    const nn_conv_pool_params p = conv_pool_params(&g, (int32_t)weight->shape[0], bias != NULL, pool);
+    const nn_conv_pool_params p = nn_conv_pool_params_of(&g, (int32_t)weight->shape[0], bias != NULL, pool);
     return nn_ctx_conv_pool_fuses(x->ctx, &p);
 }
 
@@ -110,7 +110,7 @@ nn_status nn_conv_pool_forward_begin(const char *op, nn_tensor *x, nn_tensor *we
     if (pool < 1 || g.out_h < pool || g.out_w < pool)
         return nn_set_error(NN_ERR_SHAPE, "%s: pooling window %d does not fit the %dx%d convolution output", op, pool,
                             g.out_h, g.out_w);
-    f->params = conv_pool_params(&g, (int32_t)weight->shape[0], bias != NULL, pool);
+    f->params = nn_conv_pool_params_of(&g, (int32_t)weight->shape[0], bias != NULL, pool);
     nn_ctx *ctx = x->ctx;
     bool record = nn_autograd_needed(ctx, f->inputs, 3);
     int64_t shape[4] = {g.batch, f->params.conv.filters, f->params.pooled_h, f->params.pooled_w};

@@ -32,9 +32,7 @@ bool nn_conv2d_relu_maxpool_linear_fuses(nn_tensor *x, nn_tensor *weight, nn_ten
     if (!nn_conv2d_relu_maxpool_fuses(x, weight, bias, params, pool)) return false;
     const nn_conv_geometry g = nn_conv2d_geometry(x, weight, params);
     nn_conv_pool_linear_params p;
-    nn_conv_pool_params c = {.conv = {.g = g, .filters = (int32_t)weight->shape[0],
-                                      .epilogue = (bias ? NN_EPI_BIAS_ROWS : 0) | NN_EPI_RELU},
-                             .pool = pool, .pooled_h = g.out_h / pool, .pooled_w = g.out_w / pool};
+    const nn_conv_pool_params c = nn_conv_pool_params_of(&g, (int32_t)weight->shape[0], bias != NULL, pool);
     if (linear_params("nn_conv2d_relu_maxpool_linear", x, &c, lin_weight, lin_bias, 0, &p) != NN_OK) {
         nn_clear_error(); /* the unfused layers report it */
         return false;

@@ -69,6 +69,11 @@ nn_tensor *nn_conv2d_relu_maxpool_linear(nn_tensor *x, nn_tensor *weight, nn_ten
                                          const nn_conv2d_params *params, int pool, int flags, nn_tensor *lin_weight,
                                          nn_tensor *lin_bias, int lin_flags);
 
+/* The kernels' parameters of a fused layer with geometry g (its bias, if
+ * any, and the ReLU in the epilogue; pooled_h and pooled_w as the pooling
+ * of whole windows leaves them). */
+nn_conv_pool_params nn_conv_pool_params_of(const nn_conv_geometry *g, int32_t filters, bool bias, int pool);
+
 /* The fused layer's forward and a Linear's around their kernels, for an op
  * that runs both in one (conv_pool_linear.c): _begin checks the arguments
  * and makes the outputs, the caller runs the kernel, _end records the
