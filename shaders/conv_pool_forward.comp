@@ -36,8 +36,11 @@ layout(constant_id = 7) const uint LINEAR = 0u;    // the Linear's outputs (0: n
 const uint THREADS = gl_WorkGroupSize.x;
 const int RUN = (POOL - 1) * SW + KW; // input columns one kernel row of the window reads
 const int WINDOW = POOL * POOL;
-// vk_conv_pool.c keeps a padded image and a workgroup's weights within these.
-const uint IMAGE_FLOATS = 4096u, WEIGHT_FLOATS = 3072u;
+// The shared floats for a padded image and a workgroup's weights: what the
+// layer needs (vk_conv_pool.c, forward_shared), so small layers leave room
+// for more workgroups per multiprocessor.
+layout(constant_id = 9) const uint IMAGE_FLOATS = 4096u;
+layout(constant_id = 10) const uint WEIGHT_FLOATS = 3072u;
 
 layout(push_constant) uniform Params {
     PC_OFFSETS16

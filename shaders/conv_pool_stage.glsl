@@ -23,13 +23,19 @@ float padded_x(uint first, uint i, uint count) {
     return inside ? v : 0.0;
 }
 
-// xs[0, count) = the padded images from x[first] on.
+// Where entry i goes in xs: by default at i; an includer whose reads would
+// meet in the same shared-memory banks defines STAGED_AT to leave gaps.
+#ifndef STAGED_AT
+#define STAGED_AT(i) (i)
+#endif
+
+// xs[STAGED_AT(i)] for i in [0, count) = the padded images from x[first] on.
 void stage_images(uint first, uint count) {
     const uint tid = gl_LocalInvocationID.x;
     for (uint i0 = tid; i0 < count; i0 += LOADS * THREADS) {
         float v[LOADS];
         for (uint k = 0u; k < LOADS; k++) v[k] = padded_x(first, i0 + k * THREADS, count);
         for (uint k = 0u; k < LOADS; k++)
-            if (i0 + k * THREADS < count) xs[i0 + k * THREADS] = v[k];
+            if (i0 + k * THREADS < count) xs[STAGED_AT(i0 + k * THREADS)] = v[k];
     }
 }

@@ -11,9 +11,11 @@
  * conflicts with: one writes a byte range the other touches) and is
  * otherwise: each command in the earliest stretch its conflicts allow (its
  * level, one more than the highest of the earlier commands it conflicts
- * with), and in a level the light commands (writing at most a few floats)
- * and the fills after the others, each group in issue order. The results
- * are the eager step's: only independent commands change places. */
+ * with), except light commands (writing at most a few floats) and fills,
+ * which go in the latest their consumers allow; in a level the others
+ * first, the GEMMs with the longest k among them first, then the light
+ * commands and fills, each group in issue order. The results are the eager
+ * step's: only independent commands change places. */
 #ifndef NN_CORE_SCHEDULE_H
 #define NN_CORE_SCHEDULE_H
 

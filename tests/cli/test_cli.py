@@ -27,8 +27,9 @@ work = tempfile.mkdtemp(prefix="nn_cli_")
 passed, failed = 0, 0
 
 
-def run(*args, timeout=600):
-    p = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout)
+def run(*args, timeout=600, env=None):
+    p = subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout,
+                       env=None if env is None else {**os.environ, **env})
     if "AddressSanitizer" in p.stderr or "runtime error" in p.stderr:
         raise AssertionError("sanitizer report:\n" + p.stderr[-3000:])
     return p
@@ -188,6 +189,26 @@ def bad_data():
     expect(["train", "alexnet-tv", "--data", FASHION], 2, "no class folders")
     expect(["train", "mlp", "--data", small, "--save", path("no", "such", "dir", "w.safetensors")], 2,
            "cannot write")
+
+
+@test
+def vulkan_profile_times_the_captured_steps_stretches():
+    """NN_ENGINE_VULKAN_PROFILE=1 with the step captured: a table of its
+    stretches (the commands between barriers) from every replay, whose
+    times add up to the replay's."""
+    p = run("train", "lenet5", "--data", FASHION, "--device", "vulkan", "--epochs", "1", "--batch", "64",
+            "--limit", "320", env={"NN_ENGINE_VULKAN_PROFILE": "1"})
+    assert p.returncode == 0, p.stderr
+    head = re.search(r"a captured step, (\d+) stretches, ([0-9.]+) us a replay \(mean of (\d+)\)", p.stderr)
+    assert head, p.stderr[-3000:]
+    stretches, total, samples = int(head.group(1)), float(head.group(2)), int(head.group(3))
+    # 5 full steps, of which the first ones run eagerly (one of them while it is captured)
+    assert stretches >= 2 and 1 <= samples <= 4, head.group(0)
+    rows = re.findall(r"^  stretch +(\d+) +([0-9.]+) us  (.+)$", p.stderr, re.M)
+    assert [int(r[0]) for r in rows] == list(range(1, stretches + 1)), rows
+    assert all(float(r[1]) > 0 for r in rows), rows
+    assert abs(sum(float(r[1]) for r in rows) - total) <= 0.02 * total + 0.05, (rows, total)
+    assert "conv+pool forward" in rows[0][2] and "sgd_update" in rows[-1][2], rows
 
 
 @test

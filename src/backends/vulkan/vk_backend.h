@@ -82,6 +82,8 @@ typedef struct vk_frame {
     VkDeviceSize staging_used;
 } vk_frame;
 
+typedef struct vk_stretches vk_stretches;
+
 /* A captured step recorded once into its own command buffer (vk_plan.c). */
 typedef struct vk_plan {
     VkCommandPool pool;
@@ -91,6 +93,7 @@ typedef struct vk_plan {
     VkDeviceSize constants_used;
     nn_buffer **scratch;       /* the kernels' temporaries, kept with the plan */
     int scratch_count, scratch_capacity;
+    vk_stretches *stretches;   /* NN_ENGINE_VULKAN_PROFILE=1: its stretches timed (vk_stretch_profile.c) */
 } vk_plan;
 
 #define VK_PROFILE_MAX_COMMANDS 320 /* per frame: MAX_COMMANDS_PER_FRAME and a margin */
@@ -299,6 +302,15 @@ void vk_profile_command_end(vk_backend *vk, int frame, VkCommandBuffer cmd);
 void vk_profile_frame_done(vk_backend *vk, int frame);
 /* Print the table and free the profile. */
 void vk_profile_destroy(vk_backend *vk);
+/* vk_stretch_profile.c: a captured step's time per stretch, with the
+ * profile on: begin after the plan's vkBeginCommandBuffer, a stamp after
+ * each barrier and at the end, each command's name, a sample after each
+ * replay, the table when the plan is freed. */
+nn_status vk_stretches_begin(vk_backend *vk, vk_plan *plan);
+void vk_stretches_stamp(vk_backend *vk, VkCommandBuffer cmd);
+void vk_stretches_name(vk_backend *vk, const char *label);
+void vk_stretches_sample(vk_backend *vk, vk_plan *plan);
+void vk_stretches_free(vk_backend *vk, vk_plan *plan);
 /* With NN_ENGINE_VULKAN_PIPELINE_STATS=1: the driver's statistics of a
  * pipeline just built (registers, spills, shared memory: what the driver
  * reports), one line on stderr. */
@@ -316,7 +328,7 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
  * set to `constants` (a layer's window, stride and pooling, so the shader's
  * loops over them unroll): built on first use for each set of constants,
  * then kept. */
-#define VK_SPECIAL_CONSTANTS 9
+#define VK_SPECIAL_CONSTANTS 11
 nn_status vk_pipeline_special(vk_backend *vk, vk_pipeline_id id, const uint32_t constants[VK_SPECIAL_CONSTANTS],
                               VkPipeline *out);
 /* The descriptor set binding these blocks (created on first use, then kept). */

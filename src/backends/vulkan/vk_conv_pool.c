@@ -53,6 +53,24 @@ static int64_t padded_floats(const nn_conv_geometry *g) {
     return (int64_t)g->channels * (g->height + 2 * g->pad_h) * (g->width + 2 * g->pad_w);
 }
 static uint32_t padded(const nn_conv_geometry *g) { return g->pad_h > 0 || g->pad_w > 0; }
+/* The weight gradient's gap after each staged plane (conv_pool_weight.comp,
+ * PLANE_GAP): one float where a plane's floats are even. Its sums' invocations
+ * read one window position in several channels' planes at once, and planes
+ * an even number of floats apart put those reads in fewer shared-memory
+ * banks: LeNet-5's second layer (144-float planes) averaged 5.7 reads per
+ * bank, 2.2 with 145 (a model of the addresses). Measured on the H100
+ * (LeNet-5, 2026-11-22): the kernel alone in its stretch of the captured
+ * step 21.1 us against 24.1 at batch 256, the epoch 19.4 ms against
+ * 20.1-20.2. The same gap in the chained kernel's image rows (32 floats
+ * there) measured slower, 31.8 us against 30.7 alone, and is not used. */
+static int64_t weight_plane_gap(const nn_conv_geometry *g) {
+    const int64_t plane = (int64_t)(g->height + 2 * g->pad_h) * (g->width + 2 * g->pad_w);
+    return plane % 2 == 0 && g->channels * (plane + 1) <= IMAGE_FLOATS ? 1 : 0;
+}
+/* The floats an image takes staged by the weight gradient. */
+static int64_t weight_staged_floats(const nn_conv_geometry *g) {
+    return padded_floats(g) + g->channels * weight_plane_gap(g);
+}
 static int64_t filter_floats(const nn_conv_geometry *g) { return (int64_t)g->channels * g->kernel_h * g->kernel_w; }
 static int64_t pooled_plane(const nn_conv_pool_params *p) { return (int64_t)p->pooled_h * p->pooled_w; }
 
@@ -151,6 +169,31 @@ static forward_shape linear_forward_shape(const nn_conv_pool_params *p) {
     return f;
 }
 
+/* The forward kernel's shared floats for the padded image and for the
+ * weights of the filters a workgroup's items span. Without the Linear,
+ * what the layer needs: LeNet-5's first convolution then takes 3.7 KB
+ * instead of 28 KB, so its 1024 workgroups at batch 256 are resident at
+ * once on an H100 (seven per multiprocessor fitted before), and the
+ * driver compiles it to 40 registers instead of 61. Measured there
+ * (LeNet-5, batch 256, 2026-11-22): its stretch of the captured step
+ * 10.2 us against 12.5. With the Linear the whole of IMAGE_FLOATS: after
+ * the convolution it holds the Linear's lane sums, as many rows at a time
+ * as fit (conv_pool_linear.glsl), and halving it made that stretch 12.9 us
+ * against 11.3 at batch 256, 12.1 against 10.2 at 64. */
+static void forward_shared(const nn_conv_pool_params *p, bool linear, forward_shape shape, uint32_t *image,
+                           uint32_t *weights) {
+    if (linear) {
+        *image = IMAGE_FLOATS;
+        *weights = FORWARD_WEIGHT_FLOATS;
+        return;
+    }
+    const int64_t plane = pooled_plane(p) > 0 ? pooled_plane(p) : 1;
+    int64_t spanned = ((shape.threads + plane - 1) / plane + 1) * shape.fb; /* filters a workgroup stages */
+    if (spanned > p->conv.filters) spanned = p->conv.filters;
+    *image = (uint32_t)((padded_floats(&p->conv.g) + 31) / 32 * 32);
+    *weights = (uint32_t)((spanned * filter_floats(&p->conv.g) + 31) / 32 * 32);
+}
+
 /* The forward kernel, and with `linear` (NULL: none) the Linear after it:
  * a[5..7] are then its weight, bias and output. */
 static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_params *p,
@@ -195,10 +238,13 @@ static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_p
         args[7] = a[7];
         args[8] = work.partials;
     }
+    uint32_t image_floats, weight_floats;
+    forward_shared(p, linear != NULL, shape, &image_floats, &weight_floats);
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
                                                       (uint32_t)g->stride_h, (uint32_t)g->stride_w,
                                                       (uint32_t)p->pool, shape.fb, padded(g),
-                                                      linear ? (uint32_t)linear->out_features : 0u, shape.threads};
+                                                      linear ? (uint32_t)linear->out_features : 0u, shape.threads,
+                                                      image_floats, weight_floats};
     name_command(vk, linear ? "linear forward" : "forward", p);
     return vk_record_special(vk, kernel, VK_PIPE_CONV_POOL_FORWARD, constants, args, 9,
                              work.partials.buffer ? &work : NULL, &push, sizeof push, (uint32_t)tiles, 1,
@@ -223,7 +269,7 @@ typedef struct weight_split {
 static void group_images_for(const nn_conv_pool_params *p, weight_split *w) {
     const int64_t batch = p->conv.g.batch, filters = p->conv.filters, outputs = filter_floats(&p->conv.g) + 1;
     const int64_t plane = pooled_plane(p) > 0 ? pooled_plane(p) : 1;
-    w->round_images = IMAGE_FLOATS / padded_floats(&p->conv.g);
+    w->round_images = IMAGE_FLOATS / weight_staged_floats(&p->conv.g);
     if (TERMS / (w->block * plane) < w->round_images) w->round_images = TERMS / (w->block * plane);
     /* Smaller groups where that leaves about WEIGHT_WORKGROUPS workgroups. */
     const int64_t spread = batch * w->blocks / WEIGHT_WORKGROUPS;
@@ -292,7 +338,7 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
               work.counters};
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
                                                       (uint32_t)g->stride_h, (uint32_t)g->stride_w, 0, 0,
-                                                      padded(g)};
+                                                      padded(g), (uint32_t)weight_plane_gap(g)};
     nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], {NULL, 0, 0}, work.partials};
     name_command(vk, "weight", p);
     return vk_record_special(vk, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, VK_PIPE_CONV_POOL_WEIGHT, constants, args, 7,

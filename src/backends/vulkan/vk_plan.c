@@ -50,6 +50,7 @@ void vk_plan_free(nn_backend *self, void *opaque) {
         vk->fn.vkQueueWaitIdle(vk->queue);
         vk->plans_in_flight = false;
     }
+    vk_stretches_free(vk, plan);
     for (int i = 0; i < plan->scratch_count; i++) vk_buffer_free(self, plan->scratch[i]);
     free(plan->scratch);
     vk_host_buffer_destroy(vk, &plan->constants);
@@ -115,9 +116,12 @@ nn_status vk_plan_new(nn_backend *self, const nn_command *commands, int64_t coun
         vk_plan_free(self, plan);
         return nn_set_error(NN_ERR_BACKEND, "vulkan: vkBeginCommandBuffer failed (%s)", nn_vk_result_name(r));
     }
+    st = vk_stretches_begin(vk, plan);
     vk_target_begin(vk, &plan->target);
     vk->compiling = plan;
+    vk_stretches_stamp(vk, plan->target.cmd); /* after the opening barrier */
     for (int64_t i = 0; i < count && st == NN_OK; i++) st = nn_command_issue(&vk->base, &commands[i]);
+    vk_stretches_stamp(vk, plan->target.cmd);
     vk->compiling = NULL;
     r = vk->fn.vkEndCommandBuffer(plan->target.cmd);
     if (st == NN_OK && r != VK_SUCCESS)
@@ -137,8 +141,10 @@ nn_status vk_plan_replay(nn_backend *self, void *opaque, int64_t times) {
     NN_TRY(vk_submit_pending(vk));
     VkCommandBuffer handles[REPLAYS_PER_SUBMIT + 1];
     for (int i = 0; i < REPLAYS_PER_SUBMIT; i++) handles[i] = plan->target.cmd;
+    /* Profiled: one replay per submit, its stamps read before the next. */
+    const int64_t per_submit = plan->stretches ? 1 : REPLAYS_PER_SUBMIT;
     while (times > 0) {
-        uint32_t n = times > REPLAYS_PER_SUBMIT ? REPLAYS_PER_SUBMIT : (uint32_t)times;
+        uint32_t n = times > per_submit ? (uint32_t)per_submit : (uint32_t)times;
         handles[n] = plan->to_host;
         VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = n + 1,
                                .pCommandBuffers = handles};
@@ -149,6 +155,13 @@ nn_status vk_plan_replay(nn_backend *self, void *opaque, int64_t times) {
         handles[n] = plan->target.cmd;
         vk->plans_in_flight = true;
         times -= n;
+        if (plan->stretches) {
+            r = vk->fn.vkQueueWaitIdle(vk->queue);
+            if (r != VK_SUCCESS)
+                return nn_set_error(NN_ERR_BACKEND, "vulkan: waiting for a profiled replay failed (%s)",
+                                    nn_vk_result_name(r));
+            vk_stretches_sample(vk, plan);
+        }
     }
     return NN_OK;
 }

@@ -3,8 +3,9 @@
  * (so commands do not overlap and each time is its own) and bracketed by
  * timestamps; when the backend closes, a table of the kernels (GEMMs by
  * shape) with their count, total and mean time goes to stderr. Captured
- * steps are not profiled: run with --no-capture (the same kernels). The
- * barriers make the total larger than an unprofiled run's. */
+ * steps are timed per stretch instead, as they run (vk_stretch_profile.c);
+ * --no-capture times their kernels one by one. The barriers make the total
+ * larger than an unprofiled run's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

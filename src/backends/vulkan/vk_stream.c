@@ -80,6 +80,7 @@ static const VkMemoryBarrier kFullBarrier = {
 static void full_barrier(vk_backend *vk, vk_target *t) {
     if (vk->trace && vk->compiling) fprintf(stderr, "nn-engine trace:   -- barrier\n");
     vk->fn.vkCmdPipelineBarrier(t->cmd, kStages, kStages, 0, 1, &kFullBarrier, 0, NULL, 0, NULL);
+    vk_stretches_stamp(vk, t->cmd);
     t->hazards.count = 0;
     t->hazards.barriers++;
 }
@@ -211,6 +212,7 @@ nn_status vk_begin_command(vk_backend *vk, const vk_access *accesses, int count,
 nn_status vk_end_command(vk_backend *vk) {
     if (vk->compiling) { /* a plan is one command buffer, however long */
         if (vk->trace) fprintf(stderr, "nn-engine trace: %s\n", vk->profile_label);
+        vk_stretches_name(vk, vk->profile_label);
         vk->profile_label[0] = '\0';
         return NN_OK;
     }
