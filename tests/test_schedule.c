@@ -35,11 +35,11 @@ static nn_command copy(nn_buffer_ref dst, nn_buffer_ref src, int tag) {
 }
 
 TEST(schedule_levels_and_trailing_commands_last) {
-    /* Buffers: 0 A, 1 B, 2 C-and-others (disjoint ranges), 3 S (sums). */
+    /* Buffers: 0 A, 1 B, 2 C-and-others (disjoint ranges), 3 S (sums).
+     * The earliest levels first: */
     nn_command list[8] = {
-        fill(ref(0, 0, 4096), 0),                                        /* level 0, a fill: trailing (2 reads A) */
-        reduce_sum(ref(1, 0, 4096), ref(3, 0, 4), 1),                    /* light: trailing, and moved to level 1,
-                                                                            before 4 writes B */
+        fill(ref(0, 0, 4096), 0),                                        /* level 0, a fill: trailing */
+        reduce_sum(ref(1, 0, 4096), ref(3, 0, 4), 1),                    /* level 0, light: trailing */
         elementwise(ref(0, 0, 4096), ref(1, 0, 4096), ref(2, 0, 4096), 2), /* reads what 0 writes: level 1 */
         elementwise(ref(2, 8192, 64), ref(2, 8192, 64), ref(2, 16384, 4096), 3), /* independent: level 0 */
         elementwise(ref(2, 16384, 4096), ref(2, 16384, 4096), ref(1, 0, 4096), 4), /* writes B (read by 1, 2) and
@@ -51,7 +51,10 @@ TEST(schedule_levels_and_trailing_commands_last) {
                                                                                    A[4000, 4096)): level 2 */
     };
     CHECK(nn_schedule_commands(list, 8) == NN_OK);
-    const int want[8] = {3, 6, 0, 2, 1, 4, 7, 5};
+    /* Then each to its latest level: 3 (read by 4) and 6 (before 7 writes
+     * A from 4000 on) to level 1 as deferred, 1 to level 1 (before 4
+     * writes B); the fill stays (2 reads A). */
+    const int want[8] = {0, 2, 3, 6, 1, 4, 7, 5};
     for (int i = 0; i < 8; i++)
         CHECK_MSG((int)list[i].count == want[i], "position %d: command %d, want %d", i, (int)list[i].count, want[i]);
 }
@@ -64,28 +67,30 @@ static nn_command gemm(nn_buffer_ref a, nn_buffer_ref b, nn_buffer_ref c, int m,
     return cmd;
 }
 
-TEST(schedule_longest_gemms_first_and_light_commands_late) {
+TEST(schedule_longest_gemms_first_and_deferred_commands_late) {
     /* Buffers: 0 A (read by all of level 0), 1 outputs of level 0, 2 the
      * sum S, 3 later outputs. Level 0 holds an elementwise command and
-     * GEMMs of k 64, 256 (m * n 100), 256 (m * n 400) and 120: the GEMMs go
-     * first, longest k first, then larger m * n. The light sum (level 0 by
-     * its inputs) is read only in level 2, so it moves to level 1, after
-     * that level's command; the fill, which nothing later touches, moves to
-     * the last level. */
-    nn_command list[9] = {
+     * GEMMs of k 64, 256 (m * n 100), 256 (m * n 400) and 120, all read in
+     * level 1: the GEMMs go first, longest k first, then larger m * n. The
+     * light sum (level 0 by its inputs) is read only in level 2, so it
+     * moves to level 1, after that level's command; command 9, which
+     * nothing reads, moves to the last level after its own command and
+     * before the fill, which nothing later touches either. */
+    nn_command list[10] = {
         elementwise(ref(0, 0, 4096), ref(0, 0, 4096), ref(1, 0, 4096), 0),
         gemm(ref(0, 0, 4096), ref(0, 0, 4096), ref(1, 4096, 4096), 10, 10, 64, 1),
         gemm(ref(0, 0, 4096), ref(0, 0, 4096), ref(1, 8192, 4096), 10, 10, 256, 2),
         gemm(ref(0, 0, 4096), ref(0, 0, 4096), ref(1, 12288, 4096), 20, 20, 256, 3),
         gemm(ref(0, 0, 4096), ref(0, 0, 4096), ref(1, 16384, 4096), 10, 10, 120, 4),
         reduce_sum(ref(0, 0, 4096), ref(2, 0, 4), 5),                           /* light */
-        elementwise(ref(1, 0, 4096), ref(1, 0, 4096), ref(3, 0, 4096), 6),      /* reads 0's output: level 1 */
+        elementwise(ref(1, 0, 20480), ref(1, 0, 20480), ref(3, 0, 4096), 6),    /* reads level 0's: level 1 */
         elementwise(ref(3, 0, 4096), ref(2, 0, 4), ref(3, 4096, 4096), 7),      /* reads 6's and 5's: level 2 */
         fill(ref(3, 65536, 4096), 8),
+        elementwise(ref(0, 0, 4096), ref(0, 0, 4096), ref(3, 8192, 4096), 9),   /* level 0, read by none */
     };
-    CHECK(nn_schedule_commands(list, 9) == NN_OK);
-    const int want[9] = {3, 2, 4, 1, 0, 6, 5, 7, 8};
-    for (int i = 0; i < 9; i++)
+    CHECK(nn_schedule_commands(list, 10) == NN_OK);
+    const int want[10] = {3, 2, 4, 1, 0, 6, 5, 7, 9, 8};
+    for (int i = 0; i < 10; i++)
         CHECK_MSG((int)list[i].count == want[i], "position %d: command %d, want %d", i, (int)list[i].count, want[i]);
 }
 

@@ -38,16 +38,11 @@ static bool conflict(const nn_command *a, const nn_command *b) {
     return false;
 }
 
-/* Trailing commands: light ones, and fills. Nothing in their stretch waits
- * for them, and each launch takes time, so they go in the latest stretch
- * their consumers allow, after its other commands: the end of a stretch
- * then waits only for launches hidden behind longer kernels. Measured on
- * the H100 (LeNet-5 epoch, batch 64 / 256, 2026-11-22, fills as compute
+/* Trailing commands: light ones, and fills. Nothing in their level waits
+ * for them, so they are issued after its other commands. Measured on the
+ * H100 (LeNet-5 epoch, batch 64 / 256, 2026-11-22, fills as compute
  * kernels): the zero_grad fill ahead of the first convolution 50.4 / 21.4
- * ms, after it 49.8-49.9 / 21.2-21.3; then the trailing commands in their
- * latest stretch instead of their earliest (the step's first stretch then
- * holds the first convolution alone), A/B three times: 49.6-49.7 /
- * 20.1-20.2 against 50.0-50.2 / 20.2. */
+ * ms, after it 49.8-49.9 / 21.2-21.3. */
 static bool trailing(const nn_command *c) {
     if (c->kind == NN_COMMAND_FILL) return true;
     const unsigned w = written_args(c);
@@ -66,7 +61,9 @@ static bool trailing(const nn_command *c) {
  * 256, 2026-11-22): the backward GEMMs' level (the three weight gradients,
  * k = 256, and the first Linear's data gradient, k = 120) 14.8-15.0 us
  * with the weight gradients first, against 17.0-17.4 in issue order (data
- * gradient first), and the epoch 20.6-20.7 ms against 21.2. Other kernels
+ * gradient first), and the epoch 20.6-20.7 ms against 21.2 (before the
+ * weight gradients were deferred to the next level, which the rules below
+ * do now; there they still go longest first). Other kernels
  * keep their issue order: in LeNet-5's convolution backward level the
  * weight gradient issued before the chained kernel (the longer one, alone)
  * gave 21.4 ms, the other way round 23.4. */
@@ -82,17 +79,37 @@ typedef struct slot {
     int64_t level, index;
     int64_t length, size; /* serial_length */
     bool trailing;
+    bool deferred; /* not trailing, and in a later level than its earliest */
 } slot;
 
 static int by_slot(const void *x, const void *y) {
     const slot *a = x, *b = y;
     if (a->level != b->level) return a->level < b->level ? -1 : 1;
     if (a->trailing != b->trailing) return a->trailing ? 1 : -1;
+    if (a->deferred != b->deferred) return a->deferred ? 1 : -1;
     if (a->length != b->length) return a->length > b->length ? -1 : 1;
     if (a->size != b->size) return a->size > b->size ? -1 : 1;
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
+/* Levels: each command first in the earliest level its conflicts allow,
+ * which fixes how many levels (stretches) the step has and which commands
+ * must be in each; then each in the latest level the commands after it
+ * allow. So a command that nothing needs soon (a weight gradient only the
+ * optimizer reads, a loss's sum) leaves the early levels, where it would
+ * delay the barrier that the next level's kernels wait on, for a later
+ * one, where it runs beside that level's own kernels; those are issued
+ * first (deferred commands after them, trailing ones last), so the level's
+ * critical kernels start first. Measured on the H100 (LeNet-5 epoch, batch
+ * 64 / 256, 2026-11-22): trailing commands alone to their latest level,
+ * A/B three times, 49.6-49.7 / 20.1-20.2 ms against 50.0-50.2 / 20.2; then
+ * every command, A/B three times, 48.6-48.7 / 18.8-18.9 against
+ * 50.3-50.6 / 20.0-20.2 (the backward GEMMs' level, now the first Linear's
+ * data gradient alone, 9.7 us against 15.2 at batch 256; the convolutions'
+ * backward level, now with the three weight-gradient GEMMs and the bias
+ * gradients after its kernels, 40.7 against 37.0). Deferred commands
+ * issued before a level's own kernels (in issue order) instead: 54.3-56.6
+ * ms at batch 64. */
 nn_status nn_schedule_commands(nn_command *commands, int64_t count) {
     if (count < 2) return NN_OK;
     slot *slots = malloc((size_t)count * sizeof *slots);
@@ -103,22 +120,21 @@ nn_status nn_schedule_commands(nn_command *commands, int64_t count) {
     }
     int64_t last = 0; /* the highest level */
     for (int64_t i = 0; i < count; i++) {
-        slots[i] = (slot){.level = 0, .index = i, .trailing = trailing(&commands[i])};
+        slots[i] = (slot){.level = 0, .index = i, .trailing = trailing(&commands[i]), .deferred = false};
         serial_length(&commands[i], &slots[i].length, &slots[i].size);
         for (int64_t j = 0; j < i; j++)
             if (slots[j].level >= slots[i].level && conflict(&commands[j], &commands[i]))
                 slots[i].level = slots[j].level + 1;
         if (slots[i].level > last) last = slots[i].level;
     }
-    /* Trailing commands to their latest level: before the earliest later
-     * command they conflict with, else in the last (later ones first, so
-     * each sees where those it precedes went). */
+    /* Each command to its latest level: before the earliest later command
+     * it conflicts with, else in the last (later ones first, so each sees
+     * where those it precedes went). */
     for (int64_t i = count - 1; i >= 0; i--) {
-        if (!slots[i].trailing) continue;
         int64_t level = last;
         for (int64_t j = i + 1; j < count; j++)
             if (slots[j].level - 1 < level && conflict(&commands[i], &commands[j])) level = slots[j].level - 1;
-        if (level > slots[i].level) slots[i].level = level;
+        if (level > slots[i].level) slots[i].level = level, slots[i].deferred = !slots[i].trailing;
     }
     qsort(slots, (size_t)count, sizeof *slots, by_slot);
     for (int64_t i = 0; i < count; i++) ordered[i] = commands[slots[i].index];

@@ -9,13 +9,15 @@
  * step counter (a 1-thread kernel each) issued before them. So the order
  * keeps every conflict's order (a command stays after each earlier one it
  * conflicts with: one writes a byte range the other touches) and is
- * otherwise: each command in the earliest stretch its conflicts allow (its
- * level, one more than the highest of the earlier commands it conflicts
- * with), except light commands (writing at most a few floats) and fills,
- * which go in the latest their consumers allow; in a level the others
- * first, the GEMMs with the longest k among them first, then the light
- * commands and fills, each group in issue order. The results are the eager
- * step's: only independent commands change places. */
+ * otherwise: the levels (stretches) are the earliest-possible ones (a
+ * command's level is one more than the highest of the earlier commands it
+ * conflicts with), and each command goes in the latest level the commands
+ * after it allow; in a level, first the commands that could go in no
+ * earlier one, then those deferred to it, then the light commands (writing
+ * at most a few floats) and fills, each group in issue order except that
+ * GEMMs with the longest k go first (schedule.c says what each rule
+ * measured). The results are the eager step's: only independent commands
+ * change places. */
 #ifndef NN_CORE_SCHEDULE_H
 #define NN_CORE_SCHEDULE_H
 
