@@ -15,12 +15,13 @@
 #include "core/error.h"
 #include "vk_backend.h"
 
-#define STAMPS 64     /* a step of up to 63 stretches is timed whole */
+#define STAMPS 64     /* a step of up to 63 stretches is timed whole; the table says what was not */
 #define NAMES 192     /* the names of a stretch's commands, cut short past this */
 
 struct vk_stretches {
     VkQueryPool pool;
     uint32_t stamps;          /* written by each replay */
+    uint32_t untimed;         /* barriers past STAMPS: the stretches after them are not timed */
     char names[STAMPS][NAMES];
     double ns[STAMPS];
     int64_t samples;
@@ -48,7 +49,11 @@ nn_status vk_stretches_begin(vk_backend *vk, vk_plan *plan) {
  * work before it finished. */
 void vk_stretches_stamp(vk_backend *vk, VkCommandBuffer cmd) {
     vk_stretches *s = vk->compiling ? vk->compiling->stretches : NULL;
-    if (!s || s->stamps >= STAMPS) return;
+    if (!s) return;
+    if (s->stamps >= STAMPS) {
+        s->untimed++;
+        return;
+    }
     vk->fn.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, s->pool, s->stamps++);
 }
 
@@ -81,6 +86,8 @@ void vk_stretches_free(vk_backend *vk, vk_plan *plan) {
         for (uint32_t i = 0; i + 1 < s->stamps; i++) total += s->ns[i];
         fprintf(stderr, "nn-engine Vulkan profile: a captured step, %u stretches, %.2f us a replay (mean of %lld)\n",
                 s->stamps - 1, total * 1e-3 / (double)s->samples, (long long)s->samples);
+        if (s->untimed)
+            fprintf(stderr, "  (and %u stretches more, not timed: the profile stamps %d)\n", s->untimed, STAMPS);
         for (uint32_t i = 0; i + 1 < s->stamps; i++)
             fprintf(stderr, "  stretch %2u %8.2f us  %s\n", i + 1, s->ns[i] * 1e-3 / (double)s->samples, s->names[i]);
     }
