@@ -106,6 +106,7 @@ void main() {
     const uint units = p.channels * uint(KH) + 1u; // per filter; the last unit is the bias
     const uint weights = p.channels * uint(KH * KW), outputs = weights + 1u;
     const uint plane = p.padded_h * p.padded_w + PLANE_GAP, image_floats = p.channels * plane; // as staged
+    const uint image_entries = p.channels * p.padded_h * p.padded_w; // padded, without the gaps
     const uint group_first = group * p.group_images, group_end = min(group_first + p.group_images, p.batch);
     // This invocation's item: (lane, filter, unit), unit fastest.
     const uint items = count * units * p.lanes;
@@ -119,7 +120,7 @@ void main() {
     for (uint first = group_first; first < group_end; first += p.round_images) {
         const uint images = min(p.round_images, group_end - first), positions = images * p.pooled_plane;
         barrier(); // the previous round's reads are done
-        stage_images(p.off2 + first * p.channels * p.height * p.width, images * p.channels * (plane - PLANE_GAP));
+        stage_images(p.off2 + first * p.channels * p.height * p.width, images * image_entries);
         stage_terms(first, images, f0, count, image_floats);
         barrier();
         if (tid >= items) continue;

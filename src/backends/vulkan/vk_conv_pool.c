@@ -80,6 +80,15 @@ static int64_t data_cols(const nn_conv_geometry *g) {
     return (int64_t)g->width + g->pad_w + g->kernel_w - 1 + DATA_RUN - 1;
 }
 
+/* The filters a forward workgroup of `threads` items, `fb` filters per
+ * item, stages the weights of: its items span at most this many filter
+ * blocks (conv_pool_forward.comp's first_filter to end_filter). */
+static int64_t forward_spanned_filters(const nn_conv_pool_params *p, int64_t threads, int64_t fb) {
+    const int64_t plane = pooled_plane(p) > 0 ? pooled_plane(p) : 1;
+    const int64_t spanned = ((threads + plane - 1) / plane + 1) * fb;
+    return spanned < p->conv.filters ? spanned : p->conv.filters;
+}
+
 /* NULL when the kernels take p, else what they cannot take. */
 static const char *unsupported(const nn_conv_pool_params *p) {
     const nn_conv_geometry *g = &p->conv.g;
@@ -87,10 +96,9 @@ static const char *unsupported(const nn_conv_pool_params *p) {
     if (g->stride_h > MAX_STRIDE || g->stride_w > MAX_STRIDE) return "a stride above 4";
     if (p->pool > MAX_POOL) return "a pooling window larger than 4x4";
     if (padded_floats(g) > IMAGE_FLOATS) return "an image larger than the kernels stage";
-    /* A forward workgroup's 128 items span at most this many filter blocks. */
-    int64_t plane = pooled_plane(p) > 0 ? pooled_plane(p) : 1, spanned = ((THREADS + plane - 1) / plane + 1) * 2;
-    if (spanned > p->conv.filters) spanned = p->conv.filters;
-    if (spanned * filter_floats(g) > FORWARD_WEIGHT_FLOATS) return "more weights than the forward stages";
+    /* At most THREADS items and two filters per invocation, as the forward takes. */
+    if (forward_spanned_filters(p, THREADS, 2) * filter_floats(g) > FORWARD_WEIGHT_FLOATS)
+        return "more weights than the forward stages";
     if (pooled_plane(p) > TERMS) return "a pooled output larger than the weight gradient stages";
     if ((int64_t)g->channels * g->kernel_h + 1 > WEIGHT_THREADS || filter_floats(g) + 1 > IMAGE_FLOATS)
         return "more weights per filter than the weight gradient's workgroup sums";
@@ -187,9 +195,7 @@ static void forward_shared(const nn_conv_pool_params *p, bool linear, forward_sh
         *weights = FORWARD_WEIGHT_FLOATS;
         return;
     }
-    const int64_t plane = pooled_plane(p) > 0 ? pooled_plane(p) : 1;
-    int64_t spanned = ((shape.threads + plane - 1) / plane + 1) * shape.fb; /* filters a workgroup stages */
-    if (spanned > p->conv.filters) spanned = p->conv.filters;
+    const int64_t spanned = forward_spanned_filters(p, shape.threads, shape.fb);
     *image = (uint32_t)((padded_floats(&p->conv.g) + 31) / 32 * 32);
     *weights = (uint32_t)((spanned * filter_floats(&p->conv.g) + 31) / 32 * 32);
 }
