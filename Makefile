@@ -51,7 +51,7 @@ LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/nn/*.c src/optim/*.c \
 VULKAN ?= 1
 GLSLC ?= glslc
 ifeq ($(VULKAN),1)
-  CPPFLAGS += -DNN_WITH_VULKAN
+  CPPFLAGS += -DNN_WITH_VULKAN -Ishaders # the push-constant layouts the shaders share (vk_push.h)
   LDLIBS += -ldl
   LIB_SRC += $(sort $(wildcard src/backends/vulkan/*.c))
   SHADERS := $(sort $(wildcard shaders/*.comp))
@@ -62,7 +62,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(VK_GEN_OBJ)
 CLI_SRC := $(sort $(wildcard tools/nnengine/*.c))
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 
-$(BUILD)/spv/%.spv: shaders/%.comp $(wildcard shaders/*.glsl)
+$(BUILD)/spv/%.spv: shaders/%.comp $(wildcard shaders/*.glsl shaders/*.h)
 	@mkdir -p $(@D)
 	@command -v $(GLSLC) >/dev/null || { echo "glslc not found: install glslc (make deps), or build with VULKAN=0"; exit 1; }
 	$(GLSLC) --target-env=vulkan1.0 -O -Werror -o $@ $<

@@ -14,14 +14,7 @@
 // workgroup per channel walked LeNet's 6 channels x 50,176 entries alone
 // (and summed with Kahan's compensation, which the trees make unneeded).
 layout(local_size_x = 256) in;
-layout(push_constant) uniform Params {
-    PC_OFFSETS
-    uint outer, inner, channels;
-    int accumulate;
-    uint chunks;   // per channel
-    uint chunk;    // entries per chunk, a multiple of PIECE
-    uint counters; // chunks > 1: the element index of the channel counters in binding 2
-} p;
+PUSH_CONSTANTS(PUSH_BIAS_GRAD)
 layout(std430, binding = 0) readonly buffer DY { float dy[]; };
 layout(std430, binding = 1) buffer DB { float db[]; };
 layout(std430, binding = 2) coherent buffer Work { float partial[]; };
@@ -58,7 +51,7 @@ void main() {
                 v[j] = 0.0;
                 if (e < end) {
                     uint o = e / p.inner, i = e - o * p.inner;
-                    v[j] = dy[p.off0 + (o * p.channels + c) * p.inner + i];
+                    v[j] = dy[p.off[0] + (o * p.channels + c) * p.inner + i];
                 }
             }
             for (uint j = 0u; j < PER_INVOCATION; j++) sum += v[j];
@@ -66,7 +59,7 @@ void main() {
         workgroup_sum(sum);
         if (p.chunks > 1u) {
             if (tid == 0u) {
-                partial[p.off2 + c * p.chunks + chunk] = part[0];
+                partial[p.off[2] + c * p.chunks + chunk] = part[0];
                 memoryBarrierBuffer();
                 last_of_channel = atomicAdd(work_counters[p.counters + c], 1u) == p.chunks - 1u;
             }
@@ -74,11 +67,11 @@ void main() {
             if (!last_of_channel) continue; // the same for the whole workgroup
             memoryBarrierBuffer();
             float chunks_sum = 0.0;
-            for (uint j = tid; j < p.chunks; j += 256u) chunks_sum += partial[p.off2 + c * p.chunks + j];
+            for (uint j = tid; j < p.chunks; j += 256u) chunks_sum += partial[p.off[2] + c * p.chunks + j];
             workgroup_sum(chunks_sum);
             if (tid == 0u) work_counters[p.counters + c] = 0u;
         }
-        if (tid == 0u) db[p.off1 + c] = (p.accumulate != 0 ? db[p.off1 + c] : 0.0) + part[0];
+        if (tid == 0u) db[p.off[1] + c] = (p.accumulate != 0 ? db[p.off[1] + c] : 0.0) + part[0];
         barrier();
     }
 }

@@ -20,7 +20,7 @@ void main() {
         int h = int((idx / uint(p.width)) % uint(p.height));
         uint nc = idx / plane;
         uint n = nc / uint(p.channels), c = nc % uint(p.channels);
-        uint o = p.off1 + idx;
+        uint o = p.off[1] + idx;
         float sum = p.accumulate != 0 ? image[o] : 0.0;
         for (int ki = 0; ki < p.kernel_h; ki++) {
             int th = h + p.pad_h - ki;
@@ -33,7 +33,7 @@ void main() {
                 int ow = tw / p.stride_w;
                 if (ow >= p.out_w) continue;
                 uint r = (c * uint(p.kernel_h) + uint(ki)) * uint(p.kernel_w) + uint(kj);
-                sum += cols[p.off0 + (n * rows + r) * positions + uint(oh * p.out_w + ow)];
+                sum += cols[p.off[0] + (n * rows + r) * positions + uint(oh * p.out_w + ow)];
             }
         }
         image[o] = sum;

@@ -31,19 +31,7 @@ layout(constant_id = 8) const uint MODE_BIT1 = 0;
 const uint MODE = MODE_BIT0 + 2u * MODE_BIT1;
 const uint FORWARD = 0u, DATA = 1u, WEIGHT = 2u;
 
-layout(push_constant) uniform Params {
-    PC_OFFSETS8
-    uint batch, channels, height, width;
-    uint kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
-    uint out_h, out_w;
-    uint filters;
-    uint m, n, k; // the product's: see above
-    uint summed;  // MODE 2
-    float alpha, beta;
-    uint splits, split_steps;
-    uint epilogue;
-    uint counters;
-} p;
+PUSH_CONSTANTS(PUSH_CONV_LATENCY)
 // Bindings: 0 is x (forward) or dy (data, weight); 1 is W (forward, data)
 // or x (weight); 2 the output; 3 the bias (forward); 4 the split work area.
 layout(std430, binding = 0) readonly buffer In0 { float in0[]; };
@@ -138,11 +126,11 @@ void fetch(uint b, uint row0, uint col0, uint k0, uint buf) {
         // A = W [filters, K], k fastest.
         for (uint t = 0; t < LOAD_A; t++) {
             uint e = slice_entry(t), gr = row0 + e / BK, gk = k0 + e % BK;
-            ra[t] = (gr < p.m && gk < p.k) ? in1[p.off1 + gr * p.k + gk] : 0.0;
+            ra[t] = (gr < p.m && gk < p.k) ? in1[p.off[1] + gr * p.k + gk] : 0.0;
         }
         // B = cols_b, columns fastest: this invocation's column at k entries
         // tid / BN + t * THREADS / BN of the slice.
-        int base = int(p.off0 + b * p.channels * p.height * p.width) + col_ih0 * int(p.width) + col_iw0;
+        int base = int(p.off[0] + b * p.channels * p.height * p.width) + col_ih0 * int(p.width) + col_iw0;
         for (uint t = 0; t < LOAD_B; t++) {
             ivec4 e = ktab[buf][slice_entry(t) / BN];
             int ih = col_ih0 + e.y, iw = col_iw0 + e.z;
@@ -153,13 +141,13 @@ void fetch(uint b, uint row0, uint col0, uint k0, uint buf) {
         // A[c][kk = (f, ki, kj)] = W[f][c][ki][kj], k fastest: this invocation's k is fixed.
         ivec4 a = ktab[buf][tid % BK];
         bool a_ok = a.y < OUTSIDE;
-        uint a_index = p.off1 + (uint(a.w) * p.channels) * area + uint(a.y) * p.kernel_w + uint(a.z);
+        uint a_index = p.off[1] + (uint(a.w) * p.channels) * area + uint(a.y) * p.kernel_w + uint(a.z);
         for (uint t = 0; t < LOAD_A; t++) {
             uint gr = row0 + slice_entry(t) / BK;
             ra[t] = (gr < p.m && a_ok) ? in1[a_index + gr * area] : 0.0;
         }
         // B[(f, ki, kj)][pixel] = dy_b[f][oh][ow] where pixel = (oh * stride - pad + ki, ...).
-        uint grad = p.off0 + b * p.filters * p.out_h * p.out_w;
+        uint grad = p.off[0] + b * p.filters * p.out_h * p.out_w;
         bool unit = p.stride_h == 1u && p.stride_w == 1u;
         int base = int(grad) + (col_h + int(p.pad_h)) * int(p.out_w) + col_w + int(p.pad_w);
         for (uint t = 0; t < LOAD_B; t++) {
@@ -179,7 +167,7 @@ void fetch(uint b, uint row0, uint col0, uint k0, uint buf) {
     } else {
         // A = dy_b [filters, P], k fastest: this invocation's position is fixed.
         uint gk = k0 + tid % BK;
-        uint grad = p.off0 + b * p.filters * p.k;
+        uint grad = p.off[0] + b * p.filters * p.k;
         for (uint t = 0; t < LOAD_A; t++) {
             uint gr = row0 + slice_entry(t) / BK;
             ra[t] = (gr < p.m && gk < p.k) ? in0[grad + gr * p.k + gk] : 0.0;
@@ -187,7 +175,7 @@ void fetch(uint b, uint row0, uint col0, uint k0, uint buf) {
         // B[position][(c, ki, kj)] = x_b[c][oh * stride - pad + ki][ow * stride - pad + kj].
         uint oh = gk / p.out_w, ow = gk - oh * p.out_w;
         int ih0 = int(oh * p.stride_h) - int(p.pad_h), iw0 = int(ow * p.stride_w) - int(p.pad_w);
-        uint image = p.off1 + b * p.channels * p.height * p.width;
+        uint image = p.off[1] + b * p.channels * p.height * p.width;
         for (uint t = 0; t < LOAD_B; t++) {
             bool ok = wcol_ok[t] && gk < p.k;
             rb[t] = ok ? image_at(image + wcol_base[t], ih0 + int(wcol_ki[t]), iw0 + int(wcol_kj[t])) : 0.0;
@@ -201,8 +189,8 @@ void stash() {
 }
 
 uint c_index(uint z, uint row, uint col) {
-    if (MODE == WEIGHT) return p.off2 + row * p.n + col;
-    return p.off2 + (z * p.m + row) * p.n + col; // y_n [filters, P] or dx_n [channels, H*W]
+    if (MODE == WEIGHT) return p.off[2] + row * p.n + col;
+    return p.off[2] + (z * p.m + row) * p.n + col; // y_n [filters, P] or dx_n [channels, H*W]
 }
 
 #include "latency_walk.glsl"

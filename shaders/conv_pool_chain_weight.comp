@@ -37,24 +37,7 @@ const uint THREADS = 256u;
 // the first layer's padded image within this.
 const uint SMEM_FLOATS = 8184u; // with last_arrival, within 32 KiB
 
-layout(push_constant) uniform Params {
-    PC_OFFSETS8
-    // The second layer, as conv_pool_data.comp's (channels, height, width:
-    // the first layer's pooled output).
-    uint batch, channels, height, width;
-    int pad_h, pad_w;
-    uint out_w;
-    uint filters, pooled_plane;
-    uint rows, cols, chunk;
-    // The first layer: its input, padding (pad_h | pad_w << 16), output
-    // width, window rows and strides (stride_h | stride_w << 16).
-    uint x_channels, x_height, x_width, x_pad;
-    uint first_out_w, first_kh, first_stride;
-    uint flags;         // 1: dweight, 2: dbias, 4: add into dweight, 8: add into dbias
-    uint counters;      // the work area's first counter (element index in binding 7's block)
-    uint block_images;  // images per block of the final sums
-    uint filter_block;  // the first layer's filters per workgroup (gl_WorkGroupID.y: which block)
-} p;
+PUSH_CONSTANTS(PUSH_CONV_POOL_CHAIN_WEIGHT)
 // Bindings: 0-2 the second layer's pooled gradient, winners and weight;
 // 3-4 the first layer's winners and input; 5-6 its dweight and dbias;
 // 7 the work area (the images' partials, then the blocks', at off7;
@@ -75,8 +58,8 @@ shared bool last_arrival;
 #include "conv_pool_data.glsl"
 #include "last_arrival.glsl"
 
-#define DW_AT p.off5
-#define DB_AT p.off6
+#define DW_AT p.off[5]
+#define DB_AT p.off[6]
 #include "conv_pool_store.glsl"
 
 // The sum over `count` partials from partials[at] on, `stride` apart, in
@@ -113,7 +96,7 @@ void main() {
     // (zero-padded), loaded before the data gradient hides their latency.
     int win1[R];
     for (int r = 0; r < R; r++)
-        win1[r] = first_winners[p.off3 + (n * p.channels + c) * plane1 + h * p.width + min(w0 + uint(r), p.width - 1u)];
+        win1[r] = first_winners[p.off[3] + (n * p.channels + c) * plane1 + h * p.width + min(w0 + uint(r), p.width - 1u)];
     for (uint i0 = tid; i0 < image_floats; i0 += LOADS * THREADS) {
         float v[LOADS];
         bool inside[LOADS];
@@ -122,7 +105,7 @@ void main() {
             uint ic = i / padded_plane, rest = i - ic * padded_plane, ph = rest / padded_w;
             int hh = int(ph) - int(pad_h1), ww = int(rest - ph * padded_w) - int(pad_w1);
             inside[k] = hh >= 0 && hh < int(p.x_height) && ww >= 0 && ww < int(p.x_width);
-            v[k] = x[p.off4 + (inside[k] ? (n * p.x_channels + ic) * p.x_height * p.x_width +
+            v[k] = x[p.off[4] + (inside[k] ? (n * p.x_channels + ic) * p.x_height * p.x_width +
                                                uint(hh) * p.x_width + uint(ww)
                                          : 0u)];
         }
@@ -187,7 +170,7 @@ void main() {
         uint u = o == weights1 ? units1 - 1u : o / uint(KW1), kj = o == weights1 ? 0u : o - u * uint(KW1);
         float s = 0.0;
         for (uint l = 0u; l < lanes; l++) s += smem[((l * filters1 + bf) * units1 + u) * uint(KW1) + kj];
-        partials[p.off7 + n * stride + first_output + bo] = s;
+        partials[p.off[7] + n * stride + first_output + bo] = s;
     }
 
     // The block's images in order, then the blocks in order (counters per
@@ -197,9 +180,9 @@ void main() {
     const uint first_image = block * p.block_images, images = min(p.block_images, p.batch - first_image);
     const uint which = gl_WorkGroupID.y, filter_blocks = gl_NumWorkGroups.y;
     if (!arrives_last(block * filter_blocks + which, images)) return; // the same for the whole workgroup
-    const uint block_partials = p.off7 + p.batch * stride + first_output;
+    const uint block_partials = p.off[7] + p.batch * stride + first_output;
     for (uint bo = tid; bo < mine; bo += THREADS) {
-        float s = sum_partials(p.off7 + first_image * stride + first_output + bo, images, stride);
+        float s = sum_partials(p.off[7] + first_image * stride + first_output + bo, images, stride);
         if (blocks == 1u) store(c0 + bo / outputs1, bo - bo / outputs1 * outputs1, weights1, s);
         else partials[block_partials + block * stride + bo] = s;
     }

@@ -16,16 +16,7 @@ layout(constant_id = 4) const int R = 4; // pixels per unit
 const uint THREADS = 128u;
 // vk_conv_pool.c keeps a chunk's staged planes and weights within these.
 const uint SMEM_FLOATS = 7680u;
-layout(push_constant) uniform Params {
-    PC_OFFSETS
-    uint batch, channels, height, width;
-    int pad_h, pad_w;
-    uint out_w;
-    uint filters, pooled_plane;
-    uint rows, cols; // the staged plane: height + pad_h + KH - 1 by width + pad_w + KW - 1 + R - 1
-    uint chunk;      // filters staged at a time
-    uint accumulate;
-} p;
+PUSH_CONSTANTS(PUSH_CONV_POOL_DATA)
 layout(std430, binding = 0) readonly buffer DY { float dy[]; };
 layout(std430, binding = 1) readonly buffer Winners { int winners[]; };
 layout(std430, binding = 2) readonly buffer Wt { float w[]; };
@@ -52,7 +43,7 @@ void main() {
         float acc[R];
         image_gradient(n, c, h, w0, in_range, 0u, p.channels, acc);
         if (in_range) {
-            uint base = p.off3 + ((n * p.channels + c) * p.height + h) * p.width;
+            uint base = p.off[3] + ((n * p.channels + c) * p.height + h) * p.width;
             for (int r = 0; r < R; r++) {
                 uint wcol = w0 + uint(r);
                 if (wcol < p.width) dx[base + wcol] = p.accumulate != 0u ? dx[base + wcol] + acc[r] : acc[r];

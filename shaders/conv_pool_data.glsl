@@ -35,8 +35,8 @@ uint data_weights_at() { return p.chunk * p.rows * p.cols; }
 void gather(uint i0, uint n, uint f0, uint entries, out int win[LOADS], out float g[LOADS]) {
     for (uint k = 0u; k < LOADS; k++) {
         uint j = (n * p.filters + f0) * p.pooled_plane + min(i0 + k * THREADS, entries - 1u);
-        win[k] = winners[p.off1 + j];
-        g[k] = dy[p.off0 + j];
+        win[k] = winners[p.off[1] + j];
+        g[k] = dy[p.off[0] + j];
     }
 }
 
@@ -73,7 +73,7 @@ void image_gradient(uint n, uint c, uint h, uint w0, bool in_range, uint c0, uin
             float v[LOADS];
             for (uint k = 0u; k < LOADS; k++) {
                 uint i = min(i0 + k * THREADS, weight_floats - 1u), fl = i / filter_floats;
-                v[k] = w[p.off2 + ((f0 + fl) * p.channels + c0) * uint(KH * KW) + i - fl * filter_floats];
+                v[k] = w[p.off[2] + ((f0 + fl) * p.channels + c0) * uint(KH * KW) + i - fl * filter_floats];
             }
             for (uint k = 0u; k < LOADS; k++)
                 if (i0 + k * THREADS < weight_floats) smem[ws + i0 + k * THREADS] = v[k];

@@ -42,16 +42,7 @@ const int WINDOW = POOL * POOL;
 layout(constant_id = 9) const uint IMAGE_FLOATS = 4096u;
 layout(constant_id = 10) const uint WEIGHT_FLOATS = 3072u;
 
-layout(push_constant) uniform Params {
-    PC_OFFSETS16
-    uint batch, channels, height, width;
-    int pad_h, pad_w;
-    uint out_w;
-    uint filters, pooled_h, pooled_w;
-    uint padded_h, padded_w;
-    uint flags;    // 1: the convolution's bias; the Linear's: 2 its bias, 4 ReLU after it, 8 its weight rows in vec4s
-    uint counters; // the Linear with several workgroups per image: the work area's first counter (one per image)
-} p;
+PUSH_CONSTANTS(PUSH_CONV_POOL_FORWARD)
 // Bindings: 0 x, 1 weight, 2 bias, 3 y, 4 winners; the Linear's 5 weight,
 // 6 bias, 7 output h; 9 the work area (partials at off8, counters at
 // p.counters).
@@ -94,12 +85,12 @@ void main() {
     const uint first_feature = gl_WorkGroupID.x * THREADS * uint(FB);
     for (uint n = gl_WorkGroupID.z; n < p.batch; n += gl_NumWorkGroups.z) {
         barrier(); // the previous image's reads are done
-        stage_images(p.off0 + n * p.channels * p.height * p.width, image_floats);
+        stage_images(p.off[0] + n * p.channels * p.height * p.width, image_floats);
         if (n == gl_WorkGroupID.z) {
             for (uint i0 = tid; i0 < weight_floats; i0 += LOADS * THREADS) {
                 float v[LOADS];
                 for (uint k = 0u; k < LOADS; k++)
-                    v[k] = w[p.off1 + first_filter * filter_floats + min(i0 + k * THREADS, weight_floats - 1u)];
+                    v[k] = w[p.off[1] + first_filter * filter_floats + min(i0 + k * THREADS, weight_floats - 1u)];
                 for (uint k = 0u; k < LOADS; k++)
                     if (i0 + k * THREADS < weight_floats) ws[i0 + k * THREADS] = v[k];
             }
@@ -140,7 +131,7 @@ void main() {
             for (int fb = 0; fb < FB; fb++) { // unrolled: acc stays in registers
                 uint f = f0 + uint(fb);
                 if (f >= p.filters) continue;
-                float b = (p.flags & 1u) != 0u ? bias[p.off2 + f] : 0.0;
+                float b = (p.flags & 1u) != 0u ? bias[p.off[2] + f] : 0.0;
                 float best = 0.0;
                 int win = 0;
                 for (int q = 0; q < WINDOW; q++) {
@@ -153,8 +144,8 @@ void main() {
                     }
                 }
                 uint at = (n * p.filters + f) * pooled + pos;
-                y[p.off3 + at] = best;
-                winners[p.off4 + at] = best > 0.0 ? win : -1; // the ReLU passes no gradient where it is 0
+                y[p.off[3] + at] = best;
+                winners[p.off[4] + at] = best > 0.0 ? win : -1; // the ReLU passes no gradient where it is 0
                 pooled_out[fb] = best;
             }
         }

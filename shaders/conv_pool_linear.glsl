@@ -35,7 +35,7 @@ void rows_in_quads(uint pass, uint rows, uint in_features, uint first, uint coun
     for (uint r0 = warp; r0 < rows; r0 += warps * ROWS_AT_ONCE) {
         vec4 wq[ROWS_AT_ONCE * MAX_QUADS];
         [[unroll]] for (uint k = 0u; k < ROWS_AT_ONCE; k++) {
-            uint at = (p.off5 + (pass + min(r0 + k * warps, rows - 1u)) * in_features + first) / 4u + lane;
+            uint at = (p.off[5] + (pass + min(r0 + k * warps, rows - 1u)) * in_features + first) / 4u + lane;
             [[unroll]] for (uint i = 0u; i < MAX_QUADS; i++)
                 wq[k * MAX_QUADS + i] = i < QUADS && 4u * (lane + 32u * i) < count ? lin_w4[at + 32u * i] : vec4(0.0);
         }
@@ -54,7 +54,7 @@ void rows_in_floats(uint pass, uint rows, uint in_features, uint first, uint cou
     const uint lane = gl_LocalInvocationID.x & 31u, warp = gl_LocalInvocationID.x >> 5u, warps = THREADS / 32u;
     for (uint r = warp; r < rows; r += warps) {
         float s = 0.0;
-        for (uint f = lane; f < count; f += 32u) s += lin_w[p.off5 + (pass + r) * in_features + first + f] * feats[f];
+        for (uint f = lane; f < count; f += 32u) s += lin_w[p.off[5] + (pass + r) * in_features + first + f] * feats[f];
         xs[r * SUM_STRIDE + lane] = s;
     }
 }
@@ -62,9 +62,9 @@ void rows_in_floats(uint pass, uint rows, uint in_features, uint first, uint cou
 // The Linear's output `row` of image n from its dot product s: its bias,
 // then the ReLU (a NaN passes, as relu_forward).
 void linear_store(uint n, uint row, float s) {
-    if ((p.flags & 2u) != 0u) s += lin_b[p.off6 + row];
+    if ((p.flags & 2u) != 0u) s += lin_b[p.off[6] + row];
     if ((p.flags & 4u) != 0u) s = s < 0.0 ? 0.0 : s;
-    h[p.off7 + n * LINEAR + row] = s;
+    h[p.off[7] + n * LINEAR + row] = s;
 }
 
 // Image n's features [first, first + FB * THREADS) are in the invocations'
@@ -100,14 +100,14 @@ void linear_tail(uint n, uint first, float pooled[FB]) {
             float s = 0.0;
             for (uint l = 0u; l < 32u; l++) s += xs[r * SUM_STRIDE + l];
             if (tiles == 1u) linear_store(n, pass + r, s);
-            else partials[p.off8 + (n * tiles + tile) * LINEAR + pass + r] = s;
+            else partials[p.off[8] + (n * tiles + tile) * LINEAR + pass + r] = s;
         }
         barrier(); // the sums are read before the next pass writes xs
     }
     if (tiles == 1u || !arrives_last(n, tiles)) return; // the same for the whole workgroup
     for (uint row = tid; row < LINEAR; row += THREADS) {
         float s = 0.0;
-        for (uint t = 0u; t < tiles; t++) s += partials[p.off8 + (n * tiles + t) * LINEAR + row];
+        for (uint t = 0u; t < tiles; t++) s += partials[p.off[8] + (n * tiles + t) * LINEAR + row];
         linear_store(n, row, s);
     }
 }

@@ -38,19 +38,7 @@ const uint THREADS = 256u;
 // THREADS * KW, and the block's outputs) and its pooled outputs within these.
 const uint IMAGE_FLOATS = 4096u, TERMS = 1024u;
 
-layout(push_constant) uniform Params {
-    PC_OFFSETS8
-    uint batch, channels, height, width;
-    int pad_h, pad_w;
-    uint out_w;
-    uint filters, pooled_plane;
-    uint padded_h, padded_w;
-    uint group_images, round_images, groups;
-    uint block;          // filters per workgroup
-    uint lanes;          // lanes per (filter, unit)
-    uint flags;          // 1: dweight, 2: dbias, 4: add into dweight, 8: add into dbias
-    uint counters;       // the work area's first counter (element index in binding 6's block)
-} p;
+PUSH_CONSTANTS(PUSH_CONV_POOL_WEIGHT)
 // Bindings: 0 dy, 1 winners, 2 x, 3 dweight, 4 dbias, 5 columns (unused),
 // 6 the split work area (partials at off6; counters at p.counters).
 layout(std430, binding = 0) readonly buffer DY { float dy[]; };
@@ -69,8 +57,8 @@ shared bool last_of_block;
 #define STAGED_AT(i) ((i) + (i) / (p.padded_h * p.padded_w) * PLANE_GAP)
 #include "conv_pool_stage.glsl"
 
-#define DW_AT p.off3
-#define DB_AT p.off4
+#define DW_AT p.off[3]
+#define DB_AT p.off[4]
 #include "conv_pool_store.glsl"
 
 // The terms of images [first, first + images) for filters [f0, f0 + count):
@@ -86,8 +74,8 @@ void stage_terms(uint first, uint images, uint f0, uint count, uint image_floats
             uint fl = q / positions, rest = q - fl * positions;
             uint image = rest / p.pooled_plane, pos = rest - image * p.pooled_plane;
             uint j = ((first + image) * p.filters + f0 + fl) * p.pooled_plane + pos;
-            win[k] = winners[p.off1 + j];
-            g[k] = dy[p.off0 + j];
+            win[k] = winners[p.off[1] + j];
+            g[k] = dy[p.off[0] + j];
         }
         for (uint k = 0u; k < LOADS; k++) {
             uint q = q0 + k * THREADS;
@@ -120,7 +108,7 @@ void main() {
     for (uint first = group_first; first < group_end; first += p.round_images) {
         const uint images = min(p.round_images, group_end - first), positions = images * p.pooled_plane;
         barrier(); // the previous round's reads are done
-        stage_images(p.off2 + first * p.channels * p.height * p.width, images * image_entries);
+        stage_images(p.off[2] + first * p.channels * p.height * p.width, images * image_entries);
         stage_terms(first, images, f0, count, image_floats);
         barrier();
         if (tid >= items) continue;
@@ -150,7 +138,7 @@ void main() {
         uint u = o == weights ? units - 1u : o / uint(KW), kj = o == weights ? 0u : o - u * uint(KW);
         float s = 0.0;
         for (uint l = 0u; l < p.lanes; l++) s += xs[((l * count + bf) * units + u) * uint(KW) + kj];
-        if (split) partials[p.off6 + group * stride + (f0 + bf) * outputs + o] = s;
+        if (split) partials[p.off[6] + group * stride + (f0 + bf) * outputs + o] = s;
         else store(f0 + bf, o, weights, s);
     }
     if (!split) return;
@@ -164,7 +152,7 @@ void main() {
     for (uint slot = tid; slot < block_outputs * parts; slot += THREADS) {
         uint part = slot / block_outputs, bo = slot - part * block_outputs;
         uint g0 = part * per_part, g1 = min(g0 + per_part, p.groups);
-        uint at = p.off6 + f0 * outputs + bo;
+        uint at = p.off[6] + f0 * outputs + bo;
         float s = 0.0;
         for (uint g = g0; g < g1; g += 32u) { // thirty-two loads in flight, added in group order
             float v[32];

@@ -3,7 +3,7 @@
 #include "common.glsl"
 // counter[0] += delta: the step counter of a captured training loop.
 layout(local_size_x = 1) in;
-layout(push_constant) uniform Params { PC_OFFSETS int delta; } p;
+PUSH_CONSTANTS(PUSH_COUNTER_ADD)
 layout(std430, binding = 0) buffer C { int counter[]; };
 
-void main() { counter[p.off0] += p.delta; }
+void main() { counter[p.off[0]] += p.delta; }

@@ -14,6 +14,6 @@ void main() {
         int i = int(idx / uint(p.row_elems));
         int j = int(idx % uint(p.row_elems));
         int row = source_row(i);
-        y[p.off3 + idx] = row >= 0 ? table[p.off0 + uint(row) * uint(p.row_elems) + uint(j)] : 0;
+        y[p.off[3] + idx] = row >= 0 ? table[p.off[0] + uint(row) * uint(p.row_elems) + uint(j)] : 0;
     }
 }

@@ -16,13 +16,13 @@ void main() {
         int row = source_row(i);
         float v = 0.0;
         if (row >= 0) {
-            uint byte_index = p.off0 * 4u + uint(row) * uint(p.row_elems) + uint(j);
+            uint byte_index = p.off[0] * 4u + uint(row) * uint(p.row_elems) + uint(j);
             uint b = (samples[byte_index >> 2] >> ((byte_index & 3u) * 8u)) & 255u;
             int c = j / p.plane;
-            float scale = c == 0 ? p.scale0 : c == 1 ? p.scale1 : c == 2 ? p.scale2 : p.scale3;
-            float shift = c == 0 ? p.shift0 : c == 1 ? p.shift1 : c == 2 ? p.shift2 : p.shift3;
+            float scale = c == 0 ? p.scale[0] : c == 1 ? p.scale[1] : c == 2 ? p.scale[2] : p.scale[3];
+            float shift = c == 0 ? p.shift[0] : c == 1 ? p.shift[1] : c == 2 ? p.shift[2] : p.shift[3];
             v = float(b) * scale + shift;
         }
-        y[p.off3 + idx] = v;
+        y[p.off[3] + idx] = v;
     }
 }

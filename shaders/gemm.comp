@@ -43,18 +43,7 @@ layout(constant_id = 6) const uint DB = 0;
 layout(constant_id = 7) const uint VEC_A = 0;
 layout(constant_id = 8) const uint VEC_B = 0;
 
-layout(push_constant) uniform Params {
-    PC_OFFSETS
-    uint m, n, k;
-    uint trans_a, trans_b;
-    uint lda, ldb, ldc;
-    uint batch;
-    uint summed;
-    uint stride_a, stride_b, stride_c;
-    float alpha, beta;
-    uint splits, split_steps;
-    uint epilogue; // NN_EPI_* bits (kernels.h); 0 for the plain GEMM
-} p;
+PUSH_CONSTANTS(PUSH_GEMM)
 // A and B are also seen as vec4 arrays (the same bindings), for 16-byte loads.
 layout(std430, binding = 0) readonly buffer MA { float A[]; };
 layout(std430, binding = 0) readonly buffer MA4 { vec4 A4[]; };
@@ -195,7 +184,7 @@ void main() {
         uint end = split ? min(begin + p.split_steps, products * ktiles) : products * ktiles;
         if (begin < end) {
             uint b = first + begin / ktiles;
-            fetch(p.off0 + b * p.stride_a, p.off1 + b * p.stride_b, row0, col0, (begin % ktiles) * BK);
+            fetch(p.off[0] + b * p.stride_a, p.off[1] + b * p.stride_b, row0, col0, (begin % ktiles) * BK);
         }
         if (DB != 0) {
             if (begin < end) stash(0);
@@ -204,7 +193,7 @@ void main() {
                 uint cur = (s - begin) & 1;
                 if (s + 1 < end) {
                     uint b = first + (s + 1) / ktiles;
-                    fetch(p.off0 + b * p.stride_a, p.off1 + b * p.stride_b, row0, col0, ((s + 1) % ktiles) * BK);
+                    fetch(p.off[0] + b * p.stride_a, p.off[1] + b * p.stride_b, row0, col0, ((s + 1) % ktiles) * BK);
                 }
                 multiply(cur, trow, tcol);
                 if (s + 1 < end) stash(cur ^ 1);
@@ -217,12 +206,12 @@ void main() {
                 barrier();
                 if (s + 1 < end) {
                     uint b = first + (s + 1) / ktiles;
-                    fetch(p.off0 + b * p.stride_a, p.off1 + b * p.stride_b, row0, col0, ((s + 1) % ktiles) * BK);
+                    fetch(p.off[0] + b * p.stride_a, p.off[1] + b * p.stride_b, row0, col0, ((s + 1) % ktiles) * BK);
                 }
                 multiply(0, trow, tcol);
             }
         }
-        uint c_base = p.off2 + ((split || p.summed == 0) ? out_b * p.stride_c : 0);
+        uint c_base = p.off[2] + ((split || p.summed == 0) ? out_b * p.stride_c : 0);
         for (uint i = 0; i < TM / 4; i++) {
             for (uint ii = 0; ii < 4; ii++) {
                 uint row = row0 + (trow + i * (BM / TM)) * 4 + ii;

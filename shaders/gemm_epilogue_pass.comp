@@ -6,12 +6,7 @@
 // the tiled kernel the epilogue's code cost it most of its speed (registers),
 // while a pass over C costs one read and one write of it.
 layout(local_size_x = 256) in;
-layout(push_constant) uniform Params {
-    PC_OFFSETS
-    uint m, n, ldc, ld_t, batch, stride_c, stride_t;
-    float beta;
-    uint epilogue;
-} p;
+PUSH_CONSTANTS(PUSH_GEMM_EPILOGUE_PASS)
 layout(std430, binding = 0) readonly buffer MT { float T[]; };
 layout(std430, binding = 1) buffer MC { float C[]; };
 layout(std430, binding = 2) readonly buffer MX { float aux[]; };
@@ -23,9 +18,9 @@ void main() {
     GRID_STRIDE_LOOP(e, plane * p.batch) {
         uint b = e / plane, rest = e % plane;
         uint row = rest / p.n, col = rest % p.n;
-        uint idx = p.off1 + b * p.stride_c + row * p.ldc + col;
-        float v = T[p.off0 + b * p.stride_t + row * p.ld_t + col];
-        v = gemm_epilogue(p.epilogue, v, row, col, p.off2, p.off2 + (idx - p.off1));
+        uint idx = p.off[1] + b * p.stride_c + row * p.ldc + col;
+        float v = T[p.off[0] + b * p.stride_t + row * p.ld_t + col];
+        v = gemm_epilogue(p.epilogue, v, row, col, p.off[2], p.off[2] + (idx - p.off[1]));
         C[idx] = p.beta == 0.0 ? v : p.beta * C[idx] + v;
     }
 }

@@ -19,19 +19,7 @@ layout(constant_id = 1) const uint BN = 8;
 layout(constant_id = 2) const uint BK = 64;
 layout(local_size_x_id = 5) in; // BM * BN
 
-layout(push_constant) uniform Params {
-    PC_OFFSETS8
-    uint m, n, k;
-    uint trans_a, trans_b;
-    uint lda, ldb, ldc;
-    uint batch;
-    uint summed;
-    uint stride_a, stride_b, stride_c;
-    float alpha, beta;
-    uint splits, split_steps;
-    uint epilogue;
-    uint counters; // with splits > 1: the element index of the tile counters in binding 4
-} p;
+PUSH_CONSTANTS(PUSH_GEMM_LATENCY)
 layout(std430, binding = 0) readonly buffer MA { float A[]; };
 layout(std430, binding = 1) readonly buffer MB { float B[]; };
 layout(std430, binding = 2) buffer MC { float C[]; };
@@ -50,7 +38,7 @@ layout(std430, binding = 4) coherent buffer WorkU { uint work_counters[]; };
 // product b into registers, neighbouring invocations on neighbouring
 // addresses whichever way the matrices are stored.
 void fetch(uint b, uint row0, uint col0, uint k0, uint buf) {
-    uint a_base = p.off0 + b * p.stride_a, b_base = p.off1 + b * p.stride_b;
+    uint a_base = p.off[0] + b * p.stride_a, b_base = p.off[1] + b * p.stride_b;
     for (uint t = 0; t < LOAD_A; t++) {
         uint e = slice_entry(t), r, kk;
         if (p.trans_a != 0u) { r = e % BM; kk = e / BM; } else { kk = e % BK; r = e / BK; }
@@ -74,6 +62,6 @@ void tile_begin(uint row0, uint col0) {}
 
 void slice_prepare(uint buf, uint b, uint k0) {}
 
-uint c_index(uint z, uint row, uint col) { return p.off2 + z * p.stride_c + row * p.ldc + col; }
+uint c_index(uint z, uint row, uint col) { return p.off[2] + z * p.stride_c + row * p.ldc + col; }
 
 #include "latency_walk.glsl"

@@ -23,7 +23,7 @@ void main() {
         int ih = oh * p.stride_h - p.pad_h + ki, iw = ow * p.stride_w - p.pad_w + kj;
         float v = 0.0;
         if (ih >= 0 && ih < p.height && iw >= 0 && iw < p.width)
-            v = image[p.off0 + ((n * uint(p.channels) + uint(c)) * uint(p.height) + uint(ih)) * uint(p.width) + uint(iw)];
-        cols[p.off1 + idx] = v;
+            v = image[p.off[0] + ((n * uint(p.channels) + uint(c)) * uint(p.height) + uint(ih)) * uint(p.width) + uint(iw)];
+        cols[p.off[1] + idx] = v;
     }
 }

@@ -72,7 +72,7 @@ void main() {
         }
         if (split) {
             uint plane = p.m * p.n;
-            if (inside) work[p.off4 + z * plane + row * p.n + col] = acc;
+            if (inside) work[p.off[4] + z * plane + row * p.n + col] = acc;
             memoryBarrierBuffer();
             barrier();
             if (tid == 0u) last_of_tile = atomicAdd(work_counters[p.counters + tile], 1u) == p.splits - 1u;
@@ -82,7 +82,7 @@ void main() {
             acc = 0.0;
             if (inside) {
                 // Loads sixteen at a time (all in flight), added in split order.
-                uint base = p.off4 + row * p.n + col, s = 0u;
+                uint base = p.off[4] + row * p.n + col, s = 0u;
                 for (; s + 16u <= p.splits; s += 16u) {
                     float v[16];
                     for (uint j = 0; j < 16u; j++) v[j] = work[base + (s + j) * plane];
@@ -95,7 +95,7 @@ void main() {
         if (inside) {
             uint idx = c_index(one_output ? 0u : z, row, col);
             float v = p.alpha * acc;
-            if (p.epilogue != 0u) v = gemm_epilogue(p.epilogue, v, row, col, p.off3, p.off3 + (idx - p.off2));
+            if (p.epilogue != 0u) v = gemm_epilogue(p.epilogue, v, row, col, p.off[3], p.off[3] + (idx - p.off[2]));
             C[idx] = p.beta == 0.0 ? v : p.beta * C[idx] + v;
         }
     }

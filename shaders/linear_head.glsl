@@ -10,16 +10,10 @@ const uint THREADS = 256u;
 const uint ROWS = 1u; // rows per workgroup (vk_linear_head.c says why one)
 const uint MAX_FEATURES = 256u; // per layer (vk_linear_head.c keeps to it)
 
-#ifndef HEAD_OFFSETS // the kernel's arguments' offsets (common.glsl)
-#define HEAD_OFFSETS PC_OFFSETS8
+#ifndef HEAD_PUSH // the kernel's push constants (push_constants.h)
+#define HEAD_PUSH PUSH_LINEAR_HEAD
 #endif
-layout(push_constant) uniform Params {
-    HEAD_OFFSETS
-    uint rows, in_features, hidden, out_features;
-    uint mask_input, accumulate; // the data gradient's
-    uint given_a, given_b;       // forward, cross-entropy: ba, bb bound; data gradient: dx bound (given_a)
-    uint given_dh, given_dx;     // cross-entropy: dh, dx bound
-} p;
+PUSH_CONSTANTS(HEAD_PUSH)
 
 shared float first_rows[ROWS * MAX_FEATURES];  // the layer's input rows
 shared float second_rows[ROWS * MAX_FEATURES]; // between the layers

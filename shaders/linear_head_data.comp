@@ -31,7 +31,7 @@ void main() {
     float dyv[ROWS];
     for (uint r = 0u; r < ROWS; r++) {
         uint i = r * out_f + tid;
-        dyv[r] = tid < out_f && i < rows * out_f ? dy[p.off0 + row0 * out_f + i] : 0.0;
+        dyv[r] = tid < out_f && i < rows * out_f ? dy[p.off[0] + row0 * out_f + i] : 0.0;
     }
     // First: column j of wb (out x hidden), rows part, part + PARTS1, ...
     const uint j = tid % hidden, part1 = tid / hidden;
@@ -39,7 +39,7 @@ void main() {
     for (uint s = 0u; s < SPAN1; s++) {
         uint o = part1 + s * PARTS1;
         bool inside = part1 < PARTS1 && o < out_f;
-        wbv[s] = wb[p.off1 + (inside ? o * hidden + j : 0u)];
+        wbv[s] = wb[p.off[1] + (inside ? o * hidden + j : 0u)];
         if (!inside) wbv[s] = 0.0;
     }
     // Second: column k of wa (hidden x in), rows part2, part2 + PARTS2, ...
@@ -48,7 +48,7 @@ void main() {
     for (uint s = 0u; s < SPAN2; s++) {
         uint jj = part2 + s * PARTS2;
         bool inside = want_dx && part2 < PARTS2 && jj < hidden;
-        wav[s] = wa[p.off3 + (inside ? jj * in_f + k : 0u)];
+        wav[s] = wa[p.off[3] + (inside ? jj * in_f + k : 0u)];
         if (!inside) wav[s] = 0.0;
     }
     // What the invocation reads when it finishes outputs (item tid + i *
@@ -59,11 +59,11 @@ void main() {
     float h_at[ITEMS], x_at[ITEMS], dx_at[ITEMS];
     for (uint i = 0u; i < ITEMS; i++) {
         uint item = tid + i * THREADS, r = item / hidden;
-        h_at[i] = r < rows ? h[p.off2 + row0 * hidden + item] : 0.0;
+        h_at[i] = r < rows ? h[p.off[2] + row0 * hidden + item] : 0.0;
         r = item / in_f;
         bool inside = want_dx && r < rows;
-        x_at[i] = inside && p.mask_input != 0u ? x[p.off4 + row0 * in_f + item] : 1.0;
-        dx_at[i] = inside && p.accumulate != 0u ? dx[p.off6 + row0 * in_f + item] : 0.0;
+        x_at[i] = inside && p.mask_input != 0u ? x[p.off[4] + row0 * in_f + item] : 1.0;
+        dx_at[i] = inside && p.accumulate != 0u ? dx[p.off[6] + row0 * in_f + item] : 0.0;
     }
     for (uint r = 0u; r < ROWS; r++)
         if (tid < out_f) first_rows[r * out_f + tid] = dyv[r];
@@ -86,7 +86,7 @@ void main() {
         for (uint part = 0u; part < PARTS1; part++) t += partials[r * THREADS + part * hidden + jj];
         t = h_at[i] > 0.0 ? t : 0.0;
         second_rows[r * hidden + jj] = t;
-        dh[p.off5 + row0 * hidden + item] = t;
+        dh[p.off[5] + row0 * hidden + item] = t;
     }
     if (!want_dx) return; // the same for the whole workgroup
     barrier();
@@ -106,6 +106,6 @@ void main() {
         float t = 0.0;
         for (uint part = 0u; part < PARTS2; part++) t += partials[r * THREADS + part * in_f + kk];
         if (!(x_at[i] > 0.0)) t = 0.0; // 1 without mask_input
-        dx[p.off6 + row0 * in_f + item] = p.accumulate != 0u ? dx_at[i] + t : t;
+        dx[p.off[6] + row0 * in_f + item] = p.accumulate != 0u ? dx_at[i] + t : t;
     }
 }

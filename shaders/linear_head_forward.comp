@@ -30,14 +30,14 @@ void main() {
     float xv[ROWS];
     for (uint r = 0u; r < ROWS; r++) {
         uint i = r * in_f + tid, n = rows * in_f; // tid < in_f <= MAX_FEATURES = THREADS
-        xv[r] = tid < in_f && i < n ? x[p.off0 + row0 * in_f + i] : 0.0;
+        xv[r] = tid < in_f && i < n ? x[p.off[0] + row0 * in_f + i] : 0.0;
     }
     float wav[A_PASSES * A_SPAN];
     for (uint q = 0u; q < A_PASSES; q++)
         for (uint s = 0u; s < A_SPAN; s++) {
             uint j = q * PER_PASS + slot, k = lane + s * LANES;
             bool inside = j < hidden && k < in_f;
-            wav[q * A_SPAN + s] = wa[p.off1 + (inside ? j * in_f + k : 0u)];
+            wav[q * A_SPAN + s] = wa[p.off[1] + (inside ? j * in_f + k : 0u)];
             if (!inside) wav[q * A_SPAN + s] = 0.0;
         }
     // The biases this invocation adds when it finishes outputs (pass q:
@@ -48,11 +48,11 @@ void main() {
     float bias_a[A_PASSES], bias_b[B_PASSES];
     for (uint q = 0u; q < A_PASSES; q++) {
         uint j = q * PER_PASS + finisher_slot;
-        bias_a[q] = p.given_a != 0u && j < hidden ? ba[p.off2 + j] : 0.0;
+        bias_a[q] = p.given_a != 0u && j < hidden ? ba[p.off[2] + j] : 0.0;
     }
     for (uint q = 0u; q < B_PASSES; q++) {
         uint o = q * PER_PASS + finisher_slot;
-        bias_b[q] = p.given_b != 0u && o < out_f ? bb[p.off4 + o] : 0.0;
+        bias_b[q] = p.given_b != 0u && o < out_f ? bb[p.off[4] + o] : 0.0;
     }
     for (uint r = 0u; r < ROWS; r++)
         if (tid < in_f) first_rows[r * in_f + tid] = xv[r];
@@ -64,7 +64,7 @@ void main() {
         for (uint s = 0u; s < B_SPAN; s++) {
             uint o = q * PER_PASS + slot, k = lane + s * LANES;
             bool inside = o < out_f && k < hidden;
-            wbv[q * B_SPAN + s] = wb[p.off3 + (inside ? o * hidden + k : 0u)];
+            wbv[q * B_SPAN + s] = wb[p.off[3] + (inside ? o * hidden + k : 0u)];
             if (!inside) wbv[q * B_SPAN + s] = 0.0;
         }
 
@@ -90,7 +90,7 @@ void main() {
             t += bias_a[q]; // 0 without a bias: x + 0 == x
             t = t < 0.0 ? 0.0 : t; // a NaN passes, as relu_forward
             second_rows[r * hidden + j] = t;
-            h[p.off5 + (row0 + r) * hidden + j] = t;
+            h[p.off[5] + (row0 + r) * hidden + j] = t;
         }
         barrier();
     }
@@ -109,7 +109,7 @@ void main() {
         if (finisher && o < out_f) {
             float t = 0.0;
             for (uint l = 0u; l < LANES; l++) t += partials[r * THREADS + finisher_slot * LANES + l];
-            y[p.off6 + (row0 + r) * out_f + o] = t + bias_b[q];
+            y[p.off[6] + (row0 + r) * out_f + o] = t + bias_b[q];
         }
         barrier();
     }

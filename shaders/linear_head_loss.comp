@@ -18,7 +18,7 @@ layout(constant_id = 5) const uint SPAN1 = 1u;    // ceil(out / PARTS1): wb load
 layout(constant_id = 6) const uint PARTS2 = 1u;   // THREADS / in
 layout(constant_id = 7) const uint SPAN2 = 1u;    // ceil(hidden / PARTS2): wa loads per invocation
 
-#define HEAD_OFFSETS PC_OFFSETS16
+#define HEAD_PUSH PUSH_LINEAR_HEAD_LOSS
 #include "linear_head.glsl"
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
@@ -46,26 +46,26 @@ void main() {
     const bool want_dh = p.given_dh != 0u, want_dx = p.given_dx != 0u;
 
     // The forward's loads, all in flight together, as linear_head_forward.comp.
-    const float xv = tid < in_f ? x[p.off0 + row * in_f + tid] : 0.0;
+    const float xv = tid < in_f ? x[p.off[0] + row * in_f + tid] : 0.0;
     float wav[A_PASSES * A_SPAN];
     for (uint q = 0u; q < A_PASSES; q++)
         for (uint s = 0u; s < A_SPAN; s++) {
             uint j = q * PER_PASS + slot, k = lane + s * LANES;
             bool inside = j < hidden && k < in_f;
-            wav[q * A_SPAN + s] = wa[p.off1 + (inside ? j * in_f + k : 0u)];
+            wav[q * A_SPAN + s] = wa[p.off[1] + (inside ? j * in_f + k : 0u)];
             if (!inside) wav[q * A_SPAN + s] = 0.0;
         }
     const bool finisher = tid < PER_PASS; // finishes output q * PER_PASS + tid of pass q
     float bias_a[A_PASSES], bias_b[B_PASSES];
     for (uint q = 0u; q < A_PASSES; q++) {
         uint j = q * PER_PASS + tid;
-        bias_a[q] = p.given_a != 0u && finisher && j < hidden ? ba[p.off2 + j] : 0.0;
+        bias_a[q] = p.given_a != 0u && finisher && j < hidden ? ba[p.off[2] + j] : 0.0;
     }
     for (uint q = 0u; q < B_PASSES; q++) {
         uint o = q * PER_PASS + tid;
-        bias_b[q] = p.given_b != 0u && finisher && o < out_f ? bb[p.off4 + o] : 0.0;
+        bias_b[q] = p.given_b != 0u && finisher && o < out_f ? bb[p.off[4] + o] : 0.0;
     }
-    const int label = labels[p.off5 + row];
+    const int label = labels[p.off[5] + row];
     if (tid < in_f) first_rows[tid] = xv;
     barrier();
 
@@ -74,7 +74,7 @@ void main() {
         for (uint s = 0u; s < B_SPAN; s++) {
             uint o = q * PER_PASS + slot, k = lane + s * LANES;
             bool inside = o < out_f && k < hidden;
-            wbv[q * B_SPAN + s] = wb[p.off3 + (inside ? o * hidden + k : 0u)];
+            wbv[q * B_SPAN + s] = wb[p.off[3] + (inside ? o * hidden + k : 0u)];
             if (!inside) wbv[q * B_SPAN + s] = 0.0;
         }
 
@@ -95,7 +95,7 @@ void main() {
             t += bias_a[q];
             t = t < 0.0 ? 0.0 : t; // a NaN passes, as relu_forward
             second_rows[j] = t;
-            h[p.off6 + row * hidden + j] = t;
+            h[p.off[6] + row * hidden + j] = t;
         }
         barrier();
     }
@@ -114,7 +114,7 @@ void main() {
             for (uint l = 0u; l < LANES; l++) t += partials[tid * LANES + l];
             t += bias_b[q];
             third_row[o] = t;
-            logits[p.off7 + row * out_f + o] = t;
+            logits[p.off[7] + row * out_f + o] = t;
         }
         barrier();
     }
@@ -126,7 +126,7 @@ void main() {
     for (uint s = 0u; s < SPAN1; s++) {
         uint o = part1 + s * PARTS1;
         bool inside = want_dh && part1 < PARTS1 && o < out_f;
-        wbt[s] = wb[p.off3 + (inside ? o * hidden + j : 0u)];
+        wbt[s] = wb[p.off[3] + (inside ? o * hidden + j : 0u)];
         if (!inside) wbt[s] = 0.0;
     }
     const uint k = tid % in_f, part2 = tid / in_f;
@@ -134,7 +134,7 @@ void main() {
     for (uint s = 0u; s < SPAN2; s++) {
         uint jj = part2 + s * PARTS2;
         bool inside = want_dx && part2 < PARTS2 && jj < hidden;
-        wat[s] = wa[p.off1 + (inside ? jj * in_f + k : 0u)];
+        wat[s] = wa[p.off[1] + (inside ? jj * in_f + k : 0u)];
         if (!inside) wat[s] = 0.0;
     }
 
@@ -151,10 +151,10 @@ void main() {
     if (tid < out_f) {
         float g = (exp(mine - m) / total - (int(tid) == label ? 1.0 : 0.0)) / float(p.rows);
         third_row[tid] = g;
-        dlogits[p.off9 + row * out_f + tid] = g;
+        dlogits[p.off[9] + row * out_f + tid] = g;
     }
     if (tid == 0u) {
-        row_loss[p.off8 + row] = good ? (log(total) + m) - at_label : uintBitsToFloat(0x7fc00000u); // NaN
+        row_loss[p.off[8] + row] = good ? (log(total) + m) - at_label : uintBitsToFloat(0x7fc00000u); // NaN
         if (!good && atomicCompSwap(status[0], 0x7fffffff, int(row)) == 0x7fffffff) {
             status[1] = label;
             status[2] = int(out_f);
@@ -176,7 +176,7 @@ void main() {
         for (uint part = 0u; part < PARTS1; part++) t += partials[part * hidden + tid];
         t = second_rows[tid] > 0.0 ? t : 0.0;
         second_rows[tid] = t;
-        dh[p.off10 + row * hidden + tid] = t;
+        dh[p.off[10] + row * hidden + tid] = t;
     }
     if (!want_dx) return;
     barrier();
@@ -193,6 +193,6 @@ void main() {
         float t = 0.0;
         for (uint part = 0u; part < PARTS2; part++) t += partials[part * in_f + tid];
         if (p.mask_input != 0u && !(first_rows[tid] > 0.0)) t = 0.0;
-        dx[p.off11 + row * in_f + tid] = t;
+        dx[p.off[11] + row * in_f + tid] = t;
     }
 }

@@ -11,10 +11,10 @@ layout(std430, binding = 1) readonly buffer A { int argmax[]; };
 #if MASKED
 layout(std430, binding = 2) readonly buffer Y { float y[]; };
 layout(std430, binding = 3) buffer DX { float dx[]; };
-#define DX_OFFSET p.off3
+#define DX_OFFSET p.off[3]
 #else
 layout(std430, binding = 2) buffer DX { float dx[]; };
-#define DX_OFFSET p.off2
+#define DX_OFFSET p.off[2]
 #endif
 
 void main() {
@@ -39,9 +39,9 @@ void main() {
             for (int ow = ow0; ow <= ow1; ow++) {
                 uint q = base + uint(oh * p.out_w + ow);
 #if MASKED
-                if (argmax[p.off1 + q] == pix && y[p.off2 + q] > 0.0) sum += dy[p.off0 + q];
+                if (argmax[p.off[1] + q] == pix && y[p.off[2] + q] > 0.0) sum += dy[p.off[0] + q];
 #else
-                if (argmax[p.off1 + q] == pix) sum += dy[p.off0 + q];
+                if (argmax[p.off[1] + q] == pix) sum += dy[p.off[0] + q];
 #endif
             }
         }

@@ -21,7 +21,7 @@ void main() {
         int h1 = min(h0 + p.kernel, p.height), w1 = min(w0 + p.kernel, p.width);
         h0 = max(h0, 0);
         w0 = max(w0, 0);
-        uint base = p.off0 + nc * uint(p.height * p.width);
+        uint base = p.off[0] + nc * uint(p.height * p.width);
         int best_index = h0 * p.width + w0;
         float best = x[base + uint(best_index)];
         for (int h = h0; h < h1; h++) {
@@ -33,7 +33,7 @@ void main() {
                 }
             }
         }
-        y[p.off1 + idx] = best;
-        argmax[p.off2 + idx] = best_index;
+        y[p.off[1] + idx] = best;
+        argmax[p.off[2] + idx] = best_index;
     }
 }

@@ -4,7 +4,7 @@
 // sums[0] += loss * rows; sums[1] += rows whose largest logit (the first of
 // equals) is at the label. One workgroup: a batch's rows are few.
 layout(local_size_x = 256) in;
-layout(push_constant) uniform Params { PC_OFFSETS int rows, cols; } p;
+PUSH_CONSTANTS(PUSH_METRICS_ACCUMULATE)
 layout(std430, binding = 0) readonly buffer L { float logits[]; };
 layout(std430, binding = 1) readonly buffer Y { int labels[]; };
 layout(std430, binding = 2) readonly buffer S { float loss[]; };
@@ -16,14 +16,14 @@ void main() {
     uint t = gl_LocalInvocationID.x;
     uint count = 0u;
     for (int r = int(t); r < p.rows; r += 256) {
-        uint base = p.off0 + uint(r) * uint(p.cols);
+        uint base = p.off[0] + uint(r) * uint(p.cols);
         int best = 0;
         float best_value = logits[base];
         for (int c = 1; c < p.cols; c++) {
             float v = logits[base + uint(c)];
             if (v > best_value) { best = c; best_value = v; }
         }
-        if (best == labels[p.off1 + uint(r)]) count++;
+        if (best == labels[p.off[1] + uint(r)]) count++;
     }
     correct[t] = count;
     barrier();
@@ -32,7 +32,7 @@ void main() {
         barrier();
     }
     if (t == 0u) {
-        sums[p.off3] += loss[p.off2] * float(p.rows);
-        sums[p.off3 + 1u] += float(correct[0]);
+        sums[p.off[3]] += loss[p.off[2]] * float(p.rows);
+        sums[p.off[3] + 1u] += float(correct[0]);
     }
 }

@@ -7,14 +7,7 @@
 // invocation keeps a compensated (Kahan) sum, so long ranges stay close to
 // the CPU's double-precision total.
 layout(local_size_x = 256) in;
-layout(push_constant) uniform Params {
-    PC_OFFSETS
-    uint n;
-    int square_input; // sum x^2 instead of x
-    int final;        // 1: write alpha * total to out[0] (+= with accumulate); 0: one partial per workgroup
-    int accumulate;
-    float alpha;
-} p;
+PUSH_CONSTANTS(PUSH_REDUCE)
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) buffer O { float o[]; };
 
@@ -24,7 +17,7 @@ void main() {
     uint tid = gl_LocalInvocationID.x;
     precise float sum = 0.0, comp = 0.0;
     for (uint i = gl_GlobalInvocationID.x; i < p.n; i += gl_NumWorkGroups.x * 256) {
-        float v = x[p.off0 + i];
+        float v = x[p.off[0] + i];
         if (p.square_input != 0) v *= v;
         precise float y = v - comp;
         precise float t = sum + y;
@@ -39,9 +32,9 @@ void main() {
     }
     if (tid != 0) return;
     if (p.final == 0) {
-        o[p.off1 + gl_WorkGroupID.x] = part[0];
+        o[p.off[1] + gl_WorkGroupID.x] = part[0];
     } else {
         float v = p.alpha * part[0];
-        o[p.off1] = p.accumulate != 0 ? o[p.off1] + v : v;
+        o[p.off[1]] = p.accumulate != 0 ? o[p.off[1]] + v : v;
     }
 }

@@ -12,10 +12,10 @@ void main() {
     GRID_STRIDE_LOOP(r, uint(p.rows)) {
         uint base = r * uint(p.cols);
         float dot = 0.0;
-        for (int j = 0; j < p.cols; j++) dot += dy[p.off1 + base + j] * y[p.off0 + base + j];
+        for (int j = 0; j < p.cols; j++) dot += dy[p.off[1] + base + j] * y[p.off[0] + base + j];
         for (int j = 0; j < p.cols; j++) {
-            float g = y[p.off0 + base + j] * (dy[p.off1 + base + j] - dot);
-            uint o = p.off2 + base + j;
+            float g = y[p.off[0] + base + j] * (dy[p.off[1] + base + j] - dot);
+            uint o = p.off[2] + base + j;
             dx[o] = p.accumulate != 0 ? dx[o] + g : g;
         }
     }

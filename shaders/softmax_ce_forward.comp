@@ -24,7 +24,7 @@ void main() {
     barrier();
     float total = 0.0;
     for (uint r = tid; r < uint(p.rows); r += 256) {
-        uint xi = p.off0 + r * uint(p.cols), pi = p.off2 + r * uint(p.cols);
+        uint xi = p.off[0] + r * uint(p.cols), pi = p.off[2] + r * uint(p.cols);
         float m = x[xi];
         for (int j = 1; j < p.cols; j++) m = max(m, x[xi + j]);
         float sum = 0.0;
@@ -35,7 +35,7 @@ void main() {
         }
         float inv = 1.0 / sum;
         for (int j = 0; j < p.cols; j++) probs[pi + j] *= inv;
-        int label = labels[p.off1 + r];
+        int label = labels[p.off[1] + r];
         if (label < 0 || label >= p.cols) {
             atomicMin(bad_row, int(r));
             total += uintBitsToFloat(0x7fc00000u); // NaN, as the CPU's row loss
@@ -50,9 +50,9 @@ void main() {
         barrier();
     }
     if (tid == 0) {
-        loss[p.off3] = part[0] / float(p.rows);
+        loss[p.off[3]] = part[0] / float(p.rows);
         if (bad_row != 0x7fffffff && atomicCompSwap(status[0], 0x7fffffff, bad_row) == 0x7fffffff) {
-            status[1] = labels[p.off1 + uint(bad_row)];
+            status[1] = labels[p.off[1] + uint(bad_row)];
             status[2] = p.cols;
         }
     }

@@ -25,8 +25,8 @@ void main() {
     float total = 0.0;
     float inv_rows = 1.0 / float(p.rows);
     for (uint r = tid; r < uint(p.rows); r += 256) {
-        uint xi = p.off0 + r * uint(p.cols), gi = p.off2 + r * uint(p.cols);
-        int label = labels[p.off1 + r]; // its load goes out with the row's
+        uint xi = p.off[0] + r * uint(p.cols), gi = p.off[2] + r * uint(p.cols);
+        int label = labels[p.off[1] + r]; // its load goes out with the row's
         float m = x[xi];
         for (int j = 1; j < p.cols; j++) m = max(m, x[xi + j]);
         float sum = 0.0;
@@ -50,9 +50,9 @@ void main() {
         barrier();
     }
     if (tid == 0) {
-        loss[p.off3] = part[0] / float(p.rows);
+        loss[p.off[3]] = part[0] / float(p.rows);
         if (bad_row != 0x7fffffff && atomicCompSwap(status[0], 0x7fffffff, bad_row) == 0x7fffffff) {
-            status[1] = labels[p.off1 + uint(bad_row)];
+            status[1] = labels[p.off[1] + uint(bad_row)];
             status[2] = p.cols;
         }
     }

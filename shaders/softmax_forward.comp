@@ -9,7 +9,7 @@ layout(std430, binding = 1) buffer Y { float y[]; };
 
 void main() {
     GRID_STRIDE_LOOP(r, uint(p.rows)) {
-        uint xi = p.off0 + r * uint(p.cols), yi = p.off1 + r * uint(p.cols);
+        uint xi = p.off[0] + r * uint(p.cols), yi = p.off[1] + r * uint(p.cols);
         float m = x[xi];
         for (int j = 1; j < p.cols; j++) m = max(m, x[xi + j]);
         float sum = 0.0;

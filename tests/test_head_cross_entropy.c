@@ -238,9 +238,9 @@ TEST(head_cross_entropy_refuses_bad_params) {
     if (vkt_skipped() || !vkt_vulkan()) return;
     nn_backend *vk = vkt_vulkan();
     p = (nn_linear_head_params){.rows = 64, .in = 120, .hidden = 84, .out = 10};
-    CHECK(vk->linear_head_loss_fuses(vk, &p));
+    CHECK(vk->supports(vk, NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, &p));
     p.out = 300;
-    CHECK(!vk->linear_head_loss_fuses(vk, &p));
+    CHECK(!vk->supports(vk, NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, &p));
 }
 
 /* `before` Linear + ReLU pairs (11 -> 13 -> c->in features), then fc1
@@ -335,13 +335,13 @@ TEST(forward_loss_equals_forward_then_loss_vulkan) {
     if (vkt_skipped() || !vkt_vulkan()) return;
     nn_backend *vk = vkt_vulkan();
     nn_linear_head_params lenet = {.rows = 64, .in = 120, .hidden = 84, .out = 10};
-    CHECK(vk->linear_head_loss_fuses(vk, &lenet)); /* the case that matters is tested fused */
+    CHECK(vk->supports(vk, NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, &lenet)); /* the case that matters is tested fused */
     for (size_t i = 0; i < sizeof kCases / sizeof kCases[0]; i++)
         for (int before = 0; before < 2; before++)
             for (int scaled = 0; scaled < 2; scaled++) {
                 const head_case *c = &kCases[i];
                 nn_linear_head_params p = {.rows = c->rows, .in = c->in, .hidden = c->hidden, .out = c->out};
-                forward_loss_matches("vulkan", c, before, scaled, vk->linear_head_loss_fuses(vk, &p), 2e-5);
+                forward_loss_matches("vulkan", c, before, scaled, vk->supports(vk, NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, &p), 2e-5);
             }
 }
 

@@ -109,17 +109,17 @@ static int count_lenet_step(const char *device, int batch) {
  * ReLU, two pools, the softmax-CE that also writes the logits' gradient),
  * backward 18 (the Linear/pool backward apply the ReLU masks), the loss seed
  * and zero_grad fills, one SGD kernel. Where Conv2d + ReLU + MaxPool2d run
- * as one (Vulkan: conv_pool_fuses), 19 runs: forward 6 (one kernel per
+ * as one (Vulkan supports CONV2D_POOL_FORWARD), 19 runs: forward 6 (one kernel per
  * fused layer), backward 12 (per Linear two GEMMs and a bias gradient, the
  * second convolution's weight and bias gradient and its data gradient, the
  * first's weight and bias gradient). Where Linear + ReLU + Linear run as
- * one too (Vulkan: linear_head_fuses), 17 runs: forward 5, backward 11 (the
+ * one too (Vulkan supports LINEAR_HEAD_FORWARD), 17 runs: forward 5, backward 11 (the
  * head's weight GEMMs and bias gradients, one kernel for its data gradient
  * through both layers, the first Linear's three kernels, the convolutions'
  * three). Where the convolutions' backward chains too (Vulkan:
- * conv_pool_chains), 16 runs: the second's data gradient and the first's
+ * CONV2D_POOL_CHAIN_WEIGHT), 16 runs: the second's data gradient and the first's
  * weight gradient are one kernel. Where the second convolution's forward
- * takes the first Linear's too (Vulkan: conv_pool_linear_fuses), 15 runs:
+ * takes the first Linear's too (Vulkan supports CONV2D_POOL_LINEAR_FORWARD), 15 runs:
  * forward 4. */
 #define FUSED_STEP_COMMANDS 31
 #define VULKAN_FUSED_STEP_COMMANDS 17

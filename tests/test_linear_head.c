@@ -101,24 +101,30 @@ TEST(linear_head_cpu_vs_double) {
     }
 }
 
-/* Kernels refuse what they do not describe, by name. */
+/* Kernels refuse what they do not describe, by name: missing buffers, then
+ * parameters. */
 TEST(linear_head_kernels_refuse_bad_params) {
     nn_backend *cpu = vkt_cpu();
     nn_linear_head_params p = params_of(&kCases[1]);
-    p.accumulate = 2;
     nn_buffer_ref none = {NULL, 0, 0}, args[7] = {none, none, none, none, none, none, none};
+    CHECK(cpu->run(cpu, NN_KERNEL_LINEAR_HEAD_FORWARD, args, 7, &p) == NN_ERR_ARGUMENT);
+    CHECK(strstr(nn_last_error(), "buffer argument 0 is missing") != NULL);
+    nn_buffer *held = cpu->alloc(cpu, 4096);
+    for (int i = 0; i < 7; i++) args[i] = (nn_buffer_ref){held, 0, 0};
+    p.accumulate = 2;
     CHECK(cpu->run(cpu, NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, args, 7, &p) == NN_ERR_ARGUMENT);
     CHECK(strstr(nn_last_error(), "must be 0 or 1") != NULL);
     p = params_of(&kCases[1]);
     p.hidden = -1;
     CHECK(cpu->run(cpu, NN_KERNEL_LINEAR_HEAD_FORWARD, args, 7, &p) == NN_ERR_ARGUMENT);
     CHECK(strstr(nn_last_error(), "negative size") != NULL);
+    cpu->free(cpu, held);
     if (vkt_skipped() || !vkt_vulkan()) return;
     nn_backend *vk = vkt_vulkan();
     p = params_of(&kCases[1]);
-    CHECK(vk->linear_head_fuses(vk, &p));
+    CHECK(vk->supports(vk, NN_KERNEL_LINEAR_HEAD_FORWARD, &p));
     p.hidden = 300;
-    CHECK(!vk->linear_head_fuses(vk, &p));
+    CHECK(!vk->supports(vk, NN_KERNEL_LINEAR_HEAD_FORWARD, &p));
     nn_buffer *b = vk->alloc(vk, 4096);
     for (int i = 0; i < 7; i++) args[i] = (nn_buffer_ref){b, 0, 0};
     CHECK(vk->run(vk, NN_KERNEL_LINEAR_HEAD_FORWARD, args, 7, &p) == NN_ERR_BACKEND);

@@ -62,9 +62,11 @@ struct nn_backend {
     nn_status (*fill)(nn_backend *self, nn_buffer_ref dst, float value, size_t count);
     nn_status (*copy)(nn_backend *self, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes);
 
-    /* Launch one kernel. args: as listed in kernels.h; params: that kernel's
-     * parameter struct. A backend lacking a kernel returns NN_ERR_BACKEND
-     * naming it: nothing falls back to another device silently. */
+    /* Launch one kernel. args: as kernel_list.h lists them; params: that
+     * kernel's parameter struct. Every backend implements every kernel of
+     * the registry; parameters a backend's kernel does not take are refused
+     * with NN_ERR_BACKEND naming them: nothing falls back to another device
+     * silently. */
     nn_status (*run)(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
                      const void *params);
 
@@ -88,28 +90,26 @@ struct nn_backend {
      * passes one, the forward fills it and the weight gradient reads it,
      * instead of running im2col a second time (memory for time). NULL: never. */
     bool (*conv_keeps_columns)(nn_backend *self, const nn_conv_params *p);
-    /* Whether Conv2d -> ReLU -> MaxPool2d with these sizes runs as the fused
-     * kernels (kernels.h, nn_conv_pool_params) on this backend. NULL: never. */
-    bool (*conv_pool_fuses)(nn_backend *self, const nn_conv_pool_params *p);
-    /* Whether two such fused layers in a row take the first's weight
-     * gradient from the second's as NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT.
-     * NULL: never. */
-    bool (*conv_pool_chains)(nn_backend *self, const nn_conv_pool_chain_params *p);
-    /* Whether such a fused layer and the Linear on its flattened output run
-     * as NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD. NULL: never. */
-    bool (*conv_pool_linear_fuses)(nn_backend *self, const nn_conv_pool_linear_params *p);
-    /* Whether Linear -> ReLU -> Linear with these sizes runs as the fused
-     * kernels (kernels.h, nn_linear_head_params). NULL: never. */
-    bool (*linear_head_fuses)(nn_backend *self, const nn_linear_head_params *p);
-    /* Whether such a head runs with the softmax cross-entropy after it as
-     * NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY. NULL: never. */
-    bool (*linear_head_loss_fuses)(nn_backend *self, const nn_linear_head_params *p);
+    /* The capability query: whether this backend runs a fused kernel
+     * (kernels.h: CONV2D_POOL_FORWARD for the layer's three kernels,
+     * CONV2D_POOL_CHAIN_WEIGHT, CONV2D_POOL_LINEAR_FORWARD,
+     * LINEAR_HEAD_FORWARD for the head's forward and data gradient,
+     * LINEAR_HEAD_CROSS_ENTROPY) with these parameters to advantage, so
+     * that operations take it rather than the kernels it stands for. Every
+     * backend runs every kernel; NULL: none is an advantage here. */
+    bool (*supports)(nn_backend *self, nn_kernel kernel, const void *params);
 
     /* Memory counters (nn_ctx_memory_stats): bytes in buffers handed out
      * now, the most at any time since the backend opened, and the bytes the
      * backend holds from the system or driver (blocks, caches). */
     void (*memory_stats)(nn_backend *self, uint64_t *current, uint64_t *peak, uint64_t *reserved);
 };
+
+/* The checks every backend's run() makes first (kernels.c): a known
+ * kernel, its number of buffers, every argument that is not optional
+ * present, and parameters. `backend` names the backend in the message. */
+nn_status nn_kernel_check_call(const char *backend, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
+                               const void *params);
 
 /* Issue one recorded command through b's run/fill/copy/write. */
 nn_status nn_command_issue(nn_backend *b, const nn_command *cmd);

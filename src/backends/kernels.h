@@ -1,68 +1,21 @@
-/* The kernel families every backend implements, and the parameters of each
- * (the seed's constant buffers, Vulkan's push constants). All sizes are
- * element counts; all tensors are dense and row-major. Buffer arguments are
- * passed to backend->run in the order listed beside each kernel. */
+/* The kernels every backend implements: their ids (from the registry,
+ * kernel_list.h), the parameters of each (the seed's constant buffers,
+ * Vulkan's push constants) and what the registry says of each. All sizes
+ * are element counts; all tensors are dense and row-major. Buffer arguments
+ * are passed to backend->run in the order kernel_list.h gives. */
 #ifndef NN_KERNELS_H
 #define NN_KERNELS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernel_list.h"
 #include "nn_error.h"
 
 typedef enum nn_kernel {
-    NN_KERNEL_GEMM,              /* A, B, C */
-    NN_KERNEL_IM2COL,            /* image, columns */
-    NN_KERNEL_COL2IM,            /* columns, image */
-    NN_KERNEL_MAXPOOL_FORWARD,   /* x, y, argmax (int32) */
-    NN_KERNEL_MAXPOOL_BACKWARD,  /* dy, argmax, dx */
-    NN_KERNEL_BIAS_ADD,          /* y (in place), bias */
-    NN_KERNEL_BIAS_GRAD,         /* dy, dbias */
-    NN_KERNEL_RELU_FORWARD,      /* x, y */
-    NN_KERNEL_RELU_BACKWARD,     /* y, dy, dx */
-    NN_KERNEL_ELEMENTWISE,       /* a, b (unused by SCALE), out */
-    NN_KERNEL_SOFTMAX_FORWARD,   /* x, y */
-    NN_KERNEL_SOFTMAX_BACKWARD,  /* y, dy, dx */
-    NN_KERNEL_SOFTMAX_CE_FORWARD,  /* logits, labels (int32), probs, loss[1] */
-    NN_KERNEL_SOFTMAX_CE_BACKWARD, /* probs, labels, dloss[1], dlogits */
-    NN_KERNEL_REDUCE_SUM,        /* x, out[1] */
-    NN_KERNEL_BROADCAST_SCALAR,  /* s[1], out */
-    NN_KERNEL_SUM_SQUARES,       /* x, out[1] */
-    NN_KERNEL_SGD_UPDATE,        /* param, grad, velocity (or none), grad_norm_sq[1] (or none) */
-    /* capture: training loops that stay on the device */
-    NN_KERNEL_GATHER_SAMPLES,    /* samples (uint8, packed 4 per word), order (or none), counter (or none), out */
-    NN_KERNEL_GATHER_ROWS,       /* table (32-bit words), order (or none), counter (or none), out */
-    NN_KERNEL_COUNTER_ADD,       /* counter (int32[1]) */
-    NN_KERNEL_FILL,              /* out (32-bit words) */
-    NN_KERNEL_METRICS_ACCUMULATE, /* logits, labels (int32), loss[1], sums[2] */
-    /* ---- fusion (issue 6): fewer, larger kernels per training step ---- */
-    NN_KERNEL_GEMM_EPILOGUE,     /* A, B, C, aux (bias or mask, or none) */
-    NN_KERNEL_MAXPOOL_BACKWARD_MASKED, /* dy, argmax, y (pool output), dx */
-    NN_KERNEL_SOFTMAX_CE_FUSED,  /* logits, labels (int32), dlogits, loss[1] */
-    NN_KERNEL_SGD_UPDATE_DEVICE_LR, /* param, grad, velocity (or none), scalars[2] = {lr, grad_norm_sq} */
-    /* ---- end fusion ---- */
-    /* dropout */
-    NN_KERNEL_DROPOUT_FORWARD,   /* x, y, mask, counter[1] (uint32, read; COUNTER_ADD advances it) */
-    /* convolution without a column matrix in memory (nn_conv_params) */
-    NN_KERNEL_CONV2D_FORWARD,         /* x, weight, y, bias (or none), columns (or none) */
-    NN_KERNEL_CONV2D_BACKWARD_DATA,   /* dy, weight, dx */
-    NN_KERNEL_CONV2D_BACKWARD_WEIGHT, /* dy, x, dweight, columns (or none) */
-    /* convolution + ReLU + max pooling as one layer (nn_conv_pool_params) */
-    NN_KERNEL_CONV2D_POOL_FORWARD,         /* x, weight, bias (or none), y, winners (int32), columns (or none) */
-    NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, /* dy, winners, x, dweight (or none), dbias (or none), columns (or none) */
-    NN_KERNEL_CONV2D_POOL_BACKWARD_DATA,   /* dy, winners, weight, dx */
-    /* ... the first of two such layers' weight gradient from the second's (nn_conv_pool_chain_params) */
-    NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT, /* dy, winners, weight (the second's), first_winners, x (the first's input),
-                                           dweight (or none), dbias (or none) (the first's) */
-    /* ... its forward with a Linear after it in the same kernel (nn_conv_pool_linear_params) */
-    NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD, /* x, weight, bias (or none), y, winners (int32), lin_weight,
-                                             lin_bias (or none), h */
-    /* Linear -> ReLU -> Linear as one layer (nn_linear_head_params) */
-    NN_KERNEL_LINEAR_HEAD_FORWARD,       /* x, wa, ba (or none), wb, bb (or none), h, y */
-    NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, /* dy, wb, h, wa, x (or none), dh, dx (or none) */
-    /* ... and softmax cross-entropy after it, with the gradient back through both layers */
-    NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, /* x, wa, ba (or none), wb, bb (or none), labels (int32), h, logits,
-                                            row_loss, dlogits, dh (or none), dx (or none) */
+#define NN_KERNEL_ENUM(ID, ...) NN_KERNEL_##ID,
+    NN_KERNEL_LIST(NN_KERNEL_ENUM)
+#undef NN_KERNEL_ENUM
     NN_KERNEL_COUNT
 } nn_kernel;
 
@@ -165,7 +118,6 @@ typedef struct nn_fill_params {
 typedef struct nn_metrics_params {
     int32_t rows, cols;
 } nn_metrics_params;
-/* ---- fusion (issue 6) ---- */
 
 /* NN_KERNEL_GEMM_EPILOGUE: the GEMM of nn_gemm_params, with the product
  * t = alpha * op(A) op(B) passed through an epilogue before it meets C:
@@ -228,8 +180,9 @@ typedef struct nn_conv_params {
  *                    either may be absent, not both;
  *   BACKWARD_DATA    dx (+)= col2im(W^T dz_n) (g.accumulate).
  * columns as for the convolution kernels (nn_backend.conv_keeps_columns
- * for conv). nn_sequential fuses the layers where nn_backend.conv_pool_fuses
- * says so; a backend's kernels refuse, by name, geometries they do not take. */
+ * for conv). The layers run fused where nn_backend.supports says so for
+ * CONV2D_POOL_FORWARD; a backend's kernels refuse, by name, geometries they
+ * do not take. */
 typedef struct nn_conv_pool_params {
     nn_conv_params conv; /* conv.epilogue: NN_EPI_BIAS_ROWS with a bias; the ReLU is implied */
     int32_t pool;        /* window and stride */
@@ -244,9 +197,9 @@ typedef struct nn_conv_pool_params {
  * BACKWARD_DATA followed by the first's BACKWARD_WEIGHT computes, with the
  * first's parameters (first.conv.g.accumulate, first.bias_accumulate);
  * the gradient between them is not in memory. second.conv.g.accumulate is
- * not used. nn_sequential chains them where nn_backend.conv_pool_chains
- * says so, when nothing else wants that gradient (the first layer's input
- * needs none). */
+ * not used. The layers are chained where nn_backend.supports says so for
+ * this kernel, when nothing else wants that gradient (the first layer's
+ * input needs none). */
 typedef struct nn_conv_pool_chain_params {
     nn_conv_pool_params first, second;
 } nn_conv_pool_chain_params;
@@ -258,9 +211,9 @@ typedef struct nn_conv_pool_chain_params {
  * pooled_h * pooled_w, in y's order): h = flat(y) lin_weight^T (+ lin_bias
  * with NN_EPI_BIAS_COLS), then relu (NN_EPI_RELU), as GEMM_EPILOGUE with
  * trans_b computes it. Both layers' outputs are written: backward reads y
- * and the winners. nn_sequential fuses Conv2d, ReLU, MaxPool2d, Flatten and
- * Linear (and a ReLU after it) where nn_backend.conv_pool_linear_fuses says
- * so (LeNet-5's second convolution and first Linear): the Linear then needs
+ * and the winners. Conv2d, ReLU, MaxPool2d, Flatten and Linear (and a ReLU
+ * after it) run so where nn_backend.supports says so for this kernel
+ * (LeNet-5's second convolution and first Linear): the Linear then needs
  * no kernel and no barrier of its own. */
 typedef struct nn_conv_pool_linear_params {
     nn_conv_pool_params conv_pool;
@@ -290,9 +243,9 @@ typedef struct nn_conv_pool_linear_params {
  *                  when dh is given, dh and dx as BACKWARD_DATA with dy =
  *                  dlogits (dx only when given, overwritten: accumulate 0).
  * The weight and bias gradients are GEMMs and column sums of dy and dh.
- * nn_sequential fuses the layers where nn_backend.linear_head_fuses (and,
- * with the loss, linear_head_loss_fuses) says so; a backend's kernels
- * refuse, by name, sizes they do not take. */
+ * The layers run fused where nn_backend.supports says so for
+ * LINEAR_HEAD_FORWARD (and, with the loss, LINEAR_HEAD_CROSS_ENTROPY); a
+ * backend's kernels refuse, by name, sizes they do not take. */
 typedef struct nn_linear_head_params {
     int32_t rows, in, hidden, out;
     int32_t mask_input; /* BACKWARD_DATA: dx *= (x > 0) */
@@ -315,8 +268,7 @@ typedef struct nn_linear_head_params {
  * scalars[0] on the device (so a recorded step can be replayed with a new
  * rate) and the squared global gradient norm from scalars[1]. */
 
-/* ---- end fusion ---- */
-/* dropout: element i is kept when philox4x32_10(counter = (i, draw, 0, 0),
+/* DROPOUT_FORWARD: element i is kept when philox4x32_10(counter = (i, draw, 0, 0),
  * key = (seed_lo, seed_hi)) word 0 >= threshold, where draw = counter[0] is
  * read from a device buffer (advanced by COUNTER_ADD after each draw, so
  * a replayed kernel list draws a fresh mask); mask[i] = kept ? scale : 0 and
@@ -328,16 +280,18 @@ typedef struct nn_dropout_params {
     uint32_t seed_lo, seed_hi;
 } nn_dropout_params;
 
+/* ---- the registry's facts of each kernel (kernel_list.h) ---- */
+
+/* "unknown kernel" for an id outside the registry. */
 const char *nn_kernel_name(nn_kernel kernel);
 /* The size of the kernel's parameter struct (0 for an unknown kernel). */
 size_t nn_kernel_params_size(nn_kernel kernel);
 /* Bit i set: the kernel writes buffer argument i (it may read it too; every
  * argument may be read). Unknown kernels: every argument. */
 unsigned nn_kernel_written_args(nn_kernel kernel);
+/* Bit i set: buffer argument i may be absent (a NULL buffer). */
+unsigned nn_kernel_optional_args(nn_kernel kernel);
 /* The number of buffer arguments the kernel takes (0 for an unknown id). */
 int nn_kernel_arg_count(nn_kernel kernel);
-/* The checks every backend's run() makes first: a known kernel, its number
- * of buffers, and parameters. `backend` names the backend in the message. */
-nn_status nn_kernel_check_call(const char *backend, nn_kernel kernel, int nargs, const void *params);
 
 #endif

@@ -145,24 +145,8 @@ bool nn_ctx_conv_keeps_columns(nn_ctx *ctx, const nn_conv_params *p) {
     return ctx->backend->conv_keeps_columns && ctx->backend->conv_keeps_columns(ctx->backend, p);
 }
 
-bool nn_ctx_conv_pool_fuses(nn_ctx *ctx, const nn_conv_pool_params *p) {
-    return ctx->backend->conv_pool_fuses && ctx->backend->conv_pool_fuses(ctx->backend, p);
-}
-
-bool nn_ctx_conv_pool_chains(nn_ctx *ctx, const nn_conv_pool_chain_params *p) {
-    return ctx->backend->conv_pool_chains && ctx->backend->conv_pool_chains(ctx->backend, p);
-}
-
-bool nn_ctx_conv_pool_linear_fuses(nn_ctx *ctx, const nn_conv_pool_linear_params *p) {
-    return ctx->backend->conv_pool_linear_fuses && ctx->backend->conv_pool_linear_fuses(ctx->backend, p);
-}
-
-bool nn_ctx_linear_head_fuses(nn_ctx *ctx, const nn_linear_head_params *p) {
-    return ctx->backend->linear_head_fuses && ctx->backend->linear_head_fuses(ctx->backend, p);
-}
-
-bool nn_ctx_linear_head_loss_fuses(nn_ctx *ctx, const nn_linear_head_params *p) {
-    return ctx->backend->linear_head_loss_fuses && ctx->backend->linear_head_loss_fuses(ctx->backend, p);
+bool nn_ctx_supports(nn_ctx *ctx, nn_kernel kernel, const void *params) {
+    return ctx->backend->supports && ctx->backend->supports(ctx->backend, kernel, params);
 }
 
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,

@@ -143,16 +143,8 @@ nn_status nn_ctx_track_step_tensor(nn_ctx *ctx, nn_tensor *t);
 void nn_ctx_untrack_step_tensor(nn_ctx *ctx, nn_tensor *t);
 /* The backend's nn_backend.conv_keeps_columns for this layer. */
 bool nn_ctx_conv_keeps_columns(nn_ctx *ctx, const nn_conv_params *p);
-/* The backend's nn_backend.conv_pool_fuses for these layers. */
-bool nn_ctx_conv_pool_fuses(nn_ctx *ctx, const nn_conv_pool_params *p);
-/* The backend's nn_backend.conv_pool_chains for these two layers. */
-bool nn_ctx_conv_pool_chains(nn_ctx *ctx, const nn_conv_pool_chain_params *p);
-/* The backend's nn_backend.conv_pool_linear_fuses for these layers. */
-bool nn_ctx_conv_pool_linear_fuses(nn_ctx *ctx, const nn_conv_pool_linear_params *p);
-/* The backend's nn_backend.linear_head_fuses for these layers. */
-bool nn_ctx_linear_head_fuses(nn_ctx *ctx, const nn_linear_head_params *p);
-/* The backend's nn_backend.linear_head_loss_fuses for these layers. */
-bool nn_ctx_linear_head_loss_fuses(nn_ctx *ctx, const nn_linear_head_params *p);
+/* The backend's capability query (nn_backend.supports) for a fused kernel. */
+bool nn_ctx_supports(nn_ctx *ctx, nn_kernel kernel, const void *params);
 
 /* Launch a kernel on the context's backend; a failure names the kernel. */
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,

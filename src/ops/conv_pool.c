@@ -36,7 +36,7 @@ static nn_node *chainable_producer(nn_tensor *x, const nn_conv_pool_params *seco
     nn_node *first = x->grad_fn;
     if (!first || first->backward != conv_pool_backward || nn_wants_grad(first->inputs[0])) return NULL;
     const nn_conv_pool_chain_params chain = {first->params.conv_pool, *second};
-    return nn_ctx_conv_pool_chains(x->ctx, &chain) ? first : NULL;
+    return nn_ctx_supports(x->ctx, NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT, &chain) ? first : NULL;
 }
 
 /* The first layer's weight and bias gradients (those it wants) from this
@@ -99,7 +99,7 @@ bool nn_conv2d_relu_maxpool_fuses(nn_tensor *x, nn_tensor *weight, nn_tensor *bi
     const nn_conv_geometry g = nn_conv2d_geometry(x, weight, params);
     if (g.out_h < pool || g.out_w < pool) return false; /* the max pooling reports it */
     const nn_conv_pool_params p = nn_conv_pool_params_of(&g, (int32_t)weight->shape[0], bias != NULL, pool);
-    return nn_ctx_conv_pool_fuses(x->ctx, &p);
+    return nn_ctx_supports(x->ctx, NN_KERNEL_CONV2D_POOL_FORWARD, &p);
 }
 
 nn_status nn_conv_pool_forward_begin(const char *op, nn_tensor *x, nn_tensor *weight, nn_tensor *bias,

@@ -39,7 +39,7 @@ bool nn_conv2d_relu_maxpool_linear_fuses(nn_tensor *x, nn_tensor *weight, nn_ten
     }
     /* The kernel does not write the column matrix a backend may keep for
      * the weight gradient. */
-    return !nn_ctx_conv_keeps_columns(x->ctx, &c.conv) && nn_ctx_conv_pool_linear_fuses(x->ctx, &p);
+    return !nn_ctx_conv_keeps_columns(x->ctx, &c.conv) && nn_ctx_supports(x->ctx, NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD, &p);
 }
 
 nn_tensor *nn_conv2d_relu_maxpool_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,

@@ -45,7 +45,7 @@ nn_tensor *nn_maxpool2d_fused(nn_tensor *x, int kernel, int stride, int padding,
  * nn_sequential runs its layers so where nn_conv2d_relu_maxpool_fuses
  * says the backend fuses them. With NN_FUSE_CHAIN_INPUT, x is the output
  * of another such op and this op its only consumer: where the backend
- * chains the two (nn_backend.conv_pool_chains) and the other op's input
+ * chains the two (nn_backend.supports, CONV2D_POOL_CHAIN_WEIGHT) and the other op's input
  * needs no gradient, this op's backward computes the other's weight and
  * bias gradients from its own output's gradient in one kernel
  * (NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT), and x's gradient, which nothing

@@ -77,7 +77,7 @@ bool nn_head_cross_entropy_fuses(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_
         return false;
     }
     const nn_linear_head_params p = params_of(x, wa, wb);
-    return nn_ctx_linear_head_loss_fuses(x->ctx, &p);
+    return nn_ctx_supports(x->ctx, NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, &p);
 }
 
 nn_tensor *nn_head_cross_entropy(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_tensor *wb, nn_tensor *bb,

@@ -101,7 +101,7 @@ bool nn_linear_relu_linear_fuses(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_
         return false;
     }
     const nn_linear_head_params p = head_params(x, wa, wb);
-    return nn_ctx_linear_head_fuses(x->ctx, &p);
+    return nn_ctx_supports(x->ctx, NN_KERNEL_LINEAR_HEAD_FORWARD, &p);
 }
 
 nn_tensor *nn_linear_relu_linear(nn_tensor *x, nn_tensor *wa, nn_tensor *ba, nn_tensor *wb, nn_tensor *bb, int flags) {

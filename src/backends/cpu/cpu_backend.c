@@ -1,5 +1,5 @@
-/* The CPU backend: host buffers, a cache of freed buffers, and the table
- * that routes each kernel family to its implementation. */
+/* The CPU backend: host buffers, a cache of freed buffers, and the
+ * nn_backend table (its kernels: cpu_kernels.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,101 +165,7 @@ static nn_status cpu_copy(nn_backend *self, nn_buffer_ref dst, nn_buffer_ref src
     return NN_OK;
 }
 
-static nn_status cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int nargs,
-                         const void *params) {
-    nn_thread_pool *pool = as_cpu(self)->pool;
-    NN_TRY(nn_kernel_check_call("cpu", kernel, nargs, params));
-    switch (kernel) {
-    case NN_KERNEL_GEMM: {
-        nn_status s = nn_cpu_gemm(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]));
-        if (s != NN_OK) {
-            const nn_gemm_params *g = params;
-            return nn_set_error(s, "cpu gemm m=%d n=%d k=%d batch=%d lda=%d ldb=%d ldc=%d: %s", g->m,
-                                g->n, g->k, g->batch, g->lda, g->ldb, g->ldc,
-                                s == NN_ERR_MEMORY ? "out of scratch memory" : "invalid sizes or strides");
-        }
-        return NN_OK;
-    }
-    case NN_KERNEL_IM2COL: return nn_cpu_im2col(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
-    case NN_KERNEL_COL2IM: return nn_cpu_col2im(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
-    case NN_KERNEL_MAXPOOL_FORWARD:
-        return nn_cpu_maxpool_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_i32(a[2]));
-    case NN_KERNEL_MAXPOOL_BACKWARD:
-        return nn_cpu_maxpool_backward(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]), nn_cpu_f32(a[2]));
-    case NN_KERNEL_BIAS_ADD: return nn_cpu_bias_add(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
-    case NN_KERNEL_BIAS_GRAD: return nn_cpu_bias_grad(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
-    case NN_KERNEL_RELU_FORWARD:
-        return nn_cpu_relu_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
-    case NN_KERNEL_RELU_BACKWARD:
-        return nn_cpu_relu_backward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]));
-    case NN_KERNEL_ELEMENTWISE:
-        return nn_cpu_elementwise(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]));
-    case NN_KERNEL_SOFTMAX_FORWARD:
-        return nn_cpu_softmax_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
-    case NN_KERNEL_SOFTMAX_BACKWARD:
-        return nn_cpu_softmax_backward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]));
-    case NN_KERNEL_SOFTMAX_CE_FORWARD:
-        return nn_cpu_softmax_ce_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]),
-                                         nn_cpu_f32(a[2]), nn_cpu_f32(a[3]));
-    case NN_KERNEL_SOFTMAX_CE_BACKWARD:
-        return nn_cpu_softmax_ce_backward(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]),
-                                          nn_cpu_f32(a[2]), nn_cpu_f32(a[3]));
-    case NN_KERNEL_REDUCE_SUM: return nn_cpu_reduce_sum(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
-    case NN_KERNEL_BROADCAST_SCALAR:
-        return nn_cpu_broadcast_scalar(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
-    case NN_KERNEL_SUM_SQUARES: return nn_cpu_sum_squares(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]));
-    case NN_KERNEL_SGD_UPDATE:
-        return nn_cpu_sgd_update(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),
-                                 nn_cpu_f32(a[3]));
-    case NN_KERNEL_GATHER_SAMPLES:
-        return nn_cpu_gather_samples(params, (const uint8_t *)nn_cpu_i32(a[0]), nn_cpu_i32(a[1]), nn_cpu_i32(a[2]),
-                                     nn_cpu_f32(a[3]));
-    case NN_KERNEL_GATHER_ROWS:
-        return nn_cpu_gather_rows(params, nn_cpu_i32(a[0]), nn_cpu_i32(a[1]), nn_cpu_i32(a[2]), nn_cpu_i32(a[3]));
-    case NN_KERNEL_COUNTER_ADD: return nn_cpu_counter_add(params, nn_cpu_i32(a[0]));
-    case NN_KERNEL_FILL: {
-        const nn_fill_params *f = params;
-        if (f->count < 0) return nn_set_error(NN_ERR_ARGUMENT, "cpu fill: count %lld", (long long)f->count);
-        NN_TRY(check_range("fill", a[0], (size_t)f->count * sizeof(uint32_t)));
-        uint32_t *out = (uint32_t *)nn_cpu_i32(a[0]);
-        for (int64_t i = 0; i < f->count; i++) out[i] = f->bits;
-        return NN_OK;
-    }
-    case NN_KERNEL_METRICS_ACCUMULATE:
-        return nn_cpu_metrics_accumulate(params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]), nn_cpu_f32(a[2]),
-                                         nn_cpu_f32(a[3]));
-    /* fusion */
-    case NN_KERNEL_GEMM_EPILOGUE:
-        return nn_cpu_gemm_epilogue(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),
-                                    nn_cpu_f32(a[3]));
-    case NN_KERNEL_MAXPOOL_BACKWARD_MASKED:
-        return nn_cpu_maxpool_backward_masked(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]),
-                                              nn_cpu_f32(a[2]), nn_cpu_f32(a[3]));
-    case NN_KERNEL_SOFTMAX_CE_FUSED:
-        return nn_cpu_softmax_ce_fused(pool, params, nn_cpu_f32(a[0]), nn_cpu_i32(a[1]), nn_cpu_f32(a[2]),
-                                       nn_cpu_f32(a[3]));
-    case NN_KERNEL_SGD_UPDATE_DEVICE_LR:
-        return nn_cpu_sgd_update_device_lr(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]),
-                                           nn_cpu_f32(a[2]), nn_cpu_f32(a[3]));
-    /* dropout */
-    case NN_KERNEL_DROPOUT_FORWARD:
-        return nn_cpu_dropout_forward(pool, params, nn_cpu_f32(a[0]), nn_cpu_f32(a[1]), nn_cpu_f32(a[2]),
-                                      (const uint32_t *)nn_cpu_i32(a[3]));
-    case NN_KERNEL_CONV2D_FORWARD:
-    case NN_KERNEL_CONV2D_BACKWARD_DATA:
-    case NN_KERNEL_CONV2D_BACKWARD_WEIGHT: return nn_cpu_conv2d(self, pool, kernel, params, a);
-    case NN_KERNEL_CONV2D_POOL_FORWARD:
-    case NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT:
-    case NN_KERNEL_CONV2D_POOL_BACKWARD_DATA: return nn_cpu_conv_pool(self, pool, kernel, params, a);
-    case NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT: return nn_cpu_conv_pool_chain(self, pool, params, a);
-    case NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD: return nn_cpu_conv_pool_linear(self, pool, params, a);
-    case NN_KERNEL_LINEAR_HEAD_FORWARD:
-    case NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA:
-    case NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY: return nn_cpu_linear_head(self, pool, kernel, params, a);
-    case NN_KERNEL_COUNT: break;
-    }
-    return nn_set_error(NN_ERR_BACKEND, "cpu: kernel %s is not implemented", nn_kernel_name(kernel));
-}
+nn_thread_pool *nn_cpu_pool(nn_backend *self) { return as_cpu(self)->pool; }
 
 /* Kernels run synchronously on the calling thread (and the pool). */
 static nn_status cpu_sync(nn_backend *self) { return NN_OK; }
@@ -293,13 +199,13 @@ nn_backend *nn_cpu_backend_new(int threads) {
     b->memory_stats = cpu_memory_stats;
     b->free = cpu_free;
     b->conv_keeps_columns = nn_cpu_conv_keeps_columns;
-    b->conv_pool_fuses = nn_cpu_conv_pool_fuses;
-    b->linear_head_fuses = nn_cpu_linear_head_fuses;
+    /* No `supports`: here the fused kernels are the unfused ones run one
+     * after another (the reference for the other backends), no faster. */
     b->write = cpu_write;
     b->read = cpu_read;
     b->fill = cpu_fill;
     b->copy = cpu_copy;
-    b->run = cpu_run;
+    b->run = nn_cpu_run;
     b->sync = cpu_sync;
     b->destroy = cpu_destroy;
     return b;

@@ -19,6 +19,18 @@ static inline int32_t *nn_cpu_i32(nn_buffer_ref ref) {
     return ref.buffer ? (int32_t *)((char *)ref.buffer->data + ref.offset) : NULL;
 }
 
+/* The backend's worker threads. */
+nn_thread_pool *nn_cpu_pool(nn_backend *self);
+
+/* cpu_kernels.c: run() through the registry's table of entry points, and
+ * every kernel's entry point nn_cpu_run_<name>(self, params, args)
+ * (kernel_list.h), which calls its family's function below. */
+nn_status nn_cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *args, int nargs, const void *params);
+#define NN_CPU_RUN_DECLARE(ID, name, params, ...) \
+    nn_status nn_cpu_run_##name(nn_backend *self, const params *p, const nn_buffer_ref *a);
+NN_KERNEL_LIST(NN_CPU_RUN_DECLARE)
+#undef NN_CPU_RUN_DECLARE
+
 /* Elements below which a pointwise kernel runs on one thread: waking the
  * workers costs more than the work. */
 #define NN_CPU_MIN_CHUNK 16384
@@ -31,11 +43,9 @@ nn_status nn_cpu_col2im(nn_thread_pool *pool, const nn_conv_geometry *g, const f
 nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *p,
                         const nn_buffer_ref *args);
 bool nn_cpu_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);
-/* NN_KERNEL_CONV2D_POOL_* (cpu_conv_pool.c): the unfused kernels in turn;
- * conv_pool_fuses says no (slower here than the layers unfused). */
+/* NN_KERNEL_CONV2D_POOL_* (cpu_conv_pool.c): the unfused kernels in turn. */
 nn_status nn_cpu_conv_pool(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_pool_params *p,
                            const nn_buffer_ref *args);
-bool nn_cpu_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p);
 /* NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT: the second layer's data gradient into
  * scratch, then the first's weight gradient (the reference; never chosen,
  * as the CPU does not fuse the layers). */
@@ -45,11 +55,9 @@ nn_status nn_cpu_conv_pool_chain(nn_backend *self, nn_thread_pool *pool, const n
  * Linear's GEMM with its epilogue (the reference; never chosen). */
 nn_status nn_cpu_conv_pool_linear(nn_backend *self, nn_thread_pool *pool, const nn_conv_pool_linear_params *p,
                                   const nn_buffer_ref *a);
-/* NN_KERNEL_LINEAR_HEAD_* (cpu_linear_head.c): the unfused layers' GEMMs in
- * turn; linear_head_fuses says no (no barrier to save on the CPU). */
+/* NN_KERNEL_LINEAR_HEAD_* (cpu_linear_head.c): the unfused layers' GEMMs in turn. */
 nn_status nn_cpu_linear_head(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel,
                              const nn_linear_head_params *p, const nn_buffer_ref *a);
-bool nn_cpu_linear_head_fuses(nn_backend *self, const nn_linear_head_params *p);
 nn_status nn_cpu_maxpool_forward(nn_thread_pool *pool, const nn_pool_params *p, const float *x,
                                  float *y, int32_t *argmax);
 nn_status nn_cpu_maxpool_backward(nn_thread_pool *pool, const nn_pool_params *p, const float *dy,
@@ -86,7 +94,6 @@ nn_status nn_cpu_softmax_ce_backward(nn_thread_pool *pool, const nn_softmax_para
                                      const float *dloss, float *dlogits);
 nn_status nn_cpu_sgd_update(nn_thread_pool *pool, const nn_sgd_params *p, float *param,
                             const float *grad, float *velocity, const float *grad_norm_sq);
-/* dropout */
 nn_status nn_cpu_dropout_forward(nn_thread_pool *pool, const nn_dropout_params *p, const float *x,
                                  float *y, float *mask, const uint32_t *counter);
 
@@ -98,7 +105,7 @@ nn_status nn_cpu_gather_rows(const nn_gather_params *p, const int32_t *table, co
 nn_status nn_cpu_counter_add(const nn_counter_params *p, int32_t *counter);
 nn_status nn_cpu_metrics_accumulate(const nn_metrics_params *p, const float *logits, const int32_t *labels,
                                     const float *loss, float *sums);
-/* ---- fusion (cpu_fused.c) ---- */
+/* cpu_fused.c */
 nn_status nn_cpu_gemm_epilogue(nn_thread_pool *pool, const nn_gemm_epilogue_params *e, const float *a,
                                const float *b, float *c, const float *aux);
 nn_status nn_cpu_maxpool_backward_masked(nn_thread_pool *pool, const nn_pool_params *p, const float *dy,

@@ -2,8 +2,9 @@
  * nn_conv_pool_params) on the CPU: the unfused kernels one after another,
  * with the convolution's output z, or its gradient, in a scratch buffer,
  * so the fused layers compute exactly the floats the three layers compute
- * unfused. nn_sequential does not fuse the layers on the CPU
- * (nn_cpu_conv_pool_fuses). */
+ * unfused. The backend does not offer them (it has no
+ * nn_backend.supports): they are the reference the GPU kernels are tested
+ * against, not faster than the layers unfused. */
 #include <string.h>
 
 #include "backends/conv_pool.h"
@@ -81,16 +82,6 @@ nn_status nn_cpu_conv_pool(nn_backend *self, nn_thread_pool *pool, nn_kernel ker
     }
     self->free(self, dz);
     return st;
-}
-
-/* No: the kernels above do what the unfused layers do plus the scatter of
- * dz (once per backward kernel), and measured slower on a LeNet-5 epoch
- * (4.4 s against 3.85 s, 2 threads on the development VM, 2026-11-22);
- * they are here as every backend's kernels are, and as the reference the
- * GPU kernels are tested against. */
-bool nn_cpu_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p) {
-    (void)self, (void)p;
-    return false;
 }
 
 nn_status nn_cpu_conv_pool_chain(nn_backend *self, nn_thread_pool *pool, const nn_conv_pool_chain_params *p,

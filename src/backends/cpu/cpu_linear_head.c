@@ -1,9 +1,9 @@
 /* The fused Linear -> ReLU -> Linear kernels (kernels.h,
  * nn_linear_head_params) on the CPU: the unfused layers' GEMMs one after
  * another, so the fused op computes exactly the floats the layers compute
- * unfused. There is no barrier to save here, so nn_sequential does not fuse
- * the layers on the CPU (nn_cpu_linear_head_fuses); the kernels are the
- * reference the other backends' are tested against. */
+ * unfused. There is no barrier to save here, so the backend does not offer
+ * them (it has no nn_backend.supports); the kernels are the reference the
+ * other backends' are tested against. */
 #include "backends/linear_head.h"
 #include "core/error.h"
 #include "cpu_backend.h"
@@ -54,9 +54,4 @@ nn_status nn_cpu_linear_head(nn_backend *self, nn_thread_pool *pool, nn_kernel k
     nn_gemm_epilogue_params hidden = nn_linear_head_hidden_gradient(p), input = nn_linear_head_input_gradient(p);
     NN_TRY(product(self, a[0], a[1], a[5], a[2], &hidden));
     return a[6].buffer ? product(self, a[5], a[3], a[6], p->mask_input ? a[4] : none, &input) : NN_OK;
-}
-
-bool nn_cpu_linear_head_fuses(nn_backend *self, const nn_linear_head_params *p) {
-    (void)self, (void)p;
-    return false;
 }

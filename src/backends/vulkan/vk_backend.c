@@ -236,11 +236,7 @@ nn_backend *nn_vulkan_backend_new(bool hardware_only, bool *no_device) {
     b->memory_stats = vk_memory_stats;
     b->free = vk_buffer_free;
     b->conv_keeps_columns = vk_conv_keeps_columns;
-    b->conv_pool_fuses = vk_conv_pool_fuses;
-    b->conv_pool_chains = vk_conv_pool_chains;
-    b->conv_pool_linear_fuses = vk_conv_pool_linear_fuses;
-    b->linear_head_fuses = vk_linear_head_fuses;
-    b->linear_head_loss_fuses = vk_linear_head_loss_fuses;
+    b->supports = vk_supports;
     b->write = vk_write;
     b->read = vk_read;
     b->fill = vk_fill;

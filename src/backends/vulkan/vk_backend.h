@@ -3,8 +3,9 @@
  *   vk_memory.c    device-local blocks and the sub-allocator
  *   vk_stream.c    command recording, barriers, submission, staging
  *   vk_pipelines.c shader modules, pipelines, descriptor sets
- *   vk_kernels.c   run(): each kernel family's push constants and dispatch
- *   vk_gemm.c      the GEMM family: tiles, split-K, vec4-load variants */
+ *   vk_dispatch.c  recording one dispatch (pipeline, descriptors, push constants)
+ *   vk_kernels.c   run(): the table of entry points, and the one-shader kernels'
+ *   vk_gemm.c, vk_conv.c, vk_conv_pool.c, vk_linear_head.c: the larger families */
 #ifndef NN_VK_BACKEND_H
 #define NN_VK_BACKEND_H
 
@@ -13,6 +14,8 @@
 
 #include "backends/backend.h"
 #include "vk_loader.h"
+#include "vk_pipeline_list.h"
+#include "vk_push.h"
 #include "vk_probe.h"
 
 /* A device-local VkBuffer over one VkDeviceMemory, carved into sub-buffers.
@@ -100,58 +103,11 @@ typedef struct vk_plan {
 #define VK_PROFILE_LABEL 64
 typedef struct vk_profile vk_profile;
 
-/* Pipelines: one per shader and tile configuration. */
+/* Pipelines: one per shader and tile configuration (vk_pipeline_list.h). */
 typedef enum vk_pipeline_id {
-    VK_PIPE_GEMM_LARGE,  /* 128 x 128 tiles, k slices of 8, 8 x 8 per invocation */
-    VK_PIPE_GEMM_LARGE16, /* the same with k slices of 16 */
-    VK_PIPE_GEMM_LARGE_DB, /* LARGE, double-buffered in shared memory */
-    VK_PIPE_GEMM_LARGE16_DB, /* LARGE16, double-buffered (33 KB of shared memory) */
-    VK_PIPE_GEMM_MEDIUM, /* 64 x 64, 4 x 4 */
-    VK_PIPE_GEMM_SMALL,  /* 32 x 32, 4 x 4 */
-    VK_PIPE_GEMM_THIN,   /* 16 x 64, 4 x 4: few rows (LeNet's convolutions) */
-    VK_PIPE_GEMM_SPLITK, /* adds split-K partial products into C */
-    VK_PIPE_GEMM_LATENCY, /* latency-bound products: 16 x 8 tiles, one output per invocation */
-    VK_PIPE_GEMM_LATENCY_FEW_ROWS, /* 8 x 16, for at most 8 rows (LeNet's first convolution) */
-    VK_PIPE_CONV_LATENCY, /* convolutions as those tiles, variant = mode (conv_latency.comp) */
-    VK_PIPE_CONV_LATENCY_FEW_ROWS,
-    VK_PIPE_GEMM_EPILOGUE_PASS, /* a large product's epilogue, after the plain kernel */
-    VK_PIPE_IM2COL,
-    VK_PIPE_COL2IM,
-    VK_PIPE_MAXPOOL_FORWARD,
-    VK_PIPE_MAXPOOL_BACKWARD,
-    VK_PIPE_BIAS_ADD,
-    VK_PIPE_BIAS_GRAD,
-    VK_PIPE_RELU_FORWARD,
-    VK_PIPE_RELU_BACKWARD,
-    VK_PIPE_ELEMENTWISE,
-    VK_PIPE_SOFTMAX_FORWARD,
-    VK_PIPE_SOFTMAX_BACKWARD,
-    VK_PIPE_SOFTMAX_CE_FORWARD,
-    VK_PIPE_SOFTMAX_CE_BACKWARD,
-    VK_PIPE_REDUCE,
-    VK_PIPE_BROADCAST_SCALAR,
-    VK_PIPE_SGD_UPDATE,
-    /* capture: training loops that stay on the device */
-    VK_PIPE_GATHER_SAMPLES,
-    VK_PIPE_GATHER_ROWS,
-    VK_PIPE_COUNTER_ADD,
-    VK_PIPE_FILL,
-    VK_PIPE_METRICS_ACCUMULATE,
-    /* fusion (issue 6) */
-    VK_PIPE_MAXPOOL_BACKWARD_MASKED,
-    VK_PIPE_SOFTMAX_CE_FUSED,
-    VK_PIPE_SGD_UPDATE_DEVICE_LR,
-    /* dropout */
-    VK_PIPE_DROPOUT_FORWARD,
-    /* convolution + ReLU + max pooling (vk_conv_pool.c), specialised per layer */
-    VK_PIPE_CONV_POOL_FORWARD,
-    VK_PIPE_CONV_POOL_WEIGHT,
-    VK_PIPE_CONV_POOL_DATA,
-    VK_PIPE_CONV_POOL_CHAIN_WEIGHT,
-    /* Linear -> ReLU -> Linear (vk_linear_head.c), specialised per head */
-    VK_PIPE_LINEAR_HEAD_FORWARD,
-    VK_PIPE_LINEAR_HEAD_DATA,
-    VK_PIPE_LINEAR_HEAD_LOSS, /* ... with softmax cross-entropy and the gradient back */
+#define VK_PIPELINE_ENUM(ID, ...) VK_PIPE_##ID,
+    VK_PIPELINE_LIST(VK_PIPELINE_ENUM)
+#undef VK_PIPELINE_ENUM
     VK_PIPE_COUNT
 } vk_pipeline_id;
 
@@ -169,11 +125,6 @@ typedef enum vk_pipeline_id {
 #define VK_BASE_ARG_BINDINGS 8
 #define VK_STATUS_BINDING 8
 static inline uint32_t vk_arg_binding(uint32_t arg) { return arg < VK_STATUS_BINDING ? arg : arg + 1; }
-/* Push constants start with one element offset per argument: four words
- * for kernels of at most four arguments, eight for at most eight, sixteen
- * for the rest. */
-#define VK_SMALL_ARG_COUNT 4
-#define VK_PUSH_BYTES 128     /* the minimum every device allows */
 
 typedef struct vk_set_entry {
     uint32_t blocks[VK_ARG_BINDINGS];
@@ -336,41 +287,50 @@ nn_status vk_descriptor_set(vk_backend *vk, const uint32_t blocks[VK_ARG_BINDING
 /* The tile of a GEMM pipeline: rows, columns, k slice. */
 void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk);
 
-/* vk_kernels.c */
-nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
-                 const void *params);
-/* Record one dispatch of pipeline `pipe` (GEMM: `variant`, else 0): bind the
- * blocks of the arguments (an absent one binds any block), push their element
- * offsets followed by `tail`, dispatch gx x gy x gz workgroups. */
+/* vk_kernels.c: the backend's run() through the registry's table of entry
+ * points, and its capability query (nn_backend.supports). */
+nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *args, int nargs, const void *params);
+bool vk_supports(nn_backend *self, nn_kernel kernel, const void *params);
+/* Every kernel's entry point, vk_run_<name>(vk, params, args) (kernel_list.h):
+ * in vk_kernels.c, or in its family's file below. */
+#define VK_RUN_DECLARE(ID, name, params, ...) \
+    nn_status vk_run_##name(vk_backend *vk, const params *p, const nn_buffer_ref *a);
+NN_KERNEL_LIST(VK_RUN_DECLARE)
+#undef VK_RUN_DECLARE
+
+/* vk_dispatch.c: record one dispatch of pipeline `pipe` (GEMM: `variant`,
+ * else 0): bind the blocks of the arguments (an absent one binds any
+ * block), push their element offsets into push's first words and the rest
+ * of push after them, dispatch gx x gy x gz workgroups. */
 nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
-                    int nargs, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
+                    int nargs, vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz);
 /* vk_record with the written arguments given (bit i: argument i), for
  * dispatches whose arguments are not the kernel's list (split-K's sum). */
 nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
-                       int nargs, unsigned written, const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy,
-                       uint32_t gz);
+                       int nargs, unsigned written, vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz);
 /* vk_record_ex for a kernel that finishes a split reduction (its partials
  * are among args): the work's counters and partials are tracked as
  * written too. */
 nn_status vk_record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
                           const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
-                          const void *tail, size_t tail_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
+                          vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz);
 /* A dispatch of a pipeline specialised by `constants` (vk_pipeline_special);
  * `work`, when given, is a split's work area (its counters and partials
  * are tracked as written, as by vk_record_split). */
 nn_status vk_record_special(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
                             const uint32_t constants[VK_SPECIAL_CONSTANTS], const nn_buffer_ref *args, int nargs,
-                            const vk_split_work *work, const void *tail, size_t tail_bytes, uint32_t gx,
-                            uint32_t gy, uint32_t gz);
+                            const vk_split_work *work, vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz);
 /* Workgroups of 256 for `items` (capped: the shaders stride over the rest). */
 uint32_t vk_groups_for(uint64_t items);
-/* An error naming the kernel unless 0 <= value <= UINT32_MAX. */
+/* An error naming the kernel unless 0 <= value <= UINT32_MAX: sizes and
+ * element indices must fit the shaders' 32-bit arithmetic. */
 nn_status vk_fits32(nn_kernel kernel, const char *what, int64_t value);
 #define VK_MAX_GROUPS 65535u /* the workgroup count every device allows per dimension */
 
-/* vk_gemm.c: a[0..2] = A, B, C; with epilogue != 0 (NN_EPI_* bits of
- * NN_KERNEL_GEMM_EPILOGUE) a[3] is the aux buffer (bias or mask). */
-nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, int32_t epilogue);
+/* vk_gemm.c: C = op(A) op(B) through an epilogue, a[0..2] = A, B, C; with
+ * epilogue != 0 (NN_EPI_* bits of NN_KERNEL_GEMM_EPILOGUE) a[3] is the aux
+ * buffer (bias or mask). The convolutions' column route multiplies here. */
+nn_status vk_gemm_record(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, int32_t epilogue);
 
 /* Latency-bound products (gemm_latency.comp, conv_latency.comp): whether a
  * product of `macs` multiply-adds is one, and its tiles and splits. */
@@ -382,31 +342,24 @@ bool vk_latency_wanted(int64_t macs);
 /* conv: the conv_latency.comp pipelines. */
 nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, int64_t products, bool conv,
                               vk_latency_plan *out);
-/* Record it: push (push_bytes) gets the split's counters at byte
- * counters_at; a[3] (nargs > 3) is the epilogue's aux, binding 4 a split's work area. */
+/* Record it: *counters (a field of push) gets the split's counters; a[3]
+ * (nargs > 3) is the epilogue's aux, binding 4 a split's work area. */
 nn_status vk_latency_record(vk_backend *vk, nn_kernel kernel, const vk_latency_plan *plan, int variant,
-                            const nn_buffer_ref *a, int nargs, void *push, size_t push_bytes, size_t counters_at,
-                            int64_t outputs, int32_t m, int32_t n);
+                            const nn_buffer_ref *a, int nargs, vk_push_ref push, uint32_t *counters, int64_t outputs,
+                            int32_t m, int32_t n);
 
-/* vk_conv.c: NN_KERNEL_CONV2D_FORWARD / _BACKWARD_DATA / _BACKWARD_WEIGHT. */
-nn_status vk_run_conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *p);
+/* vk_conv.c: the convolution kernels and im2col / col2im. */
 /* The backend's conv_keeps_columns: the layers that take the column route. */
 bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);
 
-/* vk_conv_pool.c: NN_KERNEL_CONV2D_POOL_FORWARD / _BACKWARD_WEIGHT /
- * _BACKWARD_DATA, and the backend's conv_pool_fuses. */
-nn_status vk_run_conv_pool(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_pool_params *p);
+/* vk_conv_pool.c: whether the fused convolution + ReLU + max pooling
+ * kernels (and chained, and with the Linear after them) run these layers
+ * to advantage here (vk_supports). */
 bool vk_conv_pool_fuses(nn_backend *self, const nn_conv_pool_params *p);
-/* NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT, and the backend's conv_pool_chains. */
-nn_status vk_run_conv_pool_chain(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_chain_params *p);
 bool vk_conv_pool_chains(nn_backend *self, const nn_conv_pool_chain_params *p);
-/* NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD, and the backend's conv_pool_linear_fuses. */
-nn_status vk_run_conv_pool_linear(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_linear_params *p);
 bool vk_conv_pool_linear_fuses(nn_backend *self, const nn_conv_pool_linear_params *p);
-/* vk_linear_head.c: NN_KERNEL_LINEAR_HEAD_FORWARD / _BACKWARD_DATA, and the
- * backend's linear_head_fuses. */
-nn_status vk_run_linear_head(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,
-                             const nn_linear_head_params *p);
+/* vk_linear_head.c: the same of the fused Linear -> ReLU -> Linear kernels
+ * (and with the loss after them). */
 bool vk_linear_head_fuses(nn_backend *self, const nn_linear_head_params *p);
 bool vk_linear_head_loss_fuses(nn_backend *self, const nn_linear_head_params *p);
 

@@ -58,44 +58,32 @@ static nn_status column_route(vk_backend *vk, nn_kernel kernel, const nn_buffer_
             nn_buffer_ref im[2] = {advance(a[0], first, c.plane_x), cols};
             st = vk_run(&vk->base, NN_KERNEL_IM2COL, im, 2, &part);
             nn_buffer_ref args[4] = {a[1], cols, advance(a[2], first, c.plane_y), a[3]};
-            if (st == NN_OK) st = vk_run_gemm(vk, args, &p, cp->epilogue);
+            if (st == NN_OK) st = vk_gemm_record(vk, args, &p, cp->epilogue);
         } else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) {
             nn_buffer_ref args[3] = {a[1], advance(a[0], first, c.plane_y), cols};
-            st = vk_run_gemm(vk, args, &p, 0);
+            st = vk_gemm_record(vk, args, &p, 0);
             nn_buffer_ref back[2] = {cols, advance(a[2], first, c.plane_x)};
             if (st == NN_OK) st = vk_run(&vk->base, NN_KERNEL_COL2IM, back, 2, &part);
         } else {
             nn_buffer_ref im[2] = {advance(a[1], first, c.plane_x), cols};
             if (!kept.buffer) st = vk_run(&vk->base, NN_KERNEL_IM2COL, im, 2, &part);
             nn_buffer_ref args[3] = {advance(a[0], first, c.plane_y), cols, a[2]};
-            if (st == NN_OK) st = vk_run_gemm(vk, args, &p, 0);
+            if (st == NN_OK) st = vk_gemm_record(vk, args, &p, 0);
         }
     }
     if (scratch) vk_scratch_done(vk, scratch);
     return st;
 }
 
-/* conv_latency.comp's push constants. */
-typedef struct conv_push {
-    uint32_t batch, channels, height, width;
-    uint32_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
-    uint32_t out_h, out_w;
-    uint32_t filters;
-    uint32_t m, n, k;
-    uint32_t summed;
-    float alpha, beta;
-    uint32_t splits, split_steps;
-    uint32_t epilogue;
-    uint32_t counters;
-} conv_push;
-
 static nn_status latency_route(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
     const nn_conv_geometry *g = &cp->g;
     const int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w, positions = (int64_t)g->out_h * g->out_w;
-    conv_push push = {(uint32_t)g->batch, (uint32_t)g->channels, (uint32_t)g->height, (uint32_t)g->width,
-                      (uint32_t)g->kernel_h, (uint32_t)g->kernel_w, (uint32_t)g->stride_h, (uint32_t)g->stride_w,
-                      (uint32_t)g->pad_h, (uint32_t)g->pad_w, (uint32_t)g->out_h, (uint32_t)g->out_w,
-                      (uint32_t)cp->filters, .alpha = 1.0f};
+    VK_PUSH(CONV_LATENCY) push = {
+        .batch = (uint32_t)g->batch, .channels = (uint32_t)g->channels, .height = (uint32_t)g->height,
+        .width = (uint32_t)g->width, .kernel_h = (uint32_t)g->kernel_h, .kernel_w = (uint32_t)g->kernel_w,
+        .stride_h = (uint32_t)g->stride_h, .stride_w = (uint32_t)g->stride_w, .pad_h = (uint32_t)g->pad_h,
+        .pad_w = (uint32_t)g->pad_w, .out_h = (uint32_t)g->out_h, .out_w = (uint32_t)g->out_w,
+        .filters = (uint32_t)cp->filters, .alpha = 1.0f};
     int variant;
     int64_t outputs = g->batch, products = 1;
     const char *what;
@@ -122,8 +110,8 @@ static nn_status latency_route(vk_backend *vk, nn_kernel kernel, const nn_buffer
     if (vk->labels)
         snprintf(vk->profile_label, sizeof vk->profile_label, "conv %s %dx%dx%dx%d f%d k%d%s", what, g->batch,
                  g->channels, g->height, g->width, cp->filters, g->kernel_h, plan.splits > 1 ? " split" : "");
-    return vk_latency_record(vk, kernel, &plan, variant, a, kernel == NN_KERNEL_CONV2D_FORWARD ? 4 : 3, &push,
-                             sizeof push, offsetof(conv_push, counters), outputs, (int32_t)push.m, (int32_t)push.n);
+    return vk_latency_record(vk, kernel, &plan, variant, a, kernel == NN_KERNEL_CONV2D_FORWARD ? 4 : 3,
+                             VK_PUSH_REF(push), &push.counters, outputs, (int32_t)push.m, (int32_t)push.n);
 }
 
 static int64_t multiply_adds(const nn_conv_params *cp) {
@@ -136,7 +124,7 @@ bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *cp) {
     return !vk_latency_wanted(multiply_adds(cp));
 }
 
-nn_status vk_run_conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
+static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
     NN_TRY(check(cp, a, kernel));
     const nn_conv_geometry *g = &cp->g;
     int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w;
@@ -150,4 +138,45 @@ nn_status vk_run_conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, 
     NN_TRY(vk_fits32(kernel, "weight entries", (int64_t)cp->filters * k));
     if (vk_latency_wanted(multiply_adds(cp))) return latency_route(vk, kernel, a, cp);
     return column_route(vk, kernel, a, cp);
+}
+
+nn_status vk_run_conv2d_forward(vk_backend *vk, const nn_conv_params *p, const nn_buffer_ref *a) {
+    return conv(vk, NN_KERNEL_CONV2D_FORWARD, a, p);
+}
+
+nn_status vk_run_conv2d_backward_data(vk_backend *vk, const nn_conv_params *p, const nn_buffer_ref *a) {
+    return conv(vk, NN_KERNEL_CONV2D_BACKWARD_DATA, a, p);
+}
+
+nn_status vk_run_conv2d_backward_weight(vk_backend *vk, const nn_conv_params *p, const nn_buffer_ref *a) {
+    return conv(vk, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, a, p);
+}
+
+/* im2col.comp and col2im.comp: one invocation per column entry (im2col) or
+ * per pixel (col2im, which sums the entries of its pixel: no atomics). */
+static nn_status columns(vk_backend *vk, nn_kernel kernel, const nn_conv_geometry *g, const nn_buffer_ref *a) {
+    const int64_t entries = (int64_t)g->batch * g->channels * g->kernel_h * g->kernel_w * g->out_h * g->out_w;
+    const int64_t pixels = (int64_t)g->batch * g->channels * g->height * g->width;
+    NN_TRY(vk_fits32(kernel, "column entries", entries));
+    NN_TRY(vk_fits32(kernel, "image pixels", pixels));
+    if (g->batch < 0 || g->channels < 0 || g->kernel_h <= 0 || g->kernel_w <= 0 || g->stride_h <= 0 ||
+        g->stride_w <= 0 || g->out_h < 0 || g->out_w < 0 || g->height < 0 || g->width < 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: invalid geometry", nn_kernel_name(kernel));
+    const bool im2col = kernel == NN_KERNEL_IM2COL;
+    const int64_t items = im2col ? entries : pixels;
+    if (items == 0) return NN_OK;
+    VK_PUSH(CONV_GEOMETRY) push = {.batch = g->batch, .channels = g->channels, .height = g->height, .width = g->width,
+                                   .kernel_h = g->kernel_h, .kernel_w = g->kernel_w, .stride_h = g->stride_h,
+                                   .stride_w = g->stride_w, .pad_h = g->pad_h, .pad_w = g->pad_w, .out_h = g->out_h,
+                                   .out_w = g->out_w, .accumulate = g->accumulate};
+    return vk_record(vk, kernel, im2col ? VK_PIPE_IM2COL : VK_PIPE_COL2IM, 0, a, 2, VK_PUSH_REF(push),
+                     vk_groups_for((uint64_t)items), 1, 1);
+}
+
+nn_status vk_run_im2col(vk_backend *vk, const nn_conv_geometry *g, const nn_buffer_ref *a) {
+    return columns(vk, NN_KERNEL_IM2COL, g, a);
+}
+
+nn_status vk_run_col2im(vk_backend *vk, const nn_conv_geometry *g, const nn_buffer_ref *a) {
+    return columns(vk, NN_KERNEL_COL2IM, g, a);
 }

@@ -6,7 +6,8 @@
  *
  * They are direct convolutions, one output (or a few) per invocation, made
  * for the small layers whose time goes to latency rather than arithmetic
- * (vk_latency_wanted), which is where vk_conv_pool_fuses says yes; large
+ * (vk_latency_wanted), which is where vk_conv_pool_fuses (the backend's
+ * supports) says yes; large
  * layers run unfused, on the column route. The kernels take any geometry
  * within the limits below and refuse the rest by name. */
 #include <stdio.h>
@@ -125,19 +126,12 @@ static void name_command(vk_backend *vk, const char *what, const nn_conv_pool_pa
                  g->channels, g->height, g->width, p->conv.filters, g->kernel_h, p->pool);
 }
 
-/* The geometry part every kernel's push constants start with. */
-typedef struct shape_push {
-    uint32_t batch, channels, height, width;
-    int32_t pad_h, pad_w;
-    uint32_t out_w;
-    uint32_t filters;
-} shape_push;
-
-static shape_push shape_of(const nn_conv_pool_params *p) {
-    const nn_conv_geometry *g = &p->conv.g;
-    return (shape_push){(uint32_t)g->batch, (uint32_t)g->channels, (uint32_t)g->height, (uint32_t)g->width,
-                        g->pad_h, g->pad_w, (uint32_t)g->out_w, (uint32_t)p->conv.filters};
-}
+/* The layer's shape every kernel's push constants start with
+ * (PUSH_CONV_POOL_SHAPE), as designated initializers. */
+#define SHAPE_OF(p)                                                                                          \
+    .batch = (uint32_t)(p)->conv.g.batch, .channels = (uint32_t)(p)->conv.g.channels,                      \
+    .height = (uint32_t)(p)->conv.g.height, .width = (uint32_t)(p)->conv.g.width, .pad_h = (p)->conv.g.pad_h, \
+    .pad_w = (p)->conv.g.pad_w, .out_w = (uint32_t)(p)->conv.g.out_w, .filters = (uint32_t)(p)->conv.filters
 
 /* The forward kernel's workgroups: invocations, filters per invocation
  * (fb), workgroups per image (tiles). */
@@ -215,13 +209,11 @@ static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_p
     if (tiles > VK_MAX_GROUPS)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: %llu outputs per image is too many", nn_kernel_name(kernel),
                             (unsigned long long)((uint64_t)p->conv.filters * pooled_plane(p)));
-    struct {
-        shape_push s;
-        uint32_t pooled_h, pooled_w, padded_h, padded_w;
-        uint32_t flags; /* 1: the convolution's bias; the Linear's: 2 bias, 4 ReLU, 8 weight rows in vec4s */
-        uint32_t counters;
-    } push = {shape_of(p), (uint32_t)p->pooled_h, (uint32_t)p->pooled_w, (uint32_t)(g->height + 2 * g->pad_h),
-              (uint32_t)(g->width + 2 * g->pad_w), (p->conv.epilogue & NN_EPI_BIAS_ROWS) ? 1u : 0u, 0};
+    VK_PUSH(CONV_POOL_FORWARD) push = {SHAPE_OF(p), .pooled_h = (uint32_t)p->pooled_h,
+                                       .pooled_w = (uint32_t)p->pooled_w,
+                                       .padded_h = (uint32_t)(g->height + 2 * g->pad_h),
+                                       .padded_w = (uint32_t)(g->width + 2 * g->pad_w),
+                                       .flags = (p->conv.epilogue & NN_EPI_BIAS_ROWS) ? 1u : 0u};
     /* The columns (a[5] of the plain forward) are not used: these kernels read the image. */
     const nn_buffer_ref none = {NULL, 0, 0};
     nn_buffer_ref args[9] = {a[0], a[1], a[2], a[3], a[4], none, none, none, none};
@@ -253,7 +245,7 @@ static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_p
                                                       image_floats, weight_floats};
     name_command(vk, linear ? "linear forward" : "forward", p);
     return vk_record_special(vk, kernel, VK_PIPE_CONV_POOL_FORWARD, constants, args, 9,
-                             work.partials.buffer ? &work : NULL, &push, sizeof push, (uint32_t)tiles, 1,
+                             work.partials.buffer ? &work : NULL, VK_PUSH_REF(push), (uint32_t)tiles, 1,
                              g->batch > (int32_t)VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)g->batch);
 }
 
@@ -331,24 +323,21 @@ static nn_status weight(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_po
     vk_split_work work = {{NULL, 0, 0}, 0, {0}};
     if (groups > 1)
         NN_TRY(vk_split_work_take(vk, (uint64_t)split.blocks, (uint64_t)(groups * p->conv.filters * outputs), &work));
-    struct {
-        shape_push s;
-        uint32_t pooled_plane, padded_h, padded_w, group_images, round_images, groups, block, lanes;
-        uint32_t flags; /* 1: dweight, 2: dbias, 4: add into dweight, 8: add into dbias */
-        uint32_t counters;
-    } push = {shape_of(p), (uint32_t)pooled_plane(p), (uint32_t)(g->height + 2 * g->pad_h),
-              (uint32_t)(g->width + 2 * g->pad_w), (uint32_t)split.group_images, (uint32_t)split.round_images,
-              (uint32_t)groups, (uint32_t)split.block, (uint32_t)split.lanes,
-              (a[3].buffer ? 1u : 0u) | (a[4].buffer ? 2u : 0u) | (g->accumulate ? 4u : 0u) |
-                  (p->bias_accumulate ? 8u : 0u),
-              work.counters};
+    VK_PUSH(CONV_POOL_WEIGHT) push = {
+        SHAPE_OF(p), .pooled_plane = (uint32_t)pooled_plane(p), .padded_h = (uint32_t)(g->height + 2 * g->pad_h),
+        .padded_w = (uint32_t)(g->width + 2 * g->pad_w), .group_images = (uint32_t)split.group_images,
+        .round_images = (uint32_t)split.round_images, .groups = (uint32_t)groups, .block = (uint32_t)split.block,
+        .lanes = (uint32_t)split.lanes,
+        .flags = (a[3].buffer ? 1u : 0u) | (a[4].buffer ? 2u : 0u) | (g->accumulate ? 4u : 0u) |
+                 (p->bias_accumulate ? 8u : 0u),
+        .counters = work.counters};
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
                                                       (uint32_t)g->stride_h, (uint32_t)g->stride_w, 0, 0,
                                                       padded(g), (uint32_t)weight_plane_gap(g)};
     nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], {NULL, 0, 0}, work.partials};
     name_command(vk, "weight", p);
     return vk_record_special(vk, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, VK_PIPE_CONV_POOL_WEIGHT, constants, args, 7,
-                             groups > 1 ? &work : NULL, &push, sizeof push, (uint32_t)groups,
+                             groups > 1 ? &work : NULL, VK_PUSH_REF(push), (uint32_t)groups,
                              (uint32_t)split.blocks, 1);
 }
 
@@ -367,16 +356,14 @@ static nn_status data(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool
     if (tiles > VK_MAX_GROUPS)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan conv2d_pool_backward_data: %lld pixels per image is too many",
                             (long long)(g->channels * g->height * g->width));
-    struct {
-        shape_push s;
-        uint32_t pooled_plane, rows, cols, chunk, accumulate;
-    } push = {shape_of(p), (uint32_t)pooled_plane(p), (uint32_t)data_rows(g), (uint32_t)data_cols(g),
-              (uint32_t)chunk, (uint32_t)g->accumulate};
+    VK_PUSH(CONV_POOL_DATA) push = {SHAPE_OF(p), .pooled_plane = (uint32_t)pooled_plane(p),
+                                    .rows = (uint32_t)data_rows(g), .cols = (uint32_t)data_cols(g),
+                                    .chunk = (uint32_t)chunk, .accumulate = (uint32_t)g->accumulate};
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g->kernel_h, (uint32_t)g->kernel_w,
                                                       (uint32_t)g->stride_h, (uint32_t)g->stride_w, DATA_RUN};
     name_command(vk, "data", p);
     return vk_record_special(vk, NN_KERNEL_CONV2D_POOL_BACKWARD_DATA, VK_PIPE_CONV_POOL_DATA, constants, a, 4, NULL,
-                             &push, sizeof push, (uint32_t)tiles, 1,
+                             VK_PUSH_REF(push), (uint32_t)tiles, 1,
                              g->batch > (int32_t)VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)g->batch);
 }
 
@@ -447,7 +434,8 @@ bool vk_conv_pool_chains(nn_backend *self, const nn_conv_pool_chain_params *p) {
            nn_conv_pool_chain_check("vulkan", p) == NN_OK && !chain_unsupported(p);
 }
 
-nn_status vk_run_conv_pool_chain(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_chain_params *p) {
+nn_status vk_run_conv2d_pool_chain_weight(vk_backend *vk, const nn_conv_pool_chain_params *p,
+                                          const nn_buffer_ref *a) {
     const nn_kernel kernel = NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT;
     NN_TRY(nn_conv_pool_chain_check("vulkan", p));
     const char *why = chain_unsupported(p);
@@ -476,29 +464,26 @@ nn_status vk_run_conv_pool_chain(vk_backend *vk, const nn_buffer_ref *a, const n
     vk_split_work work;
     NN_TRY(vk_split_work_take(vk, (uint64_t)((blocks + 1) * filter_blocks),
                               (uint64_t)((g1->batch + blocks) * filters * chain_outputs(p)), &work));
-    struct {
-        shape_push s;
-        uint32_t pooled_plane, rows, cols, chunk;
-        uint32_t x_channels, x_height, x_width, x_pad, first_out_w, first_kh, first_stride;
-        uint32_t flags; /* 1: dweight, 2: dbias, 4: add into dweight, 8: add into dbias */
-        uint32_t counters, block_images, filter_block;
-    } push = {shape_of(second), (uint32_t)pooled_plane(second), (uint32_t)data_rows(g2), (uint32_t)data_cols(g2),
-              (uint32_t)chain_chunk(p), (uint32_t)g1->channels, (uint32_t)g1->height, (uint32_t)g1->width,
-              (uint32_t)g1->pad_h | (uint32_t)g1->pad_w << 16, (uint32_t)g1->out_w, (uint32_t)g1->kernel_h,
-              (uint32_t)g1->stride_h | (uint32_t)g1->stride_w << 16,
-              (a[5].buffer ? 1u : 0u) | (a[6].buffer ? 2u : 0u) | (g1->accumulate ? 4u : 0u) |
-                  (first->bias_accumulate ? 8u : 0u),
-              work.counters, (uint32_t)block_images, (uint32_t)filter_block};
+    VK_PUSH(CONV_POOL_CHAIN_WEIGHT) push = {
+        SHAPE_OF(second), .pooled_plane = (uint32_t)pooled_plane(second), .rows = (uint32_t)data_rows(g2),
+        .cols = (uint32_t)data_cols(g2), .chunk = (uint32_t)chain_chunk(p), .x_channels = (uint32_t)g1->channels,
+        .x_height = (uint32_t)g1->height, .x_width = (uint32_t)g1->width,
+        .x_pad = (uint32_t)g1->pad_h | (uint32_t)g1->pad_w << 16, .first_out_w = (uint32_t)g1->out_w,
+        .first_kh = (uint32_t)g1->kernel_h, .first_stride = (uint32_t)g1->stride_h | (uint32_t)g1->stride_w << 16,
+        .flags = (a[5].buffer ? 1u : 0u) | (a[6].buffer ? 2u : 0u) | (g1->accumulate ? 4u : 0u) |
+                 (first->bias_accumulate ? 8u : 0u),
+        .counters = work.counters, .block_images = (uint32_t)block_images, .filter_block = (uint32_t)filter_block};
     const uint32_t constants[VK_SPECIAL_CONSTANTS] = {(uint32_t)g2->kernel_h, (uint32_t)g2->kernel_w,
                                                       (uint32_t)g2->stride_h, (uint32_t)g2->stride_w,
                                                       (uint32_t)DATA_RUN,     (uint32_t)g1->kernel_w};
     nn_buffer_ref args[8] = {a[0], a[1], a[2], a[3], a[4], a[5], a[6], work.partials};
     name_command(vk, "chain weight", first);
-    return vk_record_special(vk, kernel, VK_PIPE_CONV_POOL_CHAIN_WEIGHT, constants, args, 8, &work, &push,
-                             sizeof push, (uint32_t)g1->batch, (uint32_t)filter_blocks, 1);
+    return vk_record_special(vk, kernel, VK_PIPE_CONV_POOL_CHAIN_WEIGHT, constants, args, 8, &work,
+                             VK_PUSH_REF(push), (uint32_t)g1->batch, (uint32_t)filter_blocks, 1);
 }
 
-nn_status vk_run_conv_pool(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_pool_params *p) {
+/* The checks of the three kernels of one fused layer. */
+static nn_status check_layer(nn_kernel kernel, const nn_conv_pool_params *p) {
     NN_TRY(nn_conv_pool_params_check("vulkan", kernel, p));
     const char *why = unsupported(p);
     if (why)
@@ -507,9 +492,21 @@ nn_status vk_run_conv_pool(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref
     const nn_conv_geometry *g = &p->conv.g;
     NN_TRY(vk_fits32(kernel, "input entries", (int64_t)g->batch * g->channels * g->height * g->width));
     NN_TRY(vk_fits32(kernel, "convolution output entries", (int64_t)g->batch * p->conv.filters * g->out_h * g->out_w));
-    NN_TRY(vk_fits32(kernel, "weight entries", (int64_t)p->conv.filters * g->channels * g->kernel_h * g->kernel_w));
-    if (kernel == NN_KERNEL_CONV2D_POOL_FORWARD) return forward(vk, a, p, NULL);
-    if (kernel == NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT) return weight(vk, a, p);
+    return vk_fits32(kernel, "weight entries", (int64_t)p->conv.filters * g->channels * g->kernel_h * g->kernel_w);
+}
+
+nn_status vk_run_conv2d_pool_forward(vk_backend *vk, const nn_conv_pool_params *p, const nn_buffer_ref *a) {
+    NN_TRY(check_layer(NN_KERNEL_CONV2D_POOL_FORWARD, p));
+    return forward(vk, a, p, NULL);
+}
+
+nn_status vk_run_conv2d_pool_backward_weight(vk_backend *vk, const nn_conv_pool_params *p, const nn_buffer_ref *a) {
+    NN_TRY(check_layer(NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, p));
+    return weight(vk, a, p);
+}
+
+nn_status vk_run_conv2d_pool_backward_data(vk_backend *vk, const nn_conv_pool_params *p, const nn_buffer_ref *a) {
+    NN_TRY(check_layer(NN_KERNEL_CONV2D_POOL_BACKWARD_DATA, p));
     return data(vk, a, p);
 }
 
@@ -532,7 +529,8 @@ bool vk_conv_pool_linear_fuses(nn_backend *self, const nn_conv_pool_linear_param
            !linear_unsupported(as_vk(self), p);
 }
 
-nn_status vk_run_conv_pool_linear(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_pool_linear_params *p) {
+nn_status vk_run_conv2d_pool_linear_forward(vk_backend *vk, const nn_conv_pool_linear_params *p,
+                                            const nn_buffer_ref *a) {
     const nn_kernel kernel = NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD;
     NN_TRY(nn_conv_pool_linear_check("vulkan", p));
     const char *why = linear_unsupported(vk, p);

@@ -12,13 +12,24 @@
 #include "core/error.h"
 #include "vk_backend.h"
 
-typedef struct gemm_push {
-    uint32_t m, n, k, trans_a, trans_b, lda, ldb, ldc, batch, summed, stride_a, stride_b, stride_c;
-    float alpha, beta;
-    uint32_t splits, split_steps;
-    uint32_t epilogue;
-    uint32_t counters; /* gemm_latency.comp's self-reducing split: its tile counters */
-} gemm_push;
+/* The product's push constants, which gemm.comp and gemm_latency.comp
+ * both start with (after their offsets). */
+typedef VK_PUSH(GEMM_PRODUCT) gemm_product;
+typedef VK_PUSH(GEMM) gemm_push;
+typedef VK_PUSH(GEMM_LATENCY) gemm_latency_push;
+#define COPY_PRODUCT_FIELD(type, name) push.name = product->name;
+
+static gemm_push tiled_push(const gemm_product *product) {
+    gemm_push push = {.off = {0}};
+    PUSH_GEMM_PRODUCT(COPY_PRODUCT_FIELD)
+    return push;
+}
+
+static gemm_latency_push latency_push(const gemm_product *product) {
+    gemm_latency_push push = {.off = {0}};
+    PUSH_GEMM_PRODUCT(COPY_PRODUCT_FIELD)
+    return push;
+}
 
 /* Whether the shader may read a matrix as vec4s along its contiguous side:
  * its element offset, leading dimension, batch stride and that side's
@@ -84,13 +95,14 @@ static nn_status check_epilogue(const nn_buffer_ref *a, int32_t epi) {
 /* Split-K's two dispatches: the partial products of `splits` workgroup
  * layers into a scratch buffer, then gemm_splitk.comp adding them in order
  * (deterministic, no atomics) with alpha, beta and the epilogue into C. */
-static nn_status record_split(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, gemm_push push,
-                              uint32_t epilogue, vk_pipeline_id pipe, int variant, uint32_t gx, uint32_t gy,
-                              int64_t splits, int64_t split_steps) {
+static nn_status record_split(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p,
+                              const gemm_product *product, uint32_t epilogue, vk_pipeline_id pipe, int variant,
+                              uint32_t gx, uint32_t gy, int64_t splits, int64_t split_steps) {
     int64_t partial = (int64_t)p->m * p->n;
     NN_TRY(vk_fits32(NN_KERNEL_GEMM, "split-K scratch entries", splits * partial));
     nn_buffer *scratch = vk_buffer_alloc(&vk->base, (size_t)(splits * partial) * sizeof(float));
     if (!scratch) return nn_last_status();
+    gemm_push push = tiled_push(product);
     push.ldc = (uint32_t)p->n;
     push.stride_c = (uint32_t)partial;
     push.alpha = 1.0f;
@@ -101,16 +113,16 @@ static nn_status record_split(vk_backend *vk, const nn_buffer_ref *a, const nn_g
     nn_buffer_ref none = {NULL, 0, 0};
     nn_buffer_ref first[3] = {a[0], a[1], {scratch, 0, 0}},
                   second[3] = {{scratch, 0, 0}, a[2], epilogue ? a[3] : none};
-    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, &push, sizeof push, gx, gy,
-                             (uint32_t)splits);
+    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, first, 3, VK_PUSH_REF(push), gx, gy, (uint32_t)splits);
     if (st == NN_OK) {
         if (vk->labels)
             snprintf(vk->profile_label, sizeof vk->profile_label, "gemm split-K sum m%d n%d of %lld", p->m, p->n,
                      (long long)splits);
-        struct { uint32_t m, n, ldc, splits; float alpha, beta; uint32_t epilogue; } sum = {
-            (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, (uint32_t)splits, p->alpha, p->beta, epilogue};
-        st = vk_record_ex(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_SPLITK, 0, second, epilogue ? 3 : 2, 1u << 1, &sum,
-                          sizeof sum, vk_groups_for((uint64_t)partial), 1, 1);
+        VK_PUSH(GEMM_SPLITK) sum = {.m = (uint32_t)p->m, .n = (uint32_t)p->n, .ldc = (uint32_t)p->ldc,
+                                    .splits = (uint32_t)splits, .alpha = p->alpha, .beta = p->beta,
+                                    .epilogue = epilogue};
+        st = vk_record_ex(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_SPLITK, 0, second, epilogue ? 3 : 2, NN_ARG(1),
+                          VK_PUSH_REF(sum), vk_groups_for((uint64_t)partial), 1, 1);
     }
     vk_scratch_done(vk, scratch); /* freed at once (vk_stream.c orders reuse), or kept by a plan */
     return st;
@@ -170,37 +182,38 @@ nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, 
 }
 
 nn_status vk_latency_record(vk_backend *vk, nn_kernel kernel, const vk_latency_plan *plan, int variant,
-                            const nn_buffer_ref *a, int nargs, void *push, size_t push_bytes, size_t counters_at,
-                            int64_t outputs, int32_t m, int32_t n) {
+                            const nn_buffer_ref *a, int nargs, vk_push_ref push, uint32_t *counters, int64_t outputs,
+                            int32_t m, int32_t n) {
     /* Always five arguments (so eight offsets in the push constants, as the
      * shaders declare): A, B, C, the epilogue's aux and the work area. */
     const nn_buffer_ref none = {NULL, 0, 0};
     nn_buffer_ref args[5] = {a[0], a[1], a[2], nargs > 3 ? a[3] : none, none};
     if (plan->splits < 2) {
         uint32_t gz = outputs > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
-        return vk_record_ex(vk, kernel, plan->pipe, variant, args, 5, 1u << 2, push, push_bytes,
-                            (uint32_t)plan->tiles, 1, gz);
+        return vk_record_ex(vk, kernel, plan->pipe, variant, args, 5, NN_ARG(2), push, (uint32_t)plan->tiles, 1, gz);
     }
     vk_split_work work;
     NN_TRY(vk_split_work_take(vk, (uint64_t)plan->tiles, (uint64_t)(plan->splits * m * (int64_t)n), &work));
-    memcpy((char *)push + counters_at, &work.counters, sizeof work.counters);
+    *counters = work.counters;
     args[4] = work.partials;
-    return vk_record_split(vk, kernel, plan->pipe, variant, args, 5, (1u << 2) | (1u << 4), &work, push,
-                           push_bytes, (uint32_t)plan->tiles, 1, (uint32_t)plan->splits);
+    return vk_record_split(vk, kernel, plan->pipe, variant, args, 5, NN_ARG(2) | NN_ARG(4), &work, push,
+                           (uint32_t)plan->tiles, 1, (uint32_t)plan->splits);
 }
 
 static nn_status run_latency(vk_backend *vk, const nn_buffer_ref *a, int nargs, const nn_gemm_params *p,
-                             gemm_push push, uint32_t epilogue, int32_t k, int64_t outputs, int64_t products) {
+                             const gemm_product *product, uint32_t epilogue, int32_t k, int64_t outputs,
+                             int64_t products) {
     vk_latency_plan plan;
     NN_TRY(vk_latency_plan_for(p->m, p->n, k, outputs, products, false, &plan));
+    gemm_latency_push push = latency_push(product);
     push.splits = (uint32_t)plan.splits;
     push.split_steps = (uint32_t)plan.split_steps;
     if (vk->labels)
         snprintf(vk->profile_label, sizeof vk->profile_label, "gemm m%d n%d k%d b%d %c%c%s latency%s", p->m, p->n,
                  k, p->batch, p->trans_a ? 'T' : 'N', p->trans_b ? 'T' : 'N', epilogue ? " epilogue" : "",
                  plan.splits > 1 ? " split" : "");
-    return vk_latency_record(vk, NN_KERNEL_GEMM, &plan, 0, a, nargs, &push, sizeof push,
-                             offsetof(gemm_push, counters), outputs, p->m, p->n);
+    return vk_latency_record(vk, NN_KERNEL_GEMM, &plan, 0, a, nargs, VK_PUSH_REF(push), &push.counters, outputs, p->m,
+                             p->n);
 }
 
 /* A tiled product with an epilogue: the plain kernel, then
@@ -209,8 +222,9 @@ static nn_status run_latency(vk_backend *vk, const nn_buffer_ref *a, int nargs, 
  * likely by pushing its accumulators out of registers. With beta == 0 the
  * pass works on C in place; otherwise the product goes to a scratch T first. */
 static nn_status record_with_epilogue_pass(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p,
-                                           gemm_push push, uint32_t epilogue, vk_pipeline_id pipe, int variant,
-                                           uint32_t gx, uint32_t gy, uint32_t gz, int64_t outputs) {
+                                           const gemm_product *product, uint32_t epilogue, vk_pipeline_id pipe,
+                                           int variant, uint32_t gx, uint32_t gy, uint32_t gz, int64_t outputs) {
+    gemm_push push = tiled_push(product);
     push.epilogue = 0;
     nn_buffer *scratch = NULL;
     nn_buffer_ref t = a[2];
@@ -227,23 +241,24 @@ static nn_status record_with_epilogue_pass(vk_backend *vk, const nn_buffer_ref *
         push.stride_c = stride_t;
         push.beta = 0.0f;
     }
-    nn_buffer_ref product[3] = {a[0], a[1], t};
-    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, product, 3, &push, sizeof push, gx, gy, gz);
+    nn_buffer_ref plain[3] = {a[0], a[1], t};
+    nn_status st = vk_record(vk, NN_KERNEL_GEMM, pipe, variant, plain, 3, VK_PUSH_REF(push), gx, gy, gz);
     if (st == NN_OK) {
         if (vk->labels) snprintf(vk->profile_label, sizeof vk->profile_label, "gemm epilogue pass m%d n%d b%lld",
                                   p->m, p->n, (long long)outputs);
-        struct { uint32_t m, n, ldc, ld_t, batch, stride_c, stride_t; float beta; uint32_t epilogue; } pass = {
-            (uint32_t)p->m, (uint32_t)p->n, (uint32_t)p->ldc, ld_t, (uint32_t)outputs, (uint32_t)p->stride_c,
-            stride_t, p->beta, epilogue};
+        VK_PUSH(GEMM_EPILOGUE_PASS) pass = {.m = (uint32_t)p->m, .n = (uint32_t)p->n, .ldc = (uint32_t)p->ldc,
+                                            .ld_t = ld_t, .batch = (uint32_t)outputs,
+                                            .stride_c = (uint32_t)p->stride_c, .stride_t = stride_t,
+                                            .beta = p->beta, .epilogue = epilogue};
         nn_buffer_ref args[3] = {t, a[2], a[3]};
-        st = vk_record_ex(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_EPILOGUE_PASS, 0, args, 3, 1u << 1, &pass, sizeof pass,
+        st = vk_record_ex(vk, NN_KERNEL_GEMM, VK_PIPE_GEMM_EPILOGUE_PASS, 0, args, 3, NN_ARG(1), VK_PUSH_REF(pass),
                           vk_groups_for((uint64_t)(p->m * (int64_t)p->n * outputs)), 1, 1);
     }
     if (scratch) vk_scratch_done(vk, scratch);
     return st;
 }
 
-nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, int32_t epilogue) {
+nn_status vk_gemm_record(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, int32_t epilogue) {
     if (epilogue) NN_TRY(check_epilogue(a, epilogue));
     const int nargs = epilogue ? 4 : 3;
     bool ok = p->m >= 0 && p->n >= 0 && p->k >= 0 && p->batch >= 0 && p->stride_a >= 0 && p->stride_b >= 0 &&
@@ -277,12 +292,14 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
     if (gx > VK_MAX_GROUPS || gy > VK_MAX_GROUPS)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan gemm: m=%d n=%d needs more than %u workgroups per dimension",
                             p->m, p->n, VK_MAX_GROUPS);
-    gemm_push push = {(uint32_t)p->m, (uint32_t)p->n, (uint32_t)k, p->trans_a != 0, p->trans_b != 0,
-                      (uint32_t)p->lda, (uint32_t)p->ldb, (uint32_t)p->ldc, (uint32_t)p->batch, summed,
-                      (uint32_t)p->stride_a, (uint32_t)p->stride_b, (uint32_t)p->stride_c, p->alpha, p->beta,
-                      1, 0, (uint32_t)epilogue, 0};
+    const gemm_product product = {
+        .m = (uint32_t)p->m, .n = (uint32_t)p->n, .k = (uint32_t)k, .trans_a = p->trans_a != 0,
+        .trans_b = p->trans_b != 0, .lda = (uint32_t)p->lda, .ldb = (uint32_t)p->ldb, .ldc = (uint32_t)p->ldc,
+        .batch = (uint32_t)p->batch, .summed = summed, .stride_a = (uint32_t)p->stride_a,
+        .stride_b = (uint32_t)p->stride_b, .stride_c = (uint32_t)p->stride_c, .alpha = p->alpha, .beta = p->beta,
+        .splits = 1, .epilogue = (uint32_t)epilogue};
     if (vk_latency_wanted((int64_t)p->m * p->n * (k > 0 ? k : 1) * p->batch))
-        return run_latency(vk, a, nargs, p, push, (uint32_t)epilogue, k, outputs, products);
+        return run_latency(vk, a, nargs, p, &product, (uint32_t)epilogue, k, outputs, products);
     int variant = (int)vec4_ok(a[0], p->lda, p->stride_a, p->batch, p->trans_a ? p->m : k) |
                   (int)vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n) << 1;
     /* Split-K: each of `splits` workgroup layers walks an equal share of the
@@ -304,13 +321,22 @@ nn_status vk_run_gemm(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_para
                  splits > 1 ? " split-K" : "");
     if (splits < 2) {
         uint32_t gz = outputs > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
-        if (epilogue) return record_with_epilogue_pass(vk, a, p, push, (uint32_t)epilogue, pipe, variant,
+        if (epilogue) return record_with_epilogue_pass(vk, a, p, &product, (uint32_t)epilogue, pipe, variant,
                                                        (uint32_t)gx, (uint32_t)gy, gz, outputs);
-        return vk_record(vk, NN_KERNEL_GEMM, pipe, variant, a, nargs, &push, sizeof push, (uint32_t)gx,
-                              (uint32_t)gy, gz);
+        gemm_push push = tiled_push(&product);
+        return vk_record(vk, NN_KERNEL_GEMM, pipe, variant, a, nargs, VK_PUSH_REF(push), (uint32_t)gx, (uint32_t)gy,
+                         gz);
     }
     int64_t split_steps = ceil_div(steps, splits);
     splits = ceil_div(steps, split_steps);
-    return record_split(vk, a, p, push, (uint32_t)epilogue, pipe, variant, (uint32_t)gx, (uint32_t)gy, splits,
+    return record_split(vk, a, p, &product, (uint32_t)epilogue, pipe, variant, (uint32_t)gx, (uint32_t)gy, splits,
                         split_steps);
+}
+
+nn_status vk_run_gemm(vk_backend *vk, const nn_gemm_params *p, const nn_buffer_ref *a) {
+    return vk_gemm_record(vk, a, p, 0);
+}
+
+nn_status vk_run_gemm_epilogue(vk_backend *vk, const nn_gemm_epilogue_params *e, const nn_buffer_ref *a) {
+    return vk_gemm_record(vk, a, &e->gemm, e->epilogue);
 }

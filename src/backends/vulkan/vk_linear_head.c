@@ -5,7 +5,7 @@
  * vk_pipeline_special); linear_head_loss.comp does both with the softmax
  * cross-entropy between them. They are made for the small layers at the end
  * of a classifier, where a step's time goes to the barriers between layers,
- * and vk_linear_head_fuses says yes only there; they take any sizes within
+ * and vk_linear_head_fuses (the backend's supports) says yes only there; they take any sizes within
  * the limits below and refuse the rest by name. */
 #include <stdio.h>
 
@@ -71,12 +71,13 @@ bool vk_linear_head_loss_fuses(nn_backend *self, const nn_linear_head_params *p)
 
 /* NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY: the forward's and the data
  * gradient's constants (linear_head_loss.comp). */
-static nn_status run_cross_entropy(vk_backend *vk, const nn_buffer_ref *a, const nn_linear_head_params *p) {
+static nn_status cross_entropy(vk_backend *vk, const nn_buffer_ref *a, const nn_linear_head_params *p) {
     NN_TRY(nn_linear_head_loss_args_check("vulkan", p, a));
-    struct {
-        uint32_t rows, in, hidden, out, mask_input, accumulate, given_ba, given_bb, given_dh, given_dx;
-    } push = {(uint32_t)p->rows, (uint32_t)p->in, (uint32_t)p->hidden, (uint32_t)p->out, (uint32_t)p->mask_input,
-              0, a[2].buffer != NULL, a[4].buffer != NULL, a[10].buffer != NULL, a[11].buffer != NULL};
+    VK_PUSH(LINEAR_HEAD_LOSS) push = {.rows = (uint32_t)p->rows, .in_features = (uint32_t)p->in,
+                                      .hidden = (uint32_t)p->hidden, .out_features = (uint32_t)p->out,
+                                      .mask_input = (uint32_t)p->mask_input, .given_a = a[2].buffer != NULL,
+                                      .given_b = a[4].buffer != NULL, .given_dh = a[10].buffer != NULL,
+                                      .given_dx = a[11].buffer != NULL};
     uint32_t constants[VK_SPECIAL_CONSTANTS] = {0};
     forward_constants(p, constants);
     data_constants(p, constants + 4);
@@ -84,25 +85,35 @@ static nn_status run_cross_entropy(vk_backend *vk, const nn_buffer_ref *a, const
         snprintf(vk->profile_label, sizeof vk->profile_label, "linear head cross-entropy %dx%d-%d-%d", p->rows,
                  p->in, p->hidden, p->out);
     return vk_record_special(vk, NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, VK_PIPE_LINEAR_HEAD_LOSS, constants, a, 12,
-                             NULL, &push, sizeof push, (uint32_t)p->rows, 1, 1);
+                             NULL, VK_PUSH_REF(push), (uint32_t)p->rows, 1, 1);
 }
 
-nn_status vk_run_linear_head(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,
-                             const nn_linear_head_params *p) {
+/* The checks of every kernel of the head: its parameters, and sizes the kernels take. */
+static nn_status check(nn_kernel kernel, const nn_linear_head_params *p) {
     NN_TRY(nn_linear_head_params_check("vulkan", kernel, p));
-    if (p->rows == 0) return NN_OK;
-    const char *why = unsupported(p);
+    const char *why = p->rows == 0 ? NULL : unsupported(p);
     if (why)
         return nn_set_error(NN_ERR_BACKEND, "vulkan %s: the fused kernels do not take %s (run the layers unfused)",
                             nn_kernel_name(kernel), why);
-    if (kernel == NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY) return run_cross_entropy(vk, a, p);
+    return NN_OK;
+}
+
+nn_status vk_run_linear_head_cross_entropy(vk_backend *vk, const nn_linear_head_params *p, const nn_buffer_ref *a) {
+    NN_TRY(check(NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, p));
+    return p->rows == 0 ? NN_OK : cross_entropy(vk, a, p);
+}
+
+/* The forward and the data gradient. */
+static nn_status layers(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_linear_head_params *p) {
+    NN_TRY(check(kernel, p));
+    if (p->rows == 0) return NN_OK;
     const bool forward = kernel == NN_KERNEL_LINEAR_HEAD_FORWARD;
-    struct {
-        uint32_t rows, in, hidden, out, mask_input, accumulate, flag_a, flag_b;
-    } push = {(uint32_t)p->rows, (uint32_t)p->in, (uint32_t)p->hidden, (uint32_t)p->out, (uint32_t)p->mask_input,
-              (uint32_t)p->accumulate,
-              /* forward: the biases given; data gradient: dx given */
-              forward ? a[2].buffer != NULL : a[6].buffer != NULL, forward && a[4].buffer != NULL};
+    VK_PUSH(LINEAR_HEAD) push = {.rows = (uint32_t)p->rows, .in_features = (uint32_t)p->in,
+                                 .hidden = (uint32_t)p->hidden, .out_features = (uint32_t)p->out,
+                                 .mask_input = (uint32_t)p->mask_input, .accumulate = (uint32_t)p->accumulate,
+                                 /* forward: the biases given; data gradient: dx given */
+                                 .given_a = forward ? a[2].buffer != NULL : a[6].buffer != NULL,
+                                 .given_b = forward && a[4].buffer != NULL};
     if (!forward && p->mask_input && !a[4].buffer)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: mask_input needs x", nn_kernel_name(kernel));
     uint32_t constants[VK_SPECIAL_CONSTANTS] = {0};
@@ -112,5 +123,13 @@ nn_status vk_run_linear_head(vk_backend *vk, nn_kernel kernel, const nn_buffer_r
         snprintf(vk->profile_label, sizeof vk->profile_label, "linear head %s %dx%d-%d-%d",
                  forward ? "forward" : "data", p->rows, p->in, p->hidden, p->out);
     return vk_record_special(vk, kernel, forward ? VK_PIPE_LINEAR_HEAD_FORWARD : VK_PIPE_LINEAR_HEAD_DATA, constants,
-                             a, 7, NULL, &push, sizeof push, (uint32_t)ceil_div(p->rows, ROWS), 1, 1);
+                             a, 7, NULL, VK_PUSH_REF(push), (uint32_t)ceil_div(p->rows, ROWS), 1, 1);
+}
+
+nn_status vk_run_linear_head_forward(vk_backend *vk, const nn_linear_head_params *p, const nn_buffer_ref *a) {
+    return layers(vk, NN_KERNEL_LINEAR_HEAD_FORWARD, a, p);
+}
+
+nn_status vk_run_linear_head_backward_data(vk_backend *vk, const nn_linear_head_params *p, const nn_buffer_ref *a) {
+    return layers(vk, NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, a, p);
 }

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "vk_backend.h"
+#include "vk_pipeline_list.h"
 
 #define MAX_SETS 4096
 
@@ -22,56 +23,9 @@ typedef struct pipeline_spec {
 } pipeline_spec;
 
 static const pipeline_spec kSpecs[VK_PIPE_COUNT] = {
-    [VK_PIPE_GEMM_LARGE] = {"gemm", "gemm", {128, 128, 8, 8, 8, 256, 0}},
-    [VK_PIPE_GEMM_LARGE16] = {"gemm", "gemm", {128, 128, 16, 8, 8, 256, 0}},
-    [VK_PIPE_GEMM_LARGE_DB] = {"gemm", "gemm", {128, 128, 8, 8, 8, 256, 1}},
-    [VK_PIPE_GEMM_LARGE16_DB] = {"gemm", "gemm", {128, 128, 16, 8, 8, 256, 1}},
-    [VK_PIPE_GEMM_MEDIUM] = {"gemm", "gemm", {64, 64, 16, 4, 4, 256}},
-    [VK_PIPE_GEMM_SMALL] = {"gemm", "gemm", {32, 32, 16, 4, 4, 64}},
-    [VK_PIPE_GEMM_THIN] = {"gemm", "gemm", {16, 64, 16, 4, 4, 64}},
-    [VK_PIPE_GEMM_SPLITK] = {"gemm_splitk", "gemm (split-K sum)"},
-    /* Latency-bound tiles of 128 invocations, measured on an H200 against
-     * 256 (8 x 32 and 16 x 16): LeNet-5's epoch 125 ms instead of 129. */
-    [VK_PIPE_GEMM_LATENCY] = {"gemm_latency", "gemm (latency-bound)", {16, 8, 64, 1, 1, 128, 0}},
-    [VK_PIPE_GEMM_LATENCY_FEW_ROWS] = {"gemm_latency", "gemm (latency-bound)", {8, 16, 64, 1, 1, 128, 0}},
-    [VK_PIPE_CONV_LATENCY] = {"conv_latency", "conv2d (latency-bound)", {16, 8, 64, 1, 1, 128, 0}},
-    [VK_PIPE_CONV_LATENCY_FEW_ROWS] = {"conv_latency", "conv2d (latency-bound)", {8, 16, 64, 1, 1, 128, 0}},
-    [VK_PIPE_GEMM_EPILOGUE_PASS] = {"gemm_epilogue_pass", "gemm (epilogue pass)"},
-    [VK_PIPE_IM2COL] = {"im2col", "im2col"},
-    [VK_PIPE_COL2IM] = {"col2im", "col2im"},
-    [VK_PIPE_MAXPOOL_FORWARD] = {"maxpool_forward", "maxpool_forward"},
-    [VK_PIPE_MAXPOOL_BACKWARD] = {"maxpool_backward", "maxpool_backward"},
-    [VK_PIPE_BIAS_ADD] = {"bias_add", "bias_add"},
-    [VK_PIPE_BIAS_GRAD] = {"bias_grad", "bias_grad"},
-    [VK_PIPE_RELU_FORWARD] = {"relu_forward", "relu_forward"},
-    [VK_PIPE_RELU_BACKWARD] = {"relu_backward", "relu_backward"},
-    [VK_PIPE_ELEMENTWISE] = {"elementwise", "elementwise"},
-    [VK_PIPE_SOFTMAX_FORWARD] = {"softmax_forward", "softmax_forward"},
-    [VK_PIPE_SOFTMAX_BACKWARD] = {"softmax_backward", "softmax_backward"},
-    [VK_PIPE_SOFTMAX_CE_FORWARD] = {"softmax_ce_forward", "softmax_cross_entropy_forward"},
-    [VK_PIPE_SOFTMAX_CE_BACKWARD] = {"softmax_ce_backward", "softmax_cross_entropy_backward"},
-    [VK_PIPE_REDUCE] = {"reduce", "reduce_sum/sum_squares"},
-    [VK_PIPE_BROADCAST_SCALAR] = {"broadcast_scalar", "broadcast_scalar"},
-    [VK_PIPE_SGD_UPDATE] = {"sgd_update", "sgd_update"},
-    [VK_PIPE_GATHER_SAMPLES] = {"gather_samples", "gather_samples"},
-    [VK_PIPE_GATHER_ROWS] = {"gather_rows", "gather_rows"},
-    [VK_PIPE_COUNTER_ADD] = {"counter_add", "counter_add"},
-    [VK_PIPE_FILL] = {"fill", "fill"},
-    [VK_PIPE_METRICS_ACCUMULATE] = {"metrics_accumulate", "metrics_accumulate"},
-    /* fusion */
-    [VK_PIPE_MAXPOOL_BACKWARD_MASKED] = {"maxpool_backward_masked", "maxpool_backward_masked"},
-    [VK_PIPE_SOFTMAX_CE_FUSED] = {"softmax_ce_fused", "softmax_ce_fused"},
-    [VK_PIPE_SGD_UPDATE_DEVICE_LR] = {"sgd_update_device_lr", "sgd_update_device_lr"},
-    /* dropout */
-    [VK_PIPE_DROPOUT_FORWARD] = {"dropout_forward", "dropout_forward"},
-    /* specialised per layer (vk_pipeline_special) */
-    [VK_PIPE_CONV_POOL_FORWARD] = {"conv_pool_forward", "conv2d_pool_forward"},
-    [VK_PIPE_CONV_POOL_WEIGHT] = {"conv_pool_weight", "conv2d_pool_backward_weight"},
-    [VK_PIPE_CONV_POOL_DATA] = {"conv_pool_data", "conv2d_pool_backward_data"},
-    [VK_PIPE_CONV_POOL_CHAIN_WEIGHT] = {"conv_pool_chain_weight", "conv2d_pool_chain_weight"},
-    [VK_PIPE_LINEAR_HEAD_FORWARD] = {"linear_head_forward", "linear_head_forward"},
-    [VK_PIPE_LINEAR_HEAD_DATA] = {"linear_head_data", "linear_head_backward_data"},
-    [VK_PIPE_LINEAR_HEAD_LOSS] = {"linear_head_loss", "linear_head_cross_entropy"},
+#define VK_PIPELINE_SPEC(ID, shader, kernel, ...) [VK_PIPE_##ID] = {#shader, kernel, {__VA_ARGS__}},
+    VK_PIPELINE_LIST(VK_PIPELINE_SPEC)
+#undef VK_PIPELINE_SPEC
 };
 
 typedef struct vk_special_pipeline {

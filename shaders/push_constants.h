@@ -1,0 +1,132 @@
+/* The push-constant block of every shader, written once for both sides:
+ * GLSL declares it with PUSH_CONSTANTS(PUSH_<NAME>) (common.glsl), C makes
+ * the same struct with VK_PUSH(NAME) (src/backends/vulkan/vk_push.h), so
+ * the two cannot drift apart. Each block is a list of F(type, name) with
+ * type uint, int or float (scalars and scalar arrays only, so the C
+ * struct's layout is std430's), and starts with the element offsets of the
+ * kernel's buffer arguments: each binding is a whole memory block of the
+ * sub-allocator, and a tensor lives at an offset in it. The dispatch fills
+ * `off`, as many words as the block declares (at least one per argument);
+ * the rest is the kernel's parameters, 64-bit sizes narrowed to 32 bits
+ * after the host checked they fit. Included by C and GLSL: macros only. */
+#ifndef NN_SHADERS_PUSH_CONSTANTS_H
+#define NN_SHADERS_PUSH_CONSTANTS_H
+
+/* ---- pointwise and reductions ---- */
+#define PUSH_FILL(F) F(uint, off[4]) F(uint, n) F(uint, bits)
+#define PUSH_RELU_FORWARD(F) F(uint, off[4]) F(uint, n)
+#define PUSH_RELU_BACKWARD(F) F(uint, off[4]) F(uint, n) F(int, accumulate)
+/* op: 0 add, 1 mul, 2 scale (nn_elementwise_op) */
+#define PUSH_ELEMENTWISE(F) F(uint, off[4]) F(uint, n) F(int, op) F(int, accumulate) F(float, alpha)
+#define PUSH_BROADCAST_SCALAR(F) F(uint, off[4]) F(uint, n) F(int, accumulate) F(float, alpha)
+/* square_input: sum x^2; final: 1 writes alpha * total to out[0] (+= with
+ * accumulate), 0 one partial per workgroup */
+#define PUSH_REDUCE(F) \
+    F(uint, off[4]) F(uint, n) F(int, square_input) F(int, final) F(int, accumulate) F(float, alpha)
+#define PUSH_BIAS_ADD(F) F(uint, off[4]) F(uint, outer) F(uint, inner) F(uint, channels)
+/* chunks per channel; chunk: entries per chunk, a multiple of PIECE;
+ * counters (chunks > 1): the element index of the channel counters in binding 2 */
+#define PUSH_BIAS_GRAD(F)                                                                                  \
+    F(uint, off[4]) F(uint, outer) F(uint, inner) F(uint, channels) F(int, accumulate) F(uint, chunks)   \
+    F(uint, chunk) F(uint, counters)
+#define PUSH_DROPOUT_FORWARD(F) \
+    F(uint, off[4]) F(uint, n) F(uint, threshold) F(float, scale) F(uint, seed_lo) F(uint, seed_hi)
+
+/* ---- softmax and its losses ---- */
+#define PUSH_SOFTMAX(F) F(uint, off[4]) F(int, rows) F(int, cols) F(int, accumulate)
+#define PUSH_METRICS_ACCUMULATE(F) F(uint, off[4]) F(int, rows) F(int, cols)
+
+/* ---- optimizers ---- */
+#define PUSH_SGD_UPDATE(F)                                                                                    \
+    F(uint, off[4]) F(uint, n) F(float, lr) F(float, momentum) F(float, weight_decay) F(float, clip_value)   \
+    F(float, max_grad_norm) F(int, nesterov) F(int, has_velocity) F(int, has_norm)
+
+/* ---- device-side training loops ---- */
+#define PUSH_COUNTER_ADD(F) F(uint, off[4]) F(int, delta)
+/* nn_gather_params: row i of the output is table row order[first + counter
+ * * stride + i] (no order: the position itself; no counter: 0) */
+#define PUSH_GATHER(F)                                                                                        \
+    F(uint, off[4]) F(int, rows) F(int, row_elems) F(int, first) F(int, stride) F(int, positions)           \
+    F(int, table_rows) F(int, plane) F(float, scale[4]) F(float, shift[4]) F(int, has_order)                \
+    F(int, has_counter)
+
+/* ---- pooling, columns ---- */
+#define PUSH_POOL(F)                                                                                          \
+    F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel) F(int, stride) \
+    F(int, pad) F(int, out_h) F(int, out_w) F(int, accumulate)
+#define PUSH_CONV_GEOMETRY(F)                                                                                 \
+    F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel_h)            \
+    F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w) F(int, out_h)            \
+    F(int, out_w) F(int, accumulate)
+
+/* ---- GEMM ---- */
+/* The product C[b] = alpha op(A[b]) op(B[b]) + beta C[b]; summed: the
+ * batch adds into one C; splits walk split_steps (product, k slice) steps
+ * each; epilogue: NN_EPI_* bits (kernels.h), 0 for the plain GEMM. */
+#define PUSH_GEMM_PRODUCT(F)                                                                                  \
+    F(uint, m) F(uint, n) F(uint, k) F(uint, trans_a) F(uint, trans_b) F(uint, lda) F(uint, ldb) F(uint, ldc) \
+    F(uint, batch) F(uint, summed) F(uint, stride_a) F(uint, stride_b) F(uint, stride_c) F(float, alpha)    \
+    F(float, beta) F(uint, splits) F(uint, split_steps) F(uint, epilogue)
+#define PUSH_GEMM(F) F(uint, off[4]) PUSH_GEMM_PRODUCT(F)
+/* counters (splits > 1): the element index of the tile counters in binding 4 */
+#define PUSH_GEMM_LATENCY(F) F(uint, off[8]) PUSH_GEMM_PRODUCT(F) F(uint, counters)
+#define PUSH_GEMM_SPLITK(F) \
+    F(uint, off[4]) F(uint, m) F(uint, n) F(uint, ldc) F(uint, splits) F(float, alpha) F(float, beta) F(uint, epilogue)
+#define PUSH_GEMM_EPILOGUE_PASS(F)                                                                            \
+    F(uint, off[4]) F(uint, m) F(uint, n) F(uint, ldc) F(uint, ld_t) F(uint, batch) F(uint, stride_c)       \
+    F(uint, stride_t) F(float, beta) F(uint, epilogue)
+
+/* ---- convolution ---- */
+/* conv_latency.comp: the convolution's geometry, then its product's m, n,
+ * k (conv_latency.comp says which per mode) as gemm_latency.comp's */
+#define PUSH_CONV_LATENCY(F)                                                                                  \
+    F(uint, off[8]) F(uint, batch) F(uint, channels) F(uint, height) F(uint, width) F(uint, kernel_h)       \
+    F(uint, kernel_w) F(uint, stride_h) F(uint, stride_w) F(uint, pad_h) F(uint, pad_w) F(uint, out_h)      \
+    F(uint, out_w) F(uint, filters) F(uint, m) F(uint, n) F(uint, k) F(uint, summed) F(float, alpha)        \
+    F(float, beta) F(uint, splits) F(uint, split_steps) F(uint, epilogue) F(uint, counters)
+
+/* The fused convolution + ReLU + max pooling kernels: the layer's shape first. */
+#define PUSH_CONV_POOL_SHAPE(F)                                                                               \
+    F(uint, batch) F(uint, channels) F(uint, height) F(uint, width) F(int, pad_h) F(int, pad_w) F(uint, out_w) \
+    F(uint, filters)
+/* flags: 1 the convolution's bias; the Linear's: 2 its bias, 4 a ReLU after
+ * it, 8 its weight rows in vec4s; counters: the Linear with several
+ * workgroups per image: the work area's first counter (one per image) */
+#define PUSH_CONV_POOL_FORWARD(F)                                                                             \
+    F(uint, off[16]) PUSH_CONV_POOL_SHAPE(F) F(uint, pooled_h) F(uint, pooled_w) F(uint, padded_h)          \
+    F(uint, padded_w) F(uint, flags) F(uint, counters)
+/* block: filters per workgroup; lanes per (filter, unit); flags: 1 dweight,
+ * 2 dbias, 4 add into dweight, 8 add into dbias; counters: the work area's
+ * first counter (element index in binding 6's block) */
+#define PUSH_CONV_POOL_WEIGHT(F)                                                                              \
+    F(uint, off[8]) PUSH_CONV_POOL_SHAPE(F) F(uint, pooled_plane) F(uint, padded_h) F(uint, padded_w)       \
+    F(uint, group_images) F(uint, round_images) F(uint, groups) F(uint, block) F(uint, lanes) F(uint, flags) \
+    F(uint, counters)
+/* rows, cols: the staged plane, height + pad_h + KH - 1 by width + pad_w +
+ * KW - 1 + R - 1; chunk: filters staged at a time */
+#define PUSH_CONV_POOL_DATA(F)                                                                                \
+    F(uint, off[4]) PUSH_CONV_POOL_SHAPE(F) F(uint, pooled_plane) F(uint, rows) F(uint, cols) F(uint, chunk) \
+    F(uint, accumulate)
+/* The second layer's shape and staged planes as PUSH_CONV_POOL_DATA's, then
+ * the first layer: its input, padding (pad_h | pad_w << 16), output width,
+ * window rows and strides (stride_h | stride_w << 16); flags as
+ * PUSH_CONV_POOL_WEIGHT's; counters: the work area's first counter (element
+ * index in binding 7's block); block_images: images per block of the final
+ * sums; filter_block: the first layer's filters per workgroup */
+#define PUSH_CONV_POOL_CHAIN_WEIGHT(F)                                                                        \
+    F(uint, off[8]) PUSH_CONV_POOL_SHAPE(F) F(uint, pooled_plane) F(uint, rows) F(uint, cols) F(uint, chunk) \
+    F(uint, x_channels) F(uint, x_height) F(uint, x_width) F(uint, x_pad) F(uint, first_out_w)              \
+    F(uint, first_kh) F(uint, first_stride) F(uint, flags) F(uint, counters) F(uint, block_images)          \
+    F(uint, filter_block)
+
+/* ---- Linear -> ReLU -> Linear ---- */
+/* mask_input, accumulate: the data gradient's; given_a, given_b: forward
+ * and cross-entropy: ba, bb bound; data gradient: dx bound (given_a);
+ * given_dh, given_dx: cross-entropy: dh, dx bound */
+#define PUSH_LINEAR_HEAD_FIELDS(F)                                                                            \
+    F(uint, rows) F(uint, in_features) F(uint, hidden) F(uint, out_features) F(uint, mask_input)            \
+    F(uint, accumulate) F(uint, given_a) F(uint, given_b) F(uint, given_dh) F(uint, given_dx)
+#define PUSH_LINEAR_HEAD(F) F(uint, off[8]) PUSH_LINEAR_HEAD_FIELDS(F)
+#define PUSH_LINEAR_HEAD_LOSS(F) F(uint, off[16]) PUSH_LINEAR_HEAD_FIELDS(F)
+
+#endif

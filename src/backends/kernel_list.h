@@ -1,0 +1,114 @@
+/* The kernel registry: every kernel once, as a row of facts from which the
+ * rest is generated (kernels.h's nn_kernel enum and nn_kernel_info, each
+ * backend's table of entry points) or checked (the parity test fails for a
+ * kernel without a case).
+ *
+ *   X(ID, name, params, args, written, optional)
+ *     ID        the enum constant NN_KERNEL_<ID>
+ *     name      its name in messages and profiles; every backend implements
+ *               it as <backend>_run_<name>(self, const params *, args)
+ *     params    its parameter struct (kernels.h)
+ *     args      how many buffer arguments it takes, in the order of the
+ *               comment beside the row
+ *     written   the arguments it writes (NN_ARG(i): argument i), which the
+ *               schedules and the Vulkan backend's barriers follow
+ *     optional  the arguments that may be absent (a NULL buffer); the rest
+ *               are refused by name when missing, on every backend
+ *
+ * Adding a kernel: its row here, its parameter struct in kernels.h if new,
+ * its entry point on every backend, and its case in the parity test. */
+#ifndef NN_KERNEL_LIST_H
+#define NN_KERNEL_LIST_H
+
+#define NN_ARG(i) (1u << (i))
+
+#define NN_KERNEL_LIST(X)                                                                                       \
+    /* GEMM family: A, B, C (A and B may be absent when alpha or k is 0) */                                     \
+    X(GEMM, gemm, nn_gemm_params, 3, NN_ARG(2), NN_ARG(0) | NN_ARG(1))                                          \
+    /* ... and the product through an epilogue: A, B, C, aux (bias or mask) */                                  \
+    X(GEMM_EPILOGUE, gemm_epilogue, nn_gemm_epilogue_params, 4, NN_ARG(2), NN_ARG(0) | NN_ARG(1) | NN_ARG(3))   \
+    /* image, columns */                                                                                        \
+    X(IM2COL, im2col, nn_conv_geometry, 2, NN_ARG(1), 0)                                                        \
+    /* columns, image */                                                                                        \
+    X(COL2IM, col2im, nn_conv_geometry, 2, NN_ARG(1), 0)                                                        \
+    /* x, y, argmax (int32) */                                                                                  \
+    X(MAXPOOL_FORWARD, maxpool_forward, nn_pool_params, 3, NN_ARG(1) | NN_ARG(2), 0)                            \
+    /* dy, argmax, dx */                                                                                        \
+    X(MAXPOOL_BACKWARD, maxpool_backward, nn_pool_params, 3, NN_ARG(2), 0)                                      \
+    /* dy, argmax, y (the pool's output, a ReLU's at the argmax), dx */                                         \
+    X(MAXPOOL_BACKWARD_MASKED, maxpool_backward_masked, nn_pool_params, 4, NN_ARG(3), 0)                        \
+    /* y (in place), bias */                                                                                    \
+    X(BIAS_ADD, bias_add, nn_bias_params, 2, NN_ARG(0), 0)                                                      \
+    /* dy, dbias */                                                                                             \
+    X(BIAS_GRAD, bias_grad, nn_bias_params, 2, NN_ARG(1), 0)                                                    \
+    /* x, y */                                                                                                  \
+    X(RELU_FORWARD, relu_forward, nn_pointwise_params, 2, NN_ARG(1), 0)                                         \
+    /* y, dy, dx */                                                                                             \
+    X(RELU_BACKWARD, relu_backward, nn_pointwise_params, 3, NN_ARG(2), 0)                                       \
+    /* a, b (absent for SCALE), out */                                                                          \
+    X(ELEMENTWISE, elementwise, nn_pointwise_params, 3, NN_ARG(2), NN_ARG(1))                                   \
+    /* x, y */                                                                                                  \
+    X(SOFTMAX_FORWARD, softmax_forward, nn_softmax_params, 2, NN_ARG(1), 0)                                     \
+    /* y, dy, dx */                                                                                             \
+    X(SOFTMAX_BACKWARD, softmax_backward, nn_softmax_params, 3, NN_ARG(2), 0)                                   \
+    /* logits, labels (int32), probs, loss[1] */                                                                \
+    X(SOFTMAX_CE_FORWARD, softmax_ce_forward, nn_softmax_params, 4, NN_ARG(2) | NN_ARG(3), 0)                   \
+    /* probs, labels, dloss[1], dlogits */                                                                      \
+    X(SOFTMAX_CE_BACKWARD, softmax_ce_backward, nn_softmax_params, 4, NN_ARG(3), 0)                             \
+    /* logits, labels (int32), dlogits, loss[1] */                                                              \
+    X(SOFTMAX_CE_FUSED, softmax_ce_fused, nn_softmax_params, 4, NN_ARG(2) | NN_ARG(3), 0)                       \
+    /* x, out[1] */                                                                                             \
+    X(REDUCE_SUM, reduce_sum, nn_pointwise_params, 2, NN_ARG(1), 0)                                             \
+    /* s[1], out */                                                                                             \
+    X(BROADCAST_SCALAR, broadcast_scalar, nn_pointwise_params, 2, NN_ARG(1), 0)                                 \
+    /* x, out[1] */                                                                                             \
+    X(SUM_SQUARES, sum_squares, nn_pointwise_params, 2, NN_ARG(1), 0)                                           \
+    /* param, grad, velocity, grad_norm_sq[1] */                                                                \
+    X(SGD_UPDATE, sgd_update, nn_sgd_params, 4, NN_ARG(0) | NN_ARG(2), NN_ARG(2) | NN_ARG(3))                   \
+    /* param, grad, velocity, scalars[2] = {lr, grad_norm_sq} */                                                \
+    X(SGD_UPDATE_DEVICE_LR, sgd_update_device_lr, nn_sgd_params, 4, NN_ARG(0) | NN_ARG(2), NN_ARG(2))           \
+    /* samples (uint8, packed 4 per word), order, counter, out */                                               \
+    X(GATHER_SAMPLES, gather_samples, nn_gather_params, 4, NN_ARG(3), NN_ARG(1) | NN_ARG(2))                    \
+    /* table (32-bit words), order, counter, out */                                                             \
+    X(GATHER_ROWS, gather_rows, nn_gather_params, 4, NN_ARG(3), NN_ARG(1) | NN_ARG(2))                          \
+    /* counter (int32[1]) */                                                                                    \
+    X(COUNTER_ADD, counter_add, nn_counter_params, 1, NN_ARG(0), 0)                                             \
+    /* out (32-bit words) */                                                                                    \
+    X(FILL, fill, nn_fill_params, 1, NN_ARG(0), 0)                                                              \
+    /* logits, labels (int32), loss[1], sums[2] */                                                              \
+    X(METRICS_ACCUMULATE, metrics_accumulate, nn_metrics_params, 4, NN_ARG(3), 0)                               \
+    /* x, y, mask, counter[1] (uint32, read; COUNTER_ADD advances it) */                                        \
+    X(DROPOUT_FORWARD, dropout_forward, nn_dropout_params, 4, NN_ARG(1) | NN_ARG(2), 0)                         \
+    /* x, weight, y, bias, columns */                                                                           \
+    X(CONV2D_FORWARD, conv2d_forward, nn_conv_params, 5, NN_ARG(2) | NN_ARG(4), NN_ARG(3) | NN_ARG(4))          \
+    /* dy, weight, dx */                                                                                        \
+    X(CONV2D_BACKWARD_DATA, conv2d_backward_data, nn_conv_params, 3, NN_ARG(2), 0)                              \
+    /* dy, x, dweight, columns */                                                                               \
+    X(CONV2D_BACKWARD_WEIGHT, conv2d_backward_weight, nn_conv_params, 4, NN_ARG(2), NN_ARG(3))                  \
+    /* x, weight, bias, y, winners (int32), columns */                                                          \
+    X(CONV2D_POOL_FORWARD, conv2d_pool_forward, nn_conv_pool_params, 6, NN_ARG(3) | NN_ARG(4) | NN_ARG(5),      \
+      NN_ARG(2) | NN_ARG(5))                                                                                    \
+    /* dy, winners, x, dweight, dbias (one of the two at least), columns */                                     \
+    X(CONV2D_POOL_BACKWARD_WEIGHT, conv2d_pool_backward_weight, nn_conv_pool_params, 6, NN_ARG(3) | NN_ARG(4),  \
+      NN_ARG(3) | NN_ARG(4) | NN_ARG(5))                                                                        \
+    /* dy, winners, weight, dx */                                                                               \
+    X(CONV2D_POOL_BACKWARD_DATA, conv2d_pool_backward_data, nn_conv_pool_params, 4, NN_ARG(3), 0)               \
+    /* dy, winners, weight (the second layer's), first_winners, x (the first's input), dweight, dbias (the      \
+       first's; one of the two at least) */                                                                     \
+    X(CONV2D_POOL_CHAIN_WEIGHT, conv2d_pool_chain_weight, nn_conv_pool_chain_params, 7, NN_ARG(5) | NN_ARG(6),  \
+      NN_ARG(5) | NN_ARG(6))                                                                                    \
+    /* x, weight, bias, y, winners (int32), lin_weight, lin_bias, h */                                          \
+    X(CONV2D_POOL_LINEAR_FORWARD, conv2d_pool_linear_forward, nn_conv_pool_linear_params, 8,                    \
+      NN_ARG(3) | NN_ARG(4) | NN_ARG(7), NN_ARG(2) | NN_ARG(6))                                                 \
+    /* x, wa, ba, wb, bb, h, y */                                                                               \
+    X(LINEAR_HEAD_FORWARD, linear_head_forward, nn_linear_head_params, 7, NN_ARG(5) | NN_ARG(6),                \
+      NN_ARG(2) | NN_ARG(4))                                                                                    \
+    /* dy, wb, h, wa, x (read with mask_input), dh, dx */                                                       \
+    X(LINEAR_HEAD_BACKWARD_DATA, linear_head_backward_data, nn_linear_head_params, 7, NN_ARG(5) | NN_ARG(6),    \
+      NN_ARG(4) | NN_ARG(6))                                                                                    \
+    /* x, wa, ba, wb, bb, labels (int32), h, logits, row_loss, dlogits, dh, dx */                               \
+    X(LINEAR_HEAD_CROSS_ENTROPY, linear_head_cross_entropy, nn_linear_head_params, 12,                          \
+      NN_ARG(6) | NN_ARG(7) | NN_ARG(8) | NN_ARG(9) | NN_ARG(10) | NN_ARG(11),                                  \
+      NN_ARG(2) | NN_ARG(4) | NN_ARG(10) | NN_ARG(11))
+
+#endif

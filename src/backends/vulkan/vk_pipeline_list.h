@@ -1,0 +1,63 @@
+/* Every pipeline the Vulkan backend builds, once each: its id (vk_backend.h's
+ * vk_pipeline_id), its shader (shaders/<shader>.comp), the kernel it serves
+ * (messages) and, for the GEMM family's tiles, their specialization
+ * constants. A kernel may use several pipelines (split-K's two passes);
+ * pipelines specialised per layer take their constants at dispatch
+ * (vk_pipeline_special).
+ *
+ *   P(ID, shader, kernel, BM, BN, BK, TM, TN, workgroup size, double-buffered)
+ *     the tile constants are 0 for pipelines that take none */
+#ifndef NN_VK_PIPELINE_LIST_H
+#define NN_VK_PIPELINE_LIST_H
+
+#define VK_PIPELINE_LIST(P)                                                                                    \
+    /* the tiled GEMM: tiles of BM x BN, k slices of BK, TM x TN outputs per invocation */                     \
+    P(GEMM_LARGE, gemm, "gemm", 128, 128, 8, 8, 8, 256, 0)                                                     \
+    P(GEMM_LARGE16, gemm, "gemm", 128, 128, 16, 8, 8, 256, 0)                                                  \
+    P(GEMM_LARGE_DB, gemm, "gemm", 128, 128, 8, 8, 8, 256, 1)                                                  \
+    P(GEMM_LARGE16_DB, gemm, "gemm", 128, 128, 16, 8, 8, 256, 1)                                               \
+    P(GEMM_MEDIUM, gemm, "gemm", 64, 64, 16, 4, 4, 256, 0)                                                     \
+    P(GEMM_SMALL, gemm, "gemm", 32, 32, 16, 4, 4, 64, 0)                                                       \
+    P(GEMM_THIN, gemm, "gemm", 16, 64, 16, 4, 4, 64, 0) /* few rows */                                         \
+    P(GEMM_SPLITK, gemm_splitk, "gemm (split-K sum)", 0, 0, 0, 0, 0, 0, 0)                                     \
+    /* latency-bound products: one output per invocation, 128 invocations */                                  \
+    P(GEMM_LATENCY, gemm_latency, "gemm (latency-bound)", 16, 8, 64, 1, 1, 128, 0)                             \
+    P(GEMM_LATENCY_FEW_ROWS, gemm_latency, "gemm (latency-bound)", 8, 16, 64, 1, 1, 128, 0) /* m <= 8 */       \
+    P(CONV_LATENCY, conv_latency, "conv2d (latency-bound)", 16, 8, 64, 1, 1, 128, 0)                           \
+    P(CONV_LATENCY_FEW_ROWS, conv_latency, "conv2d (latency-bound)", 8, 16, 64, 1, 1, 128, 0)                  \
+    P(GEMM_EPILOGUE_PASS, gemm_epilogue_pass, "gemm (epilogue pass)", 0, 0, 0, 0, 0, 0, 0)                     \
+    P(IM2COL, im2col, "im2col", 0, 0, 0, 0, 0, 0, 0)                                                           \
+    P(COL2IM, col2im, "col2im", 0, 0, 0, 0, 0, 0, 0)                                                           \
+    P(MAXPOOL_FORWARD, maxpool_forward, "maxpool_forward", 0, 0, 0, 0, 0, 0, 0)                                \
+    P(MAXPOOL_BACKWARD, maxpool_backward, "maxpool_backward", 0, 0, 0, 0, 0, 0, 0)                             \
+    P(MAXPOOL_BACKWARD_MASKED, maxpool_backward_masked, "maxpool_backward_masked", 0, 0, 0, 0, 0, 0, 0)        \
+    P(BIAS_ADD, bias_add, "bias_add", 0, 0, 0, 0, 0, 0, 0)                                                     \
+    P(BIAS_GRAD, bias_grad, "bias_grad", 0, 0, 0, 0, 0, 0, 0)                                                  \
+    P(RELU_FORWARD, relu_forward, "relu_forward", 0, 0, 0, 0, 0, 0, 0)                                         \
+    P(RELU_BACKWARD, relu_backward, "relu_backward", 0, 0, 0, 0, 0, 0, 0)                                      \
+    P(ELEMENTWISE, elementwise, "elementwise", 0, 0, 0, 0, 0, 0, 0)                                            \
+    P(SOFTMAX_FORWARD, softmax_forward, "softmax_forward", 0, 0, 0, 0, 0, 0, 0)                                \
+    P(SOFTMAX_BACKWARD, softmax_backward, "softmax_backward", 0, 0, 0, 0, 0, 0, 0)                             \
+    P(SOFTMAX_CE_FORWARD, softmax_ce_forward, "softmax_cross_entropy_forward", 0, 0, 0, 0, 0, 0, 0)            \
+    P(SOFTMAX_CE_BACKWARD, softmax_ce_backward, "softmax_cross_entropy_backward", 0, 0, 0, 0, 0, 0, 0)         \
+    P(SOFTMAX_CE_FUSED, softmax_ce_fused, "softmax_ce_fused", 0, 0, 0, 0, 0, 0, 0)                             \
+    P(REDUCE, reduce, "reduce_sum/sum_squares", 0, 0, 0, 0, 0, 0, 0)                                           \
+    P(BROADCAST_SCALAR, broadcast_scalar, "broadcast_scalar", 0, 0, 0, 0, 0, 0, 0)                             \
+    P(SGD_UPDATE, sgd_update, "sgd_update", 0, 0, 0, 0, 0, 0, 0)                                               \
+    P(SGD_UPDATE_DEVICE_LR, sgd_update_device_lr, "sgd_update_device_lr", 0, 0, 0, 0, 0, 0, 0)                 \
+    P(GATHER_SAMPLES, gather_samples, "gather_samples", 0, 0, 0, 0, 0, 0, 0)                                   \
+    P(GATHER_ROWS, gather_rows, "gather_rows", 0, 0, 0, 0, 0, 0, 0)                                            \
+    P(COUNTER_ADD, counter_add, "counter_add", 0, 0, 0, 0, 0, 0, 0)                                            \
+    P(FILL, fill, "fill", 0, 0, 0, 0, 0, 0, 0)                                                                 \
+    P(METRICS_ACCUMULATE, metrics_accumulate, "metrics_accumulate", 0, 0, 0, 0, 0, 0, 0)                       \
+    P(DROPOUT_FORWARD, dropout_forward, "dropout_forward", 0, 0, 0, 0, 0, 0, 0)                                \
+    /* specialised per layer (vk_pipeline_special) */                                                          \
+    P(CONV_POOL_FORWARD, conv_pool_forward, "conv2d_pool_forward", 0, 0, 0, 0, 0, 0, 0)                        \
+    P(CONV_POOL_WEIGHT, conv_pool_weight, "conv2d_pool_backward_weight", 0, 0, 0, 0, 0, 0, 0)                  \
+    P(CONV_POOL_DATA, conv_pool_data, "conv2d_pool_backward_data", 0, 0, 0, 0, 0, 0, 0)                        \
+    P(CONV_POOL_CHAIN_WEIGHT, conv_pool_chain_weight, "conv2d_pool_chain_weight", 0, 0, 0, 0, 0, 0, 0)         \
+    P(LINEAR_HEAD_FORWARD, linear_head_forward, "linear_head_forward", 0, 0, 0, 0, 0, 0, 0)                    \
+    P(LINEAR_HEAD_DATA, linear_head_data, "linear_head_backward_data", 0, 0, 0, 0, 0, 0, 0)                    \
+    P(LINEAR_HEAD_LOSS, linear_head_loss, "linear_head_cross_entropy", 0, 0, 0, 0, 0, 0, 0)
+
+#endif
