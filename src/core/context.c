@@ -3,36 +3,7 @@
 #include <string.h>
 
 #include "internal.h"
-#ifdef NN_WITH_VULKAN
-#include "backends/vulkan/vulkan_backend.h"
-#endif
-
-/* "cpu", "vulkan", or "auto": a hardware Vulkan GPU (discrete, integrated or
- * virtual) when one is present, else the CPU. A software Vulkan device
- * (lavapipe) is slower than the CPU backend, so "auto" never takes it; ask
- * for "vulkan" to use it. A GPU that is present but fails to open is an
- * error, not a quiet switch to the CPU. */
-static nn_backend *open_backend(const char *device, int threads) {
-    if (strcmp(device, "cpu") == 0) return nn_cpu_backend_new(threads);
-#ifdef NN_WITH_VULKAN
-    if (strcmp(device, "vulkan") == 0) return nn_vulkan_backend_new(false, NULL);
-    if (strcmp(device, "auto") == 0) {
-        bool no_device = false;
-        nn_backend *gpu = nn_vulkan_backend_new(true, &no_device);
-        if (gpu || !no_device) return gpu;
-        nn_clear_error();
-        return nn_cpu_backend_new(threads);
-    }
-    return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_ctx_new: unknown device '%s' (this build has: cpu, vulkan, auto)",
-                        device);
-#else
-    if (strcmp(device, "auto") == 0) return nn_cpu_backend_new(threads);
-    if (strcmp(device, "vulkan") == 0)
-        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_ctx_new: this library was built without the Vulkan backend "
-                                             "(VULKAN=0)");
-    return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_ctx_new: unknown device '%s' (this build has: cpu, auto)", device);
-#endif
-}
+#include "backends/registry.h"
 
 nn_ctx *nn_ctx_new(const nn_ctx_options *options) {
     nn_ctx_options defaults = {"cpu", 0, 0};
@@ -43,7 +14,7 @@ nn_ctx *nn_ctx_new(const nn_ctx_options *options) {
                             options->threads);
     nn_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return NN_FAIL_NULL(NN_ERR_MEMORY, "nn_ctx_new: out of host memory");
-    ctx->backend = open_backend(device, options->threads);
+    ctx->backend = nn_backend_open("nn_ctx_new", device, options->threads);
     if (!ctx->backend) {
         free(ctx);
         return NULL; /* the backend said why */

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "cpu_backend.h"
 #include "cpu_gemm.h"
+#include "backends/registry.h"
 
 /* A training step frees and re-allocates buffers of the same sizes every
  * step; keeping freed buffers by exact size makes that allocation free of
@@ -210,3 +211,22 @@ nn_backend *nn_cpu_backend_new(int threads) {
     b->destroy = cpu_destroy;
     return b;
 }
+
+static nn_backend *open_cpu(const nn_backend_request *request, bool *no_device) {
+    if (no_device) *no_device = false;
+    return nn_cpu_backend_new(request->threads);
+}
+
+static void list_cpu(void (*add)(void *ctx, const nn_device_info *info), void *ctx) {
+    nn_device_info info;
+    memset(&info, 0, sizeof info);
+    snprintf(info.backend, sizeof info.backend, "cpu");
+    snprintf(info.name, sizeof info.name, "host CPU");
+    snprintf(info.kind, sizeof info.kind, "cpu");
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(info.detail, sizeof info.detail, "%ld cores, %s", cores > 0 ? cores : 1, nn_cpu_gemm_library());
+    info.usable = true;
+    add(ctx, &info);
+}
+
+const nn_backend_provider nn_cpu_provider = {.name = "cpu", .open = open_cpu, .list_devices = list_cpu};

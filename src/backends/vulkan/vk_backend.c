@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "vk_backend.h"
+#include "backends/registry.h"
 #include "vulkan_backend.h"
 
 static nn_status check_range(const char *fn, nn_buffer_ref ref, size_t bytes) {
@@ -250,3 +251,10 @@ nn_backend *nn_vulkan_backend_new(bool hardware_only, bool *no_device) {
     announce(vk, index);
     return b;
 }
+
+static nn_backend *open_vulkan(const nn_backend_request *request, bool *no_device) {
+    return nn_vulkan_backend_new(request->hardware_only, no_device);
+}
+
+const nn_backend_provider nn_vulkan_provider = {
+    .name = "vulkan", .automatic = true, .open = open_vulkan, .list_devices = nn_vulkan_list_devices};
