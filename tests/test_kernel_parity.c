@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/registry.h"
 #include "conv_pool_reference.h"
 #include "test.h"
 #include "vulkan_harness.h"
@@ -44,15 +45,19 @@
 
 #define MAX_BACKENDS 4
 
-/* The backends besides the CPU that every case runs on: the one list of
- * them (a backend registry will fill it). Vulkan is left out when
- * NN_ENGINE_TEST_VULKAN=0 says to skip it; without a Vulkan device,
- * vkt_vulkan() records the failure. */
+/* The backends besides the CPU that every case runs on: every one the
+ * registry has (backends/registry.h). Vulkan is left out when
+ * NN_ENGINE_TEST_VULKAN=0 says to skip it; a backend that does not open is
+ * a failure naming it. */
 static int other_backends(nn_backend *out[MAX_BACKENDS]) {
-    int n = 0;
-    if (!vkt_skipped()) {
-        nn_backend *vulkan = vkt_vulkan();
-        if (vulkan) out[n++] = vulkan;
+    int count, n = 0;
+    const nn_backend_provider *const *providers = nn_backend_providers(&count);
+    for (int i = 1; i < count && n < MAX_BACKENDS; i++) { /* providers[0] is the CPU, the reference */
+        if (strcmp(providers[i]->name, "vulkan") == 0 && vkt_skipped()) continue;
+        const char *why;
+        nn_backend *b = vkt_backend(providers[i]->name, &why);
+        CHECK_MSG(b != NULL, "backend %s does not open: %s", providers[i]->name, why);
+        if (b) out[n++] = b;
     }
     return n;
 }

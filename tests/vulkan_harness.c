@@ -7,14 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/registry.h"
 #include "test.h"
-#ifdef NN_WITH_VULKAN
-#include "backends/vulkan/vulkan_backend.h"
-#endif
 
-static nn_backend *g_cpu, *g_gpu;
-static bool g_tried;
-static char g_why[512];
+static nn_backend *g_cpu;
 
 bool vkt_skipped(void) {
     const char *v = getenv("NN_ENGINE_TEST_VULKAN");
@@ -32,20 +28,39 @@ nn_backend *vkt_cpu(void) {
     return g_cpu;
 }
 
-nn_backend *vkt_vulkan(void) {
-#ifdef NN_WITH_VULKAN
-    if (!g_tried) {
-        g_tried = true;
-        g_gpu = nn_vulkan_backend_new(false, NULL);
-        if (!g_gpu) snprintf(g_why, sizeof g_why, "%s", nn_last_error());
+/* Each backend opened once by name through the registry, or why not. */
+#define MAX_OPENED 8
+static struct {
+    char name[16];
+    nn_backend *backend;
+    char why[512];
+} g_opened[MAX_OPENED];
+static int g_opened_count;
+
+nn_backend *vkt_backend(const char *name, const char **why) {
+    int i = 0;
+    while (i < g_opened_count && strcmp(g_opened[i].name, name) != 0) i++;
+    if (i == g_opened_count && i < MAX_OPENED) {
+        snprintf(g_opened[i].name, sizeof g_opened[i].name, "%s", name);
+        g_opened[i].backend = nn_backend_open("tests", name, 2);
+        if (!g_opened[i].backend) snprintf(g_opened[i].why, sizeof g_opened[i].why, "%s", nn_last_error());
+        g_opened_count++;
     }
-#else
-    snprintf(g_why, sizeof g_why, "this build has no Vulkan backend (VULKAN=0)");
-#endif
-    if (!g_gpu)
+    if (i == MAX_OPENED) {
+        if (why) *why = "more backends than the harness keeps";
+        return NULL;
+    }
+    if (why) *why = g_opened[i].why;
+    return g_opened[i].backend;
+}
+
+nn_backend *vkt_vulkan(void) {
+    const char *why;
+    nn_backend *gpu = vkt_backend("vulkan", &why);
+    if (!gpu)
         CHECK_MSG(0, "NO VULKAN DEVICE: %s. Install mesa-vulkan-drivers (lavapipe) or a GPU driver; "
-                     "to skip the Vulkan tests on purpose, set NN_ENGINE_TEST_VULKAN=0", g_why);
-    return g_gpu;
+                     "to skip the Vulkan tests on purpose, set NN_ENGINE_TEST_VULKAN=0", why);
+    return gpu;
 }
 
 vkt_pair vkt_pair_new(const void *data, size_t count, size_t offset) {

@@ -18,6 +18,9 @@ bool vkt_skipped(void);
  * failure that says why. */
 nn_backend *vkt_vulkan(void);
 nn_backend *vkt_cpu(void);
+/* The backend the registry opens by `name` (opened once, then kept), or
+ * NULL with *why (may be NULL) saying why not. */
+nn_backend *vkt_backend(const char *name, const char **why);
 
 /* A buffer on both backends holding the same data, at byte offset `offset`
  * into a slightly larger buffer (so kernels are tested on views too). */
