@@ -53,13 +53,13 @@ typedef struct options {
 } options;
 
 /* One training step; returns its wall time in ms (the loss read is the sync). */
-static double train_step(nn_ctx *ctx, nn_module *net, nn_sgd *opt, nn_tensor *x, nn_tensor *y) {
+static double train_step(nn_ctx *ctx, nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y) {
     double t0 = now_ms();
-    if (nn_sgd_zero_grad(opt) != NN_OK) die("zero_grad");
+    if (nn_optimizer_zero_grad(opt) != NN_OK) die("zero_grad");
     nn_tensor *loss = nn_softmax_cross_entropy(nn_module_forward(net, x), y);
     if (!loss) die("forward");
     if (nn_backward(loss) != NN_OK) die("backward");
-    if (nn_sgd_step(opt) != NN_OK) die("sgd step");
+    if (nn_optimizer_step(opt) != NN_OK) die("sgd step");
     float value;
     if (nn_tensor_read(loss, &value, sizeof value) != NN_OK) die("reading the loss");
     if (nn_ctx_step_end(ctx) != NN_OK) die("step end");
@@ -70,13 +70,13 @@ static double train_step(nn_ctx *ctx, nn_module *net, nn_sgd *opt, nn_tensor *x,
  * building, allocation or re-recording. Returns the median ms of replays
  * issued one at a time with a sync after each, and in *batched the mean ms
  * of `steps` replays in one call with one sync at the end. */
-static double captured_step_ms(nn_ctx *ctx, nn_module *net, nn_sgd *opt, nn_tensor *x, nn_tensor *y, int steps,
+static double captured_step_ms(nn_ctx *ctx, nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y, int steps,
                                double *batched) {
     if (nn_capture_begin(ctx) != NN_OK) die("capture begin");
-    nn_status st = nn_sgd_zero_grad(opt);
+    nn_status st = nn_optimizer_zero_grad(opt);
     nn_tensor *loss = st == NN_OK ? nn_softmax_cross_entropy(nn_module_forward(net, x), y) : NULL;
     if (loss) st = nn_backward(loss);
-    if (loss && st == NN_OK) st = nn_sgd_step(opt);
+    if (loss && st == NN_OK) st = nn_optimizer_step(opt);
     nn_ctx_step_end(ctx);
     nn_capture *step = nn_capture_end(ctx); /* ends the capture even after a failure */
     if (!loss || st != NN_OK || !step) die("capturing the step");
@@ -235,7 +235,7 @@ static void layer_times(nn_ctx *ctx, const options *o, double step_ms) {
 }
 
 /* Loss and optimizer rows: the rest of a step. */
-static void loss_and_sgd_times(nn_ctx *ctx, nn_module *net, nn_sgd *opt, nn_tensor *x, nn_tensor *y, const options *o) {
+static void loss_and_sgd_times(nn_ctx *ctx, nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y, const options *o) {
     double *ce = malloc(sizeof(double) * o->reps), *sgd = malloc(sizeof(double) * o->reps);
     for (int r = 0; r < o->reps; r++) {
         nn_tensor *logits = nn_module_forward(net, x);
@@ -246,9 +246,9 @@ static void loss_and_sgd_times(nn_ctx *ctx, nn_module *net, nn_sgd *opt, nn_tens
         ce[r] = now_ms() - t0;
         if (nn_backward(loss) != NN_OK || nn_ctx_sync(ctx) != NN_OK) die("backward");
         t0 = now_ms();
-        if (nn_sgd_step(opt) != NN_OK || nn_ctx_sync(ctx) != NN_OK) die("sgd");
+        if (nn_optimizer_step(opt) != NN_OK || nn_ctx_sync(ctx) != NN_OK) die("sgd");
         sgd[r] = now_ms() - t0;
-        nn_sgd_zero_grad(opt);
+        nn_optimizer_zero_grad(opt);
         nn_ctx_step_end(ctx);
     }
     printf("%-13s %-22s %-20s %10.3f %10s\n", "loss", "softmax-CE forward", "", median(ce, o->reps), "");
@@ -289,7 +289,7 @@ int main(int argc, char **argv) {
     int count = nn_module_param_count(net);
     nn_tensor *params[32];
     for (int i = 0; i < count; i++) params[i] = nn_module_param(net, i);
-    nn_sgd *opt = nn_sgd_new(params, count, &(nn_sgd_options){.lr = 0.01f, .momentum = 0.9f});
+    nn_optimizer *opt = nn_sgd_new(params, count, &(nn_sgd_options){.lr = 0.01f, .momentum = 0.9f});
     if (!opt) die("making the optimizer");
     int64_t x_shape[4] = {o.batch, 3, 224, 224}, y_shape[1] = {o.batch};
     nn_tensor *x = random_tensor(ctx, 4, x_shape, false);
@@ -333,7 +333,7 @@ int main(int argc, char **argv) {
     free(labels);
     nn_tensor_free(x);
     nn_tensor_free(y);
-    nn_sgd_free(opt);
+    nn_optimizer_free(opt);
     nn_module_free(net);
     nn_ctx_free(ctx);
     return 0;

@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
     nn_tensor *params[16];
     int count = nn_module_param_count(net);
     for (int i = 0; i < count; i++) params[i] = nn_module_param(net, i);
-    nn_sgd *opt = nn_sgd_new(params, count, &(nn_sgd_options){.lr = 0.01f, .momentum = 0.9f});
+    nn_optimizer *opt = nn_sgd_new(params, count, &(nn_sgd_options){.lr = 0.01f, .momentum = 0.9f});
     if (!opt) return fail("making the optimizer");
 
     int64_t x_shape[4] = {batch, 1, 28, 28}, y_shape[1] = {batch};
@@ -71,7 +71,7 @@ int main(int argc, char **argv) {
             nn_tensor_write(x, images, sizeof(float) * (size_t)batch * 784);
             nn_tensor_write(y, labels, sizeof(int32_t) * (size_t)batch);
             nn_tensor *loss = nn_softmax_cross_entropy(nn_module_forward(net, x), y);
-            if (!loss || nn_sgd_zero_grad(opt) || nn_backward(loss) || nn_sgd_step(opt) ||
+            if (!loss || nn_optimizer_zero_grad(opt) || nn_backward(loss) || nn_optimizer_step(opt) ||
                 nn_tensor_read(loss, &loss_value, sizeof loss_value))
                 return fail("training step");
             nn_ctx_step_end(ctx);
@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
     free(labels);
     nn_tensor_free(x);
     nn_tensor_free(y);
-    nn_sgd_free(opt);
+    nn_optimizer_free(opt);
     nn_module_free(net);
     nn_ctx_free(ctx);
     return 0;

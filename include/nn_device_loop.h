@@ -8,7 +8,7 @@
  *
  *     counter = int32 tensor [1], zeroed at the start of each epoch
  *     step:  nn_device_dataset_gather(data, counter, 0, x, y);
- *            nn_table_lookup(lr_table, counter, 0, nn_sgd_lr_tensor(opt));
+ *            nn_table_lookup(lr_table, counter, 0, nn_optimizer_lr_tensor(opt));
  *            nn_counter_add(counter, 1);
  *            ... forward, loss, nn_accumulate_metrics(logits, y, loss, sums),
  *            backward, optimizer step ...

@@ -30,10 +30,11 @@ nn_status nn_load_module(nn_module *module, const char *path);
 
 /* ---- training state (for resuming) ----
  * One safetensors file holding everything a run needs to continue exactly
- * where it stopped: the parameters (under the same names as above), SGD's
- * momentum buffers ("optimizer.<param name>.momentum_buffer"), and in
- * __metadata__ the progress below, the context's random-generator state and,
- * for information, the SGD options. The data order of epoch e must depend on
+ * where it stopped: the parameters (under the same names as above), the
+ * optimizer's state ("optimizer.<param name>.<state name>", e.g. SGD's
+ * "momentum_buffer": nn_optimizer_state_name), and in __metadata__ the
+ * progress below, the context's random-generator state, the optimizer's
+ * name and, for information, its options. The data order of epoch e must depend on
  * (seed, e) alone for a resumed run to match an uninterrupted one. */
 typedef struct nn_train_progress {
     int64_t epoch; /* epochs completed */
@@ -43,13 +44,14 @@ typedef struct nn_train_progress {
 
 /* `opt` must be the optimizer over exactly the module's parameters, in the
  * module's order (as nn_module_param gives them). */
-nn_status nn_save_train_state(const char *path, const nn_module *module, const nn_sgd *opt,
+nn_status nn_save_train_state(const char *path, const nn_module *module, const nn_optimizer *opt,
                               const nn_train_progress *progress);
-/* Restores parameters, momentum buffers and the random generator of the
- * module's context, and fills *progress. Refused (nothing changed) when the
- * file is not a training state, does not match the module, or has momentum
- * buffers while opt has no momentum (or the other way round). */
-nn_status nn_load_train_state(const char *path, nn_module *module, nn_sgd *opt,
+/* Restores parameters, the optimizer's state and the random generator of
+ * the module's context, and fills *progress. Refused (nothing changed) when
+ * the file is not a training state, does not match the module, is another
+ * optimizer's, or holds other state than opt keeps (momentum buffers while
+ * opt has no momentum, or the other way round). */
+nn_status nn_load_train_state(const char *path, nn_module *module, nn_optimizer *opt,
                               nn_train_progress *progress);
 
 /* ---- ONNX export ----

@@ -49,7 +49,7 @@ static void free_dataset(nn_dataset *ds) {
 typedef struct trainer {
     nn_ctx *ctx;
     nn_module *net;
-    nn_sgd *opt;
+    nn_optimizer *opt;
     nn_device_dataset *data;
     nn_tensor *counter, *sums, *x, *y;
     bool host_fed; /* inputs written by the host instead of gathered */
@@ -82,7 +82,7 @@ static bool trainer_open(trainer *t, const char *device, const nn_dataset *ds, b
 }
 
 static void trainer_close(trainer *t) {
-    nn_sgd_free(t->opt);
+    nn_optimizer_free(t->opt);
     nn_module_free(t->net);
     nn_device_dataset_free(t->data);
     nn_ctx_free(t->ctx); /* frees the tensors and any capture */
@@ -108,7 +108,7 @@ static bool step(trainer *t) {
     nn_tensor *logits = nn_module_forward(t->net, t->x);
     nn_tensor *loss = logits ? nn_softmax_cross_entropy(logits, t->y) : NULL;
     ok &= loss && nn_accumulate_metrics(logits, t->y, loss, t->sums) == NN_OK;
-    ok &= nn_sgd_zero_grad(t->opt) == NN_OK && nn_backward(loss) == NN_OK && nn_sgd_step(t->opt) == NN_OK;
+    ok &= nn_optimizer_zero_grad(t->opt) == NN_OK && nn_backward(loss) == NN_OK && nn_optimizer_step(t->opt) == NN_OK;
     ok &= nn_ctx_step_end(t->ctx) == NN_OK;
     return ok;
 }

@@ -242,16 +242,18 @@ TEST(errors_sgd) {
     CHECK_ERROR(!nn_sgd_new(&p, 1, &nesterov), NN_ERR_ARGUMENT, "nesterov");
     nn_sgd_options neg_clip = {.lr = 0.1f, .clip_value = -1.0f};
     CHECK_ERROR(!nn_sgd_new(&p, 1, &neg_clip), NN_ERR_ARGUMENT, "clip_value");
-    nn_sgd *opt = nn_sgd_new(&p, 1, &o);
+    nn_optimizer *opt = nn_sgd_new(&p, 1, &o);
     CHECK(opt != NULL);
-    CHECK_ERROR(nn_sgd_set_lr(opt, -0.5f) != NN_OK, NN_ERR_ARGUMENT, "nn_sgd_set_lr", "lr");
+    CHECK_ERROR(nn_optimizer_set_lr(opt, -0.5f) != NN_OK, NN_ERR_ARGUMENT, "nn_optimizer_set_lr", "lr");
     CHECK(nn_sgd_get_options(opt)->lr == 0.1f); /* unchanged after a refused setting */
     CHECK_ERROR(nn_sgd_set_max_grad_norm(opt, -2.0f) != NN_OK, NN_ERR_ARGUMENT, "max_grad_norm");
     CHECK_ERROR(nn_sgd_set_clip_value(NULL, 1.0f) != NN_OK, NN_ERR_ARGUMENT, "optimizer is NULL");
-    CHECK_ERROR(nn_sgd_step(NULL) != NN_OK, NN_ERR_ARGUMENT, "nn_sgd_step");
-    CHECK_ERROR(nn_sgd_zero_grad(NULL) != NN_OK, NN_ERR_ARGUMENT, "nn_sgd_zero_grad");
-    CHECK(nn_sgd_step(opt) == NN_OK); /* no gradient yet: nothing to do */
-    nn_sgd_free(opt);
+    CHECK_ERROR(nn_optimizer_step(NULL) != NN_OK, NN_ERR_ARGUMENT, "nn_optimizer_step");
+    CHECK_ERROR(nn_optimizer_zero_grad(NULL) != NN_OK, NN_ERR_ARGUMENT, "nn_optimizer_zero_grad");
+    CHECK(nn_optimizer_lr(opt) == 0.1f && strcmp(nn_optimizer_name(opt), "sgd") == 0);
+    CHECK(nn_optimizer_state_count(opt) == 0 && nn_optimizer_state(opt, 0, 0) == NULL); /* no momentum */
+    CHECK(nn_optimizer_step(opt) == NN_OK); /* no gradient yet: nothing to do */
+    nn_optimizer_free(opt);
     nn_tensor_free(p);
     nn_tensor_free(frozen);
     nn_ctx_free(ctx);

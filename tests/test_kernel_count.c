@@ -53,12 +53,12 @@ static void counting_end(nn_ctx *ctx) {
 }
 
 /* One step: forward, loss, zero_grad, backward, SGD update (momentum). */
-static void lenet_step(nn_ctx *ctx, nn_module *net, nn_sgd *opt, nn_tensor *x, nn_tensor *y) {
+static void lenet_step(nn_ctx *ctx, nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y) {
     nn_tensor *loss = nn_softmax_cross_entropy(nn_module_forward(net, x), y);
     CHECK(loss != NULL);
-    CHECK(nn_sgd_zero_grad(opt) == NN_OK);
+    CHECK(nn_optimizer_zero_grad(opt) == NN_OK);
     CHECK(nn_backward(loss) == NN_OK);
-    CHECK(nn_sgd_step(opt) == NN_OK);
+    CHECK(nn_optimizer_step(opt) == NN_OK);
     CHECK(nn_ctx_step_end(ctx) == NN_OK);
 }
 
@@ -75,7 +75,7 @@ static int count_lenet_step(const char *device, int batch) {
     nn_tensor *params[16];
     int count = nn_module_param_count(net);
     for (int i = 0; i < count; i++) params[i] = nn_module_param(net, i);
-    nn_sgd *opt = nn_sgd_new(params, count, &(nn_sgd_options){.lr = 0.01f, .momentum = 0.9f});
+    nn_optimizer *opt = nn_sgd_new(params, count, &(nn_sgd_options){.lr = 0.01f, .momentum = 0.9f});
     int64_t xs[4] = {batch, 1, 28, 28}, ys[1] = {batch};
     float *img = calloc((size_t)batch * 784, sizeof *img);
     int32_t *labels = calloc((size_t)batch, sizeof *labels);
@@ -97,7 +97,7 @@ static int count_lenet_step(const char *device, int batch) {
     CHECK(nn_ctx_sync(ctx) == NN_OK);
     free(img);
     free(labels);
-    nn_sgd_free(opt);
+    nn_optimizer_free(opt);
     nn_module_free(net);
     nn_ctx_free(ctx);
     return total;

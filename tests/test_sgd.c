@@ -4,6 +4,7 @@
  * d loss / d p = w. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nn_engine.h"
 #include "test.h"
@@ -50,7 +51,7 @@ static void run_case(const nn_sgd_options *o, int threads) {
     nn_tensor_set_requires_grad(pa, true);
     nn_tensor_set_requires_grad(pb, true);
     nn_tensor *params[2] = {pa, pb};
-    nn_sgd *opt = nn_sgd_new(params, 2, o);
+    nn_optimizer *opt = nn_sgd_new(params, 2, o);
     CHECK(opt != NULL);
     for (int step = 0; step < STEPS && opt; step++) {
         float w[N_A + N_B];
@@ -62,19 +63,29 @@ static void run_case(const nn_sgd_options *o, int threads) {
         nn_tensor *wa = nn_tensor_from_data(ctx, NN_F32, 2, sa, w);
         nn_tensor *wb = nn_tensor_from_data(ctx, NN_F32, 1, sb, w + N_A);
         nn_tensor *loss = nn_add(nn_sum(nn_mul(pa, wa)), nn_sum(nn_mul(pb, wb)));
-        CHECK(nn_sgd_zero_grad(opt) == NN_OK);
+        CHECK(nn_optimizer_zero_grad(opt) == NN_OK);
         CHECK(nn_backward(loss) == NN_OK);
-        CHECK(nn_sgd_step(opt) == NN_OK);
+        CHECK(nn_optimizer_step(opt) == NN_OK);
         reference_step(o, p_ref, v_ref, g_ref, N_A + N_B);
         float got[N_A + N_B];
         nn_tensor_read(pa, got, sizeof(float) * N_A);
         nn_tensor_read(pb, got + N_A, sizeof(float) * N_B);
         for (int i = 0; i < N_A + N_B; i++) CHECK_CLOSE(got[i], p_ref[i], 1e-5);
+        /* The interface's named state is the momentum buffer, laid out as the parameters are. */
+        CHECK(nn_optimizer_state_count(opt) == (o->momentum > 0.0f ? 1 : 0));
+        if (nn_optimizer_state_count(opt) == 1) {
+            CHECK(strcmp(nn_optimizer_state_name(opt, 0), "momentum_buffer") == 0);
+            float v[N_A + N_B];
+            CHECK(nn_tensor_read(nn_optimizer_state(opt, 0, 0), v, sizeof(float) * N_A) == NN_OK);
+            CHECK(nn_tensor_read(nn_optimizer_state(opt, 1, 0), v + N_A, sizeof(float) * N_B) == NN_OK);
+            CHECK(nn_tensor_ndim(nn_optimizer_state(opt, 0, 0)) == 2 && nn_tensor_ndim(nn_optimizer_state(opt, 1, 0)) == 1);
+            for (int i = 0; i < N_A + N_B; i++) CHECK_CLOSE(v[i], v_ref[i], 1e-5);
+        }
         nn_ctx_step_end(ctx);
         nn_tensor_free(wa);
         nn_tensor_free(wb);
     }
-    nn_sgd_free(opt);
+    nn_optimizer_free(opt);
     nn_tensor_free(pa);
     nn_tensor_free(pb);
     nn_ctx_free(ctx);
@@ -103,9 +114,9 @@ TEST(sgd_skips_parameters_without_grad) {
     nn_tensor_set_requires_grad(used, true);
     nn_tensor_set_requires_grad(unused, true);
     nn_tensor *params[2] = {used, unused};
-    nn_sgd *opt = nn_sgd_new(params, 2, &(nn_sgd_options){.lr = 0.5f, .momentum = 0.9f});
+    nn_optimizer *opt = nn_sgd_new(params, 2, &(nn_sgd_options){.lr = 0.5f, .momentum = 0.9f});
     CHECK(nn_backward(nn_sum(used)) == NN_OK);
-    CHECK(nn_sgd_step(opt) == NN_OK);
+    CHECK(nn_optimizer_step(opt) == NN_OK);
     float a[3], b[3];
     nn_tensor_read(used, a, sizeof a);
     nn_tensor_read(unused, b, sizeof b);
@@ -115,7 +126,7 @@ TEST(sgd_skips_parameters_without_grad) {
     }
     CHECK(nn_tensor_grad(unused) == NULL);
     nn_ctx_step_end(ctx);
-    nn_sgd_free(opt);
+    nn_optimizer_free(opt);
     nn_tensor_free(used);
     nn_tensor_free(unused);
     nn_ctx_free(ctx);

@@ -40,7 +40,7 @@ TEST(sgd_flat_one_buffer_device_lr_and_second_optimizer) {
         CHECK_MSG(ctx != NULL, "%s: %s", devices[d], nn_last_error());
         if (!ctx) continue;
         nn_tensor *p[3] = {param(ctx, 5, 0.0f), param(ctx, 3, 1.0f), param(ctx, 7, 2.0f)};
-        nn_sgd *opt = nn_sgd_new(p, 3, &(nn_sgd_options){.lr = 0.5f, .momentum = 0.5f});
+        nn_optimizer *opt = nn_sgd_new(p, 3, &(nn_sgd_options){.lr = 0.5f, .momentum = 0.5f});
         CHECK(opt != NULL);
         /* One storage, in order, values unchanged. */
         CHECK(p[0]->storage == p[1]->storage && p[1]->storage == p[2]->storage);
@@ -51,16 +51,16 @@ TEST(sgd_flat_one_buffer_device_lr_and_second_optimizer) {
         /* Step 1 at lr 0.5: v = g; p -= 0.5 g. Then lr 0.1 written straight
          * into the device tensor: v = 0.5 v + g = 1.5 g; p -= 0.1 * 1.5 g. */
         backward_once(ctx, p, 3);
-        CHECK(nn_sgd_step(opt) == NN_OK);
+        CHECK(nn_optimizer_step(opt) == NN_OK);
         CHECK(nn_ctx_step_end(ctx) == NN_OK);
-        CHECK(nn_sgd_zero_grad(opt) == NN_OK);
+        CHECK(nn_optimizer_zero_grad(opt) == NN_OK);
         CHECK(p[0]->grad->storage == p[2]->grad->storage); /* gradients joined one buffer */
         float lr = 0.1f;
-        nn_tensor *lr_t = nn_sgd_lr_tensor(opt);
+        nn_tensor *lr_t = nn_optimizer_lr_tensor(opt);
         CHECK(lr_t && nn_tensor_numel(lr_t) == 1);
         CHECK(nn_tensor_write(lr_t, &lr, sizeof lr) == NN_OK);
         backward_once(ctx, p, 3);
-        CHECK(nn_sgd_step(opt) == NN_OK);
+        CHECK(nn_optimizer_step(opt) == NN_OK);
         CHECK(nn_ctx_step_end(ctx) == NN_OK);
         for (int i = 0; i < 3; i++) {
             int n = (int)nn_tensor_numel(p[i]);
@@ -72,10 +72,10 @@ TEST(sgd_flat_one_buffer_device_lr_and_second_optimizer) {
             }
         }
         /* nn_sgd_set_lr writes the same buffer. */
-        CHECK(nn_sgd_set_lr(opt, 0.25f) == NN_OK);
+        CHECK(nn_optimizer_set_lr(opt, 0.25f) == NN_OK);
         CHECK(nn_tensor_read(lr_t, &lr, sizeof lr) == NN_OK);
         CHECK(lr == 0.25f);
-        CHECK(nn_sgd_set_lr(opt, -1.0f) == NN_ERR_ARGUMENT);
+        CHECK(nn_optimizer_set_lr(opt, -1.0f) == NN_ERR_ARGUMENT);
         CHECK(nn_tensor_read(lr_t, &lr, sizeof lr) == NN_OK);
         CHECK(lr == 0.25f);
 
@@ -83,21 +83,21 @@ TEST(sgd_flat_one_buffer_device_lr_and_second_optimizer) {
          * plain SGD, lr 1: p -= g, each parameter its own kernel. */
         float before[7], after[7];
         CHECK(nn_tensor_read(p[2], before, sizeof before) == NN_OK);
-        nn_sgd *second = nn_sgd_new(p, 3, &(nn_sgd_options){.lr = 1.0f});
+        nn_optimizer *second = nn_sgd_new(p, 3, &(nn_sgd_options){.lr = 1.0f});
         CHECK(second != NULL);
-        CHECK(nn_sgd_zero_grad(second) == NN_OK);
+        CHECK(nn_optimizer_zero_grad(second) == NN_OK);
         backward_once(ctx, p, 3);
-        CHECK(nn_sgd_step(second) == NN_OK);
+        CHECK(nn_optimizer_step(second) == NN_OK);
         CHECK(nn_tensor_read(p[2], after, sizeof after) == NN_OK);
         for (int j = 0; j < 7; j++) CHECK_CLOSE(after[j], before[j] - 3.0f, 1e-6);
-        nn_sgd_free(second);
-        nn_sgd_free(opt);
+        nn_optimizer_free(second);
+        nn_optimizer_free(opt);
         for (int i = 0; i < 3; i++) nn_tensor_free(p[i]);
         nn_ctx_free(ctx);
     }
 }
 
 TEST(sgd_lr_tensor_rejects_null) {
-    CHECK(nn_sgd_lr_tensor(NULL) == NULL);
+    CHECK(nn_optimizer_lr_tensor(NULL) == NULL);
     CHECK(nn_last_status() == NN_ERR_ARGUMENT);
 }

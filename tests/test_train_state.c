@@ -6,7 +6,7 @@
 
 #include "core/internal.h"
 #include "io_test_util.h"
-#include "optim/sgd_state.h"
+#include "nn_optim.h"
 #include "test.h"
 
 #define SAMPLES 37 /* batches of 8: the last one has 5 */
@@ -24,7 +24,7 @@ static uint64_t splitmix(uint64_t *s) {
 typedef struct run {
     nn_ctx *ctx;
     nn_module *net;
-    nn_sgd *opt;
+    nn_optimizer *opt;
     float x[SAMPLES * FEATURES];
     int32_t y[SAMPLES];
 } run;
@@ -43,7 +43,7 @@ static void run_open(run *r, uint64_t ctx_seed) {
 }
 
 static void run_close(run *r) {
-    nn_sgd_free(r->opt);
+    nn_optimizer_free(r->opt);
     nn_module_free(r->net);
     nn_ctx_free(r->ctx);
 }
@@ -71,9 +71,9 @@ static void run_epoch(run *r, uint64_t seed, int64_t epoch, int64_t *step) {
         nn_tensor *x = nn_tensor_from_data(r->ctx, NN_F32, 2, xs, xb);
         nn_tensor *y = nn_tensor_from_data(r->ctx, NN_I32, 1, ys, yb);
         nn_tensor *loss = nn_softmax_cross_entropy(nn_module_forward(r->net, x), y);
-        CHECK(nn_sgd_zero_grad(r->opt) == NN_OK);
+        CHECK(nn_optimizer_zero_grad(r->opt) == NN_OK);
         CHECK(nn_backward(loss) == NN_OK);
-        CHECK(nn_sgd_step(r->opt) == NN_OK);
+        CHECK(nn_optimizer_step(r->opt) == NN_OK);
         CHECK(nn_ctx_step_end(r->ctx) == NN_OK);
         nn_tensor_free(x);
         nn_tensor_free(y);
@@ -84,7 +84,7 @@ static void run_epoch(run *r, uint64_t seed, int64_t epoch, int64_t *step) {
 static int same_velocity(const run *a, const run *b) {
     for (int i = 0; i < 4; i++) {
         float va[35], vb[35];
-        nn_tensor *ta = nn_sgd_state_velocity(a->opt, i), *tb = nn_sgd_state_velocity(b->opt, i);
+        nn_tensor *ta = nn_optimizer_state(a->opt, i, 0), *tb = nn_optimizer_state(b->opt, i, 0);
         size_t bytes = (size_t)nn_tensor_numel(ta) * sizeof(float);
         nn_tensor_read(ta, va, bytes);
         nn_tensor_read(tb, vb, bytes);
@@ -160,12 +160,12 @@ TEST(train_state_refusals_change_nothing) {
     /* Momentum in the file, none in the optimizer. */
     nn_tensor *params[4];
     for (int i = 0; i < 4; i++) params[i] = nn_module_param(b.net, i);
-    nn_sgd *plain = nn_sgd_new(params, 4, &(nn_sgd_options){.lr = 0.1f});
+    nn_optimizer *plain = nn_sgd_new(params, 4, &(nn_sgd_options){.lr = 0.1f});
     CHECK(nn_load_train_state(state, b.net, plain, &got) == NN_ERR_ARGUMENT);
-    CHECK_MSG(strstr(nn_last_error(), "holds momentum buffers but the optimizer has no momentum"), "%s",
+    CHECK_MSG(strstr(nn_last_error(), "the file holds momentum_buffer tensors but the optimizer keeps none"), "%s",
               nn_last_error());
     /* An optimizer over other tensors. */
-    nn_sgd *wrong = nn_sgd_new(params + 1, 3, &(nn_sgd_options){.lr = 0.1f, .momentum = 0.9f});
+    nn_optimizer *wrong = nn_sgd_new(params + 1, 3, &(nn_sgd_options){.lr = 0.1f, .momentum = 0.9f});
     CHECK(nn_load_train_state(state, b.net, wrong, &got) == NN_ERR_ARGUMENT);
     CHECK_MSG(strstr(nn_last_error(), "optimizer holds 3 parameters, the module 4"), "%s", nn_last_error());
 
@@ -179,6 +179,16 @@ TEST(train_state_refusals_change_nothing) {
     CHECK(io_test_write_bytes(edited, bytes, size) == 0);
     CHECK(nn_load_train_state(edited, b.net, b.opt, &got) == NN_ERR_IO);
     CHECK_MSG(strstr(nn_last_error(), "metadata \"epoch\" = \"x\" is not an integer"), "%s", nn_last_error());
+    /* Another optimizer's state: the name hand-edited, the header keeps its length. */
+    if (at) at[9] = '1';
+    char *named = memmem(bytes, size, "\"optimizer\":\"sgd\"", 17);
+    CHECK(named != NULL);
+    if (named) named[15] = 'x';
+    CHECK(io_test_write_bytes(edited, bytes, size) == 0);
+    CHECK(nn_load_train_state(edited, b.net, b.opt, &got) == NN_ERR_ARGUMENT);
+    CHECK_MSG(strstr(nn_last_error(), "a training state of optimizer \"sgx\" cannot resume \"sgd\""), "%s",
+              nn_last_error());
+    if (named) named[15] = 'g';
     /* Truncated by one byte. */
     CHECK(io_test_write_bytes(edited, bytes, size - 1) == 0);
     CHECK(nn_load_train_state(edited, b.net, b.opt, &got) == NN_ERR_IO);
@@ -193,14 +203,16 @@ TEST(train_state_refusals_change_nothing) {
     /* The state of a plain-SGD run round-trips too (no momentum tensors). */
     CHECK(nn_save_train_state(state, b.net, plain, &p) == NN_OK);
     CHECK(nn_load_train_state(state, a.net, a.opt, &got) == NN_ERR_ARGUMENT); /* a has momentum */
+    CHECK_MSG(strstr(nn_last_error(), "the optimizer keeps momentum_buffer tensors but the file has none"), "%s",
+              nn_last_error());
     CHECK_MSG(nn_load_train_state(state, b.net, plain, &got) == NN_OK, "%s", nn_last_error());
     CHECK(got.epoch == 1 && got.seed == 7);
 
     free(bytes);
     free(before);
     free(after);
-    nn_sgd_free(plain);
-    nn_sgd_free(wrong);
+    nn_optimizer_free(plain);
+    nn_optimizer_free(wrong);
     run_close(&a);
     run_close(&b);
     io_test_rmdir(dir);

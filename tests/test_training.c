@@ -51,7 +51,7 @@ static double train(int threads, float *losses) {
     int count = nn_module_param_count(net);
     nn_tensor *params[16];
     for (int i = 0; i < count; i++) params[i] = nn_module_param(net, i);
-    nn_sgd *opt = nn_sgd_new(params, count, &(nn_sgd_options){.lr = 0.05f, .momentum = 0.9f});
+    nn_optimizer *opt = nn_sgd_new(params, count, &(nn_sgd_options){.lr = 0.05f, .momentum = 0.9f});
     CHECK(net && opt);
     uint64_t rng = 0x9E3779B97F4A7C15ULL;
     static float images[256 * SIDE * SIDE];
@@ -65,9 +65,9 @@ static double train(int threads, float *losses) {
         nn_tensor_write(x, images, sizeof(float) * BATCH * SIDE * SIDE);
         nn_tensor_write(y, labels, sizeof(int32_t) * BATCH);
         nn_tensor *loss = nn_softmax_cross_entropy(nn_module_forward(net, x), y);
-        CHECK(nn_sgd_zero_grad(opt) == NN_OK);
+        CHECK(nn_optimizer_zero_grad(opt) == NN_OK);
         CHECK(nn_backward(loss) == NN_OK);
-        CHECK(nn_sgd_step(opt) == NN_OK);
+        CHECK(nn_optimizer_step(opt) == NN_OK);
         nn_tensor_read(loss, &losses[step], sizeof(float));
         if (getenv("NN_TEST_VERBOSE") && step % 20 == 0) printf("    step %d loss %.5f\n", step, losses[step]);
         CHECK(nn_ctx_step_end(ctx) == NN_OK);
@@ -93,7 +93,7 @@ static double train(int threads, float *losses) {
     nn_tensor_free(eval_x);
     nn_tensor_free(x);
     nn_tensor_free(y);
-    nn_sgd_free(opt);
+    nn_optimizer_free(opt);
     nn_module_free(net);
     nn_ctx_free(ctx);
     return correct / 256.0;

@@ -28,7 +28,7 @@ static bool train(const char *device, float *losses, float *logits_out) {
     nn_tensor *params[16];
     for (int i = 0; i < count; i++) params[i] = nn_module_param(net, i);
     /* Momentum, weight decay and global-norm clipping: every optimizer kernel. */
-    nn_sgd *opt = nn_sgd_new(params, count, &(nn_sgd_options){.lr = 0.05f, .momentum = 0.9f,
+    nn_optimizer *opt = nn_sgd_new(params, count, &(nn_sgd_options){.lr = 0.05f, .momentum = 0.9f,
                                                                .weight_decay = 5e-4f, .max_grad_norm = 5.0f});
     CHECK(net && opt);
     static float images[BATCH * SIDE * SIDE];
@@ -47,7 +47,7 @@ static bool train(const char *device, float *losses, float *logits_out) {
         ok &= nn_tensor_write(x, images, sizeof images) == NN_OK;
         ok &= nn_tensor_write(y, labels, sizeof labels) == NN_OK;
         nn_tensor *loss = nn_softmax_cross_entropy(nn_module_forward(net, x), y);
-        ok &= loss && nn_sgd_zero_grad(opt) == NN_OK && nn_backward(loss) == NN_OK && nn_sgd_step(opt) == NN_OK;
+        ok &= loss && nn_optimizer_zero_grad(opt) == NN_OK && nn_backward(loss) == NN_OK && nn_optimizer_step(opt) == NN_OK;
         ok &= nn_tensor_read(loss, &losses[step], sizeof(float)) == NN_OK;
         ok &= nn_ctx_step_end(ctx) == NN_OK;
         CHECK_MSG(ok, "%s step %d: %s", device, step, nn_last_error());
@@ -56,7 +56,7 @@ static bool train(const char *device, float *losses, float *logits_out) {
     nn_ctx_set_grad_enabled(ctx, false);
     nn_tensor *out = ok ? nn_module_forward(net, x) : NULL;
     ok &= out && nn_tensor_read(out, logits_out, BATCH * 10 * sizeof(float)) == NN_OK;
-    nn_sgd_free(opt);
+    nn_optimizer_free(opt);
     nn_module_free(net);
     nn_ctx_free(ctx);
     return ok;

@@ -9,7 +9,7 @@ import os
 
 c_tensor_p = ctypes.c_void_p  # nn_tensor * (opaque)
 c_ctx_p = ctypes.c_void_p     # nn_ctx *
-c_sgd_p = ctypes.c_void_p     # nn_sgd *
+c_optimizer_p = ctypes.c_void_p  # nn_optimizer *
 c_status = ctypes.c_int       # nn_status
 c_i64_p = ctypes.POINTER(ctypes.c_int64)
 
@@ -164,14 +164,16 @@ _SIGNATURES = {
                                        ctypes.POINTER(Dataset)]),
     "nn_dataset_free": (None, [ctypes.POINTER(Dataset)]),
     # nn_optim.h
-    "nn_sgd_new": (c_sgd_p, [ctypes.POINTER(c_tensor_p), ctypes.c_int,
+    "nn_sgd_new": (c_optimizer_p, [ctypes.POINTER(c_tensor_p), ctypes.c_int,
                              ctypes.POINTER(SgdOptions)]),
-    "nn_sgd_step": (c_status, [c_sgd_p]),
-    "nn_sgd_zero_grad": (c_status, [c_sgd_p]),
-    "nn_sgd_set_lr": (c_status, [c_sgd_p, ctypes.c_float]),
-    "nn_sgd_set_clip_value": (c_status, [c_sgd_p, ctypes.c_float]),
-    "nn_sgd_set_max_grad_norm": (c_status, [c_sgd_p, ctypes.c_float]),
-    "nn_sgd_free": (None, [c_sgd_p]),
+    "nn_sgd_set_clip_value": (c_status, [c_optimizer_p, ctypes.c_float]),
+    "nn_sgd_set_max_grad_norm": (c_status, [c_optimizer_p, ctypes.c_float]),
+    "nn_optimizer_step": (c_status, [c_optimizer_p]),
+    "nn_optimizer_zero_grad": (c_status, [c_optimizer_p]),
+    "nn_optimizer_set_lr": (c_status, [c_optimizer_p, ctypes.c_float]),
+    "nn_optimizer_lr": (ctypes.c_float, [c_optimizer_p]),
+    "nn_optimizer_name": (ctypes.c_char_p, [c_optimizer_p]),
+    "nn_optimizer_free": (None, [c_optimizer_p]),
 }
 
 # Symbols that a build may lack; callers check has_symbol() and say so.

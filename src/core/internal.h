@@ -118,6 +118,8 @@ nn_tensor *nn_tensor_view(nn_tensor *source, int ndim, const int64_t *shape);
 nn_tensor *nn_tensor_retain(nn_tensor *t);
 void nn_tensor_release(nn_tensor *t);
 nn_buffer_ref nn_tensor_ref(const nn_tensor *t);
+/* The tensor's argument, or an absent one for NULL. */
+nn_buffer_ref nn_optional_ref(const nn_tensor *t);
 /* ---- fusion (issue 6): tensors living inside a larger buffer (src/optim/sgd.c) ---- */
 /* A caller-owned (not step-owned) tensor over `source`'s storage starting
  * `offset` bytes after source's own offset; offset + its size must fit. */

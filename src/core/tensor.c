@@ -167,6 +167,11 @@ nn_buffer_ref nn_tensor_ref(const nn_tensor *t) {
     return ref;
 }
 
+nn_buffer_ref nn_optional_ref(const nn_tensor *t) {
+    nn_buffer_ref none = {NULL, 0, 0};
+    return t ? nn_tensor_ref(t) : none;
+}
+
 /* ---- public API ---- */
 
 /* A caller-owned tensor after checking what the caller passed; `fn` names

@@ -1,20 +1,22 @@
 /* The training state for --resume, as ONE safetensors file.
  *
  * Why one file and not weights + a side file: a resume must restore
- * parameters, momentum buffers and progress together, and two files can get
+ * parameters, optimizer state and progress together, and two files can get
  * out of step (one copied, renamed or overwritten without the other); one
  * atomically written file cannot. The cost is that this file is not a plain
- * state_dict: it also holds "optimizer.<name>.momentum_buffer" tensors, so
- * torch's load_state_dict(strict=True) would refuse them. The weights-only
- * file for torch and `eval --weights` is what nn_save_module writes (the CLI's
- * --save); in PyTorch, a training state's parameters are the keys without the
- * "optimizer." prefix.
+ * state_dict: it also holds "optimizer.<param name>.<state name>" tensors
+ * (the optimizer's named state, nn_optimizer_state_name: SGD's
+ * "momentum_buffer"), so torch's load_state_dict(strict=True) would refuse
+ * them. The weights-only file for torch and `eval --weights` is what
+ * nn_save_module writes (the CLI's --save); in PyTorch, a training state's
+ * parameters are the keys without the "optimizer." prefix.
  *
  * __metadata__ (all values are strings, as safetensors requires):
  *   format "nn-engine-train-state", format_version "1",
  *   epoch, step, seed, rng_state, rng_increment (decimal integers),
- *   optimizer "sgd" and its options (informational: a resumed run may change
- *   the learning rate; only the presence of momentum must match). */
+ *   optimizer (nn_optimizer_name) and its options (informational: a
+ *   resumed run may change the learning rate; the optimizer and the state
+ *   it keeps must match). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,21 +24,21 @@
 #include <string.h>
 
 #include "nn/module.h"
-#include "optim/sgd_state.h"
+#include "optim/optimizer.h"
 #include "safetensors.h"
 
 #define FORMAT_NAME NN_TRAIN_STATE_FORMAT
 #define FORMAT_VERSION "1"
-#define BUFFER_PREFIX "optimizer."
-#define BUFFER_SUFFIX ".momentum_buffer"
+#define STATE_PREFIX "optimizer."
+#define MAX_OPTIONS 16
 
-static nn_status check_pairing(const char *who, const nn_module *m, const nn_sgd *opt) {
-    int count = nn_sgd_state_count(opt);
+static nn_status check_pairing(const char *who, const nn_module *m, const nn_optimizer *opt) {
+    int count = nn_optimizer_param_count(opt);
     if (count != m->param_count)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: the optimizer holds %d parameters, the module %d",
                             who, count, m->param_count);
     for (int i = 0; i < count; i++)
-        if (nn_sgd_state_param(opt, i) != m->params[i])
+        if (nn_optimizer_param(opt, i) != m->params[i])
             return nn_set_error(NN_ERR_ARGUMENT, "%s: optimizer parameter %d is not module "
                                                  "parameter %d ('%s'): create the optimizer over "
                                                  "the module's parameters in order",
@@ -44,38 +46,40 @@ static nn_status check_pairing(const char *who, const nn_module *m, const nn_sgd
     return NN_OK;
 }
 
-/* Parameters then momentum buffers (when the optimizer has them). The
- * buffer names are allocated into names[] (caller frees). */
-static nn_st_binding *state_bindings(const char *who, const nn_module *m, const nn_sgd *opt,
-                                     int *count, char ***names) {
-    int n = m->param_count;
-    bool momentum = n > 0 && nn_sgd_state_velocity(opt, 0) != NULL;
-    int total = momentum ? 2 * n : n;
+/* The file name of parameter `param`'s state `state` (caller frees). */
+static char *state_name(const nn_module *m, const nn_optimizer *opt, int param, int state) {
+    const char *suffix = nn_optimizer_state_name(opt, state);
+    size_t len = strlen(STATE_PREFIX) + strlen(m->param_names[param]) + 1 + strlen(suffix) + 1;
+    char *name = malloc(len);
+    if (name) snprintf(name, len, "%s%s.%s", STATE_PREFIX, m->param_names[param], suffix);
+    return name;
+}
+
+/* Parameters, then each state of the optimizer for every parameter. The
+ * state names are allocated into names[] (caller frees). */
+static nn_st_binding *state_bindings(const char *who, const nn_module *m, const nn_optimizer *opt, int *count,
+                                     char ***names) {
+    const int n = m->param_count, states = nn_optimizer_state_count(opt), total = n * (1 + states);
     nn_st_binding *b = calloc((size_t)total + 1, sizeof *b);
-    char **buffer_names = calloc((size_t)n + 1, sizeof *buffer_names);
-    bool ok = b && buffer_names;
+    char **state_names = calloc((size_t)(n * states) + 1, sizeof *state_names);
+    bool ok = b && state_names;
     for (int i = 0; ok && i < n; i++) {
         b[i].name = m->param_names[i];
         b[i].tensor = m->params[i];
-        if (!momentum) continue;
-        size_t len = strlen(BUFFER_PREFIX) + strlen(m->param_names[i]) + strlen(BUFFER_SUFFIX) + 1;
-        buffer_names[i] = malloc(len);
-        if (!buffer_names[i]) {
-            ok = false;
-            break;
+        for (int s = 0; ok && s < states; s++) {
+            char **name = &state_names[s * n + i];
+            ok = (*name = state_name(m, opt, i, s)) != NULL;
+            b[n * (1 + s) + i] = (nn_st_binding){*name, nn_optimizer_state(opt, i, s)};
         }
-        snprintf(buffer_names[i], len, "%s%s%s", BUFFER_PREFIX, m->param_names[i], BUFFER_SUFFIX);
-        b[n + i].name = buffer_names[i];
-        b[n + i].tensor = nn_sgd_state_velocity(opt, i);
     }
     if (!ok) {
-        for (int i = 0; buffer_names && i < n; i++) free(buffer_names[i]);
-        free(buffer_names);
+        for (int i = 0; state_names && i < n * states; i++) free(state_names[i]);
+        free(state_names);
         free(b);
         return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory", who);
     }
     *count = total;
-    *names = buffer_names;
+    *names = state_names;
     return b;
 }
 
@@ -84,7 +88,7 @@ static void free_names(char **names, int n) {
     free(names);
 }
 
-nn_status nn_save_train_state(const char *path, const nn_module *module, const nn_sgd *opt,
+nn_status nn_save_train_state(const char *path, const nn_module *module, const nn_optimizer *opt,
                               const nn_train_progress *progress) {
     const char *who = "nn_save_train_state";
     if (!module || !opt || !progress)
@@ -95,34 +99,28 @@ nn_status nn_save_train_state(const char *path, const nn_module *module, const n
         return nn_set_error(NN_ERR_ARGUMENT, "%s: epoch and step must be >= 0, got %" PRId64
                                              " and %" PRId64, who, progress->epoch, progress->step);
     NN_TRY(check_pairing(who, module, opt));
-    const nn_sgd_options *o = nn_sgd_get_options(opt);
     const nn_rng *rng = &module->ctx->rng;
-    char values[13][32];
+    char values[5][32];
     snprintf(values[0], 32, "%" PRId64, progress->epoch);
     snprintf(values[1], 32, "%" PRId64, progress->step);
     snprintf(values[2], 32, "%" PRIu64, progress->seed);
     snprintf(values[3], 32, "%" PRIu64, rng->state);
     snprintf(values[4], 32, "%" PRIu64, rng->increment);
-    snprintf(values[5], 32, "%.9g", (double)o->lr);
-    snprintf(values[6], 32, "%.9g", (double)o->momentum);
-    snprintf(values[7], 32, "%.9g", (double)o->weight_decay);
-    snprintf(values[8], 32, "%s", o->nesterov ? "true" : "false");
-    snprintf(values[9], 32, "%.9g", (double)o->clip_value);
-    snprintf(values[10], 32, "%.9g", (double)o->max_grad_norm);
-    nn_st_meta meta[] = {
+    nn_st_meta meta[8 + MAX_OPTIONS] = {
         {"format", FORMAT_NAME}, {"format_version", FORMAT_VERSION},
         {"epoch", values[0]}, {"step", values[1]}, {"seed", values[2]},
-        {"rng_state", values[3]}, {"rng_increment", values[4]}, {"optimizer", "sgd"},
-        {"lr", values[5]}, {"momentum", values[6]}, {"weight_decay", values[7]},
-        {"nesterov", values[8]}, {"clip_value", values[9]}, {"max_grad_norm", values[10]},
+        {"rng_state", values[3]}, {"rng_increment", values[4]}, {"optimizer", (char *)nn_optimizer_name(opt)},
     };
+    nn_optimizer_option options[MAX_OPTIONS];
+    const int option_count = nn_optimizer_describe(opt, options, MAX_OPTIONS);
+    for (int i = 0; i < option_count; i++) meta[8 + i] = (nn_st_meta){(char *)options[i].name, options[i].value};
     int count;
     char **names;
     nn_st_binding *b = state_bindings(who, module, opt, &count, &names);
     if (!b) return nn_last_status();
-    nn_status status = nn_st_save(who, path, b, count, meta, (int)(sizeof meta / sizeof meta[0]));
+    nn_status status = nn_st_save(who, path, b, count, meta, 8 + option_count);
     free(b);
-    free_names(names, module->param_count);
+    free_names(names, module->param_count * nn_optimizer_state_count(opt));
     return status;
 }
 
@@ -144,7 +142,7 @@ static nn_status meta_u64(const char *who, const char *path, const nn_st_header 
 }
 
 /* Everything in the metadata, checked before any tensor is touched. */
-static nn_status read_metadata(const char *who, const char *path, const nn_st_header *h,
+static nn_status read_metadata(const char *who, const char *path, const nn_st_header *h, const nn_optimizer *opt,
                                nn_train_progress *progress, nn_rng *rng) {
     const char *format = nn_st_meta_get(h, "format");
     if (!format || strcmp(format, FORMAT_NAME) != 0)
@@ -158,10 +156,11 @@ static nn_status read_metadata(const char *who, const char *path, const nn_st_he
                                        "reads %s", who, path, version ? version : "(missing)",
                             FORMAT_VERSION);
     const char *optimizer = nn_st_meta_get(h, "optimizer");
-    if (!optimizer || strcmp(optimizer, "sgd") != 0)
-        return nn_set_error(NN_ERR_IO, "%s: %s: training state of optimizer \"%.20s\", this build "
-                                       "resumes \"sgd\"", who, path,
-                            optimizer ? optimizer : "(missing)");
+    if (!optimizer)
+        return nn_set_error(NN_ERR_IO, "%s: %s: training state lacks metadata \"optimizer\"", who, path);
+    if (strcmp(optimizer, nn_optimizer_name(opt)) != 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: a training state of optimizer \"%.20s\" cannot resume "
+                                             "\"%s\"", who, path, optimizer, nn_optimizer_name(opt));
     uint64_t epoch, step, seed, state, increment;
     NN_TRY(meta_u64(who, path, h, "epoch", INT64_MAX, &epoch));
     NN_TRY(meta_u64(who, path, h, "step", INT64_MAX, &step));
@@ -177,8 +176,39 @@ static nn_status read_metadata(const char *who, const char *path, const nn_st_he
     return NN_OK;
 }
 
-nn_status nn_load_train_state(const char *path, nn_module *module, nn_sgd *opt,
-                              nn_train_progress *progress) {
+/* The file's optimizer state, checked against the optimizer's before any
+ * tensor is read: each state the optimizer keeps must be there, and the
+ * file must hold no state the optimizer does not keep (named by the first
+ * parameter's entries). */
+static nn_status check_states(const char *who, const char *path, const nn_st_header *h, const nn_module *m,
+                              const nn_optimizer *opt) {
+    if (m->param_count == 0) return NN_OK;
+    for (int s = 0; s < nn_optimizer_state_count(opt); s++) {
+        char *name = state_name(m, opt, 0, s);
+        if (!name) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+        bool found = nn_st_find(h, name) != NULL;
+        free(name);
+        if (!found)
+            return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: the optimizer keeps %s tensors but the file has none",
+                                who, path, nn_optimizer_state_name(opt, s));
+    }
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "%s%s.", STATE_PREFIX, m->param_names[0]);
+    for (int e = 0; e < h->count; e++) {
+        const char *entry = h->entries[e].name;
+        if (strncmp(entry, prefix, strlen(prefix)) != 0) continue;
+        const char *state = entry + strlen(prefix);
+        bool kept = false;
+        for (int s = 0; s < nn_optimizer_state_count(opt) && !kept; s++)
+            kept = strcmp(state, nn_optimizer_state_name(opt, s)) == 0;
+        if (!kept)
+            return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: the file holds %.60s tensors but the optimizer keeps none "
+                                                 "(another optimizer or other options)", who, path, state);
+    }
+    return NN_OK;
+}
+
+nn_status nn_load_train_state(const char *path, nn_module *module, nn_optimizer *opt, nn_train_progress *progress) {
     const char *who = "nn_load_train_state";
     if (!module || !opt || !progress)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s is NULL", who,
@@ -188,18 +218,8 @@ nn_status nn_load_train_state(const char *path, nn_module *module, nn_sgd *opt,
     NN_TRY(nn_st_open(who, path, &file));
     nn_train_progress loaded;
     nn_rng rng;
-    nn_status status = read_metadata(who, path, &file.header, &loaded, &rng);
-    bool want_buffers = module->param_count > 0 && nn_sgd_state_velocity(opt, 0) != NULL;
-    if (status == NN_OK && module->param_count > 0) {
-        char name[512];
-        snprintf(name, sizeof name, "%s%s%s", BUFFER_PREFIX, module->param_names[0], BUFFER_SUFFIX);
-        bool has_buffers = nn_st_find(&file.header, name) != NULL;
-        if (has_buffers != want_buffers)
-            status = nn_set_error(NN_ERR_ARGUMENT, "%s: %s: the file %s momentum buffers but the "
-                                                   "optimizer %s momentum", who, path,
-                                  has_buffers ? "holds" : "has no",
-                                  want_buffers ? "uses" : "has no");
-    }
+    nn_status status = read_metadata(who, path, &file.header, opt, &loaded, &rng);
+    if (status == NN_OK) status = check_states(who, path, &file.header, module, opt);
     int count = 0;
     char **names = NULL;
     nn_st_binding *b = NULL;
@@ -213,7 +233,7 @@ nn_status nn_load_train_state(const char *path, nn_module *module, nn_sgd *opt,
         *progress = loaded;
     }
     free(b);
-    free_names(names, module->param_count);
+    free_names(names, module->param_count * nn_optimizer_state_count(opt));
     nn_st_close(&file);
     return status;
 }

@@ -14,11 +14,6 @@ nn_status nn_check_counter(const char *op, const nn_tensor *counter) {
     return NN_OK;
 }
 
-nn_buffer_ref nn_optional_ref(const nn_tensor *t) {
-    nn_buffer_ref none = {NULL, 0, 0};
-    return t ? nn_tensor_ref(t) : none;
-}
-
 nn_status nn_counter_add(nn_tensor *counter, int32_t delta) {
     if (!counter) return nn_set_error(NN_ERR_ARGUMENT, "nn_counter_add: counter is NULL");
     NN_TRY(nn_check_counter("nn_counter_add", counter));

@@ -47,8 +47,6 @@ nn_status nn_grad_hand_on(nn_tensor *t, nn_tensor *g);
 
 /* counter is NULL or an int32 tensor of one element (device_loop.c). */
 nn_status nn_check_counter(const char *op, const nn_tensor *counter);
-/* The tensor's argument, or an absent one for NULL. */
-nn_buffer_ref nn_optional_ref(const nn_tensor *t);
 
 /* Tensor dimensions are int64; kernels take int32 sizes. */
 nn_status nn_check_int32(const char *op, const char *what, int64_t value);

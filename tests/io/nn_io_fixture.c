@@ -191,7 +191,7 @@ int main(int argc, char **argv) {
         int n = nn_module_param_count(m.module);
         nn_tensor *params[MAX_PARAMS];
         for (int i = 0; i < n; i++) params[i] = nn_module_param(m.module, i);
-        nn_sgd *opt = nn_sgd_new(params, n, &(nn_sgd_options){.lr = 0.01f, .momentum = 0.9f});
+        nn_optimizer *opt = nn_sgd_new(params, n, &(nn_sgd_options){.lr = 0.01f, .momentum = 0.9f});
         int64_t shape[4];
         input_shape(&m, 3, shape);
         nn_tensor *x = nn_tensor_new(ctx, NN_F32, 4, shape);
@@ -199,13 +199,13 @@ int main(int argc, char **argv) {
         nn_init_uniform(x, 0.0f, 1.0f);
         nn_tensor *loss = nn_softmax_cross_entropy(model_forward(&m, x), y);
         nn_train_progress progress = {.epoch = 1, .step = 1, .seed = seed};
-        if (!opt || !loss || nn_backward(loss) != NN_OK || nn_sgd_step(opt) != NN_OK ||
+        if (!opt || !loss || nn_backward(loss) != NN_OK || nn_optimizer_step(opt) != NN_OK ||
             nn_save_train_state(argv[4], m.module, opt, &progress) != NN_OK)
             rc = fail("state");
         nn_ctx_step_end(ctx);
         nn_tensor_free(x);
         nn_tensor_free(y);
-        nn_sgd_free(opt);
+        nn_optimizer_free(opt);
     } else if (rc == 0 && strcmp(cmd, "forward") == 0 && argc == 7) {
         int64_t batch = strtoll(argv[5], NULL, 10), shape[4];
         input_shape(&m, batch, shape);

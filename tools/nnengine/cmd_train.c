@@ -50,7 +50,7 @@ typedef struct trainer {
     photo_data photo;
     nn_ctx *ctx;
     nn_module *net;
-    nn_sgd *opt;
+    nn_optimizer *opt;
     device_steps steps;
     FILE *log;
     int64_t *order;  /* this epoch's permutation of the training set */
@@ -63,7 +63,7 @@ typedef struct trainer {
 static void trainer_free(trainer *t) {
     device_steps_close(&t->steps);
     free(t->order), free(t->lrs);
-    nn_sgd_free(t->opt);
+    nn_optimizer_free(t->opt);
     nn_module_free(t->net);
     nn_ctx_free(t->ctx);
     if (t->log) fclose(t->log);

@@ -35,7 +35,7 @@ static nn_status open_tensors(device_steps *s, int channels, int height, int wid
     return NN_OK;
 }
 
-static void init(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, bool use_capture) {
+static void init(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, bool use_capture) {
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
     s->net = net;
@@ -43,7 +43,7 @@ static void init(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, bool
     s->use_capture = use_capture;
 }
 
-nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, const nn_dataset *train,
+nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, const nn_dataset *train,
                             normalization norm, int64_t batch, bool use_capture) {
     init(s, ctx, net, opt, use_capture);
     if (batch > train->count) batch = train->count;
@@ -57,7 +57,7 @@ nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd
     return open_tensors(s, train->channels, train->height, train->width);
 }
 
-nn_status device_steps_open_host(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, int channels,
+nn_status device_steps_open_host(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, int channels,
                                  int height, int width, int64_t batch, int64_t steps, bool use_capture) {
     init(s, ctx, net, opt, use_capture);
     s->host_fed = true;
@@ -101,10 +101,10 @@ static nn_status one_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool full
     nn_tensor *counter = counted ? s->counter : NULL;
     nn_status st = NN_OK;
     if (!s->host_fed && !full) st = nn_device_dataset_gather(s->data, NULL, s->full_steps * s->batch, x, y);
-    if (st == NN_OK) st = nn_table_lookup(s->lr_table, counter, counted ? 0 : s->full_steps, nn_sgd_lr_tensor(s->opt));
+    if (st == NN_OK) st = nn_table_lookup(s->lr_table, counter, counted ? 0 : s->full_steps, nn_optimizer_lr_tensor(s->opt));
     /* Zeroed first: the fill then runs beside the first layer, and the first
      * weight gradient of backward need not wait for it. */
-    if (st == NN_OK) st = nn_sgd_zero_grad(s->opt);
+    if (st == NN_OK) st = nn_optimizer_zero_grad(s->opt);
     /* The forward pass and the loss in one call: the model's last layers and
      * the loss may then run as one kernel (nn_module_forward_loss). */
     nn_tensor *logits = NULL;
@@ -119,7 +119,7 @@ static nn_status one_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool full
      * forward pass writes; recorded earlier, they would wait for it behind a
      * barrier of their own, and backward's first kernels behind them. */
     if (st == NN_OK) st = nn_accumulate_metrics(logits, y, loss, s->sums);
-    if (st == NN_OK) st = nn_sgd_step(s->opt);
+    if (st == NN_OK) st = nn_optimizer_step(s->opt);
     if (st == NN_OK && full && !s->host_fed) st = gather_full_batch(s);
     nn_status end = nn_ctx_step_end(s->ctx);
     return st == NN_OK ? end : st;

@@ -20,7 +20,7 @@
 typedef struct device_steps {
     nn_ctx *ctx;
     nn_module *net;
-    nn_sgd *opt;
+    nn_optimizer *opt;
     nn_device_dataset *data;
     int64_t batch, full_steps, tail; /* full batches per epoch, images in the last partial one */
     nn_tensor *x, *y;                /* the batch (full size) */
@@ -34,11 +34,11 @@ typedef struct device_steps {
 
 /* Uploads `train` (normalised by norm) and makes the step's tensors. Returns
  * the library's status; the message is in nn_last_error(). */
-nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, const nn_dataset *train,
+nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, const nn_dataset *train,
                             normalization norm, int64_t batch, bool use_capture);
 /* A step fed by the host with batches of channels x height x width images;
  * `steps` bounds the steps of an epoch (the learning-rate table). */
-nn_status device_steps_open_host(device_steps *s, nn_ctx *ctx, nn_module *net, nn_sgd *opt, int channels,
+nn_status device_steps_open_host(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, int channels,
                                  int height, int width, int64_t batch, int64_t steps, bool use_capture);
 /* Host-fed: the epoch's learning rates (device_steps_per_epoch entries);
  * zeroes the sums and the step counter. */
