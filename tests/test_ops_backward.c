@@ -14,70 +14,23 @@
  * Inputs are kept away from kinks: relu inputs satisfy |x| >= 0.05, max-pool
  * inputs are distinct values spaced 0.01 apart, so a 1e-6 step never changes
  * which branch or which maximum is taken. Inputs that do not require grad
- * must get no gradient. */
+ * must get no gradient.
+ *
+ * This file holds the harness (declared in ops_backward.h) and the cases of
+ * the layer ops: matmul, add_bias, linear, conv2d, maxpool2d, a small
+ * network of them, and the check of the analytic references against finite
+ * differences. The views, pointwise ops, softmax, the loss and the
+ * reductions are in test_ops_backward_pointwise.c. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "reference.h"
+#include "ops_backward.h"
 
 #define FD_EPS 1e-6
 #define GRAD_RTOL 1e-3
 #define GRAD_ATOL 1e-4
 #define FWD_RTOL 1e-4
 #define FWD_ATOL 1e-4
-#define MAX_ARGS 6
-
-typedef enum {
-    FILL_UNIFORM,   /* [-1, 1) */
-    FILL_AWAY_ZERO, /* |x| in [0.05, 1) */
-    FILL_DISTINCT,  /* a permutation of values 0.01 apart */
-    FILL_LABELS     /* int32 in [0, classes) */
-} fill_kind;
-
-typedef struct arg_spec {
-    int ndim;
-    int64_t shape[NN_MAX_DIMS];
-    fill_kind fill;
-    bool grad;   /* requires grad: its gradient is checked */
-    int classes; /* FILL_LABELS only */
-} arg_spec;
-
-/* Engine op on input tensors, and its reference on the same values in double
- * (labels arrive as doubles holding small integers). */
-typedef nn_tensor *(*run_fn)(nn_tensor *const *x, const void *p);
-typedef void (*ref_fn)(double *const *x, double *y, const void *p);
-/* Optional analytic gradients of sum(w * ref(x)) for inputs too large to
- * difference: grads[a] is non-NULL for each input that requires grad. The
- * analytic references are themselves checked against finite differences
- * (bwd_reference_gradients_match_finite_differences). */
-typedef void (*ref_grad_fn)(double *const *x, const double *w, double *const *grads,
-                            const void *p);
-
-typedef struct bwd_case {
-    char what[160];
-    int nargs;
-    arg_spec arg[MAX_ARGS];
-    int out_ndim;
-    int64_t out_shape[NN_MAX_DIMS];
-    run_fn run;
-    ref_fn ref;
-    ref_grad_fn ref_grad; /* NULL: finite differences */
-    const void *p;
-    int threads;
-    uint64_t seed;
-} bwd_case;
-
-static arg_spec spec(fill_kind fill, bool grad, int ndim, int64_t d0, int64_t d1, int64_t d2,
-                     int64_t d3) {
-    arg_spec a = {ndim, {d0, d1, d2, d3}, fill, grad, 0};
-    return a;
-}
-
-static void set_out(bwd_case *c, int ndim, int64_t d0, int64_t d1, int64_t d2, int64_t d3) {
-    c->out_ndim = ndim;
-    int64_t s[NN_MAX_DIMS] = {d0, d1, d2, d3};
-    memcpy(c->out_shape, s, sizeof s);
-}
 
 /* d/dx_i sum(w * ref(x)) for every element i of argument a, by central
  * differences in double. */
@@ -144,9 +97,7 @@ static bool out_matches(const nn_tensor *y, const bwd_case *c) {
     return ref_check_shape(y, c->out_ndim, c->out_shape, c->what);
 }
 
-/* Make the inputs, run forward (checked against the reference too), backward
- * from sum(y * w), and check every input's gradient. */
-static void run_bwd_case(const bwd_case *c) {
+void bwd_run_case(const bwd_case *c) {
     nn_ctx *ctx = ref_ctx(c->threads);
     if (!ctx) return;
     ref_rng r = ref_rng_new(c->seed);
@@ -217,6 +168,7 @@ static void run_bwd_case(const bwd_case *c) {
     free(got);
 }
 
+
 /* ---- matmul ---- */
 
 typedef struct matmul_p {
@@ -243,7 +195,7 @@ static void bwd_matmul(int m, int n, int k, bool ta, bool tb, bool grad_a, int t
     c.arg[0] = spec(FILL_UNIFORM, grad_a, 2, ta ? k : m, ta ? m : k, 0, 0);
     c.arg[1] = spec(FILL_UNIFORM, true, 2, tb ? n : k, tb ? k : n, 0, 0);
     set_out(&c, 2, m, n, 0, 0);
-    run_bwd_case(&c);
+    bwd_run_case(&c);
 }
 
 TEST(bwd_matmul_all_transposes) {
@@ -273,7 +225,7 @@ TEST(bwd_matmul_crosses_gemm_blocks_all_transposes) {
             c.arg[0] = spec(FILL_UNIFORM, true, 2, q.ta ? q.k : q.m, q.ta ? q.m : q.k, 0, 0);
             c.arg[1] = spec(FILL_UNIFORM, true, 2, q.tb ? q.n : q.k, q.tb ? q.k : q.n, 0, 0);
             set_out(&c, 2, q.m, q.n, 0, 0);
-            run_bwd_case(&c);
+            bwd_run_case(&c);
         }
 }
 
@@ -311,7 +263,7 @@ TEST(bwd_add_bias_2d_and_4d) {
         c.arg[0] = spec(FILL_UNIFORM, true, ndim, s[0], s[1], s[2], s[3]);
         c.arg[1] = spec(FILL_UNIFORM, true, 1, s[1], 0, 0, 0);
         set_out(&c, ndim, s[0], s[1], s[2], s[3]);
-        run_bwd_case(&c);
+        bwd_run_case(&c);
     }
 }
 
@@ -344,7 +296,7 @@ TEST(bwd_linear_with_and_without_bias) {
         c.arg[1] = spec(FILL_UNIFORM, true, 2, q->out, q->in, 0, 0);
         c.arg[2] = spec(FILL_UNIFORM, true, 1, q->out, 0, 0, 0);
         set_out(&c, 2, q->n, q->out, 0, 0);
-        run_bwd_case(&c);
+        bwd_run_case(&c);
     }
 }
 
@@ -401,7 +353,7 @@ TEST(bwd_conv2d_geometries) {
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         bwd_case c;
         conv_case_setup(&c, &cases[i], 1 + i % 2, 2400 + (uint64_t)i);
-        run_bwd_case(&c);
+        bwd_run_case(&c);
     }
 }
 
@@ -416,7 +368,7 @@ TEST(bwd_conv2d_crosses_gemm_blocks) {
         bwd_case c;
         conv_case_setup(&c, &cases[i], 2 - i % 2, 2460 + (uint64_t)i);
         c.ref_grad = grad_conv;
-        run_bwd_case(&c);
+        bwd_run_case(&c);
     }
 }
 
@@ -430,7 +382,7 @@ TEST(bwd_conv2d_weight_only) {
     c.arg[1] = spec(FILL_UNIFORM, true, 4, 3, 1, 3, 3);
     c.arg[2] = spec(FILL_UNIFORM, true, 1, 3, 0, 0, 0);
     set_out(&c, 4, 2, 3, 6, 5);
-    run_bwd_case(&c);
+    bwd_run_case(&c);
 }
 
 /* ---- maxpool2d ---- */
@@ -459,7 +411,7 @@ TEST(bwd_maxpool2d_geometries) {
                  g->w, g->k, g->s, g->p);
         c.arg[0] = spec(FILL_DISTINCT, true, 4, g->n, g->c, g->h, g->w);
         set_out(&c, 4, g->n, g->c, ref_pool_oh(g), ref_pool_ow(g));
-        run_bwd_case(&c);
+        bwd_run_case(&c);
     }
 }
 
@@ -503,283 +455,6 @@ TEST(bwd_maxpool2d_ties_go_to_first_max) {
         free(want);
         free(got);
         free(argmax);
-    }
-}
-
-/* ---- views ---- */
-
-typedef struct view_p {
-    int ndim;
-    int64_t shape[NN_MAX_DIMS];
-    int64_t n;
-    float factor; /* 0: view the leaf itself; else view scale(x, factor) */
-} view_p;
-
-static nn_tensor *run_flatten(nn_tensor *const *x, const void *p) {
-    const view_p *q = p;
-    return nn_flatten(q->factor ? nn_scale(x[0], q->factor) : x[0]);
-}
-
-static nn_tensor *run_reshape(nn_tensor *const *x, const void *p) {
-    const view_p *q = p;
-    return nn_reshape(q->factor ? nn_scale(x[0], q->factor) : x[0], q->ndim, q->shape);
-}
-
-static void ref_view_op(double *const *x, double *y, const void *p) {
-    const view_p *q = p;
-    ref_scale(x[0], q->factor ? q->factor : 1.0, y, q->n);
-}
-
-TEST(bwd_flatten_and_reshape) {
-    static const struct {
-        bool flatten;
-        view_p q;
-        int in_ndim, out_ndim;
-        int64_t in[4], out[4];
-    } cases[] = {
-        {true, {0, {0}, 120, 0}, 4, 2, {2, 3, 4, 5}, {2, 60}},
-        {true, {0, {0}, 18, 1.5f}, 4, 2, {1, 2, 3, 3}, {1, 18}},
-        {false, {2, {-1, 4}, 24, 0}, 3, 2, {2, 3, 4}, {6, 4}},
-        {false, {3, {3, -1, 2}, 24, -0.5f}, 2, 3, {4, 6}, {3, 4, 2}},
-    };
-    for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
-        const int64_t *s = cases[i].in, *o = cases[i].out;
-        bwd_case c = {.nargs = 1, .run = cases[i].flatten ? run_flatten : run_reshape,
-                      .ref = ref_view_op, .p = &cases[i].q, .threads = 1 + i % 2,
-                      .seed = 2600 + (uint64_t)i};
-        snprintf(c.what, sizeof c.what, "%s case %d", cases[i].flatten ? "flatten" : "reshape", i);
-        c.arg[0] = spec(FILL_UNIFORM, true, cases[i].in_ndim, s[0], s[1], s[2], s[3]);
-        set_out(&c, cases[i].out_ndim, o[0], o[1], o[2], o[3]);
-        run_bwd_case(&c);
-    }
-}
-
-/* ---- pointwise, softmax, loss, reductions ---- */
-
-typedef struct pw_p {
-    int64_t n, rows;
-    int cols;
-    float factor;
-} pw_p;
-
-static nn_tensor *run_relu(nn_tensor *const *x, const void *p) { (void)p; return nn_relu(x[0]); }
-static nn_tensor *run_softmax(nn_tensor *const *x, const void *p) { (void)p; return nn_softmax(x[0]); }
-static nn_tensor *run_add(nn_tensor *const *x, const void *p) { (void)p; return nn_add(x[0], x[1]); }
-static nn_tensor *run_mul(nn_tensor *const *x, const void *p) { (void)p; return nn_mul(x[0], x[1]); }
-static nn_tensor *run_square(nn_tensor *const *x, const void *p) { (void)p; return nn_mul(x[0], x[0]); }
-static nn_tensor *run_sum(nn_tensor *const *x, const void *p) { (void)p; return nn_sum(x[0]); }
-static nn_tensor *run_mean(nn_tensor *const *x, const void *p) { (void)p; return nn_mean(x[0]); }
-static nn_tensor *run_ce(nn_tensor *const *x, const void *p) {
-    (void)p;
-    return nn_softmax_cross_entropy(x[0], x[1]);
-}
-static nn_tensor *run_scale(nn_tensor *const *x, const void *p) {
-    return nn_scale(x[0], ((const pw_p *)p)->factor);
-}
-
-static void ref_relu_op(double *const *x, double *y, const void *p) {
-    ref_relu(x[0], y, ((const pw_p *)p)->n);
-}
-static void ref_softmax_op(double *const *x, double *y, const void *p) {
-    const pw_p *q = p;
-    ref_softmax(x[0], y, q->rows, q->cols);
-}
-static void ref_add_op(double *const *x, double *y, const void *p) {
-    ref_add(x[0], x[1], y, ((const pw_p *)p)->n);
-}
-static void ref_mul_op(double *const *x, double *y, const void *p) {
-    ref_mul(x[0], x[1], y, ((const pw_p *)p)->n);
-}
-static void ref_square_op(double *const *x, double *y, const void *p) {
-    ref_mul(x[0], x[0], y, ((const pw_p *)p)->n);
-}
-static void ref_scale_op(double *const *x, double *y, const void *p) {
-    const pw_p *q = p;
-    ref_scale(x[0], q->factor, y, q->n);
-}
-static void ref_sum_op(double *const *x, double *y, const void *p) {
-    y[0] = ref_sum(x[0], ((const pw_p *)p)->n);
-}
-static void ref_mean_op(double *const *x, double *y, const void *p) {
-    y[0] = ref_mean(x[0], ((const pw_p *)p)->n);
-}
-static void ref_ce_op(double *const *x, double *y, const void *p) {
-    const pw_p *q = p;
-    int32_t *labels = calloc((size_t)q->rows, sizeof *labels);
-    for (int64_t r = 0; r < q->rows; r++) labels[r] = (int32_t)x[1][r];
-    y[0] = ref_softmax_ce(x[0], labels, (int)q->rows, q->cols);
-    free(labels);
-}
-
-static nn_tensor *run_square_of_result(nn_tensor *const *x, const void *p) {
-    (void)p;
-    nn_tensor *h = nn_scale(x[0], 1.5f); /* a non-leaf used twice by one op */
-    return nn_mul(h, h);
-}
-static void ref_square_of_result_op(double *const *x, double *y, const void *p) {
-    const pw_p *q = p;
-    for (int64_t i = 0; i < q->n; i++) y[i] = 2.25 * x[0][i] * x[0][i];
-}
-
-/* Analytic gradients of sum(w * op(x)), for sizes too large to difference. */
-static void grad_add(double *const *x, const double *w, double *const *g, const void *p) {
-    (void)x;
-    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) {
-        g[0][i] = w[i];
-        if (g[1]) g[1][i] = w[i];
-    }
-}
-static void grad_mul(double *const *x, const double *w, double *const *g, const void *p) {
-    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) {
-        g[0][i] = w[i] * x[1][i];
-        if (g[1]) g[1][i] = w[i] * x[0][i];
-    }
-}
-static void grad_square(double *const *x, const double *w, double *const *g, const void *p) {
-    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) g[0][i] = 2 * w[i] * x[0][i];
-}
-static void grad_square_of_result(double *const *x, const double *w, double *const *g,
-                                  const void *p) {
-    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) g[0][i] = 4.5 * w[i] * x[0][i];
-}
-static void grad_relu(double *const *x, const double *w, double *const *g, const void *p) {
-    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) g[0][i] = x[0][i] > 0 ? w[i] : 0.0;
-}
-static void grad_scale(double *const *x, const double *w, double *const *g, const void *p) {
-    (void)x;
-    const pw_p *q = p;
-    for (int64_t i = 0; i < q->n; i++) g[0][i] = q->factor * w[i];
-}
-static void grad_sum(double *const *x, const double *w, double *const *g, const void *p) {
-    (void)x;
-    for (int64_t i = 0; i < ((const pw_p *)p)->n; i++) g[0][i] = w[0];
-}
-static void grad_mean(double *const *x, const double *w, double *const *g, const void *p) {
-    (void)x;
-    const pw_p *q = p;
-    for (int64_t i = 0; i < q->n; i++) g[0][i] = w[0] / (double)q->n;
-}
-static void grad_softmax(double *const *x, const double *w, double *const *g, const void *p) {
-    const pw_p *q = p;
-    double *y = ref_alloc_d(q->n);
-    ref_softmax(x[0], y, q->rows, q->cols);
-    for (int64_t r = 0; r < q->rows; r++) { /* dx = y * (w - sum(w * y)) per row */
-        const double *yr = y + r * q->cols, *wr = w + r * q->cols;
-        double dot = ref_dot(wr, yr, q->cols);
-        for (int j = 0; j < q->cols; j++) g[0][r * q->cols + j] = yr[j] * (wr[j] - dot);
-    }
-    free(y);
-}
-
-/* A unary or binary op on tensors of one shape. */
-typedef struct pw_case {
-    const char *name;
-    run_fn run;
-    ref_fn ref;
-    ref_grad_fn grad;
-    int nargs;
-    fill_kind fill;
-    bool grad_b;     /* the second argument requires grad */
-    float factor;    /* for scale */
-    bool scalar_out; /* a reduction */
-} pw_case;
-
-enum {
-    PW_RELU, PW_ADD, PW_ADD_B_CONST, PW_MUL, PW_MUL_B_CONST, PW_SQUARE, PW_SQUARE_RESULT,
-    PW_SCALE_NEG, PW_SCALE_SMALL, PW_SUM, PW_MEAN, PW_SOFTMAX, PW_COUNT
-};
-
-static const pw_case pw_ops[PW_COUNT] = {
-    [PW_RELU] = {"relu", run_relu, ref_relu_op, grad_relu, 1, FILL_AWAY_ZERO, false, 0, false},
-    [PW_ADD] = {"add", run_add, ref_add_op, grad_add, 2, FILL_UNIFORM, true, 0, false},
-    [PW_ADD_B_CONST] = {"add (b constant)", run_add, ref_add_op, grad_add, 2, FILL_UNIFORM,
-                        false, 0, false},
-    [PW_MUL] = {"mul", run_mul, ref_mul_op, grad_mul, 2, FILL_UNIFORM, true, 0, false},
-    [PW_MUL_B_CONST] = {"mul (b constant)", run_mul, ref_mul_op, grad_mul, 2, FILL_UNIFORM,
-                        false, 0, false},
-    [PW_SQUARE] = {"mul(x, x)", run_square, ref_square_op, grad_square, 1, FILL_UNIFORM, false,
-                   0, false},
-    [PW_SQUARE_RESULT] = {"mul(h, h) with h = 1.5x", run_square_of_result,
-                          ref_square_of_result_op, grad_square_of_result, 1, FILL_UNIFORM,
-                          false, 0, false},
-    [PW_SCALE_NEG] = {"scale(-2.5)", run_scale, ref_scale_op, grad_scale, 1, FILL_UNIFORM, false,
-                      -2.5f, false},
-    [PW_SCALE_SMALL] = {"scale(0.3)", run_scale, ref_scale_op, grad_scale, 1, FILL_UNIFORM,
-                        false, 0.3f, false},
-    [PW_SUM] = {"sum", run_sum, ref_sum_op, grad_sum, 1, FILL_UNIFORM, false, 0, true},
-    [PW_MEAN] = {"mean", run_mean, ref_mean_op, grad_mean, 1, FILL_UNIFORM, false, 0, true},
-    [PW_SOFTMAX] = {"softmax", run_softmax, ref_softmax_op, grad_softmax, 1, FILL_UNIFORM, false,
-                    0, false},
-};
-
-/* The case for op k on `shape`; q receives the sizes the functions read. */
-static void pw_setup(bwd_case *c, pw_p *q, const pw_case *k, int ndim, const int64_t *shape,
-                     int threads, uint64_t seed) {
-    int64_t s[NN_MAX_DIMS] = {0};
-    memcpy(s, shape, (size_t)ndim * sizeof *s);
-    *q = (pw_p){ref_numel(ndim, s), ref_numel(ndim, s) / s[ndim - 1], (int)s[ndim - 1], k->factor};
-    *c = (bwd_case){.nargs = k->nargs, .run = k->run, .ref = k->ref, .p = q, .threads = threads,
-                    .seed = seed};
-    snprintf(c->what, sizeof c->what, "%s of %lld elements", k->name, (long long)q->n);
-    c->arg[0] = spec(k->fill, true, ndim, s[0], s[1], s[2], s[3]);
-    c->arg[1] = spec(k->fill, k->grad_b, ndim, s[0], s[1], s[2], s[3]);
-    if (k->scalar_out)
-        set_out(c, 1, 1, 0, 0, 0);
-    else
-        set_out(c, ndim, s[0], s[1], s[2], s[3]);
-}
-
-static const struct {
-    int ndim;
-    int64_t shape[NN_MAX_DIMS];
-} bwd_shapes[] = {{1, {1}}, {2, {3, 7}}, {4, {2, 3, 4, 5}}, {2, {1, 13}}, {2, {4, 33}}};
-#define BWD_SHAPES ((int)(sizeof bwd_shapes / sizeof bwd_shapes[0]))
-
-/* Ops `first`..`last` of pw_ops on every shape of bwd_shapes, by finite differences. */
-static void bwd_pointwise(int first, int last, uint64_t seed) {
-    for (int op = first; op <= last; op++)
-        for (int i = 0; i < BWD_SHAPES; i++) {
-            bwd_case c;
-            pw_p q;
-            pw_setup(&c, &q, &pw_ops[op], bwd_shapes[i].ndim, bwd_shapes[i].shape,
-                     1 + (op + i) % 2, seed + (uint64_t)(10 * op + i));
-            run_bwd_case(&c);
-        }
-}
-
-TEST(bwd_relu) { bwd_pointwise(PW_RELU, PW_RELU, 2700); }
-TEST(bwd_add) { bwd_pointwise(PW_ADD, PW_ADD_B_CONST, 2700); }
-TEST(bwd_mul) { bwd_pointwise(PW_MUL, PW_MUL_B_CONST, 2700); }
-TEST(bwd_mul_same_tensor_twice_accumulates) { bwd_pointwise(PW_SQUARE, PW_SQUARE_RESULT, 2700); }
-TEST(bwd_scale) { bwd_pointwise(PW_SCALE_NEG, PW_SCALE_SMALL, 2700); }
-TEST(bwd_sum_and_mean) { bwd_pointwise(PW_SUM, PW_MEAN, 2700); }
-TEST(bwd_softmax) { bwd_pointwise(PW_SOFTMAX, PW_SOFTMAX, 2700); }
-
-TEST(bwd_pointwise_large_analytic) {
-    /* More elements than a thread's chunk, with odd row lengths. */
-    static const int64_t shape[2] = {65, 1025};
-    for (int op = 0; op < PW_COUNT; op++) {
-        bwd_case c;
-        pw_p q;
-        pw_setup(&c, &q, &pw_ops[op], 2, shape, 2 - op % 2, 2780 + (uint64_t)op);
-        c.ref_grad = pw_ops[op].grad;
-        run_bwd_case(&c);
-    }
-}
-
-TEST(bwd_softmax_cross_entropy) {
-    static const int sizes[][2] = {{1, 1}, {1, 10}, {3, 7}, {17, 10}, {4, 33}};
-    for (int i = 0; i < (int)(sizeof sizes / sizeof sizes[0]); i++) {
-        int rows = sizes[i][0], cols = sizes[i][1];
-        pw_p q = {(int64_t)rows * cols, rows, cols, 0};
-        bwd_case c = {.nargs = 2, .run = run_ce, .ref = ref_ce_op, .p = &q, .threads = 1 + i % 2,
-                      .seed = 2800 + (uint64_t)i};
-        snprintf(c.what, sizeof c.what, "softmax_cross_entropy %d x %d", rows, cols);
-        c.arg[0] = spec(FILL_UNIFORM, true, 2, rows, cols, 0, 0);
-        c.arg[1] = spec(FILL_LABELS, false, 1, rows, 0, 0, 0);
-        c.arg[1].classes = cols;
-        set_out(&c, 1, 1, 0, 0, 0);
-        run_bwd_case(&c);
     }
 }
 
@@ -835,13 +510,12 @@ TEST(bwd_small_network_end_to_end) {
     c.arg[5] = spec(FILL_LABELS, false, 1, 2, 0, 0, 0);
     c.arg[5].classes = q.classes;
     set_out(&c, 1, 1, 0, 0, 0);
-    run_bwd_case(&c);
+    bwd_run_case(&c);
 }
 
 /* ---- the analytic references used above, against finite differences ---- */
 
-/* Both gradient paths of a case, in double only (no engine involved). */
-static void check_reference_grads(const bwd_case *c, ref_grad_fn analytic) {
+void bwd_check_reference_grads(const bwd_case *c, ref_grad_fn analytic) {
     ref_rng r = ref_rng_new(c->seed);
     double *x[MAX_ARGS] = {0}, *fd[MAX_ARGS] = {0}, *an[MAX_ARGS] = {0};
     for (int a = 0; a < c->nargs; a++) {
@@ -875,20 +549,14 @@ TEST(bwd_reference_gradients_match_finite_differences) {
         c.arg[0] = spec(FILL_UNIFORM, true, 2, q.ta ? q.k : q.m, q.ta ? q.m : q.k, 0, 0);
         c.arg[1] = spec(FILL_UNIFORM, true, 2, q.tb ? q.n : q.k, q.tb ? q.k : q.n, 0, 0);
         set_out(&c, 2, q.m, q.n, 0, 0);
-        check_reference_grads(&c, grad_matmul);
+        bwd_check_reference_grads(&c, grad_matmul);
     }
-    static const int64_t shape[2] = {3, 7};
-    for (int op = 0; op < PW_COUNT; op++) {
-        bwd_case c;
-        pw_p q;
-        pw_setup(&c, &q, &pw_ops[op], 2, shape, 1, 2970 + (uint64_t)op);
-        check_reference_grads(&c, pw_ops[op].grad);
-    }
+    bwd_check_pointwise_reference_grads();
     static const conv_p convs[] = {{{2, 2, 7, 6, 3, 3, 5, 2, 1, 1, 2}, true},
                                    {{1, 3, 8, 8, 2, 5, 5, 2, 2, 2, 2}, false}};
     for (int i = 0; i < 2; i++) {
         bwd_case c;
         conv_case_setup(&c, &convs[i], 1, 2960 + (uint64_t)i);
-        check_reference_grads(&c, grad_conv);
+        bwd_check_reference_grads(&c, grad_conv);
     }
 }

@@ -1,0 +1,53 @@
+/* The kernel parity test's cases, one a kernel of the registry: each runs
+ * its kernel on the CPU and on `o` over awkward sizes and variants and
+ * compares them (parity_check in parity_harness.h). test_kernel_parity.c
+ * lists them in kCases by kernel id. */
+#ifndef NN_TESTS_PARITY_CASES_H
+#define NN_TESTS_PARITY_CASES_H
+
+#include "backends/backend.h"
+
+/* parity_cases_dense.c */
+void parity_gemm_case(nn_backend *o);
+void parity_gemm_epilogue_case(nn_backend *o);
+void parity_im2col_case(nn_backend *o);
+void parity_col2im_case(nn_backend *o);
+void parity_conv_forward_case(nn_backend *o);
+void parity_conv_data_case(nn_backend *o);
+void parity_conv_weight_case(nn_backend *o);
+void parity_maxpool_forward_case(nn_backend *o);
+void parity_maxpool_backward_case(nn_backend *o);
+void parity_maxpool_backward_masked_case(nn_backend *o);
+void parity_bias_add_case(nn_backend *o);
+void parity_bias_grad_case(nn_backend *o);
+void parity_relu_forward_case(nn_backend *o);
+void parity_relu_backward_case(nn_backend *o);
+void parity_elementwise_case(nn_backend *o);
+void parity_broadcast_scalar_case(nn_backend *o);
+void parity_reduce_sum_case(nn_backend *o);
+void parity_sum_squares_case(nn_backend *o);
+void parity_softmax_forward_case(nn_backend *o);
+void parity_softmax_backward_case(nn_backend *o);
+void parity_softmax_ce_forward_case(nn_backend *o);
+void parity_softmax_ce_fused_case(nn_backend *o);
+void parity_softmax_ce_backward_case(nn_backend *o);
+void parity_sgd_update_case(nn_backend *o);
+void parity_sgd_update_device_lr_case(nn_backend *o);
+void parity_gather_samples_case(nn_backend *o);
+void parity_gather_rows_case(nn_backend *o);
+void parity_counter_add_case(nn_backend *o);
+void parity_fill_case(nn_backend *o);
+void parity_metrics_accumulate_case(nn_backend *o);
+void parity_dropout_forward_case(nn_backend *o);
+
+/* parity_cases_fused.c */
+void parity_conv_pool_forward_case(nn_backend *o);
+void parity_conv_pool_weight_case(nn_backend *o);
+void parity_conv_pool_data_case(nn_backend *o);
+void parity_conv_pool_chain_case(nn_backend *o);
+void parity_conv_pool_linear_case(nn_backend *o);
+void parity_linear_head_forward_case(nn_backend *o);
+void parity_linear_head_data_case(nn_backend *o);
+void parity_linear_head_cross_entropy_case(nn_backend *o);
+
+#endif

@@ -1,0 +1,120 @@
+/* The harness of the kernel parity test (test_kernel_parity.c): which
+ * backends are compared with the CPU, the host arrays a case allocates
+ * (freed after each case), the tolerances, the arguments of a run
+ * (parity_arg: read, written exactly or written within a tolerance, each a
+ * view at a byte offset between guard words) and parity_check, which runs a
+ * kernel on the CPU and on another backend and compares every argument. Also
+ * the convolution helpers both case files use (parity_cases_dense.c,
+ * parity_cases_fused.c). Implemented in parity_harness.c. */
+#ifndef NN_TESTS_PARITY_HARNESS_H
+#define NN_TESTS_PARITY_HARNESS_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+
+/* ---- the backends compared with the CPU ---- */
+
+#define PARITY_MAX_BACKENDS 4
+
+/* The backends besides the CPU that every case runs on: every one the
+ * registry has (backends/registry.h). Vulkan is left out when
+ * NN_ENGINE_TEST_VULKAN=0 says to skip it; a backend that does not open is
+ * a failure naming it. */
+int parity_other_backends(nn_backend *out[PARITY_MAX_BACKENDS]);
+
+/* ---- host arrays: a case allocates freely, all are freed after it ---- */
+
+/* Zeroed bytes, freed after the case. */
+void *parity_array(size_t bytes);
+/* Uniform floats in [lo, hi), each array of them its own seed. */
+float *parity_randoms(size_t n, float lo, float hi);
+/* Whole numbers in [-3, 3] over `denominator`: convolutions of them are
+ * exact in float, whatever the order of the sums (conv_pool_reference.h). */
+float *parity_steps(size_t n, float denominator);
+/* Valid labels in [0, classes). */
+int32_t *parity_labels_of(size_t rows, int classes);
+/* Frees every array allocated since the last call (after each case). */
+void parity_arrays_free(void);
+
+static inline float relu_of(float v) { return v > 0.0f ? v : 0.0f; }
+
+/* ---- tolerances ---- */
+
+/* Float sums of `terms` terms, added in whatever order each backend takes. */
+static inline double sums_tol(double terms) { return 1e-5 * sqrt(terms > 1.0 ? terms : 1.0); }
+#define ROUNDING 1e-6 /* one or two roundings per element */
+
+/* ---- one run of a kernel on the CPU and on another backend ----
+ * (not vulkan_harness.h's pairs, which hold a CPU and a Vulkan buffer:
+ * these runs take whichever backend parity_other_backends() lists) */
+
+typedef enum arg_kind {
+    ARG_READ,  /* only read: must come back unchanged */
+    ARG_EXACT, /* written: bit for bit the CPU's */
+    ARG_NEAR   /* written: floats within tol of the CPU's (NaN equals NaN) */
+} arg_kind;
+
+/* One buffer argument of a run: count 4-byte words, its contents before
+ * the run (NULL: the argument is absent), at `offset` bytes into its buffer. */
+typedef struct parity_arg {
+    const void *data;
+    size_t count, offset;
+    arg_kind kind;
+    double tol;
+    void *cpu_after; /* when set, receives the CPU's words after the run */
+} parity_arg;
+
+static inline parity_arg arg_in(const void *data, size_t count, size_t offset) {
+    return (parity_arg){.data = data, .count = count, .offset = offset, .kind = ARG_READ};
+}
+static inline parity_arg arg_near(const void *data, size_t count, size_t offset, double tol) {
+    return (parity_arg){.data = data, .count = count, .offset = offset, .kind = ARG_NEAR, .tol = tol};
+}
+static inline parity_arg arg_exact(const void *data, size_t count, size_t offset) {
+    return (parity_arg){.data = data, .count = count, .offset = offset, .kind = ARG_EXACT};
+}
+static inline parity_arg arg_none(void) { return (parity_arg){.data = NULL}; }
+static inline parity_arg given(bool present, parity_arg a) { return present ? a : arg_none(); }
+static inline parity_arg with_cpu_after(parity_arg a, void *cpu_after) {
+    a.cpu_after = cpu_after;
+    return a;
+}
+
+/* Runs compared by parity_check, for the summary. */
+extern int parity_runs;
+
+/* Runs the kernel with these arguments on the CPU and on `other` and
+ * compares them: on both, the words around every view and the arguments
+ * only read must come back unchanged; the other's written arguments must
+ * match the CPU's, bit for bit (ARG_EXACT) or within their tol (ARG_NEAR).
+ * `what` (printf-style) names the run in failures. The arguments the case
+ * declares written must be the ones nn_kernel_written_args lists (among
+ * those given), so every written argument is compared. */
+__attribute__((format(printf, 6, 7))) void parity_check(nn_backend *other, nn_kernel kernel, parity_arg *args,
+                                                         int nargs, const void *params, const char *fmt, ...);
+
+/* The kernel on the CPU alone, for a later case's inputs (cpu_after). */
+void parity_cpu_outputs(nn_kernel kernel, parity_arg *args, int nargs, const void *params, const char *what);
+
+/* ---- convolution helpers the dense and fused cases share ---- */
+
+/* Element counts of x, the weight, y and the columns. */
+typedef struct parity_conv_sizes {
+    size_t x, w, y, cols, k, positions;
+} parity_conv_sizes;
+
+parity_conv_sizes parity_conv_sizes_of(const nn_conv_params *p);
+
+/* Whether both the CPU and `other` keep the column matrix for this layer:
+ * the only layers the op passes one to. */
+bool parity_keeps_columns(nn_backend *other, const nn_conv_params *p);
+
+/* im2col on the host (kernels.h's layout): the kept columns a weight
+ * gradient reads. */
+float *parity_host_im2col(const nn_conv_geometry *g, const float *x);
+
+#endif
