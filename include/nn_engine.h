@@ -14,6 +14,7 @@
 #include "nn_optim.h"
 #include "nn_io.h"
 #include "nn_capture.h"
+#include "nn_step.h"
 #include "nn_data.h"
 #include "nn_device_loop.h"
 

@@ -10,12 +10,21 @@ import os
 c_tensor_p = ctypes.c_void_p  # nn_tensor * (opaque)
 c_ctx_p = ctypes.c_void_p     # nn_ctx *
 c_optimizer_p = ctypes.c_void_p  # nn_optimizer *
+c_step_runner_p = ctypes.c_void_p  # nn_step_runner *
 c_status = ctypes.c_int       # nn_status
 c_i64_p = ctypes.POINTER(ctypes.c_int64)
 
 NN_MAX_DIMS = 4
 NN_F32 = 0
 NN_I32 = 1
+
+# enum nn_step_phase (include/nn_step.h)
+NN_STEP_EAGER = 0
+NN_STEP_RECORD = 1
+NN_STEP_REPLAY = 2
+
+# nn_step_fn: nn_status (*)(void *user)
+StepFn = ctypes.CFUNCTYPE(c_status, ctypes.c_void_p)
 
 
 class DeviceInfo(ctypes.Structure):
@@ -49,6 +58,14 @@ class SgdOptions(ctypes.Structure):
         ("nesterov", ctypes.c_bool),
         ("clip_value", ctypes.c_float),
         ("max_grad_norm", ctypes.c_float),
+    ]
+
+
+class StepOptions(ctypes.Structure):
+    """struct nn_step_options (include/nn_step.h)."""
+    _fields_ = [
+        ("warmup", ctypes.c_int),
+        ("eager", ctypes.c_bool),
     ]
 
 
@@ -107,13 +124,15 @@ _SIGNATURES = {
     "nn_ctx_set_grad_enabled": (ctypes.c_bool, [c_ctx_p, ctypes.c_bool]),
     "nn_ctx_grad_enabled": (ctypes.c_bool, [c_ctx_p]),
     "nn_ctx_step_end": (c_status, [c_ctx_p]),
-    # nn_capture.h
-    "nn_capture_begin": (c_status, [c_ctx_p]),
-    "nn_capture_end": (ctypes.c_void_p, [c_ctx_p]),
-    "nn_replay": (c_status, [ctypes.c_void_p, ctypes.c_int64]),
-    "nn_capture_command_count": (ctypes.c_int64, [ctypes.c_void_p]),
-    "nn_capture_free": (None, [ctypes.c_void_p]),
     "nn_ctx_step_tensor_count": (ctypes.c_int64, [c_ctx_p]),
+    # nn_step.h (capture and replay, through the step runner)
+    "nn_step_runner_new": (c_step_runner_p, [c_ctx_p, StepFn, ctypes.c_void_p,
+                                             ctypes.POINTER(StepOptions)]),
+    "nn_step_runner_run": (c_status, [c_step_runner_p, ctypes.c_int64]),
+    "nn_step_runner_phase": (ctypes.c_int, [c_step_runner_p]),
+    "nn_step_runner_steps": (ctypes.c_int64, [c_step_runner_p]),
+    "nn_step_runner_command_count": (ctypes.c_int64, [c_step_runner_p]),
+    "nn_step_runner_free": (None, [c_step_runner_p]),
     # nn_devices.h
     "nn_list_devices": (ctypes.c_int, [ctypes.POINTER(DeviceInfo), ctypes.c_int]),
     # nn_tensor.h

@@ -1,4 +1,4 @@
-"""Step capture and replay (the C library's nn_capture.h) for Python.
+"""Step capture and replay (the C library's step runner, nn_step.h) for Python.
 
     step = nn_engine.capture(train_step)     # or @nn_engine.capture
 
@@ -19,32 +19,45 @@ Rules, as for CUDA graphs and tinygrad's TinyJit:
   the returned tensors after the call instead;
 - train_step returns a Tensor, a tuple/list of Tensors, or None; the returned
   Tensors are the same objects on every replayed call, refreshed in place;
-- each call ends the batch (end_batch()), as a training step does.
+- each call ends the batch (end_batch()), as a training step does;
+- a call whose train_step raises counts for nothing (a failed recording is
+  dropped): the next call runs the way it would have.
 """
+import ctypes
 import functools
+import weakref
 
 import numpy as np
 
 from . import _context
-from ._errors import check, check_ptr
-from ._lib import lib
+from ._errors import NN_ERR_STATE, NN_OK, check, check_ptr
+from ._lib import NN_STEP_RECORD, NN_STEP_REPLAY, StepFn, StepOptions, lib
 from .tensor import Tensor
 
 
 class CapturedStep:
-    """A training step that is recorded on its second call and replayed after."""
+    """A training step that is recorded on its second call and replayed after.
+    The library's step runner (nn_step.h) decides which call does what: it
+    calls train_step back for the warm-up and the recorded call, and replays
+    the recording for the others."""
+
+    _runner = None  # nn_step_runner *, made on the first call
+    _ctx = None
 
     def __init__(self, fn, warmup=1):
         if not callable(fn):
             raise TypeError(f"capture: expected a function, got {type(fn).__name__}")
         if not isinstance(warmup, int) or warmup < 1:
             raise ValueError(f"capture: warmup must be an int >= 1, got {warmup!r}")
+        if warmup > 2**31 - 1:
+            raise ValueError(f"capture: warmup must be at most 2**31 - 1, got {warmup!r}")
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._warmup = warmup
-        self._calls = 0
-        self._capture = None
-        self._ctx = None
+        self._step_fn = _step_fn_of(weakref.ref(self))
+        self._call = None      # (phase, arguments) of the call the runner is making
+        self._returned = None  # what train_step returned to the runner
+        self._error = None     # what train_step raised, to raise after the runner returns
         self._inputs = None    # the recorded call's tensor arguments (kept alive)
         self._frozen = None    # its other arguments
         self._outputs = None   # what it returned
@@ -52,40 +65,70 @@ class CapturedStep:
     @property
     def command_count(self):
         """Commands in the recorded step (0 before it is recorded)."""
-        return lib.nn_capture_command_count(self._capture) if self._capture else 0
+        return lib.nn_step_runner_command_count(self._runner) if self._runner else 0
 
     def __call__(self, *args):
-        self._calls += 1
-        if self._capture is not None:
-            return self._replay(args)
-        if self._calls <= self._warmup:
-            outputs = self._fn(*[_as_tensor(a, i) for i, a in enumerate(args)])
-            _persist(outputs)
-            _context.end_batch()
-            return outputs
-        return self._record(args)
-
-    def _record(self, args):
-        ctx = _context.default_context()
+        runner = self._runner_on(_context.default_context())
+        phase = lib.nn_step_runner_phase(runner)
+        if phase == NN_STEP_REPLAY:
+            self._write_inputs(args)
+            self._run(runner, phase, None)
+            return self._outputs
+        if phase != NN_STEP_RECORD:
+            return self._run(runner, phase, [_as_tensor(a, i) for i, a in enumerate(args)])
+        # Made before the recording starts: their uploads must not be replayed.
         inputs = [_as_tensor(a, i, keep=True) if _is_tensor_arg(a) else None for i, a in enumerate(args)]
-        call_args = [t if t is not None else a for t, a in zip(inputs, args)]
-        check(lib.nn_capture_begin(ctx.ptr), "nn_capture_begin")
-        try:
-            outputs = self._fn(*call_args)
-            _persist(outputs)
-            ctx.end_step()
-        except BaseException:
-            # Stop recording and drop what was recorded; the step's error propagates.
-            lib.nn_capture_free(lib.nn_capture_end(ctx.ptr))
-            raise
-        self._capture = check_ptr(lib.nn_capture_end(ctx.ptr), "nn_capture_end")
-        self._ctx = ctx
+        outputs = self._run(runner, phase, [t if t is not None else a for t, a in zip(inputs, args)])
         self._inputs = inputs
         self._frozen = [None if t is not None else a for t, a in zip(inputs, args)]
         self._outputs = outputs
         return outputs
 
-    def _replay(self, args):
+    def _runner_on(self, ctx):
+        if self._runner is None:
+            options = StepOptions(warmup=self._warmup, eager=False)
+            self._runner = check_ptr(lib.nn_step_runner_new(ctx.ptr, self._step_fn, None,
+                                                            ctypes.byref(options)),
+                                     "nn_step_runner_new")
+            self._ctx = ctx
+        return self._runner
+
+    def _run(self, runner, phase, call_args):
+        """One step through the runner; returns what train_step returned (if
+        it was called) and raises what it raised."""
+        self._call = (phase, call_args)
+        try:
+            status = lib.nn_step_runner_run(runner, 1)
+        finally:
+            self._call = None
+        returned, self._returned = self._returned, None
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+        check(status, "nn_step_runner_run")
+        return returned
+
+    def _step(self):
+        """The step function the runner calls, eagerly or while recording:
+        train_step on the call's arguments, its results kept past the batch,
+        the batch ended. ctypes would only print an exception raised here, so
+        it is kept for _run to raise, and the runner told of a failure."""
+        try:
+            phase, call_args = self._call
+            outputs = self._fn(*call_args)
+            _persist(outputs)
+            if phase == NN_STEP_RECORD:
+                self._ctx.end_step()
+            else:
+                _context.end_batch()
+            self._returned = outputs
+            return NN_OK
+        except BaseException as error:  # KeyboardInterrupt too: _run raises it
+            self._error = error
+            return NN_ERR_STATE
+
+    def _write_inputs(self, args):
+        """This call's tensor arguments into the recorded call's inputs."""
         if len(args) != len(self._inputs):
             raise TypeError(f"{self.__name__}: recorded with {len(self._inputs)} arguments, called "
                             f"with {len(args)}")
@@ -110,13 +153,18 @@ class CapturedStep:
                                      f"recorded call's {recorded.shape}")
                 check(lib.nn_tensor_write(recorded._ptr(), array.ctypes.data, array.nbytes),
                       "nn_tensor_write")
-        check(lib.nn_replay(self._capture, 1), "nn_replay")
-        return self._outputs
 
     def __del__(self):
-        if self._capture and not _context._shutting_down and self._ctx is not None and self._ctx.ptr:
-            lib.nn_capture_free(self._capture)
-        self._capture = None
+        if self._runner and not _context._shutting_down and self._ctx is not None and self._ctx.ptr:
+            lib.nn_step_runner_free(self._runner)
+        self._runner = None
+
+
+def _step_fn_of(step_ref):
+    """The C step function (nn_step_fn) of a CapturedStep, holding it weakly
+    so that the two make no reference cycle; the runner calls it only from
+    inside the CapturedStep's own call."""
+    return StepFn(lambda _user: step_ref()._step())
 
 
 def capture(fn=None, *, warmup=1):

@@ -81,3 +81,38 @@ def test_decorator_and_misuse():
     reads(x)
     with pytest.raises(RuntimeError, match="read after nn_replay"):
         reads(x)
+
+
+def test_exceptions_in_the_step_reach_the_caller():
+    """What train_step raises comes out of the call, through the library's
+    step runner; the failed call counts for nothing, and a failed recording
+    is dropped (the context records nothing more)."""
+    layer = nn.Linear(4, 3)
+
+    class StepFailed(Exception):
+        pass
+
+    calls = []
+    fail_on = {1, 3}
+
+    @nn.capture
+    def forward(x):
+        calls.append(len(calls) + 1)
+        y = layer(x)
+        if calls[-1] in fail_on:
+            raise StepFailed(f"call {calls[-1]}")
+        return y
+
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    with pytest.raises(StepFailed, match="call 1"):
+        forward(x)  # a warm-up: not counted
+    forward(x)  # the warm-up
+    with pytest.raises(StepFailed, match="call 3"):
+        forward(x)  # recorded, then dropped
+    assert forward.command_count == 0
+    np.testing.assert_array_equal(nn.relu(nn.Tensor(x)).sync(), np.maximum(x, 0))  # not recording
+    recorded = forward(x)
+    assert forward.command_count > 0
+    assert forward(x + 1) is recorded  # replayed: train_step is not called
+    assert calls == [1, 2, 3, 4]
+    np.testing.assert_allclose(recorded.sync(), layer(nn.Tensor(x + 1)).sync(), rtol=1e-6)

@@ -1,3 +1,5 @@
+/* The training steps of `nnengine train` (device_steps.h): full batches
+ * through a step runner (nn_step.h), the smaller last batch eagerly. */
 #include "device_steps.h"
 
 #include <stdlib.h>
@@ -35,17 +37,20 @@ static nn_status open_tensors(device_steps *s, int channels, int height, int wid
     return NN_OK;
 }
 
-static void init(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, bool use_capture) {
+static nn_status full_batch_step(void *steps);
+
+static nn_status init(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, bool use_capture) {
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
     s->net = net;
     s->opt = opt;
-    s->use_capture = use_capture;
+    s->full_batches = nn_step_runner_new(ctx, full_batch_step, s, &(nn_step_options){.eager = !use_capture});
+    return s->full_batches ? NN_OK : nn_last_status();
 }
 
 nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, const nn_dataset *train,
                             normalization norm, int64_t batch, bool use_capture) {
-    init(s, ctx, net, opt, use_capture);
+    TRY(init(s, ctx, net, opt, use_capture));
     if (batch > train->count) batch = train->count;
     s->batch = batch;
     s->full_steps = train->count / batch;
@@ -59,7 +64,7 @@ nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_opt
 
 nn_status device_steps_open_host(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, int channels,
                                  int height, int width, int64_t batch, int64_t steps, bool use_capture) {
-    init(s, ctx, net, opt, use_capture);
+    TRY(init(s, ctx, net, opt, use_capture));
     s->host_fed = true;
     s->batch = batch;
     s->full_steps = steps; /* a smaller batch's tensors are made when one comes */
@@ -125,33 +130,18 @@ static nn_status one_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool full
     return st == NN_OK ? end : st;
 }
 
-/* The first full step of the run is eager (it creates the gradients and
- * momentum buffers a captured step must find in place); the second is
- * captured as it runs; the others replay it, as many per call as asked. */
-static nn_status full_steps(device_steps *s, int64_t count) {
-    while (count > 0) {
-        if (!s->use_capture || !s->warmed_up) {
-            TRY(one_step(s, s->x, s->y, true));
-            s->warmed_up = true;
-            count--;
-        } else if (!s->step) {
-            TRY(nn_capture_begin(s->ctx));
-            nn_status st = one_step(s, s->x, s->y, true);
-            s->step = nn_capture_end(s->ctx); /* ends the capture even after a failure */
-            TRY(st);
-            if (!s->step) return nn_last_status();
-            count--;
-        } else {
-            TRY(nn_replay(s->step, count));
-            count = 0;
-        }
-    }
-    return NN_OK;
+/* The step of a full batch, as the runner calls it: the first of the run
+ * eagerly (it creates the gradients and momentum buffers a captured step
+ * must find in place), the second while it is captured; the runner replays
+ * that for the others, as many per call as asked. */
+static nn_status full_batch_step(void *steps) {
+    device_steps *s = steps;
+    return one_step(s, s->x, s->y, true);
 }
 
 nn_status device_steps_run(device_steps *s, int64_t from, int64_t to) {
     int64_t full_to = to < s->full_steps ? to : s->full_steps;
-    if (from < full_to) TRY(full_steps(s, full_to - from));
+    if (from < full_to) TRY(nn_step_runner_run(s->full_batches, full_to - from));
     if (s->tail && from <= s->full_steps && to > s->full_steps) TRY(one_step(s, s->x_tail, s->y_tail, false));
     return NN_OK;
 }
@@ -161,7 +151,7 @@ nn_status device_steps_host_step(device_steps *s, const float *images, const int
     if (n == s->batch) {
         TRY(nn_tensor_write(s->x, images, sizeof(float) * image * (size_t)n));
         TRY(nn_tensor_write(s->y, labels, sizeof(int32_t) * (size_t)n));
-        return full_steps(s, 1);
+        return nn_step_runner_run(s->full_batches, 1);
     }
     /* A smaller batch (the last one, or one that lost undecodable files):
      * tensors of its size, kept while the size repeats. */
@@ -188,7 +178,7 @@ nn_status device_steps_sums(device_steps *s, double *loss_sum, double *correct) 
 }
 
 void device_steps_close(device_steps *s) {
-    nn_capture_free(s->step);
+    nn_step_runner_free(s->full_batches);
     nn_device_dataset_free(s->data);
     nn_tensor *tensors[] = {s->x, s->y, s->x_tail, s->y_tail, s->counter, s->sums, s->lr_table};
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) nn_tensor_free(tensors[i]);

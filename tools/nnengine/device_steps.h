@@ -2,9 +2,9 @@
  * uploaded once, and each step looks up its learning rate, sums its loss and
  * accuracy and gathers the next step's batch there, by a device-side step
  * counter. So a
- * step needs nothing from the host, and by default it is captured once and
- * replayed (nn_capture.h): many steps per submit, sums read only per epoch or
- * progress tick. --no-capture runs the same kernels eagerly, step by step;
+ * step needs nothing from the host, and by default the full-batch step is
+ * captured once and replayed by a step runner (nn_step.h): many steps per
+ * submit, sums read only per epoch or progress tick. --no-capture runs the same kernels eagerly, step by step;
  * the results are the same bit for bit.
  *
  * Photos (AlexNet) do not fit on the device: they come decoded from the
@@ -26,14 +26,13 @@ typedef struct device_steps {
     nn_tensor *x, *y;                /* the batch (full size) */
     nn_tensor *x_tail, *y_tail;      /* the last, smaller batch, or NULL */
     nn_tensor *counter, *sums, *lr_table;
-    bool use_capture;
-    bool host_fed;         /* batches written by the host (device_steps_host_step) */
-    bool warmed_up;        /* one eager step has run: gradients and momentum exist */
-    nn_capture *step;      /* the captured full-batch step */
+    bool host_fed;                /* batches written by the host (device_steps_host_step) */
+    nn_step_runner *full_batches; /* runs the full-batch step: eager, captured, replayed */
 } device_steps;
 
 /* Uploads `train` (normalised by norm) and makes the step's tensors. Returns
- * the library's status; the message is in nn_last_error(). */
+ * the library's status; the message is in nn_last_error(). *s stays where it
+ * is until device_steps_close: its step runner calls back with its address. */
 nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, const nn_dataset *train,
                             normalization norm, int64_t batch, bool use_capture);
 /* A step fed by the host with batches of channels x height x width images;
