@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "data/class_folders.h"
 #include "data/dataset_internal.h"
 
 /* The shuffle stream of the validation split, apart from every epoch's. */
@@ -179,11 +180,6 @@ static int file_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static int folder_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* DIR/NAME.gz if present, else DIR/NAME; returns 0 when neither exists. */
 static int find_idx(const char *dir, const char *name, char *path, size_t size) {
     char gz_name[128];
@@ -228,7 +224,7 @@ static nn_status load_both(const char *dir, double validation_fraction, uint64_t
     } else {
         NN_TRY(nn_join_path(train_dir, sizeof train_dir, dir, "train"));
         NN_TRY(nn_join_path(test_dir, sizeof test_dir, dir, "test"));
-        if (folder_exists(train_dir) && folder_exists(test_dir)) {
+        if (nn_folder_exists(train_dir) && nn_folder_exists(test_dir)) {
             NN_TRY(nn_dataset_load_folders(train_dir, train));
             return test ? nn_dataset_load_folders(test_dir, test) : NN_OK;
         }
@@ -252,7 +248,7 @@ nn_status nn_dataset_load_dir(const char *dir, double validation_fraction, uint6
     if (!test_is_validation) test_is_validation = &is_validation_unused;
     memset(train, 0, sizeof *train);
     if (test) memset(test, 0, sizeof *test);
-    if (!folder_exists(dir)) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
+    if (!nn_folder_exists(dir)) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
     nn_status status = load_both(dir, validation_fraction, seed, train, test, test_is_validation);
     if (status == NN_OK && test) status = check_compatible(dir, train, test);
     if (status != NN_OK) {

@@ -20,17 +20,6 @@ nn_status nn_join_path(char *out, size_t size, const char *dir, const char *name
 nn_status nn_validation_split(int64_t count, double fraction, uint64_t seed, int64_t **order,
                               int64_t *n_validation);
 
-/* Names of folder entries. */
-typedef struct nn_name_list {
-    char **names;
-    int count, capacity;
-} nn_name_list;
-
-/* Sorted entries of `dir` (hidden ones skipped) that are folders when
- * `want_dirs`, else regular files. */
-nn_status nn_list_entries(const char *dir, int want_dirs, nn_name_list *out);
-void nn_name_list_free(nn_name_list *list);
-
 /* A decoded image: 8-bit grayscale, width x height. */
 typedef struct nn_gray_image {
     int width, height;

@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/error.h"
+#include "data/class_folders.h"
 #include "data/dataset_internal.h"
 #include "data/image_internal.h"
 
@@ -21,11 +21,6 @@ void nn_image_index_free(nn_image_index *index) {
     free(index->paths);
     free(index->labels);
     memset(index, 0, sizeof *index);
-}
-
-static int is_folder(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* 1 when the file starts like a PNG or JPEG; else the reason in `why`. */
@@ -41,76 +36,59 @@ static int looks_like_image(const char *path, char *why, size_t why_size) {
     return nn_image_signature_ok(head, got, why, why_size);
 }
 
-static nn_status append(nn_image_index *index, int64_t *capacity, char *path, int label) {
-    if (index->count == *capacity) {
-        int64_t grown_capacity = *capacity ? *capacity * 2 : 256;
-        char **paths = realloc(index->paths, (size_t)grown_capacity * sizeof *paths);
+/* The index being built, and the room its arrays have. */
+typedef struct indexer {
+    nn_image_index *index;
+    int64_t capacity;
+} indexer;
+
+static nn_status append(indexer *ix, char *path, int label) {
+    nn_image_index *index = ix->index;
+    if (index->count == ix->capacity) {
+        int64_t capacity = ix->capacity ? ix->capacity * 2 : 256;
+        char **paths = realloc(index->paths, (size_t)capacity * sizeof *paths);
         if (paths) index->paths = paths;
-        int32_t *labels = realloc(index->labels, (size_t)grown_capacity * sizeof *labels);
+        int32_t *labels = realloc(index->labels, (size_t)capacity * sizeof *labels);
         if (labels) index->labels = labels;
         if (!paths || !labels) {
             free(path);
             return nn_set_error(NN_ERR_MEMORY, "out of memory indexing %lld images",
                                 (long long)index->count);
         }
-        *capacity = grown_capacity;
+        ix->capacity = capacity;
     }
     index->paths[index->count] = path;
     index->labels[index->count++] = label;
     return NN_OK;
 }
 
-static nn_status index_class(nn_image_index *index, int64_t *capacity, const char *class_dir,
-                             int label) {
-    nn_name_list files;
-    NN_TRY(nn_list_entries(class_dir, 0, &files));
-    int64_t before = index->count;
-    nn_status status = NN_OK;
-    char path[4096], why[128];
-    for (int i = 0; status == NN_OK && i < files.count; i++) {
-        status = nn_join_path(path, sizeof path, class_dir, files.names[i]);
-        if (status != NN_OK) break;
-        if (!looks_like_image(path, why, sizeof why)) {
-            if (index->skipped++ == 0)
-                snprintf(index->first_skipped, sizeof index->first_skipped, "%.400s: %.100s", path,
-                         why);
-            continue;
-        }
-        char *copy = strdup(path);
-        status = copy ? append(index, capacity, copy, label)
-                      : nn_set_error(NN_ERR_MEMORY, "out of memory indexing %s", path);
-    }
-    nn_name_list_free(&files);
-    if (status == NN_OK && index->count == before)
-        status = nn_set_error(NN_ERR_IO, "%s: class folder has no PNG or JPEG image", class_dir);
-    return status;
+/* One file of class `label`: indexed when it starts like a PNG or JPEG. */
+static nn_status take_image(void *user, const char *path, int label, bool *kept, char *why,
+                            size_t why_size) {
+    indexer *ix = user;
+    *kept = looks_like_image(path, why, why_size);
+    if (!*kept) return NN_OK;
+    char *copy = strdup(path);
+    return copy ? append(ix, copy, label)
+                : nn_set_error(NN_ERR_MEMORY, "out of memory indexing %s", path);
 }
 
 nn_status nn_image_index_load(const char *dir, nn_image_index *out) {
     if (!dir || !out) return nn_set_error(NN_ERR_ARGUMENT, "nn_image_index_load: NULL argument");
     memset(out, 0, sizeof *out);
-    if (!is_folder(dir)) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
-    nn_name_list classes;
-    NN_TRY(nn_list_entries(dir, 1, &classes));
-    if (classes.count == 0) {
-        nn_name_list_free(&classes);
-        return nn_set_error(NN_ERR_IO,
-                            "%s: no class folders (expected DIR/<class>/<image>, "
-                            "e.g. PetImages/Cat/...)",
-                            dir);
+    indexer ix = {out, 0};
+    nn_class_walk walk = {.take = take_image, .user = &ix, .example = "PetImages/Cat",
+                          .wanted = "PNG or JPEG image"};
+    nn_status status = nn_walk_class_folders(dir, &walk);
+    if (status != NN_OK) {
+        nn_image_index_free(out);
+        return status;
     }
-    /* The index owns the sorted names from here on (freed with it). */
-    out->class_names = classes.names;
-    out->classes = classes.count;
-    int64_t capacity = 0;
-    nn_status status = NN_OK;
-    char class_dir[4096];
-    for (int c = 0; status == NN_OK && c < classes.count; c++) {
-        status = nn_join_path(class_dir, sizeof class_dir, dir, classes.names[c]);
-        if (status == NN_OK) status = index_class(out, &capacity, class_dir, c);
-    }
-    if (status != NN_OK) nn_image_index_free(out);
-    return status;
+    out->skipped = walk.skipped;
+    memcpy(out->first_skipped, walk.first_skipped, sizeof out->first_skipped);
+    out->classes = walk.classes;
+    out->class_names = walk.class_names; /* the index owns the sorted names (freed with it) */
+    return NN_OK;
 }
 
 /* dst = the listed images of src, in that order, with src's classes. */
@@ -152,14 +130,14 @@ nn_status nn_image_index_load_dir(const char *dir, double validation_fraction, u
     *test_is_validation = false;
     memset(train, 0, sizeof *train);
     if (test) memset(test, 0, sizeof *test);
-    if (!is_folder(dir)) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
+    if (!nn_folder_exists(dir)) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
     if (verify_threads < 0 || verify_threads > 256)
         return nn_set_error(NN_ERR_ARGUMENT, "nn_image_index_load_dir: verify_threads %d is not in 0..256",
                             verify_threads);
     char train_dir[4096], test_dir[4096];
     NN_TRY(nn_join_path(train_dir, sizeof train_dir, dir, "train"));
     NN_TRY(nn_join_path(test_dir, sizeof test_dir, dir, "test"));
-    if (is_folder(train_dir) && is_folder(test_dir)) {
+    if (nn_folder_exists(train_dir) && nn_folder_exists(test_dir)) {
         NN_TRY(load_checked(train_dir, verify_threads, train));
         if (!test) return NN_OK;
         nn_status status = load_checked(test_dir, verify_threads, test);
