@@ -3,9 +3,9 @@
  * normalises them on worker threads ahead of the training loop.
  *
  * Unlike nn_dataset (nn_data.h), which holds small grayscale images of one
- * size in memory (LeNet), nothing is decoded when the index is built: the
- * index holds paths and labels, and the loader decodes each image when its
- * batch is due, at the size the model asks for.
+ * size in memory (MNIST-like sets), nothing is decoded when the index is
+ * built: the index holds paths and labels, and the loader decodes each
+ * image when its batch is due, at the size the model asks for.
  *
  * Typical training loop (epochs counted from 0 here; the CLI's 1-based
  * epoch e passes e - 1, as it does to nn_shuffle_indices):
@@ -67,8 +67,8 @@ nn_status nn_image_index_load(const char *dir, nn_image_index *out);
  * those that fail, adding them to `skipped` (first_skipped names the first
  * bad file if none was skipped before). Then the loader meets no bad file
  * and the report comes before training, as the seed's did. A class left
- * without an image is an error naming its folder. About 0.4 ms per 500x375
- * photo and thread: 25,000 photos on 16 threads, well under a second. */
+ * without an image is an error naming its folder. At 1/8 scale this costs
+ * little next to training (bench/README.md). */
 nn_status nn_image_index_verify(nn_image_index *index, int threads);
 
 /* DIR/train/<class>/... and DIR/test/<class>/... when both exist; otherwise

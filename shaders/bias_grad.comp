@@ -11,8 +11,9 @@
 // adds the chunk sums (again by a fixed tree, so the result does not
 // depend on the order the workgroups ran in) and resets the channel's
 // counter. One dispatch with enough workgroups to fill the GPU, where one
-// workgroup per channel walked LeNet's 6 channels x 50,176 entries alone
-// (and summed with Kahan's compensation, which the trees make unneeded).
+// workgroup per channel left a layer of few, large channels (6 x 50,176
+// entries) to a handful of workgroups, each walking its channel alone (and
+// summing with Kahan's compensation, which the trees make unneeded).
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_BIAS_GRAD)
 layout(std430, binding = 0) readonly buffer DY { float dy[]; };

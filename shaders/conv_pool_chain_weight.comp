@@ -6,7 +6,7 @@
 // is the input of a second such layer, from the second's pooled gradient:
 // the second's data gradient (conv_pool_data.glsl) computed where the
 // first's weight gradient uses it, so it never goes to memory and the two
-// need no barrier between them (LeNet-5's conv2 and conv1).
+// need no barrier between them.
 //
 // A workgroup takes one image and a block of the first layer's filters
 // (the second's input channels). Its invocations first load the image and

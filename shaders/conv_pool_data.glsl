@@ -23,9 +23,7 @@
 const int SEG = R + KW - 1; // staged columns one kernel row of a unit reads
 // Loads in flight per invocation while staging. Each staging loop is
 // unrolled LOADS times and a workgroup runs it about once, so more costs
-// instruction fetches: measured on the H100 (the chained kernel, LeNet-5
-// epoch at batch 64 / 256, 2026-11-22), 8 gave 56.3-56.6 / 22.9-23.1 ms,
-// 4 55.3-55.6 / 22.5-22.7 and 2 55.1 / 22.4 (one run).
+// instruction fetches than the loads it overlaps save (bench/README.md).
 const uint LOADS = 4u;
 
 uint data_weights_at() { return p.chunk * p.rows * p.cols; }

@@ -13,9 +13,9 @@
 // last to finish adds them in workgroup order, so the result does not
 // depend on which finished first.
 //
-// Each workgroup runs this code once, so its size counts: measured on the
-// H100, a scalar fallback unrolled beside the vector loads cost 2 us of
-// the kernel's 11.6 (LeNet-5, batch 64), hence rows_in_floats apart.
+// Each workgroup runs this code once, so its size counts: a scalar fallback
+// unrolled beside the vector loads made the kernel slower (bench/README.md),
+// hence rows_in_floats apart.
 
 // A lane's quads of a run (32 lanes, 4 features each): at most MAX_QUADS,
 // as vk_conv_pool.c's shapes give at most 256 features per workgroup.

@@ -30,8 +30,8 @@ layout(constant_id = 6) const bool PADDED = false; // any padding: staged with z
 // Floats left free after each staged channel plane (vk_conv_pool.c,
 // weight_plane_gap): the sums' invocations read the same window position in
 // the planes of several channels at once, and planes an even number of
-// floats apart put those reads in fewer banks (LeNet-5's second layer, 144
-// floats: 5.7 reads per bank on average, 2.2 with 145).
+// floats apart put those reads in fewer banks (12x12 planes, 144 floats:
+// 5.7 reads per bank on average by a model of the addresses, 2.2 with 145).
 layout(constant_id = 7) const uint PLANE_GAP = 0u;
 const uint THREADS = 256u;
 // vk_conv_pool.c keeps a round's padded images (and later the lanes' sums,

@@ -12,7 +12,7 @@
 // four, spaced BM/TM*4 apart (likewise columns), so its shared-memory
 // reads are vec4s that neighbouring invocations take from neighbouring
 // addresses. Tile sizes are specialization constants: the host picks big
-// tiles for big products and small ones for LeNet's thin shapes.
+// tiles for big products and small ones for thin shapes (few rows or columns).
 //
 // summed != 0: the batch is summed into one C (conv's dW), by walking the
 // products one after another in the same registers.
@@ -25,8 +25,8 @@
 //
 // The epilogue of NN_KERNEL_GEMM_EPILOGUE (bias, ReLU, mask) is not applied
 // here: compiled in, even behind a constant, it cost this kernel most of its
-// speed on an H200; the host runs gemm_epilogue_pass.comp (or the split-K
-// sum) after it. p.epilogue must be 0.
+// speed (bench/README.md); the host runs gemm_epilogue_pass.comp (or the
+// split-K sum) after it. p.epilogue must be 0.
 layout(constant_id = 0) const uint BM = 64;
 layout(constant_id = 1) const uint BN = 64;
 layout(constant_id = 2) const uint BK = 16;

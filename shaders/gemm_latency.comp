@@ -1,8 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-// C[b] = alpha * op(A[b]) op(B[b]) + beta * C[b] for small products (every
-// GEMM of LeNet-5), where a training step's time is latency, not
+// C[b] = alpha * op(A[b]) op(B[b]) + beta * C[b] for small products (few
+// outputs, a short k), where a training step's time is latency, not
 // arithmetic: one output per invocation, so a workgroup's BM x BN tile
 // needs no register blocking; each step over k stages a BM x BK slice of
 // op(A) and a BK x BN slice of op(B) in shared memory with every load of

@@ -44,8 +44,8 @@ void main() {
         for (uint s = begin; s < end; s++) {
             barrier();
             stash();
-            // Only the slice's real k: LeNet's k of 10, 16 or 25 would
-            // otherwise multiply mostly zeros.
+            // Only the slice's real k: a short k (10, 16 or 25: few
+            // channels, a small window) would otherwise multiply mostly zeros.
             uint depth = min(BK, p.k - kt * BK);
             if (++kt == ktiles) {
                 kt = 0u;

@@ -70,7 +70,7 @@ void main() {
 
     // The passes unroll (they hold barriers, which kept the compiler from
     // unrolling them on its own): rolled, the register arrays indexed by q
-    // went to local memory (240 bytes on the H100, NN_ENGINE_VULKAN_PIPELINE_STATS).
+    // went to local memory (NN_ENGINE_VULKAN_PIPELINE_STATS shows it; bench/README.md).
     [[unroll]] for (uint q = 0u; q < A_PASSES; q++) {
         for (uint r = 0u; r < ROWS; r++) {
             float sum = 0.0;

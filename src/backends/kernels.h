@@ -191,7 +191,7 @@ typedef struct nn_conv_pool_params {
 } nn_conv_pool_params;
 
 /* NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT: two such layers in a row, the first's
- * pooled output the second's input (LeNet-5's two convolutions). From the
+ * pooled output the second's input (a network's first two, say). From the
  * second's pooled gradient dy, winners and weight, the first's weight and
  * bias gradients (either may be absent, not both): what the second's
  * BACKWARD_DATA followed by the first's BACKWARD_WEIGHT computes, with the
@@ -212,9 +212,9 @@ typedef struct nn_conv_pool_chain_params {
  * with NN_EPI_BIAS_COLS), then relu (NN_EPI_RELU), as GEMM_EPILOGUE with
  * trans_b computes it. Both layers' outputs are written: backward reads y
  * and the winners. Conv2d, ReLU, MaxPool2d, Flatten and Linear (and a ReLU
- * after it) run so where nn_backend.supports says so for this kernel
- * (LeNet-5's second convolution and first Linear): the Linear then needs
- * no kernel and no barrier of its own. */
+ * after it) run so where nn_backend.supports says so for this kernel (a
+ * last convolution feeding a classifier's first Linear): the Linear then
+ * needs no kernel and no barrier of its own. */
 typedef struct nn_conv_pool_linear_params {
     nn_conv_pool_params conv_pool;
     int32_t out_features;
@@ -222,9 +222,9 @@ typedef struct nn_conv_pool_linear_params {
 } nn_conv_pool_linear_params;
 
 /* Linear -> ReLU -> Linear, the small layers at the end of a classifier
- * (LeNet-5's last two), as one operation whose kernels take a block of rows
- * through both layers, so the hidden layer's output and gradient never wait
- * on a barrier between two kernels:
+ * (a hidden layer and the output), as one operation whose kernels take a
+ * block of rows through both layers, so the hidden layer's output and
+ * gradient never wait on a barrier between two kernels:
  *   FORWARD        h = relu(x wa^T + ba) [rows, hidden] (a NaN passes, as
  *                  relu_forward), y = h wb^T + bb [rows, out]; wa is
  *                  [hidden, in] and wb [out, hidden] (Linear's layout); the

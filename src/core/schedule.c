@@ -39,10 +39,8 @@ static bool conflict(const nn_command *a, const nn_command *b) {
 }
 
 /* Trailing commands: light ones, and fills. Nothing in their level waits
- * for them, so they are issued after its other commands. Measured on the
- * H100 (LeNet-5 epoch, batch 64 / 256, 2026-11-22, fills as compute
- * kernels): the zero_grad fill ahead of the first convolution 50.4 / 21.4
- * ms, after it 49.8-49.9 / 21.2-21.3. */
+ * for them, so they are issued after its other commands, whose launches
+ * they would otherwise delay (bench/README.md). */
 static bool trailing(const nn_command *c) {
     if (c->kind == NN_COMMAND_FILL) return true;
     const unsigned w = written_args(c);
@@ -57,16 +55,9 @@ static bool trailing(const nn_command *c) {
  * first. Every command of a level must finish before the next level
  * starts, and launches are serial, so a long command launched last ends
  * the level late; and a level with more workgroups than the GPU holds at
- * once runs the first launched first. Measured on the H100 (LeNet-5, batch
- * 256, 2026-11-22): the backward GEMMs' level (the three weight gradients,
- * k = 256, and the first Linear's data gradient, k = 120) 14.8-15.0 us
- * with the weight gradients first, against 17.0-17.4 in issue order (data
- * gradient first), and the epoch 20.6-20.7 ms against 21.2 (before the
- * weight gradients were deferred to the next level, which the rules below
- * do now; there they still go longest first). Other kernels
- * keep their issue order: in LeNet-5's convolution backward level the
- * weight gradient issued before the chained kernel (the longer one, alone)
- * gave 21.4 ms, the other way round 23.4. */
+ * once runs the first launched first. Longest first shortened a level of
+ * GEMMs (bench/README.md). Other kernels keep their issue order: a longer
+ * convolution kernel issued first made its level slower (bench/README.md). */
 static void serial_length(const nn_command *c, int64_t *length, int64_t *size) {
     *length = *size = 0;
     if (c->kind != NN_COMMAND_RUN || (c->kernel != NN_KERNEL_GEMM && c->kernel != NN_KERNEL_GEMM_EPILOGUE)) return;
@@ -100,16 +91,9 @@ static int by_slot(const void *x, const void *y) {
  * delay the barrier that the next level's kernels wait on, for a later
  * one, where it runs beside that level's own kernels; those are issued
  * first (deferred commands after them, trailing ones last), so the level's
- * critical kernels start first. Measured on the H100 (LeNet-5 epoch, batch
- * 64 / 256, 2026-11-22): trailing commands alone to their latest level,
- * A/B three times, 49.6-49.7 / 20.1-20.2 ms against 50.0-50.2 / 20.2; then
- * every command, A/B three times, 48.6-48.7 / 18.8-18.9 against
- * 50.3-50.6 / 20.0-20.2 (the backward GEMMs' level, now the first Linear's
- * data gradient alone, 9.7 us against 15.2 at batch 256; the convolutions'
- * backward level, now with the three weight-gradient GEMMs and the bias
- * gradients after its kernels, 40.7 against 37.0). Deferred commands
- * issued before a level's own kernels (in issue order) instead: 54.3-56.6
- * ms at batch 64. */
+ * critical kernels start first: deferring shortened the step, and issuing
+ * deferred commands ahead of a level's own kernels lengthened it
+ * (bench/README.md). */
 nn_status nn_schedule_commands(nn_command *commands, int64_t count) {
     if (count < 2) return NN_OK;
     slot *slots = malloc((size_t)count * sizeof *slots);

@@ -4,9 +4,9 @@
  *
  * A backend puts a barrier between commands that conflict and lets the
  * others run together, but it launches them one after another in the order
- * given, and each launch takes time: on the H100 a LeNet-5 step's backward
- * GEMMs waited about 2.6 us behind the launches of the loss's sum and the
- * step counter (a 1-thread kernel each) issued before them. So the order
+ * given, and each launch takes time: a step's long kernels can wait behind
+ * the launches of tiny ones (a loss's sum, a step counter: a 1-thread
+ * kernel each) issued before them (bench/README.md). So the order
  * keeps every conflict's order (a command stays after each earlier one it
  * conflicts with: one writes a byte range the other touches) and is
  * otherwise: the levels (stretches) are the earliest-possible ones (a
@@ -15,9 +15,9 @@
  * after it allow; in a level, first the commands that could go in no
  * earlier one, then those deferred to it, then the light commands (writing
  * at most a few floats) and fills, each group in issue order except that
- * GEMMs with the longest k go first (schedule.c says what each rule
- * measured). The results are the eager step's: only independent commands
- * change places. */
+ * GEMMs with the longest k go first (schedule.c says why each rule,
+ * bench/README.md what it measured). The results are the eager step's: only
+ * independent commands change places. */
 #ifndef NN_CORE_SCHEDULE_H
 #define NN_CORE_SCHEDULE_H
 

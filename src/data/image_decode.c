@@ -140,9 +140,7 @@ static void jpeg_warning(j_common_ptr cinfo, int level) {
  * measures at least min_w x min_h; else 8 (full size, also when no minimum
  * is asked). Only the power-of-two scales: libjpeg-turbo has SIMD inverse
  * DCTs for them, while 3/8, 5/8, 6/8 and 7/8 run plain-C IDCTs that are
- * slower than a full-size decode (measured on 500x375 q90 photos, one
- * core: 1/8 0.29 ms, 2/8 0.38, 4/8 0.40, 8/8 0.49; 3/8 0.62, 5/8 0.79,
- * 6/8 0.78, 7/8 1.11). */
+ * slower than a full-size decode (bench/README.md). */
 static int choose_scale(const nn_box *box, int min_w, int min_h) {
     if (min_w <= 0 && min_h <= 0) return 8;
     for (int n = 1; n < 8; n *= 2)
@@ -207,7 +205,7 @@ static nn_status decode_jpeg(const uint8_t *data, size_t size, const nn_decode_r
      * above and below are skipped (still entropy-decoded, so damage there
      * is still found, but no IDCT, upsampling or colour conversion), and
      * columns are cropped to whole iMCUs. A random-resized crop keeps about
-     * half of a photo, and costs about 25% less to decode this way. */
+     * half of a photo, and decodes faster this way (bench/README.md). */
     int row_first = 0, row_last = (int)cinfo.output_height - 1;
     int col_first = 0, col_last = (int)cinfo.output_width - 1;
     if (!request->whole_jpeg) {

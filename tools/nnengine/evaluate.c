@@ -2,8 +2,8 @@
 
 #include <stdlib.h>
 
-/* Images per forward pass: up to 500 (LeNet-sized images), fewer for large
- * images so that one pass reads at most 2^22 input values (16 MiB): at
+/* Images per forward pass: up to 500 (small images, such as 1x28x28), fewer
+ * for large images so that one pass reads at most 2^22 input values (16 MiB): at
  * 3x224x224 that is 27 images, whose AlexNet im2col buffers (120 MiB for
  * conv2) still fit the 128 MiB a software Vulkan device binds; 500 would
  * need 2.2 GiB for conv2's alone. */

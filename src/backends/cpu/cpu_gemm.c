@@ -28,10 +28,9 @@
 
 /* A worker is used only when it gets at least this many flops (~3 us at
  * 80 GFLOP/s), about what handing it a range costs now that the pool's
- * workers spin between jobs (~2 us per nn_parallel_for on a 2-vCPU VM; a
- * wake-up from sleep cost ~100 us, when this was 6 MFLOP). Tuned on LeNet-5's
- * training step: 6 MFLOP 4.5 ms/step, 1 MFLOP 3.7, 256 KFLOP 3.5 (built-in
- * GEMM, 2 threads). Tests define it smaller to exercise the threaded paths. */
+ * workers spin between jobs: of the thresholds tried, the smallest made a
+ * small model's training step fastest (bench/README.md). Tests define it
+ * smaller to exercise the threaded paths. */
 #ifndef MIN_FLOPS_PER_THREAD
 #define MIN_FLOPS_PER_THREAD (256.0 * 1024)
 #endif
@@ -442,7 +441,7 @@ static void gemm_one(const gemm_call *g, float *pack_a_buf, float *pack_b_buf) {
      * are then read in place; only a partial last panel is packed (padded).
      * Unless B's rows are a multiple of 4 KiB apart and there are more than
      * a few of them: a panel's rows then all fall in the same few cache sets
-     * and evict each other (measured: 16 x 4096 x 150 slower in place). */
+     * and evict each other, so packing them is faster (bench/README.md). */
     int direct_b = !g->trans_b && g->m <= DIRECT_B_MAX_M && (g->ldb % 1024 != 0 || g->k <= 32);
     for (int64_t jc = 0; jc < g->n; jc += NC) {
         int64_t nc = min64(NC, g->n - jc);

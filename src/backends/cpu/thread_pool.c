@@ -9,11 +9,11 @@
  * ranges keep results reproducible: the same worker always gets the same
  * items, so a reduction's partials are the same bits every run.
  *
- * Waking a thread sleeping on a condition variable costs ~100 us on a small
- * VM, longer than most kernels of a training step. So between jobs, workers
- * (and the caller, waiting for them) first spin on atomics for a while and
- * only then sleep: back-to-back kernels never pay the wake-up, and an idle
- * pool still sleeps after SPIN_ROUNDS. */
+ * Waking a thread sleeping on a condition variable takes longer than most
+ * kernels of a small model's training step (bench/README.md). So between
+ * jobs, workers (and the caller, waiting for them) first spin on atomics
+ * for a while and only then sleep: back-to-back kernels never pay the
+ * wake-up, and an idle pool still sleeps after SPIN_ROUNDS. */
 #define SPIN_ROUNDS 20000
 
 struct nn_thread_pool {

@@ -79,11 +79,9 @@ static nn_status vk_read(nn_backend *self, nn_buffer_ref src, void *dst, size_t 
     return result;
 }
 
-/* A fill is a compute kernel (NN_KERNEL_FILL), not vkCmdFillBuffer: on the
- * H100's driver each transfer command in a stream of compute work cost
- * about 3 us. Measured there (LeNet-5 epoch, step captured, batch 64 /
- * 256, 2026-11-22): its two fills a step took 55.1-55.9 / 22.5 ms, and the
- * same step without them 49.2-49.3 / 21.0-21.1 (results then wrong). */
+/* A fill is a compute kernel (NN_KERNEL_FILL), not vkCmdFillBuffer: a
+ * transfer command in a stream of compute work can cost a driver more than
+ * a small kernel does (bench/README.md). */
 static nn_status vk_fill(nn_backend *self, nn_buffer_ref dst, float value, size_t count) {
     vk_backend *vk = as_vk(self);
     NN_TRY(check_range("fill", dst, count * sizeof(float)));

@@ -1,10 +1,10 @@
 /* The convolution kernels (kernels.h, nn_conv_params) on Vulkan.
  *
- * Small layers (LeNet-5's) run conv_latency.comp: gemm_latency.comp's
- * tiles with the column matrix read straight from the image (forward,
- * weight gradient) and the data gradient gathered from dy, so there is no
- * im2col or col2im dispatch, no column buffer, and one dispatch (and one
- * barrier) where the column route needs two or three.
+ * Small layers (few filters, small images) run conv_latency.comp:
+ * gemm_latency.comp's tiles with the column matrix read straight from the
+ * image (forward, weight gradient) and the data gradient gathered from dy,
+ * so there is no im2col or col2im dispatch, no column buffer, and one
+ * dispatch (and one barrier) where the column route needs two or three.
  *
  * Large layers (AlexNet's) take the column route: im2col, the tiled GEMM,
  * col2im. For them the op keeps the column matrix from forward to backward

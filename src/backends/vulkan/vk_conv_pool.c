@@ -30,8 +30,8 @@
 #define WEIGHT_THREADS 256       /* weight gradient: its workgroup, one item per invocation */
 #define MAX_GROUPS 128           /* weight gradient: partials the last workgroup adds */
 /* Weight gradient: the workgroups a split aims at, about two per H100
- * multiprocessor. Measured on the H100 (LeNet-5 epoch, batch 64 / 256):
- * 72.1 / 28.1 ms, against 74.2 / 28.1 with 128 and 83.5 / 28.7 with 512. */
+ * multiprocessor: fewer leave the GPU idle, more add partials to the last
+ * workgroup's sum (bench/README.md). */
 #define WEIGHT_WORKGROUPS 256
 #define DZ_FLOATS 5120           /* data gradient: staged gradient planes */
 #define DATA_WEIGHT_FLOATS 2560  /* data gradient: a chunk's weights */
@@ -43,10 +43,8 @@
 #define CHAIN_SMEM_FLOATS 8184
 /* The workgroups an image's work is spread over (each takes a block of the
  * first layer's filters), its data gradient taking DATA_RUN pixels per
- * invocation as the data kernel does. Measured on the H100 (LeNet-5 epoch,
- * batch 64 / 256, 2026-11-22): two workgroups 60.5-61.2 / 24.4-24.8 ms;
- * one 63.5 / 25.5; three 66.3-67.3 / 25.8-26.5; six 67.0 / 30.8; and with
- * one or two pixels per invocation instead of four 62.7-69.0 / 28.2-31.9. */
+ * invocation as the data kernel does. Two workgroups per image: fewer leave
+ * the GPU idle, more add partial sums (bench/README.md). */
 #define CHAIN_WORKGROUPS_PER_IMAGE 2
 
 /* The zero-padded image the forward and weight kernels stage. */
@@ -58,12 +56,10 @@ static uint32_t padded(const nn_conv_geometry *g) { return g->pad_h > 0 || g->pa
  * PLANE_GAP): one float where a plane's floats are even. Its sums' invocations
  * read one window position in several channels' planes at once, and planes
  * an even number of floats apart put those reads in fewer shared-memory
- * banks: LeNet-5's second layer (144-float planes) averaged 5.7 reads per
- * bank, 2.2 with 145 (a model of the addresses). Measured on the H100
- * (LeNet-5, 2026-11-22): the kernel alone in its stretch of the captured
- * step 21.1 us against 24.1 at batch 256, the epoch 19.4 ms against
- * 20.1-20.2. The same gap in the chained kernel's image rows (32 floats
- * there) measured slower, 31.8 us against 30.7 alone, and is not used. */
+ * banks: 12x12 planes (144 floats) averaged 5.7 reads per bank, 2.2 with
+ * 145 (a model of the addresses). The gap made the kernel faster; in the
+ * chained kernel's image rows (32 floats there) it made it slower, and is
+ * not used there (bench/README.md). */
 static int64_t weight_plane_gap(const nn_conv_geometry *g) {
     const int64_t plane = (int64_t)(g->height + 2 * g->pad_h) * (g->width + 2 * g->pad_w);
     return plane % 2 == 0 && g->channels * (plane + 1) <= IMAGE_FLOATS ? 1 : 0;
@@ -152,11 +148,8 @@ static forward_shape plain_forward_shape(const nn_conv_pool_params *p) {
 
 /* With the Linear, one workgroup per image where its outputs are at most
  * LINEAR_ONE_GROUP (one per invocation), so no workgroups add partial dot
- * products. Measured on the H100 (LeNet-5 epoch at batch 64 / 256,
- * 2026-11-22): 57.7-57.8 / 23.2 ms, against 57.7-57.8 / 23.9-24.0 with
- * 128 invocations (two workgroups per image adding their partials at batch
- * 64, two filters per invocation at 256) and 60.0-61.1 ms at batch 64 with
- * two filters per invocation. Larger layers run as without the Linear, but
+ * products: faster than two workgroups per image or two filters per
+ * invocation (bench/README.md). Larger layers run as without the Linear, but
  * a workgroup's items must be whole blocks of filters, so its features are
  * one run of the flattened output (conv_pool_linear.glsl): one filter per
  * invocation where two would split a block between workgroups. */
@@ -173,15 +166,12 @@ static forward_shape linear_forward_shape(const nn_conv_pool_params *p) {
 
 /* The forward kernel's shared floats for the padded image and for the
  * weights of the filters a workgroup's items span. Without the Linear,
- * what the layer needs: LeNet-5's first convolution then takes 3.7 KB
- * instead of 28 KB, so its 1024 workgroups at batch 256 are resident at
- * once on an H100 (seven per multiprocessor fitted before), and the
- * driver compiles it to 40 registers instead of 61. Measured there
- * (LeNet-5, batch 256, 2026-11-22): its stretch of the captured step
- * 10.2 us against 12.5. With the Linear the whole of IMAGE_FLOATS: after
- * the convolution it holds the Linear's lane sums, as many rows at a time
- * as fit (conv_pool_linear.glsl), and halving it made that stretch 12.9 us
- * against 11.3 at batch 256, 12.1 against 10.2 at 64. */
+ * what the layer needs: a small layer then takes a few KB instead of
+ * 28 KB, so more of its workgroups are resident at once and it compiles to
+ * fewer registers (bench/README.md). With the Linear the whole of
+ * IMAGE_FLOATS: after the convolution it holds the Linear's lane sums, as
+ * many rows at a time as fit (conv_pool_linear.glsl), and a smaller array
+ * made that kernel slower (bench/README.md). */
 static void forward_shared(const nn_conv_pool_params *p, bool linear, forward_shape shape, uint32_t *image,
                            uint32_t *weights) {
     if (linear) {
@@ -397,10 +387,8 @@ static int64_t chain_outputs(const nn_conv_pool_chain_params *p) { return filter
 
 /* The images of a block of the chained kernel's final sums: the whole
  * batch up to CHAIN_ONE_SUM_IMAGES (one sum, by the last workgroup), else
- * about the square root of the batch, so both sums are short. Measured on
- * the H100 (LeNet-5 epoch, 2026-11-22 08:15 UTC): one sum against two at
- * batch 32, 64, 128 and 256: 112.2-112.5 against 114.4-114.5 ms, 59.4-59.5
- * against 60.0, 38.6-38.7 against 38.3-38.4, 25.5 against 24.4-24.8. */
+ * about the square root of the batch, so both sums are short: one sum was
+ * faster up to 64 images, two above (bench/README.md). */
 #define CHAIN_ONE_SUM_IMAGES 64
 static int64_t chain_block_images(int64_t batch) {
     if (batch <= CHAIN_ONE_SUM_IMAGES) return batch;

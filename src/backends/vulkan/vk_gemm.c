@@ -49,8 +49,8 @@ static uint32_t vec4_ok(nn_buffer_ref ref, int64_t ld, int64_t stride, int64_t b
 #define SPLIT_TARGET_GROUPS 264
 #define MAX_SPLITS 1024
 /* A split walks at most this many k slices: each costs a memory wait and a
- * barrier, so a long walk with few output tiles (conv1's dW at batch 256:
- * 9,216 slices into one tile) is latency, not arithmetic. */
+ * barrier, so a long walk with few output tiles (a small convolution's dW
+ * at batch 256: 9,216 slices into one tile) is latency, not arithmetic. */
 #define SPLIT_MAX_SLICES 16
 #define SPLIT_MAX_PARTIALS ((int64_t)1 << 22) /* floats of partial sums (16 MiB) */
 
@@ -128,18 +128,17 @@ static nn_status record_split(vk_backend *vk, const nn_buffer_ref *a, const nn_g
     return st;
 }
 
-/* Latency-bound products (every GEMM of a LeNet-5 step, at batch 64 or
- * 256) go to gemm_latency.comp: one output per invocation, a whole k slice
+/* Latency-bound products (small ones: few outputs, a short k or a small
+ * batch) go to gemm_latency.comp: one output per invocation, a whole k slice
  * of 64 in flight per step, the epilogue compiled in, and splits that add
  * their own partials (no second dispatch, so no barrier between the two).
  * Above this many multiply-adds the tiled kernels' register blocking pays. */
 #define LATENCY_MAX_MACS ((int64_t)1 << 26)
 /* A split's last workgroup adds every partial of its tile one after
  * another, so splits trade the walk's length against that sum's: about
- * sqrt(32 * steps) splits (LeNet-5's first convolution's dW at batch 64:
- * 116 splits of 5 steps), at most this many. Measured on an H200 against
- * sqrt(2, 8 and 128 * steps): 123 ms per LeNet-5 epoch, against 132, 125
- * and 125. */
+ * sqrt(32 * steps) splits (a small weight gradient of 576 steps: 116
+ * splits of 5 steps), at most this many; 32 beat 2, 8 and 128
+ * (bench/README.md). */
 #define LATENCY_MAX_SPLITS 256
 /* Split only products with fewer output tiles than an H100 or H200 has
  * multiprocessors: with more, every multiprocessor already has a tile. */
@@ -166,8 +165,8 @@ nn_status vk_latency_plan_for(int32_t m, int32_t n, int32_t k, int64_t outputs, 
     out->splits = 1;
     out->split_steps = steps;
     /* A split's partials go to binding 4, so products with a bias or a mask
-     * (binding 3) split too: LeNet-5's first Linear, 60 tiles of four k
-     * slices, walks in four splits. */
+     * (binding 3) split too: a Linear of 60 tiles and four k slices walks in
+     * four splits. */
     if (outputs == 1 && steps >= 4 && out->tiles < LATENCY_SPLIT_BELOW_TILES) {
         int64_t splits = (int64_t)ceil(sqrt(32.0 * (double)steps));
         if (splits > LATENCY_MAX_SPLITS) splits = LATENCY_MAX_SPLITS;
@@ -218,9 +217,9 @@ static nn_status run_latency(vk_backend *vk, const nn_buffer_ref *a, int nargs, 
 
 /* A tiled product with an epilogue: the plain kernel, then
  * gemm_epilogue_pass.comp. Compiled into the tiled kernel, the epilogue made
- * it ~15x slower on an H200 (AlexNet's conv2: 36 ms instead of 2), most
- * likely by pushing its accumulators out of registers. With beta == 0 the
- * pass works on C in place; otherwise the product goes to a scratch T first. */
+ * it many times slower (bench/README.md), most likely by pushing its
+ * accumulators out of registers. With beta == 0 the pass works on C in
+ * place; otherwise the product goes to a scratch T first. */
 static nn_status record_with_epilogue_pass(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p,
                                            const gemm_product *product, uint32_t epilogue, vk_pipeline_id pipe,
                                            int variant, uint32_t gx, uint32_t gy, uint32_t gz, int64_t outputs) {
@@ -308,7 +307,7 @@ nn_status vk_gemm_record(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_p
     int64_t steps = products * ceil_div(k, bk), splits = 1;
     if (long_k && gx * gy < SPLIT_TARGET_GROUPS) {
         splits = ceil_div(SPLIT_TARGET_GROUPS, gx * gy);
-        /* Short walks only where the partial sums stay small (LeNet's dW):
+        /* Short walks only where the partial sums stay small (a small dW):
          * for a large C the partials' traffic would cost more than the walk. */
         int64_t short_walks = ceil_div(steps, SPLIT_MAX_SLICES);
         if (splits < short_walks && (int64_t)p->m * p->n * short_walks <= SPLIT_MAX_PARTIALS) splits = short_walks;

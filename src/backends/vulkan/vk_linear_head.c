@@ -14,10 +14,8 @@
 #include "vk_backend.h"
 
 #define THREADS 256
-/* Rows per workgroup (linear_head.glsl's ROWS). Fewer rows per workgroup,
- * more workgroups, each reading all the weights: measured on the H100,
- * LeNet-5 epochs of 75.2 / 28.2 ms (batch 64 / 256) with 1 row, 77.2 /
- * 28.2 with 2, 82.1 / 29.2 with 4 and 88.8 / 30.8 with 8. */
+/* Rows per workgroup (linear_head.glsl's ROWS): one, as more workgroups,
+ * each reading all the weights, beat fewer that share them (bench/README.md). */
 #define ROWS 1
 #define MAX_FEATURES 256 /* per layer: one invocation per feature */
 #define LANES 8          /* forward: invocations sharing an output */

@@ -7,11 +7,10 @@
  * previous replay included); inside, barriers go only between conflicting
  * kernels (vk_stream.c). The barrier that makes its writes visible to the
  * host is a command buffer of its own, submitted once after the last replay
- * of a submit: at the end of every replay it cost the H100 about 2 us a
- * step (a LeNet-5 epoch at batch 64: 65.3 ms against 63.5), which made
- * replaying slower than eager work. What its kernels allocate for themselves (split-K partial
- * sums, reduction partials) is kept with the plan, since every replay writes
- * it again. */
+ * of a submit: at the end of every replay it made replaying slower than
+ * eager work (bench/README.md). What its kernels allocate for themselves
+ * (split-K partial sums, reduction partials) is kept with the plan, since
+ * every replay writes it again. */
 #include <stdlib.h>
 #include <string.h>
 
