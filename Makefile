@@ -39,7 +39,7 @@ ifeq ($(SANITIZE),1)
   LDFLAGS += -fsanitize=address,undefined
 endif
 
-LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/nn/*.c src/optim/*.c \
+LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/fusion/*.c src/nn/*.c src/optim/*.c \
                               src/data/*.c src/io/*.c \
                               src/backends/*.c src/backends/cpu/*.c))
 

@@ -57,6 +57,11 @@ nn_status nn_ctx_manual_seed(nn_ctx *ctx, uint64_t seed);
  * evaluation). Returns the previous setting. */
 bool nn_ctx_set_grad_enabled(nn_ctx *ctx, bool enabled);
 bool nn_ctx_grad_enabled(const nn_ctx *ctx);
+/* Whether chains of operations run as fused kernels where the device has
+ * them (on by default); off, every operation runs its own kernels (to
+ * compare, or to find a bug). Takes effect for operations not yet run.
+ * Returns the previous setting. */
+bool nn_ctx_set_fusion(nn_ctx *ctx, bool enabled);
 
 /* End a training step: drop the autograd tape and free every tensor an
  * operation created since the previous call (the step's activations and

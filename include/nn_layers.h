@@ -45,14 +45,12 @@ nn_status nn_sequential_append(nn_module *seq, const char *name, nn_module *chil
 
 nn_tensor *nn_module_forward(nn_module *m, nn_tensor *x);
 /* The mean softmax cross-entropy of the module's output against labels
- * (int32 [N]): the loss nn_softmax_cross_entropy(nn_module_forward(m, x),
- * labels) gives, with the same gradients. A Sequential ending in Linear,
- * ReLU, Linear runs those layers and the loss as one kernel where the
- * backend fuses them (on Vulkan: the forward pass then also writes the
- * loss's gradient back to the layers' input, so backward has less to do).
- * *logits, when not NULL, receives the module's output (step-owned), for
- * reading: differentiate the loss, not it (fused, no gradient flows back
- * through it). */
+ * (int32 [N]): nn_softmax_cross_entropy(nn_module_forward(m, x), labels).
+ * *logits, when not NULL, receives the module's output (step-owned). Where
+ * the model ends in Linear, ReLU, Linear the fusion pass may run those
+ * layers and the loss as one kernel (on Vulkan: the forward pass then also
+ * writes the loss's gradient back to the layers' input), as it does for
+ * the two calls written out. */
 nn_tensor *nn_module_forward_loss(nn_module *m, nn_tensor *x, nn_tensor *labels, nn_tensor **logits);
 /* Training (the default for a new module) or evaluation mode, set on m and,
  * recursively, its children (PyTorch's module.train() / .eval()). Only

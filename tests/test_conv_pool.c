@@ -17,8 +17,8 @@
 
 #include "backends/backend.h"
 #include "conv_pool_reference.h"
+#include "core/graph.h" /* whether the layers ran fused (a segment on the pooling's node) */
 #include "nn_engine.h"
-#include "ops/fused_relu.h" /* the fused op, which the CPU's nn_sequential does not take */
 #include "test.h"
 #include "vulkan_harness.h"
 
@@ -165,12 +165,11 @@ TEST(conv_pool_vulkan_vs_cpu) {
 
 /* ---- the fused layers against the layers op by op ---- */
 
-/* Conv2d(channels -> filters) + ReLU + MaxPool2d fused, x requiring its
- * gradient, against nn_conv2d -> nn_relu -> nn_maxpool2d on the same
- * parameters: outputs and every gradient, twice into the same gradients
- * (the second pass accumulates). The fused side is the container where the
- * backend fuses the layers (Vulkan), else the fused op itself (the CPU,
- * whose nn_sequential runs them unfused). */
+/* Conv2d(channels -> filters) + ReLU + MaxPool2d as the container runs
+ * them (fused where the backend has the kernels: Vulkan), x requiring its
+ * gradient, against nn_conv2d -> nn_relu -> nn_maxpool2d with fusion off,
+ * on the same parameters: outputs and every gradient, twice into the same
+ * gradients (the second pass accumulates). */
 static void sequential_matches_ops(const char *device, const conv_pool_case *c, double tol) {
     nn_ctx_options o = {.device = device, .threads = 2, .seed = 11};
     nn_ctx *ctx = nn_ctx_new(&o);
@@ -192,17 +191,13 @@ static void sequential_matches_ops(const char *device, const conv_pool_case *c, 
     float *got[2][3] = {{0}}, *out[2] = {0};
     size_t counts[3] = {nx, (size_t)nn_tensor_numel(w), (size_t)nn_tensor_numel(b)};
     size_t ny = 0;
-    nn_conv2d_params cp = {c->stride, c->stride, c->pad, c->pad};
-    const bool container_fuses = nn_conv2d_relu_maxpool_fuses(x, w, b, &cp, c->pool);
-    CHECK_MSG(container_fuses == (strcmp(device, "vulkan") == 0), "%s: the backend %s these layers", device,
-              container_fuses ? "fuses" : "does not fuse");
     for (int fused = 0; fused < 2; fused++) {
+        nn_ctx_set_fusion(ctx, fused);
         nn_tensor *grads[3] = {x, w, b};
         for (int t = 0; t < 3; t++) nn_tensor_zero_grad(grads[t]);
         for (int pass = 0; pass < 2; pass++) {
             nn_tensor *y = !fused ? nn_maxpool2d(nn_relu(nn_conv2d(x, w, b, c->stride, c->pad)), c->pool, c->pool)
-                           : container_fuses ? nn_module_forward(net, x)
-                                             : nn_conv2d_relu_maxpool(x, w, b, &cp, c->pool, 0);
+                                  : nn_module_forward(net, x);
             CHECK_MSG(y != NULL, "%s forward: %s", device, nn_last_error());
             if (!y) return;
             ny = (size_t)nn_tensor_numel(y);
@@ -210,7 +205,12 @@ static void sequential_matches_ops(const char *device, const conv_pool_case *c, 
             int64_t ys[4];
             int ndim = nn_tensor_shape(y, ys);
             nn_tensor *weights = nn_tensor_from_data(ctx, NN_F32, ndim, ys, r);
-            CHECK(nn_backward(nn_sum(nn_mul(y, weights))) == NN_OK);
+            nn_tensor *loss = nn_sum(nn_mul(y, weights));
+            CHECK(nn_ctx_flush(ctx, NULL) == NN_OK);
+            const bool ran_fused = y->grad_fn && y->grad_fn->segment;
+            CHECK_MSG(ran_fused == (fused && strcmp(device, "vulkan") == 0), "%s: the layers ran %s", device,
+                      ran_fused ? "fused" : "apart");
+            CHECK(nn_backward(loss) == NN_OK);
             if (pass == 1) {
                 out[fused] = malloc(ny * 4);
                 CHECK(nn_tensor_read(y, out[fused], ny * 4) == NN_OK);

@@ -1,9 +1,9 @@
 /* The fused paths give the unfused results: LeNet-5 run through
- * nn_sequential (Conv2d/Linear + ReLU fused, ReLU masks applied by the next
- * layer, softmax-CE gradient taken from its forward) against the same
- * network spelled out op by op (nn_conv2d, nn_relu, nn_maxpool2d, ...), on
- * the CPU and on Vulkan: the same loss and the same gradient of every
- * parameter. Also the cases where fusion must step aside or accumulate: the
+ * nn_sequential with the fusion pass on (Conv2d/Linear + ReLU fused, ReLU
+ * masks applied by the next layer, softmax-CE gradient taken from its
+ * forward; on Vulkan the fused layer kernels) against the same network
+ * spelled out op by op with fusion off (nn_ctx_set_fusion), on the CPU and
+ * on Vulkan: the same loss and the same gradient of every parameter. Also the cases where fusion must step aside or accumulate: the
  * network run twice into one loss, a loss that is not nn_backward's root, a
  * ReLU that ends the container. */
 #include <math.h>
@@ -47,6 +47,7 @@ static grads run(const char *device, bool fused, int mode) {
         CHECK_MSG(0, "nn_ctx_new(%s): %s", device, nn_last_error());
         return r;
     }
+    nn_ctx_set_fusion(ctx, fused);
     nn_module *net = nn_lenet5(ctx, NN_INIT_KAIMING_UNIFORM);
     int64_t xs[4] = {BATCH, 1, 28, 28}, ys[1] = {BATCH};
     float img[BATCH * 784];

@@ -1,9 +1,12 @@
 /* How many device commands one LeNet-5 training step launches: a counting
  * wrapper around the context's backend (run, fill, copy) for one step after
- * a warm-up step. Issue 6 needs a step of few dependent dispatches (each
- * costs ~2.5 us on the H100 with its barrier), so this pins the count: a
- * change that adds kernels to the step fails here and must say why.
- * Tests may use src/ internals; this one swaps ctx->backend's functions. */
+ * a warm-up step. A step of few dependent dispatches is what makes small
+ * models fast on a GPU (each costs microseconds with its barrier), so this
+ * pins the count: a change that adds kernels to the step fails here and
+ * must say why. And the fusion pass must see the same chains in a model
+ * written from raw operations as in nn_lenet5: both steps launch the same
+ * kernels. Tests may use src/ internals; this one swaps ctx->backend's
+ * functions. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +55,23 @@ static void counting_end(nn_ctx *ctx) {
     ctx->backend->copy = counter.copy;
 }
 
+/* LeNet-5's forward written with the operations themselves, on the
+ * container's parameters (c1, c2, l1, l2, l3: weight then bias each). */
+static nn_tensor *raw_lenet_forward(nn_module *net, nn_tensor *x) {
+    nn_tensor *p[10];
+    for (int i = 0; i < 10; i++) p[i] = nn_module_param(net, i);
+    nn_tensor *h = nn_maxpool2d(nn_relu(nn_conv2d(x, p[0], p[1], 1, 0)), 2, 2);
+    h = nn_maxpool2d(nn_relu(nn_conv2d(h, p[2], p[3], 1, 0)), 2, 2);
+    h = nn_relu(nn_linear(nn_flatten(h), p[4], p[5]));
+    h = nn_relu(nn_linear(h, p[6], p[7]));
+    return nn_linear(h, p[8], p[9]);
+}
+
+static bool g_raw; /* the step writes LeNet-5 from raw operations */
+
 /* One step: forward, loss, zero_grad, backward, SGD update (momentum). */
 static void lenet_step(nn_ctx *ctx, nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y) {
-    nn_tensor *loss = nn_softmax_cross_entropy(nn_module_forward(net, x), y);
+    nn_tensor *loss = nn_softmax_cross_entropy(g_raw ? raw_lenet_forward(net, x) : nn_module_forward(net, x), y);
     CHECK(loss != NULL);
     CHECK(nn_optimizer_zero_grad(opt) == NN_OK);
     CHECK(nn_backward(loss) == NN_OK);
@@ -103,43 +120,60 @@ static int count_lenet_step(const char *device, int batch) {
     return total;
 }
 
-/* Before issue 6's fusion (main at ce6f36b) a step was 52 kernel runs and
- * 11 fills (63); fused, it is 29 runs and 2 fills: forward 10 (a kernel per
- * convolution with its bias and ReLU, one GEMM per Linear with its bias and
- * ReLU, two pools, the softmax-CE that also writes the logits' gradient),
- * backward 18 (the Linear/pool backward apply the ReLU masks), the loss seed
- * and zero_grad fills, one SGD kernel. Where Conv2d + ReLU + MaxPool2d run
- * as one (Vulkan supports CONV2D_POOL_FORWARD), 19 runs: forward 6 (one kernel per
- * fused layer), backward 12 (per Linear two GEMMs and a bias gradient, the
- * second convolution's weight and bias gradient and its data gradient, the
- * first's weight and bias gradient). Where Linear + ReLU + Linear run as
- * one too (Vulkan supports LINEAR_HEAD_FORWARD), 17 runs: forward 5, backward 11 (the
- * head's weight GEMMs and bias gradients, one kernel for its data gradient
- * through both layers, the first Linear's three kernels, the convolutions'
- * three). Where the convolutions' backward chains too (Vulkan:
- * CONV2D_POOL_CHAIN_WEIGHT), 16 runs: the second's data gradient and the first's
- * weight gradient are one kernel. Where the second convolution's forward
- * takes the first Linear's too (Vulkan supports CONV2D_POOL_LINEAR_FORWARD), 15 runs:
- * forward 4. */
-#define FUSED_STEP_COMMANDS 31
-#define VULKAN_FUSED_STEP_COMMANDS 17
+/* Unfused, a step was 52 kernel runs and 11 fills (63). On the CPU it is
+ * 25 runs and 2 fills: forward 8 (a kernel per convolution with its bias
+ * and ReLU, one GEMM per Linear with its bias and ReLU, two pools, the
+ * softmax-CE that also writes the logits' gradient), backward 16 (the
+ * Linear and pool backward apply the ReLU masks; the first convolution's
+ * input wants no gradient), the loss seed and zero_grad fills, one SGD
+ * kernel. On Vulkan, 14 runs and 2 fills: forward 4 (the first
+ * Conv2d + ReLU + MaxPool2d; the second with Flatten, the first Linear and
+ * its ReLU; the Linear, ReLU, Linear head with the loss and its gradient
+ * back to the head's input; the sum of the rows' losses), backward 9 (the
+ * head's weight GEMMs and bias gradients, the first Linear's data and
+ * weight GEMMs and bias gradient, the second convolution's weight and bias
+ * gradient, and one kernel for its data gradient and the first
+ * convolution's weight and bias gradients), one SGD kernel. */
+#define CPU_STEP_COMMANDS 27
+#define VULKAN_STEP_COMMANDS 16
+
+/* The module's step, then the raw operations' step, which must launch the
+ * same kernels. Returns the module's total. */
+static int count_both(const char *device, int batch) {
+    g_raw = false;
+    const int total = count_lenet_step(device, batch);
+    int per_kernel[NN_KERNEL_COUNT];
+    memcpy(per_kernel, counter.per_kernel, sizeof per_kernel);
+    g_raw = true;
+    const int raw = count_lenet_step(device, batch);
+    g_raw = false;
+    CHECK_MSG(raw == total, "%s: raw operations launch %d commands, nn_lenet5 %d", device, raw, total);
+    for (int k = 0; k < NN_KERNEL_COUNT; k++)
+        CHECK_MSG(counter.per_kernel[k] == per_kernel[k], "%s: %s ran %d times from raw operations, %d from nn_lenet5",
+                  device, nn_kernel_name((nn_kernel)k), counter.per_kernel[k], per_kernel[k]);
+    return total;
+}
 
 TEST(kernel_count_lenet5_step_cpu) {
-    int total = count_lenet_step("cpu", 3);
+    int total = count_both("cpu", 3);
     printf("    LeNet-5 training step (cpu): %d device commands (kernel runs + fills + copies)\n", total);
-    CHECK_MSG(total > 0 && total <= FUSED_STEP_COMMANDS, "%d commands, want <= %d", total, FUSED_STEP_COMMANDS);
+    CHECK_MSG(total == CPU_STEP_COMMANDS, "%d commands, want %d", total, CPU_STEP_COMMANDS);
 }
 
 TEST(kernel_count_lenet5_step_vulkan) {
     const char *v = getenv("NN_ENGINE_TEST_VULKAN");
     if (v && strcmp(v, "0") == 0) return;
-    int total = count_lenet_step("vulkan", 64);
+    int total = count_both("vulkan", 64);
     printf("    LeNet-5 training step (vulkan, batch 64): %d device commands\n", total);
-    CHECK_MSG(total > 0 && total <= VULKAN_FUSED_STEP_COMMANDS, "%d commands, want <= %d", total,
-              VULKAN_FUSED_STEP_COMMANDS);
+    CHECK_MSG(total == VULKAN_STEP_COMMANDS, "%d commands, want %d", total, VULKAN_STEP_COMMANDS);
     CHECK_MSG(counter.per_kernel[NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT] == 1 &&
-                  counter.per_kernel[NN_KERNEL_CONV2D_POOL_BACKWARD_DATA] == 0,
-              "the convolutions' backward ran %d chained and %d data-gradient kernels, want 1 and 0",
+                  counter.per_kernel[NN_KERNEL_CONV2D_POOL_BACKWARD_DATA] == 0 &&
+                  counter.per_kernel[NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY] == 1 &&
+                  counter.per_kernel[NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD] == 1,
+              "the fused kernels ran %d chained, %d data-gradient, %d head + loss and %d conv + linear times, "
+              "want 1, 0, 1 and 1",
               counter.per_kernel[NN_KERNEL_CONV2D_POOL_CHAIN_WEIGHT],
-              counter.per_kernel[NN_KERNEL_CONV2D_POOL_BACKWARD_DATA]);
+              counter.per_kernel[NN_KERNEL_CONV2D_POOL_BACKWARD_DATA],
+              counter.per_kernel[NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY],
+              counter.per_kernel[NN_KERNEL_CONV2D_POOL_LINEAR_FORWARD]);
 }

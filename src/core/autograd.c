@@ -1,9 +1,12 @@
-/* The define-by-run tape and nn_backward. Ops append nodes as they run;
- * backward walks the nodes in reverse from the loss's node and calls each
- * node's rule when its output has received a gradient. */
+/* The define-by-run tape and nn_backward. Operations put their nodes on
+ * the tape as they are recorded (graph.c); backward runs what is pending,
+ * then walks the nodes in reverse from the loss's node and calls each
+ * node's backward (or its fused segment's, fusion.h) when its output has
+ * received a gradient. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "fusion.h"
+#include "graph.h"
 
 bool nn_autograd_needed(nn_ctx *ctx, nn_tensor *const *inputs, int count) {
     if (!ctx->grad_enabled) return false;
@@ -14,62 +17,61 @@ bool nn_autograd_needed(nn_ctx *ctx, nn_tensor *const *inputs, int count) {
 
 bool nn_wants_grad(const nn_tensor *t) { return t && t->requires_grad; }
 
-nn_node *nn_tape_record(nn_tensor *output, const char *op, nn_backward_fn backward,
-                        nn_tensor *const *inputs, int input_count, nn_tensor *const *saved,
-                        int saved_count) {
-    nn_ctx *ctx = output->ctx;
+nn_status nn_tape_push(nn_node *node) {
+    nn_ctx *ctx = node->output->ctx;
     if (ctx->tape_count == ctx->tape_capacity) {
         int64_t capacity = ctx->tape_capacity ? ctx->tape_capacity * 2 : 64;
         nn_node **grown = realloc(ctx->tape, (size_t)capacity * sizeof *grown);
-        if (!grown) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory for the tape", op);
+        if (!grown) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory for the tape", node->op->name);
         ctx->tape = grown;
         ctx->tape_capacity = capacity;
     }
-    nn_node *node = calloc(1, sizeof *node);
-    if (!node) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory for the tape", op);
-    node->op = op;
-    node->backward = backward;
-    node->output = nn_tensor_retain(output);
-    for (int i = 0; i < input_count; i++) node->inputs[i] = nn_tensor_retain(inputs[i]);
-    node->input_count = input_count;
-    for (int i = 0; i < saved_count; i++) node->saved[i] = nn_tensor_retain(saved[i]);
-    node->saved_count = saved_count;
+    nn_node_retain(node);
     node->tape_index = ctx->tape_count;
     ctx->tape[ctx->tape_count++] = node;
-    output->grad_fn = node;
-    output->requires_grad = true;
-    output->is_result = true;
-    return node;
-}
-
-static void free_node(nn_node *node) {
-    node->output->grad_fn = NULL;
-    nn_tensor_release(node->output);
-    for (int k = 0; k < node->input_count; k++) nn_tensor_release(node->inputs[k]);
-    for (int k = 0; k < node->saved_count; k++) nn_tensor_release(node->saved[k]);
-    free(node);
+    node->output->grad_fn = node;
+    node->output->requires_grad = true;
+    node->output->is_result = true;
+    return NN_OK;
 }
 
 void nn_tape_clear(nn_ctx *ctx) {
-    for (int64_t i = 0; i < ctx->tape_count; i++) free_node(ctx->tape[i]);
+    for (int64_t i = 0; i < ctx->tape_count; i++) {
+        ctx->tape[i]->tape_index = -1;
+        nn_node_release(ctx->tape[i]);
+    }
     ctx->tape_count = 0;
 }
 
 /* Free the nodes a backward pass walked (those at or before `start` whose
- * output received a gradient: the loss's ancestors) and keep the rest, so
- * another loss recorded in the same step can still be back-propagated. */
+ * backward ran, or their segment's: the loss's ancestors) and keep the
+ * rest, so another loss recorded in the same step can still be
+ * back-propagated. */
 static void consume_walked_nodes(nn_ctx *ctx, int64_t start) {
     int64_t kept = 0;
     for (int64_t i = 0; i < ctx->tape_count; i++) {
         nn_node *node = ctx->tape[i];
-        if (i <= start && node->output->grad_written) {
-            free_node(node);
+        if (i <= start && node->walked) {
+            node->tape_index = -1;
+            nn_node_release(node);
         } else {
             node->tape_index = kept;
             ctx->tape[kept++] = node;
         }
     }
     ctx->tape_count = kept;
+}
+
+int nn_tape_consumers(const nn_tensor *t) { return t->tape_readers; }
+
+/* How many nodes up to `start` read each tensor (nn_tape_consumers). */
+static void count_readers(nn_ctx *ctx, int64_t start) {
+    for (int64_t i = 0; i <= start; i++)
+        for (int k = 0; k < ctx->tape[i]->input_count; k++)
+            if (ctx->tape[i]->inputs[k]) ctx->tape[i]->inputs[k]->tape_readers = 0;
+    for (int64_t i = 0; i <= start; i++)
+        for (int k = 0; k < ctx->tape[i]->input_count; k++)
+            if (ctx->tape[i]->inputs[k]) ctx->tape[i]->inputs[k]->tape_readers++;
 }
 
 nn_status nn_grad_target(nn_tensor *t, nn_tensor **grad, int32_t *accumulate) {
@@ -115,6 +117,16 @@ static nn_status backward_from_leaf(nn_tensor *loss) {
     return status;
 }
 
+static nn_status node_backward(nn_node *node) {
+    node->walked = true;
+    if (node->segment) {
+        for (int i = 0; i < node->segment->count; i++)
+            if (node->segment->members[i]) node->segment->members[i]->walked = true;
+        return nn_segment_backward(node);
+    }
+    return node->op->backward(node);
+}
+
 nn_status nn_backward(nn_tensor *loss) {
     if (!loss) return nn_set_error(NN_ERR_ARGUMENT, "nn_backward: loss is NULL");
     char buf[96];
@@ -132,22 +144,30 @@ nn_status nn_backward(nn_tensor *loss) {
         return nn_set_error(NN_ERR_STATE,
                             "nn_backward: the operations that produced the loss were already "
                             "consumed by an earlier nn_backward (or dropped by nn_ctx_step_end)");
+    nn_ctx *ctx = loss->ctx;
+    NN_TRY(nn_ctx_flush(ctx, loss)); /* the forward pass, fused */
     if (!loss->grad_fn) return backward_from_leaf(loss);
 
-    nn_ctx *ctx = loss->ctx;
     int64_t start = loss->grad_fn->tape_index;
-    for (int64_t i = 0; i <= start; i++) ctx->tape[i]->output->grad_written = false;
+    for (int64_t i = 0; i <= start; i++) {
+        nn_node *node = ctx->tape[i];
+        node->output->grad_written = false;
+        node->walked = false;
+        node->premasked = false;
+        if (node->segment) node->segment->done = false;
+    }
+    count_readers(ctx, start);
 
     nn_tensor *grad;
     int32_t accumulate;
     nn_status status = nn_grad_target(loss, &grad, &accumulate);
     if (status == NN_OK) status = nn_tensor_fill(grad, 1.0f);
-    loss->grad_seeded = true; /* fusion: the root's gradient is the seed 1 (src/ops/loss.c) */
+    loss->grad_seeded = true; /* the root's gradient is the seed 1: a loss may hand its own on */
     for (int64_t i = start; i >= 0 && status == NN_OK; i--) {
         nn_node *node = ctx->tape[i];
-        if (node->output->grad_written) status = node->backward(node);
+        if (node->output->grad_written) status = node_backward(node);
     }
-    loss->grad_seeded = false; /* fusion */
+    loss->grad_seeded = false;
     consume_walked_nodes(ctx, start);
     return status;
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "graph.h"
 #include "nn_capture.h"
 #include "schedule.h"
 
@@ -114,6 +114,7 @@ nn_status nn_capture_begin(nn_ctx *ctx) {
     if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_capture_begin: ctx is NULL");
     if (ctx->recording)
         return nn_set_error(NN_ERR_STATE, "nn_capture_begin: a capture is already recording on this context");
+    NN_TRY(nn_ctx_flush(ctx, NULL)); /* what was recorded before is not the step's */
     nn_capture *c = calloc(1, sizeof *c);
     if (!c) return nn_set_error(NN_ERR_MEMORY, "nn_capture_begin: out of host memory");
     c->ctx = ctx;
@@ -151,6 +152,7 @@ nn_capture *nn_capture_end(nn_ctx *ctx) {
     if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_capture_end: ctx is NULL");
     nn_capture *c = ctx->recording;
     if (!c) return NN_FAIL_NULL(NN_ERR_STATE, "nn_capture_end: no capture is recording (call nn_capture_begin)");
+    if (nn_ctx_flush(ctx, NULL) != NN_OK) nn_capture_fail(ctx); /* the step's operations not yet run */
     ctx->recording = NULL;
     if (c->failed) {
         char why[sizeof c->failure];
@@ -182,6 +184,7 @@ nn_status nn_replay(nn_capture *c, int64_t times) {
     nn_ctx *ctx = c->ctx;
     if (ctx->recording)
         return nn_set_error(NN_ERR_STATE, "nn_replay: a capture is recording on this context; end it first");
+    NN_TRY(nn_ctx_flush(ctx, NULL));
     nn_backend *b = ctx->backend;
     if (c->plan) return b->plan_replay(b, c->plan, times);
     for (int64_t t = 0; t < times; t++)

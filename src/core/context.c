@@ -4,6 +4,7 @@
 
 #include "internal.h"
 #include "backends/registry.h"
+#include "graph.h"
 
 nn_ctx *nn_ctx_new(const nn_ctx_options *options) {
     nn_ctx_options defaults = {"cpu", 0, 0};
@@ -24,16 +25,34 @@ nn_ctx *nn_ctx_new(const nn_ctx_options *options) {
     return ctx;
 }
 
+/* The recipes of unwritten tensors hold tensors: released first, through
+ * the tensors' own release, before the remaining tensors are freed. */
+static void release_recipes(nn_ctx *ctx) {
+    int64_t count = 0;
+    for (nn_tensor *t = ctx->live_head; t; t = t->live_next) count += t->recipe != NULL;
+    nn_node **recipes = count ? malloc((size_t)count * sizeof *recipes) : NULL;
+    count = 0;
+    for (nn_tensor *t = ctx->live_head; t; t = t->live_next)
+        if (t->recipe && recipes) {
+            recipes[count++] = t->recipe;
+            t->recipe = NULL;
+        }
+    for (int64_t i = 0; i < count; i++) nn_node_release(recipes[i]);
+    free(recipes);
+}
+
 void nn_ctx_free(nn_ctx *ctx) {
     if (!ctx) return;
+    nn_ctx_drop_pending(ctx);
     nn_capture_free_all(ctx);
     nn_tape_clear(ctx);
+    release_recipes(ctx);
     /* Free every tensor still alive, whoever holds it. Storage is shared by
      * views, so release it by count; grads are on the live list themselves. */
     nn_tensor *t = ctx->live_head;
     while (t) {
         nn_tensor *next = t->live_next;
-        if (--t->storage->refcount == 0) {
+        if (t->storage && --t->storage->refcount == 0) {
             ctx->backend->free(ctx->backend, t->storage->buffer);
             free(t->storage);
         }
@@ -51,6 +70,7 @@ int nn_ctx_threads(const nn_ctx *ctx) { return ctx ? ctx->backend->threads : 0; 
 
 nn_status nn_ctx_sync(nn_ctx *ctx) {
     if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_sync: ctx is NULL");
+    NN_TRY(nn_ctx_flush(ctx, NULL));
     return ctx->backend->sync(ctx->backend);
 }
 
@@ -68,6 +88,13 @@ bool nn_ctx_set_grad_enabled(nn_ctx *ctx, bool enabled) {
 }
 
 bool nn_ctx_grad_enabled(const nn_ctx *ctx) { return ctx && ctx->grad_enabled; }
+
+bool nn_ctx_set_fusion(nn_ctx *ctx, bool enabled) {
+    if (!ctx) return false;
+    bool previous = !ctx->fusion_off;
+    ctx->fusion_off = !enabled;
+    return previous;
+}
 
 nn_status nn_ctx_track_step_tensor(nn_ctx *ctx, nn_tensor *t) {
     if (ctx->step_count == ctx->step_capacity) {
@@ -91,6 +118,9 @@ void nn_ctx_untrack_step_tensor(nn_ctx *ctx, nn_tensor *t) {
 
 nn_status nn_ctx_step_end(nn_ctx *ctx) {
     if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_step_end: ctx is NULL");
+    /* What the step recorded runs even if nothing read it: operations may
+     * have effects beyond their output (a dropout draw advances its counter). */
+    nn_status flushed = nn_ctx_flush(ctx, NULL);
     nn_tape_clear(ctx);
     for (int64_t i = 0; i < ctx->step_count; i++) {
         nn_tensor *t = ctx->step_tensors[i];
@@ -100,7 +130,7 @@ nn_status nn_ctx_step_end(nn_ctx *ctx) {
     }
     ctx->step_count = 0;
     ctx->step_live = 0;
-    return NN_OK;
+    return flushed;
 }
 
 int64_t nn_ctx_step_tensor_count(const nn_ctx *ctx) { return ctx ? ctx->step_live : 0; }
@@ -120,8 +150,13 @@ bool nn_ctx_supports(nn_ctx *ctx, nn_kernel kernel, const void *params) {
     return ctx->backend->supports && ctx->backend->supports(ctx->backend, kernel, params);
 }
 
+/* A command from outside the operations (an optimizer, a device loop)
+ * runs after what the operations recorded before it. */
+static nn_status before_command(nn_ctx *ctx) { return ctx->pending_count ? nn_ctx_flush(ctx, NULL) : NN_OK; }
+
 nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
                      const void *params) {
+    NN_TRY(before_command(ctx));
     if (ctx->recording) {
         size_t size = nn_kernel_params_size(kernel);
         /* A kernel without a known parameter size cannot be replayed. */
@@ -139,6 +174,7 @@ nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, i
 }
 
 nn_status nn_ctx_fill(nn_ctx *ctx, nn_buffer_ref dst, float value, size_t count) {
+    NN_TRY(before_command(ctx));
     if (ctx->recording) {
         nn_command cmd = {.kind = NN_COMMAND_FILL, .nargs = 1, .args = {dst}, .value = value, .count = count};
         nn_capture_record(ctx, &cmd, NULL);
@@ -147,6 +183,7 @@ nn_status nn_ctx_fill(nn_ctx *ctx, nn_buffer_ref dst, float value, size_t count)
 }
 
 nn_status nn_ctx_copy(nn_ctx *ctx, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes) {
+    NN_TRY(before_command(ctx));
     if (ctx->recording) {
         nn_command cmd = {.kind = NN_COMMAND_COPY, .nargs = 2, .args = {dst, src}, .count = bytes};
         nn_capture_record(ctx, &cmd, NULL);
@@ -155,6 +192,7 @@ nn_status nn_ctx_copy(nn_ctx *ctx, nn_buffer_ref dst, nn_buffer_ref src, size_t 
 }
 
 nn_status nn_ctx_write(nn_ctx *ctx, nn_buffer_ref dst, const void *src, size_t bytes) {
+    NN_TRY(before_command(ctx));
     if (ctx->recording) {
         nn_command cmd = {.kind = NN_COMMAND_WRITE, .nargs = 1, .args = {dst}, .count = bytes};
         nn_capture_record(ctx, &cmd, src);

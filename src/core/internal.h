@@ -26,7 +26,8 @@ typedef struct nn_storage {
     bool released;
 } nn_storage;
 
-typedef struct nn_node nn_node;
+typedef struct nn_node nn_node; /* core/graph.h */
+typedef struct nn_op nn_op;
 
 struct nn_tensor {
     nn_ctx *ctx;
@@ -34,9 +35,14 @@ struct nn_tensor {
     int ndim;
     int64_t shape[NN_MAX_DIMS];
     int64_t numel;
+    /* NULL until the kernels that compute it run (core/graph.h): while its
+     * operation is pending (producer), or when fused kernels left it
+     * unwritten (recipe). */
     nn_storage *storage;
     size_t offset; /* bytes into storage, for views */
     int refcount;
+    nn_node *producer; /* its pending node, or NULL */
+    nn_node *recipe;   /* owned: how to compute it when fused kernels did not, or NULL */
 
     bool requires_grad;
     nn_tensor *grad;     /* owned; same shape */
@@ -45,41 +51,13 @@ struct nn_tensor {
     bool is_result;      /* produced by a recorded op (stays set after the tape is cleared) */
 
     int64_t step_slot;   /* index in ctx->step_tensors, or -1 when not step-owned */
-    /* fusion (issue 6): true while nn_backward walks from this tensor, whose
-     * gradient is then exactly the seed 1 (softmax-CE needs no kernel). */
+    /* True while nn_backward walks from this tensor, whose gradient is then
+     * exactly the seed 1 (a loss's gradient can be handed on, no kernel). */
     bool grad_seeded;
+    int tape_readers; /* during nn_backward: the tape's nodes that read it (nn_tape_consumers) */
+    int pending_readers;    /* during a flush: the pending nodes that read it (core/fusion.c) */
+    nn_node *pending_reader; /* ... the last of them */
     nn_tensor *live_prev, *live_next; /* every live tensor of the context */
-};
-
-/* The most saved tensors or inputs any operation needs. */
-#define NN_NODE_MAX_TENSORS 5
-
-typedef nn_status (*nn_backward_fn)(nn_node *node);
-
-/* One recorded operation: its output, inputs, what it saved for backward
- * (column matrix, argmax, probabilities) and its parameters. The node holds
- * references to all of them until the tape is cleared. */
-struct nn_node {
-    const char *op;
-    nn_backward_fn backward;
-    nn_tensor *output;
-    nn_tensor *inputs[NN_NODE_MAX_TENSORS];
-    int input_count;
-    nn_tensor *saved[NN_NODE_MAX_TENSORS];
-    int saved_count;
-    int64_t tape_index;
-    int fusion; /* fusion (issue 6): NN_NODE_* bits of src/ops/fused_relu.h */
-    union {
-        nn_gemm_params gemm;
-        nn_conv_geometry conv;
-        nn_pool_params pool;
-        nn_conv_pool_params conv_pool;
-        nn_linear_head_params linear_head;
-        struct {
-            bool transpose_a, transpose_b;
-        } matmul;
-        float factor;
-    } params;
 };
 
 struct nn_ctx {
@@ -89,6 +67,11 @@ struct nn_ctx {
 
     nn_node **tape;
     int64_t tape_count, tape_capacity;
+
+    nn_node **pending; /* recorded, not yet run (core/graph.h) */
+    int64_t pending_count, pending_capacity;
+    bool flushing;
+    bool fusion_off; /* nn_ctx_set_fusion(ctx, false) */
 
     nn_tensor **step_tensors; /* slots may be NULL after an early free */
     int64_t step_count, step_capacity, step_live;
@@ -113,14 +96,18 @@ struct nn_ctx {
  * the current step (an op's result) rather than the caller. */
 nn_tensor *nn_tensor_alloc(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape,
                            bool step_owned);
-/* A tensor sharing `source`'s storage with a new shape (same numel). */
-nn_tensor *nn_tensor_view(nn_tensor *source, int ndim, const int64_t *shape);
+/* A step-owned tensor with no storage yet (an operation's output, given
+ * storage when its kernels run: core/graph.h). */
+nn_tensor *nn_tensor_deferred(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape);
+/* t shares `source`'s storage from `offset` bytes past source's offset (a
+ * view operation's launch; source is materialized first). */
+nn_status nn_tensor_share_storage(nn_tensor *t, nn_tensor *source, size_t offset);
 nn_tensor *nn_tensor_retain(nn_tensor *t);
 void nn_tensor_release(nn_tensor *t);
 nn_buffer_ref nn_tensor_ref(const nn_tensor *t);
 /* The tensor's argument, or an absent one for NULL. */
 nn_buffer_ref nn_optional_ref(const nn_tensor *t);
-/* ---- fusion (issue 6): tensors living inside a larger buffer (src/optim/sgd.c) ---- */
+/* ---- tensors living inside a larger buffer (an optimizer's flat buffers) ---- */
 /* A caller-owned (not step-owned) tensor over `source`'s storage starting
  * `offset` bytes after source's own offset; offset + its size must fit. */
 nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const int64_t *shape);
@@ -129,7 +116,6 @@ nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const i
  * is released. Views made of t before keep the old storage, so callers move
  * only tensors that are their storage's sole user. */
 nn_status nn_tensor_move_into(nn_tensor *t, nn_tensor *target, size_t offset);
-/* ---- end fusion ---- */
 
 /* Free a storage's buffer and header (its last tensor and capture are gone). */
 void nn_storage_destroy(nn_ctx *ctx, nn_storage *storage);
@@ -174,11 +160,9 @@ void nn_capture_free_all(nn_ctx *ctx);
 /* True when an op on these inputs must be recorded (grad mode on and some
  * input requires grad). NULL entries are skipped. */
 bool nn_autograd_needed(nn_ctx *ctx, nn_tensor *const *inputs, int count);
-/* Record a node producing `output`; marks output as requiring grad. The node
- * takes references to inputs and saved tensors. */
-nn_node *nn_tape_record(nn_tensor *output, const char *op, nn_backward_fn backward,
-                        nn_tensor *const *inputs, int input_count, nn_tensor *const *saved,
-                        int saved_count);
+/* Put a node on the tape (it takes a reference); marks its output as
+ * requiring grad. */
+nn_status nn_tape_push(nn_node *node);
 /* Drop every node (and the references they hold). */
 void nn_tape_clear(nn_ctx *ctx);
 /* Whether an input of a node wants a gradient. */
@@ -186,5 +170,7 @@ bool nn_wants_grad(const nn_tensor *t);
 /* The gradient tensor of t that a backward rule should write, and whether
  * to add into it (it already holds a gradient) or overwrite it. */
 nn_status nn_grad_target(nn_tensor *t, nn_tensor **grad, int32_t *accumulate);
+/* During nn_backward: how many nodes on the tape (up to the loss's) read t. */
+int nn_tape_consumers(const nn_tensor *t);
 
 #endif

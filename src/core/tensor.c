@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "graph.h"
 
 #define ELEMENT_BYTES 4 /* float32 and int32 */
 
@@ -54,24 +54,30 @@ static void unlink_live(nn_tensor *t) {
     if (t->live_next) t->live_next->live_prev = t->live_prev;
 }
 
+/* Storage of `bytes` for a tensor: from the recording capture's own pool
+ * when it has a released one that fits, else from the backend. */
+static nn_storage *storage_new(nn_ctx *ctx, size_t bytes) {
+    nn_storage *storage = ctx->recording ? nn_capture_reuse(ctx, bytes) : NULL;
+    if (storage) return storage;
+    storage = calloc(1, sizeof *storage);
+    if (!storage) return NN_FAIL_NULL(NN_ERR_MEMORY, "out of host memory for a tensor");
+    storage->bytes = bytes;
+    storage->buffer = ctx->backend->alloc(ctx->backend, storage->bytes);
+    if (!storage->buffer) {
+        free(storage);
+        return NULL; /* the backend named the size */
+    }
+    storage->refcount = 1;
+    storage->allocated_in = ctx->recording;
+    return storage;
+}
+
 nn_tensor *nn_tensor_alloc(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape,
                            bool step_owned) {
     int64_t numel;
     if (check_shape("nn_tensor_alloc", ndim, shape, &numel) != NN_OK) return NULL;
-    size_t bytes = (size_t)numel * ELEMENT_BYTES;
-    nn_storage *storage = ctx->recording ? nn_capture_reuse(ctx, bytes) : NULL;
-    if (!storage) {
-        storage = calloc(1, sizeof *storage);
-        if (!storage) return NN_FAIL_NULL(NN_ERR_MEMORY, "out of host memory for a tensor");
-        storage->bytes = bytes;
-        storage->buffer = ctx->backend->alloc(ctx->backend, storage->bytes);
-        if (!storage->buffer) {
-            free(storage);
-            return NULL; /* the backend named the size */
-        }
-        storage->refcount = 1;
-        storage->allocated_in = ctx->recording;
-    }
+    nn_storage *storage = storage_new(ctx, (size_t)numel * ELEMENT_BYTES);
+    if (!storage) return NULL;
     nn_tensor *t = tensor_struct(ctx, dtype, ndim, shape, numel);
     if (!t) {
         storage->refcount = 0;
@@ -87,26 +93,35 @@ nn_tensor *nn_tensor_alloc(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t 
     return t;
 }
 
-nn_tensor *nn_tensor_view(nn_tensor *source, int ndim, const int64_t *shape) {
+nn_tensor *nn_tensor_deferred(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
     int64_t numel;
-    if (check_shape("nn_tensor_view", ndim, shape, &numel) != NN_OK) return NULL;
-    nn_tensor *t = tensor_struct(source->ctx, source->dtype, ndim, shape, numel);
-    if (!t) return NULL;
-    t->storage = source->storage;
-    t->storage->refcount++;
-    t->offset = source->offset;
-    if (nn_ctx_track_step_tensor(source->ctx, t) != NN_OK) {
+    if (check_shape("nn_tensor_deferred", ndim, shape, &numel) != NN_OK) return NULL;
+    nn_tensor *t = tensor_struct(ctx, dtype, ndim, shape, numel);
+    if (t && nn_ctx_track_step_tensor(ctx, t) != NN_OK) {
         nn_tensor_release(t);
         return NULL;
     }
     return t;
 }
 
-/* ---- fusion (issue 6) ---- */
+nn_status nn_tensor_attach_storage(nn_tensor *t) {
+    if (t->storage) return NN_OK;
+    t->storage = storage_new(t->ctx, (size_t)t->numel * ELEMENT_BYTES);
+    return t->storage ? NN_OK : nn_last_status();
+}
+
+nn_status nn_tensor_share_storage(nn_tensor *t, nn_tensor *source, size_t offset) {
+    if (!source->storage) NN_TRY(nn_tensor_materialize(source));
+    t->storage = source->storage;
+    t->storage->refcount++;
+    t->offset = source->offset + offset;
+    return NN_OK;
+}
 
 nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const int64_t *shape) {
     int64_t numel;
     if (check_shape("nn_tensor_view_at", ndim, shape, &numel) != NN_OK) return NULL;
+    if (!source->storage && nn_tensor_materialize(source) != NN_OK) return NULL;
     size_t end = source->offset + offset + (size_t)numel * ELEMENT_BYTES;
     if (end > source->storage->bytes)
         return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_tensor_view_at: %zu bytes at offset %zu exceed the storage (%zu)",
@@ -120,6 +135,7 @@ nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const i
 }
 
 nn_status nn_tensor_move_into(nn_tensor *t, nn_tensor *target, size_t offset) {
+    if (!target->storage) NN_TRY(nn_tensor_materialize(target));
     size_t bytes = (size_t)t->numel * ELEMENT_BYTES;
     size_t at = target->offset + offset;
     if (at + bytes > target->storage->bytes)
@@ -133,8 +149,6 @@ nn_status nn_tensor_move_into(nn_tensor *t, nn_tensor *target, size_t offset) {
     t->offset = at;
     return NN_OK;
 }
-
-/* ---- end fusion ---- */
 
 nn_tensor *nn_tensor_retain(nn_tensor *t) {
     if (t) t->refcount++;
@@ -155,12 +169,16 @@ static void storage_release(nn_ctx *ctx, nn_storage *storage) {
 void nn_tensor_release(nn_tensor *t) {
     if (!t || --t->refcount > 0) return;
     nn_tensor_release(t->grad);
-    storage_release(t->ctx, t->storage);
+    if (t->recipe) nn_node_release(t->recipe);
+    if (t->storage) storage_release(t->ctx, t->storage);
     unlink_live(t);
     free(t);
 }
 
 nn_buffer_ref nn_tensor_ref(const nn_tensor *t) {
+    /* A tensor whose kernels have not run: run them (a failure is reported
+     * by the kernel that receives the missing argument). */
+    if (!t->storage && nn_tensor_materialize((nn_tensor *)t) != NN_OK) return (nn_buffer_ref){NULL, 0, 0};
     /* A kernel argument made while recording belongs to the captured step. */
     if (t->ctx->recording) nn_capture_pin(t->ctx, t->storage);
     nn_buffer_ref ref = {t->storage->buffer, t->offset, (size_t)t->numel * ELEMENT_BYTES};
@@ -239,6 +257,7 @@ static nn_status check_copy(const char *fn, const nn_tensor *t, const void *data
 
 nn_status nn_tensor_write(nn_tensor *t, const void *data, size_t bytes) {
     NN_TRY(check_copy("nn_tensor_write", t, data, bytes));
+    NN_TRY(nn_tensor_materialize(t)); /* its storage, and what was to write it first */
     return nn_ctx_write(t->ctx, nn_tensor_ref(t), data, bytes);
 }
 
@@ -250,6 +269,7 @@ nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes) {
         nn_capture_fail(t->ctx);
         return NN_ERR_STATE;
     }
+    NN_TRY(nn_tensor_materialize((nn_tensor *)t));
     return t->ctx->backend->read(t->ctx->backend, nn_tensor_ref(t), data, bytes);
 }
 
@@ -263,6 +283,8 @@ nn_status nn_tensor_copy(nn_tensor *dst, const nn_tensor *src) {
                             dtype_name(dst->dtype), nn_format_shape(dst->ndim, dst->shape, a, sizeof a),
                             dtype_name(src->dtype), nn_format_shape(src->ndim, src->shape, b, sizeof b));
     }
+    NN_TRY(nn_tensor_materialize(dst));
+    NN_TRY(nn_tensor_materialize((nn_tensor *)src));
     if (dst->storage == src->storage && dst->offset == src->offset) return NN_OK;
     return nn_ctx_copy(dst->ctx, nn_tensor_ref(dst), nn_tensor_ref(src), (size_t)dst->numel * ELEMENT_BYTES);
 }
@@ -271,6 +293,7 @@ nn_status nn_tensor_fill(nn_tensor *t, float value) {
     if (!t) return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_fill: tensor is NULL");
     if (t->dtype != NN_F32)
         return nn_set_error(NN_ERR_DTYPE, "nn_tensor_fill: tensor is int32, fill takes float32");
+    NN_TRY(nn_tensor_materialize(t));
     return nn_ctx_fill(t->ctx, nn_tensor_ref(t), value, (size_t)t->numel);
 }
 

@@ -163,7 +163,7 @@ static nn_status emit_node(exporter *x, nn_node *node) {
     op_io io = {.node = node};
     for (int i = 0; i < node->input_count; i++) {
         if (!node->inputs[i]) continue;
-        io.in[i] = leaf_value(x, node->inputs[i], node->op);
+        io.in[i] = leaf_value(x, node->inputs[i], node->op->name);
         if (!io.in[i]) return nn_last_status();
     }
     char fallback[32];

@@ -3,7 +3,7 @@
 #ifndef NN_IO_ONNX_GRAPH_H
 #define NN_IO_ONNX_GRAPH_H
 
-#include "core/internal.h"
+#include "core/graph.h"
 #include "onnx_proto.h"
 
 /* A named value of the graph. */
@@ -39,8 +39,29 @@ value *nn_onnx_add_value(exporter *x, const nn_tensor *t, const char *name, bool
  * returns its name, NULL on failure. */
 const char *nn_onnx_add_constant(exporter *x, const char *name, int data_type,
                                  const int64_t *dims, int ndim, const void *data, size_t size);
-/* Append the ONNX node(s) for io->node, writing its result to `out`, and set
- * io->out_batch. An operation without a mapping is refused by name. */
+/* Append the ONNX node(s) for io->node (its operation's to_onnx), writing
+ * its result to `out`, and set io->out_batch. An operation without a
+ * mapping is refused by name. */
 nn_status nn_onnx_emit_op(exporter *x, op_io *io, const char *out);
+
+/* ---- builders for the operations' emitters (onnx_ops.c) ---- */
+
+/* Refused: the operation would bake the traced batch size into the graph
+ * (`why` says how). */
+nn_status nn_onnx_refuse_batch(exporter *x, const op_io *io, const char *why);
+/* Inputs other than `batch_input` must not depend on the batch; the
+ * output carries it when that input does. */
+nn_status nn_onnx_only_input_carries_batch(exporter *x, op_io *io, int batch_input);
+/* A unique node name ("Conv_3") into io->name. */
+void nn_onnx_reserve_name(exporter *x, const char *op_type, op_io *io);
+/* A node of op_type named by nn_onnx_reserve_name. */
+void nn_onnx_begin(exporter *x, nn_onnx_node *n, const char *op_type, op_io *io);
+/* The first `count` recorded inputs (absent ones skipped). */
+void nn_onnx_inputs(nn_onnx_node *n, const op_io *io, int count);
+/* An op_type node with the recorded inputs, one output, no attributes. */
+nn_status nn_onnx_simple(exporter *x, op_io *io, const char *out, const char *op_type);
+/* A Reshape node `name` of `from` to dims (an int64 constant named after it). */
+nn_status nn_onnx_reshape_to(exporter *x, const char *name, const char *from, const int64_t *dims, int ndim,
+                             const char *out);
 
 #endif

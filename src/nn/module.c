@@ -51,7 +51,6 @@ nn_tensor *nn_module_forward_loss(nn_module *m, nn_tensor *x, nn_tensor *labels,
     if (x->ctx != m->ctx || labels->ctx != m->ctx)
         return NN_FAIL_NULL(NN_ERR_STATE, "nn_module_forward_loss: %s and its %s belong to different contexts",
                             m->kind, x->ctx != m->ctx ? "input" : "labels");
-    if (m->forward_loss) return m->forward_loss(m, x, labels, logits);
     nn_tensor *y = m->forward(m, x);
     nn_tensor *loss = y ? nn_softmax_cross_entropy(y, labels) : NULL;
     if (loss && logits) *logits = y;

@@ -10,10 +10,6 @@ struct nn_module {
     const char *kind;
     nn_ctx *ctx;
     nn_tensor *(*forward)(nn_module *self, nn_tensor *x);
-    /* nn_module_forward_loss where the module does better than its forward
-     * and then the loss (a Sequential that fuses its last layers with the
-     * loss); NULL: those two. */
-    nn_tensor *(*forward_loss)(nn_module *self, nn_tensor *x, nn_tensor *labels, nn_tensor **logits);
 
     nn_tensor **params; /* references held by the module */
     char **param_names;

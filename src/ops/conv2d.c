@@ -5,15 +5,44 @@
  * layers) it asks for the column matrix to be kept from forward to
  * backward, so the weight gradient needs no second im2col; the Vulkan
  * backend multiplies small layers straight from the image, with no column
- * matrix at all. The bias (and, fused for nn_sequential, the ReLU:
- * fused_relu.h) is the forward kernel's epilogue. */
-#include "fused_relu.h"
+ * matrix at all. The bias is the forward kernel's epilogue (and a ReLU
+ * after it, fused: src/fusion/epilogue_relu.c). */
+#include "io/onnx_graph.h"
+#include "ops.h"
+
+nn_conv_params nn_conv2d_params_of(const nn_node *conv, int32_t epilogue) {
+    const nn_conv2d_node *c = NN_NODE_PARAMS(conv, nn_conv2d_node);
+    return (nn_conv_params){.g = c->g, .filters = c->filters,
+                            .epilogue = (conv->inputs[2] ? NN_EPI_BIAS_ROWS : 0) | epilogue};
+}
+
+nn_tensor *nn_conv2d_columns(nn_node *conv, const nn_conv_params *p, nn_status *status) {
+    *status = NN_OK;
+    nn_ctx *ctx = conv->output->ctx;
+    if (conv->tape_index < 0 || !nn_wants_grad(conv->inputs[1]) || !nn_ctx_conv_keeps_columns(ctx, p)) return NULL;
+    const nn_conv_geometry *g = &p->g;
+    const int64_t shape[3] = {g->batch, (int64_t)g->channels * g->kernel_h * g->kernel_w, (int64_t)g->out_h * g->out_w};
+    nn_tensor *cols = nn_node_save_new(conv, NN_F32, 3, shape);
+    if (!cols) *status = nn_last_status();
+    return cols;
+}
+
+static nn_status conv_forward(nn_node *node) {
+    nn_tensor *x = node->inputs[0];
+    const nn_conv_params p = nn_conv2d_params_of(node, 0);
+    nn_status st;
+    nn_tensor *cols = nn_conv2d_columns(node, &p, &st);
+    NN_TRY(st);
+    nn_buffer_ref args[5] = {nn_tensor_ref(x), nn_tensor_ref(node->inputs[1]), nn_tensor_ref(node->output),
+                             nn_optional_ref(node->inputs[2]), nn_optional_ref(cols)};
+    return nn_ctx_run(x->ctx, NN_KERNEL_CONV2D_FORWARD, args, 5, &p);
+}
 
 static nn_status conv_backward(nn_node *node) {
     nn_tensor *x = node->inputs[0], *w = node->inputs[1], *bias = node->inputs[2];
     nn_tensor *dy = node->output->grad;
     nn_ctx *ctx = x->ctx;
-    nn_conv_params p = {.g = node->params.conv, .filters = (int32_t)w->shape[0]};
+    nn_conv_params p = nn_conv2d_params_of(node, 0);
     const int32_t positions = p.g.out_h * p.g.out_w;
     nn_tensor *grad;
     int32_t acc;
@@ -21,9 +50,8 @@ static nn_status conv_backward(nn_node *node) {
     if (nn_wants_grad(w)) {
         NN_TRY(nn_grad_target(w, &grad, &acc));
         p.g.accumulate = acc;
-        nn_buffer_ref none = {NULL, 0, 0};
         nn_buffer_ref args[4] = {nn_tensor_ref(dy), nn_tensor_ref(x), nn_tensor_ref(grad),
-                                 node->saved_count > 0 ? nn_tensor_ref(node->saved[0]) : none};
+                                 nn_optional_ref(node->saved_count > 0 ? node->saved[0] : NULL)};
         NN_TRY(nn_ctx_run(ctx, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, args, 4, &p));
     }
     if (nn_wants_grad(bias)) {
@@ -40,6 +68,27 @@ static nn_status conv_backward(nn_node *node) {
     }
     return NN_OK;
 }
+
+static nn_status conv_onnx(exporter *x, op_io *io, const char *out) {
+    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
+    const nn_conv_geometry *g = &NN_NODE_PARAMS(io->node, nn_conv2d_node)->g;
+    int64_t kernel[2] = {g->kernel_h, g->kernel_w}, strides[2] = {g->stride_h, g->stride_w};
+    int64_t pads[4] = {g->pad_h, g->pad_w, g->pad_h, g->pad_w}, dilations[2] = {1, 1};
+    nn_onnx_node n;
+    nn_onnx_begin(x, &n, "Conv", io);
+    nn_onnx_inputs(&n, io, 3);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_attr_ints(&n, "kernel_shape", kernel, 2);
+    nn_onnx_attr_ints(&n, "strides", strides, 2);
+    nn_onnx_attr_ints(&n, "pads", pads, 4);
+    nn_onnx_attr_ints(&n, "dilations", dilations, 2);
+    nn_onnx_attr_int(&n, "group", 1);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+const nn_op nn_op_conv2d = {
+    .name = "nn_conv2d", .forward = conv_forward, .backward = conv_backward, .to_onnx = conv_onnx};
 
 nn_status nn_conv2d_check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tensor *bias,
                                const nn_conv2d_params *params) {
@@ -97,62 +146,13 @@ nn_conv_geometry nn_conv2d_geometry(const nn_tensor *x, const nn_tensor *w, cons
     return g;
 }
 
-nn_tensor *nn_conv2d_ex(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
-                        const nn_conv2d_params *params) {
-    return nn_conv2d_fused(x, weight, bias, params, 0);
-}
-
-/* NN_FUSE_MASK_INPUT is not supported here (the backward-data kernel has
- * no mask): nn_sequential does not ask for it. */
-nn_tensor *nn_conv2d_fused(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params,
-                           int flags) {
+nn_tensor *nn_conv2d_ex(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, const nn_conv2d_params *params) {
     const char *op = "nn_conv2d";
     if (nn_conv2d_check_args(op, x, weight, bias, params) != NN_OK) return NULL;
-    const nn_conv_geometry g = nn_conv2d_geometry(x, weight, params);
-    const int32_t oc = (int32_t)weight->shape[0];
-
-    nn_ctx *ctx = x->ctx;
-    int64_t y_shape[4] = {g.batch, oc, g.out_h, g.out_w};
+    const nn_conv2d_node p = {.g = nn_conv2d_geometry(x, weight, params), .filters = (int32_t)weight->shape[0]};
+    const int64_t shape[4] = {p.g.batch, p.filters, p.g.out_h, p.g.out_w};
     nn_tensor *inputs[3] = {x, weight, bias};
-    bool relu = flags & NN_FUSE_RELU;
-    bool record = nn_autograd_needed(ctx, inputs, 3);
-    nn_tensor *y, *z;
-    if (relu) {
-        if (nn_fused_relu_outputs(ctx, record, 4, y_shape, &y, &z) != NN_OK) y = NULL;
-    } else {
-        y = z = nn_op_result(ctx, 4, y_shape);
-    }
-    if (!y) return NULL;
-    nn_conv_params p = {.g = g, .filters = oc,
-                        .epilogue = (bias ? NN_EPI_BIAS_ROWS : 0) | (relu ? NN_EPI_RELU : 0)};
-    /* The column matrix, when the backend keeps it for the weight gradient. */
-    nn_tensor *cols = NULL;
-    if (record && nn_wants_grad(weight) && nn_ctx_conv_keeps_columns(ctx, &p)) {
-        int64_t col_shape[3] = {g.batch, (int64_t)g.channels * g.kernel_h * g.kernel_w,
-                                (int64_t)g.out_h * g.out_w};
-        cols = nn_op_scratch(ctx, NN_F32, 3, col_shape);
-        if (!cols) {
-            if (z != y) nn_tensor_free(z);
-            return nn_op_fail(y);
-        }
-    }
-    nn_buffer_ref none = {NULL, 0, 0};
-    nn_buffer_ref args[5] = {nn_tensor_ref(x), nn_tensor_ref(weight), nn_tensor_ref(y),
-                             bias ? nn_tensor_ref(bias) : none, cols ? nn_tensor_ref(cols) : none};
-    if (nn_ctx_run(ctx, NN_KERNEL_CONV2D_FORWARD, args, 5, &p) != NN_OK) {
-        nn_tensor_release(cols);
-        if (z != y) nn_tensor_free(z);
-        return nn_op_fail(y);
-    }
-    nn_node *node;
-    z = nn_op_finish(z, op, conv_backward, inputs, 3, cols ? &cols : NULL, cols ? 1 : 0, &node);
-    if (node) node->params.conv = g;
-    nn_tensor_release(cols); /* the node holds it when backward needs it */
-    if (!z) {
-        if (relu && record) nn_tensor_free(y);
-        return NULL;
-    }
-    return relu ? nn_fused_relu_finish(z, y) : y;
+    return nn_op_result(&nn_op_conv2d, inputs, 3, &p, sizeof p, 4, shape);
 }
 
 nn_tensor *nn_conv2d(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int stride, int padding) {

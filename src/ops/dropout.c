@@ -8,10 +8,12 @@
  * as the same kernel list with the same parameters still draws a fresh mask
  * each time (the counter is advanced by COUNTER_ADD, the device loop's
  * kernel). A reseed takes effect at the next eager dropout call: a capture
- * recorded before nn_ctx_manual_seed keeps its key and counter. Backward multiplies by the saved mask (0 or the scale). */
+ * recorded before nn_ctx_manual_seed keeps its key and counter. Backward
+ * multiplies by the saved mask (0 or the scale). */
 #include <math.h>
 
-#include "op_common.h"
+#include "io/onnx_graph.h"
+#include "ops.h"
 
 /* The context's draw counter, created at the first draw and reset (with a
  * new key from the generator) whenever the generator was reseeded since:
@@ -27,7 +29,8 @@ static nn_status dropout_state(nn_ctx *ctx, nn_tensor **counter) {
     if (ctx->dropout_generation != ctx->rng.generation) {
         /* Straight to the backend, not through the context: were this write
          * recorded by a capture, every replay would reset the counter and
-         * draw the same mask again. */
+         * draw the same mask again. The draws recorded before it run first. */
+        NN_TRY(nn_ctx_flush(ctx, NULL));
         uint32_t zero = 0;
         NN_TRY(ctx->backend->write(ctx->backend, nn_tensor_ref(ctx->dropout_counter), &zero, sizeof zero));
         ctx->dropout_key[0] = nn_rng_next_u32(&ctx->rng);
@@ -38,65 +41,67 @@ static nn_status dropout_state(nn_ctx *ctx, nn_tensor **counter) {
     return NN_OK;
 }
 
+typedef struct dropout_node {
+    float p;
+    bool training;
+    nn_dropout_params kernel; /* training: the draw's parameters */
+} dropout_node;
+
+static nn_status dropout_forward(nn_node *node) {
+    const dropout_node *d = NN_NODE_PARAMS(node, dropout_node);
+    nn_tensor *x = node->inputs[0], *y = node->output, *counter = x->ctx->dropout_counter;
+    nn_tensor *mask = nn_node_save_new(node, NN_F32, x->ndim, x->shape);
+    if (!mask) return nn_last_status();
+    nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(y), nn_tensor_ref(mask), nn_tensor_ref(counter)};
+    nn_buffer_ref advance[1] = {nn_tensor_ref(counter)};
+    nn_counter_params one = {.delta = 1};
+    NN_TRY(nn_ctx_run(x->ctx, NN_KERNEL_DROPOUT_FORWARD, args, 4, &d->kernel));
+    return nn_ctx_run(x->ctx, NN_KERNEL_COUNTER_ADD, advance, 1, &one);
+}
+
 static nn_status dropout_backward(nn_node *node) {
-    nn_tensor *x = node->inputs[0], *mask = node->saved[0];
-    nn_tensor *grad;
+    nn_tensor *x = node->inputs[0], *grad;
     int32_t acc;
     NN_TRY(nn_grad_target(x, &grad, &acc));
+    if (!NN_NODE_PARAMS(node, dropout_node)->training) /* evaluation: the identity */
+        return nn_run_scale(x->ctx, nn_tensor_ref(node->output->grad), nn_tensor_ref(grad), x->numel, 1.0f, acc);
     nn_pointwise_params p = {.n = x->numel, .op = NN_EW_MUL, .accumulate = acc};
-    nn_buffer_ref args[3] = {nn_tensor_ref(node->output->grad), nn_tensor_ref(mask), nn_tensor_ref(grad)};
+    nn_buffer_ref args[3] = {nn_tensor_ref(node->output->grad), nn_tensor_ref(node->saved[0]), nn_tensor_ref(grad)};
     return nn_ctx_run(x->ctx, NN_KERNEL_ELEMENTWISE, args, 3, &p);
 }
 
-/* Evaluation: the identity, as a view whose gradient passes through. */
-static nn_status identity_backward(nn_node *node) {
-    nn_tensor *x = node->inputs[0];
-    nn_tensor *grad;
-    int32_t acc;
-    NN_TRY(nn_grad_target(x, &grad, &acc));
-    return nn_run_scale(x->ctx, nn_tensor_ref(node->output->grad), nn_tensor_ref(grad), x->numel, 1.0f, acc);
+/* ONNX Dropout in inference mode (no training_mode input: the identity),
+ * whether the traced pass ran in training or eval. */
+static nn_status dropout_onnx(exporter *x, op_io *io, const char *out) {
+    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
+    return nn_onnx_simple(x, io, out, "Dropout");
 }
+
+const nn_op nn_op_dropout = {
+    .name = "nn_dropout", .forward = dropout_forward, .backward = dropout_backward, .to_onnx = dropout_onnx};
+/* In evaluation: a view of x whose gradient passes through. */
+static const nn_op kIdentity = {
+    .name = "nn_dropout", .forward = NULL, .backward = dropout_backward, .to_onnx = dropout_onnx, .view = true};
 
 nn_tensor *nn_dropout(nn_tensor *x, float p, bool training) {
     const char *op = "nn_dropout";
     if (nn_check_tensor(op, "x", x, NN_F32)) return NULL;
     if (!(p >= 0.0f && p < 1.0f))
         return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: p must be in [0, 1), got %g", op, (double)p);
-    nn_node *node;
-    if (!training) {
-        nn_tensor *y = nn_tensor_view(x, x->ndim, x->shape);
-        if (!y) return NULL;
-        y = nn_op_finish(y, op, identity_backward, &x, 1, NULL, 0, &node);
-        if (node) node->params.factor = p;
-        return y;
-    }
+    dropout_node d = {.p = p, .training = training};
+    if (!training) return nn_op_result(&kIdentity, &x, 1, &d, sizeof d, x->ndim, x->shape);
     if (x->numel > (int64_t)UINT32_MAX)
         return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: %lld elements exceed the mask hash's 32-bit index", op,
                             (long long)x->numel);
     nn_tensor *counter = NULL;
     if (dropout_state(x->ctx, &counter) != NN_OK) return NULL;
-    double threshold = floor((double)p * 4294967296.0);
-    nn_dropout_params params = {
+    const double threshold = floor((double)p * 4294967296.0);
+    d.kernel = (nn_dropout_params){
         .n = x->numel,
         .threshold = threshold > 4294967295.0 ? 4294967295u : (uint32_t)threshold,
         .scale = (float)(1.0 / (1.0 - (double)p)),
         .seed_lo = x->ctx->dropout_key[0],
         .seed_hi = x->ctx->dropout_key[1],
     };
-    nn_tensor *y = nn_op_result(x->ctx, x->ndim, x->shape);
-    if (!y) return NULL;
-    nn_tensor *mask = nn_op_scratch(x->ctx, NN_F32, x->ndim, x->shape);
-    if (!mask) return nn_op_fail(y);
-    nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(y), nn_tensor_ref(mask), nn_tensor_ref(counter)};
-    nn_buffer_ref advance[1] = {nn_tensor_ref(counter)};
-    nn_counter_params one = {.delta = 1};
-    if (nn_ctx_run(x->ctx, NN_KERNEL_DROPOUT_FORWARD, args, 4, &params) != NN_OK ||
-        nn_ctx_run(x->ctx, NN_KERNEL_COUNTER_ADD, advance, 1, &one) != NN_OK) {
-        nn_tensor_release(mask);
-        return nn_op_fail(y);
-    }
-    y = nn_op_finish(y, op, dropout_backward, &x, 1, &mask, 1, &node);
-    if (node) node->params.factor = p;
-    nn_tensor_release(mask);
-    return y;
+    return nn_op_result(&nn_op_dropout, &x, 1, &d, sizeof d, x->ndim, x->shape);
 }

@@ -46,28 +46,13 @@ nn_status nn_check_int32(const char *op, const char *what, int64_t value) {
     return NN_OK;
 }
 
-nn_tensor *nn_op_result(nn_ctx *ctx, int ndim, const int64_t *shape) {
-    return nn_tensor_alloc(ctx, NN_F32, ndim, shape, true);
-}
-
 nn_tensor *nn_op_scratch(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
     return nn_tensor_alloc(ctx, dtype, ndim, shape, false);
 }
 
-nn_tensor *nn_op_fail(nn_tensor *output) {
-    nn_tensor_free(output);
-    return NULL;
-}
-
-nn_tensor *nn_op_finish(nn_tensor *output, const char *op, nn_backward_fn backward,
-                        nn_tensor *const *inputs, int input_count, nn_tensor *const *saved,
-                        int saved_count, nn_node **node_out) {
-    if (node_out) *node_out = NULL;
-    if (!nn_autograd_needed(output->ctx, inputs, input_count)) return output;
-    nn_node *node = nn_tape_record(output, op, backward, inputs, input_count, saved, saved_count);
-    if (!node) return nn_op_fail(output);
-    if (node_out) *node_out = node;
-    return output;
+nn_tensor *nn_op_result(const nn_op *op, nn_tensor *const *inputs, int input_count, const void *params,
+                        size_t params_size, int ndim, const int64_t *shape) {
+    return nn_op_record(op, inputs, input_count, params, params_size, NN_F32, ndim, shape);
 }
 
 nn_status nn_run_gemm(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref b, nn_buffer_ref c, int m, int n,

@@ -1,9 +1,9 @@
 /* What every operation does the same way: argument checks with messages that
- * name the op and the shapes, result allocation, kernel launches. */
+ * name the op and the shapes, kernel launches, gradients handed on. */
 #ifndef NN_OP_COMMON_H
 #define NN_OP_COMMON_H
 
-#include "core/internal.h"
+#include "core/graph.h"
 #include "nn_device_loop.h"
 
 /* t is not NULL and has the given dtype; `what` names it ("x", "weight"). */
@@ -16,18 +16,11 @@ nn_status nn_check_same_ctx(const char *op, const nn_tensor *a, const nn_tensor 
 /* Same shape, for elementwise ops. */
 nn_status nn_check_same_shape(const char *op, const nn_tensor *a, const nn_tensor *b);
 
-/* An op's float32 result, owned by the current step. */
-nn_tensor *nn_op_result(nn_ctx *ctx, int ndim, const int64_t *shape);
 /* A temporary float32 or int32 tensor the caller releases (not step-owned). */
 nn_tensor *nn_op_scratch(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape);
-
-/* Record `output` on the tape when autograd needs it. On failure the output
- * is freed and NULL returned, so ops can end with `return nn_op_finish(...)`. */
-nn_tensor *nn_op_finish(nn_tensor *output, const char *op, nn_backward_fn backward,
-                        nn_tensor *const *inputs, int input_count, nn_tensor *const *saved,
-                        int saved_count, nn_node **node_out);
-/* Free a result after a failed kernel and return NULL. */
-nn_tensor *nn_op_fail(nn_tensor *output);
+/* Record `op` with a float32 output of the given shape (nn_op_record). */
+nn_tensor *nn_op_result(const nn_op *op, nn_tensor *const *inputs, int input_count, const void *params,
+                        size_t params_size, int ndim, const int64_t *shape);
 
 /* C (+)= op(A) op(B) on one matrix each (row-major, minimal leading dims). */
 nn_status nn_run_gemm(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref b, nn_buffer_ref c, int m, int n,

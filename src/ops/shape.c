@@ -1,14 +1,18 @@
-/* flatten and reshape: views that share their source's storage. The
- * gradient of a view is its output gradient with the source's shape. */
-#include "op_common.h"
+/* flatten and reshape: views that share their source's storage (no kernel;
+ * view operations, core/graph.h). The gradient of a view is its output
+ * gradient with the source's shape. */
+#include <string.h>
+
+#include "io/onnx_graph.h"
+#include "ops.h"
 
 static nn_status view_backward(nn_node *node) {
     nn_tensor *x = node->inputs[0];
     nn_tensor *dy = node->output->grad;
     /* A computed source whose gradient nothing has written yet takes the
      * view's gradient as its own, seen in its shape: no copy, and on a GPU
-     * no dispatch and no barrier (LeNet-5's flatten). The view's gradient
-     * is not written again: every rule that writes it has run. */
+     * no dispatch and no barrier. The view's gradient is not written again:
+     * every rule that writes it has run. */
     if (x->grad_fn && !x->grad) {
         x->grad = nn_tensor_view_at(dy, 0, x->ndim, x->shape);
         if (!x->grad) return nn_last_status();
@@ -21,11 +25,37 @@ static nn_status view_backward(nn_node *node) {
     return nn_run_scale(x->ctx, nn_tensor_ref(dy), nn_tensor_ref(grad), x->numel, 1.0f, acc);
 }
 
-static nn_tensor *make_view(const char *op, nn_tensor *x, int ndim, const int64_t *shape) {
-    nn_tensor *y = nn_tensor_view(x, ndim, shape);
-    if (!y) return NULL;
-    return nn_op_finish(y, op, view_backward, &x, 1, NULL, 0, NULL);
+/* Flatten keeps dimension 0 (the batch) and joins the rest: ONNX Flatten axis 1. */
+static nn_status flatten_onnx(exporter *x, op_io *io, const char *out) {
+    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
+    nn_onnx_node n;
+    nn_onnx_begin(x, &n, "Flatten", io);
+    nn_onnx_inputs(&n, io, 1);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_attr_int(&n, "axis", 1);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
 }
+
+/* The recorded output shape; with a dynamic batch, dimension 0 is written
+ * as 0 ("copy from the input") and must be the batch on both sides. */
+static nn_status reshape_onnx(exporter *x, op_io *io, const char *out) {
+    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
+    const nn_tensor *from = io->node->inputs[0], *to = io->node->output;
+    int64_t dims[NN_MAX_DIMS];
+    memcpy(dims, to->shape, sizeof(int64_t) * (size_t)to->ndim);
+    if (x->dynamic && io->in[0]->batch) {
+        if (to->shape[0] != from->shape[0]) return nn_onnx_refuse_batch(x, io, "changes dimension 0 (the batch)");
+        dims[0] = 0;
+    }
+    nn_onnx_reserve_name(x, "Reshape", io);
+    return nn_onnx_reshape_to(x, io->name, io->in[0]->name, dims, to->ndim, out);
+}
+
+const nn_op nn_op_flatten = {
+    .name = "nn_flatten", .forward = NULL, .backward = view_backward, .to_onnx = flatten_onnx, .view = true};
+const nn_op nn_op_reshape = {
+    .name = "nn_reshape", .forward = NULL, .backward = view_backward, .to_onnx = reshape_onnx, .view = true};
 
 nn_tensor *nn_reshape(nn_tensor *x, int ndim, const int64_t *shape) {
     const char *op = "nn_reshape";
@@ -66,11 +96,11 @@ nn_tensor *nn_reshape(nn_tensor *x, int ndim, const int64_t *shape) {
         return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: cannot view x %s (%lld elements) as %s", op, sx,
                             (long long)x->numel, ss);
     }
-    return make_view(op, x, ndim, resolved);
+    return nn_op_record(&nn_op_reshape, &x, 1, NULL, 0, x->dtype, ndim, resolved);
 }
 
 nn_tensor *nn_flatten(nn_tensor *x) {
     if (!x) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_flatten: x is NULL");
     int64_t shape[2] = {x->shape[0], x->numel / x->shape[0]};
-    return make_view("nn_flatten", x, 2, shape);
+    return nn_op_record(&nn_op_flatten, &x, 1, NULL, 0, x->dtype, 2, shape);
 }

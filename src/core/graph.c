@@ -1,0 +1,166 @@
+/* Recording operations as nodes, and running them (core/graph.h): the
+ * pending list, its flush through the fusion pass, and the recipes of
+ * outputs that fused kernels left unwritten. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusion.h"
+#include "graph.h"
+
+void nn_node_retain(nn_node *node) { node->refs++; }
+
+void nn_node_release(nn_node *node) {
+    if (!node || --node->refs > 0) return;
+    if (node->output && node->output->grad_fn == node) node->output->grad_fn = NULL;
+    if (node->output && node->output->producer == node) node->output->producer = NULL;
+    nn_tensor_release(node->output);
+    for (int i = 0; i < node->input_count; i++) nn_tensor_release(node->inputs[i]);
+    for (int i = 0; i < node->saved_count; i++) nn_tensor_release(node->saved[i]);
+    if (node->segment) nn_segment_forget(node->segment, node);
+    free(node);
+}
+
+static nn_status pending_push(nn_ctx *ctx, nn_node *node) {
+    if (ctx->pending_count == ctx->pending_capacity) {
+        int64_t capacity = ctx->pending_capacity ? ctx->pending_capacity * 2 : 64;
+        nn_node **grown = realloc(ctx->pending, (size_t)capacity * sizeof *grown);
+        if (!grown) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", node->op->name);
+        ctx->pending = grown;
+        ctx->pending_capacity = capacity;
+    }
+    nn_node_retain(node);
+    ctx->pending[ctx->pending_count++] = node;
+    node->output->producer = node;
+    return NN_OK;
+}
+
+nn_tensor *nn_op_record(const nn_op *op, nn_tensor *const *inputs, int input_count, const void *params,
+                        size_t params_size, nn_dtype dtype, int ndim, const int64_t *shape) {
+    nn_ctx *ctx = NULL;
+    for (int i = 0; i < input_count && !ctx; i++)
+        if (inputs[i]) ctx = inputs[i]->ctx;
+    if (!ctx || input_count > NN_NODE_MAX_TENSORS || params_size > NN_NODE_MAX_PARAMS)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: %s", op->name,
+                            ctx ? "more inputs or parameters than a node holds" : "no input");
+    nn_node *node = calloc(1, sizeof *node);
+    if (!node) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory", op->name);
+    node->op = op;
+    node->refs = 1;
+    node->tape_index = -1;
+    if (params_size) memcpy(node->params, params, params_size);
+    for (int i = 0; i < input_count; i++) node->inputs[i] = nn_tensor_retain(inputs[i]);
+    node->input_count = input_count;
+    node->output = nn_tensor_deferred(ctx, dtype, ndim, shape);
+    nn_status st = node->output ? NN_OK : nn_last_status();
+    if (node->output) nn_tensor_retain(node->output); /* the node's; the step holds the other */
+    if (st == NN_OK && op->backward && nn_autograd_needed(ctx, inputs, input_count)) st = nn_tape_push(node);
+    if (st == NN_OK) st = pending_push(ctx, node);
+    nn_tensor *out = node->output;
+    nn_node_release(node); /* the tape and the pending list hold it */
+    if (st != NN_OK) {
+        nn_tensor_free(out);
+        return NULL;
+    }
+    return out;
+}
+
+nn_tensor *nn_node_save_new(nn_node *node, nn_dtype dtype, int ndim, const int64_t *shape) {
+    nn_tensor *t = nn_tensor_alloc(node->output->ctx, dtype, ndim, shape, false);
+    if (!t) return NULL;
+    if (node->saved_count == NN_NODE_MAX_TENSORS) {
+        nn_tensor_release(t);
+        return NN_FAIL_NULL(NN_ERR_STATE, "%s: more saved tensors than a node holds", node->op->name);
+    }
+    node->saved[node->saved_count++] = t;
+    return t;
+}
+
+nn_status nn_node_save(nn_node *node, nn_tensor *t) {
+    if (node->saved_count == NN_NODE_MAX_TENSORS)
+        return nn_set_error(NN_ERR_STATE, "%s: more saved tensors than a node holds", node->op->name);
+    node->saved[node->saved_count++] = nn_tensor_retain(t);
+    return NN_OK;
+}
+
+nn_status nn_node_launch(nn_node *node) {
+    nn_tensor *out = node->output;
+    if (out->recipe) { /* computed here after all: the recipe is not needed */
+        nn_node_release(out->recipe);
+        out->recipe = NULL;
+    }
+    nn_status st;
+    if (node->op->view) {
+        st = nn_tensor_share_storage(out, node->inputs[0], 0);
+    } else {
+        st = nn_tensor_attach_storage(out);
+        if (st == NN_OK) st = node->op->forward(node);
+    }
+    node->launched = true;
+    return st;
+}
+
+nn_status nn_node_elide(nn_node *node) {
+    nn_tensor *out = node->output;
+    nn_node *recipe = calloc(1, sizeof *recipe);
+    if (!recipe) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", node->op->name);
+    recipe->op = node->op;
+    recipe->refs = 1;
+    recipe->tape_index = -1;
+    memcpy(recipe->params, node->params, sizeof recipe->params);
+    for (int i = 0; i < node->input_count; i++) recipe->inputs[i] = nn_tensor_retain(node->inputs[i]);
+    recipe->input_count = node->input_count;
+    out->recipe = recipe; /* its output stays NULL: the tensor owns the recipe, not the other way round */
+    node->launched = true;
+    return NN_OK;
+}
+
+/* Run t's recipe into t: its inputs first (they may be unwritten too). */
+static nn_status run_recipe(nn_tensor *t) {
+    nn_node *recipe = t->recipe;
+    t->recipe = NULL;
+    recipe->output = nn_tensor_retain(t);
+    nn_status st = NN_OK;
+    for (int i = 0; i < recipe->input_count && st == NN_OK; i++)
+        if (recipe->inputs[i] && !recipe->inputs[i]->storage) st = nn_tensor_materialize(recipe->inputs[i]);
+    if (st == NN_OK) st = nn_node_launch(recipe);
+    nn_node_release(recipe); /* with the saved tensors nothing will read */
+    return st;
+}
+
+nn_status nn_tensor_materialize(nn_tensor *t) {
+    if (t->storage) return NN_OK;
+    if (t->producer && !t->ctx->flushing) NN_TRY(nn_ctx_flush(t->ctx, t));
+    if (!t->storage && t->recipe) return run_recipe(t);
+    if (!t->storage)
+        return nn_set_error(NN_ERR_STATE, "a tensor of shape [%lld...] has no value: the operation that computes "
+                                          "it has not run", (long long)t->shape[0]);
+    return NN_OK;
+}
+
+nn_status nn_ctx_flush(nn_ctx *ctx, const nn_tensor *keep) {
+    if (ctx->flushing || ctx->pending_count == 0) return NN_OK;
+    ctx->flushing = true;
+    nn_node **nodes = ctx->pending;
+    const int64_t count = ctx->pending_count;
+    ctx->pending = NULL;
+    ctx->pending_count = ctx->pending_capacity = 0;
+    nn_status st = nn_fusion_run(ctx, nodes, count, keep);
+    for (int64_t i = 0; i < count; i++) {
+        if (nodes[i]->output->producer == nodes[i]) nodes[i]->output->producer = NULL;
+        nn_node_release(nodes[i]);
+    }
+    free(nodes);
+    ctx->flushing = false;
+    return st;
+}
+
+void nn_ctx_drop_pending(nn_ctx *ctx) {
+    for (int64_t i = 0; i < ctx->pending_count; i++) {
+        nn_node *node = ctx->pending[i];
+        if (node->output->producer == node) node->output->producer = NULL;
+        nn_node_release(node);
+    }
+    free(ctx->pending);
+    ctx->pending = NULL;
+    ctx->pending_count = ctx->pending_capacity = 0;
+}

@@ -1,0 +1,65 @@
+/* Every operation's descriptor (core/graph.h), defined in its own file
+ * under src/ops/, and the parameters of those the fusion patterns
+ * (src/fusion/) read and the ones their backward rules share with them. */
+#ifndef NN_OPS_OPS_H
+#define NN_OPS_OPS_H
+
+#include "op_common.h"
+
+extern const nn_op nn_op_matmul, nn_op_linear, nn_op_add_bias, nn_op_conv2d, nn_op_maxpool2d, nn_op_flatten,
+    nn_op_reshape, nn_op_relu, nn_op_softmax, nn_op_softmax_cross_entropy, nn_op_add, nn_op_mul, nn_op_scale,
+    nn_op_dropout, nn_op_sum, nn_op_mean;
+
+/* nn_conv2d: the geometry of x [batch, channels, height, width] under the
+ * weight [filters, channels, kernel_h, kernel_w]. */
+typedef struct nn_conv2d_node {
+    nn_conv_geometry g;
+    int32_t filters;
+} nn_conv2d_node;
+
+/* nn_maxpool2d's window over its input. */
+typedef struct nn_maxpool_node {
+    nn_pool_params pool;
+} nn_maxpool_node;
+
+/* ---- shared with the fused patterns (src/fusion/) ---- */
+
+/* conv2d.c: argument checks (the messages name `op`) and output geometry. */
+nn_status nn_conv2d_check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tensor *bias,
+                               const nn_conv2d_params *params);
+nn_conv_geometry nn_conv2d_geometry(const nn_tensor *x, const nn_tensor *w, const nn_conv2d_params *params);
+/* The column matrix the backend keeps from forward to the weight gradient
+ * for this node (when it is on the tape, its weight wants a gradient and
+ * the backend takes the column route), saved in the node; NULL without one
+ * (and on failure, with *status set). */
+nn_tensor *nn_conv2d_columns(nn_node *conv, const nn_conv_params *p, nn_status *status);
+/* The convolution kernels' parameters of a conv2d node, with its epilogue. */
+nn_conv_params nn_conv2d_params_of(const nn_node *conv, int32_t epilogue);
+
+/* linear.c: a Linear layer's weight [outputs, features] and bias
+ * [outputs] (or NULL) for an input of `features`, in x's context; the
+ * messages name the layer ("first", "second", ...). */
+nn_status nn_linear_layer_check(const char *op, const char *layer, nn_tensor *x, int64_t features, nn_tensor *w,
+                                nn_tensor *bias);
+/* The gradients of a Linear from its output's gradient dy [rows, outputs]
+ * and its input a [rows, inputs], for those of w and bias that want one:
+ * dW (+)= dy^T a, db (+)= dy's column sums. */
+nn_status nn_linear_layer_gradients(nn_ctx *ctx, nn_tensor *w, nn_tensor *bias, nn_tensor *dy, nn_tensor *a,
+                                    int32_t rows, int32_t outputs, int32_t inputs);
+/* The GEMM of a Linear node (x W^T), its bias and `epilogue` bits added. */
+nn_gemm_epilogue_params nn_linear_gemm(const nn_node *linear, int32_t epilogue);
+
+/* relu.c: whether `reader`, the only node on the tape that reads x, may
+ * write x's gradient already masked by (x > 0) because x is a ReLU's
+ * output: then the ReLU hands that gradient on with no kernel of its own.
+ * Called at backward; claiming marks the ReLU's node. */
+bool nn_relu_mask_claim(const nn_tensor *x);
+/* Whether x is a ReLU's output whose only reader (among the pending nodes
+ * at a flush: `readers`) could claim its mask. */
+bool nn_relu_output(const nn_tensor *x);
+
+/* loss.c: the gradient a softmax cross-entropy computed ahead (dlogits),
+ * handed to the logits as the loss's backward does. */
+nn_status nn_softmax_ce_hand_on(nn_node *loss, nn_tensor *dlogits);
+
+#endif

@@ -1,0 +1,148 @@
+/* The fusion pass (core/fusion.h) keeps eager semantics where fused kernels
+ * leave outputs unwritten or make decisions ahead: with the pass on, every
+ * value and gradient equals what the same operations give with it off, on
+ * the CPU and on Vulkan, when
+ *   - a fused chain's unwritten output (a convolution's before its ReLU) is
+ *     read, or used by another operation, after the fused kernels ran: it
+ *     is computed again from its recipe;
+ *   - that later use takes part in the loss, so an interior output of a
+ *     fused chain receives a gradient from outside the chain;
+ *   - a ReLU's output gets a second reader after its first reader claimed
+ *     its mask at forward (the fused head's input gradient);
+ *   - the logits of a fused head and loss take part in a second loss term.
+ * Inputs are random, of awkward sizes; gradients are compared with a
+ * tolerance for the different order of sums in fused kernels. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/graph.h" /* whether the pass fused: a recipe on an unwritten output, a segment */
+#include "core/internal.h"
+#include "nn_engine.h"
+#include "test.h"
+#include "vulkan_harness.h"
+
+#define MAX_VALUES 8
+
+/* What one run gives: values read and the gradients of the leaves. */
+typedef struct outcome {
+    int count;
+    float *values[MAX_VALUES];
+    int64_t sizes[MAX_VALUES];
+} outcome;
+
+static void keep(outcome *o, nn_tensor *t) {
+    int64_t n = t ? nn_tensor_numel(t) : 0;
+    float *v = calloc((size_t)(n ? n : 1), sizeof *v);
+    CHECK_MSG(t && nn_tensor_read(t, v, (size_t)n * sizeof *v) == NN_OK, "read: %s", nn_last_error());
+    o->values[o->count] = v;
+    o->sizes[o->count++] = n;
+}
+
+static void compare(const outcome *got, const outcome *want, double tol, const char *what) {
+    CHECK_MSG(got->count == want->count, "%s: %d values, want %d", what, got->count, want->count);
+    for (int i = 0; i < got->count && i < want->count; i++) {
+        CHECK_MSG(got->sizes[i] == want->sizes[i], "%s: value %d has %lld elements, want %lld", what, i,
+                  (long long)got->sizes[i], (long long)want->sizes[i]);
+        if (got->sizes[i] == want->sizes[i])
+            vkt_check_near_f32(got->values[i], want->values[i], (size_t)got->sizes[i], tol, "%s: value %d", what, i);
+    }
+}
+
+static void outcome_free(outcome *o) {
+    for (int i = 0; i < o->count; i++) free(o->values[i]);
+}
+
+static nn_tensor *randn(nn_ctx *ctx, int ndim, const int64_t *shape, unsigned seed, bool grad) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    float *data = vkt_randoms((size_t)n, -1.0f, 1.0f, seed);
+    nn_tensor *t = nn_tensor_from_data(ctx, NN_F32, ndim, shape, data);
+    free(data);
+    if (grad) nn_tensor_set_requires_grad(t, true);
+    return t;
+}
+
+/* Conv2d -> ReLU -> MaxPool2d (fused on Vulkan; Conv2d + ReLU fused on the
+ * CPU), then the convolution's output z, unwritten by the fused kernels,
+ * read after them and used in a second loss term; backward through both. */
+static outcome conv_interior(const char *device, bool fusion) {
+    outcome o = {0};
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .threads = 2, .seed = 3});
+    nn_ctx_set_fusion(ctx, fusion);
+    const int64_t xs[4] = {3, 2, 13, 11}, ws[4] = {5, 2, 3, 3}, bs[1] = {5};
+    nn_tensor *x = randn(ctx, 4, xs, 11, true), *w = randn(ctx, 4, ws, 12, true), *b = randn(ctx, 1, bs, 13, true);
+    nn_tensor *z = nn_conv2d(x, w, b, 1, 1);
+    nn_tensor *y = nn_maxpool2d(nn_relu(z), 2, 2);
+    int64_t ys[4], zs[4];
+    nn_tensor_shape(y, ys);
+    nn_tensor_shape(z, zs);
+    nn_tensor *wy = randn(ctx, 4, ys, 14, false), *wz = randn(ctx, 4, zs, 15, false);
+    keep(&o, y); /* runs the fused kernels */
+    CHECK_MSG(!fusion || z->recipe, "%s: the convolution and its ReLU did not run fused", device);
+    keep(&o, z); /* then z from its recipe */
+    nn_tensor *loss = nn_add(nn_sum(nn_mul(y, wy)), nn_sum(nn_mul(z, wz)));
+    CHECK_MSG(nn_backward(loss) == NN_OK, "%s backward: %s", device, nn_last_error());
+    keep(&o, nn_tensor_grad(x));
+    keep(&o, nn_tensor_grad(w));
+    keep(&o, nn_tensor_grad(b));
+    nn_ctx_free(ctx);
+    return o;
+}
+
+/* Linear -> ReLU -> Linear -> softmax cross-entropy (fused on Vulkan) whose
+ * input is a ReLU's output: read after the fused kernels, that ReLU output
+ * gets a second reader, and the logits a second loss term. */
+static outcome head_second_readers(const char *device, bool fusion) {
+    outcome o = {0};
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .threads = 2, .seed = 4});
+    nn_ctx_set_fusion(ctx, fusion);
+    const int64_t xs[2] = {37, 19}, w0s[2] = {23, 19}, was[2] = {29, 23}, wbs[2] = {7, 29}, ls[1] = {37};
+    int32_t labels[37];
+    for (int i = 0; i < 37; i++) labels[i] = (i * 5) % 7;
+    nn_tensor *x = randn(ctx, 2, xs, 21, true), *w0 = randn(ctx, 2, w0s, 22, true);
+    nn_tensor *wa = randn(ctx, 2, was, 23, true), *wb = randn(ctx, 2, wbs, 24, true);
+    nn_tensor *y = nn_tensor_from_data(ctx, NN_I32, 1, ls, labels);
+    nn_tensor *z = nn_linear(x, w0, NULL), *r = nn_relu(z);
+    nn_tensor *logits = nn_linear(nn_relu(nn_linear(r, wa, NULL)), wb, NULL);
+    nn_tensor *loss = nn_softmax_cross_entropy(logits, y);
+    keep(&o, loss); /* runs the fused kernels: r's gradient computed ahead, masked */
+    CHECK_MSG(!fusion || z->recipe, "%s: the first Linear and its ReLU did not run fused", device);
+    const bool head_fused = loss->grad_fn && loss->grad_fn->segment;
+    CHECK_MSG(!fusion || strcmp(device, "vulkan") || head_fused, "the head and its loss did not run fused");
+    const int64_t rs[2] = {37, 23}, ys[2] = {37, 7};
+    nn_tensor *wr = randn(ctx, 2, rs, 25, false), *wl = randn(ctx, 2, ys, 26, false);
+    nn_tensor *total = nn_add(nn_add(loss, nn_sum(nn_mul(r, wr))), nn_mean(nn_mul(logits, wl)));
+    CHECK_MSG(nn_backward(total) == NN_OK, "%s backward: %s", device, nn_last_error());
+    keep(&o, nn_tensor_grad(x));
+    keep(&o, nn_tensor_grad(w0));
+    keep(&o, nn_tensor_grad(wa));
+    keep(&o, nn_tensor_grad(wb));
+    nn_ctx_free(ctx);
+    return o;
+}
+
+static void fused_equals_unfused(const char *device, outcome (*run)(const char *, bool), const char *what) {
+    outcome fused = run(device, true), plain = run(device, false);
+    char label[96];
+    snprintf(label, sizeof label, "%s %s", device, what);
+    compare(&fused, &plain, 2e-5, label);
+    outcome_free(&fused);
+    outcome_free(&plain);
+}
+
+TEST(fusion_pass_recomputes_and_backpropagates_unwritten_outputs_cpu) {
+    fused_equals_unfused("cpu", conv_interior, "conv interior");
+}
+
+TEST(fusion_pass_recomputes_and_backpropagates_unwritten_outputs_vulkan) {
+    if (vkt_skipped() || !vkt_vulkan()) return;
+    fused_equals_unfused("vulkan", conv_interior, "conv interior");
+}
+
+TEST(fusion_pass_second_readers_after_fusion_cpu) { fused_equals_unfused("cpu", head_second_readers, "head"); }
+
+TEST(fusion_pass_second_readers_after_fusion_vulkan) {
+    if (vkt_skipped() || !vkt_vulkan()) return;
+    fused_equals_unfused("vulkan", head_second_readers, "head");
+}
