@@ -1,8 +1,15 @@
-/* Operations. Each takes its inputs' context, checks shapes, runs forward
- * kernels on the context's device and, when an input requires grad and grad
- * mode is on, records a node on the autograd tape. Results are new tensors
- * owned by the current step (see nn_tensor.h). On failure: NULL, with a
- * message naming the operation and the shapes in nn_last_error(). */
+/* Operations. Each takes its inputs' context, checks shapes and records the
+ * call, on the autograd tape too when an input requires grad and grad mode
+ * is on. Results are new tensors owned by the current step (see
+ * nn_tensor.h). On a bad argument: NULL, with a message naming the
+ * operation and the shapes in nn_last_error().
+ *
+ * The kernels run later, when a value is needed: a read of a result,
+ * nn_ctx_sync, nn_backward, the step's end, or another call that touches
+ * memory (a write, a fill). Until then the engine may run a chain of
+ * operations as one fused kernel (nn_ctx_set_fusion); results are the same
+ * either way. A failure of the device itself is reported by the call that
+ * made the kernels run. */
 #ifndef NN_OPS_H
 #define NN_OPS_H
 

@@ -233,7 +233,7 @@ typedef struct nn_conv_pool_linear_params {
  *                  the ReLU's input, and, when dx is given, dx (+)= dh wa
  *                  [rows, in] (accumulate), times (x > 0) with mask_input
  *                  (x is a fused ReLU's output whose gradient this op
- *                  writes masked: fused_relu.h); x is read only then.
+ *                  writes masked: ops/relu.c); x is read only then.
  *   CROSS_ENTROPY  the head at the end of a classifier trained with
  *                  softmax cross-entropy, forward and the loss's gradient
  *                  back to x in one: h and logits as FORWARD (y); row_loss

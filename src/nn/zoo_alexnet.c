@@ -1,4 +1,4 @@
-/* AlexNet in the two forms of issue 8: the seed's (5 convolutions, a
+/* AlexNet in two forms: the seed's (5 convolutions, a
  * 9216-512-512-classes classifier, no dropout; parameter names c1..c5,
  * l1..l3 as the seed's script) and torchvision's (torchvision.models.alexnet:
  * features / avgpool / classifier with its state_dict names, so weights

@@ -34,7 +34,10 @@ static nn_status softmax_ce_onnx(exporter *x, op_io *io, const char *out) {
 }
 
 const nn_op nn_op_softmax_cross_entropy = {
-    .name = "nn_softmax_cross_entropy", .forward = softmax_ce_forward, .backward = softmax_ce_backward, .to_onnx = softmax_ce_onnx};
+    .name = "nn_softmax_cross_entropy",
+    .forward = softmax_ce_forward,
+    .backward = softmax_ce_backward,
+    .to_onnx = softmax_ce_onnx};
 
 nn_tensor *nn_softmax_cross_entropy(nn_tensor *logits, nn_tensor *labels) {
     const char *op = "nn_softmax_cross_entropy";

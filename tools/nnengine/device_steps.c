@@ -110,8 +110,6 @@ static nn_status one_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool full
     /* Zeroed first: the fill then runs beside the first layer, and the first
      * weight gradient of backward need not wait for it. */
     if (st == NN_OK) st = nn_optimizer_zero_grad(s->opt);
-    /* The forward pass and the loss in one call: the model's last layers and
-     * the loss may then run as one kernel (nn_module_forward_loss). */
     nn_tensor *logits = NULL;
     nn_tensor *loss = st == NN_OK ? nn_module_forward_loss(s->net, x, y, &logits) : NULL;
     if (st == NN_OK && !loss) st = nn_last_status() != NN_OK ? nn_last_status() : NN_ERR_STATE;
