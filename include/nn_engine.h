@@ -10,6 +10,7 @@
 #include "nn_devices.h"
 #include "nn_tensor.h"
 #include "nn_ops.h"
+#include "nn_module.h"
 #include "nn_layers.h"
 #include "nn_optim.h"
 #include "nn_io.h"

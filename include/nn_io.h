@@ -17,20 +17,25 @@
 extern "C" {
 #endif
 
-/* ---- module checkpoints (safetensors) ----
- * The parameters under their PyTorch state_dict names (nn_module_param_name:
- * "c1.weight", ...), float32 little-endian, nothing else: the file loads into
- * the equivalent torch.nn.Module with safetensors.torch.load_file followed by
+/* ---- checkpoints (safetensors) ----
+ * A module's state_dict (nn_module_state_name: "c1.weight", ..., buffers
+ * included), little-endian in each tensor's dtype, nothing else: the file loads into the
+ * equivalent torch.nn.Module with safetensors.torch.load_file followed by
  * load_state_dict(strict=True), and a file saved by
  * safetensors.torch.save_file(model.state_dict()) loads here. */
 nn_status nn_save_module(const nn_module *module, const char *path);
-/* Every parameter must be in the file with its dtype and shape, and the file
- * must hold nothing else; otherwise nothing is loaded. */
+/* Every state_dict entry must be in the file with its dtype and shape, and
+ * the file must hold nothing else; otherwise nothing is loaded. */
 nn_status nn_load_module(nn_module *module, const char *path);
+/* The same for any tensors under names (unique, non-empty): what Python's
+ * Model.save writes. Loading fills each tensor from the entry of its name,
+ * all or nothing, on the same conditions. */
+nn_status nn_save_tensors(const char *path, int count, nn_tensor *const *tensors, const char *const *names);
+nn_status nn_load_tensors(const char *path, int count, nn_tensor *const *tensors, const char *const *names);
 
 /* ---- training state (for resuming) ----
  * One safetensors file holding everything a run needs to continue exactly
- * where it stopped: the parameters (under the same names as above), the
+ * where it stopped: the module's state_dict (as above), the
  * optimizer's state ("optimizer.<param name>.<state name>", e.g. SGD's
  * "momentum_buffer": nn_optimizer_state_name), and in __metadata__ the
  * progress below, the context's random-generator state, the optimizer's
@@ -84,7 +89,7 @@ nn_status nn_onnx_export(const char *path, nn_tensor *input, nn_tensor *output,
                          const nn_onnx_options *options);
 /* Runs the module on a zero input of input_shape (dimension 0 = batch, made
  * dynamic) with recording on, and exports it with initializers named by
- * nn_module_param_name. The pass's temporaries belong to the current step;
+ * nn_module_state_name. The pass's temporaries belong to the current step;
  * when the step held nothing before the call, they are freed before it returns. */
 nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64_t *input_shape,
                                 int ndim);

@@ -1,17 +1,15 @@
-/* Layers (modules), a sequential container, initialisers and the model zoo.
- * A module owns its parameters (persistent tensors that require grad);
- * nn_module_free frees them. Parameter names follow PyTorch's state_dict
+/* The built-in layers, a sequential container, initialisers and the model
+ * zoo: modules (nn_module.h) whose parameters are named as PyTorch's
  * ("weight", "bias", and "<child>.<name>" inside containers). */
 #ifndef NN_LAYERS_H
 #define NN_LAYERS_H
 
+#include "nn_module.h"
 #include "nn_tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-typedef struct nn_module nn_module;
 
 typedef enum nn_init {
     NN_INIT_KAIMING_UNIFORM = 0, /* PyTorch's default for Linear and Conv2d */
@@ -38,33 +36,10 @@ nn_module *nn_dropout_layer(nn_ctx *ctx, float p);
 
 /* A container running its children in order. */
 nn_module *nn_sequential(nn_ctx *ctx);
-/* Append `child` under `name` (letters, digits, '_'; unique). The container
- * takes ownership of child in every case: on failure child is freed. A NULL
- * child (a failed constructor) is reported with the constructor's message. */
+/* Append `child` under `name` (nn_module_add_child, refused for a module
+ * that is not a Sequential). The container takes ownership of child in
+ * every case: on failure child is freed. */
 nn_status nn_sequential_append(nn_module *seq, const char *name, nn_module *child);
-
-nn_tensor *nn_module_forward(nn_module *m, nn_tensor *x);
-/* The mean softmax cross-entropy of the module's output against labels
- * (int32 [N]): nn_softmax_cross_entropy(nn_module_forward(m, x), labels).
- * *logits, when not NULL, receives the module's output (step-owned). Where
- * the model ends in Linear, ReLU, Linear the fusion pass may run those
- * layers and the loss as one kernel (on Vulkan: the forward pass then also
- * writes the loss's gradient back to the layers' input), as it does for
- * the two calls written out. */
-nn_tensor *nn_module_forward_loss(nn_module *m, nn_tensor *x, nn_tensor *labels, nn_tensor **logits);
-/* Training (the default for a new module) or evaluation mode, set on m and,
- * recursively, its children (PyTorch's module.train() / .eval()). Only
- * dropout behaves differently today. */
-nn_status nn_module_set_training(nn_module *m, bool training);
-bool nn_module_is_training(const nn_module *m);
-/* "Linear", "Conv2d", "MaxPool2d", "Flatten", "ReLU", "Dropout", "Sequential",
- * "AdaptiveAvgPool2d" (nn_alexnet_tv's, which accepts only its 6 x 6 output size). */
-const char *nn_module_kind(const nn_module *m);
-int nn_module_param_count(const nn_module *m);
-/* Borrowed; NULL when i is out of range. */
-nn_tensor *nn_module_param(const nn_module *m, int i);
-const char *nn_module_param_name(const nn_module *m, int i);
-void nn_module_free(nn_module *m);
 
 /* LeNet-5 as in the seed: c1 conv 1->6 k5, relu, pool 2; c2 conv 6->16 k5,
  * relu, pool 2; flatten; l1 256->120 relu; l2 120->84 relu; l3 84->10.

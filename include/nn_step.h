@@ -7,7 +7,7 @@
  *
  *     static nn_status train_step(void *user) {
  *         my_state *s = user;
- *         ... forward, loss, nn_backward, nn_sgd_step ...
+ *         ... forward, loss, nn_backward, nn_optimizer_step ...
  *         return nn_ctx_step_end(s->ctx);     // the step ends its own step
  *     }
  *

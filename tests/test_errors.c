@@ -201,7 +201,7 @@ TEST(errors_layers) {
                 NN_ERR_ARGUMENT, "child 'fc' is NULL", "nn_linear_layer");
     CHECK(nn_sequential_append(seq, "fc", nn_linear_layer(ctx, 4, 2, NN_INIT_KAIMING_UNIFORM)) == NN_OK);
     CHECK_ERROR(nn_sequential_append(seq, "fc", nn_relu_layer(ctx)) != NN_OK, NN_ERR_ARGUMENT,
-                "'fc' exists");
+                "child named 'fc' already");
     CHECK_ERROR(nn_sequential_append(seq, "a.b", nn_relu_layer(ctx)) != NN_OK, NN_ERR_ARGUMENT,
                 "'a.b'");
     nn_module *relu = nn_relu_layer(ctx);

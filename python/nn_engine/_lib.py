@@ -193,6 +193,11 @@ _SIGNATURES = {
     "nn_optimizer_lr": (ctypes.c_float, [c_optimizer_p]),
     "nn_optimizer_name": (ctypes.c_char_p, [c_optimizer_p]),
     "nn_optimizer_free": (None, [c_optimizer_p]),
+    # nn_io.h (Model.save / Model.load)
+    "nn_save_tensors": (c_status, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(c_tensor_p),
+                                   ctypes.POINTER(ctypes.c_char_p)]),
+    "nn_load_tensors": (c_status, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(c_tensor_p),
+                                   ctypes.POINTER(ctypes.c_char_p)]),
 }
 
 # Symbols that a build may lack; callers check has_symbol() and say so.

@@ -1,5 +1,6 @@
-"""Model: parameter discovery, train/eval, and ONNX export (native, or the
-seed's _onnx_graph hook through the onnx package)."""
+"""Model: parameter and buffer discovery, train/eval, the state_dict saved
+and loaded as safetensors, and ONNX export (native, or the seed's
+_onnx_graph hook through the onnx package)."""
 import ctypes
 import os
 import types
@@ -11,21 +12,23 @@ from ._errors import check
 from ._lib import lib
 from .layers import ConvLayer, Linear
 from .metrics import Metrics
-from .optim import SGD
+from .optim import Optimizer
 from .tensor import Tensor
 
 # Objects never searched for parameters (an optimizer holds parameters but
 # does not own them).
 _OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
-           types.MethodType, np.ndarray, str, bytes, SGD, Metrics)
+           types.MethodType, np.ndarray, str, bytes, Optimizer, Metrics)
 
 
-def _walk(value, prefix, seen):
+def _walk(value, prefix, seen, buffers=False):
     """Yield (name, Tensor) for every parameter reachable from value: Tensors
     that require grad, layers (under PyTorch's names), and anything nested in
-    attributes, lists, tuples and dicts. Each object is visited once."""
+    attributes, lists, tuples and dicts. With buffers=True, the buffers of
+    every nested Model instead (Model.register_buffer). Each object is
+    visited once."""
     if isinstance(value, Tensor):
-        if value.alive and value.requires_grad:
+        if not buffers and value.alive and value.requires_grad:
             yield prefix, value
         return
     if isinstance(value, _OPAQUE) or id(value) in seen:
@@ -34,16 +37,21 @@ def _walk(value, prefix, seen):
     join = (prefix + ".") if prefix else ""
     if isinstance(value, (list, tuple)):
         for i, item in enumerate(value):
-            yield from _walk(item, f"{join}{i}", seen)
+            yield from _walk(item, f"{join}{i}", seen, buffers)
     elif isinstance(value, dict):
         for key, item in value.items():
-            yield from _walk(item, f"{join}{key}", seen)
+            yield from _walk(item, f"{join}{key}", seen, buffers)
     elif hasattr(value, "_parameter_names"):
-        for attr, name in value._parameter_names:
-            yield from _walk(getattr(value, attr), f"{join}{name}", seen)
+        if not buffers:
+            for attr, name in value._parameter_names:
+                yield from _walk(getattr(value, attr), f"{join}{name}", seen)
     elif hasattr(value, "__dict__"):
         for key, item in vars(value).items():
-            yield from _walk(item, f"{join}{key}", seen)
+            if key == "_buffers":
+                if buffers:
+                    yield from ((f"{join}{name}", t) for name, t in item.items())
+                continue
+            yield from _walk(item, f"{join}{key}", seen, buffers)
 
 
 def _check_input_shape(input_shape):
@@ -74,6 +82,7 @@ class Model:
 
     def __init__(self):
         self.training = True
+        self._buffers = {}
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
@@ -96,6 +105,98 @@ class Model:
     def parameters(self):
         """Every trainable Tensor found in the model (see named_parameters)."""
         return [tensor for _, tensor in self.named_parameters()]
+
+    # ---- buffers and the state_dict ----
+
+    def register_buffer(self, name, value):
+        """Keep `value` (a Tensor or an array, copied) as a buffer: state the
+        model saves and loads but does not train, such as running statistics;
+        read and replaced as the attribute `name` (PyTorch's register_buffer)."""
+        if not isinstance(name, str) or not name.isidentifier() or name == "_buffers":
+            raise ValueError(f"register_buffer: name must be an identifier, got {name!r}")
+        if name in vars(self):
+            raise KeyError(f"register_buffer: {type(self).__name__} has an attribute {name!r} already")
+        self.__dict__.setdefault("_buffers", {})[name] = _as_buffer(value, name)
+
+    def __getattr__(self, name):
+        buffers = self.__dict__.get("_buffers", {})
+        if name in buffers:
+            return buffers[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __setattr__(self, name, value):
+        buffers = self.__dict__.get("_buffers", {})
+        if name in buffers:
+            buffers[name] = _as_buffer(value, name)
+        else:
+            object.__setattr__(self, name, value)
+
+    def named_buffers(self):
+        """[(name, Tensor)] of this model's buffers and those of the Models
+        nested in it, under dotted names as named_parameters gives."""
+        return list(_walk(self, "", set(), buffers=True))
+
+    def buffers(self):
+        return [tensor for _, tensor in self.named_buffers()]
+
+    def _state(self):
+        """[(name, Tensor)]: the parameters, then the buffers."""
+        state = self.named_parameters() + self.named_buffers()
+        names = [name for name, _ in state]
+        clash = {name for name in names if names.count(name) > 1}
+        if clash:
+            raise ValueError(f"state_dict: {sorted(clash)} name both a parameter and a buffer")
+        return state
+
+    def state_dict(self):
+        """{name: NumPy array}: every parameter and buffer under its name (a
+        copy of the values, as torch's model.state_dict() with tensors)."""
+        return {name: tensor.numpy() for name, tensor in self._state()}
+
+    def load_state_dict(self, state, strict=True):
+        """Copy values from {name: array or Tensor} into the parameters and
+        buffers, all or nothing: shapes must match, and with strict=True the
+        names must match exactly. Returns (missing, unexpected) names."""
+        if not isinstance(state, dict):
+            raise TypeError(f"load_state_dict: expected a dict, got {type(state).__name__}")
+        own = dict(self._state())
+        missing = [name for name in own if name not in state]
+        unexpected = [name for name in state if name not in own]
+        if strict and (missing or unexpected):
+            raise KeyError(f"load_state_dict: missing {missing}, unexpected {unexpected}")
+        arrays = {}
+        for name, tensor in own.items():
+            if name in state:
+                array = np.asarray(state[name].numpy() if isinstance(state[name], Tensor) else state[name])
+                if array.shape != tensor.shape:
+                    raise ValueError(f"load_state_dict: {name!r} has shape {array.shape}, the model's "
+                                     f"{tensor.shape}")
+                arrays[name] = array
+        for name, array in arrays.items():
+            own[name].upload(array)
+        return missing, unexpected
+
+    def save(self, path):
+        """Write the state_dict as a safetensors file (atomically), under
+        PyTorch's names: torch loads it with safetensors.torch.load_file."""
+        self._state_file(path, lib.nn_save_tensors, "nn_save_tensors", "save")
+        return path
+
+    def load(self, path):
+        """Load a file written by save() (or by torch's safetensors
+        save_file(model.state_dict())): every parameter and buffer must be in
+        it with its shape, and nothing else; otherwise nothing is loaded."""
+        self._state_file(path, lib.nn_load_tensors, "nn_load_tensors", "load")
+        return self
+
+    def _state_file(self, path, function, name, where):
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"{where}: path must be a str or os.PathLike, got {type(path).__name__}")
+        state = self._state()
+        n = len(state)
+        tensors = (_lib.c_tensor_p * max(n, 1))(*[t._ptr() for _, t in state])
+        names = (ctypes.c_char_p * max(n, 1))(*[key.encode() for key, _ in state])
+        check(function(os.fsencode(path), n, tensors, names), name)
 
     def train(self, mode=True):
         """Set `training` on this model and every nested object that has it."""
@@ -197,6 +298,14 @@ def _chain(stages, name, input_name, output_name, helper, nodes):
     return output_name
 
 
+def _as_buffer(value, name):
+    if isinstance(value, Tensor):
+        if value.requires_grad:
+            raise ValueError(f"buffer {name!r} requires grad: a trained tensor is a parameter")
+        return value
+    return Tensor(value, track=False)
+
+
 def _import_onnx():
     try:
         import onnx
@@ -249,7 +358,7 @@ def _export_native(model, path, shape, name):
             f"export: native ONNX export (nn_onnx_export) is not in this build of the library "
             f"({_lib.library_path}); define _onnx_graph(input_shape, helper, TensorProto, "
             f"numpy_helper) on the model to export through the onnx package")
-    named = model.named_parameters()
+    named = model._state()
     # The library walks the tape from input to output: record every
     # operation, including those before the first parameter.
     with _context.enable_grad():

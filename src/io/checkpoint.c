@@ -1,49 +1,106 @@
-/* Module checkpoints: the parameters alone, under PyTorch names, so the file
- * is a plain state_dict for torch (see nn_io.h). */
+/* Checkpoints: named tensors in a safetensors file, nothing else; a
+ * module's are its state_dict under PyTorch's names, so the file is a plain
+ * state_dict for torch (see nn_io.h). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/module.h"
 #include "safetensors.h"
 
-/* The module's parameters as bindings (caller frees). */
-static nn_st_binding *module_bindings(const char *who, const nn_module *m) {
-    nn_st_binding *b = calloc((size_t)m->param_count + 1, sizeof *b);
+static nn_st_binding *bindings(const char *who, int count, nn_tensor *const *tensors, const char *const *names) {
+    if (count < 0 || (count > 0 && (!tensors || !names)))
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: %d tensors, tensors or names NULL", who, count);
+    nn_st_binding *b = calloc((size_t)count + 1, sizeof *b);
     if (!b) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory", who);
-    for (int i = 0; i < m->param_count; i++) {
-        b[i].name = m->param_names[i];
-        b[i].tensor = m->params[i];
+    for (int i = 0; i < count; i++) {
+        if (!tensors[i] || !names[i] || !*names[i]) {
+            free(b);
+            return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: tensor %d or its name is NULL or empty", who, i);
+        }
+        b[i] = (nn_st_binding){names[i], tensors[i]};
     }
     return b;
 }
 
+static nn_status save(const char *who, const char *path, int count, nn_tensor *const *tensors,
+                      const char *const *names) {
+    if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
+    nn_st_binding *b = bindings(who, count, tensors, names);
+    if (!b) return nn_last_status();
+    nn_status status = nn_st_save(who, path, b, count, NULL, 0);
+    free(b);
+    return status;
+}
+
+static nn_status load(const char *who, const char *path, int count, nn_tensor *const *tensors,
+                      const char *const *names) {
+    nn_st_binding *b = bindings(who, count, tensors, names);
+    if (!b) return nn_last_status();
+    nn_st_file file;
+    nn_status status = nn_st_open(who, path, &file);
+    if (status != NN_OK) {
+        free(b);
+        return status;
+    }
+    /* Say what the file is rather than listing its first unknown tensor. */
+    const char *format = nn_st_meta_get(&file.header, "format");
+    if (format && strcmp(format, NN_TRAIN_STATE_FORMAT) == 0)
+        status = nn_set_error(NN_ERR_ARGUMENT, "%s: %s: this is a training state (parameters plus "
+                                               "optimizer buffers), not a weights file: resume from "
+                                               "it with nn_load_train_state", who, path);
+    else
+        status = nn_st_assign(who, path, &file, b, count);
+    free(b);
+    nn_st_close(&file);
+    return status;
+}
+
+nn_status nn_save_tensors(const char *path, int count, nn_tensor *const *tensors, const char *const *names) {
+    return save("nn_save_tensors", path, count, tensors, names);
+}
+
+nn_status nn_load_tensors(const char *path, int count, nn_tensor *const *tensors, const char *const *names) {
+    return load("nn_load_tensors", path, count, tensors, names);
+}
+
+/* The module's state_dict as arrays (caller frees both). */
+static nn_status state_dict(const char *who, const nn_module *m, int *count, nn_tensor ***tensors,
+                            const char ***names) {
+    if (!m) return nn_set_error(NN_ERR_ARGUMENT, "%s: module is NULL", who);
+    *count = nn_module_state_count(m);
+    *tensors = calloc((size_t)*count + 1, sizeof **tensors);
+    *names = calloc((size_t)*count + 1, sizeof **names);
+    if (!*tensors || !*names) {
+        free(*tensors);
+        free(*names);
+        return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+    }
+    for (int i = 0; i < *count; i++) {
+        (*tensors)[i] = nn_module_state(m, i);
+        (*names)[i] = nn_module_state_name(m, i);
+    }
+    return NN_OK;
+}
+
 nn_status nn_save_module(const nn_module *module, const char *path) {
     const char *who = "nn_save_module";
-    if (!module) return nn_set_error(NN_ERR_ARGUMENT, "%s: module is NULL", who);
-    if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
-    nn_st_binding *b = module_bindings(who, module);
-    if (!b) return nn_last_status();
-    nn_status status = nn_st_save(who, path, b, module->param_count, NULL, 0);
-    free(b);
+    int count;
+    nn_tensor **tensors;
+    const char **names;
+    NN_TRY(state_dict(who, module, &count, &tensors, &names));
+    nn_status status = save(who, path, count, tensors, names);
+    free(tensors);
+    free(names);
     return status;
 }
 
 nn_status nn_load_module(nn_module *module, const char *path) {
     const char *who = "nn_load_module";
-    if (!module) return nn_set_error(NN_ERR_ARGUMENT, "%s: module is NULL", who);
-    nn_st_file file;
-    NN_TRY(nn_st_open(who, path, &file));
-    /* Say what the file is rather than listing its first unknown tensor. */
-    const char *format = nn_st_meta_get(&file.header, "format");
-    if (format && strcmp(format, NN_TRAIN_STATE_FORMAT) == 0) {
-        nn_st_close(&file);
-        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: this is a training state (parameters plus "
-                                             "optimizer buffers), not a weights file: resume from "
-                                             "it with nn_load_train_state", who, path);
-    }
-    nn_st_binding *b = module_bindings(who, module);
-    nn_status status = b ? nn_st_assign(who, path, &file, b, module->param_count) : nn_last_status();
-    free(b);
-    nn_st_close(&file);
+    int count;
+    nn_tensor **tensors;
+    const char **names;
+    NN_TRY(state_dict(who, module, &count, &tensors, &names));
+    nn_status status = load(who, path, count, tensors, names);
+    free(tensors);
+    free(names);
     return status;
 }

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "atomic_file.h"
-#include "nn/module.h"
 #include "onnx_graph.h"
 
 #define DEFAULT_OPSET 17
@@ -273,7 +272,7 @@ nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64
     if (!module) return nn_set_error(NN_ERR_ARGUMENT, "%s: module is NULL", who);
     if (!input_shape) return nn_set_error(NN_ERR_ARGUMENT, "%s: input_shape is NULL", who);
     if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
-    nn_ctx *ctx = module->ctx;
+    nn_ctx *ctx = nn_module_ctx(module);
     bool empty_step = nn_ctx_step_tensor_count(ctx) == 0 && ctx->tape_count == 0;
     nn_tensor *x = nn_tensor_new(ctx, NN_F32, ndim, input_shape);
     if (!x) return nn_set_error(nn_last_status(), "%s: input_shape: %s", who, nn_last_error());
@@ -281,12 +280,20 @@ nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64
     nn_status status = nn_tensor_set_requires_grad(x, true);
     nn_tensor *y = status == NN_OK ? nn_module_forward(module, x) : NULL;
     if (status == NN_OK && !y) status = nn_last_status();
+    const int named = nn_module_state_count(module);
+    nn_tensor **tensors = status == NN_OK ? calloc((size_t)named + 1, sizeof *tensors) : NULL;
+    const char **names = tensors ? calloc((size_t)named + 1, sizeof *names) : NULL;
+    if (status == NN_OK && !names) status = nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
     if (status == NN_OK) {
-        nn_onnx_options o = {.n_names = module->param_count,
-                             .named_tensors = module->params,
-                             .names = (const char *const *)module->param_names};
+        for (int i = 0; i < named; i++) {
+            tensors[i] = nn_module_state(module, i);
+            names[i] = nn_module_state_name(module, i);
+        }
+        nn_onnx_options o = {.n_names = named, .named_tensors = tensors, .names = names};
         status = export_graph(who, path, x, y, &o);
     }
+    free(tensors);
+    free(names);
     nn_ctx_set_grad_enabled(ctx, was_enabled);
     nn_tensor_free(x);
     if (empty_step) {

@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "nn/module.h"
 #include "optim/optimizer.h"
 #include "safetensors.h"
 
@@ -34,44 +33,44 @@
 
 static nn_status check_pairing(const char *who, const nn_module *m, const nn_optimizer *opt) {
     int count = nn_optimizer_param_count(opt);
-    if (count != m->param_count)
+    if (count != nn_module_param_count(m))
         return nn_set_error(NN_ERR_ARGUMENT, "%s: the optimizer holds %d parameters, the module %d",
-                            who, count, m->param_count);
+                            who, count, nn_module_param_count(m));
     for (int i = 0; i < count; i++)
-        if (nn_optimizer_param(opt, i) != m->params[i])
+        if (nn_optimizer_param(opt, i) != nn_module_param(m, i))
             return nn_set_error(NN_ERR_ARGUMENT, "%s: optimizer parameter %d is not module "
                                                  "parameter %d ('%s'): create the optimizer over "
                                                  "the module's parameters in order",
-                                who, i, i, m->param_names[i]);
+                                who, i, i, nn_module_param_name(m, i));
     return NN_OK;
 }
 
 /* The file name of parameter `param`'s state `state` (caller frees). */
 static char *state_name(const nn_module *m, const nn_optimizer *opt, int param, int state) {
-    const char *suffix = nn_optimizer_state_name(opt, state);
-    size_t len = strlen(STATE_PREFIX) + strlen(m->param_names[param]) + 1 + strlen(suffix) + 1;
+    const char *suffix = nn_optimizer_state_name(opt, state), *param_name = nn_module_param_name(m, param);
+    size_t len = strlen(STATE_PREFIX) + strlen(param_name) + 1 + strlen(suffix) + 1;
     char *name = malloc(len);
-    if (name) snprintf(name, len, "%s%s.%s", STATE_PREFIX, m->param_names[param], suffix);
+    if (name) snprintf(name, len, "%s%s.%s", STATE_PREFIX, param_name, suffix);
     return name;
 }
 
-/* Parameters, then each state of the optimizer for every parameter. The
- * state names are allocated into names[] (caller frees). */
+/* The module's state_dict (parameters and buffers), then each state of the
+ * optimizer for every parameter. The optimizer's names are allocated into
+ * names[] (caller frees). */
 static nn_st_binding *state_bindings(const char *who, const nn_module *m, const nn_optimizer *opt, int *count,
                                      char ***names) {
-    const int n = m->param_count, states = nn_optimizer_state_count(opt), total = n * (1 + states);
+    const int kept = nn_module_state_count(m), n = nn_module_param_count(m), states = nn_optimizer_state_count(opt);
+    const int total = kept + n * states;
     nn_st_binding *b = calloc((size_t)total + 1, sizeof *b);
     char **state_names = calloc((size_t)(n * states) + 1, sizeof *state_names);
     bool ok = b && state_names;
-    for (int i = 0; ok && i < n; i++) {
-        b[i].name = m->param_names[i];
-        b[i].tensor = m->params[i];
+    for (int i = 0; ok && i < kept; i++) b[i] = (nn_st_binding){nn_module_state_name(m, i), nn_module_state(m, i)};
+    for (int i = 0; ok && i < n; i++)
         for (int s = 0; ok && s < states; s++) {
             char **name = &state_names[s * n + i];
             ok = (*name = state_name(m, opt, i, s)) != NULL;
-            b[n * (1 + s) + i] = (nn_st_binding){*name, nn_optimizer_state(opt, i, s)};
+            b[kept + s * n + i] = (nn_st_binding){*name, nn_optimizer_state(opt, i, s)};
         }
-    }
     if (!ok) {
         for (int i = 0; state_names && i < n * states; i++) free(state_names[i]);
         free(state_names);
@@ -99,7 +98,7 @@ nn_status nn_save_train_state(const char *path, const nn_module *module, const n
         return nn_set_error(NN_ERR_ARGUMENT, "%s: epoch and step must be >= 0, got %" PRId64
                                              " and %" PRId64, who, progress->epoch, progress->step);
     NN_TRY(check_pairing(who, module, opt));
-    const nn_rng *rng = &module->ctx->rng;
+    const nn_rng *rng = &nn_module_ctx(module)->rng;
     char values[5][32];
     snprintf(values[0], 32, "%" PRId64, progress->epoch);
     snprintf(values[1], 32, "%" PRId64, progress->step);
@@ -120,7 +119,7 @@ nn_status nn_save_train_state(const char *path, const nn_module *module, const n
     if (!b) return nn_last_status();
     nn_status status = nn_st_save(who, path, b, count, meta, 8 + option_count);
     free(b);
-    free_names(names, module->param_count * nn_optimizer_state_count(opt));
+    free_names(names, nn_module_param_count(module) * nn_optimizer_state_count(opt));
     return status;
 }
 
@@ -182,7 +181,7 @@ static nn_status read_metadata(const char *who, const char *path, const nn_st_he
  * parameter's entries). */
 static nn_status check_states(const char *who, const char *path, const nn_st_header *h, const nn_module *m,
                               const nn_optimizer *opt) {
-    if (m->param_count == 0) return NN_OK;
+    if (nn_module_param_count(m) == 0) return NN_OK;
     for (int s = 0; s < nn_optimizer_state_count(opt); s++) {
         char *name = state_name(m, opt, 0, s);
         if (!name) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
@@ -193,7 +192,7 @@ static nn_status check_states(const char *who, const char *path, const nn_st_hea
                                 who, path, nn_optimizer_state_name(opt, s));
     }
     char prefix[512];
-    snprintf(prefix, sizeof prefix, "%s%s.", STATE_PREFIX, m->param_names[0]);
+    snprintf(prefix, sizeof prefix, "%s%s.", STATE_PREFIX, nn_module_param_name(m, 0));
     for (int e = 0; e < h->count; e++) {
         const char *entry = h->entries[e].name;
         if (strncmp(entry, prefix, strlen(prefix)) != 0) continue;
@@ -229,11 +228,11 @@ nn_status nn_load_train_state(const char *path, nn_module *module, nn_optimizer 
     }
     if (status == NN_OK) status = nn_st_assign(who, path, &file, b, count);
     if (status == NN_OK) {
-        module->ctx->rng = rng;
+        nn_module_ctx(module)->rng = rng;
         *progress = loaded;
     }
     free(b);
-    free_names(names, module->param_count * nn_optimizer_state_count(opt));
+    free_names(names, nn_module_param_count(module) * nn_optimizer_state_count(opt));
     nn_st_close(&file);
     return status;
 }

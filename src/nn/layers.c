@@ -23,10 +23,8 @@ static nn_module *with_weight_and_bias(nn_module *m, int ndim, const int64_t *we
             if (status == NN_OK) status = nn_init_uniform(bias, -bound, bound);
         }
     }
-    if (status == NN_OK) status = nn_tensor_set_requires_grad(weight, true);
-    if (status == NN_OK) status = nn_tensor_set_requires_grad(bias, true);
-    if (status == NN_OK) status = nn_module_add_param(m, "weight", weight);
-    if (status == NN_OK) status = nn_module_add_param(m, "bias", bias);
+    if (status == NN_OK) status = nn_module_register_parameter(m, "weight", weight);
+    if (status == NN_OK) status = nn_module_register_parameter(m, "bias", bias);
     nn_tensor_free(weight); /* the module holds its own references */
     nn_tensor_free(bias);
     if (status != NN_OK) {
@@ -44,7 +42,7 @@ static nn_status check_init(const char *fn, nn_ctx *ctx, nn_init init) {
 }
 
 static nn_tensor *linear_forward(nn_module *m, nn_tensor *x) {
-    return nn_linear(x, m->params[0], m->params[1]);
+    return nn_linear(x, m->params.tensors[0], m->params.tensors[1]);
 }
 
 nn_module *nn_linear_layer(nn_ctx *ctx, int in_features, int out_features, nn_init init) {
@@ -60,7 +58,7 @@ nn_module *nn_linear_layer(nn_ctx *ctx, int in_features, int out_features, nn_in
 }
 
 static nn_tensor *conv2d_forward(nn_module *m, nn_tensor *x) {
-    return nn_conv2d(x, m->params[0], m->params[1], m->stride, m->padding);
+    return nn_conv2d(x, m->params.tensors[0], m->params.tensors[1], m->stride, m->padding);
 }
 
 nn_module *nn_conv2d_layer(nn_ctx *ctx, int in_channels, int out_channels, int kernel_size,

@@ -1,4 +1,4 @@
-"""Shared helpers for the interop tests of issue 7: nn-engine's side comes
+"""Shared helpers for the interop tests: nn-engine's side comes
 from the C fixture program tests/io/nn_io_fixture.c (built by
 `make io-fixture`; path in NN_IO_FIXTURE), so these tests need no Python
 package. Reference models are written out in PyTorch."""
@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(os.environ.get("NN_IO_FIXTURE", ROOT / "build" / "tests" / "nn_io_fixture"))
 CLI = Path(os.environ.get("NN_ENGINE_CLI", ROOT / "build" / "nnengine"))
 
-INPUT_SHAPES = {"lenet": (1, 28, 28), "mlp": (1, 28, 28), "ops": (2, 7, 9), "reduce": (2, 7, 9)}
+INPUT_SHAPES = {"lenet": (1, 28, 28), "mlp": (1, 28, 28), "residual": (1, 28, 28), "ops": (2, 7, 9),
+                "reduce": (2, 7, 9)}
 
 
 def fixture(*args, device=None):
@@ -72,4 +73,24 @@ class TorchMLP(torch.nn.Module):
         return self.fc2(F.relu(self.fc1(torch.flatten(x, 1))))
 
 
-TORCH_MODELS = {"lenet": TorchLeNet5, "mlp": TorchMLP}
+class TorchResidual(torch.nn.Module):
+    """The fixture's residual model, a user's module in C (residual_forward):
+    a parameter and a buffer of its own, and three children."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(1, 4, 3, padding=1)
+        self.body = torch.nn.Sequential(torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.ReLU(),
+                                        torch.nn.Conv2d(4, 4, 3, padding=1))
+        self.head = torch.nn.Linear(4 * 7 * 7, 10)
+        self.scale = torch.nn.Parameter(torch.rand(4) - 0.5)
+        self.register_buffer("shift", torch.rand(4) - 0.5)
+
+    def forward(self, x):
+        h = self.stem(x)
+        h = F.relu(h + self.body(h))
+        h = h + self.scale.view(1, -1, 1, 1) + self.shift.view(1, -1, 1, 1)
+        return self.head(torch.flatten(F.max_pool2d(h, 4), 1))
+
+
+TORCH_MODELS = {"lenet": TorchLeNet5, "mlp": TorchMLP, "residual": TorchResidual}

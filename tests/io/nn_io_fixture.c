@@ -13,7 +13,9 @@
  *
  * alexnet | alexnet-tv: nn_alexnet with 3 classes and nn_alexnet_tv with 10,
  * input [N, 3, 224, 224]; `forward` runs them in evaluation mode (no dropout).
- * MODEL: lenet | mlp (modules, input [N, 1, 28, 28]); ops | reduce (graphs
+ * MODEL: lenet | mlp | residual (modules, input [N, 1, 28, 28]; residual is
+ * written as a user's module with nn_module.h: a parameter and a buffer of
+ * its own and three children, see residual_forward); ops | reduce (graphs
  * built from single operations, input [N, 2, 7, 9], exported with
  * nn_onnx_export and named parameters; their WEIGHTS are a safetensors file
  * too). NN_IO_FIXTURE_DEVICE=vulkan runs on the GPU (default: the CPU).
@@ -56,6 +58,43 @@ static nn_tensor *add_param(nn_ctx *ctx, model *m, const char *name, int ndim, c
     return t;
 }
 
+/* stem conv 1->4 k3 p1; h = relu(h + body(h)), body = conv, relu, conv
+ * (4->4 k3 p1); h + scale + shift per channel (scale a parameter, shift a
+ * buffer); maxpool 4; flatten; head linear 196->10. As conftest's
+ * TorchResidual. */
+static nn_tensor *residual_forward(nn_module *self, nn_tensor *x) {
+    nn_tensor *h = nn_module_forward(nn_module_child(self, "stem"), x);
+    h = nn_relu(nn_add(h, nn_module_forward(nn_module_child(self, "body"), h)));
+    h = nn_add_bias(nn_add_bias(h, nn_module_get_parameter(self, "scale")), nn_module_get_buffer(self, "shift"));
+    return nn_module_forward(nn_module_child(self, "head"), nn_flatten(nn_maxpool2d(h, 4, 4)));
+}
+
+static nn_module *residual_open(nn_ctx *ctx) {
+    const nn_init init = NN_INIT_KAIMING_UNIFORM;
+    nn_module *net = nn_module_new(ctx, "Residual", residual_forward, NULL, NULL);
+    nn_module *body = nn_sequential(ctx);
+    nn_status st = nn_module_add_child(net, "stem", nn_conv2d_layer(ctx, 1, 4, 3, 1, 1, init));
+    if (st == NN_OK) st = nn_sequential_append(body, "0", nn_conv2d_layer(ctx, 4, 4, 3, 1, 1, init));
+    if (st == NN_OK) st = nn_sequential_append(body, "1", nn_relu_layer(ctx));
+    if (st == NN_OK) st = nn_sequential_append(body, "2", nn_conv2d_layer(ctx, 4, 4, 3, 1, 1, init));
+    if (st == NN_OK) st = nn_module_add_child(net, "body", body);
+    if (st == NN_OK) st = nn_module_add_child(net, "head", nn_linear_layer(ctx, 4 * 7 * 7, 10, init));
+    nn_tensor *scale = nn_tensor_new(ctx, NN_F32, 1, (int64_t[]){4});
+    nn_tensor *shift = nn_tensor_new(ctx, NN_F32, 1, (int64_t[]){4});
+    if (st == NN_OK && (!scale || !shift)) st = nn_last_status();
+    if (st == NN_OK) st = nn_init_uniform(scale, -0.5f, 0.5f);
+    if (st == NN_OK) st = nn_init_uniform(shift, -0.5f, 0.5f);
+    if (st == NN_OK) st = nn_module_register_parameter(net, "scale", scale);
+    if (st == NN_OK) st = nn_module_register_buffer(net, "shift", shift);
+    nn_tensor_free(scale);
+    nn_tensor_free(shift);
+    if (st != NN_OK) {
+        nn_module_free(net);
+        return NULL;
+    }
+    return net;
+}
+
 static int model_open(nn_ctx *ctx, const char *kind, model *m) {
     memset(m, 0, sizeof *m);
     m->kind = kind;
@@ -68,6 +107,8 @@ static int model_open(nn_ctx *ctx, const char *kind, model *m) {
         m->module = nn_alexnet_tv(ctx, 10, NN_INIT_KAIMING_UNIFORM);
     } else if (strcmp(kind, "lenet") == 0) {
         m->module = nn_lenet5(ctx, NN_INIT_KAIMING_UNIFORM);
+    } else if (strcmp(kind, "residual") == 0) {
+        m->module = residual_open(ctx);
     } else if (strcmp(kind, "mlp") == 0) {
         m->module = nn_sequential(ctx);
         nn_sequential_append(m->module, "flatten", nn_flatten_layer(ctx));
@@ -246,10 +287,10 @@ int main(int argc, char **argv) {
             nn_tensor *module_params[MAX_PARAMS];
             const char *module_names[MAX_PARAMS];
             if (m.module) { /* a module exported through the general entry point */
-                eo.n_names = nn_module_param_count(m.module);
+                eo.n_names = nn_module_state_count(m.module);
                 for (int i = 0; i < eo.n_names; i++) {
-                    module_params[i] = nn_module_param(m.module, i);
-                    module_names[i] = nn_module_param_name(m.module, i);
+                    module_params[i] = nn_module_state(m.module, i);
+                    module_names[i] = nn_module_state_name(m.module, i);
                 }
                 eo.named_tensors = module_params;
                 eo.names = module_names;

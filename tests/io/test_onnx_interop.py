@@ -8,7 +8,7 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from conftest import CLI, FIXTURE, engine_forward, fixture, random_input
+from conftest import CLI, FIXTURE, TORCH_MODELS, engine_forward, fixture, random_input
 
 TOL = 1e-5
 
@@ -16,7 +16,7 @@ TOL = 1e-5
 def export(tmp_path, model, static=False):
     weights = tmp_path / "weights.safetensors"
     onnx_path = tmp_path / f"{model}.onnx"
-    if model in ("lenet", "mlp"):
+    if model in ("lenet", "mlp", "residual"):
         fixture("save", model, 20261121, weights)
     else:
         weights = 31  # graph models draw their parameters from this seed
@@ -30,7 +30,7 @@ def run_ort(onnx_path, x):
     return out
 
 
-@pytest.mark.parametrize("model", ["lenet", "mlp", "ops", "reduce"])
+@pytest.mark.parametrize("model", ["lenet", "mlp", "residual", "ops", "reduce"])
 def test_export_passes_full_check(tmp_path, model):
     _, onnx_path = export(tmp_path, model)
     m = onnx.load(str(onnx_path))
@@ -40,7 +40,7 @@ def test_export_passes_full_check(tmp_path, model):
     assert dims[0].dim_param == "batch"  # the dynamic batch dimension
 
 
-@pytest.mark.parametrize("model", ["lenet", "mlp", "ops", "reduce"])
+@pytest.mark.parametrize("model", ["lenet", "mlp", "residual", "ops", "reduce"])
 @pytest.mark.parametrize("batch", [1, 7])
 def test_onnxruntime_matches_engine(tmp_path, model, batch):
     weights, onnx_path = export(tmp_path, model)
@@ -58,6 +58,15 @@ def test_initializers_carry_pytorch_names(tmp_path):
     names = [t.name for t in onnx.load(str(onnx_path)).graph.initializer]
     assert names == ["c1.weight", "c1.bias", "c2.weight", "c2.bias", "l1.weight", "l1.bias",
                      "l2.weight", "l2.bias", "l3.weight", "l3.bias"]
+
+
+def test_user_module_initializers_carry_its_state_dict_names(tmp_path):
+    """A module written in C with a parameter and a buffer of its own: every
+    state_dict entry, the buffer included, is an initializer of that name."""
+    _, onnx_path = export(tmp_path, "residual")
+    names = {t.name for t in onnx.load(str(onnx_path)).graph.initializer}
+    state = set(TORCH_MODELS["residual"]().state_dict())
+    assert "shift" in state and state <= names
 
 
 def test_static_batch_export(tmp_path):

@@ -12,7 +12,7 @@ from conftest import TORCH_MODELS, engine_forward, fixture, random_input
 TOL = 1e-5
 
 
-@pytest.mark.parametrize("model", ["lenet", "mlp"])
+@pytest.mark.parametrize("model", ["lenet", "mlp", "residual"])
 def test_engine_checkpoint_loads_into_torch(tmp_path, model):
     weights = tmp_path / "engine.safetensors"
     fixture("save", model, 7, weights)
@@ -25,7 +25,7 @@ def test_engine_checkpoint_loads_into_torch(tmp_path, model):
         np.testing.assert_allclose(engine_forward(tmp_path, model, weights, x), want, rtol=TOL, atol=TOL)
 
 
-@pytest.mark.parametrize("model", ["lenet", "mlp"])
+@pytest.mark.parametrize("model", ["lenet", "mlp", "residual"])
 def test_torch_checkpoint_loads_into_engine(tmp_path, model):
     torch.manual_seed(3)
     net = TORCH_MODELS[model]()
@@ -69,3 +69,15 @@ def test_training_state_is_a_safetensors_file(tmp_path):
     net.load_state_dict({k: tensors[k] for k in params}, strict=True)
     # After one step from zero momentum, each buffer is that step's gradient: not all zero.
     assert all(tensors[f"optimizer.{p}.momentum_buffer"].abs().sum() > 0 for p in params)
+
+
+def test_training_state_of_a_user_module_holds_its_buffer(tmp_path):
+    state = tmp_path / "state.safetensors"
+    fixture("state", "residual", 5, state)
+    tensors = load_file(str(state))
+    net = TORCH_MODELS["residual"]()
+    model_keys = set(net.state_dict())
+    params = {name for name, _ in net.named_parameters()}
+    assert "shift" in model_keys and "shift" not in params
+    assert set(tensors) == model_keys | {f"optimizer.{p}.momentum_buffer" for p in params}
+    net.load_state_dict({k: tensors[k] for k in model_keys}, strict=True)

@@ -184,3 +184,110 @@ def test_metrics_against_numpy():
 
 def loss_of_one():
     return nn.Tensor(np.ones(1))
+
+
+class Normed(Model):
+    """A Model with buffers of its own (as BatchNorm's running statistics)
+    beside a nested Model that has one too."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = Linear(3, 5)
+        self.register_buffer("running_mean", RNG.standard_normal(5).astype(np.float32))
+        self.inner = Counted()
+
+    def forward(self, x):
+        return nn.add_bias(self.fc(x), self.running_mean)
+
+
+class Counted(Model):
+    def __init__(self):
+        super().__init__()
+        self.fc = Linear(5, 2)
+        self.register_buffer("seen", np.zeros(1, dtype=np.float32))
+
+
+def torch_normed():
+    """Normed written in PyTorch: the same state_dict names."""
+    import torch
+
+    class TorchCounted(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(5, 2)
+            self.register_buffer("seen", torch.zeros(1))
+
+    class TorchNormed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 5)
+            self.register_buffer("running_mean", torch.zeros(5))
+            self.inner = TorchCounted()
+
+    return TorchNormed()
+
+
+def test_buffers_are_state_not_parameters():
+    model = Normed()
+    assert [name for name, _ in model.named_parameters()] == ["fc.weight", "fc.bias", "inner.fc.weight",
+                                                               "inner.fc.bias"]
+    assert [name for name, _ in model.named_buffers()] == ["running_mean", "inner.seen"]
+    assert set(model.state_dict()) == set(torch_normed().state_dict())
+    model.running_mean = np.arange(5, dtype=np.float32)  # replaced through the attribute
+    np.testing.assert_array_equal(model.state_dict()["running_mean"], np.arange(5))
+    with pytest.raises(ValueError, match="requires grad"):
+        model.register_buffer("trained", nn.Tensor(np.ones(2), requires_grad=True, track=False))
+    with pytest.raises(KeyError, match="'fc'"):
+        model.register_buffer("fc", np.ones(2))
+
+
+def test_state_saves_and_loads_with_torch(tmp_path):
+    """Model.save writes what torch's load_state_dict(strict=True) takes;
+    torch's save_file(state_dict()) loads back, buffers included."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    model = Normed()
+    path = tmp_path / "normed.safetensors"
+    model.save(path)
+    net = torch_normed()
+    net.load_state_dict(load_file(str(path)), strict=True)
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(net.state_dict()[name].numpy(), value)
+
+    torch.manual_seed(1)
+    net = torch_normed()
+    net.running_mean.uniform_()
+    net.inner.seen.fill_(3.0)
+    save_file(net.state_dict(), str(tmp_path / "torch.safetensors"))
+    model.load(tmp_path / "torch.safetensors")
+    state = model.state_dict()
+    for name, value in net.state_dict().items():
+        np.testing.assert_array_equal(state[name], value.numpy())
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+    with torch.no_grad():
+        want = net.fc(torch.from_numpy(x)) + net.running_mean
+    np.testing.assert_allclose(model(nn.Tensor(x)).numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_state_loads_all_or_nothing(tmp_path):
+    model = Normed()
+    before = model.state_dict()
+    state = dict(before)
+    state["inner.seen"] = np.ones(2, dtype=np.float32)
+    state["fc.bias"] = np.zeros(5, dtype=np.float32)
+    with pytest.raises(ValueError, match="'inner.seen' has shape"):
+        model.load_state_dict(state)
+    del state["inner.seen"]
+    with pytest.raises(KeyError, match="inner.seen"):
+        model.load_state_dict(state)
+    missing, unexpected = model.load_state_dict({"fc.bias": np.zeros(5), "extra": np.ones(1)}, strict=False)
+    assert "inner.seen" in missing and unexpected == ["extra"]
+    np.testing.assert_array_equal(model.state_dict()["fc.bias"], np.zeros(5))
+
+    other = Tiny()
+    other.save(tmp_path / "tiny.safetensors")
+    with pytest.raises(ValueError, match=r"'fc.weight' has shape \[1, 1\] in the file, expected \[5, 3\]"):
+        model.load(tmp_path / "tiny.safetensors")
+    for name, value in model.state_dict().items():
+        if name != "fc.bias":
+            np.testing.assert_array_equal(value, before[name])
