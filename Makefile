@@ -18,7 +18,7 @@ ifeq ($(BLAS),auto)
   BLAS := $(shell pkg-config --exists openblas 2>/dev/null && echo 1 || echo 0)
 endif
 
-CPPFLAGS += -Iinclude -Isrc -D_GNU_SOURCE
+CPPFLAGS += -Iinclude -Isrc -Ishaders -D_GNU_SOURCE # shaders/: the tables C and GLSL share
 CFLAGS ?= -O3 -g
 CFLAGS += -std=c11 -fPIC -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread
 LDLIBS += -lm -pthread
@@ -51,7 +51,7 @@ LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/fusion/*.c src/nn/*.c 
 VULKAN ?= 1
 GLSLC ?= glslc
 ifeq ($(VULKAN),1)
-  CPPFLAGS += -DNN_WITH_VULKAN -Ishaders # the push-constant layouts the shaders share (vk_push.h)
+  CPPFLAGS += -DNN_WITH_VULKAN
   LDLIBS += -ldl
   LIB_SRC += $(sort $(wildcard src/backends/vulkan/*.c))
   SHADERS := $(sort $(wildcard shaders/*.comp))

@@ -70,7 +70,9 @@ nn_status nn_load_train_state(const char *path, nn_module *module, nn_optimizer 
  * maxpool2d -> MaxPool, flatten -> Flatten, reshape -> Reshape, softmax ->
  * Softmax (last axis), add -> Add, mul -> Mul, scale -> Mul by a constant,
  * sum/mean -> ReduceSum/ReduceMean then Reshape to [1], dropout -> Dropout in
- * inference mode (the identity; traced in training or eval mode alike). Any other operation
+ * inference mode (the identity; traced in training or eval mode alike), the
+ * elementwise functions of shaders/unary_ops.h -> their row's operator
+ * (sigmoid -> Sigmoid, ...). Any other operation
  * (softmax_cross_entropy, a loss) is refused with its name.
  * Tensors that are not computed from `input` (parameters) become
  * initializers. Opset 13..17 (17 by default), IR version 8. */

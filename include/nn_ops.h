@@ -51,6 +51,9 @@ nn_tensor *nn_flatten(nn_tensor *x);
 nn_tensor *nn_reshape(nn_tensor *x, int ndim, const int64_t *shape);
 
 nn_tensor *nn_relu(nn_tensor *x);
+/* Elementwise functions of one tensor, with their gradients: the rows of
+ * shaders/unary_ops.h, which src/ops/unary.c defines as operations. */
+
 /* Softmax over the last dimension. */
 nn_tensor *nn_softmax(nn_tensor *x);
 /* Mean over the batch of -log softmax(logits)[label]: logits [N, C] float32,

@@ -22,6 +22,8 @@ void parity_bias_add_case(nn_backend *o);
 void parity_bias_grad_case(nn_backend *o);
 void parity_relu_forward_case(nn_backend *o);
 void parity_relu_backward_case(nn_backend *o);
+void parity_unary_forward_case(nn_backend *o);
+void parity_unary_backward_case(nn_backend *o);
 void parity_elementwise_case(nn_backend *o);
 void parity_broadcast_scalar_case(nn_backend *o);
 void parity_reduce_sum_case(nn_backend *o);

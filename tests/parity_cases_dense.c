@@ -337,6 +337,42 @@ void parity_relu_backward_case(nn_backend *o) {
         }
 }
 
+/* Every row of unary_ops.h on values in [-6, 6) and at the edges of its
+ * formulas: zero, tiny and huge magnitudes, infinities and a NaN. */
+static float *unary_input(size_t n) {
+    static const float edges[] = {0.0f, -0.0f, 1e-6f, -1e-6f, 0.2499f, -0.2501f, 20.0f, -20.0f, 90.0f, -90.0f,
+                                  INFINITY, -INFINITY, NAN};
+    float *x = parity_randoms(n, -6, 6);
+    for (size_t j = 0; j < n && j < sizeof edges / sizeof edges[0]; j++) x[(j * 7) % n] = edges[j];
+    return x;
+}
+
+void parity_unary_forward_case(nn_backend *o) {
+    for (int op = 0; op < NN_UNARY_COUNT; op++)
+        for (size_t s = 0; s < SIZES; s++) {
+            const size_t n = kSizes[s];
+            const nn_pointwise_params p = {.n = (int64_t)n, .op = op};
+            parity_arg a[2] = {arg_in(unary_input(n), n, 4), arg_near(parity_randoms(n, -1, 1), n, 8, 4 * ROUNDING)};
+            parity_check(o, NN_KERNEL_UNARY_FORWARD, a, 2, &p, "function %d n=%zu", op, n);
+        }
+}
+
+/* y is the CPU's forward of x, as the operation hands it on. */
+void parity_unary_backward_case(nn_backend *o) {
+    for (int op = 0; op < NN_UNARY_COUNT; op++)
+        for (size_t s = 0; s < SIZES; s++)
+            for (int acc = 0; acc < 2; acc++) {
+                const size_t n = kSizes[s];
+                const nn_pointwise_params p = {.n = (int64_t)n, .op = op, .accumulate = acc};
+                float *x = unary_input(n), *y = parity_array(n * sizeof *y);
+                parity_arg f[2] = {arg_in(x, n, 0), with_cpu_after(arg_near(parity_randoms(n, -1, 1), n, 0, 0), y)};
+                parity_cpu_outputs(NN_KERNEL_UNARY_FORWARD, f, 2, &p, "the forward of a backward case");
+                parity_arg a[4] = {arg_in(x, n, 4), arg_in(y, n, 0), arg_in(parity_randoms(n, -2, 2), n, 12),
+                                   arg_near(parity_randoms(n, -1, 1), n, 4, 8 * ROUNDING)};
+                parity_check(o, NN_KERNEL_UNARY_BACKWARD, a, 4, &p, "function %d n=%zu accumulate %d", op, n, acc);
+            }
+}
+
 void parity_elementwise_case(nn_backend *o) {
     for (size_t s = 0; s < SIZES; s++)
         for (int acc = 0; acc < 2; acc++)

@@ -260,3 +260,16 @@ for _name, (_restype, _argtypes) in _OPTIONAL.items():
 def has_symbol(name):
     """Whether the loaded library exports `name` (optional features)."""
     return hasattr(lib, name)
+
+
+def declare(name, restype, argtypes):
+    """Set the signature of a function the package declares where it uses
+    it (functional.py's elementwise functions); ImportError when the
+    library lacks it."""
+    if not hasattr(lib, name):
+        raise ImportError(f"nn_engine: {library_path} lacks {name}: it is older than this package; "
+                          "rebuild it with `make lib`")
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = argtypes
+    return fn

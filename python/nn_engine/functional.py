@@ -6,6 +6,7 @@ import numbers
 
 import numpy as np
 
+from . import _lib
 from ._lib import lib
 from .tensor import Tensor, as_host_array
 
@@ -45,6 +46,22 @@ def relu(x):
     if type(x) is not Tensor:  # the common case stays a single check
         _tensor(x, "relu", "x")
     return _same_shape(lib.nn_relu(x._h.get()), x, "nn_relu")
+
+
+def _elementwise(name, doc):
+    """The operation nn_<name> of one tensor, a row of the library's
+    shaders/unary_ops.h, as a function of a Tensor."""
+    function = _lib.declare(f"nn_{name}", _lib.c_tensor_p, [_lib.c_tensor_p])
+    what = f"nn_{name}"
+
+    def operation(x):
+        if type(x) is not Tensor:
+            _tensor(x, name, "x")
+        return _same_shape(function(x._h.get()), x, what)
+
+    operation.__name__ = operation.__qualname__ = name
+    operation.__doc__ = doc
+    return operation
 
 
 def dropout(x, p=0.5, training=True):

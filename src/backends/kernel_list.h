@@ -45,6 +45,10 @@
     X(RELU_FORWARD, relu_forward, nn_pointwise_params, 2, NN_ARG(1), 0)                                         \
     /* y, dy, dx */                                                                                             \
     X(RELU_BACKWARD, relu_backward, nn_pointwise_params, 3, NN_ARG(2), 0)                                       \
+    /* x, y: y = f(x), f the row op of shaders/unary_ops.h */                                                    \
+    X(UNARY_FORWARD, unary_forward, nn_pointwise_params, 2, NN_ARG(1), 0)                                       \
+    /* x, y, dy, dx: dx (+)= f'(x) dy */                                                                        \
+    X(UNARY_BACKWARD, unary_backward, nn_pointwise_params, 4, NN_ARG(3), 0)                                     \
     /* a, b (absent for SCALE), out */                                                                          \
     X(ELEMENTWISE, elementwise, nn_pointwise_params, 3, NN_ARG(2), NN_ARG(1))                                   \
     /* x, y */                                                                                                  \

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernel_list.h"
+#include "unary_ops.h"
 #include "nn_error.h"
 
 typedef enum nn_kernel {
@@ -64,10 +65,15 @@ typedef enum nn_elementwise_op {
     NN_EW_SCALE  /* out (+)= alpha * a */
 } nn_elementwise_op;
 
-/* For elementwise kernels, relu, broadcast, reductions. */
+/* The elementwise functions of shaders/unary_ops.h, by row. */
+#define NN_UNARY_ENUM_ROW(ID, name, Onnx, forward, backward) NN_UNARY_##ID,
+typedef enum nn_unary_op { NN_UNARY_OPS(NN_UNARY_ENUM_ROW) NN_UNARY_COUNT } nn_unary_op;
+#undef NN_UNARY_ENUM_ROW
+
+/* For elementwise kernels, relu, unary functions, broadcast, reductions. */
 typedef struct nn_pointwise_params {
     int64_t n;
-    int32_t op;         /* nn_elementwise_op, for NN_KERNEL_ELEMENTWISE */
+    int32_t op;         /* nn_elementwise_op (ELEMENTWISE), nn_unary_op (UNARY_*) */
     int32_t accumulate; /* add into the output instead of overwriting it */
     float alpha;        /* scale factor (SCALE, REDUCE_SUM, BROADCAST_SCALAR) */
 } nn_pointwise_params;

@@ -70,6 +70,10 @@ nn_status nn_cpu_relu_forward(nn_thread_pool *pool, const nn_pointwise_params *p
                               float *y);
 nn_status nn_cpu_relu_backward(nn_thread_pool *pool, const nn_pointwise_params *p, const float *y,
                                const float *dy, float *dx);
+/* cpu_unary.c: the rows of shaders/unary_ops.h */
+nn_status nn_cpu_unary_forward(nn_thread_pool *pool, const nn_pointwise_params *p, const float *x, float *y);
+nn_status nn_cpu_unary_backward(nn_thread_pool *pool, const nn_pointwise_params *p, const float *x, const float *y,
+                                const float *dy, float *dx);
 nn_status nn_cpu_elementwise(nn_thread_pool *pool, const nn_pointwise_params *p, const float *a,
                              const float *b, float *out);
 nn_status nn_cpu_reduce_sum(nn_thread_pool *pool, const nn_pointwise_params *p, const float *x,

@@ -55,6 +55,14 @@ nn_status nn_cpu_run_relu_backward(nn_backend *self, const nn_pointwise_params *
     return nn_cpu_relu_backward(nn_cpu_pool(self), p, F32(0), F32(1), F32(2));
 }
 
+nn_status nn_cpu_run_unary_forward(nn_backend *self, const nn_pointwise_params *p, const nn_buffer_ref *a) {
+    return nn_cpu_unary_forward(nn_cpu_pool(self), p, F32(0), F32(1));
+}
+
+nn_status nn_cpu_run_unary_backward(nn_backend *self, const nn_pointwise_params *p, const nn_buffer_ref *a) {
+    return nn_cpu_unary_backward(nn_cpu_pool(self), p, F32(0), F32(1), F32(2), F32(3));
+}
+
 nn_status nn_cpu_run_elementwise(nn_backend *self, const nn_pointwise_params *p, const nn_buffer_ref *a) {
     if (p->op != NN_EW_SCALE && !a[1].buffer)
         return nn_set_error(NN_ERR_ARGUMENT, "cpu elementwise: op %d needs b (buffer argument 1)", p->op);

@@ -70,6 +70,30 @@ nn_status vk_run_relu_backward(vk_backend *vk, const nn_pointwise_params *p, con
                      vk_groups_for((uint64_t)p->n), 1, 1);
 }
 
+static nn_status check_unary(nn_kernel kernel, const nn_pointwise_params *p) {
+    NN_TRY(vk_fits32(kernel, "n", p->n));
+    if (p->op < 0 || p->op >= NN_UNARY_COUNT)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: unknown function %d (unary_ops.h has %d)",
+                            nn_kernel_name(kernel), p->op, (int)NN_UNARY_COUNT);
+    return NN_OK;
+}
+
+nn_status vk_run_unary_forward(vk_backend *vk, const nn_pointwise_params *p, const nn_buffer_ref *a) {
+    NN_TRY(check_unary(NN_KERNEL_UNARY_FORWARD, p));
+    if (p->n == 0) return NN_OK;
+    VK_PUSH(UNARY_FORWARD) push = {.n = (uint32_t)p->n, .op = p->op};
+    return vk_record(vk, NN_KERNEL_UNARY_FORWARD, VK_PIPE_UNARY_FORWARD, 0, a, 2, VK_PUSH_REF(push),
+                     vk_groups_for((uint64_t)p->n), 1, 1);
+}
+
+nn_status vk_run_unary_backward(vk_backend *vk, const nn_pointwise_params *p, const nn_buffer_ref *a) {
+    NN_TRY(check_unary(NN_KERNEL_UNARY_BACKWARD, p));
+    if (p->n == 0) return NN_OK;
+    VK_PUSH(UNARY_BACKWARD) push = {.n = (uint32_t)p->n, .op = p->op, .accumulate = p->accumulate};
+    return vk_record(vk, NN_KERNEL_UNARY_BACKWARD, VK_PIPE_UNARY_BACKWARD, 0, a, 4, VK_PUSH_REF(push),
+                     vk_groups_for((uint64_t)p->n), 1, 1);
+}
+
 nn_status vk_run_elementwise(vk_backend *vk, const nn_pointwise_params *p, const nn_buffer_ref *a) {
     NN_TRY(vk_fits32(NN_KERNEL_ELEMENTWISE, "n", p->n));
     if (p->op != NN_EW_ADD && p->op != NN_EW_MUL && p->op != NN_EW_SCALE)

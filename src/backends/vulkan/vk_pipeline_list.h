@@ -35,6 +35,8 @@
     P(BIAS_GRAD, bias_grad, "bias_grad", 0, 0, 0, 0, 0, 0, 0)                                                  \
     P(RELU_FORWARD, relu_forward, "relu_forward", 0, 0, 0, 0, 0, 0, 0)                                         \
     P(RELU_BACKWARD, relu_backward, "relu_backward", 0, 0, 0, 0, 0, 0, 0)                                      \
+    P(UNARY_FORWARD, unary_forward, "unary_forward", 0, 0, 0, 0, 0, 0, 0)                                      \
+    P(UNARY_BACKWARD, unary_backward, "unary_backward", 0, 0, 0, 0, 0, 0, 0)                                   \
     P(ELEMENTWISE, elementwise, "elementwise", 0, 0, 0, 0, 0, 0, 0)                                            \
     P(SOFTMAX_FORWARD, softmax_forward, "softmax_forward", 0, 0, 0, 0, 0, 0, 0)                                \
     P(SOFTMAX_BACKWARD, softmax_backward, "softmax_backward", 0, 0, 0, 0, 0, 0, 0)                             \

@@ -1,0 +1,29 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+#include "unary_ops.h"
+layout(local_size_x = 256) in;
+PUSH_CONSTANTS(PUSH_UNARY_BACKWARD)
+layout(std430, binding = 0) readonly buffer X { float xs[]; };
+layout(std430, binding = 1) readonly buffer Y { float ys[]; };
+layout(std430, binding = 2) readonly buffer DY { float dys[]; };
+layout(std430, binding = 3) buffer DX { float dxs[]; };
+
+// f'(x) dy for the row p.op of unary_ops.h, from x, y = f(x) and dy.
+float backward(float x, float y, float dy) {
+    float dx = 0.0;
+    int row = 0;
+#define BACKWARD_ROW(ID, name, Onnx, forward_, backward_) \
+    if (p.op == row) dx = (backward_);                    \
+    row++;
+    NN_UNARY_OPS(BACKWARD_ROW)
+    return dx;
+}
+
+void main() {
+    GRID_STRIDE_LOOP(i, p.n) {
+        float g = backward(xs[p.off[0] + i], ys[p.off[1] + i], dys[p.off[2] + i]);
+        uint o = p.off[3] + i;
+        dxs[o] = p.accumulate != 0 ? dxs[o] + g : g;
+    }
+}
