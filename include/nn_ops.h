@@ -53,6 +53,8 @@ nn_tensor *nn_reshape(nn_tensor *x, int ndim, const int64_t *shape);
 nn_tensor *nn_relu(nn_tensor *x);
 /* Elementwise functions of one tensor, with their gradients: the rows of
  * shaders/unary_ops.h, which src/ops/unary.c defines as operations. */
+nn_tensor *nn_sigmoid(nn_tensor *x); /* 1 / (1 + exp(-x)) */
+nn_tensor *nn_tanh(nn_tensor *x);
 
 /* Softmax over the last dimension. */
 nn_tensor *nn_softmax(nn_tensor *x);

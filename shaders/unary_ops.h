@@ -19,6 +19,14 @@
 #ifndef NN_SHADERS_UNARY_OPS_H
 #define NN_SHADERS_UNARY_OPS_H
 
-#define NN_UNARY_OPS(U)
+/* tanh: an odd series below 1/4 (where the exponential form loses digits
+ * to cancellation), the exponential of -2|x| above (never overflows). */
+#define NN_UNARY_OPS(U)                                                                                      \
+    U(SIGMOID, sigmoid, Sigmoid, 1.0 / (1.0 + exp(-x)), dy * y * (1.0 - y))                                   \
+    U(TANH, tanh, Tanh,                                                                                      \
+      abs(x) < 0.25                                                                                          \
+          ? x * (1.0 + x * x * (-1.0 / 3.0 + x * x * (2.0 / 15.0 + x * x * (-17.0 / 315.0 + x * x * (62.0 / 2835.0))))) \
+          : sign(x) * (1.0 - exp(-2.0 * abs(x))) / (1.0 + exp(-2.0 * abs(x))),                               \
+      dy * (1.0 - y * y))
 
 #endif

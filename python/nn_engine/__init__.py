@@ -14,7 +14,8 @@ from ._context import (Device, devices, end_batch, enable_grad, get_device, manu
 from ._lib import library_path
 from .capture import CapturedStep, capture
 from .functional import (add, add_bias, bias_relu, conv2d, dropout, flatten, linear, matmul,
-                         maxpool2d, mean, mul, relu, reshape, scale, softmax, softmax_ce, sum)
+                         maxpool2d, mean, mul, relu, reshape, scale, sigmoid, softmax, softmax_ce, sum,
+                         tanh)
 from .layers import ConvLayer, Dropout, Linear
 from .metrics import Metrics
 from .model import Model
@@ -25,7 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Tensor", "ReusableTensor", "Linear", "ConvLayer", "Dropout", "Model", "SGD", "Metrics",
-    "relu", "dropout", "maxpool2d", "flatten", "reshape", "softmax", "softmax_ce", "add", "mul", "scale",
+    "relu", "sigmoid", "tanh", "dropout", "maxpool2d", "flatten", "reshape", "softmax", "softmax_ce", "add", "mul", "scale",
     "sum", "mean", "matmul", "add_bias", "bias_relu", "linear", "conv2d",
     "end_batch", "release_all_buffers", "no_grad", "enable_grad",
     "devices", "Device", "set_device", "get_device", "manual_seed", "library_path",

@@ -64,6 +64,10 @@ def _elementwise(name, doc):
     return operation
 
 
+sigmoid = _elementwise("sigmoid", "1 / (1 + exp(-x)), elementwise (torch.sigmoid).")
+tanh = _elementwise("tanh", "The hyperbolic tangent, elementwise (torch.tanh).")
+
+
 def dropout(x, p=0.5, training=True):
     """PyTorch's dropout: in training, zero each element with probability p
     (0 <= p < 1) and scale the rest by 1 / (1 - p), with a mask drawn on the

@@ -136,8 +136,9 @@ static void model_close(model *m) {
 }
 
 /* ops: conv (stride 2, pad 1) -> maxpool (3, stride 2, pad 1) -> add_bias
- * on 4-D -> scale -> relu -> reshape [N, 24] -> matmul -> add_bias -> matmul
- * (transposed b) -> mul -> add -> softmax. reduce: mean + sum of parts. */
+ * on 4-D -> scale -> relu -> reshape [N, 24] -> matmul -> add_bias -> tanh
+ * -> matmul (transposed b) -> mul by its sigmoid -> add -> softmax. reduce:
+ * mean + sum of parts. */
 static nn_tensor *model_forward(model *m, nn_tensor *x) {
     if (m->module) return nn_module_forward(m->module, x);
     nn_tensor **p = m->params;
@@ -147,8 +148,8 @@ static nn_tensor *model_forward(model *m, nn_tensor *x) {
     h = nn_relu(nn_scale(h, 0.5f));
     h = nn_reshape(h, 2, (int64_t[]){nn_tensor_dim(x, 0), 24});
     h = nn_add_bias(nn_matmul(h, p[3], false, false), p[4]);
-    nn_tensor *g = nn_matmul(h, p[5], false, true);
-    nn_tensor *a = nn_add(nn_mul(g, h), g);
+    nn_tensor *g = nn_matmul(nn_tanh(h), p[5], false, true);
+    nn_tensor *a = nn_add(nn_mul(g, nn_sigmoid(h)), g);
     if (strcmp(m->kind, "ops") == 0) return nn_softmax(a);
     return nn_add(nn_mean(a), nn_sum(nn_scale(h, 0.25f)));
 }

@@ -129,3 +129,11 @@ def test_fused_layers_export_as_their_nodes(tmp_path):
                           env=dict(os.environ, NN_IO_FIXTURE_DEVICE="vulkan", NN_ENGINE_VULKAN_PROFILE="1"))
     assert done.returncode == 0 and "conv+pool forward" in done.stderr, done.stderr
     assert "linear head forward" in done.stderr, done.stderr
+
+
+def test_elementwise_functions_export_as_their_operators(tmp_path):
+    """The rows of shaders/unary_ops.h used by the ops graph (sigmoid, tanh)
+    export as their ONNX operators (onnxruntime's agreement is checked above)."""
+    _, onnx_path = export(tmp_path, "ops")
+    types = [n.op_type for n in onnx.load(str(onnx_path)).graph.node]
+    assert "Sigmoid" in types and "Tanh" in types

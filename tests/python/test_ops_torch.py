@@ -39,6 +39,20 @@ def test_relu(shape):
     check(a.grad, ta.grad)
 
 
+@pytest.mark.parametrize("name", ["sigmoid", "tanh"])
+@pytest.mark.parametrize("shape", [(1, 7), (3, 5, 2), (2, 3, 5, 7)])
+def test_elementwise_functions(name, shape):
+    """The rows of the library's shaders/unary_ops.h, each against torch's
+    function of that name, with large and tiny magnitudes among the values."""
+    x = rand(*shape) * 4
+    x.reshape(-1)[:4] = [30.0, -30.0, 1e-4, -0.25][: x.size]
+    a, ta = pair(x)
+    out, tout = getattr(nn, name)(a), getattr(torch, name)(ta)
+    check(out, tout, tol=2e-6)
+    backward_both(out, tout)
+    check(a.grad, ta.grad, tol=2e-6)
+
+
 @pytest.mark.parametrize("shape", [(1, 3), (5, 11)])
 def test_softmax(shape):
     a, ta = pair(rand(*shape) * 3)
