@@ -1,4 +1,4 @@
-/* Step capture and replay (DESIGN.md, "Execution"). A training step run
+/* Step capture and replay (docs/ARCHITECTURE.md, "How a step flows"). A training step run
  * between nn_capture_begin and nn_capture_end executes as usual and is also
  * recorded: the exact list of kernel launches and buffer operations, on the
  * exact buffers. nn_replay issues that list again: no graph building, no

@@ -1,5 +1,5 @@
 /* nn-engine: a neural-network training engine in C. One include for all of
- * the public API; see DESIGN.md for the layers behind it. */
+ * the public API; docs/ARCHITECTURE.md maps the layers behind it. */
 #ifndef NN_ENGINE_H
 #define NN_ENGINE_H
 

@@ -1,5 +1,5 @@
 /* Conv2d -> ReLU -> MaxPool2d fused (kernels.h, nn_conv_pool_params;
- * src/ops/conv_pool.c): the CPU kernels against double-precision loops, the
+ * src/fusion/conv_pool.c): the CPU kernels against double-precision loops, the
  * Vulkan kernels against the CPU, and the fused layers of nn_sequential
  * against the three layers op by op, on awkward geometries (odd sizes,
  * strides and padding, windows that drop rows, several image groups in the

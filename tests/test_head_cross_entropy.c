@@ -1,5 +1,5 @@
 /* Linear -> ReLU -> Linear with the softmax cross-entropy after it, as one
- * kernel (NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY; src/ops/head_cross_entropy.c,
+ * kernel (NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY; src/fusion/head_cross_entropy.c,
  * nn_module_forward_loss): the CPU kernel against double-precision loops,
  * the Vulkan kernel against the CPU, a bad label reported, and the loss of
  * nn_module_forward_loss with every gradient against the unfused forward

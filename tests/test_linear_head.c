@@ -1,5 +1,5 @@
 /* Linear -> ReLU -> Linear fused (kernels.h, nn_linear_head_params;
- * src/ops/linear_head.c): the CPU kernels against double-precision loops,
+ * src/fusion/linear_head.c): the CPU kernels against double-precision loops,
  * the Vulkan kernels against the CPU, and the fused op (and nn_sequential,
  * where the backend fuses) against the layers op by op, on awkward sizes:
  * single features, odd counts, 256 features (the Vulkan kernels' limit),

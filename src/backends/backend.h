@@ -1,4 +1,4 @@
-/* The backend interface (DESIGN.md): a table of functions behind which a
+/* The backend interface (docs/ARCHITECTURE.md): a table of functions behind which a
  * device lives. Everything above it (ops, layers, optimizers) sees buffers
  * only as opaque handles and launches kernels through run(). */
 #ifndef NN_BACKEND_H
@@ -73,7 +73,7 @@ struct nn_backend {
     /* Wait for all submitted work. */
     nn_status (*sync)(nn_backend *self);
 
-    /* Capture and replay (DESIGN.md). plan_new turns a captured step's
+    /* Capture and replay (docs/ARCHITECTURE.md). plan_new turns a captured step's
      * command list into something the backend can issue again cheaply (the
      * Vulkan backend records it once into a command buffer); plan_replay
      * issues it `times` times in a row, in order after all earlier work,
@@ -110,6 +110,24 @@ struct nn_backend {
  * present, and parameters. `backend` names the backend in the message. */
 nn_status nn_kernel_check_call(const char *backend, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
                                const void *params);
+
+/* A backend's table of entry points, generated from the registry: for
+ * each kernel, a function that calls NN_ENTRY_RUN(name)(self, params,
+ * args) with the row's parameter struct. The backend defines NN_ENTRY_SELF
+ * (its self type) and NN_ENTRY_RUN first:
+ *     #define NN_ENTRY_SELF vk_backend
+ *     #define NN_ENTRY_RUN(name) vk_run_##name
+ *     NN_KERNEL_ENTRY_TABLE(kEntries)
+ * and calls kEntries[kernel](self, params, args). */
+#define NN_KERNEL_ENTRY_FN_(ID, name, params, ...)                                                    \
+    static nn_status nn_entry_##name(NN_ENTRY_SELF *self, const void *p, const nn_buffer_ref *a) { \
+        return NN_ENTRY_RUN(name)(self, (const params *)p, a);                                      \
+    }
+#define NN_KERNEL_ENTRY_ROW_(ID, name, ...) [NN_KERNEL_##ID] = nn_entry_##name,
+#define NN_KERNEL_ENTRY_TABLE(table)                                                                  \
+    NN_KERNEL_LIST(NN_KERNEL_ENTRY_FN_)                                                               \
+    static nn_status (*const table[NN_KERNEL_COUNT])(NN_ENTRY_SELF *, const void *, const nn_buffer_ref *) = { \
+        NN_KERNEL_LIST(NN_KERNEL_ENTRY_ROW_)};
 
 /* Issue one recorded command through b's run/fill/copy/write. */
 nn_status nn_command_issue(nn_backend *b, const nn_command *cmd);

@@ -19,16 +19,8 @@ bool nn_wants_grad(const nn_tensor *t) { return t && t->requires_grad; }
 
 nn_status nn_tape_push(nn_node *node) {
     nn_ctx *ctx = node->output->ctx;
-    if (ctx->tape_count == ctx->tape_capacity) {
-        int64_t capacity = ctx->tape_capacity ? ctx->tape_capacity * 2 : 64;
-        nn_node **grown = realloc(ctx->tape, (size_t)capacity * sizeof *grown);
-        if (!grown) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory for the tape", node->op->name);
-        ctx->tape = grown;
-        ctx->tape_capacity = capacity;
-    }
-    nn_node_retain(node);
-    node->tape_index = ctx->tape_count;
-    ctx->tape[ctx->tape_count++] = node;
+    NN_TRY(nn_node_list_push(&ctx->tape, &ctx->tape_count, &ctx->tape_capacity, node, "the tape"));
+    node->tape_index = ctx->tape_count - 1;
     node->output->grad_fn = node;
     node->output->requires_grad = true;
     node->output->is_result = true;

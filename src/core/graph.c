@@ -20,16 +20,21 @@ void nn_node_release(nn_node *node) {
     free(node);
 }
 
-static nn_status pending_push(nn_ctx *ctx, nn_node *node) {
-    if (ctx->pending_count == ctx->pending_capacity) {
-        int64_t capacity = ctx->pending_capacity ? ctx->pending_capacity * 2 : 64;
-        nn_node **grown = realloc(ctx->pending, (size_t)capacity * sizeof *grown);
-        if (!grown) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", node->op->name);
-        ctx->pending = grown;
-        ctx->pending_capacity = capacity;
+nn_status nn_node_list_push(nn_node ***list, int64_t *count, int64_t *capacity, nn_node *node, const char *what) {
+    if (*count == *capacity) {
+        int64_t grown_capacity = *capacity ? *capacity * 2 : 64;
+        nn_node **grown = realloc(*list, (size_t)grown_capacity * sizeof *grown);
+        if (!grown) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory for %s", node->op->name, what);
+        *list = grown;
+        *capacity = grown_capacity;
     }
     nn_node_retain(node);
-    ctx->pending[ctx->pending_count++] = node;
+    (*list)[(*count)++] = node;
+    return NN_OK;
+}
+
+static nn_status pending_push(nn_ctx *ctx, nn_node *node) {
+    NN_TRY(nn_node_list_push(&ctx->pending, &ctx->pending_count, &ctx->pending_capacity, node, "the pending list"));
     node->output->producer = node;
     return NN_OK;
 }

@@ -79,6 +79,9 @@ nn_tensor *nn_node_save_new(nn_node *node, nn_dtype dtype, int ndim, const int64
 /* Keep an existing tensor in node->saved (a reference is taken). */
 nn_status nn_node_save(nn_node *node, nn_tensor *t);
 void nn_node_retain(nn_node *node);
+/* Append node to a growable list (the tape, the pending list), taking a
+ * reference; `what` names the list in the out-of-memory message. */
+nn_status nn_node_list_push(nn_node ***list, int64_t *count, int64_t *capacity, nn_node *node, const char *what);
 void nn_node_release(nn_node *node);
 
 /* ---- running (graph.c) ---- */

@@ -92,8 +92,8 @@ static nn_status walk_class(nn_class_walk *walk, const char *class_dir, int labe
         if (status != NN_OK) break;
         if (taken) {
             kept++;
-        } else if (walk->skipped++ == 0) {
-            snprintf(walk->first_skipped, sizeof walk->first_skipped, "%.400s: %.100s", path, why);
+        } else if ((*walk->skipped)++ == 0) {
+            snprintf(walk->first_skipped, NN_CLASS_WALK_WHY, "%.400s: %.100s", path, why);
         }
     }
     name_list_free(&files);
@@ -103,9 +103,9 @@ static nn_status walk_class(nn_class_walk *walk, const char *class_dir, int labe
 }
 
 nn_status nn_walk_class_folders(const char *dir, nn_class_walk *walk) {
-    walk->class_names = NULL;
-    walk->classes = 0;
-    walk->skipped = 0;
+    *walk->class_names = NULL;
+    *walk->classes = 0;
+    *walk->skipped = 0;
     walk->first_skipped[0] = '\0';
     if (!nn_folder_exists(dir)) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
     name_list classes;
@@ -125,7 +125,7 @@ nn_status nn_walk_class_folders(const char *dir, nn_class_walk *walk) {
         name_list_free(&classes);
         return status;
     }
-    walk->class_names = classes.names; /* the caller's from here on */
-    walk->classes = classes.count;
+    *walk->class_names = classes.names; /* the caller's from here on */
+    *walk->classes = classes.count;
     return NN_OK;
 }

@@ -23,12 +23,20 @@ typedef struct nn_class_walk {
     void *user;
     const char *example; /* a class folder, shown when DIR has none: "mnist/0" */
     const char *wanted;  /* what each class folder must keep one of: "PNG or JPEG image" */
-    /* Found (class_names only after a walk that succeeded). */
-    char **class_names; /* sorted, label = position; the caller frees each and the array */
-    int classes;
-    int64_t skipped;         /* files `take` skipped */
-    char first_skipped[512]; /* the first of them, "path: why" */
+    /* Where the walk writes what it found (the caller's dataset or index;
+     * class_names only after a walk that succeeded). */
+    char ***class_names;   /* sorted, label = position; the caller frees each and the array */
+    int *classes;
+    int64_t *skipped;      /* files `take` skipped */
+    char *first_skipped;   /* [NN_CLASS_WALK_WHY]: the first of them, "path: why" */
 } nn_class_walk;
+
+#define NN_CLASS_WALK_WHY 512
+/* The destinations of a walk into `out`, a dataset or an index (fields
+ * class_names, classes, skipped and first_skipped[NN_CLASS_WALK_WHY]). */
+#define NN_CLASS_WALK_INTO(out)                                                                        \
+    .class_names = &(out)->class_names, .classes = &(out)->classes, .skipped = &(out)->skipped,         \
+    .first_skipped = (out)->first_skipped
 
 /* Offers every file of DIR's class folders to walk->take. NN_ERR_IO naming
  * DIR when it is no folder or holds no class folder, naming a class folder

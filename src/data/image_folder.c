@@ -86,20 +86,16 @@ static nn_status take_image(void *user, const char *path, int label, bool *kept,
     return status;
 }
 
+_Static_assert(sizeof((nn_dataset *)0)->first_skipped == NN_CLASS_WALK_WHY, "the walk's report fits");
+
 nn_status nn_dataset_load_folders(const char *dir, nn_dataset *out) {
     if (!dir || !out) return nn_set_error(NN_ERR_ARGUMENT, "nn_dataset_load_folders: NULL argument");
     memset(out, 0, sizeof *out);
     folder_loader loader = {out, 0};
+    /* The dataset keeps the sorted class names. */
     nn_class_walk walk = {.take = take_image, .user = &loader, .example = "mnist/0",
-                          .wanted = "readable PNG or JPEG image"};
+                          .wanted = "readable PNG or JPEG image", NN_CLASS_WALK_INTO(out)};
     nn_status status = nn_walk_class_folders(dir, &walk);
-    if (status != NN_OK) {
-        nn_dataset_free(out);
-        return status;
-    }
-    out->skipped = walk.skipped;
-    memcpy(out->first_skipped, walk.first_skipped, sizeof out->first_skipped);
-    out->classes = walk.classes;
-    out->class_names = walk.class_names; /* the dataset keeps the sorted names */
-    return NN_OK;
+    if (status != NN_OK) nn_dataset_free(out);
+    return status;
 }

@@ -73,22 +73,18 @@ static nn_status take_image(void *user, const char *path, int label, bool *kept,
                 : nn_set_error(NN_ERR_MEMORY, "out of memory indexing %s", path);
 }
 
+_Static_assert(sizeof((nn_image_index *)0)->first_skipped == NN_CLASS_WALK_WHY, "the walk's report fits");
+
 nn_status nn_image_index_load(const char *dir, nn_image_index *out) {
     if (!dir || !out) return nn_set_error(NN_ERR_ARGUMENT, "nn_image_index_load: NULL argument");
     memset(out, 0, sizeof *out);
     indexer ix = {out, 0};
-    nn_class_walk walk = {.take = take_image, .user = &ix, .example = "PetImages/Cat",
-                          .wanted = "PNG or JPEG image"};
+    /* The index owns the sorted class names (freed with it). */
+    nn_class_walk walk = {.take = take_image, .user = &ix, .example = "PetImages/Cat", .wanted = "PNG or JPEG image",
+                          NN_CLASS_WALK_INTO(out)};
     nn_status status = nn_walk_class_folders(dir, &walk);
-    if (status != NN_OK) {
-        nn_image_index_free(out);
-        return status;
-    }
-    out->skipped = walk.skipped;
-    memcpy(out->first_skipped, walk.first_skipped, sizeof out->first_skipped);
-    out->classes = walk.classes;
-    out->class_names = walk.class_names; /* the index owns the sorted names (freed with it) */
-    return NN_OK;
+    if (status != NN_OK) nn_image_index_free(out);
+    return status;
 }
 
 /* dst = the listed images of src, in that order, with src's classes. */

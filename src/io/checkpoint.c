@@ -62,45 +62,29 @@ nn_status nn_load_tensors(const char *path, int count, nn_tensor *const *tensors
     return load("nn_load_tensors", path, count, tensors, names);
 }
 
-/* The module's state_dict as arrays (caller frees both). */
-static nn_status state_dict(const char *who, const nn_module *m, int *count, nn_tensor ***tensors,
-                            const char ***names) {
+/* save or load over the module's state_dict. */
+static nn_status with_state_dict(const char *who, const nn_module *m, const char *path,
+                                 nn_status (*io)(const char *, const char *, int, nn_tensor *const *,
+                                                 const char *const *)) {
     if (!m) return nn_set_error(NN_ERR_ARGUMENT, "%s: module is NULL", who);
-    *count = nn_module_state_count(m);
-    *tensors = calloc((size_t)*count + 1, sizeof **tensors);
-    *names = calloc((size_t)*count + 1, sizeof **names);
-    if (!*tensors || !*names) {
-        free(*tensors);
-        free(*names);
-        return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+    const int count = nn_module_state_count(m);
+    nn_tensor **tensors = calloc((size_t)count + 1, sizeof *tensors);
+    const char **names = calloc((size_t)count + 1, sizeof *names);
+    nn_status status = tensors && names ? NN_OK : nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+    for (int i = 0; status == NN_OK && i < count; i++) {
+        tensors[i] = nn_module_state(m, i);
+        names[i] = nn_module_state_name(m, i);
     }
-    for (int i = 0; i < *count; i++) {
-        (*tensors)[i] = nn_module_state(m, i);
-        (*names)[i] = nn_module_state_name(m, i);
-    }
-    return NN_OK;
+    if (status == NN_OK) status = io(who, path, count, tensors, names);
+    free(tensors);
+    free(names);
+    return status;
 }
 
 nn_status nn_save_module(const nn_module *module, const char *path) {
-    const char *who = "nn_save_module";
-    int count;
-    nn_tensor **tensors;
-    const char **names;
-    NN_TRY(state_dict(who, module, &count, &tensors, &names));
-    nn_status status = save(who, path, count, tensors, names);
-    free(tensors);
-    free(names);
-    return status;
+    return with_state_dict("nn_save_module", module, path, save);
 }
 
 nn_status nn_load_module(nn_module *module, const char *path) {
-    const char *who = "nn_load_module";
-    int count;
-    nn_tensor **tensors;
-    const char **names;
-    NN_TRY(state_dict(who, module, &count, &tensors, &names));
-    nn_status status = load(who, path, count, tensors, names);
-    free(tensors);
-    free(names);
-    return status;
+    return with_state_dict("nn_load_module", module, path, load);
 }

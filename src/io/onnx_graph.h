@@ -60,6 +60,19 @@ void nn_onnx_begin(exporter *x, nn_onnx_node *n, const char *op_type, op_io *io)
 void nn_onnx_inputs(nn_onnx_node *n, const op_io *io, int count);
 /* An op_type node with the recorded inputs, one output, no attributes. */
 nn_status nn_onnx_simple(exporter *x, op_io *io, const char *out, const char *op_type);
+/* The same for an operation of one input whose output carries its batch
+ * (Relu, Sigmoid, Dropout). */
+nn_status nn_onnx_elementwise(exporter *x, op_io *io, const char *out, const char *op_type);
+/* ... with the attribute axis (Flatten, Softmax). */
+nn_status nn_onnx_along_axis(exporter *x, op_io *io, const char *out, const char *op_type, int64_t axis);
+/* A node `name` of op_type on inputs a and b, with one output. */
+void nn_onnx_pair(exporter *x, const char *op_type, const char *name, const char *a, const char *b, const char *out);
+/* Begins a node of op_type over the first `inputs` recorded inputs, with
+ * output `out` and a 2-D window's attributes (Conv, MaxPool): kernel_shape,
+ * strides and pads (top, left, bottom, right). The caller adds any other
+ * attribute and ends the node. */
+void nn_onnx_begin_window(exporter *x, nn_onnx_node *n, const char *op_type, op_io *io, int inputs, const char *out,
+                          const int64_t kernel[2], const int64_t strides[2], const int64_t pads[4]);
 /* A Reshape node `name` of `from` to dims (an int64 constant named after it). */
 nn_status nn_onnx_reshape_to(exporter *x, const char *name, const char *from, const int64_t *dims, int ndim,
                              const char *out);

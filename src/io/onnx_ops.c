@@ -44,6 +44,41 @@ nn_status nn_onnx_simple(exporter *x, op_io *io, const char *out, const char *op
     return NN_OK;
 }
 
+nn_status nn_onnx_elementwise(exporter *x, op_io *io, const char *out, const char *op_type) {
+    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
+    return nn_onnx_simple(x, io, out, op_type);
+}
+
+nn_status nn_onnx_along_axis(exporter *x, op_io *io, const char *out, const char *op_type, int64_t axis) {
+    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
+    nn_onnx_node n;
+    nn_onnx_begin(x, &n, op_type, io);
+    nn_onnx_inputs(&n, io, 1);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_attr_int(&n, "axis", axis);
+    nn_onnx_node_end(&n, &x->graph);
+    return NN_OK;
+}
+
+void nn_onnx_pair(exporter *x, const char *op_type, const char *name, const char *a, const char *b, const char *out) {
+    nn_onnx_node n;
+    nn_onnx_node_begin(&n, op_type, name);
+    nn_onnx_node_input(&n, a);
+    nn_onnx_node_input(&n, b);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_node_end(&n, &x->graph);
+}
+
+void nn_onnx_begin_window(exporter *x, nn_onnx_node *n, const char *op_type, op_io *io, int inputs, const char *out,
+                          const int64_t kernel[2], const int64_t strides[2], const int64_t pads[4]) {
+    nn_onnx_begin(x, n, op_type, io);
+    nn_onnx_inputs(n, io, inputs);
+    nn_onnx_node_output(n, out);
+    nn_onnx_attr_ints(n, "kernel_shape", kernel, 2);
+    nn_onnx_attr_ints(n, "strides", strides, 2);
+    nn_onnx_attr_ints(n, "pads", pads, 4);
+}
+
 nn_status nn_onnx_reshape_to(exporter *x, const char *name, const char *from, const int64_t *dims, int ndim,
                              const char *out) {
     char const_name[64];
@@ -51,12 +86,7 @@ nn_status nn_onnx_reshape_to(exporter *x, const char *name, const char *from, co
     int64_t len = ndim;
     const char *shape = nn_onnx_add_constant(x, const_name, NN_ONNX_INT64, &len, 1, dims, (size_t)ndim * sizeof *dims);
     if (!shape) return nn_last_status();
-    nn_onnx_node n;
-    nn_onnx_node_begin(&n, "Reshape", name);
-    nn_onnx_node_input(&n, from);
-    nn_onnx_node_input(&n, shape);
-    nn_onnx_node_output(&n, out);
-    nn_onnx_node_end(&n, &x->graph);
+    nn_onnx_pair(x, "Reshape", name, from, shape, out);
     return NN_OK;
 }
 

@@ -72,23 +72,6 @@ static nn_status check_new_name(const char *fn, const nn_module *m, const char *
     return NN_OK;
 }
 
-static nn_status named_append(nn_named_tensors *list, const char *name, nn_tensor *t) {
-    if (list->count == list->capacity) {
-        int capacity = list->capacity ? list->capacity * 2 : 4;
-        nn_tensor **tensors = realloc(list->tensors, (size_t)capacity * sizeof *tensors);
-        if (tensors) list->tensors = tensors;
-        char **names = realloc(list->names, (size_t)capacity * sizeof *names);
-        if (names) list->names = names;
-        if (!tensors || !names) return nn_set_error(NN_ERR_MEMORY, "module: out of host memory");
-        list->capacity = capacity;
-    }
-    char *copy = strdup(name);
-    if (!copy) return nn_set_error(NN_ERR_MEMORY, "module: out of host memory");
-    list->tensors[list->count] = t;
-    list->names[list->count++] = copy;
-    return NN_OK;
-}
-
 /* A tensor a module may keep: its own (not an operation's result). */
 static nn_status check_kept_tensor(const char *fn, const nn_module *m, const char *name, const nn_tensor *t) {
     if (!t) return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: tensor '%s' is NULL", fn, m->kind, name);
@@ -102,33 +85,37 @@ static nn_status check_kept_tensor(const char *fn, const nn_module *m, const cha
     return NN_OK;
 }
 
-nn_status nn_module_register_parameter(nn_module *m, const char *name, nn_tensor *param) {
-    const char *fn = "nn_module_register_parameter";
+/* What registering any tensor needs: a module, a new name, a tensor of its own. */
+static nn_status check_register(const char *fn, const nn_module *m, const char *name, const nn_tensor *t) {
     if (!m) return nn_set_error(NN_ERR_ARGUMENT, "%s: module is NULL", fn);
     NN_TRY(check_new_name(fn, m, name));
-    NN_TRY(check_kept_tensor(fn, m, name, param));
-    if (param->dtype != NN_F32)
-        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: parameter '%s' must be float32", fn, m->kind, name);
-    NN_TRY(nn_tensor_set_requires_grad(param, true));
-    NN_TRY(named_append(&m->params, name, param));
-    nn_tensor_retain(param);
+    return check_kept_tensor(fn, m, name, t);
+}
+
+static nn_status keep(nn_named_tensors *list, const char *name, nn_tensor *t) {
+    NN_TRY(nn_named_append(list, "", name, t));
+    nn_tensor_retain(t);
     nn_module_changed();
     return NN_OK;
 }
 
+nn_status nn_module_register_parameter(nn_module *m, const char *name, nn_tensor *param) {
+    const char *fn = "nn_module_register_parameter";
+    NN_TRY(check_register(fn, m, name, param));
+    if (param->dtype != NN_F32)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: parameter '%s' must be float32", fn, m->kind, name);
+    NN_TRY(nn_tensor_set_requires_grad(param, true));
+    return keep(&m->params, name, param);
+}
+
 nn_status nn_module_register_buffer(nn_module *m, const char *name, nn_tensor *buffer) {
     const char *fn = "nn_module_register_buffer";
-    if (!m) return nn_set_error(NN_ERR_ARGUMENT, "%s: module is NULL", fn);
-    NN_TRY(check_new_name(fn, m, name));
-    NN_TRY(check_kept_tensor(fn, m, name, buffer));
+    NN_TRY(check_register(fn, m, name, buffer));
     if (buffer->requires_grad)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: buffer '%s' requires grad; a tensor that trains is a "
                                              "parameter (nn_module_register_parameter)",
                             fn, m->kind, name);
-    NN_TRY(named_append(&m->buffers, name, buffer));
-    nn_tensor_retain(buffer);
-    nn_module_changed();
-    return NN_OK;
+    return keep(&m->buffers, name, buffer);
 }
 
 static nn_status check_child(const char *fn, const nn_module *m, const char *name, const nn_module *child) {

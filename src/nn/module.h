@@ -44,6 +44,8 @@ nn_module *nn_module_alloc(nn_ctx *ctx, const char *kind, nn_module_forward_fn f
  * listings built before it are stale. */
 void nn_module_changed(void);
 uint64_t nn_module_change_count(void);
+/* Append t under prefix + name (the name is copied). */
+nn_status nn_named_append(nn_named_tensors *list, const char *prefix, const char *name, nn_tensor *t);
 /* Free the listings' names and arrays. */
 void nn_module_lists_free(nn_module *m);
 

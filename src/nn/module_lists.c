@@ -18,23 +18,27 @@ static bool listed(const nn_named_tensors *list, const nn_tensor *t) {
     return false;
 }
 
-static bool add(nn_named_tensors *list, const char *prefix, const char *name, nn_tensor *t) {
+nn_status nn_named_append(nn_named_tensors *list, const char *prefix, const char *name, nn_tensor *t) {
     if (list->count == list->capacity) {
-        int capacity = list->capacity ? list->capacity * 2 : 16;
+        int capacity = list->capacity ? list->capacity * 2 : 8;
         nn_tensor **tensors = realloc(list->tensors, (size_t)capacity * sizeof *tensors);
         if (tensors) list->tensors = tensors;
         char **names = realloc(list->names, (size_t)capacity * sizeof *names);
         if (names) list->names = names;
-        if (!tensors || !names) return false;
+        if (!tensors || !names) return nn_set_error(NN_ERR_MEMORY, "module: out of host memory");
         list->capacity = capacity;
     }
     size_t len = strlen(prefix) + strlen(name) + 1;
     char *full = malloc(len);
-    if (!full) return false;
+    if (!full) return nn_set_error(NN_ERR_MEMORY, "module: out of host memory");
     snprintf(full, len, "%s%s", prefix, name);
     list->tensors[list->count] = t;
     list->names[list->count++] = full;
-    return true;
+    return NN_OK;
+}
+
+static bool add(nn_named_tensors *list, const char *prefix, const char *name, nn_tensor *t) {
+    return nn_named_append(list, prefix, name, t) == NN_OK;
 }
 
 /* Module by module (the module, then its children in order): parameters

@@ -52,12 +52,8 @@ static nn_status add_bias_onnx(exporter *x, op_io *io, const char *out) {
         if (!nn_onnx_add_value(x, NULL, reshaped, false)) return nn_last_status();
         bias = reshaped;
     }
-    nn_onnx_node n;
-    nn_onnx_begin(x, &n, "Add", io);
-    nn_onnx_node_input(&n, io->in[0]->name);
-    nn_onnx_node_input(&n, bias);
-    nn_onnx_node_output(&n, out);
-    nn_onnx_node_end(&n, &x->graph);
+    nn_onnx_reserve_name(x, "Add", io);
+    nn_onnx_pair(x, "Add", io->name, io->in[0]->name, bias, out);
     return NN_OK;
 }
 

@@ -75,12 +75,7 @@ static nn_status conv_onnx(exporter *x, op_io *io, const char *out) {
     int64_t kernel[2] = {g->kernel_h, g->kernel_w}, strides[2] = {g->stride_h, g->stride_w};
     int64_t pads[4] = {g->pad_h, g->pad_w, g->pad_h, g->pad_w}, dilations[2] = {1, 1};
     nn_onnx_node n;
-    nn_onnx_begin(x, &n, "Conv", io);
-    nn_onnx_inputs(&n, io, 3);
-    nn_onnx_node_output(&n, out);
-    nn_onnx_attr_ints(&n, "kernel_shape", kernel, 2);
-    nn_onnx_attr_ints(&n, "strides", strides, 2);
-    nn_onnx_attr_ints(&n, "pads", pads, 4);
+    nn_onnx_begin_window(x, &n, "Conv", io, 3, out, kernel, strides, pads);
     nn_onnx_attr_ints(&n, "dilations", dilations, 2);
     nn_onnx_attr_int(&n, "group", 1);
     nn_onnx_node_end(&n, &x->graph);

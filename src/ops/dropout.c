@@ -73,8 +73,7 @@ static nn_status dropout_backward(nn_node *node) {
 /* ONNX Dropout in inference mode (no training_mode input: the identity),
  * whether the traced pass ran in training or eval. */
 static nn_status dropout_onnx(exporter *x, op_io *io, const char *out) {
-    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
-    return nn_onnx_simple(x, io, out, "Dropout");
+    return nn_onnx_elementwise(x, io, out, "Dropout");
 }
 
 const nn_op nn_op_dropout = {

@@ -93,12 +93,7 @@ static nn_status scale_onnx(exporter *x, op_io *io, const char *out) {
     float factor = NN_NODE_PARAMS(io->node, scale_node)->factor;
     const char *c = nn_onnx_add_constant(x, const_name, NN_ONNX_FLOAT, NULL, 0, &factor, sizeof factor);
     if (!c) return nn_last_status();
-    nn_onnx_node n;
-    nn_onnx_node_begin(&n, "Mul", io->name);
-    nn_onnx_node_input(&n, io->in[0]->name);
-    nn_onnx_node_input(&n, c);
-    nn_onnx_node_output(&n, out);
-    nn_onnx_node_end(&n, &x->graph);
+    nn_onnx_pair(x, "Mul", io->name, io->in[0]->name, c, out);
     return NN_OK;
 }
 

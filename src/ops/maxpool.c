@@ -35,12 +35,7 @@ static nn_status maxpool_onnx(exporter *x, op_io *io, const char *out) {
     int64_t kernels[2] = {p->kernel, p->kernel}, strides[2] = {p->stride, p->stride};
     int64_t pads[4] = {p->pad, p->pad, p->pad, p->pad};
     nn_onnx_node n;
-    nn_onnx_begin(x, &n, "MaxPool", io);
-    nn_onnx_inputs(&n, io, 1);
-    nn_onnx_node_output(&n, out);
-    nn_onnx_attr_ints(&n, "kernel_shape", kernels, 2);
-    nn_onnx_attr_ints(&n, "strides", strides, 2);
-    nn_onnx_attr_ints(&n, "pads", pads, 4);
+    nn_onnx_begin_window(x, &n, "MaxPool", io, 1, out, kernels, strides, pads);
     nn_onnx_node_end(&n, &x->graph);
     return NN_OK;
 }

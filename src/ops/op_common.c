@@ -98,3 +98,9 @@ nn_status nn_run_scale(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref out, int64_t 
     nn_buffer_ref args[3] = {a, a, out};
     return nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, args, 3, &p);
 }
+
+nn_status nn_run_forward(nn_node *node, nn_kernel kernel, const void *params) {
+    nn_tensor *x = node->inputs[0];
+    nn_buffer_ref args[2] = {nn_tensor_ref(x), nn_tensor_ref(node->output)};
+    return nn_ctx_run(x->ctx, kernel, args, 2, params);
+}

@@ -26,6 +26,8 @@ nn_tensor *nn_op_result(const nn_op *op, nn_tensor *const *inputs, int input_cou
 nn_status nn_run_gemm(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref b, nn_buffer_ref c, int m, int n,
                       int k, bool trans_a, bool trans_b, int32_t accumulate);
 /* out (+)= alpha * a, elementwise over n items (copies, gradient passing). */
+/* A node's forward of one kernel over (its first input, its output). */
+nn_status nn_run_forward(nn_node *node, nn_kernel kernel, const void *params);
 nn_status nn_run_scale(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref out, int64_t n, float alpha,
                        int32_t accumulate);
 

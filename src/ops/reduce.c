@@ -11,8 +11,7 @@ typedef struct reduce_node {
 static nn_status reduce_forward(nn_node *node) {
     nn_tensor *x = node->inputs[0];
     nn_pointwise_params p = {.n = x->numel, .alpha = NN_NODE_PARAMS(node, reduce_node)->factor};
-    nn_buffer_ref args[2] = {nn_tensor_ref(x), nn_tensor_ref(node->output)};
-    return nn_ctx_run(x->ctx, NN_KERNEL_REDUCE_SUM, args, 2, &p);
+    return nn_run_forward(node, NN_KERNEL_REDUCE_SUM, &p);
 }
 
 static nn_status reduce_backward(nn_node *node) {

@@ -9,8 +9,7 @@
 static nn_status relu_forward(nn_node *node) {
     nn_tensor *x = node->inputs[0];
     nn_pointwise_params p = {.n = x->numel};
-    nn_buffer_ref args[2] = {nn_tensor_ref(x), nn_tensor_ref(node->output)};
-    return nn_ctx_run(x->ctx, NN_KERNEL_RELU_FORWARD, args, 2, &p);
+    return nn_run_forward(node, NN_KERNEL_RELU_FORWARD, &p);
 }
 
 static nn_status relu_backward(nn_node *node) {
@@ -24,10 +23,7 @@ static nn_status relu_backward(nn_node *node) {
     return nn_ctx_run(x->ctx, NN_KERNEL_RELU_BACKWARD, args, 3, &p);
 }
 
-static nn_status relu_onnx(exporter *x, op_io *io, const char *out) {
-    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
-    return nn_onnx_simple(x, io, out, "Relu");
-}
+static nn_status relu_onnx(exporter *x, op_io *io, const char *out) { return nn_onnx_elementwise(x, io, out, "Relu"); }
 
 const nn_op nn_op_relu = {
     .name = "nn_relu", .forward = relu_forward, .backward = relu_backward, .to_onnx = relu_onnx};

@@ -27,14 +27,7 @@ static nn_status view_backward(nn_node *node) {
 
 /* Flatten keeps dimension 0 (the batch) and joins the rest: ONNX Flatten axis 1. */
 static nn_status flatten_onnx(exporter *x, op_io *io, const char *out) {
-    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
-    nn_onnx_node n;
-    nn_onnx_begin(x, &n, "Flatten", io);
-    nn_onnx_inputs(&n, io, 1);
-    nn_onnx_node_output(&n, out);
-    nn_onnx_attr_int(&n, "axis", 1);
-    nn_onnx_node_end(&n, &x->graph);
-    return NN_OK;
+    return nn_onnx_along_axis(x, io, out, "Flatten", 1);
 }
 
 /* The recorded output shape; with a dynamic batch, dimension 0 is written

@@ -11,8 +11,7 @@ static nn_softmax_params rows_of(const nn_tensor *x) {
 static nn_status softmax_forward(nn_node *node) {
     nn_tensor *x = node->inputs[0];
     nn_softmax_params p = rows_of(x);
-    nn_buffer_ref args[2] = {nn_tensor_ref(x), nn_tensor_ref(node->output)};
-    return nn_ctx_run(x->ctx, NN_KERNEL_SOFTMAX_FORWARD, args, 2, &p);
+    return nn_run_forward(node, NN_KERNEL_SOFTMAX_FORWARD, &p);
 }
 
 static nn_status softmax_backward(nn_node *node) {
@@ -27,14 +26,7 @@ static nn_status softmax_backward(nn_node *node) {
 }
 
 static nn_status softmax_onnx(exporter *x, op_io *io, const char *out) {
-    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
-    nn_onnx_node n;
-    nn_onnx_begin(x, &n, "Softmax", io);
-    nn_onnx_inputs(&n, io, 1);
-    nn_onnx_node_output(&n, out);
-    nn_onnx_attr_int(&n, "axis", -1);
-    nn_onnx_node_end(&n, &x->graph);
-    return NN_OK;
+    return nn_onnx_along_axis(x, io, out, "Softmax", -1);
 }
 
 const nn_op nn_op_softmax = {

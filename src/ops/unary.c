@@ -18,8 +18,7 @@ static const char *const kOnnx[NN_UNARY_COUNT + 1] = {
 static nn_status unary_forward(nn_node *node) {
     nn_tensor *x = node->inputs[0];
     nn_pointwise_params p = {.n = x->numel, .op = NN_NODE_PARAMS(node, unary_node)->op};
-    nn_buffer_ref args[2] = {nn_tensor_ref(x), nn_tensor_ref(node->output)};
-    return nn_ctx_run(x->ctx, NN_KERNEL_UNARY_FORWARD, args, 2, &p);
+    return nn_run_forward(node, NN_KERNEL_UNARY_FORWARD, &p);
 }
 
 static nn_status unary_backward(nn_node *node) {
@@ -32,8 +31,7 @@ static nn_status unary_backward(nn_node *node) {
 }
 
 static nn_status unary_onnx(exporter *x, op_io *io, const char *out) {
-    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
-    return nn_onnx_simple(x, io, out, kOnnx[NN_NODE_PARAMS(io->node, unary_node)->op]);
+    return nn_onnx_elementwise(x, io, out, kOnnx[NN_NODE_PARAMS(io->node, unary_node)->op]);
 }
 
 static nn_tensor *unary(const nn_op *op, nn_unary_op code, nn_tensor *x) {

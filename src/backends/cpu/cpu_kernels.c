@@ -189,19 +189,9 @@ nn_status nn_cpu_run_linear_head_cross_entropy(nn_backend *self, const nn_linear
     return nn_cpu_linear_head(self, nn_cpu_pool(self), NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, p, a);
 }
 
-typedef nn_status (*cpu_entry)(nn_backend *self, const void *params, const nn_buffer_ref *args);
-#define CPU_ENTRY(ID, name, params, ...)                                                      \
-    static nn_status entry_##name(nn_backend *self, const void *p, const nn_buffer_ref *a) { \
-        return nn_cpu_run_##name(self, (const params *)p, a);                                 \
-    }
-NN_KERNEL_LIST(CPU_ENTRY)
-#undef CPU_ENTRY
-
-static const cpu_entry kEntries[NN_KERNEL_COUNT] = {
-#define CPU_ENTRY_ROW(ID, name, ...) [NN_KERNEL_##ID] = entry_##name,
-    NN_KERNEL_LIST(CPU_ENTRY_ROW)
-#undef CPU_ENTRY_ROW
-};
+#define NN_ENTRY_SELF nn_backend
+#define NN_ENTRY_RUN(name) nn_cpu_run_##name
+NN_KERNEL_ENTRY_TABLE(kEntries)
 
 nn_status nn_cpu_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int nargs, const void *params) {
     NN_TRY(nn_kernel_check_call("cpu", kernel, a, nargs, params));

@@ -11,19 +11,9 @@
 #include "core/error.h"
 #include "vk_backend.h"
 
-typedef nn_status (*vk_entry)(vk_backend *vk, const void *params, const nn_buffer_ref *args);
-#define VK_ENTRY(ID, name, params, ...)                                                        \
-    static nn_status entry_##name(vk_backend *vk, const void *p, const nn_buffer_ref *a) {     \
-        return vk_run_##name(vk, (const params *)p, a);                                        \
-    }
-NN_KERNEL_LIST(VK_ENTRY)
-#undef VK_ENTRY
-
-static const vk_entry kEntries[NN_KERNEL_COUNT] = {
-#define VK_ENTRY_ROW(ID, name, ...) [NN_KERNEL_##ID] = entry_##name,
-    NN_KERNEL_LIST(VK_ENTRY_ROW)
-#undef VK_ENTRY_ROW
-};
+#define NN_ENTRY_SELF vk_backend
+#define NN_ENTRY_RUN(name) vk_run_##name
+NN_KERNEL_ENTRY_TABLE(kEntries)
 
 nn_status vk_run(nn_backend *self, nn_kernel kernel, const nn_buffer_ref *a, int nargs, const void *params) {
     NN_TRY(nn_kernel_check_call("vulkan", kernel, a, nargs, params));
