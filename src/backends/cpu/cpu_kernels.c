@@ -15,110 +15,10 @@ nn_status nn_cpu_run_gemm(nn_backend *self, const nn_gemm_params *p, const nn_bu
                         p->lda, p->ldb, p->ldc, s == NN_ERR_MEMORY ? "out of scratch memory" : "invalid sizes or strides");
 }
 
-nn_status nn_cpu_run_gemm_epilogue(nn_backend *self, const nn_gemm_epilogue_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_gemm_epilogue(nn_cpu_pool(self), p, F32(0), F32(1), F32(2), F32(3));
-}
-
-nn_status nn_cpu_run_im2col(nn_backend *self, const nn_conv_geometry *p, const nn_buffer_ref *a) {
-    return nn_cpu_im2col(nn_cpu_pool(self), p, F32(0), F32(1));
-}
-
-nn_status nn_cpu_run_col2im(nn_backend *self, const nn_conv_geometry *p, const nn_buffer_ref *a) {
-    return nn_cpu_col2im(nn_cpu_pool(self), p, F32(0), F32(1));
-}
-
-nn_status nn_cpu_run_maxpool_forward(nn_backend *self, const nn_pool_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_maxpool_forward(nn_cpu_pool(self), p, F32(0), F32(1), I32(2));
-}
-
-nn_status nn_cpu_run_maxpool_backward(nn_backend *self, const nn_pool_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_maxpool_backward(nn_cpu_pool(self), p, F32(0), I32(1), F32(2));
-}
-
-nn_status nn_cpu_run_maxpool_backward_masked(nn_backend *self, const nn_pool_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_maxpool_backward_masked(nn_cpu_pool(self), p, F32(0), I32(1), F32(2), F32(3));
-}
-
-nn_status nn_cpu_run_bias_add(nn_backend *self, const nn_bias_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_bias_add(nn_cpu_pool(self), p, F32(0), F32(1));
-}
-
-nn_status nn_cpu_run_bias_grad(nn_backend *self, const nn_bias_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_bias_grad(nn_cpu_pool(self), p, F32(0), F32(1));
-}
-
-nn_status nn_cpu_run_relu_forward(nn_backend *self, const nn_pointwise_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_relu_forward(nn_cpu_pool(self), p, F32(0), F32(1));
-}
-
-nn_status nn_cpu_run_relu_backward(nn_backend *self, const nn_pointwise_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_relu_backward(nn_cpu_pool(self), p, F32(0), F32(1), F32(2));
-}
-
-nn_status nn_cpu_run_unary_forward(nn_backend *self, const nn_pointwise_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_unary_forward(nn_cpu_pool(self), p, F32(0), F32(1));
-}
-
-nn_status nn_cpu_run_unary_backward(nn_backend *self, const nn_pointwise_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_unary_backward(nn_cpu_pool(self), p, F32(0), F32(1), F32(2), F32(3));
-}
-
 nn_status nn_cpu_run_elementwise(nn_backend *self, const nn_pointwise_params *p, const nn_buffer_ref *a) {
     if (p->op != NN_EW_SCALE && !a[1].buffer)
         return nn_set_error(NN_ERR_ARGUMENT, "cpu elementwise: op %d needs b (buffer argument 1)", p->op);
     return nn_cpu_elementwise(nn_cpu_pool(self), p, F32(0), F32(1), F32(2));
-}
-
-nn_status nn_cpu_run_softmax_forward(nn_backend *self, const nn_softmax_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_softmax_forward(nn_cpu_pool(self), p, F32(0), F32(1));
-}
-
-nn_status nn_cpu_run_softmax_backward(nn_backend *self, const nn_softmax_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_softmax_backward(nn_cpu_pool(self), p, F32(0), F32(1), F32(2));
-}
-
-nn_status nn_cpu_run_softmax_ce_forward(nn_backend *self, const nn_softmax_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_softmax_ce_forward(nn_cpu_pool(self), p, F32(0), I32(1), F32(2), F32(3));
-}
-
-nn_status nn_cpu_run_softmax_ce_backward(nn_backend *self, const nn_softmax_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_softmax_ce_backward(nn_cpu_pool(self), p, F32(0), I32(1), F32(2), F32(3));
-}
-
-nn_status nn_cpu_run_softmax_ce_fused(nn_backend *self, const nn_softmax_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_softmax_ce_fused(nn_cpu_pool(self), p, F32(0), I32(1), F32(2), F32(3));
-}
-
-nn_status nn_cpu_run_reduce_sum(nn_backend *self, const nn_pointwise_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_reduce_sum(nn_cpu_pool(self), p, F32(0), F32(1));
-}
-
-nn_status nn_cpu_run_broadcast_scalar(nn_backend *self, const nn_pointwise_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_broadcast_scalar(nn_cpu_pool(self), p, F32(0), F32(1));
-}
-
-nn_status nn_cpu_run_sum_squares(nn_backend *self, const nn_pointwise_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_sum_squares(nn_cpu_pool(self), p, F32(0), F32(1));
-}
-
-nn_status nn_cpu_run_sgd_update(nn_backend *self, const nn_sgd_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_sgd_update(nn_cpu_pool(self), p, F32(0), F32(1), F32(2), F32(3));
-}
-
-nn_status nn_cpu_run_sgd_update_device_lr(nn_backend *self, const nn_sgd_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_sgd_update_device_lr(nn_cpu_pool(self), p, F32(0), F32(1), F32(2), F32(3));
-}
-
-nn_status nn_cpu_run_gather_samples(nn_backend *self, const nn_gather_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_gather_samples(p, (const uint8_t *)I32(0), I32(1), I32(2), F32(3));
-}
-
-nn_status nn_cpu_run_gather_rows(nn_backend *self, const nn_gather_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_gather_rows(p, I32(0), I32(1), I32(2), I32(3));
-}
-
-nn_status nn_cpu_run_counter_add(nn_backend *self, const nn_counter_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_counter_add(p, I32(0));
 }
 
 nn_status nn_cpu_run_fill(nn_backend *self, const nn_fill_params *p, const nn_buffer_ref *a) {
@@ -131,63 +31,69 @@ nn_status nn_cpu_run_fill(nn_backend *self, const nn_fill_params *p, const nn_bu
     return NN_OK;
 }
 
-nn_status nn_cpu_run_metrics_accumulate(nn_backend *self, const nn_metrics_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_metrics_accumulate(p, F32(0), I32(1), F32(2), F32(3));
-}
+/* Entry points that only unpack their buffers: into nn_cpu_<name>(pool,
+ * p, typed buffers...) (POOLED) or nn_cpu_<name>(p, typed buffers...)
+ * (SERIAL), or that hand them whole to a family's function, with the
+ * kernel id where the family serves several (FAMILY, FAMILY_OF). */
+#define POOLED(name, params, ...)                                                          \
+    nn_status nn_cpu_run_##name(nn_backend *self, const params *p, const nn_buffer_ref *a) { \
+        return nn_cpu_##name(nn_cpu_pool(self), p, __VA_ARGS__);                           \
+    }
+#define SERIAL(name, params, ...)                                                          \
+    nn_status nn_cpu_run_##name(nn_backend *self, const params *p, const nn_buffer_ref *a) { \
+        return nn_cpu_##name(p, __VA_ARGS__);                                              \
+    }
+#define FAMILY(name, params, family)                                                       \
+    nn_status nn_cpu_run_##name(nn_backend *self, const params *p, const nn_buffer_ref *a) { \
+        return nn_cpu_##family(self, nn_cpu_pool(self), p, a);                             \
+    }
+#define FAMILY_OF(name, params, family, kernel)                                            \
+    nn_status nn_cpu_run_##name(nn_backend *self, const params *p, const nn_buffer_ref *a) { \
+        return nn_cpu_##family(self, nn_cpu_pool(self), kernel, p, a);                     \
+    }
 
-nn_status nn_cpu_run_dropout_forward(nn_backend *self, const nn_dropout_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_dropout_forward(nn_cpu_pool(self), p, F32(0), F32(1), F32(2), (const uint32_t *)I32(3));
-}
-
-nn_status nn_cpu_run_conv2d_forward(nn_backend *self, const nn_conv_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_conv2d(self, nn_cpu_pool(self), NN_KERNEL_CONV2D_FORWARD, p, a);
-}
-
-nn_status nn_cpu_run_conv2d_backward_data(nn_backend *self, const nn_conv_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_conv2d(self, nn_cpu_pool(self), NN_KERNEL_CONV2D_BACKWARD_DATA, p, a);
-}
-
-nn_status nn_cpu_run_conv2d_backward_weight(nn_backend *self, const nn_conv_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_conv2d(self, nn_cpu_pool(self), NN_KERNEL_CONV2D_BACKWARD_WEIGHT, p, a);
-}
-
-nn_status nn_cpu_run_conv2d_pool_forward(nn_backend *self, const nn_conv_pool_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_conv_pool(self, nn_cpu_pool(self), NN_KERNEL_CONV2D_POOL_FORWARD, p, a);
-}
-
-nn_status nn_cpu_run_conv2d_pool_backward_weight(nn_backend *self, const nn_conv_pool_params *p,
-                                                 const nn_buffer_ref *a) {
-    return nn_cpu_conv_pool(self, nn_cpu_pool(self), NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT, p, a);
-}
-
-nn_status nn_cpu_run_conv2d_pool_backward_data(nn_backend *self, const nn_conv_pool_params *p,
-                                               const nn_buffer_ref *a) {
-    return nn_cpu_conv_pool(self, nn_cpu_pool(self), NN_KERNEL_CONV2D_POOL_BACKWARD_DATA, p, a);
-}
-
-nn_status nn_cpu_run_conv2d_pool_chain_weight(nn_backend *self, const nn_conv_pool_chain_params *p,
-                                              const nn_buffer_ref *a) {
-    return nn_cpu_conv_pool_chain(self, nn_cpu_pool(self), p, a);
-}
-
-nn_status nn_cpu_run_conv2d_pool_linear_forward(nn_backend *self, const nn_conv_pool_linear_params *p,
-                                                const nn_buffer_ref *a) {
-    return nn_cpu_conv_pool_linear(self, nn_cpu_pool(self), p, a);
-}
-
-nn_status nn_cpu_run_linear_head_forward(nn_backend *self, const nn_linear_head_params *p, const nn_buffer_ref *a) {
-    return nn_cpu_linear_head(self, nn_cpu_pool(self), NN_KERNEL_LINEAR_HEAD_FORWARD, p, a);
-}
-
-nn_status nn_cpu_run_linear_head_backward_data(nn_backend *self, const nn_linear_head_params *p,
-                                               const nn_buffer_ref *a) {
-    return nn_cpu_linear_head(self, nn_cpu_pool(self), NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA, p, a);
-}
-
-nn_status nn_cpu_run_linear_head_cross_entropy(nn_backend *self, const nn_linear_head_params *p,
-                                               const nn_buffer_ref *a) {
-    return nn_cpu_linear_head(self, nn_cpu_pool(self), NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY, p, a);
-}
+POOLED(gemm_epilogue, nn_gemm_epilogue_params, F32(0), F32(1), F32(2), F32(3))
+POOLED(im2col, nn_conv_geometry, F32(0), F32(1))
+POOLED(col2im, nn_conv_geometry, F32(0), F32(1))
+POOLED(maxpool_forward, nn_pool_params, F32(0), F32(1), I32(2))
+POOLED(maxpool_backward, nn_pool_params, F32(0), I32(1), F32(2))
+POOLED(maxpool_backward_masked, nn_pool_params, F32(0), I32(1), F32(2), F32(3))
+POOLED(bias_add, nn_bias_params, F32(0), F32(1))
+POOLED(bias_grad, nn_bias_params, F32(0), F32(1))
+POOLED(relu_forward, nn_pointwise_params, F32(0), F32(1))
+POOLED(relu_backward, nn_pointwise_params, F32(0), F32(1), F32(2))
+POOLED(unary_forward, nn_pointwise_params, F32(0), F32(1))
+POOLED(unary_backward, nn_pointwise_params, F32(0), F32(1), F32(2), F32(3))
+POOLED(softmax_forward, nn_softmax_params, F32(0), F32(1))
+POOLED(softmax_backward, nn_softmax_params, F32(0), F32(1), F32(2))
+POOLED(softmax_ce_forward, nn_softmax_params, F32(0), I32(1), F32(2), F32(3))
+POOLED(softmax_ce_backward, nn_softmax_params, F32(0), I32(1), F32(2), F32(3))
+POOLED(softmax_ce_fused, nn_softmax_params, F32(0), I32(1), F32(2), F32(3))
+POOLED(reduce_sum, nn_pointwise_params, F32(0), F32(1))
+POOLED(broadcast_scalar, nn_pointwise_params, F32(0), F32(1))
+POOLED(sum_squares, nn_pointwise_params, F32(0), F32(1))
+POOLED(sgd_update, nn_sgd_params, F32(0), F32(1), F32(2), F32(3))
+POOLED(sgd_update_device_lr, nn_sgd_params, F32(0), F32(1), F32(2), F32(3))
+POOLED(dropout_forward, nn_dropout_params, F32(0), F32(1), F32(2), (const uint32_t *)I32(3))
+SERIAL(gather_samples, nn_gather_params, (const uint8_t *)I32(0), I32(1), I32(2), F32(3))
+SERIAL(gather_rows, nn_gather_params, I32(0), I32(1), I32(2), I32(3))
+SERIAL(counter_add, nn_counter_params, I32(0))
+SERIAL(metrics_accumulate, nn_metrics_params, F32(0), I32(1), F32(2), F32(3))
+FAMILY_OF(conv2d_forward, nn_conv_params, conv2d, NN_KERNEL_CONV2D_FORWARD)
+FAMILY_OF(conv2d_backward_data, nn_conv_params, conv2d, NN_KERNEL_CONV2D_BACKWARD_DATA)
+FAMILY_OF(conv2d_backward_weight, nn_conv_params, conv2d, NN_KERNEL_CONV2D_BACKWARD_WEIGHT)
+FAMILY_OF(conv2d_pool_forward, nn_conv_pool_params, conv_pool, NN_KERNEL_CONV2D_POOL_FORWARD)
+FAMILY_OF(conv2d_pool_backward_weight, nn_conv_pool_params, conv_pool, NN_KERNEL_CONV2D_POOL_BACKWARD_WEIGHT)
+FAMILY_OF(conv2d_pool_backward_data, nn_conv_pool_params, conv_pool, NN_KERNEL_CONV2D_POOL_BACKWARD_DATA)
+FAMILY(conv2d_pool_chain_weight, nn_conv_pool_chain_params, conv_pool_chain)
+FAMILY(conv2d_pool_linear_forward, nn_conv_pool_linear_params, conv_pool_linear)
+FAMILY_OF(linear_head_forward, nn_linear_head_params, linear_head, NN_KERNEL_LINEAR_HEAD_FORWARD)
+FAMILY_OF(linear_head_backward_data, nn_linear_head_params, linear_head, NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA)
+FAMILY_OF(linear_head_cross_entropy, nn_linear_head_params, linear_head, NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY)
+#undef POOLED
+#undef SERIAL
+#undef FAMILY
+#undef FAMILY_OF
 
 #define NN_ENTRY_SELF nn_backend
 #define NN_ENTRY_RUN(name) nn_cpu_run_##name
