@@ -369,3 +369,13 @@ double ref_dot(const double *w, const double *y, int64_t n) {
     for (int64_t i = 0; i < n; i++) s += w[i] * y[i];
     return s;
 }
+
+nn_tensor *ref_lenet5_by_ops(nn_module *net, nn_tensor *x) {
+    nn_tensor *p[10];
+    for (int i = 0; i < 10; i++) p[i] = nn_module_param(net, i);
+    nn_tensor *h = nn_maxpool2d(nn_relu(nn_conv2d(x, p[0], p[1], 1, 0)), 2, 2);
+    h = nn_maxpool2d(nn_relu(nn_conv2d(h, p[2], p[3], 1, 0)), 2, 2);
+    h = nn_relu(nn_linear(nn_flatten(h), p[4], p[5]));
+    h = nn_relu(nn_linear(h, p[6], p[7]));
+    return nn_linear(h, p[8], p[9]);
+}

@@ -154,4 +154,9 @@ double ref_mean(const double *x, int64_t n);
 /* sum_i w[i] * y[i]: the scalar the backward tests differentiate. */
 double ref_dot(const double *w, const double *y, int64_t n);
 
+/* nn_lenet5's forward written with the operations themselves, on the
+ * module's parameters (c1, c2, l1, l2, l3: weight then bias each): what
+ * the fusion tests compare the module with. */
+nn_tensor *ref_lenet5_by_ops(nn_module *net, nn_tensor *x);
+
 #endif

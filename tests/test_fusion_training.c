@@ -11,21 +11,11 @@
 #include <string.h>
 
 #include "nn_engine.h"
+#include "reference.h"
 #include "test.h"
 #include "vulkan_harness.h"
 
 #define BATCH 3
-
-/* LeNet-5 op by op over the module's own parameters: the unfused reference. */
-static nn_tensor *lenet_by_ops(nn_module *net, nn_tensor *x) {
-    nn_tensor *p[10];
-    for (int i = 0; i < 10; i++) p[i] = nn_module_param(net, i);
-    nn_tensor *h = nn_maxpool2d(nn_relu(nn_conv2d(x, p[0], p[1], 1, 0)), 2, 2);
-    h = nn_maxpool2d(nn_relu(nn_conv2d(h, p[2], p[3], 1, 0)), 2, 2);
-    h = nn_relu(nn_linear(nn_flatten(h), p[4], p[5]));
-    h = nn_relu(nn_linear(h, p[6], p[7]));
-    return nn_linear(h, p[8], p[9]);
-}
 
 typedef struct grads {
     float loss;
@@ -55,10 +45,10 @@ static grads run(const char *device, bool fused, int mode) {
     int32_t labels[BATCH] = {3, 9, 0};
     nn_tensor *x = nn_tensor_from_data(ctx, NN_F32, 4, xs, img);
     nn_tensor *y = nn_tensor_from_data(ctx, NN_I32, 1, ys, labels);
-    nn_tensor *logits = fused ? nn_module_forward(net, x) : lenet_by_ops(net, x);
+    nn_tensor *logits = fused ? nn_module_forward(net, x) : ref_lenet5_by_ops(net, x);
     nn_tensor *loss = nn_softmax_cross_entropy(logits, y);
     if (mode == 1) {
-        nn_tensor *again = fused ? nn_module_forward(net, x) : lenet_by_ops(net, x);
+        nn_tensor *again = fused ? nn_module_forward(net, x) : ref_lenet5_by_ops(net, x);
         loss = nn_add(loss, nn_softmax_cross_entropy(again, y));
     } else if (mode == 2) {
         loss = nn_scale(loss, 3.0f);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "reference.h"
 #include "test.h"
 
 static struct {
@@ -55,23 +56,11 @@ static void counting_end(nn_ctx *ctx) {
     ctx->backend->copy = counter.copy;
 }
 
-/* LeNet-5's forward written with the operations themselves, on the
- * container's parameters (c1, c2, l1, l2, l3: weight then bias each). */
-static nn_tensor *raw_lenet_forward(nn_module *net, nn_tensor *x) {
-    nn_tensor *p[10];
-    for (int i = 0; i < 10; i++) p[i] = nn_module_param(net, i);
-    nn_tensor *h = nn_maxpool2d(nn_relu(nn_conv2d(x, p[0], p[1], 1, 0)), 2, 2);
-    h = nn_maxpool2d(nn_relu(nn_conv2d(h, p[2], p[3], 1, 0)), 2, 2);
-    h = nn_relu(nn_linear(nn_flatten(h), p[4], p[5]));
-    h = nn_relu(nn_linear(h, p[6], p[7]));
-    return nn_linear(h, p[8], p[9]);
-}
-
 static bool g_raw; /* the step writes LeNet-5 from raw operations */
 
 /* One step: forward, loss, zero_grad, backward, SGD update (momentum). */
 static void lenet_step(nn_ctx *ctx, nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y) {
-    nn_tensor *loss = nn_softmax_cross_entropy(g_raw ? raw_lenet_forward(net, x) : nn_module_forward(net, x), y);
+    nn_tensor *loss = nn_softmax_cross_entropy(g_raw ? ref_lenet5_by_ops(net, x) : nn_module_forward(net, x), y);
     CHECK(loss != NULL);
     CHECK(nn_optimizer_zero_grad(opt) == NN_OK);
     CHECK(nn_backward(loss) == NN_OK);

@@ -178,23 +178,6 @@ TEST(vulkan_im2col_col2im) {
  * these sizes), the column route ("medium" tiles) and the latency kernel
  * forced; the column route also with the column matrix kept (the forward
  * fills it, the weight gradient reads it: both compared). */
-/* im2col on the host (kernels.h's layout), for the kept column matrix. */
-static void host_im2col(const nn_conv_geometry *g, const float *x, float *cols) {
-    int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w, positions = (int64_t)g->out_h * g->out_w;
-    for (int n = 0; n < g->batch; n++)
-        for (int c = 0; c < g->channels; c++)
-            for (int ki = 0; ki < g->kernel_h; ki++)
-                for (int kj = 0; kj < g->kernel_w; kj++)
-                    for (int oh = 0; oh < g->out_h; oh++)
-                        for (int ow = 0; ow < g->out_w; ow++) {
-                            int ih = oh * g->stride_h - g->pad_h + ki, iw = ow * g->stride_w - g->pad_w + kj;
-                            int64_t row = ((int64_t)c * g->kernel_h + ki) * g->kernel_w + kj;
-                            bool inside = ih >= 0 && iw >= 0 && ih < g->height && iw < g->width;
-                            cols[(n * k + row) * positions + (int64_t)oh * g->out_w + ow] =
-                                inside ? x[(((int64_t)n * g->channels + c) * g->height + ih) * g->width + iw] : 0.0f;
-                        }
-}
-
 static void conv_kernels_case(const nn_conv_geometry *geometry, int filters, unsigned seed, const char *route,
                               bool kept) {
     nn_conv_geometry g = *geometry;
@@ -206,7 +189,7 @@ static void conv_kernels_case(const nn_conv_geometry *geometry, int filters, uns
     double k = (double)g.channels * g.kernel_h * g.kernel_w;
     size_t ncols = (size_t)g.batch * (size_t)k * g.out_h * g.out_w;
     float *cols = malloc((ncols ? ncols : 1) * sizeof *cols); /* what a kept column matrix holds */
-    host_im2col(&g, x, cols);
+    vkt_host_im2col(&g, x, cols);
     char what[160];
     for (int epi = 0; epi < 4; epi++) {
         nn_conv_params p = {.g = g, .filters = filters, .epilogue = (epi & 1 ? NN_EPI_BIAS_ROWS : 0) |

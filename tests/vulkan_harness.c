@@ -239,3 +239,19 @@ void vkt_check_bad_label_reported(nn_kernel kernel) {
     CHECK(gpu->sync(gpu) == NN_OK); /* reported once */
     for (int j = 0; j < 4; j++) vkt_pair_free(&a[j]);
 }
+
+void vkt_host_im2col(const nn_conv_geometry *g, const float *x, float *cols) {
+    const int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w, positions = (int64_t)g->out_h * g->out_w;
+    for (int n = 0; n < g->batch; n++)
+        for (int c = 0; c < g->channels; c++)
+            for (int ki = 0; ki < g->kernel_h; ki++)
+                for (int kj = 0; kj < g->kernel_w; kj++)
+                    for (int oh = 0; oh < g->out_h; oh++)
+                        for (int ow = 0; ow < g->out_w; ow++) {
+                            const int ih = oh * g->stride_h - g->pad_h + ki, iw = ow * g->stride_w - g->pad_w + kj;
+                            const int64_t row = ((int64_t)c * g->kernel_h + ki) * g->kernel_w + kj;
+                            const bool inside = ih >= 0 && iw >= 0 && ih < g->height && iw < g->width;
+                            cols[(n * k + row) * positions + (int64_t)oh * g->out_w + ow] =
+                                inside ? x[(((int64_t)n * g->channels + c) * g->height + ih) * g->width + iw] : 0.0f;
+                        }
+}

@@ -51,6 +51,9 @@ void vkt_check_bad_label_reported(nn_kernel kernel);
 void vkt_fill(float *x, size_t n, float lo, float hi, unsigned seed);
 /* A new array (malloc'ed, at least one element) of n such floats. */
 float *vkt_randoms(size_t n, float lo, float hi, unsigned seed);
+/* im2col on the host in kernels.h's layout (cols [batch, k, positions]):
+ * what a convolution that keeps its column matrix holds. */
+void vkt_host_im2col(const nn_conv_geometry *g, const float *x, float *cols);
 
 /* A CPU-backend buffer of count 4-byte elements holding data (left as it is
  * when data is NULL), as a view 8 bytes into a slightly larger buffer (so

@@ -40,10 +40,9 @@ struct nn_module {
 /* Built-in layers: a module of a static kind string and no data. */
 nn_module *nn_module_alloc(nn_ctx *ctx, const char *kind, nn_module_forward_fn forward);
 
-/* Bumped on every change to any module's parameters, buffers or children:
+/* Called on every change to any module's parameters, buffers or children:
  * listings built before it are stale. */
 void nn_module_changed(void);
-uint64_t nn_module_change_count(void);
 /* Append t under prefix + name (the name is copied). */
 nn_status nn_named_append(nn_named_tensors *list, const char *prefix, const char *name, nn_tensor *t);
 /* Free the listings' names and arrays. */

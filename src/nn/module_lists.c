@@ -10,7 +10,6 @@
 static uint64_t changes = 1;
 
 void nn_module_changed(void) { changes++; }
-uint64_t nn_module_change_count(void) { return changes; }
 
 static bool listed(const nn_named_tensors *list, const nn_tensor *t) {
     for (int i = 0; i < list->count; i++)
@@ -80,10 +79,12 @@ static bool ensure_lists(const nn_module *cm) {
     return true;
 }
 
+enum { PARAMS, BUFFERS, STATE };
+
 static nn_named_tensors *list_of(const nn_module *m, int which) {
     if (!m || !ensure_lists(m)) return NULL;
     nn_module *w = (nn_module *)m;
-    return which == 0 ? &w->all_params : which == 1 ? &w->all_buffers : &w->all_state;
+    return which == PARAMS ? &w->all_params : which == BUFFERS ? &w->all_buffers : &w->all_state;
 }
 
 static int count_of(const nn_module *m, int which) {
@@ -100,8 +101,6 @@ static const char *name_of(const nn_module *m, int which, int i) {
     nn_named_tensors *l = list_of(m, which);
     return l && i >= 0 && i < l->count ? l->names[i] : NULL;
 }
-
-enum { PARAMS, BUFFERS, STATE };
 
 int nn_module_param_count(const nn_module *m) { return count_of(m, PARAMS); }
 nn_tensor *nn_module_param(const nn_module *m, int i) { return tensor_of(m, PARAMS, i); }
