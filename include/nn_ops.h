@@ -50,6 +50,25 @@ nn_tensor *nn_maxpool2d_ex(nn_tensor *x, int kernel, int stride, int padding);
 nn_tensor *nn_flatten(nn_tensor *x);
 nn_tensor *nn_reshape(nn_tensor *x, int ndim, const int64_t *shape);
 
+/* Rearrangements, each a new dense tensor (its gradient the rearrangement
+ * back). Dimensions may be negative (from the end). permute: dimension d of
+ * the result is dimension perm[d] of x. slice: elements start, start + step,
+ * ... before end along dim (PyTorch's rules: negative start and end count
+ * from the end and both are clamped; the result must not be empty). select:
+ * x[..., index, ...] along dim, which is dropped. cat: along dim, the others
+ * equal; stack: along a new dimension dim. expand: x repeated along its
+ * dimensions of size 1 and new leading ones (-1 keeps a size). unsqueeze
+ * inserts a dimension of size 1; squeeze drops dim when its size is 1. */
+nn_tensor *nn_permute(nn_tensor *x, const int *perm, int ndim);
+nn_tensor *nn_transpose(nn_tensor *x, int dim0, int dim1);
+nn_tensor *nn_slice(nn_tensor *x, int dim, int64_t start, int64_t end, int64_t step);
+nn_tensor *nn_select(nn_tensor *x, int dim, int64_t index);
+nn_tensor *nn_cat(nn_tensor *const *tensors, int count, int dim);
+nn_tensor *nn_stack(nn_tensor *const *tensors, int count, int dim);
+nn_tensor *nn_expand(nn_tensor *x, int ndim, const int64_t *shape);
+nn_tensor *nn_unsqueeze(nn_tensor *x, int dim);
+nn_tensor *nn_squeeze(nn_tensor *x, int dim);
+
 nn_tensor *nn_relu(nn_tensor *x);
 /* Elementwise functions of one tensor, with their gradients: the rows of
  * shaders/unary_ops.h, which src/ops/unary.c defines as operations. */
@@ -63,9 +82,17 @@ nn_tensor *nn_softmax(nn_tensor *x);
  * Returns a one-element tensor. */
 nn_tensor *nn_softmax_cross_entropy(nn_tensor *logits, nn_tensor *labels);
 
-/* Elementwise, on tensors of the same shape. */
+/* Elementwise functions of two tensors, broadcasting as NumPy and PyTorch
+ * do: shapes aligned at their last dimension, where sizes must be equal or
+ * 1 (a size of 1, or a missing dimension, repeats). maximum and minimum
+ * propagate NaN and split the gradient of ties evenly, as PyTorch. */
 nn_tensor *nn_add(nn_tensor *a, nn_tensor *b);
+nn_tensor *nn_sub(nn_tensor *a, nn_tensor *b);
 nn_tensor *nn_mul(nn_tensor *a, nn_tensor *b);
+nn_tensor *nn_div(nn_tensor *a, nn_tensor *b);
+nn_tensor *nn_maximum(nn_tensor *a, nn_tensor *b);
+nn_tensor *nn_minimum(nn_tensor *a, nn_tensor *b);
+/* x times a constant. */
 nn_tensor *nn_scale(nn_tensor *x, float factor);
 
 /* Dropout (PyTorch's): with training set, each element is zeroed with
@@ -78,6 +105,24 @@ nn_tensor *nn_dropout(nn_tensor *x, float p, bool training);
 /* Reductions over all elements, to a one-element tensor. */
 nn_tensor *nn_sum(nn_tensor *x);
 nn_tensor *nn_mean(nn_tensor *x);
+
+/* Reductions over the `count` dimensions listed in dims (negative ones
+ * count from the end; count 0 means every dimension). keepdim keeps them
+ * with size 1; a reduction of every dimension without keepdim gives a
+ * one-element tensor [1]. max and min propagate NaN and pass the gradient
+ * to the first extreme element of each output (PyTorch's max(dim)). */
+nn_tensor *nn_sum_dims(nn_tensor *x, const int *dims, int count, bool keepdim);
+nn_tensor *nn_mean_dims(nn_tensor *x, const int *dims, int count, bool keepdim);
+nn_tensor *nn_max_dims(nn_tensor *x, const int *dims, int count, bool keepdim);
+nn_tensor *nn_min_dims(nn_tensor *x, const int *dims, int count, bool keepdim);
+/* The position of the first extreme element as an int32 tensor (no
+ * gradient): the index along the dimension for one, the row-major position
+ * within the reduced dimensions for several. */
+nn_tensor *nn_argmax_dims(nn_tensor *x, const int *dims, int count, bool keepdim);
+nn_tensor *nn_argmin_dims(nn_tensor *x, const int *dims, int count, bool keepdim);
+/* sum((x - mean)^2) / (n - correction) over the dimensions (correction 1:
+ * the unbiased estimate, PyTorch's default). */
+nn_tensor *nn_var_dims(nn_tensor *x, const int *dims, int count, double correction, bool keepdim);
 
 #ifdef __cplusplus
 }

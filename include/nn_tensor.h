@@ -1,4 +1,4 @@
-/* Tensors: dense, contiguous, row-major (NCHW for images), up to 4 dimensions,
+/* Tensors: dense, contiguous, row-major (NCHW for images), up to 6 dimensions,
  * float32 or int32 (labels). A tensor lives on its context's device; the host
  * sees its values only through nn_tensor_write / nn_tensor_read.
  *
@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 
-#define NN_MAX_DIMS 4
+#define NN_MAX_DIMS 6
 
 typedef enum nn_dtype { NN_F32 = 0, NN_I32 = 1 } nn_dtype;
 

@@ -35,6 +35,20 @@
 #define PUSH_DROPOUT_FORWARD(F) \
     F(uint, off[4]) F(uint, n) F(uint, threshold) F(float, scale) F(uint, seed_lo) F(uint, seed_hi)
 
+/* ---- strided: broadcasts, copies and reductions over any dimensions (kernels.h) ---- */
+/* nn_broadcast_params: stride_a/b/c are its stride[0/1/2] */
+#define PUSH_BROADCAST(F)                                                                                    \
+    F(uint, off[4]) F(int, ndim) F(int, op) F(int, accumulate) F(float, alpha) F(int, shape[6])            \
+    F(int, stride_a[6]) F(int, stride_b[6]) F(int, stride_c[6])
+#define PUSH_STRIDED_COPY(F)                                                                                 \
+    F(uint, off[4]) F(int, ndim) F(int, accumulate) F(int, shape[6]) F(int, src_stride[6])                 \
+    F(int, dst_stride[6])
+/* nn_reduce_dims_params; per_thread: 1 one invocation per output, 0 one
+ * workgroup per output */
+#define PUSH_REDUCE_DIMS(F)                                                                                  \
+    F(uint, off[4]) F(int, op) F(int, kept) F(int, reduced) F(int, accumulate) F(float, alpha)             \
+    F(int, per_thread) F(int, shape[6]) F(int, stride[6])
+
 /* ---- softmax and its losses ---- */
 #define PUSH_SOFTMAX(F) F(uint, off[4]) F(int, rows) F(int, cols) F(int, accumulate)
 #define PUSH_METRICS_ACCUMULATE(F) F(uint, off[4]) F(int, rows) F(int, cols)

@@ -54,6 +54,7 @@ typedef struct bwd_case {
     const void *p;
     int threads;
     uint64_t seed;
+    bool vulkan; /* run on the Vulkan device (skipped with NN_ENGINE_TEST_VULKAN=0) */
 } bwd_case;
 
 static inline arg_spec spec(fill_kind fill, bool grad, int ndim, int64_t d0, int64_t d1, int64_t d2,

@@ -52,4 +52,10 @@ void parity_linear_head_forward_case(nn_backend *o);
 void parity_linear_head_data_case(nn_backend *o);
 void parity_linear_head_cross_entropy_case(nn_backend *o);
 
+/* parity_cases_strided.c */
+void parity_broadcast_case(nn_backend *o);
+void parity_strided_copy_case(nn_backend *o);
+void parity_reduce_dims_case(nn_backend *o);
+void parity_reduce_dims_scatter_case(nn_backend *o);
+
 #endif

@@ -202,7 +202,7 @@ static void sequential_matches_ops(const char *device, const conv_pool_case *c, 
             if (!y) return;
             ny = (size_t)nn_tensor_numel(y);
             float *r = conv_pool_randoms(ny, 99);
-            int64_t ys[4];
+            int64_t ys[NN_MAX_DIMS];
             int ndim = nn_tensor_shape(y, ys);
             nn_tensor *weights = nn_tensor_from_data(ctx, NN_F32, ndim, ys, r);
             nn_tensor *loss = nn_sum(nn_mul(y, weights));

@@ -225,7 +225,7 @@ static void container_matches_ops(bool x_grad) {
                                   : nn_module_forward(net, x);
             CHECK_MSG(y != NULL, "forward: %s", nn_last_error());
             if (!y) return;
-            int64_t ys[4];
+            int64_t ys[NN_MAX_DIMS];
             int ndim = nn_tensor_shape(y, ys);
             float *r = conv_pool_randoms((size_t)nn_tensor_numel(y), 43 + (unsigned)pass);
             nn_tensor *weights = nn_tensor_from_data(ctx, NN_F32, ndim, ys, r);

@@ -74,7 +74,7 @@ static outcome conv_interior(const char *device, bool fusion) {
     nn_tensor *x = randn(ctx, 4, xs, 11, true), *w = randn(ctx, 4, ws, 12, true), *b = randn(ctx, 1, bs, 13, true);
     nn_tensor *z = nn_conv2d(x, w, b, 1, 1);
     nn_tensor *y = nn_maxpool2d(nn_relu(z), 2, 2);
-    int64_t ys[4], zs[4];
+    int64_t ys[NN_MAX_DIMS], zs[NN_MAX_DIMS];
     nn_tensor_shape(y, ys);
     nn_tensor_shape(z, zs);
     nn_tensor *wy = randn(ctx, 4, ys, 14, false), *wz = randn(ctx, 4, zs, 15, false);

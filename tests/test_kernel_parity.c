@@ -92,6 +92,10 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_LINEAR_HEAD_FORWARD] = {parity_linear_head_forward_case},
     [NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA] = {parity_linear_head_data_case},
     [NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY] = {parity_linear_head_cross_entropy_case},
+    [NN_KERNEL_BROADCAST] = {parity_broadcast_case},
+    [NN_KERNEL_STRIDED_COPY] = {parity_strided_copy_case},
+    [NN_KERNEL_REDUCE_DIMS] = {parity_reduce_dims_case},
+    [NN_KERNEL_REDUCE_DIMS_SCATTER] = {parity_reduce_dims_scatter_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

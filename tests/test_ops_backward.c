@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "ops_backward.h"
+#include "vulkan_harness.h"
 
 #define FD_EPS 1e-6
 #define GRAD_RTOL 1e-3
@@ -98,7 +99,9 @@ static bool out_matches(const nn_tensor *y, const bwd_case *c) {
 }
 
 void bwd_run_case(const bwd_case *c) {
-    nn_ctx *ctx = ref_ctx(c->threads);
+    if (c->vulkan && vkt_skipped()) return;
+    nn_ctx *ctx = c->vulkan ? nn_ctx_new(&(nn_ctx_options){.device = "vulkan", .seed = 1}) : ref_ctx(c->threads);
+    CHECK_MSG(ctx != NULL, "%s: no context: %s", c->what, nn_last_error());
     if (!ctx) return;
     ref_rng r = ref_rng_new(c->seed);
     nn_tensor *t[MAX_ARGS] = {0};

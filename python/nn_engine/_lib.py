@@ -14,7 +14,7 @@ c_step_runner_p = ctypes.c_void_p  # nn_step_runner *
 c_status = ctypes.c_int       # nn_status
 c_i64_p = ctypes.POINTER(ctypes.c_int64)
 
-NN_MAX_DIMS = 4
+NN_MAX_DIMS = 6
 NN_F32 = 0
 NN_I32 = 1
 

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from . import _lib
-from ._lib import lib
+from ._lib import NN_MAX_DIMS, lib
 from .tensor import Tensor, as_host_array
 
 _INT_MAX = 2**31 - 1
@@ -103,8 +103,8 @@ def reshape(x, shape):
         dims = [int(d) for d in shape]
     except (TypeError, ValueError):
         raise TypeError(f"reshape: shape must be a sequence of ints, got {shape!r}") from None
-    if not 1 <= len(dims) <= 4:
-        raise ValueError(f"reshape: shape must have 1 to 4 dimensions, got {len(dims)}")
+    if not 1 <= len(dims) <= NN_MAX_DIMS:
+        raise ValueError(f"reshape: shape must have 1 to {NN_MAX_DIMS} dimensions, got {len(dims)}")
     arr = (ctypes.c_int64 * len(dims))(*dims)
     return _result(lib.nn_reshape(px, len(dims), arr), x, "nn_reshape")
 

@@ -113,6 +113,14 @@
     /* x, wa, ba, wb, bb, labels (int32), h, logits, row_loss, dlogits, dh, dx */                               \
     X(LINEAR_HEAD_CROSS_ENTROPY, linear_head_cross_entropy, nn_linear_head_params, 12,                          \
       NN_ARG(6) | NN_ARG(7) | NN_ARG(8) | NN_ARG(9) | NN_ARG(10) | NN_ARG(11),                                  \
-      NN_ARG(2) | NN_ARG(4) | NN_ARG(10) | NN_ARG(11))
+      NN_ARG(2) | NN_ARG(4) | NN_ARG(10) | NN_ARG(11))                                                        \
+    /* a, b, c (absent where the row reads fewer), out */                                                      \
+    X(BROADCAST, broadcast, nn_broadcast_params, 4, NN_ARG(3), NN_ARG(1) | NN_ARG(2))                           \
+    /* src, dst */                                                                                              \
+    X(STRIDED_COPY, strided_copy, nn_strided_copy_params, 2, NN_ARG(1), 0)                                      \
+    /* x, out, winners (int32; MAX and MIN, optional) */                                                        \
+    X(REDUCE_DIMS, reduce_dims, nn_reduce_dims_params, 3, NN_ARG(1) | NN_ARG(2), NN_ARG(2))                     \
+    /* dy, winners (int32), dx */                                                                               \
+    X(REDUCE_DIMS_SCATTER, reduce_dims_scatter, nn_reduce_dims_params, 3, NN_ARG(2), 0)
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "kernel_list.h"
+#include "broadcast_ops.h"
 #include "unary_ops.h"
 #include "nn_error.h"
 
@@ -77,6 +78,53 @@ typedef struct nn_pointwise_params {
     int32_t accumulate; /* add into the output instead of overwriting it */
     float alpha;        /* scale factor (SCALE, REDUCE_SUM, BROADCAST_SCALAR) */
 } nn_pointwise_params;
+
+/* The strided kernels address tensors of up to NN_STRIDED_DIMS dimensions
+ * through element strides (a buffer argument's offset is its ref's): the
+ * operations' views, broadcasts and reductions over any dimensions. */
+#define NN_STRIDED_DIMS 6
+
+/* The functions of shaders/broadcast_ops.h, by row. */
+#define NN_BROADCAST_ENUM_ROW(ID, operands, f) NN_BROADCAST_##ID,
+typedef enum nn_broadcast_op { NN_BROADCAST_OPS(NN_BROADCAST_ENUM_ROW) NN_BROADCAST_COUNT } nn_broadcast_op;
+#undef NN_BROADCAST_ENUM_ROW
+
+/* BROADCAST: for every index i of shape[0, ndim) in row-major order,
+ * out[i] (+)= alpha * f(a[i . stride[0]], b[i . stride[1]], c[i . stride[2]])
+ * with f the row op of broadcast_ops.h; out is dense, an operand's stride is
+ * 0 along a dimension it broadcasts over. */
+typedef struct nn_broadcast_params {
+    int32_t ndim, op, accumulate;
+    float alpha;
+    int32_t shape[NN_STRIDED_DIMS];
+    int32_t stride[3][NN_STRIDED_DIMS];
+} nn_broadcast_params;
+
+/* STRIDED_COPY: dst[i . dst_stride] (+)= src[i . src_stride] for every
+ * index i of shape: a slice, a permutation, one part of a concatenation, an
+ * expansion, and their gradients. No two indices may share a dst element. */
+typedef struct nn_strided_copy_params {
+    int32_t ndim, accumulate;
+    int32_t shape[NN_STRIDED_DIMS];
+    int32_t src_stride[NN_STRIDED_DIMS], dst_stride[NN_STRIDED_DIMS];
+} nn_strided_copy_params;
+
+typedef enum nn_reduce_op { NN_REDUCE_SUM, NN_REDUCE_MAX, NN_REDUCE_MIN, NN_REDUCE_OP_COUNT } nn_reduce_op;
+
+/* REDUCE_DIMS: the first `kept` dimensions of shape/stride index the output
+ * (dense, row-major), the next `reduced` the elements each output combines:
+ * out[j] (+)= alpha * op over r of x[j . stride[0, kept) + r . stride[kept,
+ * kept + reduced)]. MAX and MIN also write winners[j], the winner's r as a
+ * row-major position in the reduced dimensions (the first of equal values;
+ * a NaN wins, as in PyTorch). REDUCE_DIMS_SCATTER, with the same parameters
+ * (alpha, op unused): dx at the winner of output j (+)= dy[j]; the other
+ * elements of dx are left as they are. */
+typedef struct nn_reduce_dims_params {
+    int32_t op, kept, reduced, accumulate;
+    float alpha;
+    int32_t shape[NN_STRIDED_DIMS];
+    int32_t stride[NN_STRIDED_DIMS];
+} nn_reduce_dims_params;
 
 /* Row-wise softmax and softmax + cross-entropy over [rows, cols]. */
 typedef struct nn_softmax_params {

@@ -1,71 +1,112 @@
-/* add, mul and scale on tensors of the same shape. */
+/* The elementwise functions of two tensors, with NumPy's broadcasting: add,
+ * sub, mul, div, maximum, minimum; and scale (a tensor times a constant).
+ * Equal shapes add and multiply through the ELEMENTWISE kernel, everything
+ * else through BROADCAST (strided.h); an operand's gradient is summed over
+ * the dimensions it was broadcast along. */
 #include <stdio.h>
+#include <string.h>
 
 #include "io/onnx_graph.h"
 #include "ops.h"
+#include "strided.h"
 
-static nn_status binary_forward(nn_node *node, nn_elementwise_op kind) {
+typedef struct binary_node {
+    int32_t op; /* nn_broadcast_op */
+} binary_node;
+
+static bool same_shape(const nn_tensor *a, const nn_tensor *b) {
+    return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+
+static nn_status binary_forward(nn_node *node) {
     nn_tensor *a = node->inputs[0], *b = node->inputs[1];
-    nn_pointwise_params p = {.n = a->numel, .op = kind};
-    nn_buffer_ref args[3] = {nn_tensor_ref(a), nn_tensor_ref(b), nn_tensor_ref(node->output)};
-    return nn_ctx_run(a->ctx, NN_KERNEL_ELEMENTWISE, args, 3, &p);
+    const nn_broadcast_op op = (nn_broadcast_op)NN_NODE_PARAMS(node, binary_node)->op;
+    if (same_shape(a, b) && (op == NN_BROADCAST_ADD || op == NN_BROADCAST_MUL)) {
+        nn_pointwise_params p = {.n = a->numel, .op = op == NN_BROADCAST_ADD ? NN_EW_ADD : NN_EW_MUL};
+        nn_buffer_ref args[3] = {nn_tensor_ref(a), nn_tensor_ref(b), nn_tensor_ref(node->output)};
+        return nn_ctx_run(a->ctx, NN_KERNEL_ELEMENTWISE, args, 3, &p);
+    }
+    return nn_run_broadcast(a->ctx, op, 1.0f, 0, node->output, a, b, NULL);
 }
 
-static nn_status add_forward(nn_node *node) { return binary_forward(node, NN_EW_ADD); }
-static nn_status mul_forward(nn_node *node) { return binary_forward(node, NN_EW_MUL); }
-
-static nn_status add_backward(nn_node *node) {
-    nn_tensor *dy = node->output->grad;
+/* Input i's gradient: dy times the derivative of f with respect to it,
+ * summed to its shape. mul(x, x) adds both terms into x's gradient. */
+static nn_status binary_backward(nn_node *node) {
+    const nn_broadcast_op op = (nn_broadcast_op)NN_NODE_PARAMS(node, binary_node)->op;
+    nn_tensor *y = node->output, *dy = y->grad;
     for (int i = 0; i < 2; i++) {
-        nn_tensor *input = node->inputs[i], *grad;
+        nn_tensor *input = node->inputs[i], *self = node->inputs[i], *other = node->inputs[1 - i], *grad;
         int32_t acc;
         if (!nn_wants_grad(input)) continue;
         NN_TRY(nn_grad_target(input, &grad, &acc));
-        NN_TRY(nn_run_scale(dy->ctx, nn_tensor_ref(dy), nn_tensor_ref(grad), dy->numel, 1.0f, acc));
+        nn_ctx *ctx = input->ctx;
+        switch (op) {
+        case NN_BROADCAST_ADD: NN_TRY(nn_run_sum_to(ctx, dy, grad, acc)); break;
+        case NN_BROADCAST_SUB:
+            if (i == 0) NN_TRY(nn_run_sum_to(ctx, dy, grad, acc));
+            else NN_TRY(nn_run_broadcast_grad(ctx, NN_BROADCAST_COPY, -1.0f, dy, grad, acc, dy, NULL, NULL));
+            break;
+        case NN_BROADCAST_MUL:
+            NN_TRY(nn_run_broadcast_grad(ctx, NN_BROADCAST_MUL, 1.0f, dy, grad, acc, dy, other, NULL));
+            break;
+        case NN_BROADCAST_DIV: /* d(a/b)/da = 1/b, d(a/b)/db = -y/b */
+            if (i == 0) NN_TRY(nn_run_broadcast_grad(ctx, NN_BROADCAST_DIV, 1.0f, dy, grad, acc, dy, other, NULL));
+            else NN_TRY(nn_run_broadcast_grad(ctx, NN_BROADCAST_MUL_DIV, -1.0f, dy, grad, acc, dy, y, self));
+            break;
+        case NN_BROADCAST_MAXIMUM:
+        case NN_BROADCAST_MINIMUM: {
+            const nn_broadcast_op g = op == NN_BROADCAST_MAXIMUM ? NN_BROADCAST_MAXIMUM_GRAD : NN_BROADCAST_MINIMUM_GRAD;
+            NN_TRY(nn_run_broadcast_grad(ctx, g, 1.0f, dy, grad, acc, dy, self, other));
+            break;
+        }
+        default: return nn_set_error(NN_ERR_ARGUMENT, "%s: no gradient for broadcast op %d", node->op->name, op);
+        }
     }
     return NN_OK;
 }
 
-/* d(a*b)/da = b and d(a*b)/db = a; mul(x, x) accumulates both into x's grad. */
-static nn_status mul_backward(nn_node *node) {
-    nn_tensor *dy = node->output->grad;
-    for (int i = 0; i < 2; i++) {
-        nn_tensor *input = node->inputs[i], *other = node->inputs[1 - i], *grad;
-        int32_t acc;
-        if (!nn_wants_grad(input)) continue;
-        NN_TRY(nn_grad_target(input, &grad, &acc));
-        nn_pointwise_params p = {.n = dy->numel, .op = NN_EW_MUL, .accumulate = acc};
-        nn_buffer_ref args[3] = {nn_tensor_ref(dy), nn_tensor_ref(other), nn_tensor_ref(grad)};
-        NN_TRY(nn_ctx_run(dy->ctx, NN_KERNEL_ELEMENTWISE, args, 3, &p));
-    }
-    return NN_OK;
-}
-
-/* Elementwise on equal shapes: a batch value with a constant of the traced
- * batch's shape would broadcast differently at another batch size. */
+/* With a dynamic batch, an operand without it must broadcast along the
+ * batch dimension (size 1 there, or fewer dimensions): one of the traced
+ * batch's size would stop matching at another. */
 static nn_status binary_onnx(exporter *x, op_io *io, const char *out, const char *op_type) {
-    if (x->dynamic && io->in[0]->batch != io->in[1]->batch)
-        return nn_onnx_refuse_batch(x, io, "combines a batch value with a constant of the same shape");
-    io->out_batch = io->in[0]->batch;
+    const bool ba = io->in[0]->batch, bb = io->in[1]->batch;
+    if (x->dynamic && ba != bb) {
+        const nn_tensor *batched = io->node->inputs[ba ? 0 : 1], *other = io->node->inputs[ba ? 1 : 0];
+        const int aligned = other->ndim - batched->ndim;
+        if (aligned > 0 || (aligned == 0 && other->shape[0] != 1))
+            return nn_onnx_refuse_batch(x, io, "combines a batch value with a constant that does not broadcast along the batch");
+    }
+    io->out_batch = ba || bb;
     return nn_onnx_simple(x, io, out, op_type);
 }
 
-static nn_status add_onnx(exporter *x, op_io *io, const char *out) { return binary_onnx(x, io, out, "Add"); }
-static nn_status mul_onnx(exporter *x, op_io *io, const char *out) { return binary_onnx(x, io, out, "Mul"); }
+/* (The macro's arguments are named apart from nn_op's fields.) */
+#define BINARY_OP(fn, ID, Onnx)                                                                                  \
+    static nn_status fn##_onnx(exporter *x, op_io *io, const char *out) { return binary_onnx(x, io, out, #Onnx); } \
+    const nn_op nn_op_##fn = {                                                                                   \
+        .name = "nn_" #fn, .forward = binary_forward, .backward = binary_backward, .to_onnx = fn##_onnx};         \
+    nn_tensor *nn_##fn(nn_tensor *a, nn_tensor *b) { return binary(&nn_op_##fn, NN_BROADCAST_##ID, a, b); }
 
-const nn_op nn_op_add = {.name = "nn_add", .forward = add_forward, .backward = add_backward, .to_onnx = add_onnx};
-const nn_op nn_op_mul = {.name = "nn_mul", .forward = mul_forward, .backward = mul_backward, .to_onnx = mul_onnx};
-
-static nn_tensor *binary(const nn_op *op, nn_tensor *a, nn_tensor *b) {
+static nn_tensor *binary(const nn_op *op, nn_broadcast_op code, nn_tensor *a, nn_tensor *b) {
     if (nn_check_tensor(op->name, "a", a, NN_F32) || nn_check_tensor(op->name, "b", b, NN_F32) ||
-        nn_check_same_ctx(op->name, a, b) || nn_check_same_shape(op->name, a, b))
+        nn_check_same_ctx(op->name, a, b))
         return NULL;
+    int ndim;
+    int64_t shape[NN_MAX_DIMS];
+    if (nn_broadcast_shapes(op->name, a->ndim, a->shape, b->ndim, b->shape, &ndim, shape)) return NULL;
     nn_tensor *inputs[2] = {a, b};
-    return nn_op_result(op, inputs, 2, NULL, 0, a->ndim, a->shape);
+    const binary_node p = {code};
+    return nn_op_result(op, inputs, 2, &p, sizeof p, ndim, shape);
 }
 
-nn_tensor *nn_add(nn_tensor *a, nn_tensor *b) { return binary(&nn_op_add, a, b); }
-nn_tensor *nn_mul(nn_tensor *a, nn_tensor *b) { return binary(&nn_op_mul, a, b); }
+BINARY_OP(add, ADD, Add)
+BINARY_OP(sub, SUB, Sub)
+BINARY_OP(mul, MUL, Mul)
+BINARY_OP(div, DIV, Div)
+BINARY_OP(maximum, MAXIMUM, Max)
+BINARY_OP(minimum, MINIMUM, Min)
+
+/* ---- scale: x times a constant ---- */
 
 typedef struct scale_node {
     float factor;

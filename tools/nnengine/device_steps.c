@@ -156,7 +156,7 @@ nn_status device_steps_host_step(device_steps *s, const float *images, const int
     if (!s->x_tail || nn_tensor_dim(s->x_tail, 0) != n) {
         nn_tensor_free(s->x_tail);
         nn_tensor_free(s->y_tail);
-        int64_t shape[4];
+        int64_t shape[NN_MAX_DIMS];
         nn_tensor_shape(s->x, shape);
         s->x_tail = new_tensor(s->ctx, NN_F32, 4, n, shape[1], shape[2], shape[3]);
         s->y_tail = new_tensor(s->ctx, NN_I32, 1, n, 0, 0, 0);

@@ -35,6 +35,15 @@ NN_KERNEL_LIST(NN_CPU_RUN_DECLARE)
  * workers costs more than the work. */
 #define NN_CPU_MIN_CHUNK 16384
 
+/* The strided kernels (cpu_strided.c). */
+nn_status nn_cpu_broadcast(nn_thread_pool *pool, const nn_broadcast_params *p, const float *a, const float *b,
+                           const float *c, float *out);
+nn_status nn_cpu_strided_copy(nn_thread_pool *pool, const nn_strided_copy_params *p, const float *src, float *dst);
+nn_status nn_cpu_reduce_dims(nn_thread_pool *pool, const nn_reduce_dims_params *p, const float *x, float *out,
+                             int32_t *winners);
+nn_status nn_cpu_reduce_dims_scatter(nn_thread_pool *pool, const nn_reduce_dims_params *p, const float *dy,
+                                     const int32_t *winners, float *dx);
+
 nn_status nn_cpu_im2col(nn_thread_pool *pool, const nn_conv_geometry *g, const float *image,
                         float *cols);
 nn_status nn_cpu_col2im(nn_thread_pool *pool, const nn_conv_geometry *g, const float *cols,

@@ -60,6 +60,10 @@
     P(CONV_POOL_CHAIN_WEIGHT, conv_pool_chain_weight, "conv2d_pool_chain_weight", 0, 0, 0, 0, 0, 0, 0)         \
     P(LINEAR_HEAD_FORWARD, linear_head_forward, "linear_head_forward", 0, 0, 0, 0, 0, 0, 0)                    \
     P(LINEAR_HEAD_DATA, linear_head_data, "linear_head_backward_data", 0, 0, 0, 0, 0, 0, 0)                    \
-    P(LINEAR_HEAD_LOSS, linear_head_loss, "linear_head_cross_entropy", 0, 0, 0, 0, 0, 0, 0)
+    P(LINEAR_HEAD_LOSS, linear_head_loss, "linear_head_cross_entropy", 0, 0, 0, 0, 0, 0, 0)                    \
+    P(BROADCAST, broadcast, "broadcast", 0, 0, 0, 0, 0, 0, 0)                                                  \
+    P(STRIDED_COPY, strided_copy, "strided_copy", 0, 0, 0, 0, 0, 0, 0)                                         \
+    P(REDUCE_DIMS, reduce_dims, "reduce_dims", 0, 0, 0, 0, 0, 0, 0)                                            \
+    P(REDUCE_DIMS_SCATTER, reduce_dims_scatter, "reduce_dims_scatter", 0, 0, 0, 0, 0, 0, 0)
 
 #endif
