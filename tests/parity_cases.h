@@ -52,4 +52,11 @@ void parity_linear_head_forward_case(nn_backend *o);
 void parity_linear_head_data_case(nn_backend *o);
 void parity_linear_head_cross_entropy_case(nn_backend *o);
 
+/* parity_cases_norm.c */
+void parity_norm_stats_case(nn_backend *o);
+void parity_norm_apply_case(nn_backend *o);
+void parity_norm_backward_data_case(nn_backend *o);
+void parity_norm_backward_affine_case(nn_backend *o);
+void parity_norm_running_update_case(nn_backend *o);
+
 #endif

@@ -92,6 +92,11 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_LINEAR_HEAD_FORWARD] = {parity_linear_head_forward_case},
     [NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA] = {parity_linear_head_data_case},
     [NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY] = {parity_linear_head_cross_entropy_case},
+    [NN_KERNEL_NORM_STATS] = {parity_norm_stats_case},
+    [NN_KERNEL_NORM_APPLY] = {parity_norm_apply_case},
+    [NN_KERNEL_NORM_BACKWARD_DATA] = {parity_norm_backward_data_case},
+    [NN_KERNEL_NORM_BACKWARD_AFFINE] = {parity_norm_backward_affine_case},
+    [NN_KERNEL_NORM_RUNNING_UPDATE] = {parity_norm_running_update_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

@@ -113,6 +113,17 @@
     /* x, wa, ba, wb, bb, labels (int32), h, logits, row_loss, dlogits, dh, dx */                               \
     X(LINEAR_HEAD_CROSS_ENTROPY, linear_head_cross_entropy, nn_linear_head_params, 12,                          \
       NN_ARG(6) | NN_ARG(7) | NN_ARG(8) | NN_ARG(9) | NN_ARG(10) | NN_ARG(11),                                  \
-      NN_ARG(2) | NN_ARG(4) | NN_ARG(10) | NN_ARG(11))
+      NN_ARG(2) | NN_ARG(4) | NN_ARG(10) | NN_ARG(11))                                                       \
+    /* normalisation (nn_norm_params): x, mean, var (per group; var biased) */                                  \
+    X(NORM_STATS, norm_stats, nn_norm_params, 3, NN_ARG(1) | NN_ARG(2), 0)                                      \
+    /* x, mean, var, weight, bias, y */                                                                         \
+    X(NORM_APPLY, norm_apply, nn_norm_params, 6, NN_ARG(5), NN_ARG(3) | NN_ARG(4))                              \
+    /* x, mean, var, weight, dy, dx */                                                                          \
+    X(NORM_BACKWARD_DATA, norm_backward_data, nn_norm_params, 6, NN_ARG(5), NN_ARG(3))                          \
+    /* x, mean, var, dy, dweight, dbias (one of the two at least) */                                            \
+    X(NORM_BACKWARD_AFFINE, norm_backward_affine, nn_norm_params, 6, NN_ARG(4) | NN_ARG(5),                     \
+      NN_ARG(4) | NN_ARG(5))                                                                                    \
+    /* mean, var, running_mean, running_var, count (int32[1], read) */                                          \
+    X(NORM_RUNNING_UPDATE, norm_running_update, nn_norm_running_params, 5, NN_ARG(2) | NN_ARG(3), NN_ARG(4))
 
 #endif

@@ -60,6 +60,12 @@
     P(CONV_POOL_CHAIN_WEIGHT, conv_pool_chain_weight, "conv2d_pool_chain_weight", 0, 0, 0, 0, 0, 0, 0)         \
     P(LINEAR_HEAD_FORWARD, linear_head_forward, "linear_head_forward", 0, 0, 0, 0, 0, 0, 0)                    \
     P(LINEAR_HEAD_DATA, linear_head_data, "linear_head_backward_data", 0, 0, 0, 0, 0, 0, 0)                    \
-    P(LINEAR_HEAD_LOSS, linear_head_loss, "linear_head_cross_entropy", 0, 0, 0, 0, 0, 0, 0)
+    P(LINEAR_HEAD_LOSS, linear_head_loss, "linear_head_cross_entropy", 0, 0, 0, 0, 0, 0, 0)                    \
+    /* normalisation */                                                                                        \
+    P(NORM_STATS, norm_stats, "norm_stats", 0, 0, 0, 0, 0, 0, 0)                                               \
+    P(NORM_APPLY, norm_apply, "norm_apply", 0, 0, 0, 0, 0, 0, 0)                                               \
+    P(NORM_BACKWARD_DATA, norm_backward_data, "norm_backward_data", 0, 0, 0, 0, 0, 0, 0)                       \
+    P(NORM_BACKWARD_AFFINE, norm_backward_affine, "norm_backward_affine", 0, 0, 0, 0, 0, 0, 0)                 \
+    P(NORM_RUNNING_UPDATE, norm_running_update, "norm_running_update", 0, 0, 0, 0, 0, 0, 0)
 
 #endif
