@@ -92,7 +92,11 @@ nn_status nn_onnx_export(const char *path, nn_tensor *input, nn_tensor *output,
 /* Runs the module on a zero input of input_shape (dimension 0 = batch, made
  * dynamic) with recording on, and exports it with initializers named by
  * nn_module_state_name. The pass's temporaries belong to the current step;
- * when the step held nothing before the call, they are freed before it returns. */
+ * when the step held nothing before the call, they are freed before it returns.
+ * int32 state (BatchNorm's num_batches_tracked) is left out, as torch.onnx
+ * does. Export in evaluation mode (nn_module_set_training(m, false)): a
+ * BatchNorm in training mode would update its running statistics on the
+ * zero input before they are written. */
 nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64_t *input_shape,
                                 int ndim);
 

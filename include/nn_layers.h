@@ -68,6 +68,23 @@ nn_module *nn_alexnet_tv(nn_ctx *ctx, int classes, nn_init init);
 nn_module *nn_mlp(nn_ctx *ctx, int in_features, const int *hidden, int hidden_count, int classes,
                   nn_init init);
 
+/* Normalisation layers with PyTorch's semantics and state_dict names.
+ * BatchNorm1d takes [N, C] or [N, C, L], BatchNorm2d [N, C, H, W]: in
+ * training mode (the default) they normalise with the batch's statistics
+ * and, with track_running_stats, update running_mean (init 0) and
+ * running_var (init 1) with momentum (PyTorch's default 0.1;
+ * NN_BATCH_NORM_CUMULATIVE for momentum=None) and count
+ * num_batches_tracked (int32 [1]); in evaluation mode they use the running
+ * statistics (without them: the batch's). affine: weight (init 1) and bias
+ * (init 0) [C]. PyTorch's eps default is 1e-5. */
+nn_module *nn_batchnorm1d(nn_ctx *ctx, int channels, float eps, float momentum, bool affine, bool track_running_stats);
+nn_module *nn_batchnorm2d(nn_ctx *ctx, int channels, float eps, float momentum, bool affine, bool track_running_stats);
+/* LayerNorm over the trailing dimensions `shape` (ndim of them): affine
+ * (elementwise_affine) gives a weight of that shape, and bias a bias. */
+nn_module *nn_layernorm(nn_ctx *ctx, int ndim, const int64_t *shape, float eps, bool affine, bool bias);
+/* GroupNorm of [N, C, ...] in `groups` groups (dividing channels). */
+nn_module *nn_groupnorm(nn_ctx *ctx, int groups, int channels, float eps, bool affine);
+
 #ifdef __cplusplus
 }
 #endif

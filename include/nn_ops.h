@@ -124,6 +124,38 @@ nn_tensor *nn_argmin_dims(nn_tensor *x, const int *dims, int count, bool keepdim
  * the unbiased estimate, PyTorch's default). */
 nn_tensor *nn_var_dims(nn_tensor *x, const int *dims, int count, double correction, bool keepdim);
 
+/* ---- normalisation (PyTorch's batch_norm, layer_norm, group_norm) ----
+ * Each normalises groups of elements by their mean and biased variance,
+ * (x - mean) / sqrt(var + eps), then scales by weight and shifts by bias
+ * (either may be NULL: 1 and 0). Gradients flow to x, weight and bias. */
+
+/* BatchNorm over x [N, C] or [N, C, ...], per channel: weight, bias,
+ * running_mean and running_var are [C] (the running pair both or neither).
+ * With training, or without running statistics, x's own statistics over N
+ * and the trailing dimensions (a channel needs more than one value in
+ * training); with training and running statistics these are also updated
+ * on the device, running = (1 - momentum) running + momentum stat, the
+ * variance unbiased. Without training: the running statistics. momentum in
+ * [0, 1]. The running statistics are updated when the call returns. */
+nn_tensor *nn_batch_norm(nn_tensor *x, nn_tensor *running_mean, nn_tensor *running_var, nn_tensor *weight,
+                         nn_tensor *bias, bool training, float momentum, float eps);
+/* momentum=None: the cumulative average, running = running + (stat -
+ * running) / num_batches_tracked. */
+#define NN_BATCH_NORM_CUMULATIVE (-1.0f)
+/* nn_batch_norm that, in training with running statistics, first adds 1 to
+ * num_batches_tracked (int32 [1], on the device; may be NULL unless
+ * momentum is NN_BATCH_NORM_CUMULATIVE): BatchNorm1d/2d's update. */
+nn_tensor *nn_batch_norm_counted(nn_tensor *x, nn_tensor *running_mean, nn_tensor *running_var,
+                                 nn_tensor *num_batches_tracked, nn_tensor *weight, nn_tensor *bias, bool training,
+                                 float momentum, float eps);
+/* LayerNorm over the trailing normalized_ndim dimensions of x, which must
+ * equal normalized_shape; weight and bias have normalized_shape. */
+nn_tensor *nn_layer_norm(nn_tensor *x, int normalized_ndim, const int64_t *normalized_shape, nn_tensor *weight,
+                         nn_tensor *bias, float eps);
+/* GroupNorm of x [N, C, ...] in num_groups groups of C / num_groups
+ * channels each (num_groups divides C); weight and bias are [C]. */
+nn_tensor *nn_group_norm(nn_tensor *x, int num_groups, nn_tensor *weight, nn_tensor *bias, float eps);
+
 #ifdef __cplusplus
 }
 #endif

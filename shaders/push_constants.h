@@ -146,4 +146,13 @@
 #define PUSH_LINEAR_HEAD(F) F(uint, off[8]) PUSH_LINEAR_HEAD_FIELDS(F)
 #define PUSH_LINEAR_HEAD_LOSS(F) F(uint, off[16]) PUSH_LINEAR_HEAD_FIELDS(F)
 
+/* ---- normalisation (nn_norm_params) ---- */
+/* has_weight, has_bias: APPLY: weight, bias bound; BACKWARD_DATA: weight;
+ * BACKWARD_AFFINE: dweight, dbias */
+#define PUSH_NORM(F)                                                                                          \
+    F(uint, off[8]) F(uint, outer) F(uint, inner) F(uint, channel_inner) F(uint, groups) F(uint, channels)  \
+    F(float, eps) F(int, batch_stats) F(int, accumulate) F(int, has_weight) F(int, has_bias)
+/* unbias: count / (count - 1), the unbiased variance's factor */
+#define PUSH_NORM_RUNNING(F) F(uint, off[8]) F(uint, channels) F(float, momentum) F(float, unbias)
+
 #endif

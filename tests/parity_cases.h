@@ -57,5 +57,11 @@ void parity_broadcast_case(nn_backend *o);
 void parity_strided_copy_case(nn_backend *o);
 void parity_reduce_dims_case(nn_backend *o);
 void parity_reduce_dims_scatter_case(nn_backend *o);
+/* parity_cases_norm.c */
+void parity_norm_stats_case(nn_backend *o);
+void parity_norm_apply_case(nn_backend *o);
+void parity_norm_backward_data_case(nn_backend *o);
+void parity_norm_backward_affine_case(nn_backend *o);
+void parity_norm_running_update_case(nn_backend *o);
 
 #endif

@@ -96,6 +96,11 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_STRIDED_COPY] = {parity_strided_copy_case},
     [NN_KERNEL_REDUCE_DIMS] = {parity_reduce_dims_case},
     [NN_KERNEL_REDUCE_DIMS_SCATTER] = {parity_reduce_dims_scatter_case},
+    [NN_KERNEL_NORM_STATS] = {parity_norm_stats_case},
+    [NN_KERNEL_NORM_APPLY] = {parity_norm_apply_case},
+    [NN_KERNEL_NORM_BACKWARD_DATA] = {parity_norm_backward_data_case},
+    [NN_KERNEL_NORM_BACKWARD_AFFINE] = {parity_norm_backward_affine_case},
+    [NN_KERNEL_NORM_RUNNING_UPDATE] = {parity_norm_running_update_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

@@ -16,7 +16,9 @@ from .capture import CapturedStep, capture
 from .functional import (add, add_bias, bias_relu, conv2d, dropout, flatten, linear, matmul,
                          maxpool2d, mean, mul, relu, reshape, scale, sigmoid, softmax, softmax_ce, sum,
                          tanh)
+from .functional import batch_norm, group_norm, layer_norm
 from .layers import ConvLayer, Dropout, Linear
+from .layers import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .metrics import Metrics
 from .model import Model
 from .optim import SGD
@@ -31,4 +33,5 @@ __all__ = [
     "end_batch", "release_all_buffers", "no_grad", "enable_grad",
     "devices", "Device", "set_device", "get_device", "manual_seed", "library_path",
     "capture", "CapturedStep",
+    "batch_norm", "layer_norm", "group_norm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm",
 ]

@@ -201,3 +201,69 @@ def softmax_ce(logits, labels):
     result = _result(lib.nn_softmax_cross_entropy(pl, py), logits, "nn_softmax_cross_entropy")
     del keep  # the tape holds its own reference to the labels
     return result
+
+
+# ---- normalisation (torch.nn.functional's batch_norm, layer_norm, group_norm) ----
+
+_CUMULATIVE = -1.0  # the library's NN_BATCH_NORM_CUMULATIVE: momentum=None
+_batch_norm = _lib.declare("nn_batch_norm_counted", _lib.c_tensor_p,
+                           [_lib.c_tensor_p] * 6 + [ctypes.c_bool, ctypes.c_float, ctypes.c_float])
+_layer_norm = _lib.declare("nn_layer_norm", _lib.c_tensor_p,
+                           [_lib.c_tensor_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int64), _lib.c_tensor_p,
+                            _lib.c_tensor_p, ctypes.c_float])
+_group_norm = _lib.declare("nn_group_norm", _lib.c_tensor_p,
+                           [_lib.c_tensor_p, ctypes.c_int, _lib.c_tensor_p, _lib.c_tensor_p, ctypes.c_float])
+
+
+def _optional(value, fn, name):
+    return None if value is None else _tensor(value, fn, name)
+
+
+def _batch_norm_call(input, running_mean, running_var, weight, bias, training, momentum, eps,
+                     num_batches_tracked=None, fn="batch_norm"):
+    px = _tensor(input, fn, "input")
+    rate = _CUMULATIVE if momentum is None else _float(momentum, fn, "momentum")
+    if momentum is not None and not 0.0 <= rate <= 1.0:
+        raise ValueError(f"{fn}: momentum must be in [0, 1] or None, got {momentum!r}")
+    if momentum is None and training and running_mean is not None and num_batches_tracked is None:
+        raise ValueError(f"{fn}: momentum=None (the cumulative average) needs num_batches_tracked")
+    ptr = _batch_norm(px, _optional(running_mean, fn, "running_mean"), _optional(running_var, fn, "running_var"),
+                      _optional(num_batches_tracked, fn, "num_batches_tracked"), _optional(weight, fn, "weight"),
+                      _optional(bias, fn, "bias"), bool(training), rate, _float(eps, fn, "eps"))
+    return _same_shape(ptr, input, "nn_batch_norm")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5):
+    """torch.nn.functional.batch_norm over dimension 1 of input [N, C, ...]:
+    in training (or with running_mean None) the batch's statistics, and in
+    training the running statistics (when given) are updated on the device
+    with momentum (the variance unbiased); otherwise the running statistics."""
+    return _batch_norm_call(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+def _shape_tuple(value, fn, name):
+    dims = (value,) if isinstance(value, numbers.Integral) else tuple(value)
+    if not dims or not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 1 for d in dims):
+        raise ValueError(f"{fn}: {name} must be a positive int or a tuple of them, got {value!r}")
+    return tuple(int(d) for d in dims)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """torch.nn.functional.layer_norm over the trailing dimensions
+    normalized_shape (an int or a tuple) of input."""
+    px = _tensor(input, "layer_norm", "input")
+    dims = _shape_tuple(normalized_shape, "layer_norm", "normalized_shape")
+    shape = (ctypes.c_int64 * len(dims))(*dims)
+    ptr = _layer_norm(px, len(dims), shape, _optional(weight, "layer_norm", "weight"),
+                      _optional(bias, "layer_norm", "bias"), _float(eps, "layer_norm", "eps"))
+    return _same_shape(ptr, input, "nn_layer_norm")
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """torch.nn.functional.group_norm of input [N, C, ...] in num_groups groups."""
+    px = _tensor(input, "group_norm", "input")
+    groups = _int(num_groups, "group_norm", "num_groups", 1)
+    ptr = _group_norm(px, groups, _optional(weight, "group_norm", "weight"), _optional(bias, "group_norm", "bias"),
+                      _float(eps, "group_norm", "eps"))
+    return _same_shape(ptr, input, "nn_group_norm")

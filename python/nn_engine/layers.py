@@ -1,10 +1,13 @@
-"""Layers with the seed's names: Linear and ConvLayer; and Dropout. Weights use PyTorch's
+"""Layers with the seed's names: Linear and ConvLayer; Dropout; and the
+normalisation layers BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm. Weights use PyTorch's
 layouts (Linear w: out x in; ConvLayer filters: outC x inC x kH x kW) and
 PyTorch's default initialisation: kaiming_uniform_(a=sqrt(5)) for weights,
 uniform(+-1/sqrt(fan_in)) for biases, drawn from the context's seeded
 generator (nn_engine.manual_seed)."""
 import ctypes
 import math
+
+import numpy as np
 
 from . import _context
 from . import functional as F
@@ -95,3 +98,112 @@ class Dropout:
 
     def __repr__(self):
         return f"Dropout(p={self.p})"
+
+
+# ---- normalisation ----
+
+def _filled(shape, value, requires_grad):
+    return Tensor(np.full(shape, value, dtype=np.float32), requires_grad=requires_grad, track=False)
+
+
+class _Normalization:
+    """Shared by the normalisation layers: `weight` and `bias` parameters (or
+    None), buffers kept in `_buffers` under PyTorch's state_dict names and read
+    as attributes (as Model.register_buffer keeps them), and `training`."""
+
+    def __init__(self):
+        self.training = True
+        self._buffers = {}
+
+    def __getattr__(self, name):
+        buffers = self.__dict__.get("_buffers", {})
+        if name in buffers:
+            return buffers[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def _affine(self, shape, weight, bias):
+        self.weight = _filled(shape, 1.0, True) if weight else None
+        self.bias = _filled(shape, 0.0, True) if bias else None
+
+
+class _BatchNorm(_Normalization):
+    _dims = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True):
+        super().__init__()
+        name = type(self).__name__
+        self.num_features = _positive_int(num_features, name, "num_features")
+        self.eps = F._float(eps, name, "eps")
+        if momentum is not None and not 0.0 <= F._float(momentum, name, "momentum") <= 1.0:
+            raise ValueError(f"{name}: momentum must be in [0, 1] or None, got {momentum!r}")
+        self.momentum = momentum
+        self.affine = bool(affine)
+        self.track_running_stats = bool(track_running_stats)
+        self._affine((self.num_features,), self.affine, self.affine)
+        if self.track_running_stats:
+            self._buffers["running_mean"] = _filled((self.num_features,), 0.0, False)
+            self._buffers["running_var"] = _filled((self.num_features,), 1.0, False)
+            self._buffers["num_batches_tracked"] = Tensor(np.zeros(1, dtype=np.int32), dtype=np.int32, track=False)
+
+    def __call__(self, x):
+        name = type(self).__name__
+        if isinstance(x, Tensor) and x.ndim not in self._dims:
+            wanted = " or ".join(f"{d}D" for d in self._dims)
+            raise ValueError(f"{name}: expected {wanted} input (got {x.ndim}D input)")
+        b = self._buffers
+        return F._batch_norm_call(x, b.get("running_mean"), b.get("running_var"), self.weight, self.bias,
+                                  self.training, self.momentum, self.eps, b.get("num_batches_tracked"), name)
+
+    def __repr__(self):
+        return (f"{type(self).__name__}({self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats})")
+
+
+class BatchNorm1d(_BatchNorm):
+    """torch.nn.BatchNorm1d over [N, C] or [N, C, L]: batch statistics while
+    training (updating running_mean, running_var and num_batches_tracked),
+    the running statistics after Model.eval()."""
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """torch.nn.BatchNorm2d over [N, C, H, W]."""
+    _dims = (4,)
+
+
+class LayerNorm(_Normalization):
+    """torch.nn.LayerNorm over the trailing dimensions normalized_shape."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
+        super().__init__()
+        self.normalized_shape = F._shape_tuple(normalized_shape, "LayerNorm", "normalized_shape")
+        self.eps = F._float(eps, "LayerNorm", "eps")
+        self.elementwise_affine = bool(elementwise_affine)
+        self._affine(self.normalized_shape, self.elementwise_affine, self.elementwise_affine and bool(bias))
+
+    def __call__(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def __repr__(self):
+        return (f"LayerNorm({self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine})")
+
+
+class GroupNorm(_Normalization):
+    """torch.nn.GroupNorm(num_groups, num_channels) over [N, C, ...]."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True):
+        super().__init__()
+        self.num_groups = _positive_int(num_groups, "GroupNorm", "num_groups")
+        self.num_channels = _positive_int(num_channels, "GroupNorm", "num_channels")
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels {num_channels} must be divisible by num_groups {num_groups}")
+        self.eps = F._float(eps, "GroupNorm", "eps")
+        self.affine = bool(affine)
+        self._affine((self.num_channels,), self.affine, self.affine)
+
+    def __call__(self, x):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def __repr__(self):
+        return f"GroupNorm({self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine})"

@@ -168,6 +168,8 @@ class Model:
         for name, tensor in own.items():
             if name in state:
                 array = np.asarray(state[name].numpy() if isinstance(state[name], Tensor) else state[name])
+                if array.shape == () and tensor.shape == (1,):  # torch's 0-d counters (num_batches_tracked)
+                    array = array.reshape(1)
                 if array.shape != tensor.shape:
                     raise ValueError(f"load_state_dict: {name!r} has shape {array.shape}, the model's "
                                      f"{tensor.shape}")

@@ -121,6 +121,17 @@
     /* x, out, winners (int32; MAX and MIN, optional) */                                                        \
     X(REDUCE_DIMS, reduce_dims, nn_reduce_dims_params, 3, NN_ARG(1) | NN_ARG(2), NN_ARG(2))                     \
     /* dy, winners (int32), dx */                                                                               \
-    X(REDUCE_DIMS_SCATTER, reduce_dims_scatter, nn_reduce_dims_params, 3, NN_ARG(2), 0)
+    X(REDUCE_DIMS_SCATTER, reduce_dims_scatter, nn_reduce_dims_params, 3, NN_ARG(2), 0)                          \
+    /* normalisation (nn_norm_params): x, mean, var (per group; var biased) */                                  \
+    X(NORM_STATS, norm_stats, nn_norm_params, 3, NN_ARG(1) | NN_ARG(2), 0)                                      \
+    /* x, mean, var, weight, bias, y */                                                                         \
+    X(NORM_APPLY, norm_apply, nn_norm_params, 6, NN_ARG(5), NN_ARG(3) | NN_ARG(4))                              \
+    /* x, mean, var, weight, dy, dx */                                                                          \
+    X(NORM_BACKWARD_DATA, norm_backward_data, nn_norm_params, 6, NN_ARG(5), NN_ARG(3))                          \
+    /* x, mean, var, dy, dweight, dbias (one of the two at least) */                                            \
+    X(NORM_BACKWARD_AFFINE, norm_backward_affine, nn_norm_params, 6, NN_ARG(4) | NN_ARG(5),                     \
+      NN_ARG(4) | NN_ARG(5))                                                                                    \
+    /* mean, var, running_mean, running_var, count (int32[1], read) */                                          \
+    X(NORM_RUNNING_UPDATE, norm_running_update, nn_norm_running_params, 5, NN_ARG(2) | NN_ARG(3), NN_ARG(4))
 
 #endif

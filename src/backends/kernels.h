@@ -348,4 +348,42 @@ unsigned nn_kernel_optional_args(nn_kernel kernel);
 /* The number of buffer arguments the kernel takes (0 for an unknown id). */
 int nn_kernel_arg_count(nn_kernel kernel);
 
+/* ---- normalisation: BatchNorm, LayerNorm, GroupNorm ----
+ * x is [outer, groups, inner] as far as the statistics go: group g holds
+ * the outer * inner elements (o * groups + g) * inner + i, normalised with
+ * the group's mean and biased variance var, xhat = (x - mean) / sqrt(var +
+ * eps). The affine is per channel: element e's channel is (e /
+ * channel_inner) % channels, and channel c's elements are (o * channels +
+ * c) * channel_inner + i. BatchNorm over [N, C, L]: outer N, groups C,
+ * inner L, channel_inner L; GroupNorm over [N, C, S] in G groups: outer 1,
+ * groups N * G, inner C / G * S, channel_inner S; LayerNorm over [M, D]:
+ * outer 1, groups M, inner D, channels D, channel_inner 1.
+ *   STATS            mean[g], var[g] (biased), from x;
+ *   APPLY            y = xhat * weight[c] + bias[c] (either absent: 1, 0);
+ *                    mean and var may be running statistics (eval BatchNorm);
+ *   BACKWARD_DATA    dx (+)= the gradient of x: with batch_stats (mean and
+ *                    var came from x), rstd * (w dy - mean_g(w dy) - xhat
+ *                    mean_g(w dy xhat)), else (constants) rstd * w dy;
+ *   BACKWARD_AFFINE  dweight[c] (+)= sum of dy xhat, dbias[c] (+)= sum of
+ *                    dy over channel c's elements (either may be absent). */
+typedef struct nn_norm_params {
+    int64_t outer, inner;
+    int64_t channel_inner;
+    int32_t groups;
+    int32_t channels;
+    float eps;
+    int32_t batch_stats; /* BACKWARD_DATA */
+    int32_t accumulate;  /* the backward kernels add into their outputs */
+} nn_norm_params;
+
+/* NORM_RUNNING_UPDATE: for c < channels, running = (1 - f) running + f
+ * stat, with the variance made unbiased (times count / (count - 1)); f is
+ * momentum, or 1 / count_tracked[0] when momentum < 0 (PyTorch's
+ * momentum=None: the cumulative average over the batches counted). */
+typedef struct nn_norm_running_params {
+    int64_t count; /* elements per channel in the batch, >= 2 */
+    int32_t channels;
+    float momentum;
+} nn_norm_running_params;
+
 #endif

@@ -284,12 +284,16 @@ nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64
     nn_tensor **tensors = status == NN_OK ? calloc((size_t)named + 1, sizeof *tensors) : NULL;
     const char **names = tensors ? calloc((size_t)named + 1, sizeof *names) : NULL;
     if (status == NN_OK && !names) status = nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+    int kept = 0;
     if (status == NN_OK) {
+        /* int32 state counts training batches (BatchNorm's num_batches_tracked):
+         * no inference graph reads it, and torch.onnx leaves it out too. */
         for (int i = 0; i < named; i++) {
-            tensors[i] = nn_module_state(module, i);
-            names[i] = nn_module_state_name(module, i);
+            if (nn_tensor_dtype(nn_module_state(module, i)) == NN_I32) continue;
+            tensors[kept] = nn_module_state(module, i);
+            names[kept++] = nn_module_state_name(module, i);
         }
-        nn_onnx_options o = {.n_names = named, .named_tensors = tensors, .names = names};
+        nn_onnx_options o = {.n_names = kept, .named_tensors = tensors, .names = names};
         status = export_graph(who, path, x, y, &o);
     }
     free(tensors);

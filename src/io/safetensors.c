@@ -1,6 +1,7 @@
 #include "safetensors.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,19 +207,52 @@ void nn_st_close(nn_st_file *file) {
     memset(file, 0, sizeof *file);
 }
 
+/* PyTorch keeps counters (BatchNorm's num_batches_tracked) as int64
+ * scalars: an I64 entry loads into an int32 tensor when every value fits,
+ * and a scalar ([]) into a one-element tensor. */
+static bool widened_int(const nn_st_entry *e, const nn_tensor *t) {
+    return t->dtype == NN_I32 && strcmp(e->dtype, "I64") == 0;
+}
+
 static nn_status check_entry(const char *who, const char *path, const nn_st_entry *e,
                              const nn_tensor *t) {
-    if (strcmp(e->dtype, st_dtype(t->dtype)) != 0)
+    if (strcmp(e->dtype, st_dtype(t->dtype)) != 0 && !widened_int(e, t))
         return nn_set_error(NN_ERR_DTYPE, "%s: %s: tensor '%s' is %s in the file, expected %s",
                             who, path, e->name, e->dtype, st_dtype(t->dtype));
     bool same = e->ndim == t->ndim;
     for (int d = 0; same && d < t->ndim; d++) same = e->shape[d] == t->shape[d];
-    if (!same) {
+    if (!same && !(e->ndim == 0 && t->numel == 1)) {
         char fs[160], ts[96];
         return nn_set_error(NN_ERR_SHAPE, "%s: %s: tensor '%s' has shape %s in the file, expected %s",
                             who, path, e->name, nn_format_shape(e->ndim, e->shape, fs, sizeof fs),
                             nn_format_shape(t->ndim, t->shape, ts, sizeof ts));
     }
+    return NN_OK;
+}
+
+/* The entry's values as the tensor's 32-bit words: the file's bytes, or
+ * int64 values narrowed (refused, naming the tensor, when one does not fit).
+ * *owned is set when the words were allocated. */
+static nn_status entry_words(const char *who, const char *path, const nn_st_file *file, const nn_st_entry *e,
+                             const nn_tensor *t, const void **words, void **owned) {
+    const unsigned char *bytes = file->bytes + file->header.data_start + e->begin;
+    *owned = NULL;
+    *words = bytes;
+    if (!widened_int(e, t)) return NN_OK;
+    int32_t *narrow = malloc((size_t)t->numel * sizeof *narrow);
+    if (!narrow) return nn_set_error(NN_ERR_MEMORY, "%s: %s: out of host memory", who, path);
+    for (int64_t i = 0; i < t->numel; i++) {
+        int64_t v;
+        memcpy(&v, bytes + i * 8, sizeof v);
+        if (v < INT32_MIN || v > INT32_MAX) {
+            free(narrow);
+            return nn_set_error(NN_ERR_DTYPE, "%s: %s: tensor '%s' (I64) holds %lld, outside the int32 range of the "
+                                              "model's tensor", who, path, e->name, (long long)v);
+        }
+        narrow[i] = (int32_t)v;
+    }
+    *owned = narrow;
+    *words = narrow;
     return NN_OK;
 }
 
@@ -256,8 +290,12 @@ nn_status nn_st_assign(const char *who, const char *path, const nn_st_file *file
     int written = 0;
     for (int i = 0; i < count && status == NN_OK; i++, written++) {
         const nn_st_entry *e = nn_st_find(h, tensors[i].name);
-        status = nn_tensor_write(tensors[i].tensor, file->bytes + h->data_start + e->begin,
-                                 (size_t)(e->end - e->begin));
+        const void *words;
+        void *owned;
+        status = entry_words(who, path, file, e, tensors[i].tensor, &words, &owned);
+        if (status == NN_OK)
+            status = nn_tensor_write(tensors[i].tensor, words, (size_t)tensors[i].tensor->numel * 4);
+        free(owned);
     }
     if (status != NN_OK) {
         char message[1024];

@@ -10,6 +10,7 @@ extern const nn_op nn_op_matmul, nn_op_linear, nn_op_add_bias, nn_op_conv2d, nn_
     nn_op_reshape, nn_op_relu, nn_op_softmax, nn_op_softmax_cross_entropy, nn_op_add, nn_op_sub, nn_op_mul, nn_op_div, nn_op_maximum, nn_op_minimum, nn_op_scale,
     nn_op_dropout, nn_op_sum, nn_op_mean, nn_op_sum_dims, nn_op_mean_dims, nn_op_max_dims, nn_op_min_dims,
     nn_op_argmax, nn_op_argmin, nn_op_permute, nn_op_slice, nn_op_cat, nn_op_expand;
+extern const nn_op nn_op_batch_norm, nn_op_layer_norm, nn_op_group_norm;
 
 /* nn_conv2d: the geometry of x [batch, channels, height, width] under the
  * weight [filters, channels, kernel_h, kernel_w]. */

@@ -16,7 +16,7 @@ FIXTURE = Path(os.environ.get("NN_IO_FIXTURE", ROOT / "build" / "tests" / "nn_io
 CLI = Path(os.environ.get("NN_ENGINE_CLI", ROOT / "build" / "nnengine"))
 
 INPUT_SHAPES = {"lenet": (1, 28, 28), "mlp": (1, 28, 28), "residual": (1, 28, 28), "ops": (2, 7, 9),
-                "reduce": (2, 7, 9)}
+                "reduce": (2, 7, 9), "norm": (1, 28, 28)}
 
 
 def fixture(*args, device=None):
@@ -93,4 +93,21 @@ class TorchResidual(torch.nn.Module):
         return self.head(torch.flatten(F.max_pool2d(h, 4), 1))
 
 
-TORCH_MODELS = {"lenet": TorchLeNet5, "mlp": TorchMLP, "residual": TorchResidual}
+class TorchNorm(torch.nn.Module):
+    """The fixture's norm model: conv, BatchNorm2d, relu, GroupNorm, max pool,
+    flatten, LayerNorm, linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(1, 6, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(6)
+        self.gn = torch.nn.GroupNorm(3, 6)
+        self.ln = torch.nn.LayerNorm(294)
+        self.head = torch.nn.Linear(294, 10)
+
+    def forward(self, x):
+        x = self.gn(F.relu(self.bn(self.conv(x))))
+        return self.head(self.ln(torch.flatten(F.max_pool2d(x, 4), 1)))
+
+
+TORCH_MODELS = {"lenet": TorchLeNet5, "mlp": TorchMLP, "residual": TorchResidual, "norm": TorchNorm}

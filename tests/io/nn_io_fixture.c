@@ -13,7 +13,7 @@
  *
  * alexnet | alexnet-tv: nn_alexnet with 3 classes and nn_alexnet_tv with 10,
  * input [N, 3, 224, 224]; `forward` runs them in evaluation mode (no dropout).
- * MODEL: lenet | mlp | residual (modules, input [N, 1, 28, 28]; residual is
+ * MODEL: lenet | mlp | residual | norm (modules, input [N, 1, 28, 28]; residual is
  * written as a user's module with nn_module.h: a parameter and a buffer of
  * its own and three children, see residual_forward); ops | reduce (graphs
  * built from single operations, input [N, 2, 7, 9], exported with
@@ -95,6 +95,46 @@ static nn_module *residual_open(nn_ctx *ctx) {
     return net;
 }
 
+/* norm: conv 1->6 k3 p1, bn BatchNorm2d(6), relu, gn GroupNorm(3, 6),
+ * pool 4, flatten, ln LayerNorm(294), head linear 294->10. As conftest's
+ * TorchNorm. */
+static nn_module *norm_open(nn_ctx *ctx) {
+    nn_module *net = nn_sequential(ctx);
+    const int64_t features = 294;
+    nn_status st = nn_sequential_append(net, "conv", nn_conv2d_layer(ctx, 1, 6, 3, 1, 1, NN_INIT_KAIMING_UNIFORM));
+    if (st == NN_OK) st = nn_sequential_append(net, "bn", nn_batchnorm2d(ctx, 6, 1e-5f, 0.1f, true, true));
+    if (st == NN_OK) st = nn_sequential_append(net, "relu", nn_relu_layer(ctx));
+    if (st == NN_OK) st = nn_sequential_append(net, "gn", nn_groupnorm(ctx, 3, 6, 1e-5f, true));
+    if (st == NN_OK) st = nn_sequential_append(net, "pool", nn_maxpool2d_layer(ctx, 4, 4));
+    if (st == NN_OK) st = nn_sequential_append(net, "flatten", nn_flatten_layer(ctx));
+    if (st == NN_OK) st = nn_sequential_append(net, "ln", nn_layernorm(ctx, 1, &features, 1e-5f, true, true));
+    if (st == NN_OK) st = nn_sequential_append(net, "head", nn_linear_layer(ctx, 294, 10, NN_INIT_KAIMING_UNIFORM));
+    if (st != NN_OK) {
+        nn_module_free(net);
+        return NULL;
+    }
+    return net;
+}
+
+/* norm's running statistics moved off their initial values by two
+ * training batches of uniform inputs, and its affine parameters off 1 and
+ * 0, so a checkpoint or export that dropped them would show. */
+static nn_status norm_warm(nn_ctx *ctx, model *m) {
+    static const char *const affine[] = {"bn.weight", "bn.bias", "gn.weight", "gn.bias", "ln.weight", "ln.bias"};
+    nn_status st = NN_OK;
+    for (int i = 0; i < 6 && st == NN_OK; i++)
+        st = nn_init_uniform(nn_module_get_parameter(m->module, affine[i]), 0.5f, 1.5f);
+    const int64_t shape[4] = {3, 1, 28, 28};
+    for (int step = 0; step < 2 && st == NN_OK; step++) {
+        nn_tensor *x = nn_tensor_new(ctx, NN_F32, 4, shape);
+        st = x ? nn_init_uniform(x, -1.0f, 2.0f + step) : nn_last_status();
+        if (st == NN_OK && !nn_module_forward(m->module, x)) st = nn_last_status();
+        nn_tensor_free(x);
+        if (st == NN_OK) st = nn_ctx_step_end(ctx);
+    }
+    return st;
+}
+
 static int model_open(nn_ctx *ctx, const char *kind, model *m) {
     memset(m, 0, sizeof *m);
     m->kind = kind;
@@ -109,6 +149,9 @@ static int model_open(nn_ctx *ctx, const char *kind, model *m) {
         m->module = nn_lenet5(ctx, NN_INIT_KAIMING_UNIFORM);
     } else if (strcmp(kind, "residual") == 0) {
         m->module = residual_open(ctx);
+    } else if (strcmp(kind, "norm") == 0) {
+        m->module = norm_open(ctx);
+        if (m->module && norm_warm(ctx, m) != NN_OK) return fail("norm statistics");
     } else if (strcmp(kind, "mlp") == 0) {
         m->module = nn_sequential(ctx);
         nn_sequential_append(m->module, "flatten", nn_flatten_layer(ctx));
@@ -277,6 +320,7 @@ int main(int argc, char **argv) {
         int64_t shape[4];
         input_shape(&m, static_batch ? 3 : 1, shape);
         rc = load_weights(&m, argv[3]);
+        if (m.module) nn_module_set_training(m.module, false); /* as torch.onnx exports: BatchNorm's running statistics */
         if (rc == 0 && m.module && !static_batch) {
             if (nn_onnx_export_module(argv[4], m.module, shape, 4) != NN_OK) rc = fail("export");
         } else if (rc == 0) {

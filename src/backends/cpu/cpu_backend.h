@@ -131,4 +131,16 @@ void nn_cpu_softmax_ce_gradient(const nn_softmax_params *p, const int32_t *label
 nn_status nn_cpu_sgd_update_device_lr(nn_thread_pool *pool, const nn_sgd_params *p, float *param,
                                       const float *grad, float *velocity, const float *scalars);
 
+/* cpu_norm.c: the normalisation kernels (kernels.h's nn_norm_params) */
+nn_status nn_cpu_norm_stats(nn_thread_pool *pool, const nn_norm_params *p, const float *x, float *mean, float *var);
+nn_status nn_cpu_norm_apply(nn_thread_pool *pool, const nn_norm_params *p, const float *x, const float *mean,
+                            const float *var, const float *weight, const float *bias, float *y);
+nn_status nn_cpu_norm_backward_data(nn_thread_pool *pool, const nn_norm_params *p, const float *x, const float *mean,
+                                    const float *var, const float *weight, const float *dy, float *dx);
+nn_status nn_cpu_norm_backward_affine(nn_thread_pool *pool, const nn_norm_params *p, const float *x,
+                                      const float *mean, const float *var, const float *dy, float *dweight,
+                                      float *dbias);
+nn_status nn_cpu_norm_running_update(const nn_norm_running_params *p, const float *mean, const float *var,
+                                     float *running_mean, float *running_var, const int32_t *count_tracked);
+
 #endif

@@ -64,6 +64,12 @@
     P(BROADCAST, broadcast, "broadcast", 0, 0, 0, 0, 0, 0, 0)                                                  \
     P(STRIDED_COPY, strided_copy, "strided_copy", 0, 0, 0, 0, 0, 0, 0)                                         \
     P(REDUCE_DIMS, reduce_dims, "reduce_dims", 0, 0, 0, 0, 0, 0, 0)                                            \
-    P(REDUCE_DIMS_SCATTER, reduce_dims_scatter, "reduce_dims_scatter", 0, 0, 0, 0, 0, 0, 0)
+    P(REDUCE_DIMS_SCATTER, reduce_dims_scatter, "reduce_dims_scatter", 0, 0, 0, 0, 0, 0, 0)                     \
+    /* normalisation */                                                                                        \
+    P(NORM_STATS, norm_stats, "norm_stats", 0, 0, 0, 0, 0, 0, 0)                                               \
+    P(NORM_APPLY, norm_apply, "norm_apply", 0, 0, 0, 0, 0, 0, 0)                                               \
+    P(NORM_BACKWARD_DATA, norm_backward_data, "norm_backward_data", 0, 0, 0, 0, 0, 0, 0)                       \
+    P(NORM_BACKWARD_AFFINE, norm_backward_affine, "norm_backward_affine", 0, 0, 0, 0, 0, 0, 0)                 \
+    P(NORM_RUNNING_UPDATE, norm_running_update, "norm_running_update", 0, 0, 0, 0, 0, 0, 0)
 
 #endif

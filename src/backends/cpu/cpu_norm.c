@@ -1,0 +1,166 @@
+/* The normalisation kernels (kernels.h's nn_norm_params): per-group mean
+ * and variance, the normalise + affine pass, and the backward reductions.
+ * Every sum is a double, two passes where a variance is taken (the mean
+ * first, then the squared deviations), so groups of millions of elements
+ * keep float32's precision in their statistics. */
+#include <math.h>
+
+#include "backends/norm_layout.h"
+#include "core/error.h"
+#include "cpu_backend.h"
+
+typedef struct norm_job {
+    const nn_norm_params *p;
+    const float *x, *mean, *var, *weight, *bias, *dy;
+    float *out, *out2;
+} norm_job;
+
+static double rstd_of(const norm_job *job, int64_t g) { return 1.0 / sqrt((double)job->var[g] + job->p->eps); }
+
+static int64_t channel_of(const nn_norm_params *p, int64_t element) {
+    return (element / p->channel_inner) % p->channels;
+}
+
+/* The elements of group g, as runs of `inner` contiguous ones. */
+#define FOR_GROUP_ELEMENTS(p, g, e)                                   \
+    for (int64_t o_ = 0; o_ < (p)->outer; o_++)                       \
+        for (int64_t e = (o_ * (p)->groups + (g)) * (p)->inner,       \
+                     end_ = e + (p)->inner; e < end_; e++)
+
+static void stats_groups(void *arg, int64_t begin, int64_t end, int worker) {
+    const norm_job *job = arg;
+    const nn_norm_params *p = job->p;
+    const double n = (double)(p->outer * p->inner);
+    for (int64_t g = begin; g < end; g++) {
+        double sum = 0.0, squares = 0.0;
+        FOR_GROUP_ELEMENTS(p, g, e) sum += job->x[e];
+        const double mean = n > 0 ? sum / n : 0.0;
+        FOR_GROUP_ELEMENTS(p, g, e) {
+            const double d = job->x[e] - mean;
+            squares += d * d;
+        }
+        job->out[g] = (float)mean;
+        job->out2[g] = n > 0 ? (float)(squares / n) : 0.0f;
+    }
+}
+
+static int64_t min_groups(const nn_norm_params *p) {
+    const int64_t per_group = p->outer * p->inner;
+    return NN_CPU_MIN_CHUNK / (per_group > 0 ? per_group : 1) + 1;
+}
+
+nn_status nn_cpu_norm_stats(nn_thread_pool *pool, const nn_norm_params *p, const float *x, float *mean, float *var) {
+    NN_TRY(nn_norm_check("cpu", NN_KERNEL_NORM_STATS, p));
+    norm_job job = {.p = p, .x = x, .out = mean, .out2 = var};
+    nn_parallel_for(pool, p->groups, min_groups(p), stats_groups, &job);
+    return NN_OK;
+}
+
+/* Over blocks (o, g) of `inner` contiguous elements, each of one group. */
+static void apply_blocks(void *arg, int64_t begin, int64_t end, int worker) {
+    const norm_job *job = arg;
+    const nn_norm_params *p = job->p;
+    for (int64_t b = begin; b < end; b++) {
+        const int64_t g = b % p->groups;
+        const double mean = job->mean[g], rstd = rstd_of(job, g);
+        for (int64_t e = b * p->inner; e < (b + 1) * p->inner; e++) {
+            const int64_t c = channel_of(p, e);
+            double y = (job->x[e] - mean) * rstd;
+            if (job->weight) y *= job->weight[c];
+            if (job->bias) y += job->bias[c];
+            job->out[e] = (float)y;
+        }
+    }
+}
+
+nn_status nn_cpu_norm_apply(nn_thread_pool *pool, const nn_norm_params *p, const float *x, const float *mean,
+                            const float *var, const float *weight, const float *bias, float *y) {
+    NN_TRY(nn_norm_check("cpu", NN_KERNEL_NORM_APPLY, p));
+    norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .bias = bias, .out = y};
+    nn_parallel_for(pool, p->outer * p->groups, NN_CPU_MIN_CHUNK / (p->inner > 0 ? p->inner : 1) + 1, apply_blocks,
+                    &job);
+    return NN_OK;
+}
+
+static void backward_data_groups(void *arg, int64_t begin, int64_t end, int worker) {
+    const norm_job *job = arg;
+    const nn_norm_params *p = job->p;
+    const double n = (double)(p->outer * p->inner);
+    for (int64_t g = begin; g < end; g++) {
+        const double mean = job->mean[g], rstd = rstd_of(job, g);
+        double mean_wdy = 0.0, mean_wdy_xhat = 0.0; /* over the group, when the statistics came from x */
+        if (p->batch_stats && n > 0) {
+            FOR_GROUP_ELEMENTS(p, g, e) {
+                const double wdy = job->dy[e] * (job->weight ? job->weight[channel_of(p, e)] : 1.0f);
+                mean_wdy += wdy;
+                mean_wdy_xhat += wdy * (job->x[e] - mean) * rstd;
+            }
+            mean_wdy /= n;
+            mean_wdy_xhat /= n;
+        }
+        FOR_GROUP_ELEMENTS(p, g, e) {
+            const double wdy = job->dy[e] * (job->weight ? job->weight[channel_of(p, e)] : 1.0f);
+            const double xhat = (job->x[e] - mean) * rstd;
+            const float dx = (float)(rstd * (wdy - mean_wdy - xhat * mean_wdy_xhat));
+            job->out[e] = p->accumulate ? job->out[e] + dx : dx;
+        }
+    }
+}
+
+nn_status nn_cpu_norm_backward_data(nn_thread_pool *pool, const nn_norm_params *p, const float *x, const float *mean,
+                                    const float *var, const float *weight, const float *dy, float *dx) {
+    NN_TRY(nn_norm_check("cpu", NN_KERNEL_NORM_BACKWARD_DATA, p));
+    norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .dy = dy, .out = dx};
+    nn_parallel_for(pool, p->groups, min_groups(p), backward_data_groups, &job);
+    return NN_OK;
+}
+
+static void backward_affine_channels(void *arg, int64_t begin, int64_t end, int worker) {
+    const norm_job *job = arg;
+    const nn_norm_params *p = job->p;
+    const int64_t runs = nn_norm_elements(p) / ((int64_t)p->channels * p->channel_inner);
+    for (int64_t c = begin; c < end; c++) {
+        double dweight = 0.0, dbias = 0.0;
+        for (int64_t o = 0; o < runs; o++)
+            for (int64_t e = (o * p->channels + c) * p->channel_inner, stop = e + p->channel_inner; e < stop; e++) {
+                const int64_t g = (e / p->inner) % p->groups;
+                dweight += job->dy[e] * (job->x[e] - job->mean[g]) * rstd_of(job, g);
+                dbias += job->dy[e];
+            }
+        if (job->out) job->out[c] = (p->accumulate ? job->out[c] : 0.0f) + (float)dweight;
+        if (job->out2) job->out2[c] = (p->accumulate ? job->out2[c] : 0.0f) + (float)dbias;
+    }
+}
+
+nn_status nn_cpu_norm_backward_affine(nn_thread_pool *pool, const nn_norm_params *p, const float *x,
+                                      const float *mean, const float *var, const float *dy, float *dweight,
+                                      float *dbias) {
+    NN_TRY(nn_norm_check("cpu", NN_KERNEL_NORM_BACKWARD_AFFINE, p));
+    if (!dweight && !dbias)
+        return nn_set_error(NN_ERR_ARGUMENT, "cpu norm_backward_affine: dweight and dbias are both absent");
+    norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .dy = dy, .out = dweight, .out2 = dbias};
+    if (p->inner == 0 || p->outer == 0) { /* no elements: the sums are 0 */
+        for (int32_t c = 0; c < p->channels; c++) {
+            if (dweight && !p->accumulate) dweight[c] = 0.0f;
+            if (dbias && !p->accumulate) dbias[c] = 0.0f;
+        }
+        return NN_OK;
+    }
+    const int64_t per_channel = nn_norm_elements(p) / p->channels;
+    nn_parallel_for(pool, p->channels, NN_CPU_MIN_CHUNK / (per_channel > 0 ? per_channel : 1) + 1,
+                    backward_affine_channels, &job);
+    return NN_OK;
+}
+
+nn_status nn_cpu_norm_running_update(const nn_norm_running_params *p, const float *mean, const float *var,
+                                     float *running_mean, float *running_var, const int32_t *count_tracked) {
+    NN_TRY(nn_norm_running_check("cpu", p, count_tracked != NULL));
+    double f = p->momentum;
+    if (p->momentum < 0.0f) f = count_tracked[0] > 0 ? 1.0 / count_tracked[0] : 1.0;
+    const double unbias = (double)p->count / (double)(p->count - 1);
+    for (int32_t c = 0; c < p->channels; c++) {
+        running_mean[c] = (float)((1.0 - f) * running_mean[c] + f * mean[c]);
+        running_var[c] = (float)((1.0 - f) * running_var[c] + f * var[c] * unbias);
+    }
+    return NN_OK;
+}

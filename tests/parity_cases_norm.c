@@ -1,0 +1,123 @@
+/* The parity cases of the normalisation kernels (kernels.h's
+ * nn_norm_params): BatchNorm-, GroupNorm- and LayerNorm-shaped layouts at
+ * awkward sizes, groups of one element, a group of 210,003 elements and
+ * more groups (70,001) than one dispatch dimension holds; weight and bias
+ * given and absent, accumulate on and off. */
+#include <stdio.h>
+
+#include "parity_cases.h"
+#include "parity_harness.h"
+
+typedef struct norm_layout {
+    const char *what;
+    int64_t outer, inner, channel_inner;
+    int32_t groups, channels;
+} norm_layout;
+
+static const norm_layout kLayouts[] = {
+    {"batchnorm [2, 3, 35]", 2, 35, 35, 3, 3},
+    {"batchnorm [1, 5] (one element per channel)", 1, 1, 1, 5, 5},
+    {"batchnorm [3, 2, 70001]", 3, 70001, 70001, 2, 2},
+    {"groupnorm [2, 6, 7] in 3 groups", 1, 14, 7, 6, 6},
+    {"groupnorm [1, 5, 9] in 5 groups", 1, 9, 9, 5, 5},
+    {"layernorm [13, 37]", 1, 37, 1, 13, 37},
+    {"layernorm [5, 1] (one element per row)", 1, 1, 1, 5, 1},
+    {"layernorm [70001, 3]", 1, 3, 1, 70001, 3},
+    {"layernorm [4, 3, 5] over the last two", 1, 15, 1, 4, 15},
+};
+#define LAYOUTS (sizeof kLayouts / sizeof kLayouts[0])
+
+static nn_norm_params params_of(const norm_layout *l, int accumulate, int batch_stats) {
+    return (nn_norm_params){.outer = l->outer, .inner = l->inner, .channel_inner = l->channel_inner,
+                            .groups = l->groups, .channels = l->channels, .eps = 1e-5f,
+                            .batch_stats = batch_stats, .accumulate = accumulate};
+}
+
+static size_t elements(const norm_layout *l) { return (size_t)(l->outer * l->groups * l->inner); }
+static size_t group_size(const norm_layout *l) { return (size_t)(l->outer * l->inner); }
+
+/* Statistics a kernel reads: means in [-0.5, 0.5), variances in [0.5, 2). */
+static parity_arg means(const norm_layout *l, size_t offset) {
+    return arg_in(parity_randoms((size_t)l->groups, -0.5f, 0.5f), (size_t)l->groups, offset);
+}
+static parity_arg variances(const norm_layout *l, size_t offset) {
+    return arg_in(parity_randoms((size_t)l->groups, 0.5f, 2.0f), (size_t)l->groups, offset);
+}
+
+void parity_norm_stats_case(nn_backend *o) {
+    for (size_t i = 0; i < LAYOUTS; i++) {
+        const norm_layout *l = &kLayouts[i];
+        const nn_norm_params p = params_of(l, 0, 0);
+        const size_t n = elements(l), g = (size_t)l->groups;
+        /* Offset from zero, so a one-pass variance would lose digits. */
+        parity_arg a[3] = {arg_in(parity_randoms(n, 2.0f, 4.0f), n, 4),
+                           arg_near(parity_randoms(g, -1, 1), g, 8, sums_tol((double)group_size(l))),
+                           arg_near(parity_randoms(g, -1, 1), g, 0, sums_tol((double)group_size(l)))};
+        parity_check(o, NN_KERNEL_NORM_STATS, a, 3, &p, "%s", l->what);
+    }
+}
+
+void parity_norm_apply_case(nn_backend *o) {
+    for (size_t i = 0; i < LAYOUTS; i++)
+        for (int affine = 0; affine < 3; affine++) { /* none, weight and bias, bias only */
+            const norm_layout *l = &kLayouts[i];
+            const nn_norm_params p = params_of(l, 0, 0);
+            const size_t n = elements(l), c = (size_t)l->channels;
+            parity_arg a[6] = {arg_in(parity_randoms(n, -2, 2), n, 0), means(l, 4), variances(l, 12),
+                               given(affine == 1, arg_in(parity_randoms(c, -2, 2), c, 8)),
+                               given(affine >= 1, arg_in(parity_randoms(c, -1, 1), c, 4)),
+                               arg_near(parity_randoms(n, -1, 1), n, 4, 1e-5)};
+            parity_check(o, NN_KERNEL_NORM_APPLY, a, 6, &p, "%s affine variant %d", l->what, affine);
+        }
+}
+
+void parity_norm_backward_data_case(nn_backend *o) {
+    for (size_t i = 0; i < LAYOUTS; i++)
+        for (int variant = 0; variant < 8; variant++) { /* bits: accumulate, batch statistics, weight */
+            const norm_layout *l = &kLayouts[i];
+            const int acc = variant & 1, batch_stats = (variant >> 1) & 1, weighted = variant >> 2;
+            const nn_norm_params p = params_of(l, acc, batch_stats);
+            const size_t n = elements(l), c = (size_t)l->channels;
+            parity_arg a[6] = {arg_in(parity_randoms(n, -2, 2), n, 8), means(l, 0), variances(l, 4),
+                               given(weighted, arg_in(parity_randoms(c, -2, 2), c, 12)),
+                               arg_in(parity_randoms(n, -1, 1), n, 4),
+                               arg_near(parity_randoms(n, -1, 1), n, 0, 4 * sums_tol((double)group_size(l)))};
+            parity_check(o, NN_KERNEL_NORM_BACKWARD_DATA, a, 6, &p, "%s accumulate %d batch_stats %d weight %d",
+                         l->what, acc, batch_stats, weighted);
+        }
+}
+
+void parity_norm_backward_affine_case(nn_backend *o) {
+    for (size_t i = 0; i < LAYOUTS; i++)
+        for (int variant = 0; variant < 6; variant++) { /* accumulate; dweight and dbias, dweight, dbias */
+            const norm_layout *l = &kLayouts[i];
+            const int acc = variant & 1, outputs = variant >> 1;
+            const nn_norm_params p = params_of(l, acc, 1);
+            const size_t n = elements(l), c = (size_t)l->channels;
+            const double tol = 2 * sums_tol((double)n / (double)c);
+            parity_arg a[6] = {arg_in(parity_randoms(n, -2, 2), n, 0), means(l, 8), variances(l, 4),
+                               arg_in(parity_randoms(n, -1, 1), n, 12),
+                               given(outputs != 2, arg_near(parity_randoms(c, -1, 1), c, 4, tol)),
+                               given(outputs != 1, arg_near(parity_randoms(c, -1, 1), c, 8, tol))};
+            parity_check(o, NN_KERNEL_NORM_BACKWARD_AFFINE, a, 6, &p, "%s accumulate %d outputs %d", l->what,
+                         acc, outputs);
+        }
+}
+
+void parity_norm_running_update_case(nn_backend *o) {
+    static const int32_t counts[] = {1, 4};
+    static const float momenta[] = {0.1f, 0.0f, 1.0f, -1.0f, -1.0f};
+    for (int m = 0; m < 5; m++)
+        for (int s = 0; s < 2; s++) {
+            const int32_t channels = s ? 37 : 1;
+            const nn_norm_running_params p = {.count = s ? 35 : 2, .channels = channels, .momentum = momenta[m]};
+            const size_t c = (size_t)channels;
+            const int32_t *count = &counts[m == 4];
+            parity_arg a[5] = {arg_in(parity_randoms(c, -1, 1), c, 0), arg_in(parity_randoms(c, 0, 2), c, 4),
+                               arg_near(parity_randoms(c, -1, 1), c, 8, 4 * ROUNDING),
+                               arg_near(parity_randoms(c, 0, 2), c, 12, 4 * ROUNDING),
+                               given(momenta[m] < 0 || s, arg_in(count, 1, 4))};
+            parity_check(o, NN_KERNEL_NORM_RUNNING_UPDATE, a, 5, &p, "momentum %g channels %d count %d",
+                         (double)momenta[m], channels, *count);
+        }
+}
