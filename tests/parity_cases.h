@@ -52,4 +52,10 @@ void parity_linear_head_forward_case(nn_backend *o);
 void parity_linear_head_data_case(nn_backend *o);
 void parity_linear_head_cross_entropy_case(nn_backend *o);
 
+/* parity_cases_pool2d.c */
+void parity_pool2d_max_forward_case(nn_backend *o);
+void parity_pool2d_max_backward_case(nn_backend *o);
+void parity_pool2d_avg_forward_case(nn_backend *o);
+void parity_pool2d_avg_backward_case(nn_backend *o);
+
 #endif

@@ -113,6 +113,14 @@
     /* x, wa, ba, wb, bb, labels (int32), h, logits, row_loss, dlogits, dh, dx */                               \
     X(LINEAR_HEAD_CROSS_ENTROPY, linear_head_cross_entropy, nn_linear_head_params, 12,                          \
       NN_ARG(6) | NN_ARG(7) | NN_ARG(8) | NN_ARG(9) | NN_ARG(10) | NN_ARG(11),                                  \
-      NN_ARG(2) | NN_ARG(4) | NN_ARG(10) | NN_ARG(11))
+      NN_ARG(2) | NN_ARG(4) | NN_ARG(10) | NN_ARG(11))                                                        \
+    /* 2-D pooling over nn_pool2d_geometry's windows. x, y, argmax (int32) */                                   \
+    X(POOL2D_MAX_FORWARD, pool2d_max_forward, nn_pool2d_geometry, 3, NN_ARG(1) | NN_ARG(2), 0)                   \
+    /* dy, argmax, dx */                                                                                        \
+    X(POOL2D_MAX_BACKWARD, pool2d_max_backward, nn_pool2d_geometry, 3, NN_ARG(2), 0)                             \
+    /* x, y */                                                                                                  \
+    X(POOL2D_AVG_FORWARD, pool2d_avg_forward, nn_pool2d_geometry, 2, NN_ARG(1), 0)                               \
+    /* dy, dx */                                                                                                \
+    X(POOL2D_AVG_BACKWARD, pool2d_avg_backward, nn_pool2d_geometry, 2, NN_ARG(1), 0)
 
 #endif

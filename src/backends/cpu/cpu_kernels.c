@@ -90,6 +90,10 @@ FAMILY(conv2d_pool_linear_forward, nn_conv_pool_linear_params, conv_pool_linear)
 FAMILY_OF(linear_head_forward, nn_linear_head_params, linear_head, NN_KERNEL_LINEAR_HEAD_FORWARD)
 FAMILY_OF(linear_head_backward_data, nn_linear_head_params, linear_head, NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA)
 FAMILY_OF(linear_head_cross_entropy, nn_linear_head_params, linear_head, NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY)
+POOLED(pool2d_max_forward, nn_pool2d_geometry, F32(0), F32(1), I32(2))
+POOLED(pool2d_max_backward, nn_pool2d_geometry, F32(0), I32(1), F32(2))
+POOLED(pool2d_avg_forward, nn_pool2d_geometry, F32(0), F32(1))
+POOLED(pool2d_avg_backward, nn_pool2d_geometry, F32(0), F32(1))
 #undef POOLED
 #undef SERIAL
 #undef FAMILY

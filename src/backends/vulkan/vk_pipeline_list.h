@@ -60,6 +60,10 @@
     P(CONV_POOL_CHAIN_WEIGHT, conv_pool_chain_weight, "conv2d_pool_chain_weight", 0, 0, 0, 0, 0, 0, 0)         \
     P(LINEAR_HEAD_FORWARD, linear_head_forward, "linear_head_forward", 0, 0, 0, 0, 0, 0, 0)                    \
     P(LINEAR_HEAD_DATA, linear_head_data, "linear_head_backward_data", 0, 0, 0, 0, 0, 0, 0)                    \
-    P(LINEAR_HEAD_LOSS, linear_head_loss, "linear_head_cross_entropy", 0, 0, 0, 0, 0, 0, 0)
+    P(LINEAR_HEAD_LOSS, linear_head_loss, "linear_head_cross_entropy", 0, 0, 0, 0, 0, 0, 0)                    \
+    P(POOL2D_MAX_FORWARD, pool2d_max_forward, "pool2d_max_forward", 0, 0, 0, 0, 0, 0, 0)                       \
+    P(POOL2D_MAX_BACKWARD, pool2d_max_backward, "pool2d_max_backward", 0, 0, 0, 0, 0, 0, 0)                    \
+    P(POOL2D_AVG_FORWARD, pool2d_avg_forward, "pool2d_avg_forward", 0, 0, 0, 0, 0, 0, 0)                       \
+    P(POOL2D_AVG_BACKWARD, pool2d_avg_backward, "pool2d_avg_backward", 0, 0, 0, 0, 0, 0, 0)
 
 #endif
