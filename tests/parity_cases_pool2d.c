@@ -24,6 +24,7 @@ static const int kWindows[][13] = {
     {1, 2, 11, 13, 3, 3, 2, 3, 1, 1, 2, 3, 1},   /* dilated, ceil_mode */
     {3, 5, 17, 6, 5, 3, 3, 2, 2, 1, 1, 2, 1},    /* odd sizes everywhere */
     {2, 1, 6, 7, 2, 3, 4, 4, 1, 1, 1, 1, 1},     /* strides past the window, padding and ceil_mode */
+    {1, 2, 6, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1},     /* ceil_mode windows past the padded edge */
     {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0},     /* one pixel */
 };
 #define WINDOWS (sizeof kWindows / sizeof kWindows[0])
