@@ -21,6 +21,8 @@ from .metrics import Metrics
 from .model import Model
 from .optim import SGD
 from .tensor import ReusableTensor, Tensor
+from .functional import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
+from .layers import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d
 
 __version__ = "0.1.0"
 
@@ -31,4 +33,6 @@ __all__ = [
     "end_batch", "release_all_buffers", "no_grad", "enable_grad",
     "devices", "Device", "set_device", "get_device", "manual_seed", "library_path",
     "capture", "CapturedStep",
+    "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+    "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
 ]
