@@ -5,11 +5,13 @@
  * of those loops, on awkward shapes (odd and prime sizes, batch 1,
  * rectangular windows, padding, dilation, ceil_mode windows past the padded
  * edge, adaptive windows that overlap or repeat), unbatched inputs, and
- * bad arguments refused by name. */
+ * bad arguments refused by name; the fused Conv2d -> ReLU -> MaxPool2d
+ * kernels take only the square windows they took before. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/internal.h" /* whether the fusion pass fused: a recipe on an unwritten output */
 #include "nn_engine.h"
 #include "test.h"
 #include "vulkan_harness.h"
@@ -260,6 +262,37 @@ TEST(pooling_square_windows_run_as_maxpool2d_ex) {
     nn_ctx_step_end(ctx);
     nn_tensor_free(xt);
     free(x);
+    nn_ctx_free(ctx);
+}
+
+/* On Vulkan, Conv2d -> ReLU -> a square max pool runs fused (the ReLU's
+ * output left unwritten, to its recipe); a rectangular window does not, and
+ * both give the unfused values. */
+TEST(pooling_fused_convolution_takes_only_square_windows) {
+    if (vkt_skipped() || !vkt_vulkan()) return;
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "vulkan", .seed = 3});
+    const int64_t xs[4] = {3, 2, 13, 11}, ws[4] = {5, 2, 3, 3}, bs[1] = {5};
+    float *xv = vkt_randoms(3 * 2 * 13 * 11, -1, 1, 1), *wv = vkt_randoms(90, -1, 1, 2), *bv = vkt_randoms(5, -1, 1, 3);
+    nn_tensor *x = nn_tensor_from_data(ctx, NN_F32, 4, xs, xv), *w = nn_tensor_from_data(ctx, NN_F32, 4, ws, wv);
+    nn_tensor *b = nn_tensor_from_data(ctx, NN_F32, 1, bs, bv);
+    const nn_pool2d_params windows[2] = {{.kernel_h = 2, .kernel_w = 2}, {.kernel_h = 2, .kernel_w = 3}};
+    for (int i = 0; i < 2; i++) {
+        float fused[3 * 5 * 6 * 5], plain[3 * 5 * 6 * 5];
+        const size_t bytes = sizeof(float) * 3 * 5 * 6 * (i ? 3 : 5);
+        for (int fusion = 1; fusion >= 0; fusion--) {
+            nn_ctx_set_fusion(ctx, fusion);
+            nn_tensor *r = nn_relu(nn_conv2d(x, w, b, 1, 1));
+            nn_tensor *y = nn_maxpool2d_window(r, &windows[i]);
+            CHECK(y && nn_tensor_read(y, fusion ? fused : plain, bytes) == NN_OK);
+            if (fusion) CHECK_MSG(!r->recipe == (i == 1), "window %d: fused %d, want %d", i, r->recipe != NULL, i == 0);
+            nn_ctx_step_end(ctx);
+        }
+        for (size_t j = 0; j < bytes / sizeof(float); j++)
+            CHECK_MSG(fabsf(fused[j] - plain[j]) <= 1e-5f * (1 + fabsf(plain[j])), "window %d: y[%zu] %g fused, %g not",
+                      i, j, fused[j], plain[j]);
+    }
+    nn_tensor_free(x), nn_tensor_free(w), nn_tensor_free(b);
+    free(xv), free(wv), free(bv);
     nn_ctx_free(ctx);
 }
 
