@@ -155,6 +155,33 @@ nn_tensor *nn_layer_norm(nn_tensor *x, int normalized_ndim, const int64_t *norma
 /* GroupNorm of x [N, C, ...] in num_groups groups of C / num_groups
  * channels each (num_groups divides C); weight and bias are [C]. */
 nn_tensor *nn_group_norm(nn_tensor *x, int num_groups, nn_tensor *weight, nn_tensor *bias, float eps);
+/* 2-D pooling with PyTorch's arguments (nn.MaxPool2d, nn.AvgPool2d): windows
+ * of kernel_h x kernel_w every stride_h, stride_w (0: the kernel's, PyTorch's
+ * default), padding pad_h, pad_w on each side (at most half the kernel),
+ * taps dilation_h, dilation_w apart (0 means 1; max pooling only), and with
+ * ceil_mode the output size rounded up (no window starts in the right or
+ * bottom padding). x is [N, C, H, W] or unbatched [C, H, W]. */
+typedef struct nn_pool2d_params {
+    int kernel_h, kernel_w;
+    int stride_h, stride_w;
+    int pad_h, pad_w;
+    int dilation_h, dilation_w;
+    bool ceil_mode;
+} nn_pool2d_params;
+/* Max pooling: padding never wins; the first maximum of a window wins ties,
+ * a NaN wins. What nn_maxpool2d_ex can do (square windows, one stride and
+ * padding, no dilation, no rounding up, [N, C, H, W]) is recorded as
+ * nn_maxpool2d_ex, which fuses with a convolution before it. */
+nn_tensor *nn_maxpool2d_window(nn_tensor *x, const nn_pool2d_params *window);
+/* Average pooling (dilation must be 1): a window's sum over divisor_override
+ * when > 0, else over its size clipped to the padded input
+ * (count_include_pad) or to the input. */
+nn_tensor *nn_avgpool2d(nn_tensor *x, const nn_pool2d_params *window, bool count_include_pad, int divisor_override);
+/* Adaptive pooling to out_h x out_w, any size (larger than the input too):
+ * output (i, j) pools rows [floor(i H / out_h), ceil((i + 1) H / out_h)) and
+ * likewise columns. 1 x 1 is global pooling. */
+nn_tensor *nn_adaptive_avgpool2d(nn_tensor *x, int out_h, int out_w);
+nn_tensor *nn_adaptive_maxpool2d(nn_tensor *x, int out_h, int out_w);
 
 #ifdef __cplusplus
 }

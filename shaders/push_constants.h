@@ -154,5 +154,11 @@
     F(float, eps) F(int, batch_stats) F(int, accumulate) F(int, has_weight) F(int, has_bias)
 /* unbias: count / (count - 1), the unbiased variance's factor */
 #define PUSH_NORM_RUNNING(F) F(uint, off[8]) F(uint, channels) F(float, momentum) F(float, unbias)
+/* ---- 2-D pooling (nn_pool2d_geometry) ---- */
+#define PUSH_POOL2D(F)                                                                                        \
+    F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, out_h) F(int, out_w) \
+    F(int, kernel_h) F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w)         \
+    F(int, dilation_h) F(int, dilation_w) F(int, adaptive) F(int, count_include_pad) F(int, divisor)       \
+    F(int, accumulate)
 
 #endif

@@ -63,5 +63,10 @@ void parity_norm_apply_case(nn_backend *o);
 void parity_norm_backward_data_case(nn_backend *o);
 void parity_norm_backward_affine_case(nn_backend *o);
 void parity_norm_running_update_case(nn_backend *o);
+/* parity_cases_pool2d.c */
+void parity_pool2d_max_forward_case(nn_backend *o);
+void parity_pool2d_max_backward_case(nn_backend *o);
+void parity_pool2d_avg_forward_case(nn_backend *o);
+void parity_pool2d_avg_backward_case(nn_backend *o);
 
 #endif

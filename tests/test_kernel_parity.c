@@ -101,6 +101,10 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_NORM_BACKWARD_DATA] = {parity_norm_backward_data_case},
     [NN_KERNEL_NORM_BACKWARD_AFFINE] = {parity_norm_backward_affine_case},
     [NN_KERNEL_NORM_RUNNING_UPDATE] = {parity_norm_running_update_case},
+    [NN_KERNEL_POOL2D_MAX_FORWARD] = {parity_pool2d_max_forward_case},
+    [NN_KERNEL_POOL2D_MAX_BACKWARD] = {parity_pool2d_max_backward_case},
+    [NN_KERNEL_POOL2D_AVG_FORWARD] = {parity_pool2d_avg_forward_case},
+    [NN_KERNEL_POOL2D_AVG_BACKWARD] = {parity_pool2d_avg_backward_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

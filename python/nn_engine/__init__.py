@@ -23,6 +23,8 @@ from .metrics import Metrics
 from .model import Model
 from .optim import SGD
 from .tensor import ReusableTensor, Tensor
+from .functional import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
+from .layers import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d
 
 __version__ = "0.1.0"
 
@@ -34,4 +36,6 @@ __all__ = [
     "devices", "Device", "set_device", "get_device", "manual_seed", "library_path",
     "capture", "CapturedStep",
     "batch_norm", "layer_norm", "group_norm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm",
+    "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+    "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
 ]

@@ -267,3 +267,79 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     ptr = _group_norm(px, groups, _optional(weight, "group_norm", "weight"), _optional(bias, "group_norm", "bias"),
                       _float(eps, "group_norm", "eps"))
     return _same_shape(ptr, input, "nn_group_norm")
+# ---- 2-D pooling with PyTorch's arguments ----
+
+class _Pool2dParams(ctypes.Structure):
+    """nn_pool2d_params (nn_ops.h)."""
+    _fields_ = [(name, ctypes.c_int) for name in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_h",
+                                                  "pad_w", "dilation_h", "dilation_w")] + [("ceil_mode", ctypes.c_bool)]
+
+
+_c_pool2d_params_p = ctypes.POINTER(_Pool2dParams)
+_maxpool2d_window = _lib.declare("nn_maxpool2d_window", _lib.c_tensor_p, [_lib.c_tensor_p, _c_pool2d_params_p])
+_avgpool2d = _lib.declare("nn_avgpool2d", _lib.c_tensor_p,
+                          [_lib.c_tensor_p, _c_pool2d_params_p, ctypes.c_bool, ctypes.c_int])
+_adaptive_maxpool2d = _lib.declare("nn_adaptive_maxpool2d", _lib.c_tensor_p,
+                                   [_lib.c_tensor_p, ctypes.c_int, ctypes.c_int])
+_adaptive_avgpool2d = _lib.declare("nn_adaptive_avgpool2d", _lib.c_tensor_p,
+                                   [_lib.c_tensor_p, ctypes.c_int, ctypes.c_int])
+
+
+def _pair(value, fn, name, minimum):
+    """An int or a pair of ints (height, width), as PyTorch's _pair."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ValueError(f"{fn}: {name} must be an int or a pair of ints, got {value!r}")
+        return tuple(_int(v, fn, name, minimum) for v in value)
+    v = _int(value, fn, name, minimum)
+    return v, v
+
+
+def _window(fn, kernel_size, stride, padding, dilation, ceil_mode):
+    kh, kw = _pair(kernel_size, fn, "kernel_size", 1)
+    sh, sw = (kh, kw) if stride is None or stride == [] or stride == () else _pair(stride, fn, "stride", 1)
+    ph, pw = _pair(padding, fn, "padding", 0)
+    dh, dw = _pair(dilation, fn, "dilation", 1)
+    return _Pool2dParams(kh, kw, sh, sw, ph, pw, dh, dw, bool(ceil_mode))
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """torch.nn.functional.max_pool2d of x [N, C, H, W] or [C, H, W]: padding
+    never wins, the first maximum of a window wins ties, a NaN wins."""
+    px = _tensor(x, "max_pool2d", "x")
+    window = _window("max_pool2d", kernel_size, stride, padding, dilation, ceil_mode)
+    return _result(_maxpool2d_window(px, ctypes.byref(window)), x, "nn_maxpool2d_window")
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """torch.nn.functional.avg_pool2d of x [N, C, H, W] or [C, H, W]."""
+    px = _tensor(x, "avg_pool2d", "x")
+    window = _window("avg_pool2d", kernel_size, stride, padding, 1, ceil_mode)
+    divisor = 0 if divisor_override is None else _int(divisor_override, "avg_pool2d", "divisor_override", 1)
+    return _result(_avgpool2d(px, ctypes.byref(window), bool(count_include_pad), divisor), x, "nn_avgpool2d")
+
+
+def _output_size(fn, x, output_size):
+    """(out_h, out_w) from an int or a pair whose None entries keep x's size."""
+    pair = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size, output_size)
+    if len(pair) != 2:
+        raise ValueError(f"{fn}: output_size must be an int or a pair, got {output_size!r}")
+    if any(v is None for v in pair) and len(x.shape) < 2:
+        raise ValueError(f"{fn}: x must be [N, C, H, W] or [C, H, W], got shape {x.shape}")
+    return tuple(x.shape[-2 + i] if v is None else _int(v, fn, "output_size", 1) for i, v in enumerate(pair))
+
+
+def adaptive_avg_pool2d(x, output_size):
+    """torch.nn.functional.adaptive_avg_pool2d: output (i, j) averages rows
+    [floor(i H / oh), ceil((i + 1) H / oh)) and likewise columns."""
+    px = _tensor(x, "adaptive_avg_pool2d", "x")
+    oh, ow = _output_size("adaptive_avg_pool2d", x, output_size)
+    return _result(_adaptive_avgpool2d(px, oh, ow), x, "nn_adaptive_avgpool2d")
+
+
+def adaptive_max_pool2d(x, output_size):
+    """torch.nn.functional.adaptive_max_pool2d (without return_indices)."""
+    px = _tensor(x, "adaptive_max_pool2d", "x")
+    oh, ow = _output_size("adaptive_max_pool2d", x, output_size)
+    return _result(_adaptive_maxpool2d(px, oh, ow), x, "nn_adaptive_maxpool2d")

@@ -207,3 +207,63 @@ class GroupNorm(_Normalization):
 
     def __repr__(self):
         return f"GroupNorm({self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine})"
+class MaxPool2d:
+    """torch.nn.MaxPool2d as a layer (F.max_pool2d). No parameters."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        F._window("MaxPool2d", kernel_size, stride, padding, dilation, ceil_mode)  # checked now, not at the call
+        self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+        self.dilation, self.ceil_mode = dilation, bool(ceil_mode)
+
+    def __call__(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
+    def __repr__(self):
+        return (f"MaxPool2d(kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode})")
+
+
+class AvgPool2d:
+    """torch.nn.AvgPool2d as a layer (F.avg_pool2d). No parameters."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        F._window("AvgPool2d", kernel_size, stride, padding, 1, ceil_mode)
+        if divisor_override is not None:
+            F._int(divisor_override, "AvgPool2d", "divisor_override", 1)
+        self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
+        self.ceil_mode, self.count_include_pad = bool(ceil_mode), bool(count_include_pad)
+        self.divisor_override = divisor_override
+
+    def __call__(self, x):
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
+                            self.divisor_override)
+
+    def __repr__(self):
+        return f"AvgPool2d(kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding})"
+
+
+class AdaptiveAvgPool2d:
+    """torch.nn.AdaptiveAvgPool2d(output_size): an int or a pair, None keeping the input's size."""
+
+    def __init__(self, output_size):
+        self.output_size = output_size
+
+    def __call__(self, x):
+        return F.adaptive_avg_pool2d(x, self.output_size)
+
+    def __repr__(self):
+        return f"AdaptiveAvgPool2d(output_size={self.output_size})"
+
+
+class AdaptiveMaxPool2d:
+    """torch.nn.AdaptiveMaxPool2d(output_size): an int or a pair, None keeping the input's size."""
+
+    def __init__(self, output_size):
+        self.output_size = output_size
+
+    def __call__(self, x):
+        return F.adaptive_max_pool2d(x, self.output_size)
+
+    def __repr__(self):
+        return f"AdaptiveMaxPool2d(output_size={self.output_size})"

@@ -132,6 +132,14 @@
     X(NORM_BACKWARD_AFFINE, norm_backward_affine, nn_norm_params, 6, NN_ARG(4) | NN_ARG(5),                     \
       NN_ARG(4) | NN_ARG(5))                                                                                    \
     /* mean, var, running_mean, running_var, count (int32[1], read) */                                          \
-    X(NORM_RUNNING_UPDATE, norm_running_update, nn_norm_running_params, 5, NN_ARG(2) | NN_ARG(3), NN_ARG(4))
+    X(NORM_RUNNING_UPDATE, norm_running_update, nn_norm_running_params, 5, NN_ARG(2) | NN_ARG(3), NN_ARG(4))    \
+    /* 2-D pooling over nn_pool2d_geometry's windows. x, y, argmax (int32) */                                   \
+    X(POOL2D_MAX_FORWARD, pool2d_max_forward, nn_pool2d_geometry, 3, NN_ARG(1) | NN_ARG(2), 0)                   \
+    /* dy, argmax, dx */                                                                                        \
+    X(POOL2D_MAX_BACKWARD, pool2d_max_backward, nn_pool2d_geometry, 3, NN_ARG(2), 0)                             \
+    /* x, y */                                                                                                  \
+    X(POOL2D_AVG_FORWARD, pool2d_avg_forward, nn_pool2d_geometry, 2, NN_ARG(1), 0)                               \
+    /* dy, dx */                                                                                                \
+    X(POOL2D_AVG_BACKWARD, pool2d_avg_backward, nn_pool2d_geometry, 2, NN_ARG(1), 0)
 
 #endif

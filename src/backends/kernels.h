@@ -334,6 +334,26 @@ typedef struct nn_dropout_params {
     uint32_t seed_lo, seed_hi;
 } nn_dropout_params;
 
+/* The POOL2D_* kernels: max or average pooling of x [batch, channels,
+ * height, width] to y [batch, channels, out_h, out_w]. Output (oh, ow)'s
+ * window is shaders/pool2d_window.h's along each axis: sliding (kernel,
+ * stride, pad, dilation) or adaptive (windows [floor(o * size / out),
+ * ceil((o + 1) * size / out)), dilation 1, no padding). Padding never wins
+ * a max; argmax is the winner's index within its plane (the first maximum
+ * in row-major window order; a NaN wins). An average divides its window's
+ * sum by divisor when > 0, else by pool2d_avg_count's (count_include_pad).
+ * Backward kernels gather: each input element adds, in a fixed order, the
+ * gradients of the outputs whose windows read it (chose it, for max), to
+ * its old value with accumulate. */
+typedef struct nn_pool2d_geometry {
+    int32_t batch, channels, height, width;
+    int32_t out_h, out_w;
+    int32_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+    int32_t adaptive;
+    int32_t count_include_pad, divisor; /* average only */
+    int32_t accumulate;                 /* backward only */
+} nn_pool2d_geometry;
+
 /* ---- the registry's facts of each kernel (kernel_list.h) ---- */
 
 /* "unknown kernel" for an id outside the registry. */

@@ -18,7 +18,9 @@
  * its own and three children, see residual_forward); ops | reduce (graphs
  * built from single operations, input [N, 2, 7, 9], exported with
  * nn_onnx_export and named parameters; their WEIGHTS are a safetensors file
- * too). NN_IO_FIXTURE_DEVICE=vulkan runs on the GPU (default: the CPU).
+ * too); pool-* (one pooling operation alone, no parameters, input
+ * [N, 3, 11, 10]: see kPools). NN_IO_FIXTURE_DEVICE=vulkan runs on the GPU
+ * (default: the CPU).
  * Exit status 0 on success; errors go to stderr. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +135,40 @@ static nn_status norm_warm(nn_ctx *ctx, model *m) {
         if (st == NN_OK) st = nn_ctx_step_end(ctx);
     }
     return st;
+/* pool-*: each a pooling operation with PyTorch's arguments
+ * (tests/io/test_pooling_onnx.py); the last two have no ONNX form. */
+static const char *const kPools[] = {"pool-max", "pool-max-ceil", "pool-avg", "pool-avg-exclude", "pool-avg-ceil",
+                                     "pool-avg-ceil-exclude", "pool-global-avg", "pool-global-max",
+                                     "pool-adaptive-avg", "pool-adaptive-max", "pool-adaptive-uneven",
+                                     "pool-divisor"};
+#define POOLS (int)(sizeof kPools / sizeof kPools[0])
+
+static int pool_index(const char *kind) {
+    for (int i = 0; i < POOLS; i++)
+        if (strcmp(kind, kPools[i]) == 0) return i;
+    return -1;
+}
+
+static nn_tensor *pool_forward(const char *kind, nn_tensor *x) {
+    /* kernel h w, stride h w, padding h w, dilation h w, ceil_mode */
+    const nn_pool2d_params dilated = {3, 2, 2, 3, 1, 1, 2, 1, false}, dilated_ceil = {3, 3, 2, 2, 1, 0, 1, 2, true};
+    const nn_pool2d_params padded = {3, 2, 2, 1, 1, 1, 1, 1, false};
+    const nn_pool2d_params past_edge = {3, 3, 2, 2, 1, 1, 1, 1, true}; /* the last column window ends past 10 + 1 */
+    switch (pool_index(kind)) {
+    case 0: return nn_maxpool2d_window(x, &dilated);
+    case 1: return nn_maxpool2d_window(x, &dilated_ceil);
+    case 2: return nn_avgpool2d(x, &padded, true, 0);
+    case 3: return nn_avgpool2d(x, &padded, false, 0);
+    case 4: return nn_avgpool2d(x, &past_edge, true, 0);
+    case 5: return nn_avgpool2d(x, &past_edge, false, 0);
+    case 6: return nn_adaptive_avgpool2d(x, 1, 1);
+    case 7: return nn_adaptive_maxpool2d(x, 1, 1);
+    case 8: return nn_adaptive_avgpool2d(x, 1, 5);
+    case 9: return nn_adaptive_maxpool2d(x, 11, 2);
+    case 10: return nn_adaptive_avgpool2d(x, 3, 4);
+    case 11: return nn_avgpool2d(x, &padded, true, 3);
+    }
+    return NULL;
 }
 
 static int model_open(nn_ctx *ctx, const char *kind, model *m) {
@@ -158,6 +194,9 @@ static int model_open(nn_ctx *ctx, const char *kind, model *m) {
         nn_sequential_append(m->module, "fc1", nn_linear_layer(ctx, 784, 50, NN_INIT_KAIMING_UNIFORM));
         nn_sequential_append(m->module, "relu", nn_relu_layer(ctx));
         nn_sequential_append(m->module, "fc2", nn_linear_layer(ctx, 50, 10, NN_INIT_KAIMING_UNIFORM));
+    } else if (pool_index(kind) >= 0) {
+        memcpy(m->input, (int64_t[]){3, 11, 10}, sizeof m->input);
+        return 0;
     } else if (strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0) {
         add_param(ctx, m, "conv.weight", 4, (int64_t[]){4, 2, 3, 3});
         add_param(ctx, m, "conv.bias", 1, (int64_t[]){4});
@@ -184,6 +223,7 @@ static void model_close(model *m) {
  * mean + sum of parts. */
 static nn_tensor *model_forward(model *m, nn_tensor *x) {
     if (m->module) return nn_module_forward(m->module, x);
+    if (pool_index(m->kind) >= 0) return pool_forward(m->kind, x);
     nn_tensor **p = m->params;
     nn_tensor *h = nn_conv2d(x, p[0], p[1], 2, 1);
     h = nn_maxpool2d_ex(h, 3, 2, 1);
@@ -258,7 +298,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *cmd = argv[1], *kind = argv[2];
-    bool graph_model = strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0;
+    bool graph_model = strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0 || pool_index(kind) >= 0;
     /* Graph models take their parameters from the seed in argv[3] for every command. */
     uint64_t seed = strcmp(cmd, "save") == 0 || strcmp(cmd, "state") == 0 || graph_model
                         ? strtoull(argv[3], NULL, 10) : 0;

@@ -130,6 +130,13 @@ nn_status nn_cpu_softmax_ce_fused(nn_thread_pool *pool, const nn_softmax_params 
 void nn_cpu_softmax_ce_gradient(const nn_softmax_params *p, const int32_t *labels, float *dlogits);
 nn_status nn_cpu_sgd_update_device_lr(nn_thread_pool *pool, const nn_sgd_params *p, float *param,
                                       const float *grad, float *velocity, const float *scalars);
+/* cpu_pool2d.c */
+nn_status nn_cpu_pool2d_max_forward(nn_thread_pool *pool, const nn_pool2d_geometry *g, const float *x, float *y,
+                                    int32_t *argmax);
+nn_status nn_cpu_pool2d_max_backward(nn_thread_pool *pool, const nn_pool2d_geometry *g, const float *dy,
+                                     const int32_t *argmax, float *dx);
+nn_status nn_cpu_pool2d_avg_forward(nn_thread_pool *pool, const nn_pool2d_geometry *g, const float *x, float *y);
+nn_status nn_cpu_pool2d_avg_backward(nn_thread_pool *pool, const nn_pool2d_geometry *g, const float *dy, float *dx);
 
 /* cpu_norm.c: the normalisation kernels (kernels.h's nn_norm_params) */
 nn_status nn_cpu_norm_stats(nn_thread_pool *pool, const nn_norm_params *p, const float *x, float *mean, float *var);

@@ -99,6 +99,10 @@ POOLED(norm_apply, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5
 POOLED(norm_backward_data, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5))
 POOLED(norm_backward_affine, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5))
 SERIAL(norm_running_update, nn_norm_running_params, F32(0), F32(1), F32(2), F32(3), I32(4))
+POOLED(pool2d_max_forward, nn_pool2d_geometry, F32(0), F32(1), I32(2))
+POOLED(pool2d_max_backward, nn_pool2d_geometry, F32(0), I32(1), F32(2))
+POOLED(pool2d_avg_forward, nn_pool2d_geometry, F32(0), F32(1))
+POOLED(pool2d_avg_backward, nn_pool2d_geometry, F32(0), F32(1))
 #undef POOLED
 #undef SERIAL
 #undef FAMILY

@@ -70,6 +70,10 @@
     P(NORM_APPLY, norm_apply, "norm_apply", 0, 0, 0, 0, 0, 0, 0)                                               \
     P(NORM_BACKWARD_DATA, norm_backward_data, "norm_backward_data", 0, 0, 0, 0, 0, 0, 0)                       \
     P(NORM_BACKWARD_AFFINE, norm_backward_affine, "norm_backward_affine", 0, 0, 0, 0, 0, 0, 0)                 \
-    P(NORM_RUNNING_UPDATE, norm_running_update, "norm_running_update", 0, 0, 0, 0, 0, 0, 0)
+    P(NORM_RUNNING_UPDATE, norm_running_update, "norm_running_update", 0, 0, 0, 0, 0, 0, 0)                     \
+    P(POOL2D_MAX_FORWARD, pool2d_max_forward, "pool2d_max_forward", 0, 0, 0, 0, 0, 0, 0)                       \
+    P(POOL2D_MAX_BACKWARD, pool2d_max_backward, "pool2d_max_backward", 0, 0, 0, 0, 0, 0, 0)                    \
+    P(POOL2D_AVG_FORWARD, pool2d_avg_forward, "pool2d_avg_forward", 0, 0, 0, 0, 0, 0, 0)                       \
+    P(POOL2D_AVG_BACKWARD, pool2d_avg_backward, "pool2d_avg_backward", 0, 0, 0, 0, 0, 0, 0)
 
 #endif
