@@ -48,7 +48,7 @@ static double silu_grad(double x, double a, double b) {
 static double relu6_ref(double x, double a, double b) { return x < 0 ? 0.0 : x > 6 ? 6.0 : x; }
 static double relu6_grad(double x, double a, double b) { return x > 0 && x < 6 ? 1.0 : 0.0; } /* hardtanh's */
 static double hardswish_ref(double x, double a, double b) { return x * relu6_ref(x + 3.0, 0, 0) / 6.0; }
-static double hardswish_grad(double x, double a, double b) { return x < -3 ? 0.0 : x <= 3 ? (2.0 * x + 3.0) / 6.0 : 1.0; }
+static double hardswish_grad(double x, double a, double b) { return x < -3 ? 0.0 : x < 3 ? (2.0 * x + 3.0) / 6.0 : 1.0; }
 static double hardsigmoid_ref(double x, double a, double b) { return relu6_ref(x + 3.0, 0, 0) / 6.0; }
 static double hardsigmoid_grad(double x, double a, double b) { return x > -3 && x < 3 ? 1.0 / 6.0 : 0.0; }
 static double softsign_ref(double x, double a, double b) { return x / (1.0 + fabs(x)); }

@@ -17,6 +17,9 @@ from .functional import (add, add_bias, bias_relu, conv2d, dropout, flatten, lin
                          maxpool2d, mean, mul, relu, reshape, scale, sigmoid, softmax, softmax_ce, sum,
                          tanh)
 from .layers import ConvLayer, Dropout, Linear
+from .functional import abs, clamp, exp, log, neg, pow, sqrt  # noqa: A004 - torch's names
+from .layers import (ELU, GELU, Hardsigmoid, Hardswish, LeakyReLU, ReLU6, Sigmoid, SiLU, Softplus,
+                     Tanh)
 from .metrics import Metrics
 from .model import Model
 from .optim import SGD
@@ -31,4 +34,6 @@ __all__ = [
     "end_batch", "release_all_buffers", "no_grad", "enable_grad",
     "devices", "Device", "set_device", "get_device", "manual_seed", "library_path",
     "capture", "CapturedStep",
+    "exp", "log", "sqrt", "abs", "neg", "clamp", "pow",
+    "GELU", "LeakyReLU", "ELU", "SiLU", "ReLU6", "Hardswish", "Hardsigmoid", "Softplus", "Sigmoid", "Tanh",
 ]
