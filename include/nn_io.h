@@ -72,7 +72,8 @@ nn_status nn_load_train_state(const char *path, nn_module *module, nn_optimizer 
  * sum/mean -> ReduceSum/ReduceMean then Reshape to [1], dropout -> Dropout in
  * inference mode (the identity; traced in training or eval mode alike), the
  * elementwise functions of shaders/unary_ops.h -> their row's operator
- * (sigmoid -> Sigmoid, ...). Any other operation
+ * (sigmoid -> Sigmoid, ...) or standard operators computing the same
+ * (gelu -> Erf and arithmetic, softplus with beta -> Where of Softplus). Any other operation
  * (softmax_cross_entropy, a loss) is refused with its name.
  * Tensors that are not computed from `input` (parameters) become
  * initializers. Opset 13..17 (17 by default), IR version 8. */

@@ -62,7 +62,7 @@
     U(SILU, silu, Sigmoid, x * logistic(x), dy * logistic(x) * (1.0 + x * (1.0 - logistic(x))), silu, of_x)  \
     U(RELU6, relu6, Clip, x < 0.0 ? 0.0 : x > 6.0 ? 6.0 : x, x <= 0.0 || x >= 6.0 ? 0.0 : dy, relu6, of_x)    \
     U(HARDSWISH, hardswish, HardSwish, x <= -3.0 ? 0.0 : x >= 3.0 ? x : x * (x + 3.0) / 6.0,                  \
-      x < -3.0 ? 0.0 : x < 3.0 ? dy * (x / 3.0 + 0.5) : dy, operator, of_x)                                 \
+      x < -3.0 ? 0.0 : x < 3.0 ? dy * (x / 3.0 + 0.5) : dy, hardswish, of_x)                                 \
     U(HARDSIGMOID, hardsigmoid, HardSigmoid, x <= -3.0 ? 0.0 : x >= 3.0 ? 1.0 : x / 6.0 + 0.5,                \
       x > -3.0 && x < 3.0 ? dy / 6.0 : 0.0, hardsigmoid, of_x)                                               \
     U(SOFTSIGN, softsign, Softsign, x / (1.0 + abs(x)), dy / ((1.0 + abs(x)) * (1.0 + abs(x))), operator, of_x) \

@@ -142,17 +142,33 @@ nn_status unary_onnx_relu6(exporter *x, op_io *io, const char *out, const char *
     return clip(x, io, out, 0.0f, 6.0f);
 }
 
-/* PyTorch's hardsigmoid is x / 6 + 1/2 clipped to [0, 1]; ONNX's defaults are 0.2 and 0.5. */
-nn_status unary_onnx_hardsigmoid(exporter *x, op_io *io, const char *out, const char *Onnx,
-                                 const nn_unary_node *u) {
-    NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
+/* A HardSigmoid node `name` with PyTorch's slope: x / 6 + 1/2 clipped to
+ * [0, 1] (ONNX's defaults are 0.2 and 0.5). */
+static void hardsigmoid_node(exporter *x, const char *name, const char *in, const char *out) {
     nn_onnx_node n;
-    nn_onnx_begin(x, &n, Onnx, io);
-    nn_onnx_inputs(&n, io, 1);
+    nn_onnx_node_begin(&n, "HardSigmoid", name);
+    nn_onnx_node_input(&n, in);
     nn_onnx_node_output(&n, out);
     nn_onnx_attr_float(&n, "alpha", 1.0f / 6.0f);
     nn_onnx_attr_float(&n, "beta", 0.5f);
     nn_onnx_node_end(&n, &x->graph);
+}
+
+nn_status unary_onnx_hardsigmoid(exporter *x, op_io *io, const char *out, const char *Onnx,
+                                 const nn_unary_node *u) {
+    NN_TRY(begin(x, io, Onnx));
+    hardsigmoid_node(x, io->name, io->in[0]->name, out);
+    return NN_OK;
+}
+
+/* HardSwish came with opset 14; before it, x * HardSigmoid(x). */
+nn_status unary_onnx_hardswish(exporter *x, op_io *io, const char *out, const char *Onnx, const nn_unary_node *u) {
+    if (x->opt->opset == 0 || x->opt->opset >= 14) return nn_onnx_elementwise(x, io, out, Onnx);
+    NN_TRY(begin(x, io, "HardSigmoid"));
+    char gate[64];
+    part(gate, sizeof gate, io, 0);
+    hardsigmoid_node(x, io->name, io->in[0]->name, gate);
+    last_pair(x, io, "Mul", io->in[0]->name, gate, out);
     return NN_OK;
 }
 

@@ -20,7 +20,8 @@
  * nn_onnx_export and named parameters; their WEIGHTS are a safetensors file
  * too); fn-NAME: one elementwise function of kFunctions applied to the
  * input [N, 2, 7, 9] (no parameters). NN_IO_FIXTURE_DEVICE=vulkan runs on
- * the GPU (default: the CPU).
+ * the GPU (default: the CPU); NN_IO_FIXTURE_OPSET sets the opset graphs
+ * export with (default 17).
  * Exit status 0 on success; errors go to stderr. */
 #include <math.h>
 #include <stdio.h>
@@ -357,7 +358,8 @@ int main(int argc, char **argv) {
             nn_tensor *x = nn_tensor_new(ctx, NN_F32, 4, shape);
             nn_tensor_set_requires_grad(x, true);
             nn_tensor *y = model_forward(&m, x);
-            nn_onnx_options eo = {.graph_name = kind, .static_batch = static_batch,
+            const char *opset = getenv("NN_IO_FIXTURE_OPSET"); /* default: the exporter's (17) */
+            nn_onnx_options eo = {.graph_name = kind, .opset = opset ? atoi(opset) : 0, .static_batch = static_batch,
                                   .n_names = m.count, .named_tensors = m.params, .names = m.names};
             nn_tensor *module_params[MAX_PARAMS];
             const char *module_names[MAX_PARAMS];

@@ -4,12 +4,15 @@ an input [N, 2, 7, 9]; the file passes onnx's full checker, is written with
 the operators named here, and onnxruntime computes what nn-engine computes
 on values spread wide, with the kinks, clamp bounds and softplus thresholds
 among them (NaN where both agree the function is undefined)."""
+import os
+import subprocess
+
 import numpy as np
 import onnx
 import pytest
 
 from test_onnx_interop import export, run_ort
-from conftest import engine_forward
+from conftest import FIXTURE, engine_forward
 
 # fixture model -> the ONNX operators its export must contain
 OPERATORS = {
@@ -50,3 +53,18 @@ def test_elementwise_function_exports_and_runs(tmp_path, model):
         want = engine_forward(tmp_path, f"fn-{model}", weights, x)
         assert got.shape == x.shape
         np.testing.assert_allclose(got.ravel(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_hardswish_before_opset_14_is_x_times_hardsigmoid(tmp_path):
+    """HardSwish came with opset 14; an opset-13 export writes x * HardSigmoid(x)."""
+    onnx_path = tmp_path / "hardswish13.onnx"
+    done = subprocess.run([str(FIXTURE), "export", "fn-hardswish", "31", str(onnx_path)], capture_output=True,
+                          text=True, env=dict(os.environ, NN_IO_FIXTURE_OPSET="13"))
+    assert done.returncode == 0, done.stderr
+    m = onnx.load(str(onnx_path))
+    onnx.checker.check_model(m, full_check=True)
+    assert m.opset_import[0].version == 13
+    assert [n.op_type for n in m.graph.node] == ["HardSigmoid", "Mul"]
+    x = wide_input(3, seed=13)
+    np.testing.assert_allclose(run_ort(onnx_path, x).ravel(), engine_forward(tmp_path, "fn-hardswish", 31, x),
+                               rtol=1e-5, atol=1e-6)
