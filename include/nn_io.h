@@ -72,11 +72,13 @@ nn_status nn_load_train_state(const char *path, nn_module *module, nn_optimizer 
  * sum/mean -> ReduceSum/ReduceMean then Reshape to [1], dropout -> Dropout in
  * inference mode (the identity; traced in training or eval mode alike), the
  * elementwise functions of shaders/unary_ops.h -> their row's operator
- * (sigmoid -> Sigmoid, ...), maxpool2d_window -> MaxPool (dilations,
- * ceil_mode), avgpool2d -> AveragePool (count_include_pad, ceil_mode; a
- * divisor_override is refused), the adaptive pools -> GlobalAveragePool /
- * GlobalMaxPool at 1 x 1, else a plain pool where the output divides the
- * input (other sizes refused). Any other operation
+ * (sigmoid -> Sigmoid, ...) or standard operators computing the same
+ * (gelu -> Erf and arithmetic, softplus with beta -> Where of Softplus),
+ * maxpool2d_window -> MaxPool (dilations, ceil_mode), avgpool2d ->
+ * AveragePool (count_include_pad, ceil_mode; a divisor_override is
+ * refused), the adaptive pools -> GlobalAveragePool / GlobalMaxPool at
+ * 1 x 1, else a plain pool where the output divides the input (other sizes
+ * refused). Any other operation
  * (softmax_cross_entropy, a loss) is refused with its name.
  * Tensors that are not computed from `input` (parameters) become
  * initializers. Opset 13..17 (17 by default), IR version 8. */

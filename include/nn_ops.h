@@ -74,6 +74,38 @@ nn_tensor *nn_relu(nn_tensor *x);
  * shaders/unary_ops.h, which src/ops/unary.c defines as operations. */
 nn_tensor *nn_sigmoid(nn_tensor *x); /* 1 / (1 + exp(-x)) */
 nn_tensor *nn_tanh(nn_tensor *x);
+nn_tensor *nn_neg(nn_tensor *x);  /* -x */
+nn_tensor *nn_exp(nn_tensor *x);
+nn_tensor *nn_log(nn_tensor *x);  /* NaN for x < 0, -infinity at 0 */
+nn_tensor *nn_sqrt(nn_tensor *x); /* NaN for x < 0 */
+nn_tensor *nn_abs(nn_tensor *x);  /* gradient sign(x), 0 at 0 */
+/* x Phi(x) (Phi the standard normal CDF), or PyTorch's tanh approximation
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate='tanh'). */
+nn_tensor *nn_gelu(nn_tensor *x, bool tanh_approximation);
+nn_tensor *nn_silu(nn_tensor *x);        /* x sigmoid(x) */
+nn_tensor *nn_relu6(nn_tensor *x);       /* min(max(x, 0), 6) */
+nn_tensor *nn_hardswish(nn_tensor *x);   /* x relu6(x + 3) / 6 */
+nn_tensor *nn_hardsigmoid(nn_tensor *x); /* relu6(x + 3) / 6 */
+nn_tensor *nn_softsign(nn_tensor *x);    /* x / (1 + |x|) */
+/* With scalar parameters, PyTorch's argument order; a NaN parameter (or
+ * one the rule beside it refuses) returns NULL with a message naming it. */
+nn_tensor *nn_leaky_relu(nn_tensor *x, float negative_slope); /* x > 0 ? x : slope x; slope finite */
+nn_tensor *nn_elu(nn_tensor *x, float alpha);                 /* x > 0 ? x : alpha (e^x - 1); alpha finite */
+/* beta x > threshold ? x : log(1 + e^(beta x)) / beta; beta finite and > 0. */
+nn_tensor *nn_softplus(nn_tensor *x, float beta, float threshold);
+/* x limited to [min, max]: pass -INFINITY for no min, INFINITY for no max.
+ * min is applied first (min > max gives max everywhere, as PyTorch). The
+ * gradient is 1 on [min, max] (bounds included), 0 outside. */
+nn_tensor *nn_clamp(nn_tensor *x, float min, float max);
+/* x ** exponent (finite), PyTorch's values: negative x with an integer
+ * exponent keeps its sign rule, with any other exponent gives NaN; x ** 0
+ * is 1. Gradient exponent x^(exponent - 1) (0 for exponent 0). */
+nn_tensor *nn_pow_scalar(nn_tensor *x, float exponent);
+/* x + s, x * s, s - x, s / x (x - s and x / s: add -s, multiply by 1 / s). */
+nn_tensor *nn_add_scalar(nn_tensor *x, float s);
+nn_tensor *nn_mul_scalar(nn_tensor *x, float s);
+nn_tensor *nn_rsub_scalar(nn_tensor *x, float s);
+nn_tensor *nn_rdiv_scalar(nn_tensor *x, float s);
 
 /* Softmax over the last dimension. */
 nn_tensor *nn_softmax(nn_tensor *x);

@@ -16,9 +16,9 @@
 #define PUSH_FILL(F) F(uint, off[4]) F(uint, n) F(uint, bits)
 #define PUSH_RELU_FORWARD(F) F(uint, off[4]) F(uint, n)
 #define PUSH_RELU_BACKWARD(F) F(uint, off[4]) F(uint, n) F(int, accumulate)
-/* op: the row of unary_ops.h (nn_unary_op) */
-#define PUSH_UNARY_FORWARD(F) F(uint, off[4]) F(uint, n) F(int, op)
-#define PUSH_UNARY_BACKWARD(F) F(uint, off[4]) F(uint, n) F(int, op) F(int, accumulate)
+/* op: the row of unary_ops.h (nn_unary_op); alpha, beta: its parameters */
+#define PUSH_UNARY_FORWARD(F) F(uint, off[4]) F(uint, n) F(int, op) F(float, alpha) F(float, beta)
+#define PUSH_UNARY_BACKWARD(F) F(uint, off[4]) F(uint, n) F(int, op) F(int, accumulate) F(float, alpha) F(float, beta)
 /* op: 0 add, 1 mul, 2 scale (nn_elementwise_op) */
 #define PUSH_ELEMENTWISE(F) F(uint, off[4]) F(uint, n) F(int, op) F(int, accumulate) F(float, alpha)
 #define PUSH_BROADCAST_SCALAR(F) F(uint, off[4]) F(uint, n) F(int, accumulate) F(float, alpha)

@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "unary_math.glsl"
 #include "unary_ops.h"
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_UNARY_BACKWARD)
@@ -11,9 +12,10 @@ layout(std430, binding = 3) buffer DX { float dxs[]; };
 
 // f'(x) dy for the row p.op of unary_ops.h, from x, y = f(x) and dy.
 float backward(float x, float y, float dy) {
+    float alpha = p.alpha, beta = p.beta; // the row's parameters
     float dx = 0.0;
     int row = 0;
-#define BACKWARD_ROW(ID, name, Onnx, forward_, backward_) \
+#define BACKWARD_ROW(ID, name, Onnx, forward_, backward_, export_, public_) \
     if (p.op == row) dx = (backward_);                    \
     row++;
     NN_UNARY_OPS(BACKWARD_ROW)

@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "unary_math.glsl"
 #include "unary_ops.h"
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_UNARY_FORWARD)
@@ -10,9 +11,10 @@ layout(std430, binding = 1) writeonly buffer Y { float ys[]; };
 // y = f(x) for the row p.op of unary_ops.h (rows numbered by position; the
 // host refuses any other op).
 float forward(float x) {
+    float alpha = p.alpha, beta = p.beta; // the row's parameters
     float y = x;
     int row = 0;
-#define FORWARD_ROW(ID, name, Onnx, forward_, backward_) \
+#define FORWARD_ROW(ID, name, Onnx, forward_, backward_, export_, public_) \
     if (p.op == row) y = (forward_);                     \
     row++;
     NN_UNARY_OPS(FORWARD_ROW)

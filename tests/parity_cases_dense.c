@@ -347,30 +347,45 @@ static float *unary_input(size_t n) {
     return x;
 }
 
+/* Parameter sets (alpha, beta) every row runs with (rows without
+ * parameters ignore them): a fraction and a bound, an integer with min >
+ * max for clamp and a threshold below 0 for softplus, a negative odd
+ * integer (pow's sign rule, negative slopes). */
+static const float kUnaryParams[][2] = {{0.37f, 1.7f}, {2.0f, -1.5f}, {-3.0f, 20.0f}};
+#define UNARY_PARAMS (sizeof kUnaryParams / sizeof kUnaryParams[0])
+
 void parity_unary_forward_case(nn_backend *o) {
     for (int op = 0; op < NN_UNARY_COUNT; op++)
-        for (size_t s = 0; s < SIZES; s++) {
-            const size_t n = kSizes[s];
-            const nn_pointwise_params p = {.n = (int64_t)n, .op = op};
-            parity_arg a[2] = {arg_in(unary_input(n), n, 4), arg_near(parity_randoms(n, -1, 1), n, 8, 4 * ROUNDING)};
-            parity_check(o, NN_KERNEL_UNARY_FORWARD, a, 2, &p, "function %d n=%zu", op, n);
-        }
+        for (size_t k = 0; k < UNARY_PARAMS; k++)
+            for (size_t s = 0; s < SIZES; s++) {
+                const size_t n = kSizes[s];
+                const nn_pointwise_params p = {
+                    .n = (int64_t)n, .op = op, .alpha = kUnaryParams[k][0], .beta = kUnaryParams[k][1]};
+                parity_arg a[2] = {arg_in(unary_input(n), n, 4),
+                                   arg_near(parity_randoms(n, -1, 1), n, 8, 4 * ROUNDING)};
+                parity_check(o, NN_KERNEL_UNARY_FORWARD, a, 2, &p, "function %d (%g, %g) n=%zu", op, p.alpha, p.beta,
+                             n);
+            }
 }
 
 /* y is the CPU's forward of x, as the operation hands it on. */
 void parity_unary_backward_case(nn_backend *o) {
     for (int op = 0; op < NN_UNARY_COUNT; op++)
-        for (size_t s = 0; s < SIZES; s++)
-            for (int acc = 0; acc < 2; acc++) {
-                const size_t n = kSizes[s];
-                const nn_pointwise_params p = {.n = (int64_t)n, .op = op, .accumulate = acc};
-                float *x = unary_input(n), *y = parity_array(n * sizeof *y);
-                parity_arg f[2] = {arg_in(x, n, 0), with_cpu_after(arg_near(parity_randoms(n, -1, 1), n, 0, 0), y)};
-                parity_cpu_outputs(NN_KERNEL_UNARY_FORWARD, f, 2, &p, "the forward of a backward case");
-                parity_arg a[4] = {arg_in(x, n, 4), arg_in(y, n, 0), arg_in(parity_randoms(n, -2, 2), n, 12),
-                                   arg_near(parity_randoms(n, -1, 1), n, 4, 8 * ROUNDING)};
-                parity_check(o, NN_KERNEL_UNARY_BACKWARD, a, 4, &p, "function %d n=%zu accumulate %d", op, n, acc);
-            }
+        for (size_t k = 0; k < UNARY_PARAMS; k++)
+            for (size_t s = 0; s < SIZES; s++)
+                for (int acc = 0; acc < 2; acc++) {
+                    const size_t n = kSizes[s];
+                    const nn_pointwise_params p = {.n = (int64_t)n, .op = op, .accumulate = acc,
+                                                   .alpha = kUnaryParams[k][0], .beta = kUnaryParams[k][1]};
+                    float *x = unary_input(n), *y = parity_array(n * sizeof *y);
+                    parity_arg f[2] = {arg_in(x, n, 0),
+                                       with_cpu_after(arg_near(parity_randoms(n, -1, 1), n, 0, 0), y)};
+                    parity_cpu_outputs(NN_KERNEL_UNARY_FORWARD, f, 2, &p, "the forward of a backward case");
+                    parity_arg a[4] = {arg_in(x, n, 4), arg_in(y, n, 0), arg_in(parity_randoms(n, -2, 2), n, 12),
+                                       arg_near(parity_randoms(n, -1, 1), n, 4, 8 * ROUNDING)};
+                    parity_check(o, NN_KERNEL_UNARY_BACKWARD, a, 4, &p, "function %d (%g, %g) n=%zu accumulate %d", op,
+                                 p.alpha, p.beta, n, acc);
+                }
 }
 
 void parity_elementwise_case(nn_backend *o) {

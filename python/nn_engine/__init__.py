@@ -19,6 +19,9 @@ from .functional import (add, add_bias, bias_relu, conv2d, dropout, flatten, lin
 from .functional import batch_norm, group_norm, layer_norm
 from .layers import ConvLayer, Dropout, Linear
 from .layers import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
+from .functional import abs, clamp, exp, log, neg, pow, sqrt  # noqa: A004 - torch's names
+from .layers import (ELU, GELU, Hardsigmoid, Hardswish, LeakyReLU, ReLU6, Sigmoid, SiLU, Softplus,
+                     Tanh)
 from .metrics import Metrics
 from .model import Model
 from .optim import SGD
@@ -38,4 +41,6 @@ __all__ = [
     "batch_norm", "layer_norm", "group_norm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm",
     "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
+    "exp", "log", "sqrt", "abs", "neg", "clamp", "pow",
+    "GELU", "LeakyReLU", "ELU", "SiLU", "ReLU6", "Hardswish", "Hardsigmoid", "Softplus", "Sigmoid", "Tanh",
 ]

@@ -66,6 +66,107 @@ def _elementwise(name, doc):
 
 sigmoid = _elementwise("sigmoid", "1 / (1 + exp(-x)), elementwise (torch.sigmoid).")
 tanh = _elementwise("tanh", "The hyperbolic tangent, elementwise (torch.tanh).")
+neg = _elementwise("neg", "-x, elementwise (torch.neg).")
+exp = _elementwise("exp", "e ** x, elementwise (torch.exp).")
+log = _elementwise("log", "The natural logarithm, elementwise: NaN below 0, -inf at 0 (torch.log).")
+sqrt = _elementwise("sqrt", "The square root, elementwise: NaN below 0 (torch.sqrt).")
+abs = _elementwise("abs", "|x|, elementwise; gradient sign(x), 0 at 0 (torch.abs).")  # noqa: A001
+silu = _elementwise("silu", "x * sigmoid(x), elementwise (F.silu).")
+relu6 = _elementwise("relu6", "min(max(x, 0), 6), elementwise (F.relu6).")
+hardswish = _elementwise("hardswish", "x * relu6(x + 3) / 6, elementwise (F.hardswish).")
+hardsigmoid = _elementwise("hardsigmoid", "relu6(x + 3) / 6, elementwise (F.hardsigmoid).")
+softsign = _elementwise("softsign", "x / (1 + |x|), elementwise (F.softsign).")
+
+
+def _with_scalars(name, count):
+    """The C function nn_<name>(x, `count` floats), a row of unary_ops.h with
+    parameters; the library checks their values and names the bad one."""
+    return _lib.declare(f"nn_{name}", _lib.c_tensor_p, [_lib.c_tensor_p] + [ctypes.c_float] * count)
+
+
+_gelu = _lib.declare("nn_gelu", _lib.c_tensor_p, [_lib.c_tensor_p, ctypes.c_bool])
+_leaky_relu = _with_scalars("leaky_relu", 1)
+_elu = _with_scalars("elu", 1)
+_softplus = _with_scalars("softplus", 2)
+_clamp = _with_scalars("clamp", 2)
+_pow_scalar = _with_scalars("pow_scalar", 1)
+_add_scalar = _with_scalars("add_scalar", 1)
+_mul_scalar = _with_scalars("mul_scalar", 1)
+_rsub_scalar = _with_scalars("rsub_scalar", 1)
+_rdiv_scalar = _with_scalars("rdiv_scalar", 1)
+
+
+def gelu(x, approximate="none"):
+    """x * Phi(x) (Phi the standard normal CDF), or with approximate='tanh'
+    0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (F.gelu)."""
+    px = _tensor(x, "gelu", "x")
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return _same_shape(_gelu(px, approximate == "tanh"), x, "nn_gelu")
+
+
+def leaky_relu(x, negative_slope=0.01):
+    """x where x > 0, else negative_slope * x (F.leaky_relu)."""
+    px = _tensor(x, "leaky_relu", "x")
+    slope = _float(negative_slope, "leaky_relu", "negative_slope")
+    return _same_shape(_leaky_relu(px, slope), x, "nn_leaky_relu")
+
+
+def elu(x, alpha=1.0):
+    """x where x > 0, else alpha * (exp(x) - 1) (F.elu)."""
+    px = _tensor(x, "elu", "x")
+    return _same_shape(_elu(px, _float(alpha, "elu", "alpha")), x, "nn_elu")
+
+
+def softplus(x, beta=1, threshold=20):
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold
+    (F.softplus); beta must be > 0."""
+    px = _tensor(x, "softplus", "x")
+    b, t = _float(beta, "softplus", "beta"), _float(threshold, "softplus", "threshold")
+    return _same_shape(_softplus(px, b, t), x, "nn_softplus")
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 - torch.clamp's argument names
+    """x limited to [min, max]; either side may be None, not both. min is
+    applied first, so min > max gives max (torch.clamp). The gradient is 1
+    on [min, max], bounds included, 0 outside."""
+    px = _tensor(x, "clamp", "x")
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must not be None")
+    lo = -np.inf if min is None else _float(min, "clamp", "min")
+    hi = np.inf if max is None else _float(max, "clamp", "max")
+    return _same_shape(_clamp(px, lo, hi), x, "nn_clamp")
+
+
+def pow(x, exponent):  # noqa: A001 - torch.pow's name
+    """x ** exponent for a number exponent (torch.pow): NaN for negative x with
+    a non-integer exponent; x ** 0 is 1."""
+    px = _tensor(x, "pow", "x")
+    return _same_shape(_pow_scalar(px, _float(exponent, "pow", "exponent")), x, "nn_pow_scalar")
+
+
+def add_scalar(x, s):
+    """x + s for a number s."""
+    return _same_shape(_add_scalar(_tensor(x, "add_scalar", "x"), _float(s, "add_scalar", "s")), x,
+                       "nn_add_scalar")
+
+
+def mul_scalar(x, s):
+    """x * s for a number s."""
+    return _same_shape(_mul_scalar(_tensor(x, "mul_scalar", "x"), _float(s, "mul_scalar", "s")), x,
+                       "nn_mul_scalar")
+
+
+def rsub_scalar(x, s):
+    """s - x for a number s."""
+    return _same_shape(_rsub_scalar(_tensor(x, "rsub_scalar", "x"), _float(s, "rsub_scalar", "s")), x,
+                       "nn_rsub_scalar")
+
+
+def rdiv_scalar(x, s):
+    """s / x for a number s."""
+    return _same_shape(_rdiv_scalar(_tensor(x, "rdiv_scalar", "x"), _float(s, "rdiv_scalar", "s")), x,
+                       "nn_rdiv_scalar")
 
 
 def dropout(x, p=0.5, training=True):

@@ -1,5 +1,7 @@
-"""Layers with the seed's names: Linear and ConvLayer; Dropout; and the
-normalisation layers BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm. Weights use PyTorch's
+"""Layers with the seed's names: Linear and ConvLayer; Dropout; the
+normalisation layers BatchNorm1d, BatchNorm2d, LayerNorm, GroupNorm; the
+elementwise activations with PyTorch's names (GELU, LeakyReLU, ELU, SiLU,
+ReLU6, Hardswish, Hardsigmoid, Softplus, Sigmoid, Tanh). Weights use PyTorch's
 layouts (Linear w: out x in; ConvLayer filters: outC x inC x kH x kW) and
 PyTorch's default initialisation: kaiming_uniform_(a=sqrt(5)) for weights,
 uniform(+-1/sqrt(fan_in)) for biases, drawn from the context's seeded
@@ -267,3 +269,89 @@ class AdaptiveMaxPool2d:
 
     def __repr__(self):
         return f"AdaptiveMaxPool2d(output_size={self.output_size})"
+class _Activation:
+    """An elementwise function as a layer (PyTorch's module of that name): no
+    parameters, the same in training and evaluation."""
+
+    def __call__(self, x):
+        return self._apply(x)
+
+    def _apply(self, x):
+        raise NotImplementedError
+
+    def _arguments(self):
+        return ""
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self._arguments()})"
+
+
+class GELU(_Activation):
+    """x * Phi(x), or its tanh approximation with approximate='tanh'."""
+
+    def __init__(self, approximate="none"):
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def _apply(self, x):
+        return F.gelu(x, self.approximate)
+
+    def _arguments(self):
+        return f"approximate={self.approximate!r}"
+
+
+class LeakyReLU(_Activation):
+    """x where x > 0, else negative_slope * x."""
+
+    def __init__(self, negative_slope=0.01):
+        self.negative_slope = F._float(negative_slope, "LeakyReLU", "negative_slope")
+
+    def _apply(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+    def _arguments(self):
+        return f"negative_slope={self.negative_slope}"
+
+
+class ELU(_Activation):
+    """x where x > 0, else alpha * (exp(x) - 1)."""
+
+    def __init__(self, alpha=1.0):
+        self.alpha = F._float(alpha, "ELU", "alpha")
+
+    def _apply(self, x):
+        return F.elu(x, self.alpha)
+
+    def _arguments(self):
+        return f"alpha={self.alpha}"
+
+
+class Softplus(_Activation):
+    """log(1 + exp(beta x)) / beta, linear where beta x > threshold."""
+
+    def __init__(self, beta=1, threshold=20):
+        self.beta = F._float(beta, "Softplus", "beta")
+        self.threshold = F._float(threshold, "Softplus", "threshold")
+        if not self.beta > 0 or not math.isfinite(self.beta):
+            raise ValueError(f"Softplus: beta must be finite and > 0, got {beta!r}")
+
+    def _apply(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+    def _arguments(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+def _parameterless(name, function, doc):
+    layer = type(name, (_Activation,), {"_apply": staticmethod(function), "__doc__": doc})
+    layer.__module__ = __name__
+    return layer
+
+
+SiLU = _parameterless("SiLU", F.silu, "x * sigmoid(x).")
+ReLU6 = _parameterless("ReLU6", F.relu6, "min(max(x, 0), 6).")
+Hardswish = _parameterless("Hardswish", F.hardswish, "x * relu6(x + 3) / 6.")
+Hardsigmoid = _parameterless("Hardsigmoid", F.hardsigmoid, "relu6(x + 3) / 6.")
+Sigmoid = _parameterless("Sigmoid", F.sigmoid, "1 / (1 + exp(-x)).")
+Tanh = _parameterless("Tanh", F.tanh, "The hyperbolic tangent.")

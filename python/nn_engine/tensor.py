@@ -1,5 +1,7 @@
 """Tensor (the seed's API over a C tensor) and ReusableTensor."""
 import ctypes
+import math
+import numbers
 
 import numpy as np
 
@@ -208,17 +210,110 @@ class Tensor:
         return self._h.valid()
 
     # ---- operators (the functions in nn_engine.functional) ----
+    # A number on either side is a scalar operation of one tensor (unary_ops.h's
+    # rows); two tensors go through _binary.
+    def _binary(self, other, name):
+        """The operator `name` (add, sub, mul, truediv, pow) on two tensors:
+        add and mul of equal shapes run nn_add and nn_mul; broadcasting and
+        the others are not there yet."""
+        from . import functional as F
+        if name in ("add", "mul") and self.shape == other.shape:
+            return getattr(F, name)(self, other)
+        raise TypeError(f"Tensor.__{name}__: two tensors of shapes {self.shape} and {other.shape} "
+                        f"(only add and mul of equal shapes are supported between tensors)")
+
+    def _operand(self, other, name, scalar):
+        """scalar(other) for a number, _binary for a Tensor, NotImplemented otherwise."""
+        if isinstance(other, Tensor):
+            return self._binary(other, name)
+        if isinstance(other, numbers.Real):
+            return scalar(float(other))
+        return NotImplemented
+
     def __add__(self, other):
-        from .functional import add
-        return add(self, other)
+        from .functional import add_scalar
+        return self._operand(other, "add", lambda s: add_scalar(self, s))
+
+    def __radd__(self, other):
+        return self.__add__(other)
+
+    def __sub__(self, other):
+        from .functional import add_scalar
+        return self._operand(other, "sub", lambda s: add_scalar(self, -s))
+
+    def __rsub__(self, other):
+        from .functional import rsub_scalar
+        return self._operand(other, "rsub", lambda s: rsub_scalar(self, s))
 
     def __mul__(self, other):
-        from .functional import mul
-        return mul(self, other)
+        from .functional import mul_scalar
+        return self._operand(other, "mul", lambda s: mul_scalar(self, s))
+
+    def __rmul__(self, other):
+        return self.__mul__(other)
+
+    def __truediv__(self, other):
+        from .functional import mul_scalar
+        # x / s as x * (1 / s); x / 0 is x * inf (inf, or NaN at 0), as in PyTorch.
+        return self._operand(other, "truediv",
+                             lambda s: mul_scalar(self, 1.0 / s if s != 0 else math.copysign(math.inf, s)))
+
+    def __rtruediv__(self, other):
+        from .functional import rdiv_scalar
+        return self._operand(other, "rtruediv", lambda s: rdiv_scalar(self, s))
+
+    def __pow__(self, other):
+        from .functional import pow
+        return self._operand(other, "pow", lambda e: pow(self, e))
+
+    def __neg__(self):
+        from .functional import neg
+        return neg(self)
+
+    def __abs__(self):
+        from .functional import abs
+        return abs(self)
 
     def __matmul__(self, other):
         from .functional import matmul
         return matmul(self, other)
+
+    # ---- methods (torch.Tensor's names) ----
+    def exp(self):
+        from .functional import exp
+        return exp(self)
+
+    def log(self):
+        from .functional import log
+        return log(self)
+
+    def sqrt(self):
+        from .functional import sqrt
+        return sqrt(self)
+
+    def abs(self):
+        from .functional import abs
+        return abs(self)
+
+    def neg(self):
+        from .functional import neg
+        return neg(self)
+
+    def sigmoid(self):
+        from .functional import sigmoid
+        return sigmoid(self)
+
+    def tanh(self):
+        from .functional import tanh
+        return tanh(self)
+
+    def clamp(self, min=None, max=None):  # noqa: A002 - torch's argument names
+        from .functional import clamp
+        return clamp(self, min, max)
+
+    def pow(self, exponent):
+        from .functional import pow
+        return pow(self, exponent)
 
     def __repr__(self):
         state = "" if self._h.valid() else ", freed"

@@ -67,7 +67,7 @@ typedef enum nn_elementwise_op {
 } nn_elementwise_op;
 
 /* The elementwise functions of shaders/unary_ops.h, by row. */
-#define NN_UNARY_ENUM_ROW(ID, name, Onnx, forward, backward) NN_UNARY_##ID,
+#define NN_UNARY_ENUM_ROW(ID, name, Onnx, forward, backward, export, public) NN_UNARY_##ID,
 typedef enum nn_unary_op { NN_UNARY_OPS(NN_UNARY_ENUM_ROW) NN_UNARY_COUNT } nn_unary_op;
 #undef NN_UNARY_ENUM_ROW
 
@@ -76,7 +76,8 @@ typedef struct nn_pointwise_params {
     int64_t n;
     int32_t op;         /* nn_elementwise_op (ELEMENTWISE), nn_unary_op (UNARY_*) */
     int32_t accumulate; /* add into the output instead of overwriting it */
-    float alpha;        /* scale factor (SCALE, REDUCE_SUM, BROADCAST_SCALAR) */
+    float alpha;        /* scale factor (SCALE, REDUCE_SUM, BROADCAST_SCALAR); UNARY_*: the row's first parameter */
+    float beta;         /* UNARY_*: the row's second parameter */
 } nn_pointwise_params;
 
 /* The strided kernels address tensors of up to NN_STRIDED_DIMS dimensions

@@ -1,23 +1,18 @@
 /* The elementwise functions of shaders/unary_ops.h as operations: each row
- * is nn_<name>(x), recorded with its row's code; forward and backward run
- * the UNARY kernels and export writes the row's ONNX operator. The rows
- * define the public functions here (nn_ops.h declares them). */
-#include "io/onnx_graph.h"
-#include "ops.h"
+ * is an operation nn_<name>, recorded with its row's code and parameters;
+ * forward and backward run the UNARY kernels and export calls the row's
+ * exporter (unary_onnx.c). The rows whose public column is `of_x` get
+ * their public function nn_<name>(x) here (nn_ops.h declares them); the
+ * others get theirs in unary_scalars.c. */
+#include "unary.h"
 
-typedef struct unary_node {
-    int32_t op; /* nn_unary_op */
-} unary_node;
-
-static const char *const kOnnx[NN_UNARY_COUNT + 1] = {
-#define ONNX_ROW(ID, name, Onnx, forward, backward) #Onnx,
-    NN_UNARY_OPS(ONNX_ROW)
-#undef ONNX_ROW
-    NULL};
+static nn_pointwise_params kernel_params(const nn_node *node, int64_t n) {
+    const nn_unary_node *u = NN_NODE_PARAMS(node, nn_unary_node);
+    return (nn_pointwise_params){.n = n, .op = u->op, .alpha = u->alpha, .beta = u->beta};
+}
 
 static nn_status unary_forward(nn_node *node) {
-    nn_tensor *x = node->inputs[0];
-    nn_pointwise_params p = {.n = x->numel, .op = NN_NODE_PARAMS(node, unary_node)->op};
+    nn_pointwise_params p = kernel_params(node, node->inputs[0]->numel);
     return nn_run_forward(node, NN_KERNEL_UNARY_FORWARD, &p);
 }
 
@@ -25,25 +20,42 @@ static nn_status unary_backward(nn_node *node) {
     nn_tensor *x = node->inputs[0], *y = node->output, *grad;
     int32_t acc;
     NN_TRY(nn_grad_target(x, &grad, &acc));
-    nn_pointwise_params p = {.n = x->numel, .op = NN_NODE_PARAMS(node, unary_node)->op, .accumulate = acc};
+    nn_pointwise_params p = kernel_params(node, x->numel);
+    p.accumulate = acc;
     nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(y), nn_tensor_ref(y->grad), nn_tensor_ref(grad)};
     return nn_ctx_run(x->ctx, NN_KERNEL_UNARY_BACKWARD, args, 4, &p);
 }
 
 static nn_status unary_onnx(exporter *x, op_io *io, const char *out) {
-    return nn_onnx_elementwise(x, io, out, kOnnx[NN_NODE_PARAMS(io->node, unary_node)->op]);
-}
-
-static nn_tensor *unary(const nn_op *op, nn_unary_op code, nn_tensor *x) {
-    if (nn_check_tensor(op->name, "x", x, NN_F32)) return NULL;
-    const unary_node p = {code};
-    return nn_op_result(op, &x, 1, &p, sizeof p, x->ndim, x->shape);
+    const nn_unary_node *u = NN_NODE_PARAMS(io->node, nn_unary_node);
+    switch ((nn_unary_op)u->op) {
+#define EXPORT_ROW(ID, name, Onnx, forward, backward, export, public) \
+    case NN_UNARY_##ID: return unary_onnx_##export(x, io, out, #Onnx, u);
+        NN_UNARY_OPS(EXPORT_ROW)
+#undef EXPORT_ROW
+    case NN_UNARY_COUNT: break;
+    }
+    return nn_set_error(NN_ERR_ARGUMENT, "%s: unknown elementwise function %d", x->who, u->op);
 }
 
 /* (The row's columns are named apart from nn_op's fields.) */
-#define DEFINE_ROW(ID, fn, Onnx, forward_expr, backward_expr)                                                  \
-    static const nn_op op_##fn = {                                                                             \
-        .name = "nn_" #fn, .forward = unary_forward, .backward = unary_backward, .to_onnx = unary_onnx};       \
-    nn_tensor *nn_##fn(nn_tensor *x) { return unary(&op_##fn, NN_UNARY_##ID, x); }
-NN_UNARY_OPS(DEFINE_ROW)
-#undef DEFINE_ROW
+static const nn_op kOps[NN_UNARY_COUNT] = {
+#define OP_ROW(ID, fn, Onnx, forward_expr, backward_expr, export, public)                                      \
+    [NN_UNARY_##ID] = {.name = "nn_" #fn, .forward = unary_forward, .backward = unary_backward, .to_onnx = unary_onnx},
+    NN_UNARY_OPS(OP_ROW)
+#undef OP_ROW
+};
+
+nn_tensor *nn_unary_record(nn_unary_op code, nn_tensor *x, float alpha, float beta) {
+    const nn_op *op = &kOps[code];
+    if (nn_check_tensor(op->name, "x", x, NN_F32)) return NULL;
+    const nn_unary_node p = {code, alpha, beta};
+    return nn_op_result(op, &x, 1, &p, sizeof p, x->ndim, x->shape);
+}
+
+#define PUBLIC_of_x(ID, fn) \
+    nn_tensor *nn_##fn(nn_tensor *x) { return nn_unary_record(NN_UNARY_##ID, x, 0.0f, 0.0f); }
+#define PUBLIC_with_scalars(ID, fn)
+#define PUBLIC_ROW(ID, fn, Onnx, forward_expr, backward_expr, export, public) PUBLIC_##public(ID, fn)
+NN_UNARY_OPS(PUBLIC_ROW)
+#undef PUBLIC_ROW

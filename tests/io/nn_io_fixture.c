@@ -19,9 +19,12 @@
  * built from single operations, input [N, 2, 7, 9], exported with
  * nn_onnx_export and named parameters; their WEIGHTS are a safetensors file
  * too); pool-* (one pooling operation alone, no parameters, input
- * [N, 3, 11, 10]: see kPools). NN_IO_FIXTURE_DEVICE=vulkan runs on the GPU
- * (default: the CPU).
+ * [N, 3, 11, 10]: see kPools); fn-NAME: one elementwise function of kFunctions applied to the
+ * input [N, 2, 7, 9] (no parameters). NN_IO_FIXTURE_DEVICE=vulkan runs on
+ * the GPU (default: the CPU); NN_IO_FIXTURE_OPSET sets the opset graphs
+ * export with (default 17).
  * Exit status 0 on success; errors go to stderr. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,74 @@ typedef struct model {
     const char *kind;
     int64_t input[3]; /* one image's shape */
 } model;
+
+/* The fn-NAME models: every row of shaders/unary_ops.h, the ones with
+ * parameters with values that take each export path (softplus's lone
+ * Softplus and its composition, clamp with one side absent). */
+static nn_tensor *fn_gelu(nn_tensor *x) { return nn_gelu(x, false); }
+static nn_tensor *fn_gelu_tanh(nn_tensor *x) { return nn_gelu(x, true); }
+static nn_tensor *fn_leaky_relu(nn_tensor *x) { return nn_leaky_relu(x, 0.2f); }
+static nn_tensor *fn_elu(nn_tensor *x) { return nn_elu(x, 0.7f); }
+static nn_tensor *fn_softplus(nn_tensor *x) { return nn_softplus(x, 1.0f, 20.0f); }
+static nn_tensor *fn_softplus_beta(nn_tensor *x) { return nn_softplus(x, 2.0f, 3.0f); }
+static nn_tensor *fn_softplus_threshold(nn_tensor *x) { return nn_softplus(x, 1.0f, 2.0f); }
+static nn_tensor *fn_clamp(nn_tensor *x) { return nn_clamp(x, -0.5f, 1.25f); }
+static nn_tensor *fn_clamp_max(nn_tensor *x) { return nn_clamp(x, -INFINITY, 0.75f); }
+static nn_tensor *fn_clamp_min(nn_tensor *x) { return nn_clamp(x, -1.0f, INFINITY); }
+static nn_tensor *fn_pow2(nn_tensor *x) { return nn_pow_scalar(x, 2.0f); }
+static nn_tensor *fn_pow3(nn_tensor *x) { return nn_pow_scalar(x, 3.0f); }
+static nn_tensor *fn_pow_half(nn_tensor *x) { return nn_pow_scalar(x, 0.5f); }
+static nn_tensor *fn_add_scalar(nn_tensor *x) { return nn_add_scalar(x, 1.5f); }
+static nn_tensor *fn_mul_scalar(nn_tensor *x) { return nn_mul_scalar(x, -2.5f); }
+static nn_tensor *fn_rsub_scalar(nn_tensor *x) { return nn_rsub_scalar(x, 3.0f); }
+static nn_tensor *fn_rdiv_scalar(nn_tensor *x) { return nn_rdiv_scalar(x, 2.0f); }
+
+static const struct {
+    const char *name;
+    nn_tensor *(*apply)(nn_tensor *x);
+} kFunctions[] = {
+    {"sigmoid", nn_sigmoid},
+    {"tanh", nn_tanh},
+    {"neg", nn_neg},
+    {"exp", nn_exp},
+    {"log", nn_log},
+    {"sqrt", nn_sqrt},
+    {"abs", nn_abs},
+    {"gelu", fn_gelu},
+    {"gelu_tanh", fn_gelu_tanh},
+    {"silu", nn_silu},
+    {"relu6", nn_relu6},
+    {"hardswish", nn_hardswish},
+    {"hardsigmoid", nn_hardsigmoid},
+    {"softsign", nn_softsign},
+    {"leaky_relu", fn_leaky_relu},
+    {"elu", fn_elu},
+    {"softplus", fn_softplus},
+    {"softplus_beta", fn_softplus_beta},
+    {"softplus_threshold", fn_softplus_threshold},
+    {"clamp", fn_clamp},
+    {"clamp_max", fn_clamp_max},
+    {"clamp_min", fn_clamp_min},
+    {"pow2", fn_pow2},
+    {"pow3", fn_pow3},
+    {"pow_half", fn_pow_half},
+    {"add_scalar", fn_add_scalar},
+    {"mul_scalar", fn_mul_scalar},
+    {"rsub_scalar", fn_rsub_scalar},
+    {"rdiv_scalar", fn_rdiv_scalar},
+};
+
+/* The function of a model fn-NAME, or NULL. */
+static nn_tensor *(*function_of(const char *kind))(nn_tensor *) {
+    if (strncmp(kind, "fn-", 3) != 0) return NULL;
+    for (size_t i = 0; i < sizeof kFunctions / sizeof kFunctions[0]; i++)
+        if (strcmp(kind + 3, kFunctions[i].name) == 0) return kFunctions[i].apply;
+    return NULL;
+}
+
+static bool is_graph(const char *kind) {
+    return strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0 || function_of(kind);
+}
 
 static int fail(const char *what) {
     fprintf(stderr, "nn_io_fixture: %s: %s\n", what, nn_last_error());
@@ -135,6 +206,8 @@ static nn_status norm_warm(nn_ctx *ctx, model *m) {
         if (st == NN_OK) st = nn_ctx_step_end(ctx);
     }
     return st;
+}
+
 /* pool-*: each a pooling operation with PyTorch's arguments
  * (tests/io/test_pooling_onnx.py); the last two have no ONNX form. */
 static const char *const kPools[] = {"pool-max", "pool-max-ceil", "pool-avg", "pool-avg-exclude", "pool-avg-ceil",
@@ -174,7 +247,7 @@ static nn_tensor *pool_forward(const char *kind, nn_tensor *x) {
 static int model_open(nn_ctx *ctx, const char *kind, model *m) {
     memset(m, 0, sizeof *m);
     m->kind = kind;
-    bool alexnet = strncmp(kind, "alexnet", 7) == 0, graph = strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0;
+    bool alexnet = strncmp(kind, "alexnet", 7) == 0, graph = is_graph(kind);
     memcpy(m->input, alexnet ? (int64_t[]){3, 224, 224} : graph ? (int64_t[]){2, 7, 9} : (int64_t[]){1, 28, 28},
            sizeof m->input);
     if (strcmp(kind, "alexnet") == 0) {
@@ -205,6 +278,8 @@ static int model_open(nn_ctx *ctx, const char *kind, model *m) {
         add_param(ctx, m, "b1", 1, (int64_t[]){5});
         add_param(ctx, m, "w2", 2, (int64_t[]){5, 5});
         return m->count == 6 ? 0 : fail("parameters");
+    } else if (function_of(kind)) {
+        return 0;
     } else {
         fprintf(stderr, "nn_io_fixture: unknown model %s\n", kind);
         return 1;
@@ -224,6 +299,7 @@ static void model_close(model *m) {
 static nn_tensor *model_forward(model *m, nn_tensor *x) {
     if (m->module) return nn_module_forward(m->module, x);
     if (pool_index(m->kind) >= 0) return pool_forward(m->kind, x);
+    if (function_of(m->kind)) return function_of(m->kind)(x);
     nn_tensor **p = m->params;
     nn_tensor *h = nn_conv2d(x, p[0], p[1], 2, 1);
     h = nn_maxpool2d_ex(h, 3, 2, 1);
@@ -298,7 +374,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *cmd = argv[1], *kind = argv[2];
-    bool graph_model = strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0 || pool_index(kind) >= 0;
+    bool graph_model = is_graph(kind) || pool_index(kind) >= 0;
     /* Graph models take their parameters from the seed in argv[3] for every command. */
     uint64_t seed = strcmp(cmd, "save") == 0 || strcmp(cmd, "state") == 0 || graph_model
                         ? strtoull(argv[3], NULL, 10) : 0;
@@ -367,7 +443,8 @@ int main(int argc, char **argv) {
             nn_tensor *x = nn_tensor_new(ctx, NN_F32, 4, shape);
             nn_tensor_set_requires_grad(x, true);
             nn_tensor *y = model_forward(&m, x);
-            nn_onnx_options eo = {.graph_name = kind, .static_batch = static_batch,
+            const char *opset = getenv("NN_IO_FIXTURE_OPSET"); /* default: the exporter's (17) */
+            nn_onnx_options eo = {.graph_name = kind, .opset = opset ? atoi(opset) : 0, .static_batch = static_batch,
                                   .n_names = m.count, .named_tensors = m.params, .names = m.names};
             nn_tensor *module_params[MAX_PARAMS];
             const char *module_names[MAX_PARAMS];

@@ -1,13 +1,20 @@
 /* The elementwise functions of shaders/unary_ops.h on the CPU. The rows'
- * expressions are GLSL, which C reads once abs and sign mean what GLSL
- * means; they are evaluated in double and rounded once. */
+ * expressions are GLSL, which C reads once abs, sign and the helpers of
+ * shaders/unary_math.glsl mean what they mean there (erfc, log1p and expm1
+ * are math.h's); they are evaluated in double and rounded once. */
 #include <math.h>
 
 #include "core/error.h"
 #include "cpu_backend.h"
 
 #define abs(v) fabs(v)
+#define power(x, e) pow(x, e) /* C's pow is PyTorch's: NaN for x < 0 with e not an integer */
 static inline double sign(double v) { return v > 0.0 ? 1.0 : v < 0.0 ? -1.0 : v; }
+static inline double quiet_nan(void) { return NAN; }
+static inline double positive_infinity(void) { return INFINITY; }
+static inline double logistic(double v) { return 1.0 / (1.0 + exp(-v)); }
+static inline double tanh_gate(double x) { return logistic(1.5957691216057308 * (x + 0.044715 * x * x * x)); }
+static inline double softplus_of(double z) { return fmax(z, 0.0) + log1p(exp(-fabs(z))); }
 
 typedef struct unary_job {
     const nn_pointwise_params *p;
@@ -19,8 +26,10 @@ static void forward_range(void *arg, int64_t begin, int64_t end, int worker) {
     const unary_job *job = arg;
     const float *restrict xs = job->x;
     float *restrict ys = job->out;
+    const double alpha = job->p->alpha, beta = job->p->beta;
+    (void)alpha, (void)beta;
     switch ((nn_unary_op)job->p->op) {
-#define FORWARD_ROW(ID, name, Onnx, forward, backward)                   \
+#define FORWARD_ROW(ID, name, Onnx, forward, backward, export, public)   \
     case NN_UNARY_##ID:                                                  \
         for (int64_t i = begin; i < end; i++) {                          \
             const double x = xs[i];                                      \
@@ -39,6 +48,8 @@ static void backward_range(void *arg, int64_t begin, int64_t end, int worker) {
     const float *restrict xs = job->x, *restrict ys = job->y, *restrict dys = job->dy;
     float *restrict dxs = job->out;
     const bool acc = job->p->accumulate != 0;
+    const double alpha = job->p->alpha, beta = job->p->beta;
+    (void)alpha, (void)beta;
     switch ((nn_unary_op)job->p->op) {
 #define BACKWARD_LOOP(backward, store)                                   \
     for (int64_t i = begin; i < end; i++) {                              \
@@ -46,7 +57,7 @@ static void backward_range(void *arg, int64_t begin, int64_t end, int worker) {
         (void)x, (void)y;                                                \
         dxs[i] store (float)(backward);                                  \
     }
-#define BACKWARD_ROW(ID, name, Onnx, forward, backward)                  \
+#define BACKWARD_ROW(ID, name, Onnx, forward, backward, export, public)  \
     case NN_UNARY_##ID:                                                  \
         if (acc) BACKWARD_LOOP(backward, +=) else BACKWARD_LOOP(backward, =) \
         break;

@@ -71,7 +71,7 @@ static nn_status check_unary(nn_kernel kernel, const nn_pointwise_params *p) {
 nn_status vk_run_unary_forward(vk_backend *vk, const nn_pointwise_params *p, const nn_buffer_ref *a) {
     NN_TRY(check_unary(NN_KERNEL_UNARY_FORWARD, p));
     if (p->n == 0) return NN_OK;
-    VK_PUSH(UNARY_FORWARD) push = {.n = (uint32_t)p->n, .op = p->op};
+    VK_PUSH(UNARY_FORWARD) push = {.n = (uint32_t)p->n, .op = p->op, .alpha = p->alpha, .beta = p->beta};
     return vk_record(vk, NN_KERNEL_UNARY_FORWARD, VK_PIPE_UNARY_FORWARD, 0, a, 2, VK_PUSH_REF(push),
                      vk_groups_for((uint64_t)p->n), 1, 1);
 }
@@ -79,7 +79,8 @@ nn_status vk_run_unary_forward(vk_backend *vk, const nn_pointwise_params *p, con
 nn_status vk_run_unary_backward(vk_backend *vk, const nn_pointwise_params *p, const nn_buffer_ref *a) {
     NN_TRY(check_unary(NN_KERNEL_UNARY_BACKWARD, p));
     if (p->n == 0) return NN_OK;
-    VK_PUSH(UNARY_BACKWARD) push = {.n = (uint32_t)p->n, .op = p->op, .accumulate = p->accumulate};
+    VK_PUSH(UNARY_BACKWARD) push = {
+        .n = (uint32_t)p->n, .op = p->op, .accumulate = p->accumulate, .alpha = p->alpha, .beta = p->beta};
     return vk_record(vk, NN_KERNEL_UNARY_BACKWARD, VK_PIPE_UNARY_BACKWARD, 0, a, 4, VK_PUSH_REF(push),
                      vk_groups_for((uint64_t)p->n), 1, 1);
 }
