@@ -28,6 +28,10 @@ from .optim import SGD
 from .tensor import ReusableTensor, Tensor
 from .functional import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
 from .layers import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d
+from .functional import div, maximum, minimum, sub
+from .reductions import amax, amin, argmax, argmin, max, mean, min, std, sum, var  # noqa: A004
+from .rearrange import (cat, chunk, concat, expand, narrow, permute, select, split, squeeze, stack, transpose,
+                        unsqueeze)
 
 __version__ = "0.1.0"
 
@@ -43,4 +47,7 @@ __all__ = [
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
     "exp", "log", "sqrt", "abs", "neg", "clamp", "pow",
     "GELU", "LeakyReLU", "ELU", "SiLU", "ReLU6", "Hardswish", "Hardsigmoid", "Softplus", "Sigmoid", "Tanh",
+    "sub", "div", "maximum", "minimum", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
+    "cat", "concat", "stack", "split", "chunk", "narrow", "select", "permute", "transpose", "expand",
+    "squeeze", "unsqueeze",
 ]

@@ -13,6 +13,7 @@ c_optimizer_p = ctypes.c_void_p  # nn_optimizer *
 c_step_runner_p = ctypes.c_void_p  # nn_step_runner *
 c_status = ctypes.c_int       # nn_status
 c_i64_p = ctypes.POINTER(ctypes.c_int64)
+c_int_p = ctypes.POINTER(ctypes.c_int)
 
 NN_MAX_DIMS = 6
 NN_F32 = 0
@@ -171,6 +172,26 @@ _SIGNATURES = {
     "nn_softmax_cross_entropy": (c_tensor_p, [c_tensor_p, c_tensor_p]),
     "nn_add": (c_tensor_p, [c_tensor_p, c_tensor_p]),
     "nn_mul": (c_tensor_p, [c_tensor_p, c_tensor_p]),
+    "nn_sub": (c_tensor_p, [c_tensor_p, c_tensor_p]),
+    "nn_div": (c_tensor_p, [c_tensor_p, c_tensor_p]),
+    "nn_maximum": (c_tensor_p, [c_tensor_p, c_tensor_p]),
+    "nn_minimum": (c_tensor_p, [c_tensor_p, c_tensor_p]),
+    "nn_sum_dims": (c_tensor_p, [c_tensor_p, c_int_p, ctypes.c_int, ctypes.c_bool]),
+    "nn_mean_dims": (c_tensor_p, [c_tensor_p, c_int_p, ctypes.c_int, ctypes.c_bool]),
+    "nn_max_dims": (c_tensor_p, [c_tensor_p, c_int_p, ctypes.c_int, ctypes.c_bool]),
+    "nn_min_dims": (c_tensor_p, [c_tensor_p, c_int_p, ctypes.c_int, ctypes.c_bool]),
+    "nn_argmax_dims": (c_tensor_p, [c_tensor_p, c_int_p, ctypes.c_int, ctypes.c_bool]),
+    "nn_argmin_dims": (c_tensor_p, [c_tensor_p, c_int_p, ctypes.c_int, ctypes.c_bool]),
+    "nn_var_dims": (c_tensor_p, [c_tensor_p, c_int_p, ctypes.c_int, ctypes.c_double, ctypes.c_bool]),
+    "nn_permute": (c_tensor_p, [c_tensor_p, c_int_p, ctypes.c_int]),
+    "nn_transpose": (c_tensor_p, [c_tensor_p, ctypes.c_int, ctypes.c_int]),
+    "nn_slice": (c_tensor_p, [c_tensor_p, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64]),
+    "nn_select": (c_tensor_p, [c_tensor_p, ctypes.c_int, ctypes.c_int64]),
+    "nn_cat": (c_tensor_p, [ctypes.POINTER(c_tensor_p), ctypes.c_int, ctypes.c_int]),
+    "nn_stack": (c_tensor_p, [ctypes.POINTER(c_tensor_p), ctypes.c_int, ctypes.c_int]),
+    "nn_expand": (c_tensor_p, [c_tensor_p, ctypes.c_int, c_i64_p]),
+    "nn_unsqueeze": (c_tensor_p, [c_tensor_p, ctypes.c_int]),
+    "nn_squeeze": (c_tensor_p, [c_tensor_p, ctypes.c_int]),
     "nn_scale": (c_tensor_p, [c_tensor_p, ctypes.c_float]),
     "nn_sum": (c_tensor_p, [c_tensor_p]),
     "nn_mean": (c_tensor_p, [c_tensor_p]),

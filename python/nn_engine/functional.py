@@ -2,6 +2,7 @@
 operation and wraps the step-owned result. Shape and dtype rules are the C
 library's; its message becomes the exception's."""
 import ctypes
+import math
 import numbers
 
 import numpy as np
@@ -216,16 +217,59 @@ def matmul(a, b, transA=False, transB=False):
     return _result(lib.nn_matmul(pa, pb, bool(transA), bool(transB)), a, "nn_matmul")
 
 
+def _binary(name, a, b, scalar):
+    """nn_<name>(a, b) broadcasting two Tensors (NumPy's rule); a number on
+    either side goes to scalar(tensor, number, tensor_first)."""
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        return _result(getattr(lib, f"nn_{name}")(a._ptr(), b._ptr()), a, f"nn_{name}")
+    if isinstance(a, Tensor) and isinstance(b, numbers.Real) and not isinstance(b, bool):
+        return scalar(a, float(b), True)
+    if isinstance(b, Tensor) and isinstance(a, numbers.Real) and not isinstance(a, bool):
+        return scalar(b, float(a), False)
+    raise TypeError(f"{name}: a and b must be Tensors or numbers, one a Tensor; got {type(a).__name__} and "
+                    f"{type(b).__name__}")
+
+
 def add(a, b):
-    """Elementwise a + b (same shapes)."""
-    pa, pb = _tensor(a, "add", "a"), _tensor(b, "add", "b")
-    return _same_shape(lib.nn_add(pa, pb), a, "nn_add")
+    """a + b, broadcasting (torch.add); either may be a number."""
+    return _binary("add", a, b, lambda t, s, first: add_scalar(t, s))
+
+
+def sub(a, b):
+    """a - b, broadcasting (torch.sub); either may be a number."""
+    return _binary("sub", a, b, lambda t, s, first: add_scalar(t, -s) if first else rsub_scalar(t, s))
 
 
 def mul(a, b):
-    """Elementwise a * b (same shapes)."""
-    pa, pb = _tensor(a, "mul", "a"), _tensor(b, "mul", "b")
-    return _same_shape(lib.nn_mul(pa, pb), a, "nn_mul")
+    """a * b, broadcasting (torch.mul); either may be a number."""
+    return _binary("mul", a, b, lambda t, s, first: mul_scalar(t, s))
+
+
+def _reciprocal(s):
+    # x / 0 is x * inf (inf, or NaN at 0), as in PyTorch.
+    return 1.0 / s if s != 0 else math.copysign(math.inf, s)
+
+
+def div(a, b):
+    """a / b, broadcasting (torch.div); either may be a number."""
+    return _binary("div", a, b, lambda t, s, first: mul_scalar(t, _reciprocal(s)) if first else rdiv_scalar(t, s))
+
+
+def _no_scalar(name):
+    def refuse(t, s, first):
+        raise TypeError(f"{name}: needs two Tensors (as torch.{name}); for a number use clamp")
+    return refuse
+
+
+def maximum(a, b):
+    """The larger of a and b elementwise, broadcasting; NaN propagates and ties
+    split the gradient (torch.maximum)."""
+    return _binary("maximum", a, b, _no_scalar("maximum"))
+
+
+def minimum(a, b):
+    """The smaller of a and b elementwise, broadcasting (torch.minimum)."""
+    return _binary("minimum", a, b, _no_scalar("minimum"))
 
 
 def scale(x, factor):

@@ -213,14 +213,14 @@ class Tensor:
     # A number on either side is a scalar operation of one tensor (unary_ops.h's
     # rows); two tensors go through _binary.
     def _binary(self, other, name):
-        """The operator `name` (add, sub, mul, truediv, pow) on two tensors:
-        add and mul of equal shapes run nn_add and nn_mul; broadcasting and
-        the others are not there yet."""
+        """The operator `name` on two tensors, broadcasting (NumPy's rule)."""
         from . import functional as F
-        if name in ("add", "mul") and self.shape == other.shape:
-            return getattr(F, name)(self, other)
-        raise TypeError(f"Tensor.__{name}__: two tensors of shapes {self.shape} and {other.shape} "
-                        f"(only add and mul of equal shapes are supported between tensors)")
+        functions = {"add": F.add, "sub": F.sub, "mul": F.mul, "truediv": F.div,
+                     "rsub": lambda a, b: F.sub(b, a), "rtruediv": lambda a, b: F.div(b, a)}
+        if name not in functions:
+            raise TypeError(f"Tensor.__{name}__: not supported between two tensors (shapes {self.shape} "
+                            f"and {other.shape})")
+        return functions[name](self, other)
 
     def _operand(self, other, name, scalar):
         """scalar(other) for a number, _binary for a Tensor, NotImplemented otherwise."""
@@ -314,6 +314,127 @@ class Tensor:
     def pow(self, exponent):
         from .functional import pow
         return pow(self, exponent)
+
+    # ---- broadcasting arithmetic, reductions, rearrangements (torch.Tensor's names) ----
+    def add(self, other):
+        from .functional import add
+        return add(self, other)
+
+    def sub(self, other):
+        from .functional import sub
+        return sub(self, other)
+
+    def mul(self, other):
+        from .functional import mul
+        return mul(self, other)
+
+    def div(self, other):
+        from .functional import div
+        return div(self, other)
+
+    def maximum(self, other):
+        from .functional import maximum
+        return maximum(self, other)
+
+    def minimum(self, other):
+        from .functional import minimum
+        return minimum(self, other)
+
+    def matmul(self, other):
+        from .functional import matmul
+        return matmul(self, other)
+
+    def sum(self, dim=None, keepdim=False):
+        from .reductions import sum
+        return sum(self, dim, keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        from .reductions import mean
+        return mean(self, dim, keepdim)
+
+    def max(self, dim=None, keepdim=False):
+        from .reductions import max
+        return max(self, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        from .reductions import min
+        return min(self, dim, keepdim)
+
+    def amax(self, dim=(), keepdim=False):
+        from .reductions import amax
+        return amax(self, dim, keepdim)
+
+    def amin(self, dim=(), keepdim=False):
+        from .reductions import amin
+        return amin(self, dim, keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        from .reductions import argmax
+        return argmax(self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        from .reductions import argmin
+        return argmin(self, dim, keepdim)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        from .reductions import var
+        return var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        from .reductions import std
+        return std(self, dim, unbiased, keepdim, correction=correction)
+
+    def reshape(self, *shape):
+        from .functional import reshape
+        return reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else shape)
+
+    view = reshape
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        from .rearrange import flatten
+        return flatten(self, start_dim, end_dim)
+
+    def permute(self, *dims):
+        from .rearrange import permute
+        return permute(self, *dims)
+
+    def transpose(self, dim0, dim1):
+        from .rearrange import transpose
+        return transpose(self, dim0, dim1)
+
+    @property
+    def T(self):
+        """The dimensions in reverse order (torch.Tensor.T)."""
+        from .rearrange import permute
+        return self if self.ndim == 1 else permute(self, *reversed(range(self.ndim)))
+
+    def squeeze(self, dim=None):
+        from .rearrange import squeeze
+        return squeeze(self, dim)
+
+    def unsqueeze(self, dim):
+        from .rearrange import unsqueeze
+        return unsqueeze(self, dim)
+
+    def expand(self, *sizes):
+        from .rearrange import expand
+        return expand(self, *sizes)
+
+    def split(self, split_size_or_sections, dim=0):
+        from .rearrange import split
+        return split(self, split_size_or_sections, dim)
+
+    def chunk(self, chunks, dim=0):
+        from .rearrange import chunk
+        return chunk(self, chunks, dim)
+
+    def narrow(self, dim, start, length):
+        from .rearrange import narrow
+        return narrow(self, dim, start, length)
+
+    def __getitem__(self, index):
+        from .rearrange import getitem
+        return getitem(self, index)
 
     def __repr__(self):
         state = "" if self._h.valid() else ", freed"

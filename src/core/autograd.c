@@ -22,7 +22,8 @@ nn_status nn_tape_push(nn_node *node) {
     NN_TRY(nn_node_list_push(&ctx->tape, &ctx->tape_count, &ctx->tape_capacity, node, "the tape"));
     node->tape_index = ctx->tape_count - 1;
     node->output->grad_fn = node;
-    node->output->requires_grad = true;
+    /* an int32 result (argmax) is on the tape only to be traced (ONNX export) */
+    node->output->requires_grad = node->output->dtype == NN_F32;
     node->output->is_result = true;
     return NN_OK;
 }

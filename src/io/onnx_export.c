@@ -186,8 +186,8 @@ static nn_status check_options(const char *who, nn_tensor *input, nn_tensor *out
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s is NULL", who, !input ? "input" : "output");
     if (input->ctx != output->ctx)
         return nn_set_error(NN_ERR_STATE, "%s: input and output belong to different contexts", who);
-    if (input->dtype != NN_F32 || output->dtype != NN_F32)
-        return nn_set_error(NN_ERR_DTYPE, "%s: input and output must be float32", who);
+    if (input->dtype != NN_F32)
+        return nn_set_error(NN_ERR_DTYPE, "%s: the input must be float32", who);
     if (o->opset != 0 && (o->opset < MIN_OPSET || o->opset > DEFAULT_OPSET))
         return nn_set_error(NN_ERR_ARGUMENT, "%s: opset %d is not supported (%d..%d)", who,
                             o->opset, MIN_OPSET, DEFAULT_OPSET);
@@ -237,7 +237,8 @@ static nn_status export_graph(const char *who, const char *path, nn_tensor *inpu
         nn_pb_string(&x.graph, 2, o->graph_name ? o->graph_name : "nn_engine");
         nn_onnx_value_info(&x.graph, NN_ONNX_GRAPH_INPUT, input_name, NN_ONNX_FLOAT, input->shape,
                            input->ndim, x.dynamic ? "batch" : NULL);
-        nn_onnx_value_info(&x.graph, NN_ONNX_GRAPH_OUTPUT, out->name, NN_ONNX_FLOAT, output->shape,
+        nn_onnx_value_info(&x.graph, NN_ONNX_GRAPH_OUTPUT, out->name,
+                           output->dtype == NN_F32 ? NN_ONNX_FLOAT : NN_ONNX_INT32, output->shape,
                            output->ndim, x.dynamic && out->batch ? "batch" : NULL);
         nn_onnx_model(&model, &x.graph, IR_VERSION, o->opset ? o->opset : DEFAULT_OPSET,
                       NN_ENGINE_VERSION);

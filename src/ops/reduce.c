@@ -241,7 +241,7 @@ nn_tensor *nn_min_dims(nn_tensor *x, const int *dims, int count, bool keepdim) {
     return reduce_dims(&nn_op_min_dims, NN_REDUCE_MIN, false, x, dims, count, keepdim);
 }
 
-/* ---- argmax and argmin: the winners' positions, without a gradient ---- */
+/* ---- argmax and argmin: the winners' positions (int32, no gradient) ---- */
 
 static nn_status arg_forward(nn_node *node) {
     const reduce_dims_node *r = NN_NODE_PARAMS(node, reduce_dims_node);
@@ -314,8 +314,17 @@ static nn_status arg_onnx(exporter *x, op_io *io, const char *out, const char *o
 static nn_status argmax_onnx(exporter *x, op_io *io, const char *out) { return arg_onnx(x, io, out, "ArgMax"); }
 static nn_status argmin_onnx(exporter *x, op_io *io, const char *out) { return arg_onnx(x, io, out, "ArgMin"); }
 
-const nn_op nn_op_argmax = {.name = "nn_argmax", .forward = arg_forward, .to_onnx = argmax_onnx};
-const nn_op nn_op_argmin = {.name = "nn_argmin", .forward = arg_forward, .to_onnx = argmin_onnx};
+/* Positions carry no gradient; the node is on the tape so that an export
+ * can trace the graph through it. */
+static nn_status arg_backward(nn_node *node) {
+    (void)node;
+    return NN_OK;
+}
+
+const nn_op nn_op_argmax = {
+    .name = "nn_argmax", .forward = arg_forward, .backward = arg_backward, .to_onnx = argmax_onnx};
+const nn_op nn_op_argmin = {
+    .name = "nn_argmin", .forward = arg_forward, .backward = arg_backward, .to_onnx = argmin_onnx};
 
 static nn_tensor *arg_dims(const nn_op *op, nn_reduce_op kind, nn_tensor *x, const int *dims, int count,
                            bool keepdim) {

@@ -19,8 +19,10 @@
  * built from single operations, input [N, 2, 7, 9], exported with
  * nn_onnx_export and named parameters; their WEIGHTS are a safetensors file
  * too); pool-* (one pooling operation alone, no parameters, input
- * [N, 3, 11, 10]: see kPools); fn-NAME: one elementwise function of kFunctions applied to the
- * input [N, 2, 7, 9] (no parameters). NN_IO_FIXTURE_DEVICE=vulkan runs on
+ * [N, 3, 11, 10]: see kPools); tensor-* (broadcasting, reductions and
+ * rearrangements on [N, 2, 7, 9]: see kTensorGraphs); fn-NAME: one
+ * elementwise function of kFunctions applied to the input [N, 2, 7, 9] (no
+ * parameters). NN_IO_FIXTURE_DEVICE=vulkan runs on
  * the GPU (default: the CPU); NN_IO_FIXTURE_OPSET sets the opset graphs
  * export with (default 17).
  * Exit status 0 on success; errors go to stderr. */
@@ -107,8 +109,10 @@ static nn_tensor *(*function_of(const char *kind))(nn_tensor *) {
     return NULL;
 }
 
+static int tensor_graph(const char *kind);
+
 static bool is_graph(const char *kind) {
-    return strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0 || function_of(kind);
+    return strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0 || function_of(kind) || tensor_graph(kind) >= 0;
 }
 
 static int fail(const char *what) {
@@ -129,6 +133,52 @@ static nn_tensor *add_param(nn_ctx *ctx, model *m, const char *name, int ndim, c
     m->params[m->count] = t;
     m->names[m->count++] = name;
     return t;
+}
+
+/* The tensor-* graphs (tests/io/test_tensor_ops_onnx.py), input [N, 2, 7, 9]:
+ * broadcast: add, sub, mul, div, maximum and minimum with parameters row
+ * [9], col [2, 1, 1] and divisor [7, 1]; reduce: sum, mean, max, min and
+ * var over inner dimensions with keepdim, added back by broadcasting;
+ * rearrange: permute, transpose, slice, select, cat, stack, unsqueeze,
+ * expand, squeeze; argmax, argmin-all: int32 positions. */
+static const char *const kTensorGraphs[] = {"tensor-broadcast", "tensor-reduce", "tensor-rearrange", "tensor-argmax",
+                                            "tensor-argmin-all"};
+#define TENSOR_GRAPHS (int)(sizeof kTensorGraphs / sizeof kTensorGraphs[0])
+
+static int tensor_graph(const char *kind) {
+    for (int i = 0; i < TENSOR_GRAPHS; i++)
+        if (strcmp(kind, kTensorGraphs[i]) == 0) return i;
+    return -1;
+}
+
+static nn_tensor *tensor_graph_forward(const char *kind, nn_tensor *x, nn_tensor *const *p) {
+    switch (tensor_graph(kind)) {
+    case 0: {
+        nn_tensor *divisor = nn_add_scalar(nn_abs(p[2]), 0.5f);
+        nn_tensor *h = nn_div(nn_mul(nn_sub(nn_add(x, p[0]), p[1]), p[0]), divisor);
+        return nn_minimum(nn_maximum(h, p[1]), nn_add(x, p[1]));
+    }
+    case 1: {
+        const int d1[1] = {1}, d3[1] = {3}, d23[2] = {2, 3}, dm2[1] = {-2};
+        nn_tensor *sum = nn_sum_dims(x, d23, 2, true), *mean = nn_mean_dims(x, d1, 1, true);
+        nn_tensor *max = nn_max_dims(x, d3, 1, true), *min = nn_min_dims(x, dm2, 1, true);
+        nn_tensor *var = nn_var_dims(x, d3, 1, 1.0, true);
+        return nn_add(nn_add(nn_add(sum, mean), max), nn_add(min, var));
+    }
+    case 2: {
+        nn_tensor *h = nn_transpose(nn_permute(x, (int[]){0, 2, 3, 1}, 4), 1, 2); /* [N, 9, 7, 2] */
+        h = nn_select(nn_slice(h, 1, 1, 8, 2), 3, 1);                             /* [N, 4, 7] */
+        nn_tensor *twice[2] = {h, nn_mul_scalar(h, 2.0f)};
+        h = nn_cat(twice, 2, 1); /* [N, 8, 7] */
+        nn_tensor *pair[2] = {h, nn_neg(h)};
+        h = nn_unsqueeze(nn_stack(pair, 2, 2), 1); /* [N, 1, 8, 2, 7] */
+        h = nn_expand(h, 5, (int64_t[]){-1, 3, 8, 2, 7});
+        return nn_squeeze(nn_unsqueeze(h, -1), -1);
+    }
+    case 3: return nn_argmax_dims(x, (int[]){3}, 1, false);
+    case 4: return nn_argmin_dims(x, NULL, 0, true);
+    default: return NULL;
+    }
 }
 
 /* stem conv 1->4 k3 p1; h = relu(h + body(h)), body = conv, relu, conv
@@ -280,6 +330,12 @@ static int model_open(nn_ctx *ctx, const char *kind, model *m) {
         return m->count == 6 ? 0 : fail("parameters");
     } else if (function_of(kind)) {
         return 0;
+    } else if (tensor_graph(kind) >= 0) {
+        if (strcmp(kind, "tensor-broadcast") != 0) return 0; /* the others have no parameters */
+        add_param(ctx, m, "row", 1, (int64_t[]){9});
+        add_param(ctx, m, "col", 3, (int64_t[]){2, 1, 1});
+        add_param(ctx, m, "divisor", 2, (int64_t[]){7, 1});
+        return m->count == 3 ? 0 : fail("parameters");
     } else {
         fprintf(stderr, "nn_io_fixture: unknown model %s\n", kind);
         return 1;
@@ -300,6 +356,7 @@ static nn_tensor *model_forward(model *m, nn_tensor *x) {
     if (m->module) return nn_module_forward(m->module, x);
     if (pool_index(m->kind) >= 0) return pool_forward(m->kind, x);
     if (function_of(m->kind)) return function_of(m->kind)(x);
+    if (tensor_graph(m->kind) >= 0) return tensor_graph_forward(m->kind, x, m->params);
     nn_tensor **p = m->params;
     nn_tensor *h = nn_conv2d(x, p[0], p[1], 2, 1);
     h = nn_maxpool2d_ex(h, 3, 2, 1);

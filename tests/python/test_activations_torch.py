@@ -138,14 +138,10 @@ def test_tensor_with_tensor_keeps_add_and_mul_of_equal_shapes():
     np.testing.assert_allclose((nn.Tensor(x) * nn.Tensor(y)).sync(), x * y, rtol=1e-6)
 
 
-@pytest.mark.parametrize("expression, operator", [
-    (lambda a, b: a + b, "__add__"), (lambda a, b: a - b, "__sub__"), (lambda a, b: a / b, "__truediv__"),
-    (lambda a, b: a ** b, "__pow__"), (lambda a, b: a * b, "__mul__"),
-])
-def test_tensor_with_tensor_otherwise_raises_naming_the_operator(expression, operator):
+def test_tensor_to_the_power_of_a_tensor_raises_naming_the_operator():
     a, b = nn.Tensor(values((2, 3), edges=False)), nn.Tensor(values((3,), edges=False))
-    with pytest.raises(TypeError, match=operator):
-        expression(a, b)
+    with pytest.raises(TypeError, match="__pow__"):
+        a ** b
 
 
 def test_tensor_with_other_types_raises_type_error():
