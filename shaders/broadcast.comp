@@ -27,9 +27,7 @@ void main() {
     for (int d = 0; d < p.ndim; d++) n *= uint(p.shape[d]);
     GRID_STRIDE_LOOP(i, n) {
         int ia, ib, ic;
-        STRIDED_OFFSET(i, p.ndim, p.shape, p.stride_a, ia);
-        STRIDED_OFFSET(i, p.ndim, p.shape, p.stride_b, ib);
-        STRIDED_OFFSET(i, p.ndim, p.shape, p.stride_c, ic);
+        STRIDED_OFFSETS(i, p.ndim, p.shape, p.stride_a, p.stride_b, p.stride_c, ia, ib, ic);
         float v = p.alpha * value(as[p.off[0] + ia], bs[p.off[1] + ib], cs[p.off[2] + ic]);
         uint k = p.off[3] + i;
         os[k] = p.accumulate != 0 ? os[k] + v : v;

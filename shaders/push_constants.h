@@ -43,11 +43,13 @@
 #define PUSH_STRIDED_COPY(F)                                                                                 \
     F(uint, off[4]) F(int, ndim) F(int, accumulate) F(int, shape[6]) F(int, src_stride[6])                 \
     F(int, dst_stride[6])
-/* nn_reduce_dims_params; per_thread: 1 one invocation per output, 0 one
- * workgroup per output */
+/* nn_reduce_dims_params; lanes: invocations per output (a power of 2 up
+ * to 256); chunks > 1 (sums only): each output's elements in that many
+ * slices of chunk elements, each slice's raw sum written to out[slice *
+ * outputs + output] for a second pass to add */
 #define PUSH_REDUCE_DIMS(F)                                                                                  \
     F(uint, off[4]) F(int, op) F(int, kept) F(int, reduced) F(int, accumulate) F(float, alpha)             \
-    F(int, per_thread) F(int, shape[6]) F(int, stride[6])
+    F(int, lanes) F(int, chunks) F(int, chunk) F(int, shape[6]) F(int, stride[6])
 
 /* ---- softmax and its losses ---- */
 #define PUSH_SOFTMAX(F) F(uint, off[4]) F(int, rows) F(int, cols) F(int, accumulate)

@@ -11,9 +11,8 @@ void main() {
     uint n = 1;
     for (int d = 0; d < p.ndim; d++) n *= uint(p.shape[d]);
     GRID_STRIDE_LOOP(i, n) {
-        int is, id;
-        STRIDED_OFFSET(i, p.ndim, p.shape, p.src_stride, is);
-        STRIDED_OFFSET(i, p.ndim, p.shape, p.dst_stride, id);
+        int is, id, unused;
+        STRIDED_OFFSETS(i, p.ndim, p.shape, p.src_stride, p.dst_stride, p.dst_stride, is, id, unused);
         float v = src[p.off[0] + is];
         uint k = p.off[1] + uint(id);
         dst[k] = p.accumulate != 0 ? dst[k] + v : v;

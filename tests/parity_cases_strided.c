@@ -154,6 +154,7 @@ static const reduction kReductions[] = {
     {3, {9, 13, 11}, {1, 1, 1}},
     {6, {2, 3, 1, 4, 2, 3}, {0, 1, 1, 0, 1, 0}},
     {2, {5000, 3}, {0, 1}},
+    {2, {2, 70001}, {0, 1}}, /* few outputs of many neighbours: lanes and chunks */
 };
 #define REDUCTIONS (sizeof kReductions / sizeof kReductions[0])
 

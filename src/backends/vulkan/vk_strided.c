@@ -78,13 +78,30 @@ static nn_status reduce_push(nn_kernel kernel, const nn_reduce_dims_params *p, u
     return NN_OK;
 }
 
-/* One invocation per output where each has few elements, or where outputs
- * are many and neighbours read neighbouring elements (the reduced
- * dimensions are not the innermost); else a workgroup per output. */
-static bool per_thread(const nn_reduce_dims_params *p, uint64_t outputs, uint64_t count) {
-    if (count <= 32) return true;
-    const bool kept_innermost = p->kept > 0 && p->stride[p->kept - 1] == 1;
-    return kept_innermost && outputs >= 4096;
+/* Invocations a reduction aims to keep busy: enough to fill a large GPU. */
+#define REDUCE_TARGET_INVOCATIONS (1u << 18)
+
+/* How a reduction spreads over invocations: lanes per output where its
+ * elements are neighbours in memory (the reduced dimensions innermost),
+ * else one invocation per output, neighbouring outputs reading
+ * neighbouring elements; a sum with too few outputs to fill the device
+ * is cut into chunks, their sums added by a second pass. */
+static void reduce_shape(const nn_reduce_dims_params *p, uint64_t outputs, uint64_t count, uint32_t *lanes,
+                         uint32_t *chunks) {
+    const bool contiguous = p->reduced > 0 && p->stride[p->kept + p->reduced - 1] == 1;
+    *lanes = 1;
+    if (contiguous)
+        while (*lanes < 256 && (uint64_t)*lanes * 8 < count) *lanes *= 2;
+    *chunks = 1;
+    if (p->op != NN_REDUCE_SUM) return;
+    const uint64_t busy = outputs * *lanes;
+    while (busy * *chunks * 2 <= REDUCE_TARGET_INVOCATIONS && count / ((uint64_t)*chunks * 2) >= (uint64_t)*lanes * 64)
+        *chunks *= 2;
+}
+
+static uint32_t reduce_groups(uint64_t items, uint32_t lanes) {
+    const uint64_t groups = (items * lanes + 255) / 256;
+    return groups > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)(groups ? groups : 1);
 }
 
 nn_status vk_run_reduce_dims(vk_backend *vk, const nn_reduce_dims_params *p, const nn_buffer_ref *a) {
@@ -97,10 +114,34 @@ nn_status vk_run_reduce_dims(vk_backend *vk, const nn_reduce_dims_params *p, con
     if (p->op != NN_REDUCE_SUM && !a[2].buffer)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan reduce_dims: max and min need winners (buffer argument 2)");
     if (outputs == 0) return NN_OK;
-    push.per_thread = per_thread(p, outputs, count);
-    const uint32_t groups = push.per_thread ? vk_groups_for(outputs)
-                                            : (uint32_t)(outputs < VK_MAX_GROUPS ? outputs : VK_MAX_GROUPS);
-    return vk_record(vk, kernel, VK_PIPE_REDUCE_DIMS, 0, a, 3, VK_PUSH_REF(push), groups, 1, 1);
+    uint32_t lanes, chunks;
+    reduce_shape(p, outputs, count, &lanes, &chunks);
+    push.lanes = (int32_t)lanes;
+    push.chunks = 1;
+    if (chunks == 1)
+        return vk_record(vk, kernel, VK_PIPE_REDUCE_DIMS, 0, a, 3, VK_PUSH_REF(push), reduce_groups(outputs, lanes),
+                         1, 1);
+    /* first pass: each chunk's raw sum into partials [chunks, outputs] */
+    NN_TRY(vk_fits32(kernel, "partial sums", (int64_t)(outputs * chunks)));
+    nn_buffer *partials = vk_buffer_alloc(&vk->base, outputs * chunks * sizeof(float));
+    if (!partials) return nn_last_status();
+    push.chunks = (int32_t)chunks;
+    push.chunk = (int32_t)((count + chunks - 1) / chunks);
+    nn_buffer_ref first[3] = {a[0], {partials, 0, 0}, a[2]};
+    nn_status st = vk_record_ex(vk, kernel, VK_PIPE_REDUCE_DIMS, 0, first, 3, NN_ARG(1), VK_PUSH_REF(push),
+                                reduce_groups(outputs * chunks, lanes), 1, 1);
+    /* second pass: each output adds its chunks, neighbouring outputs side by side */
+    if (st == NN_OK) {
+        reduce_dims_push total = {.op = NN_REDUCE_SUM, .kept = 1, .reduced = 1, .accumulate = p->accumulate,
+                                  .alpha = p->alpha, .lanes = 1, .chunks = 1,
+                                  .shape = {(int32_t)outputs, (int32_t)chunks}, .stride = {1, (int32_t)outputs}};
+        nn_buffer_ref second[3] = {{partials, 0, 0}, a[1], a[2]};
+        st = vk_record(vk, kernel, VK_PIPE_REDUCE_DIMS, 0, second, 3, VK_PUSH_REF(total), reduce_groups(outputs, 1),
+                       1, 1);
+    }
+    /* freed at once: a later user of the range is ordered after both passes (vk_stream.c) */
+    vk_scratch_done(vk, partials);
+    return st;
 }
 
 nn_status vk_run_reduce_dims_scatter(vk_backend *vk, const nn_reduce_dims_params *p, const nn_buffer_ref *a) {
