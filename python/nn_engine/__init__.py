@@ -29,6 +29,11 @@ from .tensor import ReusableTensor, Tensor
 from .functional import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
 from .layers import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d
 
+from .functional import (binary_cross_entropy_with_logits, cross_entropy, l1_loss, log_softmax, mse_loss,
+                         nll_loss, smooth_l1_loss)
+from .layers import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, LogSoftmax, MSELoss, NLLLoss, SmoothL1Loss,
+                     Softmax)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -43,4 +48,7 @@ __all__ = [
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
     "exp", "log", "sqrt", "abs", "neg", "clamp", "pow",
     "GELU", "LeakyReLU", "ELU", "SiLU", "ReLU6", "Hardswish", "Hardsigmoid", "Softplus", "Sigmoid", "Tanh",
+    "log_softmax", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "nll_loss",
+    "cross_entropy", "Softmax", "LogSoftmax", "MSELoss", "L1Loss", "SmoothL1Loss", "BCEWithLogitsLoss", "NLLLoss",
+    "CrossEntropyLoss",
 ]
