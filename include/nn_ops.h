@@ -215,6 +215,48 @@ nn_tensor *nn_avgpool2d(nn_tensor *x, const nn_pool2d_params *window, bool count
 nn_tensor *nn_adaptive_avgpool2d(nn_tensor *x, int out_h, int out_w);
 nn_tensor *nn_adaptive_maxpool2d(nn_tensor *x, int out_h, int out_w);
 
+/* ---- softmax along any dimension, and losses (PyTorch's F.softmax,
+ * F.log_softmax and loss functions, with their arguments) ----
+ * dim may be negative (from the end). log_softmax is x - max - log(sum
+ * exp(x - max)) along dim, never log(softmax). nn_softmax_dim over the last
+ * dimension is nn_softmax. */
+nn_tensor *nn_softmax_dim(nn_tensor *x, int dim);
+nn_tensor *nn_log_softmax(nn_tensor *x, int dim);
+
+/* What a loss returns: each element's loss (NONE, the broadcast shape of
+ * input and target, or target's for the class losses), or their mean or
+ * sum as a one-element tensor [1]. */
+typedef enum nn_reduction { NN_REDUCTION_NONE = 0, NN_REDUCTION_MEAN = 1, NN_REDUCTION_SUM = 2 } nn_reduction;
+/* (input - target)^2; |input - target|; and |d| < beta ? d^2 / (2 beta) :
+ * |d| - beta / 2 (beta finite, >= 0; 0 is l1_loss). input and target are
+ * float32 and broadcast (nn_sub); both get gradients. */
+nn_tensor *nn_mse_loss(nn_tensor *input, nn_tensor *target, nn_reduction reduction);
+nn_tensor *nn_l1_loss(nn_tensor *input, nn_tensor *target, nn_reduction reduction);
+nn_tensor *nn_smooth_l1_loss(nn_tensor *input, nn_tensor *target, nn_reduction reduction, float beta);
+/* -weight (pos_weight t log sigmoid(x) + (1 - t) log(1 - sigmoid(x))), in
+ * a form that cannot overflow: target has input's shape; weight (broadcast
+ * to input) and pos_weight (broadcast along the last dimension, the
+ * classes) may be NULL. */
+nn_tensor *nn_binary_cross_entropy_with_logits(nn_tensor *input, nn_tensor *target, nn_tensor *weight,
+                                               nn_tensor *pos_weight, nn_reduction reduction);
+/* -weight[t] input[n, t, ...] for log-probabilities input [N, C] or [N, C,
+ * d1, ...] and int32 class targets t, [N] or [N, d1, ...], in [0, C) or
+ * equal to ignore_index (those count 0 and are left out of the mean);
+ * weight [C] or NULL (ones). MEAN divides by the sum of weight[t] over the
+ * targets kept (PyTorch's weighted mean; NaN when none is). Another target
+ * is an error naming it, reported by the call that runs the kernels (the
+ * read of the loss). Only input gets a gradient. */
+nn_tensor *nn_nll_loss(nn_tensor *input, nn_tensor *target, nn_tensor *weight, nn_reduction reduction,
+                       int ignore_index);
+/* nll_loss of log_softmax(input, 1) with class targets (int32, as
+ * nn_nll_loss), mixed with label_smoothing in [0, 1] of the uniform
+ * distribution (PyTorch's rule, weights and ignore_index included); or,
+ * for a float32 target of input's shape (class probabilities), -sum_c
+ * weight[c] t[c] log_softmax(input)[c], MEAN over N * d1 * ...
+ * (ignore_index must be negative). */
+nn_tensor *nn_cross_entropy(nn_tensor *input, nn_tensor *target, nn_tensor *weight, nn_reduction reduction,
+                            int ignore_index, float label_smoothing);
+
 #ifdef __cplusplus
 }
 #endif

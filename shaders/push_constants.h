@@ -163,4 +163,12 @@
     F(int, dilation_h) F(int, dilation_w) F(int, adaptive) F(int, count_include_pad) F(int, divisor)       \
     F(int, accumulate)
 
+/* ---- softmax along any dimension, class-target losses (kernels.h) ---- */
+/* nn_softmax_dim_params */
+#define PUSH_SOFTMAX_DIM(F) F(uint, off[4]) F(int, outer) F(int, size) F(int, inner) F(int, log) F(int, accumulate)
+/* nn_nll_params; has_weight, has_total: whether those arguments are given */
+#define PUSH_NLL(F)                                                                                            \
+    F(uint, off[8]) F(int, outer) F(int, classes) F(int, inner) F(int, ignore_index) F(int, reduction)       \
+    F(float, smoothing) F(int, accumulate) F(int, has_weight) F(int, has_total)
+
 #endif

@@ -69,4 +69,10 @@ void parity_pool2d_max_backward_case(nn_backend *o);
 void parity_pool2d_avg_forward_case(nn_backend *o);
 void parity_pool2d_avg_backward_case(nn_backend *o);
 
+/* parity_cases_losses.c */
+void parity_softmax_dim_forward_case(nn_backend *o);
+void parity_softmax_dim_backward_case(nn_backend *o);
+void parity_nll_forward_case(nn_backend *o);
+void parity_nll_backward_case(nn_backend *o);
+
 #endif

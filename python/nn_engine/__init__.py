@@ -33,6 +33,11 @@ from .reductions import amax, amin, argmax, argmin, max, mean, min, std, sum, va
 from .rearrange import (cat, chunk, concat, expand, narrow, permute, select, split, squeeze, stack, transpose,
                         unsqueeze)
 
+from .functional import (binary_cross_entropy_with_logits, cross_entropy, l1_loss, log_softmax, mse_loss,
+                         nll_loss, smooth_l1_loss)
+from .layers import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, LogSoftmax, MSELoss, NLLLoss, SmoothL1Loss,
+                     Softmax)
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -50,4 +55,7 @@ __all__ = [
     "sub", "div", "maximum", "minimum", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
     "cat", "concat", "stack", "split", "chunk", "narrow", "select", "permute", "transpose", "expand",
     "squeeze", "unsqueeze",
+    "log_softmax", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "nll_loss",
+    "cross_entropy", "Softmax", "LogSoftmax", "MSELoss", "L1Loss", "SmoothL1Loss", "BCEWithLogitsLoss", "NLLLoss",
+    "CrossEntropyLoss",
 ]

@@ -355,3 +355,97 @@ Hardswish = _parameterless("Hardswish", F.hardswish, "x * relu6(x + 3) / 6.")
 Hardsigmoid = _parameterless("Hardsigmoid", F.hardsigmoid, "relu6(x + 3) / 6.")
 Sigmoid = _parameterless("Sigmoid", F.sigmoid, "1 / (1 + exp(-x)).")
 Tanh = _parameterless("Tanh", F.tanh, "The hyperbolic tangent.")
+
+
+# ---- softmax along a dimension, and losses (PyTorch's modules) ----
+
+
+class Softmax(_Activation):
+    """Softmax along dim (None: PyTorch's implicit choice)."""
+
+    def __init__(self, dim=None):
+        self.dim = dim
+
+    def _apply(self, x):
+        return F.softmax(x, F._implicit_dim(x, self.dim, "Softmax"))
+
+    def _arguments(self):
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(_Activation):
+    """log_softmax along dim (None: PyTorch's implicit choice)."""
+
+    def __init__(self, dim=None):
+        self.dim = dim
+
+    def _apply(self, x):
+        return F.log_softmax(x, self.dim)
+
+    def _arguments(self):
+        return f"dim={self.dim}"
+
+
+class _Loss:
+    """A loss function as a module: called with (input, target)."""
+
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        F._reduction(type(self).__name__, size_average, reduce, reduction)  # refuse a bad one now
+        if size_average is not None or reduce is not None:
+            reduction = {0: "none", 1: "mean", 2: "sum"}[F._reduction("", size_average, reduce, reduction)]
+        self.reduction = reduction
+
+    def __call__(self, input, target):  # noqa: A002 - PyTorch's argument name
+        return self.forward(input, target)
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class MSELoss(_Loss):
+    def forward(self, input, target):  # noqa: A002
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    def forward(self, input, target):  # noqa: A002
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):  # noqa: A002
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class BCEWithLogitsLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
+        self.weight, self.pos_weight = weight, pos_weight
+
+    def forward(self, input, target):  # noqa: A002
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
+
+
+class NLLLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.weight, self.ignore_index = weight, ignore_index
+
+    def forward(self, input, target):  # noqa: A002
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class CrossEntropyLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                 label_smoothing=0.0):
+        super().__init__(size_average, reduce, reduction)
+        self.weight, self.ignore_index, self.label_smoothing = weight, ignore_index, label_smoothing
+
+    def forward(self, input, target):  # noqa: A002
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)

@@ -140,6 +140,14 @@
     /* x, y */                                                                                                  \
     X(POOL2D_AVG_FORWARD, pool2d_avg_forward, nn_pool2d_geometry, 2, NN_ARG(1), 0)                               \
     /* dy, dx */                                                                                                \
-    X(POOL2D_AVG_BACKWARD, pool2d_avg_backward, nn_pool2d_geometry, 2, NN_ARG(1), 0)
+    X(POOL2D_AVG_BACKWARD, pool2d_avg_backward, nn_pool2d_geometry, 2, NN_ARG(1), 0)                             \
+    /* softmax and log_softmax along any dimension (nn_softmax_dim_params). x, y */                              \
+    X(SOFTMAX_DIM_FORWARD, softmax_dim_forward, nn_softmax_dim_params, 2, NN_ARG(1), 0)                           \
+    /* y, dy, dx */                                                                                             \
+    X(SOFTMAX_DIM_BACKWARD, softmax_dim_backward, nn_softmax_dim_params, 3, NN_ARG(2), 0)                         \
+    /* class-target negative log-likelihood (nn_nll_params). input, target (int32), weight, loss, total_weight */ \
+    X(NLL_FORWARD, nll_forward, nn_nll_params, 5, NN_ARG(3) | NN_ARG(4), NN_ARG(2) | NN_ARG(4))                   \
+    /* dloss, target (int32), weight, total_weight (MEAN), dinput */                                           \
+    X(NLL_BACKWARD, nll_backward, nn_nll_params, 5, NN_ARG(4), NN_ARG(2) | NN_ARG(3))
 
 #endif

@@ -407,4 +407,39 @@ typedef struct nn_norm_running_params {
     float momentum;
 } nn_norm_running_params;
 
+/* SOFTMAX_DIM_FORWARD and SOFTMAX_DIM_BACKWARD: softmax, or log_softmax
+ * when `log` is set, along one dimension of a dense tensor seen as [outer,
+ * size, inner]: row (o, i) is the size elements o * size * inner + j *
+ * inner + i. Forward shifts each row by its maximum; log_softmax is
+ * x - max - log(sum exp(x - max)), never log(softmax). Backward (+)= from
+ * the output y and dy: softmax y (dy - sum dy y), log_softmax
+ * dy - exp(y) sum dy. */
+typedef struct nn_softmax_dim_params {
+    int32_t outer, size, inner;
+    int32_t log;
+    int32_t accumulate; /* BACKWARD */
+} nn_softmax_dim_params;
+
+/* NLL_FORWARD: the negative log-likelihood of class targets, with label
+ * smoothing eps (0 for nll_loss): input is [outer, classes, inner]
+ * (log-probabilities), target int32 [outer, inner]; for each position
+ * whose target t is not ignore_index,
+ *   loss = -((1 - eps) w[t] x[t] + eps / classes * sum_c w[c] x[c]),
+ * w the weight (absent: 1); an ignored position has loss 0 and weight 0.
+ * reduction NONE writes each position's loss; SUM their sum to loss[0],
+ * MEAN that sum over total_weight = sum of w[t] of the positions kept,
+ * written to total_weight[0] (absent for NONE). A target outside
+ * [0, classes) that is not ignore_index is an error naming it; its
+ * position's loss is NaN and its weight 0 (nothing is read past the
+ * weight). NLL_BACKWARD: dinput (+)= -g ((1 - eps) w[t] [c == t] + eps /
+ * classes w[c]) at kept positions (0 elsewhere), g the position's dloss
+ * (NONE), dloss[0] (SUM) or dloss[0] / total_weight[0] (MEAN). */
+typedef struct nn_nll_params {
+    int32_t outer, classes, inner;
+    int32_t ignore_index;
+    int32_t reduction; /* nn_reduction (nn_ops.h): 0 none, 1 mean, 2 sum */
+    float smoothing;
+    int32_t accumulate; /* BACKWARD */
+} nn_nll_params;
+
 #endif

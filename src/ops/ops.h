@@ -64,4 +64,21 @@ bool nn_relu_output(const nn_tensor *x);
  * handed to the logits as the loss's backward does. */
 nn_status nn_softmax_ce_hand_on(nn_node *loss, nn_tensor *dlogits);
 
+/* ---- losses (losses.c, nll_loss.c, cross_entropy.c) ---- */
+extern const nn_op nn_op_softmax_dim, nn_op_log_softmax, nn_op_nll_loss;
+/* loss itself (NONE), its mean or its sum; NULL stays NULL. */
+nn_tensor *nn_loss_reduce(nn_tensor *loss, nn_reduction reduction);
+/* result, or NULL with the failing operation's message prefixed by `op`:
+ * a loss composed of operations names itself. */
+nn_tensor *nn_loss_named(const char *op, nn_tensor *result);
+/* input and target are float32 tensors of one context; reduction is valid. */
+nn_status nn_loss_check(const char *op, nn_tensor *input, nn_tensor *target, nn_reduction reduction);
+/* The class targets' negative log-likelihood of nll_loss.c with label
+ * smoothing (cross_entropy's after log_softmax); messages name `op`. */
+nn_tensor *nn_class_nll(const char *op, nn_tensor *input, nn_tensor *target, nn_tensor *weight,
+                        nn_reduction reduction, int ignore_index, float label_smoothing);
+/* nll_loss_onnx.c: NegativeLogLikelihoodLoss, and the label smoothing's
+ * terms around it. */
+nn_status nn_nll_loss_onnx(struct exporter *x, struct op_io *io, const char *out);
+
 #endif

@@ -66,6 +66,67 @@ static nn_tensor *fn_mul_scalar(nn_tensor *x) { return nn_mul_scalar(x, -2.5f); 
 static nn_tensor *fn_rsub_scalar(nn_tensor *x) { return nn_rsub_scalar(x, 3.0f); }
 static nn_tensor *fn_rdiv_scalar(nn_tensor *x) { return nn_rdiv_scalar(x, 2.0f); }
 
+/* Softmax along a dimension and the losses, on x [N, 2, 7, 9] read as 2
+ * classes over 7 x 9 positions: class targets (n * 7 + h * 3 + w) % 3,
+ * where 2 is the ignore_index; float targets sin(i); class weights
+ * {0.7, 1.6}. The constants live until the model closes. */
+static nn_tensor *g_constants[4];
+static int g_constant_count;
+
+static nn_tensor *kept(nn_tensor *t) {
+    if (t && g_constant_count < 4) g_constants[g_constant_count++] = t;
+    return t;
+}
+
+static nn_tensor *class_targets(nn_tensor *x) {
+    const int64_t n = nn_tensor_dim(x, 0), shape[3] = {n, 7, 9};
+    int32_t *t = malloc((size_t)(n * 63) * sizeof *t);
+    for (int64_t i = 0; i < n * 63; i++) t[i] = (int32_t)(((i / 63) * 7 + (i / 9 % 7) * 3 + i % 9) % 3);
+    nn_tensor *made = kept(nn_tensor_from_data(nn_tensor_ctx(x), NN_I32, 3, shape, t));
+    free(t);
+    return made;
+}
+
+static nn_tensor *float_targets(nn_tensor *x) {
+    const int64_t n = nn_tensor_dim(x, 0), shape[4] = {n, 2, 7, 9};
+    float *t = malloc((size_t)(n * 126) * sizeof *t);
+    for (int64_t i = 0; i < n * 126; i++) t[i] = (float)sin((double)i);
+    nn_tensor *made = kept(nn_tensor_from_data(nn_tensor_ctx(x), NN_F32, 4, shape, t));
+    free(t);
+    return made;
+}
+
+static nn_tensor *class_weights(nn_tensor *x) {
+    const int64_t two = 2;
+    return kept(nn_tensor_from_data(nn_tensor_ctx(x), NN_F32, 1, &two, (float[]){0.7f, 1.6f}));
+}
+
+static nn_tensor *fn_softmax_dim1(nn_tensor *x) { return nn_softmax_dim(x, 1); }
+static nn_tensor *fn_log_softmax1(nn_tensor *x) { return nn_log_softmax(x, 1); }
+static nn_tensor *fn_log_softmax_neg2(nn_tensor *x) { return nn_log_softmax(x, -2); }
+static nn_tensor *fn_nll_mean(nn_tensor *x) {
+    return nn_nll_loss(nn_log_softmax(x, 1), class_targets(x), NULL, NN_REDUCTION_MEAN, 2);
+}
+static nn_tensor *fn_nll_none_weighted(nn_tensor *x) {
+    return nn_nll_loss(nn_log_softmax(x, 1), class_targets(x), class_weights(x), NN_REDUCTION_NONE, 2);
+}
+static nn_tensor *fn_cross_entropy_mean_weighted(nn_tensor *x) {
+    return nn_cross_entropy(x, class_targets(x), class_weights(x), NN_REDUCTION_MEAN, 2, 0.0f);
+}
+static nn_tensor *fn_cross_entropy_smoothing_mean(nn_tensor *x) {
+    return nn_cross_entropy(x, class_targets(x), class_weights(x), NN_REDUCTION_MEAN, 2, 0.1f);
+}
+static nn_tensor *fn_cross_entropy_smoothing_sum(nn_tensor *x) {
+    return nn_cross_entropy(x, class_targets(x), NULL, NN_REDUCTION_SUM, 2, 0.1f);
+}
+static nn_tensor *fn_cross_entropy_smoothing_none(nn_tensor *x) {
+    return nn_cross_entropy(x, class_targets(x), class_weights(x), NN_REDUCTION_NONE, 2, 0.1f);
+}
+static nn_tensor *fn_mse_loss(nn_tensor *x) { return nn_mse_loss(x, float_targets(x), NN_REDUCTION_MEAN); }
+static nn_tensor *fn_l1_loss(nn_tensor *x) { return nn_l1_loss(x, float_targets(x), NN_REDUCTION_SUM); }
+static nn_tensor *fn_smooth_l1_loss(nn_tensor *x) {
+    return nn_smooth_l1_loss(x, float_targets(x), NN_REDUCTION_NONE, 0.5f);
+}
 static const struct {
     const char *name;
     nn_tensor *(*apply)(nn_tensor *x);
@@ -99,6 +160,18 @@ static const struct {
     {"mul_scalar", fn_mul_scalar},
     {"rsub_scalar", fn_rsub_scalar},
     {"rdiv_scalar", fn_rdiv_scalar},
+    {"softmax_dim1", fn_softmax_dim1},
+    {"log_softmax1", fn_log_softmax1},
+    {"log_softmax_neg2", fn_log_softmax_neg2},
+    {"nll_mean", fn_nll_mean},
+    {"nll_none_weighted", fn_nll_none_weighted},
+    {"cross_entropy_mean_weighted", fn_cross_entropy_mean_weighted},
+    {"cross_entropy_smoothing_mean", fn_cross_entropy_smoothing_mean},
+    {"cross_entropy_smoothing_sum", fn_cross_entropy_smoothing_sum},
+    {"cross_entropy_smoothing_none", fn_cross_entropy_smoothing_none},
+    {"mse_loss", fn_mse_loss},
+    {"l1_loss", fn_l1_loss},
+    {"smooth_l1_loss", fn_smooth_l1_loss},
 };
 
 /* The function of a model fn-NAME, or NULL. */
@@ -344,6 +417,8 @@ static int model_open(nn_ctx *ctx, const char *kind, model *m) {
 }
 
 static void model_close(model *m) {
+    for (int i = 0; i < g_constant_count; i++) nn_tensor_free(g_constants[i]);
+    g_constant_count = 0;
     nn_module_free(m->module);
     for (int i = 0; i < m->count; i++) nn_tensor_free(m->params[i]);
 }

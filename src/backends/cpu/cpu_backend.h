@@ -150,4 +150,14 @@ nn_status nn_cpu_norm_backward_affine(nn_thread_pool *pool, const nn_norm_params
 nn_status nn_cpu_norm_running_update(const nn_norm_running_params *p, const float *mean, const float *var,
                                      float *running_mean, float *running_var, const int32_t *count_tracked);
 
+/* cpu_softmax_dim.c: softmax and log_softmax along a dimension (nn_softmax_dim_params) */
+nn_status nn_cpu_softmax_dim_forward(nn_thread_pool *pool, const nn_softmax_dim_params *p, const float *x, float *y);
+nn_status nn_cpu_softmax_dim_backward(nn_thread_pool *pool, const nn_softmax_dim_params *p, const float *y,
+                                      const float *dy, float *dx);
+/* cpu_nll.c: the class-target negative log-likelihood (nn_nll_params) */
+nn_status nn_cpu_nll_forward(const nn_nll_params *p, const float *input, const int32_t *target, const float *weight,
+                             float *loss, float *total_weight);
+nn_status nn_cpu_nll_backward(nn_thread_pool *pool, const nn_nll_params *p, const float *dloss, const int32_t *target,
+                              const float *weight, const float *total_weight, float *dinput);
+
 #endif

@@ -103,6 +103,10 @@ POOLED(pool2d_max_forward, nn_pool2d_geometry, F32(0), F32(1), I32(2))
 POOLED(pool2d_max_backward, nn_pool2d_geometry, F32(0), I32(1), F32(2))
 POOLED(pool2d_avg_forward, nn_pool2d_geometry, F32(0), F32(1))
 POOLED(pool2d_avg_backward, nn_pool2d_geometry, F32(0), F32(1))
+POOLED(softmax_dim_forward, nn_softmax_dim_params, F32(0), F32(1))
+POOLED(softmax_dim_backward, nn_softmax_dim_params, F32(0), F32(1), F32(2))
+SERIAL(nll_forward, nn_nll_params, F32(0), I32(1), F32(2), F32(3), F32(4))
+POOLED(nll_backward, nn_nll_params, F32(0), I32(1), F32(2), F32(3), F32(4))
 #undef POOLED
 #undef SERIAL
 #undef FAMILY

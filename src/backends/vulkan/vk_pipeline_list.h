@@ -74,6 +74,11 @@
     P(POOL2D_MAX_FORWARD, pool2d_max_forward, "pool2d_max_forward", 0, 0, 0, 0, 0, 0, 0)                       \
     P(POOL2D_MAX_BACKWARD, pool2d_max_backward, "pool2d_max_backward", 0, 0, 0, 0, 0, 0, 0)                    \
     P(POOL2D_AVG_FORWARD, pool2d_avg_forward, "pool2d_avg_forward", 0, 0, 0, 0, 0, 0, 0)                       \
-    P(POOL2D_AVG_BACKWARD, pool2d_avg_backward, "pool2d_avg_backward", 0, 0, 0, 0, 0, 0, 0)
+    P(POOL2D_AVG_BACKWARD, pool2d_avg_backward, "pool2d_avg_backward", 0, 0, 0, 0, 0, 0, 0)                     \
+    /* softmax along any dimension, class-target losses */                                                     \
+    P(SOFTMAX_DIM_FORWARD, softmax_dim_forward, "softmax_dim_forward", 0, 0, 0, 0, 0, 0, 0)                     \
+    P(SOFTMAX_DIM_BACKWARD, softmax_dim_backward, "softmax_dim_backward", 0, 0, 0, 0, 0, 0, 0)                  \
+    P(NLL_FORWARD, nll_forward, "nll_forward", 0, 0, 0, 0, 0, 0, 0)                                             \
+    P(NLL_BACKWARD, nll_backward, "nll_backward", 0, 0, 0, 0, 0, 0, 0)
 
 #endif
