@@ -64,4 +64,9 @@ bool nn_relu_output(const nn_tensor *x);
  * handed to the logits as the loss's backward does. */
 nn_status nn_softmax_ce_hand_on(nn_node *loss, nn_tensor *dlogits);
 
+/* ---- batched matmul, linear of any rank, embedding ---- */
+extern const nn_op nn_op_matmul_batched, nn_op_linear_nd, nn_op_embedding;
+/* linear_nd.c: nn_linear for x of any rank but 2 ([..., in]). */
+nn_tensor *nn_linear_nd(nn_tensor *x, nn_tensor *weight, nn_tensor *bias);
+
 #endif
