@@ -68,5 +68,8 @@ void parity_pool2d_max_forward_case(nn_backend *o);
 void parity_pool2d_max_backward_case(nn_backend *o);
 void parity_pool2d_avg_forward_case(nn_backend *o);
 void parity_pool2d_avg_backward_case(nn_backend *o);
+/* parity_cases_embedding.c */
+void parity_embedding_forward_case(nn_backend *o);
+void parity_embedding_backward_case(nn_backend *o);
 
 #endif

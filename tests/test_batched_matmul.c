@@ -183,3 +183,206 @@ TEST(linear_any_rank_values_and_gradients) {
         run_everywhere(&c);
     }
 }
+
+/* ---- embedding ---- */
+
+typedef struct embedding_p {
+    shape indices;
+    int64_t num, dim;
+    int padding_idx;
+} embedding_p;
+
+static nn_tensor *run_embedding(nn_tensor *const *x, const void *p) {
+    return nn_embedding(x[0], x[1], ((const embedding_p *)p)->padding_idx);
+}
+
+static void ref_embedding(double *const *x, double *y, const void *p) {
+    const embedding_p *q = p;
+    for (int64_t i = 0; i < ref_numel(q->indices.ndim, q->indices.d); i++)
+        for (int64_t f = 0; f < q->dim; f++) y[i * q->dim + f] = x[1][(int64_t)x[0][i] * q->dim + f];
+}
+
+/* The padding row's gradient is 0 although its values reach the output. */
+static void grad_embedding(double *const *x, const double *w, double *const *grads, const void *p) {
+    const embedding_p *q = p;
+    memset(grads[1], 0, sizeof(double) * (size_t)(q->num * q->dim));
+    for (int64_t i = 0; i < ref_numel(q->indices.ndim, q->indices.d); i++) {
+        const int64_t row = (int64_t)x[0][i];
+        if (row == q->padding_idx) continue;
+        for (int64_t f = 0; f < q->dim; f++) grads[1][row * q->dim + f] += w[i * q->dim + f];
+    }
+}
+
+TEST(embedding_values_and_gradients) {
+    static const embedding_p kCases[] = {
+        {{2, {3, 5}}, 7, 4, -1},    /* repeated indices (15 of 7 rows) */
+        {{1, {1}}, 1, 3, -1},       /* one index, one row */
+        {{3, {2, 3, 4}}, 5, 3, 2},  /* a padding row among repeated indices */
+        {{1, {11}}, 13, 1, 0},
+        {{5, {1, 2, 1, 3, 2}}, 4, 2, 3},
+    };
+    for (int i = 0; i < (int)(sizeof kCases / sizeof kCases[0]); i++) {
+        const embedding_p *q = &kCases[i];
+        bwd_case c = {.nargs = 2, .run = run_embedding, .ref = ref_embedding, .p = q, .seed = 7500 + i};
+        if (q->padding_idx >= 0) c.ref_grad = grad_embedding; /* differences would see the padding row */
+        snprintf(c.what, sizeof c.what, "embedding case %d", i);
+        c.arg[0] = arg_of(&q->indices, FILL_LABELS, false);
+        c.arg[0].classes = (int)q->num;
+        c.arg[1] = spec(FILL_UNIFORM, true, 2, q->num, q->dim, 0, 0);
+        c.out_ndim = q->indices.ndim + 1;
+        memcpy(c.out_shape, q->indices.d, sizeof c.out_shape);
+        c.out_shape[q->indices.ndim] = q->dim;
+        run_everywhere(&c);
+    }
+}
+
+/* An index outside [0, num) is an error at the read, on every device, and
+ * the context works afterwards; bad arguments are refused at the call. */
+TEST(embedding_reports_bad_indices) {
+    for (int device = 0; device < 2; device++) {
+        if (device == 1 && vkt_skipped()) continue;
+        nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device ? "vulkan" : "cpu", .threads = 1});
+        CHECK(ctx != NULL);
+        if (!ctx) continue;
+        nn_tensor *weight = nn_tensor_new(ctx, NN_F32, 2, (int64_t[]){4, 3});
+        nn_init_uniform(weight, -1, 1);
+        nn_tensor *bad = nn_tensor_from_data(ctx, NN_I32, 1, (int64_t[]){3}, (int32_t[]){1, 4, 0});
+        nn_tensor *negative = nn_tensor_from_data(ctx, NN_I32, 1, (int64_t[]){2}, (int32_t[]){-1, 2});
+        nn_tensor *good = nn_tensor_from_data(ctx, NN_I32, 1, (int64_t[]){2}, (int32_t[]){3, 3});
+        float out[9];
+        nn_tensor *y = nn_embedding(bad, weight, -1);
+        CHECK(y != NULL);
+        CHECK(nn_tensor_read(y, out, sizeof(float) * 9) != NN_OK);
+        CHECK_MSG(strstr(nn_last_error(), "embedding") && strstr(nn_last_error(), "index 4 at position 1") &&
+                      strstr(nn_last_error(), "[0, 4)"),
+                  "%s: message: %s", device ? "vulkan" : "cpu", nn_last_error());
+        nn_ctx_step_end(ctx);
+        y = nn_embedding(negative, weight, -1);
+        CHECK(y && nn_tensor_read(y, out, sizeof(float) * 6) != NN_OK);
+        CHECK_MSG(strstr(nn_last_error(), "index -1 at position 0"), "message: %s", nn_last_error());
+        nn_ctx_step_end(ctx);
+        y = nn_embedding(good, weight, -1);
+        CHECK(y && nn_tensor_read(y, out, sizeof(float) * 6) == NN_OK); /* nothing left over */
+        nn_ctx_step_end(ctx);
+        CHECK(nn_embedding(good, weight, 4) == NULL);
+        CHECK_MSG(strstr(nn_last_error(), "padding_idx 4"), "message: %s", nn_last_error());
+        CHECK(nn_embedding(weight, weight, -1) == NULL); /* float indices */
+        CHECK_MSG(strstr(nn_last_error(), "nn_embedding") && strstr(nn_last_error(), "indices"), "message: %s",
+                  nn_last_error());
+        CHECK(nn_embedding(good, good, -1) == NULL);
+        nn_tensor_free(weight);
+        nn_tensor_free(bad);
+        nn_tensor_free(negative);
+        nn_tensor_free(good);
+        nn_ctx_free(ctx);
+    }
+}
+
+/* ---- scaled dot-product attention ---- */
+
+typedef struct attention_p {
+    shape q, k, v, mask, out;
+    bool masked, causal;
+    float scale;
+} attention_p;
+
+static nn_tensor *run_attention(nn_tensor *const *x, const void *p) {
+    const attention_p *q = p;
+    return nn_scaled_dot_product_attention(x[0], x[1], x[2], q->masked ? x[3] : NULL, q->causal, q->scale);
+}
+
+/* Batch entries of q, k, v, mask over the output's batch, then per query a
+ * softmax over the keys in double. */
+static void ref_attention(double *const *x, double *y, const void *p) {
+    const attention_p *q = p;
+    const int bn = q->out.ndim - 2;
+    const int64_t L = q->q.d[q->q.ndim - 2], E = q->q.d[q->q.ndim - 1], S = q->k.d[q->k.ndim - 2];
+    const int64_t Ev = q->v.d[q->v.ndim - 1];
+    const double scale = q->scale > 0 ? q->scale : 1.0 / sqrt((double)E);
+    int64_t batch = 1;
+    for (int d = 0; d < bn; d++) batch *= q->out.d[d];
+    double *s = ref_alloc_d(S);
+    for (int64_t e = 0; e < batch; e++) {
+        const double *qe = x[0] + batch_offset(e, bn, q->out.d, q->q.ndim - 2, q->q.d) * L * E;
+        const double *ke = x[1] + batch_offset(e, bn, q->out.d, q->k.ndim - 2, q->k.d) * S * E;
+        const double *ve = x[2] + batch_offset(e, bn, q->out.d, q->v.ndim - 2, q->v.d) * S * Ev;
+        for (int64_t i = 0; i < L; i++) {
+            double top = -INFINITY, sum = 0;
+            for (int64_t j = 0; j < S; j++) {
+                double d = 0;
+                for (int64_t l = 0; l < E; l++) d += qe[i * E + l] * ke[j * E + l];
+                d *= scale;
+                if (q->masked) { /* the mask's element for (e, i, j), broadcast */
+                    shape full = q->out;
+                    full.d[full.ndim - 1] = S;
+                    int64_t flat = (e * L + i) * S + j, offset = 0, step = 1;
+                    for (int dd = full.ndim - 1; dd >= 0; dd--) {
+                        const int64_t coord = flat % full.d[dd];
+                        flat /= full.d[dd];
+                        const int md = q->mask.ndim - full.ndim + dd;
+                        if (md < 0) continue;
+                        if (q->mask.d[md] != 1) offset += coord * step;
+                        step *= q->mask.d[md];
+                    }
+                    d += x[3][offset];
+                }
+                if (q->causal && j > i) d = -INFINITY;
+                s[j] = d;
+                if (d > top) top = d;
+            }
+            for (int64_t j = 0; j < S; j++) sum += (s[j] = exp(s[j] - top));
+            for (int64_t c = 0; c < Ev; c++) {
+                double o = 0;
+                for (int64_t j = 0; j < S; j++) o += s[j] / sum * ve[j * Ev + c];
+                y[(e * L + i) * Ev + c] = o;
+            }
+        }
+    }
+    free(s);
+}
+
+TEST(attention_values_and_gradients) {
+    static const attention_p kCases[] = {
+        {{3, {2, 3, 4}}, {3, {2, 5, 4}}, {3, {2, 5, 3}}, {0}, {3, {2, 3, 3}}, false, false, 0.0f},
+        {{4, {2, 2, 5, 3}}, {4, {2, 2, 5, 3}}, {4, {2, 2, 5, 2}}, {0}, {4, {2, 2, 5, 2}}, false, true, 0.0f},
+        {{3, {1, 4, 3}}, {3, {1, 6, 3}}, {3, {1, 6, 5}}, {0}, {3, {1, 4, 5}}, false, true, 0.7f}, /* L < S */
+        {{4, {2, 1, 3, 4}}, {3, {2, 5, 4}}, {2, {5, 3}}, {2, {3, 5}}, {4, {2, 2, 3, 3}}, true, false, 0.0f},
+        {{3, {1, 3, 2}}, {3, {1, 3, 2}}, {3, {1, 3, 2}}, {3, {1, 1, 3}}, {3, {1, 3, 2}}, true, false, 1.5f},
+    };
+    for (int i = 0; i < (int)(sizeof kCases / sizeof kCases[0]); i++) {
+        const attention_p *q = &kCases[i];
+        bwd_case c = {.nargs = q->masked ? 4 : 3, .run = run_attention, .ref = ref_attention, .p = q,
+                      .seed = 7700 + i};
+        snprintf(c.what, sizeof c.what, "attention case %d%s", i, q->causal ? " causal" : "");
+        c.arg[0] = arg_of(&q->q, FILL_UNIFORM, true);
+        c.arg[1] = arg_of(&q->k, FILL_UNIFORM, true);
+        c.arg[2] = arg_of(&q->v, FILL_UNIFORM, true);
+        if (q->masked) c.arg[3] = arg_of(&q->mask, FILL_UNIFORM, true);
+        c.out_ndim = q->out.ndim;
+        memcpy(c.out_shape, q->out.d, sizeof c.out_shape);
+        run_everywhere(&c);
+    }
+}
+
+TEST(attention_refuses_bad_arguments) {
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 1});
+    nn_tensor *q = nn_tensor_new(ctx, NN_F32, 3, (int64_t[]){2, 3, 4});
+    nn_tensor *k = nn_tensor_new(ctx, NN_F32, 3, (int64_t[]){2, 5, 4});
+    nn_tensor *v = nn_tensor_new(ctx, NN_F32, 3, (int64_t[]){2, 6, 4});
+    nn_tensor *mask = nn_tensor_new(ctx, NN_F32, 2, (int64_t[]){3, 4});
+    CHECK(nn_scaled_dot_product_attention(q, k, v, NULL, false, 0.0f) == NULL);
+    CHECK_MSG(strstr(nn_last_error(), "key [2, 5, 4] and value [2, 6, 4]"), "message: %s", nn_last_error());
+    CHECK(nn_scaled_dot_product_attention(q, k, k, mask, false, 0.0f) == NULL);
+    CHECK_MSG(strstr(nn_last_error(), "mask [3, 4]") && strstr(nn_last_error(), "[2, 3, 5]"), "message: %s",
+              nn_last_error());
+    CHECK(nn_scaled_dot_product_attention(q, k, k, mask, true, 0.0f) == NULL);
+    CHECK_MSG(strstr(nn_last_error(), "is_causal"), "message: %s", nn_last_error());
+    CHECK(nn_scaled_dot_product_attention(q, k, k, NULL, false, -1.0f) == NULL);
+    CHECK_MSG(strstr(nn_last_error(), "scale -1"), "message: %s", nn_last_error());
+    CHECK(nn_scaled_dot_product_attention(q, v, k, NULL, false, 0.0f) == NULL);
+    nn_tensor_free(q);
+    nn_tensor_free(k);
+    nn_tensor_free(v);
+    nn_tensor_free(mask);
+    nn_ctx_free(ctx);
+}

@@ -105,6 +105,8 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_POOL2D_MAX_BACKWARD] = {parity_pool2d_max_backward_case},
     [NN_KERNEL_POOL2D_AVG_FORWARD] = {parity_pool2d_avg_forward_case},
     [NN_KERNEL_POOL2D_AVG_BACKWARD] = {parity_pool2d_avg_backward_case},
+    [NN_KERNEL_EMBEDDING_FORWARD] = {parity_embedding_forward_case},
+    [NN_KERNEL_EMBEDDING_BACKWARD] = {parity_embedding_backward_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

@@ -140,6 +140,10 @@
     /* x, y */                                                                                                  \
     X(POOL2D_AVG_FORWARD, pool2d_avg_forward, nn_pool2d_geometry, 2, NN_ARG(1), 0)                               \
     /* dy, dx */                                                                                                \
-    X(POOL2D_AVG_BACKWARD, pool2d_avg_backward, nn_pool2d_geometry, 2, NN_ARG(1), 0)
+    X(POOL2D_AVG_BACKWARD, pool2d_avg_backward, nn_pool2d_geometry, 2, NN_ARG(1), 0)                             \
+    /* embedding (nn_embedding_params): indices (int32), weight, out */                                        \
+    X(EMBEDDING_FORWARD, embedding_forward, nn_embedding_params, 3, NN_ARG(2), 0)                               \
+    /* indices (int32), dy, dweight */                                                                         \
+    X(EMBEDDING_BACKWARD, embedding_backward, nn_embedding_params, 3, NN_ARG(2), 0)
 
 #endif

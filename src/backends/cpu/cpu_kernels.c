@@ -103,6 +103,8 @@ POOLED(pool2d_max_forward, nn_pool2d_geometry, F32(0), F32(1), I32(2))
 POOLED(pool2d_max_backward, nn_pool2d_geometry, F32(0), I32(1), F32(2))
 POOLED(pool2d_avg_forward, nn_pool2d_geometry, F32(0), F32(1))
 POOLED(pool2d_avg_backward, nn_pool2d_geometry, F32(0), F32(1))
+POOLED(embedding_forward, nn_embedding_params, I32(0), F32(1), F32(2))
+POOLED(embedding_backward, nn_embedding_params, I32(0), F32(1), F32(2))
 #undef POOLED
 #undef SERIAL
 #undef FAMILY

@@ -74,6 +74,8 @@
     P(POOL2D_MAX_FORWARD, pool2d_max_forward, "pool2d_max_forward", 0, 0, 0, 0, 0, 0, 0)                       \
     P(POOL2D_MAX_BACKWARD, pool2d_max_backward, "pool2d_max_backward", 0, 0, 0, 0, 0, 0, 0)                    \
     P(POOL2D_AVG_FORWARD, pool2d_avg_forward, "pool2d_avg_forward", 0, 0, 0, 0, 0, 0, 0)                       \
-    P(POOL2D_AVG_BACKWARD, pool2d_avg_backward, "pool2d_avg_backward", 0, 0, 0, 0, 0, 0, 0)
+    P(POOL2D_AVG_BACKWARD, pool2d_avg_backward, "pool2d_avg_backward", 0, 0, 0, 0, 0, 0, 0)                    \
+    P(EMBEDDING_FORWARD, embedding_forward, "embedding_forward", 0, 0, 0, 0, 0, 0, 0)                          \
+    P(EMBEDDING_BACKWARD, embedding_backward, "embedding_backward", 0, 0, 0, 0, 0, 0, 0)
 
 #endif

@@ -24,6 +24,9 @@
 #define STAGING_BYTES ((VkDeviceSize)16 << 20)
 #define MAX_COMMANDS_PER_FRAME 256
 #define STATUS_NONE INT32_MAX
+/* Who reported (status[3]): softmax_ce_*.comp leave it, embedding_forward.comp writes 1. */
+#define STATUS_SOFTMAX_CE 0
+#define STATUS_EMBEDDING 1
 
 static const VkPipelineStageFlags kStages =
     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
@@ -56,6 +59,7 @@ nn_status vk_stream_init(vk_backend *vk) {
     NN_TRY(vk_host_buffer_create(vk, 64, VK_BUFFER_USAGE_STORAGE_BUFFER_BIT, &vk->status));
     int32_t *status = vk->status.mapped;
     status[0] = STATUS_NONE;
+    status[3] = STATUS_SOFTMAX_CE;
     return NN_OK;
 }
 
@@ -269,8 +273,14 @@ nn_status vk_finish(vk_backend *vk) {
     NN_TRY(st);
     int32_t *status = vk->status.mapped;
     if (status[0] != STATUS_NONE) {
-        int32_t row = status[0], label = status[1], cols = status[2];
+        int32_t row = status[0], label = status[1], cols = status[2], reporter = status[3];
         status[0] = STATUS_NONE;
+        status[3] = STATUS_SOFTMAX_CE;
+        if (reporter == STATUS_EMBEDDING)
+            return nn_set_error(NN_ERR_ARGUMENT,
+                                "embedding: index %d at position %d is outside [0, %d) (found on the Vulkan "
+                                "device; reported at the first read or sync after the kernel ran)",
+                                (int)label, (int)row, (int)cols);
         return nn_set_error(NN_ERR_ARGUMENT,
                             "softmax_cross_entropy: label %d at row %d is outside [0, %d) (found on the "
                             "Vulkan device; reported at the first read or sync after the kernel ran)",
