@@ -386,3 +386,36 @@ TEST(attention_refuses_bad_arguments) {
     nn_tensor_free(mask);
     nn_ctx_free(ctx);
 }
+
+/* ---- the Embedding module ---- */
+
+TEST(embedding_layer_module) {
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 1, .seed = 5});
+    nn_module *m = nn_embedding_layer(ctx, 300, 7, 2);
+    CHECK(m != NULL);
+    if (!m) return;
+    CHECK(nn_module_state_count(m) == 1 && strcmp(nn_module_state_name(m, 0), "weight") == 0);
+    nn_tensor *w = nn_module_get_parameter(m, "weight");
+    float *values = malloc(sizeof(float) * 2100);
+    CHECK(nn_tensor_read(w, values, sizeof(float) * 2100) == NN_OK);
+    double mean = 0, square = 0;
+    for (int i = 0; i < 2100; i++) mean += values[i] / 2100.0, square += (double)values[i] * values[i] / 2100.0;
+    CHECK_MSG(fabs(mean) < 0.1 && fabs(square - 1.0) < 0.15, "N(0, 1) weights: mean %g, mean square %g", mean, square);
+    for (int f = 0; f < 7; f++) CHECK(values[2 * 7 + f] == 0.0f); /* the padding row */
+    nn_tensor *idx = nn_tensor_from_data(ctx, NN_I32, 2, (int64_t[]){2, 2}, (int32_t[]){2, 5, 5, 299});
+    nn_tensor *y = nn_module_forward(m, idx);
+    CHECK(y && nn_tensor_dim(y, 0) == 2 && nn_tensor_dim(y, 2) == 7);
+    CHECK(nn_backward(nn_sum(y)) == NN_OK);
+    float grad[2100];
+    CHECK(nn_tensor_read(nn_tensor_grad(w), grad, sizeof grad) == NN_OK);
+    CHECK(grad[2 * 7] == 0.0f && grad[5 * 7 + 3] == 2.0f && grad[299 * 7 + 6] == 1.0f && grad[0] == 0.0f);
+    nn_ctx_step_end(ctx);
+    CHECK(nn_embedding_layer(ctx, 3, 4, 3) == NULL);
+    CHECK_MSG(strstr(nn_last_error(), "nn_embedding_layer") && strstr(nn_last_error(), "padding_idx 3"), "message: %s",
+              nn_last_error());
+    CHECK(nn_embedding_layer(ctx, 0, 4, -1) == NULL);
+    free(values);
+    nn_tensor_free(idx);
+    nn_module_free(m);
+    nn_ctx_free(ctx);
+}
