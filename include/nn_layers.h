@@ -85,6 +85,13 @@ nn_module *nn_layernorm(nn_ctx *ctx, int ndim, const int64_t *shape, float eps, 
 /* GroupNorm of [N, C, ...] in `groups` groups (dividing channels). */
 nn_module *nn_groupnorm(nn_ctx *ctx, int groups, int channels, float eps, bool affine);
 
+/* Embedding(num_embeddings, embedding_dim, padding_idx): weight [num,
+ * dim] (state_dict key "weight") from N(0, 1) as PyTorch's, row padding_idx
+ * (-1: none) zeroed and never trained; forward takes int32 indices of any
+ * shape ([..., dim], nn_embedding). nn_init_normal: N(mean, std^2). */
+nn_module *nn_embedding_layer(nn_ctx *ctx, int num_embeddings, int embedding_dim, int padding_idx);
+nn_status nn_init_normal(nn_tensor *t, float mean, float std);
+
 #ifdef __cplusplus
 }
 #endif

@@ -24,7 +24,7 @@ extern "C" {
 nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b, bool transpose_a, bool transpose_b);
 /* x + bias along dimension 1: x is [N, C] or [N, C, H, W], bias is [C]. */
 nn_tensor *nn_add_bias(nn_tensor *x, nn_tensor *bias);
-/* x W^T + b: x [N, in], weight [out, in], bias [out] or NULL. */
+/* x W^T + b: x [N, in] (or any rank: nn_matmul_batched's note), weight [out, in], bias [out] or NULL. */
 nn_tensor *nn_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias);
 
 typedef struct nn_conv2d_params {
@@ -256,6 +256,28 @@ nn_tensor *nn_nll_loss(nn_tensor *input, nn_tensor *target, nn_tensor *weight, n
  * (ignore_index must be negative). */
 nn_tensor *nn_cross_entropy(nn_tensor *input, nn_tensor *target, nn_tensor *weight, nn_reduction reduction,
                             int ignore_index, float label_smoothing);
+/* Matrix products with torch.matmul's rules: a 1-D a is a row and a 1-D b a
+ * column, that dimension dropped from the result (1-D with 1-D: a
+ * one-element [1]); dimensions before the last two are batch dimensions
+ * and broadcast as NumPy's (a missing one or a size of 1 repeats), up to 6
+ * dimensions. Gradients are summed over the broadcast batch. nn_linear
+ * takes x [..., in] of any rank too ([..., in] -> [..., out]). */
+nn_tensor *nn_matmul_batched(nn_tensor *a, nn_tensor *b);
+/* Rows of weight [num, dim] picked by indices (int32, any shape):
+ * [..., dim]. padding_idx (-1: none; else in [0, num)) gets no gradient.
+ * An index outside [0, num) gives a row of NaN and an error at the read
+ * or sync that runs the kernel. The gradient into weight is deterministic
+ * (no float atomics): each row sums its occurrences in index order. */
+nn_tensor *nn_embedding(nn_tensor *indices, nn_tensor *weight, int padding_idx);
+/* softmax(q k^T * scale + mask) v over the last two dimensions, as
+ * torch's F.scaled_dot_product_attention: q [..., L, E], k [..., S, E],
+ * v [..., S, Ev] (batch dimensions broadcast), mask NULL or an additive
+ * float mask broadcastable to [..., L, S]; is_causal masks key j > query i
+ * (with no mask); scale 0 means 1 / sqrt(E). Built from nn_matmul_batched,
+ * nn_mul_scalar, nn_add and nn_softmax, so it exports and differentiates
+ * as they do. */
+nn_tensor *nn_scaled_dot_product_attention(nn_tensor *q, nn_tensor *k, nn_tensor *v, nn_tensor *mask, bool is_causal,
+                                           float scale);
 
 #ifdef __cplusplus
 }

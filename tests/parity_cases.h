@@ -68,6 +68,9 @@ void parity_pool2d_max_forward_case(nn_backend *o);
 void parity_pool2d_max_backward_case(nn_backend *o);
 void parity_pool2d_avg_forward_case(nn_backend *o);
 void parity_pool2d_avg_backward_case(nn_backend *o);
+/* parity_cases_embedding.c */
+void parity_embedding_forward_case(nn_backend *o);
+void parity_embedding_backward_case(nn_backend *o);
 
 /* parity_cases_losses.c */
 void parity_softmax_dim_forward_case(nn_backend *o);

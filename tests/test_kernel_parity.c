@@ -109,6 +109,8 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_SOFTMAX_DIM_BACKWARD] = {parity_softmax_dim_backward_case},
     [NN_KERNEL_NLL_FORWARD] = {parity_nll_forward_case},
     [NN_KERNEL_NLL_BACKWARD] = {parity_nll_backward_case},
+    [NN_KERNEL_EMBEDDING_FORWARD] = {parity_embedding_forward_case},
+    [NN_KERNEL_EMBEDDING_BACKWARD] = {parity_embedding_backward_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

@@ -37,6 +37,8 @@ from .functional import (binary_cross_entropy_with_logits, cross_entropy, l1_los
                          nll_loss, smooth_l1_loss)
 from .layers import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, LogSoftmax, MSELoss, NLLLoss, SmoothL1Loss,
                      Softmax)
+from .functional import embedding, scaled_dot_product_attention
+from .layers import Embedding, MultiheadAttention
 
 __version__ = "0.1.0"
 
@@ -58,4 +60,5 @@ __all__ = [
     "log_softmax", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "nll_loss",
     "cross_entropy", "Softmax", "LogSoftmax", "MSELoss", "L1Loss", "SmoothL1Loss", "BCEWithLogitsLoss", "NLLLoss",
     "CrossEntropyLoss",
+    "embedding", "scaled_dot_product_attention", "Embedding", "MultiheadAttention",
 ]

@@ -218,9 +218,15 @@ def reshape(x, shape):
 
 
 def matmul(a, b, transA=False, transB=False):
-    """op(a) @ op(b) for 2-D tensors; op transposes when the flag is set."""
+    """a @ b with torch.matmul's rules (1-D operands, broadcasting batch
+    dimensions); for 2-D tensors op(a) @ op(b), op transposing where the
+    seed's flag is set."""
     pa, pb = _tensor(a, "matmul", "a"), _tensor(b, "matmul", "b")
-    return _result(lib.nn_matmul(pa, pb, bool(transA), bool(transB)), a, "nn_matmul")
+    if a.ndim == 2 and b.ndim == 2:
+        return _result(lib.nn_matmul(pa, pb, bool(transA), bool(transB)), a, "nn_matmul")
+    if transA or transB:
+        raise ValueError(f"matmul: transA and transB need 2-D a and b, got {a.ndim}-D and {b.ndim}-D")
+    return _result(_matmul_batched(pa, pb), a, "nn_matmul_batched")
 
 
 def _binary(name, a, b, scalar):
@@ -625,3 +631,96 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return _loss_result(_cross_entropy(_tensor(input, "cross_entropy", "input"), t._ptr(),
                                        _optional(weight, "cross_entropy", "weight"), r, index, smoothing),
                         input, "nn_cross_entropy")
+# ---- batched matmul, embedding, scaled dot-product attention ----
+
+_matmul_batched = _lib.declare("nn_matmul_batched", _lib.c_tensor_p, [_lib.c_tensor_p, _lib.c_tensor_p])
+_embedding = _lib.declare("nn_embedding", _lib.c_tensor_p, [_lib.c_tensor_p, _lib.c_tensor_p, ctypes.c_int])
+_sdpa = _lib.declare("nn_scaled_dot_product_attention", _lib.c_tensor_p,
+                     [_lib.c_tensor_p] * 4 + [ctypes.c_bool, ctypes.c_float])
+_transpose = _lib.declare("nn_transpose", _lib.c_tensor_p, [_lib.c_tensor_p, ctypes.c_int, ctypes.c_int])
+_slice = _lib.declare("nn_slice", _lib.c_tensor_p,
+                      [_lib.c_tensor_p, ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64])
+_mean_dims = _lib.declare("nn_mean_dims", _lib.c_tensor_p,
+                          [_lib.c_tensor_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_bool])
+
+
+def _indices_ptr(indices, fn):
+    """An int32 C tensor of indices: the Tensor itself when int32, else a
+    converted copy (integer arrays, whole-valued floats). Returns (pointer,
+    keepalive)."""
+    if isinstance(indices, Tensor) and indices.dtype == np.int32:
+        return indices._ptr(), indices
+    if not isinstance(indices, (Tensor, np.ndarray, list, tuple)):
+        raise TypeError(f"{fn}: input must be a Tensor or an array of indices, got {type(indices).__name__}")
+    values = indices.sync() if isinstance(indices, Tensor) else indices
+    copy = Tensor(as_host_array(values, np.int32, f"{fn}: input"), track=False, dtype=np.int32)
+    return copy._ptr(), copy
+
+
+def _padding_index(padding_idx, num, fn):
+    """PyTorch's padding_idx (None, or in [-num, num): negative counts from
+    the end) as the library's (-1 for none)."""
+    if padding_idx is None:
+        return -1
+    index = _int(padding_idx, fn, "padding_idx", -num) if isinstance(padding_idx, numbers.Integral) else None
+    if index is None or not -num <= index < num:
+        raise ValueError(f"{fn}: padding_idx must be within num_embeddings ({num}), got {padding_idx!r}")
+    return index + num if index < 0 else index
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002 - torch's names
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of weight [num, dim] picked by integer indices of any shape
+    (F.embedding): [..., dim]. Row padding_idx gets no gradient; an index
+    outside [0, num) raises at the read."""
+    pw = _tensor(weight, "embedding", "weight")
+    for name, value, default in (("max_norm", max_norm, None), ("scale_grad_by_freq", scale_grad_by_freq, False),
+                                 ("sparse", sparse, False)):
+        if value != default:
+            raise ValueError(f"embedding: {name}={value!r} is not supported (only {default!r})")
+    if weight.ndim != 2:
+        raise ValueError(f"embedding: weight must be 2-D [num_embeddings, embedding_dim], got shape "
+                         f"{tuple(weight.shape)}")
+    padding = _padding_index(padding_idx, weight.shape[0], "embedding")
+    pi, keep = _indices_ptr(input, "embedding")
+    result = _result(_embedding(pi, pw, padding), weight, "nn_embedding")
+    del keep  # the tape holds its own reference to the indices
+    return result
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    """softmax(query key^T * scale + attn_mask) value over the last two
+    dimensions (F.scaled_dot_product_attention): attn_mask an additive float
+    Tensor broadcastable to [..., L, S] (a boolean array is converted:
+    False -> -inf); scale None means 1 / sqrt(E). No dropout."""
+    fn = "scaled_dot_product_attention"
+    pq, pk, pv = _tensor(query, fn, "query"), _tensor(key, fn, "key"), _tensor(value, fn, "value")
+    if _float(dropout_p, fn, "dropout_p") != 0.0:
+        raise ValueError(f"{fn}: dropout_p must be 0.0 (attention dropout is not supported), got {dropout_p!r}")
+    s = 0.0 if scale is None else _float(scale, fn, "scale")
+    if scale is not None and not s > 0.0:
+        raise ValueError(f"{fn}: scale must be > 0, got {scale!r}")
+    keep = None
+    if attn_mask is not None and not isinstance(attn_mask, Tensor):
+        array = np.asarray(attn_mask)
+        if array.dtype == np.bool_:
+            array = np.where(array, 0.0, -np.inf)
+        keep = Tensor(as_host_array(array, np.float32, f"{fn}: attn_mask"), track=False)
+        attn_mask = keep
+    pm = None if attn_mask is None else _tensor(attn_mask, fn, "attn_mask")
+    result = _result(_sdpa(pq, pk, pv, pm, bool(is_causal), s), query, "nn_scaled_dot_product_attention")
+    del keep
+    return result
+
+
+def _transposed(x, dim0, dim1):
+    return _result(_transpose(x._ptr(), dim0, dim1), x, "nn_transpose")
+
+
+def _sliced(x, dim, start, end):
+    return _result(_slice(x._ptr(), dim, start, end, 1), x, "nn_slice")
+
+
+def _mean_over(x, dim):
+    dims = (ctypes.c_int * 1)(dim)
+    return _result(_mean_dims(x._ptr(), dims, 1, False), x, "nn_mean_dims")

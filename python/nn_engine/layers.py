@@ -449,3 +449,130 @@ class CrossEntropyLoss(_Loss):
     def forward(self, input, target):  # noqa: A002
         return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
+# ---- embedding and attention ----
+
+_init_normal = F._lib.declare("nn_init_normal", ctypes.c_int, [F._lib.c_tensor_p, ctypes.c_float, ctypes.c_float])
+
+
+class Embedding:
+    """A lookup table (torch.nn.Embedding): `weight` [num_embeddings,
+    embedding_dim] drawn from N(0, 1) (the context's generator), the row
+    padding_idx zeroed and never trained. Called on integer indices of any
+    shape: [..., embedding_dim]."""
+    _parameter_names = (("weight", "weight"),)
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False):
+        self.num_embeddings = _positive_int(num_embeddings, "Embedding", "num_embeddings")
+        self.embedding_dim = _positive_int(embedding_dim, "Embedding", "embedding_dim")
+        for name, value, default in (("max_norm", max_norm, None), ("scale_grad_by_freq", scale_grad_by_freq, False),
+                                     ("sparse", sparse, False)):
+            if value != default:
+                raise ValueError(f"Embedding: {name}={value!r} is not supported (only {default!r})")
+        padding = F._padding_index(padding_idx, num_embeddings, "Embedding")
+        self.padding_idx = None if padding_idx is None else padding
+        ctx = _context.default_context()
+        dims = (ctypes.c_int64 * 2)(num_embeddings, embedding_dim)
+        ptr = check_ptr(lib.nn_tensor_new(ctx.ptr, NN_F32, 2, dims), "nn_tensor_new")
+        self.weight = Tensor._wrap(Handle(ptr, ctx, OWNED), (num_embeddings, embedding_dim))
+        check(_init_normal(ptr, 0.0, 1.0), "nn_init_normal")
+        if self.padding_idx is not None:
+            values = self.weight.sync()
+            values[self.padding_idx] = 0.0
+            self.weight.upload(values)
+        self.weight.requires_grad = True
+
+    def __call__(self, input):  # noqa: A002 - torch's name
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    def __repr__(self):
+        padding = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"Embedding({self.num_embeddings}, {self.embedding_dim}{padding})"
+
+
+class MultiheadAttention:
+    """torch.nn.MultiheadAttention with its parameter names (in_proj_weight
+    [3E, E], in_proj_bias [3E], out_proj.weight, out_proj.bias), so torch's
+    state_dict loads: query [N, L, E] with batch_first=True, [L, N, E]
+    otherwise; key and value [N, S, E]. Returns (output, weights): the
+    attention weights averaged over heads ([N, L, S]; per head with
+    average_attn_weights=False), None unless need_weights. attn_mask: an
+    additive float mask [L, S] or [N * num_heads, L, S] (or boolean, True
+    masking out, as torch's). No dropout, no key_padding_mask, no bias_kv."""
+
+    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
+                 kdim=None, vdim=None, batch_first=False):
+        self.embed_dim = _positive_int(embed_dim, "MultiheadAttention", "embed_dim")
+        self.num_heads = _positive_int(num_heads, "MultiheadAttention", "num_heads")
+        if embed_dim % num_heads:
+            raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible by num_heads "
+                             f"({num_heads})")
+        for name, value, default in (("dropout", dropout, 0.0), ("add_bias_kv", add_bias_kv, False),
+                                     ("add_zero_attn", add_zero_attn, False), ("kdim", kdim, None),
+                                     ("vdim", vdim, None)):
+            if value != default and not (name.endswith("dim") and value == embed_dim):
+                raise ValueError(f"MultiheadAttention: {name}={value!r} is not supported (only {default!r})")
+        self.batch_first = bool(batch_first)
+        self.head_dim = embed_dim // num_heads
+        # torch's initialisation: xavier_uniform_ in_proj_weight, zero biases, Linear's out_proj.weight
+        self.in_proj_weight = _parameter((3 * embed_dim, embed_dim), embed_dim, weight=True)
+        check(lib.nn_init_xavier_uniform(self.in_proj_weight._ptr(), 1.0), "nn_init_xavier_uniform")
+        self.in_proj_bias = _filled((3 * embed_dim,), 0.0, True) if bias else None
+        self.out_proj = Linear(embed_dim, embed_dim)
+        if bias:
+            self.out_proj.b.upload(np.zeros(embed_dim, np.float32))
+        else:
+            self.out_proj.b = None
+        self.training = True
+
+    def _project(self, x, part):
+        e = self.embed_dim
+        w = F._sliced(self.in_proj_weight, 0, part * e, (part + 1) * e)
+        b = None if self.in_proj_bias is None else F._sliced(self.in_proj_bias, 0, part * e, (part + 1) * e)
+        y = F.linear(x, w, b)  # [N, T, E] -> [N, heads, T, head_dim]
+        return F._transposed(F.reshape(y, (x.shape[0], x.shape[1], self.num_heads, self.head_dim)), 1, 2)
+
+    def _mask(self, attn_mask, n, length, source):
+        if not isinstance(attn_mask, Tensor):
+            array = np.asarray(attn_mask)
+            if array.dtype == np.bool_:
+                array = np.where(array, -np.inf, 0.0)  # torch's MultiheadAttention: True masks out
+            attn_mask = Tensor(np.ascontiguousarray(array, dtype=np.float32), track=False)
+        if attn_mask.shape == (length, source):
+            return attn_mask
+        if attn_mask.shape == (n * self.num_heads, length, source):
+            return F.reshape(attn_mask, (n, self.num_heads, length, source))
+        raise ValueError(f"MultiheadAttention: attn_mask must be [{length}, {source}] or "
+                         f"[{n * self.num_heads}, {length}, {source}], got {tuple(attn_mask.shape)}")
+
+    def __call__(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+                 average_attn_weights=True, is_causal=False):
+        if key_padding_mask is not None:
+            raise ValueError("MultiheadAttention: key_padding_mask is not supported (pass an attn_mask)")
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(t, Tensor) or t.ndim != 3:
+                raise ValueError(f"MultiheadAttention: {name} must be a 3-D Tensor, got "
+                                 f"{getattr(t, 'shape', type(t).__name__)}")
+        if not self.batch_first:
+            query, key, value = (F._transposed(t, 0, 1) for t in (query, key, value))
+        n, length, source = query.shape[0], query.shape[1], key.shape[1]
+        q, k, v = self._project(query, 0), self._project(key, 1), self._project(value, 2)
+        scores = F.mul_scalar(F.matmul(q, F._transposed(k, -1, -2)), 1.0 / math.sqrt(self.head_dim))
+        if attn_mask is not None:
+            scores = F.add(scores, self._mask(attn_mask, n, length, source))
+        elif is_causal:
+            causal = np.triu(np.full((length, source), -np.inf, np.float32), 1)
+            scores = F.add(scores, Tensor(causal, track=False))
+        weights = F.softmax(scores)  # [N, heads, L, S]
+        heads = F.matmul(weights, v)  # [N, heads, L, head_dim]
+        merged = F.reshape(F._transposed(heads, 1, 2), (n, length, self.embed_dim))
+        out = F.linear(merged, self.out_proj.w, self.out_proj.b)
+        if not self.batch_first:
+            out = F._transposed(out, 0, 1)
+        if not need_weights:
+            return out, None
+        return out, (F._mean_over(weights, 1) if average_attn_weights else weights)
+
+    def __repr__(self):
+        return (f"MultiheadAttention(embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
+                f"batch_first={self.batch_first})")

@@ -148,6 +148,10 @@
     /* class-target negative log-likelihood (nn_nll_params). input, target (int32), weight, loss, total_weight */ \
     X(NLL_FORWARD, nll_forward, nn_nll_params, 5, NN_ARG(3) | NN_ARG(4), NN_ARG(2) | NN_ARG(4))                   \
     /* dloss, target (int32), weight, total_weight (MEAN), dinput */                                           \
-    X(NLL_BACKWARD, nll_backward, nn_nll_params, 5, NN_ARG(4), NN_ARG(2) | NN_ARG(3))
+    X(NLL_BACKWARD, nll_backward, nn_nll_params, 5, NN_ARG(4), NN_ARG(2) | NN_ARG(3))                           \
+    /* embedding (nn_embedding_params): indices (int32), weight, out */                                        \
+    X(EMBEDDING_FORWARD, embedding_forward, nn_embedding_params, 3, NN_ARG(2), 0)                               \
+    /* indices (int32), dy, dweight */                                                                         \
+    X(EMBEDDING_BACKWARD, embedding_backward, nn_embedding_params, 3, NN_ARG(2), 0)
 
 #endif

@@ -355,6 +355,20 @@ typedef struct nn_pool2d_geometry {
     int32_t accumulate;                 /* backward only */
 } nn_pool2d_geometry;
 
+/* The EMBEDDING_* kernels: rows of weight [num, dim] picked by `count`
+ * int32 indices. FORWARD: out[i, :] = weight[indices[i], :]; an index
+ * outside [0, num) gives a row of NaN and an error (the CPU's at once,
+ * Vulkan's through the status buffer at the next sync). BACKWARD: every
+ * dweight[r, f] (+)= the dy[i, f] of the positions i with indices[i] == r,
+ * added one by one in order of i (deterministic, no float atomics); row
+ * padding_idx (-1: none) gets nothing and bad indices are skipped. */
+typedef struct nn_embedding_params {
+    int64_t count;
+    int32_t num, dim;
+    int32_t padding_idx;
+    int32_t accumulate; /* backward only */
+} nn_embedding_params;
+
 /* ---- the registry's facts of each kernel (kernel_list.h) ---- */
 
 /* "unknown kernel" for an id outside the registry. */

@@ -48,3 +48,24 @@ nn_status nn_init_kaiming_uniform(nn_tensor *t, float a) {
     float bound = (float)(gain * sqrt(3.0 / fan_in));
     return nn_init_uniform(t, -bound, bound);
 }
+
+/* Box-Muller on the context's generator: PyTorch's nn.init.normal_ (as
+ * Embedding's weights), not its bit stream. */
+nn_status nn_init_normal(nn_tensor *t, float mean, float std) {
+    if (!t) return nn_set_error(NN_ERR_ARGUMENT, "nn_init_normal: tensor is NULL");
+    if (t->dtype != NN_F32) return nn_set_error(NN_ERR_DTYPE, "nn_init_normal: tensor must be float32");
+    if (!isfinite(mean) || !isfinite(std) || std < 0.0f)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_init_normal: need a finite mean and std >= 0, got mean %g std %g",
+                            mean, std);
+    float *values = malloc((size_t)t->numel * sizeof *values);
+    if (!values) return nn_set_error(NN_ERR_MEMORY, "nn_init_normal: out of host memory");
+    for (int64_t i = 0; i < t->numel; i += 2) {
+        const double u1 = 1.0 - (double)nn_rng_uniform(&t->ctx->rng); /* in (0, 1]: log is finite */
+        const double u2 = (double)nn_rng_uniform(&t->ctx->rng), radius = sqrt(-2.0 * log(u1));
+        values[i] = mean + std * (float)(radius * cos(2.0 * M_PI * u2));
+        if (i + 1 < t->numel) values[i + 1] = mean + std * (float)(radius * sin(2.0 * M_PI * u2));
+    }
+    nn_status status = nn_tensor_write(t, values, (size_t)t->numel * sizeof *values);
+    free(values);
+    return status;
+}

@@ -96,6 +96,8 @@ nn_status nn_linear_layer_check(const char *op, const char *layer, nn_tensor *x,
 
 nn_tensor *nn_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias) {
     const char *op = "nn_linear";
+    if (nn_check_tensor(op, "x", x, NN_F32)) return NULL;
+    if (x->ndim != 2) return nn_linear_nd(x, weight, bias); /* [..., in]: linear_nd.c */
     if (nn_check_tensor_ndim(op, "x", x, NN_F32, 2) || nn_check_tensor_ndim(op, "weight", weight, NN_F32, 2) ||
         nn_check_same_ctx(op, x, weight))
         return NULL;

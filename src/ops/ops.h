@@ -80,5 +80,9 @@ nn_tensor *nn_class_nll(const char *op, nn_tensor *input, nn_tensor *target, nn_
 /* nll_loss_onnx.c: NegativeLogLikelihoodLoss, and the label smoothing's
  * terms around it. */
 nn_status nn_nll_loss_onnx(struct exporter *x, struct op_io *io, const char *out);
+/* ---- batched matmul, linear of any rank, embedding ---- */
+extern const nn_op nn_op_matmul_batched, nn_op_linear_nd, nn_op_embedding;
+/* linear_nd.c: nn_linear for x of any rank but 2 ([..., in]). */
+nn_tensor *nn_linear_nd(nn_tensor *x, nn_tensor *weight, nn_tensor *bias);
 
 #endif

@@ -20,9 +20,11 @@
  * nn_onnx_export and named parameters; their WEIGHTS are a safetensors file
  * too); pool-* (one pooling operation alone, no parameters, input
  * [N, 3, 11, 10]: see kPools); tensor-* (broadcasting, reductions and
- * rearrangements on [N, 2, 7, 9]: see kTensorGraphs); fn-NAME: one
- * elementwise function of kFunctions applied to the input [N, 2, 7, 9] (no
- * parameters). NN_IO_FIXTURE_DEVICE=vulkan runs on
+ * rearrangements on [N, 2, 7, 9]: see kTensorGraphs); attention (batched
+ * matmul, embedding, linear of rank 4, causal attention: see
+ * attention_forward; input [N, 2, 7, 9]); fn-NAME: one elementwise function
+ * of kFunctions applied to the input [N, 2, 7, 9] (no parameters).
+ * NN_IO_FIXTURE_DEVICE=vulkan runs on
  * the GPU (default: the CPU); NN_IO_FIXTURE_OPSET sets the opset graphs
  * export with (default 17).
  * Exit status 0 on success; errors go to stderr. */
@@ -185,7 +187,8 @@ static nn_tensor *(*function_of(const char *kind))(nn_tensor *) {
 static int tensor_graph(const char *kind);
 
 static bool is_graph(const char *kind) {
-    return strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0 || function_of(kind) || tensor_graph(kind) >= 0;
+    return strcmp(kind, "ops") == 0 || strcmp(kind, "reduce") == 0 || function_of(kind) ||
+           tensor_graph(kind) >= 0 || strcmp(kind, "attention") == 0;
 }
 
 static int fail(const char *what) {
@@ -409,6 +412,15 @@ static int model_open(nn_ctx *ctx, const char *kind, model *m) {
         add_param(ctx, m, "col", 3, (int64_t[]){2, 1, 1});
         add_param(ctx, m, "divisor", 2, (int64_t[]){7, 1});
         return m->count == 3 ? 0 : fail("parameters");
+    } else if (strcmp(kind, "attention") == 0) {
+        add_param(ctx, m, "w1", 2, (int64_t[]){9, 6});
+        add_param(ctx, m, "emb.weight", 2, (int64_t[]){11, 6});
+        add_param(ctx, m, "proj.weight", 2, (int64_t[]){5, 6});
+        add_param(ctx, m, "proj.bias", 1, (int64_t[]){5});
+        add_param(ctx, m, "readout", 1, (int64_t[]){5});
+        m->params[m->count] = nn_tensor_from_data(ctx, NN_I32, 1, (int64_t[]){7}, (int32_t[]){3, 0, 10, 3, 7, 1, 3});
+        m->names[m->count++] = "positions";
+        return m->count == 6 && m->params[5] ? 0 : fail("parameters");
     } else {
         fprintf(stderr, "nn_io_fixture: unknown model %s\n", kind);
         return 1;
@@ -427,8 +439,19 @@ static void model_close(model *m) {
  * on 4-D -> scale -> relu -> reshape [N, 24] -> matmul -> add_bias -> tanh
  * -> matmul (transposed b) -> mul by its sigmoid -> add -> softmax. reduce:
  * mean + sum of parts. */
+/* attention: x [N, 2, 7, 9] @ w1 [9, 6] (batched matmul) + embedding of
+ * the constant positions (padding_idx 3) -> linear of rank 4 (proj) ->
+ * causal self-attention -> @ readout [5] (a 1-D b): [N, 2, 7]. */
+static nn_tensor *attention_forward(model *m, nn_tensor *x) {
+    nn_tensor **p = m->params;
+    nn_tensor *h = nn_add(nn_matmul_batched(x, p[0]), nn_embedding(p[5], p[1], 3));
+    nn_tensor *g = nn_linear(h, p[2], p[3]);
+    return nn_matmul_batched(nn_scaled_dot_product_attention(g, g, g, NULL, true, 0.0f), p[4]);
+}
+
 static nn_tensor *model_forward(model *m, nn_tensor *x) {
     if (m->module) return nn_module_forward(m->module, x);
+    if (strcmp(m->kind, "attention") == 0) return attention_forward(m, x);
     if (pool_index(m->kind) >= 0) return pool_forward(m->kind, x);
     if (function_of(m->kind)) return function_of(m->kind)(x);
     if (tensor_graph(m->kind) >= 0) return tensor_graph_forward(m->kind, x, m->params);

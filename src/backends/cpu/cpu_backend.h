@@ -149,6 +149,11 @@ nn_status nn_cpu_norm_backward_affine(nn_thread_pool *pool, const nn_norm_params
                                       float *dbias);
 nn_status nn_cpu_norm_running_update(const nn_norm_running_params *p, const float *mean, const float *var,
                                      float *running_mean, float *running_var, const int32_t *count_tracked);
+/* cpu_embedding.c */
+nn_status nn_cpu_embedding_forward(nn_thread_pool *pool, const nn_embedding_params *p, const int32_t *indices,
+                                   const float *weight, float *out);
+nn_status nn_cpu_embedding_backward(nn_thread_pool *pool, const nn_embedding_params *p, const int32_t *indices,
+                                    const float *dy, float *dweight);
 
 /* cpu_softmax_dim.c: softmax and log_softmax along a dimension (nn_softmax_dim_params) */
 nn_status nn_cpu_softmax_dim_forward(nn_thread_pool *pool, const nn_softmax_dim_params *p, const float *x, float *y);

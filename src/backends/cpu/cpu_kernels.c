@@ -107,6 +107,8 @@ POOLED(softmax_dim_forward, nn_softmax_dim_params, F32(0), F32(1))
 POOLED(softmax_dim_backward, nn_softmax_dim_params, F32(0), F32(1), F32(2))
 SERIAL(nll_forward, nn_nll_params, F32(0), I32(1), F32(2), F32(3), F32(4))
 POOLED(nll_backward, nn_nll_params, F32(0), I32(1), F32(2), F32(3), F32(4))
+POOLED(embedding_forward, nn_embedding_params, I32(0), F32(1), F32(2))
+POOLED(embedding_backward, nn_embedding_params, I32(0), F32(1), F32(2))
 #undef POOLED
 #undef SERIAL
 #undef FAMILY

@@ -79,6 +79,8 @@
     P(SOFTMAX_DIM_FORWARD, softmax_dim_forward, "softmax_dim_forward", 0, 0, 0, 0, 0, 0, 0)                     \
     P(SOFTMAX_DIM_BACKWARD, softmax_dim_backward, "softmax_dim_backward", 0, 0, 0, 0, 0, 0, 0)                  \
     P(NLL_FORWARD, nll_forward, "nll_forward", 0, 0, 0, 0, 0, 0, 0)                                             \
-    P(NLL_BACKWARD, nll_backward, "nll_backward", 0, 0, 0, 0, 0, 0, 0)
+    P(NLL_BACKWARD, nll_backward, "nll_backward", 0, 0, 0, 0, 0, 0, 0)                                          \
+    P(EMBEDDING_FORWARD, embedding_forward, "embedding_forward", 0, 0, 0, 0, 0, 0, 0)                          \
+    P(EMBEDDING_BACKWARD, embedding_backward, "embedding_backward", 0, 0, 0, 0, 0, 0, 0)
 
 #endif

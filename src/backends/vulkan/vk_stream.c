@@ -24,10 +24,12 @@
 #define STAGING_BYTES ((VkDeviceSize)16 << 20)
 #define MAX_COMMANDS_PER_FRAME 256
 #define STATUS_NONE INT32_MAX
-/* status[3], the kind of a reported bad label: the kernels that write none
- * (softmax_ce's) leave it at 0; nll_forward.comp writes 1. */
+/* status[3], who reported a bad label or index: the kernels that write none
+ * (softmax_ce's) leave it at 0; nll_forward.comp writes 1,
+ * embedding_forward.comp 2. */
 #define STATUS_SOFTMAX_CE 0
 #define STATUS_NLL 1
+#define STATUS_EMBEDDING 2
 
 static const VkPipelineStageFlags kStages =
     VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
@@ -282,6 +284,11 @@ nn_status vk_finish(vk_backend *vk) {
                                 "nll_loss: target %d at position %d is outside [0, %d) and is not ignore_index %d "
                                 "(found on the Vulkan device; reported at the first read or sync after the kernel "
                                 "ran)", (int)label, (int)row, (int)cols, (int)ignore_index);
+        if (kind == STATUS_EMBEDDING)
+            return nn_set_error(NN_ERR_ARGUMENT,
+                                "embedding: index %d at position %d is outside [0, %d) (found on the Vulkan "
+                                "device; reported at the first read or sync after the kernel ran)",
+                                (int)label, (int)row, (int)cols);
         return nn_set_error(NN_ERR_ARGUMENT,
                             "softmax_cross_entropy: label %d at row %d is outside [0, %d) (found on the "
                             "Vulkan device; reported at the first read or sync after the kernel ran)",
