@@ -74,7 +74,7 @@
 #define PUSH_CONV_GEOMETRY(F)                                                                                 \
     F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel_h)            \
     F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w) F(int, out_h)            \
-    F(int, out_w) F(int, accumulate)
+    F(int, out_w) F(int, accumulate) F(int, dilation_h) F(int, dilation_w)
 
 /* ---- GEMM ---- */
 /* The product C[b] = alpha op(A[b]) op(B[b]) + beta C[b]; summed: the
@@ -160,5 +160,14 @@
     F(int, kernel_h) F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w)         \
     F(int, dilation_h) F(int, dilation_w) F(int, adaptive) F(int, count_include_pad) F(int, divisor)       \
     F(int, accumulate)
+
+/* ---- depthwise convolution (nn_conv_params, groups == channels) and resampling ---- */
+#define PUSH_DEPTHWISE(F)                                                                                     \
+    F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel_h)            \
+    F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w) F(int, out_h)            \
+    F(int, out_w) F(int, dilation_h) F(int, dilation_w) F(int, filters) F(int, epilogue) F(int, accumulate)
+#define PUSH_INTERPOLATE(F)                                                                                   \
+    F(uint, off[4]) F(int, planes) F(int, in_h) F(int, in_w) F(int, out_h) F(int, out_w) F(int, mode)       \
+    F(int, align_corners) F(float, scale_h) F(float, scale_w) F(int, accumulate)
 
 #endif

@@ -150,4 +150,16 @@ nn_status nn_cpu_norm_backward_affine(nn_thread_pool *pool, const nn_norm_params
 nn_status nn_cpu_norm_running_update(const nn_norm_running_params *p, const float *mean, const float *var,
                                      float *running_mean, float *running_var, const int32_t *count_tracked);
 
+/* cpu_depthwise.c */
+nn_status nn_cpu_depthwise_conv2d_forward(nn_thread_pool *pool, const nn_conv_params *p, const float *x,
+                                          const float *w, float *y, const float *bias);
+nn_status nn_cpu_depthwise_conv2d_backward_data(nn_thread_pool *pool, const nn_conv_params *p, const float *dy,
+                                                const float *w, float *dx);
+nn_status nn_cpu_depthwise_conv2d_backward_weight(nn_thread_pool *pool, const nn_conv_params *p, const float *dy,
+                                                  const float *x, float *dw);
+/* cpu_interpolate.c */
+nn_status nn_cpu_interpolate_forward(nn_thread_pool *pool, const nn_interpolate_params *p, const float *x, float *y);
+nn_status nn_cpu_interpolate_backward(nn_thread_pool *pool, const nn_interpolate_params *p, const float *dy,
+                                      float *dx);
+
 #endif

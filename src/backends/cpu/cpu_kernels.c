@@ -103,6 +103,11 @@ POOLED(pool2d_max_forward, nn_pool2d_geometry, F32(0), F32(1), I32(2))
 POOLED(pool2d_max_backward, nn_pool2d_geometry, F32(0), I32(1), F32(2))
 POOLED(pool2d_avg_forward, nn_pool2d_geometry, F32(0), F32(1))
 POOLED(pool2d_avg_backward, nn_pool2d_geometry, F32(0), F32(1))
+POOLED(depthwise_conv2d_forward, nn_conv_params, F32(0), F32(1), F32(2), F32(3))
+POOLED(depthwise_conv2d_backward_data, nn_conv_params, F32(0), F32(1), F32(2))
+POOLED(depthwise_conv2d_backward_weight, nn_conv_params, F32(0), F32(1), F32(2))
+POOLED(interpolate_forward, nn_interpolate_params, F32(0), F32(1))
+POOLED(interpolate_backward, nn_interpolate_params, F32(0), F32(1))
 #undef POOLED
 #undef SERIAL
 #undef FAMILY

@@ -74,6 +74,11 @@
     P(POOL2D_MAX_FORWARD, pool2d_max_forward, "pool2d_max_forward", 0, 0, 0, 0, 0, 0, 0)                       \
     P(POOL2D_MAX_BACKWARD, pool2d_max_backward, "pool2d_max_backward", 0, 0, 0, 0, 0, 0, 0)                    \
     P(POOL2D_AVG_FORWARD, pool2d_avg_forward, "pool2d_avg_forward", 0, 0, 0, 0, 0, 0, 0)                       \
-    P(POOL2D_AVG_BACKWARD, pool2d_avg_backward, "pool2d_avg_backward", 0, 0, 0, 0, 0, 0, 0)
+    P(POOL2D_AVG_BACKWARD, pool2d_avg_backward, "pool2d_avg_backward", 0, 0, 0, 0, 0, 0, 0)                    \
+    P(DEPTHWISE_FORWARD, depthwise_conv2d_forward, "depthwise_conv2d_forward", 0, 0, 0, 0, 0, 0, 0)           \
+    P(DEPTHWISE_DATA, depthwise_conv2d_data, "depthwise_conv2d_backward_data", 0, 0, 0, 0, 0, 0, 0)           \
+    P(DEPTHWISE_WEIGHT, depthwise_conv2d_weight, "depthwise_conv2d_backward_weight", 0, 0, 0, 0, 0, 0, 0)     \
+    P(INTERPOLATE_FORWARD, interpolate_forward, "interpolate_forward", 0, 0, 0, 0, 0, 0, 0)                    \
+    P(INTERPOLATE_BACKWARD, interpolate_backward, "interpolate_backward", 0, 0, 0, 0, 0, 0, 0)
 
 #endif
