@@ -38,6 +38,13 @@ void nn_onnx_attr_float(nn_onnx_node *n, const char *name, float value) {
     attr_end(n, &attr, 1);
 }
 
+void nn_onnx_attr_string(nn_onnx_node *n, const char *name, const char *value) {
+    nn_pb attr = {0};
+    nn_pb_string(&attr, 1, name);
+    nn_pb_string(&attr, 4, value); /* AttributeProto.s */
+    attr_end(n, &attr, 3);         /* STRING */
+}
+
 void nn_onnx_node_end(nn_onnx_node *n, nn_pb *graph) {
     nn_pb_message(graph, 1, &n->pb); /* GraphProto.node */
     nn_pb_free(&n->pb);

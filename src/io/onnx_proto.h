@@ -21,6 +21,7 @@ void nn_onnx_node_output(nn_onnx_node *n, const char *value);
 void nn_onnx_attr_int(nn_onnx_node *n, const char *name, int64_t value);
 void nn_onnx_attr_ints(nn_onnx_node *n, const char *name, const int64_t *values, int count);
 void nn_onnx_attr_float(nn_onnx_node *n, const char *name, float value);
+void nn_onnx_attr_string(nn_onnx_node *n, const char *name, const char *value);
 /* Append the node to the graph (GraphProto.node) and free it. */
 void nn_onnx_node_end(nn_onnx_node *n, nn_pb *graph);
 
