@@ -28,6 +28,8 @@ from .optim import SGD
 from .tensor import ReusableTensor, Tensor
 from .functional import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
 from .layers import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d
+from .functional import conv_transpose2d, interpolate
+from .layers import Conv2d, ConvTranspose2d, Upsample
 
 __version__ = "0.1.0"
 
@@ -43,4 +45,5 @@ __all__ = [
     "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
     "exp", "log", "sqrt", "abs", "neg", "clamp", "pow",
     "GELU", "LeakyReLU", "ELU", "SiLU", "ReLU6", "Hardswish", "Hardsigmoid", "Softplus", "Sigmoid", "Tanh",
+    "conv_transpose2d", "interpolate", "Conv2d", "ConvTranspose2d", "Upsample",
 ]
