@@ -5,6 +5,7 @@
 #define NN_LAYERS_H
 
 #include "nn_module.h"
+#include "nn_ops.h"
 #include "nn_tensor.h"
 
 #ifdef __cplusplus
@@ -84,6 +85,20 @@ nn_module *nn_batchnorm2d(nn_ctx *ctx, int channels, float eps, float momentum, 
 nn_module *nn_layernorm(nn_ctx *ctx, int ndim, const int64_t *shape, float eps, bool affine, bool bias);
 /* GroupNorm of [N, C, ...] in `groups` groups (dividing channels). */
 nn_module *nn_groupnorm(nn_ctx *ctx, int groups, int channels, float eps, bool affine);
+
+/* ---- convolution extensions (nn_ops.h's parameters; PyTorch's
+ * initialisation and state_dict names weight, bias) ---- */
+/* Conv2d(in, out, (kernel_h, kernel_w), stride, padding, dilation, groups,
+ * bias): weight [out, in / groups, kH, kW], bias [out] unless bias is false. */
+nn_module *nn_conv2d_layer_ex(nn_ctx *ctx, int in_channels, int out_channels, int kernel_h, int kernel_w,
+                              const nn_conv2d_params *params, bool bias);
+/* ConvTranspose2d: weight [in, out / groups, kH, kW], bias [out]. */
+nn_module *nn_conv_transpose2d_layer(nn_ctx *ctx, int in_channels, int out_channels, int kernel_h, int kernel_w,
+                                     const nn_conv_transpose2d_params *params, bool bias);
+/* Upsample: nn_interpolate's arguments (by size, or by scale factor with
+ * out_h = out_w = 0), checked at each forward. No parameters. */
+nn_module *nn_upsample_layer(nn_ctx *ctx, int out_h, int out_w, double scale_h, double scale_w,
+                             nn_interpolate_mode mode, bool align_corners);
 
 #ifdef __cplusplus
 }

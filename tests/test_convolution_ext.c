@@ -344,3 +344,46 @@ TEST(convolution_ext_grouped_relu_matches_unfused) {
     CHECK(memcmp(got[0], got[1], sizeof got[0]) == 0);
     free(x), free(w);
 }
+
+/* The layers: PyTorch's parameter names and shapes, bias=False leaving one
+ * parameter, and the forward of each its operation on its own parameters. */
+TEST(convolution_ext_layers) {
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 1, .seed = 3});
+    const nn_conv2d_params cp = {.stride_h = 2, .stride_w = 1, .pad_h = 1, .dilation_h = 2, .groups = 2};
+    const nn_conv_transpose2d_params tp = {.stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1, .output_pad_h = 1,
+                                           .groups = 2};
+    nn_module *conv = nn_conv2d_layer_ex(ctx, 4, 6, 3, 2, &cp, false);
+    nn_module *tconv = nn_conv_transpose2d_layer(ctx, 4, 6, 3, 3, &tp, true);
+    nn_module *up = nn_upsample_layer(ctx, 0, 0, 2.0, 2.0, NN_INTERPOLATE_BILINEAR, true);
+    CHECK_MSG(conv && tconv && up, "%s", nn_last_error());
+    if (!conv || !tconv || !up) return;
+    CHECK(nn_module_param_count(conv) == 1 && nn_module_param_count(tconv) == 2);
+    CHECK(strcmp(nn_module_param_name(conv, 0), "weight") == 0 && strcmp(nn_module_param_name(tconv, 1), "bias") == 0);
+    const nn_tensor *w = nn_module_param(conv, 0), *tw = nn_module_param(tconv, 0);
+    CHECK(nn_tensor_dim(w, 0) == 6 && nn_tensor_dim(w, 1) == 2 && nn_tensor_dim(w, 2) == 3 && nn_tensor_dim(w, 3) == 2);
+    CHECK(nn_tensor_dim(tw, 0) == 4 && nn_tensor_dim(tw, 1) == 3 && nn_tensor_dim(nn_module_param(tconv, 1), 0) == 6);
+    const int64_t xs[4] = {2, 4, 9, 7};
+    float *x = vkt_randoms(2 * 4 * 9 * 7, -1, 1, 9);
+    nn_tensor *xt = nn_tensor_from_data(ctx, NN_F32, 4, xs, x);
+    nn_module *layers[3] = {conv, tconv, up};
+    for (int i = 0; i < 3; i++) {
+        nn_tensor *got = nn_module_forward(layers[i], xt);
+        nn_tensor *want = i == 0 ? nn_conv2d_ex(xt, nn_module_param(conv, 0), NULL, &cp)
+                          : i == 1 ? nn_conv_transpose2d(xt, nn_module_param(tconv, 0), nn_module_param(tconv, 1), &tp)
+                                   : nn_interpolate(xt, 0, 0, 2.0, 2.0, NN_INTERPOLATE_BILINEAR, true);
+        CHECK_MSG(got && want && nn_tensor_numel(got) == nn_tensor_numel(want), "layer %d: %s", i, nn_last_error());
+        if (!got || !want) continue;
+        const size_t n = (size_t)nn_tensor_numel(got);
+        float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+        CHECK(nn_tensor_read(got, a, n * sizeof *a) == NN_OK && nn_tensor_read(want, b, n * sizeof *b) == NN_OK);
+        CHECK_MSG(memcmp(a, b, n * sizeof *a) == 0, "layer %d differs from its operation", i);
+        free(a), free(b);
+    }
+    CHECK(nn_conv2d_layer_ex(ctx, 4, 6, 3, 3, &(nn_conv2d_params){.groups = 4}, true) == NULL &&
+          strstr(nn_last_error(), "groups 4"));
+    nn_ctx_step_end(ctx);
+    nn_tensor_free(xt);
+    free(x);
+    nn_module_free(conv), nn_module_free(tconv), nn_module_free(up);
+    nn_ctx_free(ctx);
+}
