@@ -5,6 +5,7 @@
 #define NN_LAYERS_H
 
 #include "nn_module.h"
+#include "nn_ops.h"
 #include "nn_tensor.h"
 
 #ifdef __cplusplus
@@ -91,6 +92,19 @@ nn_module *nn_groupnorm(nn_ctx *ctx, int groups, int channels, float eps, bool a
  * shape ([..., dim], nn_embedding). nn_init_normal: N(mean, std^2). */
 nn_module *nn_embedding_layer(nn_ctx *ctx, int num_embeddings, int embedding_dim, int padding_idx);
 nn_status nn_init_normal(nn_tensor *t, float mean, float std);
+/* ---- convolution extensions (nn_ops.h's parameters; PyTorch's
+ * initialisation and state_dict names weight, bias) ---- */
+/* Conv2d(in, out, (kernel_h, kernel_w), stride, padding, dilation, groups,
+ * bias): weight [out, in / groups, kH, kW], bias [out] unless bias is false. */
+nn_module *nn_conv2d_layer_ex(nn_ctx *ctx, int in_channels, int out_channels, int kernel_h, int kernel_w,
+                              const nn_conv2d_params *params, bool bias);
+/* ConvTranspose2d: weight [in, out / groups, kH, kW], bias [out]. */
+nn_module *nn_conv_transpose2d_layer(nn_ctx *ctx, int in_channels, int out_channels, int kernel_h, int kernel_w,
+                                     const nn_conv_transpose2d_params *params, bool bias);
+/* Upsample: nn_interpolate's arguments (by size, or by scale factor with
+ * out_h = out_w = 0), checked at each forward. No parameters. */
+nn_module *nn_upsample_layer(nn_ctx *ctx, int out_h, int out_w, double scale_h, double scale_w,
+                             nn_interpolate_mode mode, bool align_corners);
 
 #ifdef __cplusplus
 }

@@ -30,12 +30,17 @@ nn_tensor *nn_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias);
 typedef struct nn_conv2d_params {
     int stride_h, stride_w;
     int pad_h, pad_w;
+    /* PyTorch's dilation and groups; 0 reads as 1, so parameters written
+     * before these fields (zero-initialised) keep their meaning. */
+    int dilation_h, dilation_w;
+    int groups;
 } nn_conv2d_params;
 /* 2-D convolution (cross-correlation, as PyTorch): x [N, C, H, W],
- * weight [OC, C, KH, KW], bias [OC] or NULL. The backend computes it as
- * im2col + GEMM would (keeping the column matrix for the backward pass
- * where it takes that route) or straight from the image (Vulkan, small
- * layers). */
+ * weight [OC, C / groups, KH, KW], bias [OC] or NULL; C and OC divisible
+ * by groups. The backend computes it as im2col + GEMM would (one GEMM per
+ * group; keeping the column matrix for the backward pass where it takes
+ * that route), straight from the image (Vulkan, small ungrouped layers), or
+ * with the depthwise kernels when groups == C (filters a multiple of C). */
 nn_tensor *nn_conv2d(nn_tensor *x, nn_tensor *weight, nn_tensor *bias, int stride, int padding);
 nn_tensor *nn_conv2d_ex(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
                         const nn_conv2d_params *params);
@@ -278,6 +283,36 @@ nn_tensor *nn_embedding(nn_tensor *indices, nn_tensor *weight, int padding_idx);
  * as they do. */
 nn_tensor *nn_scaled_dot_product_attention(nn_tensor *q, nn_tensor *k, nn_tensor *v, nn_tensor *mask, bool is_causal,
                                            float scale);
+/* ---- convolution extensions: transposed convolution, resampling ---- */
+
+typedef struct nn_conv_transpose2d_params {
+    int stride_h, stride_w;
+    int pad_h, pad_w;
+    /* Extra rows and columns at the bottom and right of the output, each
+     * below the stride (PyTorch also allows up to the dilation; refused here). */
+    int output_pad_h, output_pad_w;
+    int dilation_h, dilation_w; /* 0 reads as 1 */
+    int groups;                 /* 0 reads as 1 */
+} nn_conv_transpose2d_params;
+/* 2-D transposed convolution, as PyTorch's conv_transpose2d: x [N, C, H,
+ * W], weight [C, OC / groups, KH, KW], bias [OC] or NULL; output [N, OC,
+ * (H - 1) * stride - 2 * pad + dilation * (KH - 1) + output_pad + 1, ...].
+ * It is nn_conv2d's data gradient (and its backward a convolution and a
+ * weight gradient), run by the same kernels. */
+nn_tensor *nn_conv_transpose2d(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
+                               const nn_conv_transpose2d_params *params);
+
+typedef enum nn_interpolate_mode {
+    NN_INTERPOLATE_NEAREST = 0,  /* PyTorch's 'nearest' (ONNX: asymmetric, floor) */
+    NN_INTERPOLATE_BILINEAR = 1, /* 'bilinear', align_corners false or true */
+} nn_interpolate_mode;
+/* Resampling of x [N, C, H, W] to [N, C, out_h, out_w], as PyTorch's
+ * interpolate: by size (scale_h, scale_w 0) or by scale factor (out_h,
+ * out_w 0: floor(H * scale_h), floor(W * scale_w); the scale then maps
+ * output to input positions, as PyTorch's does). align_corners: bilinear
+ * only. The backward gathers (no atomics): deterministic. */
+nn_tensor *nn_interpolate(nn_tensor *x, int out_h, int out_w, double scale_h, double scale_w,
+                          nn_interpolate_mode mode, bool align_corners);
 
 #ifdef __cplusplus
 }

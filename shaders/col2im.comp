@@ -23,12 +23,12 @@ void main() {
         uint o = p.off[1] + idx;
         float sum = p.accumulate != 0 ? image[o] : 0.0;
         for (int ki = 0; ki < p.kernel_h; ki++) {
-            int th = h + p.pad_h - ki;
+            int th = h + p.pad_h - ki * p.dilation_h;
             if (th < 0 || th % p.stride_h != 0) continue;
             int oh = th / p.stride_h;
             if (oh >= p.out_h) continue;
             for (int kj = 0; kj < p.kernel_w; kj++) {
-                int tw = w + p.pad_w - kj;
+                int tw = w + p.pad_w - kj * p.dilation_w;
                 if (tw < 0 || tw % p.stride_w != 0) continue;
                 int ow = tw / p.stride_w;
                 if (ow >= p.out_w) continue;

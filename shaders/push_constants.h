@@ -76,7 +76,7 @@
 #define PUSH_CONV_GEOMETRY(F)                                                                                 \
     F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel_h)            \
     F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w) F(int, out_h)            \
-    F(int, out_w) F(int, accumulate)
+    F(int, out_w) F(int, accumulate) F(int, dilation_h) F(int, dilation_w)
 
 /* ---- GEMM ---- */
 /* The product C[b] = alpha op(A[b]) op(B[b]) + beta C[b]; summed: the
@@ -173,5 +173,14 @@
 #define PUSH_NLL(F)                                                                                            \
     F(uint, off[8]) F(int, outer) F(int, classes) F(int, inner) F(int, ignore_index) F(int, reduction)       \
     F(float, smoothing) F(int, accumulate) F(int, has_weight) F(int, has_total)
+
+/* ---- depthwise convolution (nn_conv_params, groups == channels) and resampling ---- */
+#define PUSH_DEPTHWISE(F)                                                                                     \
+    F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel_h)            \
+    F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w) F(int, out_h)            \
+    F(int, out_w) F(int, dilation_h) F(int, dilation_w) F(int, filters) F(int, epilogue) F(int, accumulate)
+#define PUSH_INTERPOLATE(F)                                                                                   \
+    F(uint, off[4]) F(int, planes) F(int, in_h) F(int, in_w) F(int, out_h) F(int, out_w) F(int, mode)       \
+    F(int, align_corners) F(float, scale_h) F(float, scale_w) F(int, accumulate)
 
 #endif

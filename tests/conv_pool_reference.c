@@ -9,7 +9,7 @@
 
 nn_conv_pool_params conv_pool_params_of(const conv_pool_case *c, bool bias) {
     nn_conv_geometry g = {c->batch, c->channels, c->height, c->width, c->kernel_h, c->kernel_w,
-                          c->stride, c->stride, c->pad, c->pad, 0, 0, 0};
+                          c->stride, c->stride, c->pad, c->pad, 0, 0, 0, 1, 1};
     g.out_h = (g.height + 2 * g.pad_h - g.kernel_h) / g.stride_h + 1;
     g.out_w = (g.width + 2 * g.pad_w - g.kernel_w) / g.stride_w + 1;
     nn_conv_pool_params p = {.conv = {.g = g, .filters = c->filters,

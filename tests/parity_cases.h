@@ -78,4 +78,17 @@ void parity_softmax_dim_backward_case(nn_backend *o);
 void parity_nll_forward_case(nn_backend *o);
 void parity_nll_backward_case(nn_backend *o);
 
+/* parity_cases_conv_ext.c (the grouped, dilated and dilated-column cases
+ * run from the dense cases of their kernels) */
+void parity_im2col_dilated_case(nn_backend *o);
+void parity_col2im_dilated_case(nn_backend *o);
+void parity_conv_grouped_forward_case(nn_backend *o);
+void parity_conv_grouped_data_case(nn_backend *o);
+void parity_conv_grouped_weight_case(nn_backend *o);
+void parity_depthwise_forward_case(nn_backend *o);
+void parity_depthwise_data_case(nn_backend *o);
+void parity_depthwise_weight_case(nn_backend *o);
+void parity_interpolate_forward_case(nn_backend *o);
+void parity_interpolate_backward_case(nn_backend *o);
+
 #endif

@@ -90,7 +90,7 @@ static const conv_shape kLargeConv = {2, 16, 61, 59, 5, 5, 1, 1, 2, 2, 24};
 
 static nn_conv_params conv_params_of(const conv_shape *c) {
     nn_conv_geometry g = {c->batch, c->channels, c->height, c->width, c->kernel_h, c->kernel_w,
-                          c->stride_h, c->stride_w, c->pad_h, c->pad_w, 0, 0, 0};
+                          c->stride_h, c->stride_w, c->pad_h, c->pad_w, 0, 0, 0, 1, 1};
     g.out_h = (g.height + 2 * g.pad_h - g.kernel_h) / g.stride_h + 1;
     g.out_w = (g.width + 2 * g.pad_w - g.kernel_w) / g.stride_w + 1;
     return (nn_conv_params){.g = g, .filters = c->filters};
@@ -109,6 +109,7 @@ void parity_im2col_case(nn_backend *o) {
                            arg_exact(parity_randoms(s.cols, -1, 1), s.cols, 8)};
         parity_check(o, NN_KERNEL_IM2COL, a, 2, &p.g, SHAPE_FMT, SHAPE_ARGS(&kConvShapes[i]));
     }
+    parity_im2col_dilated_case(o); /* groups and dilation: parity_cases_conv_ext.c */
 }
 
 void parity_col2im_case(nn_backend *o) {
@@ -123,6 +124,7 @@ void parity_col2im_case(nn_backend *o) {
             parity_check(o, NN_KERNEL_COL2IM, a, 2, &p.g, SHAPE_FMT " accumulate %d", SHAPE_ARGS(&kConvShapes[i]),
                          acc);
         }
+    parity_col2im_dilated_case(o); /* groups and dilation: parity_cases_conv_ext.c */
 }
 
 static void conv_forward_run(nn_backend *o, const conv_shape *c, int epilogue, bool columns) {
@@ -148,6 +150,7 @@ void parity_conv_forward_case(nn_backend *o) {
     const nn_conv_params large = conv_params_of(&kLargeConv);
     conv_forward_run(o, &kLargeConv, NN_EPI_BIAS_ROWS | NN_EPI_RELU, parity_keeps_columns(o, &large));
     conv_forward_run(o, &kLargeConv, 0, false);
+    parity_conv_grouped_forward_case(o); /* groups and dilation: parity_cases_conv_ext.c */
 }
 
 static void conv_data_run(nn_backend *o, const conv_shape *c, int acc) {
@@ -164,6 +167,7 @@ void parity_conv_data_case(nn_backend *o) {
     for (size_t i = 0; i < CONV_SHAPES; i++)
         for (int acc = 0; acc < 2; acc++) conv_data_run(o, &kConvShapes[i], acc);
     conv_data_run(o, &kLargeConv, 1);
+    parity_conv_grouped_data_case(o); /* groups and dilation: parity_cases_conv_ext.c */
 }
 
 static void conv_weight_run(nn_backend *o, const conv_shape *c, int acc, bool columns) {
@@ -188,6 +192,7 @@ void parity_conv_weight_case(nn_backend *o) {
     const nn_conv_params large = conv_params_of(&kLargeConv);
     conv_weight_run(o, &kLargeConv, 0, parity_keeps_columns(o, &large));
     conv_weight_run(o, &kLargeConv, 1, false);
+    parity_conv_grouped_weight_case(o); /* groups and dilation: parity_cases_conv_ext.c */
 }
 
 /* ---- max pooling ---- */

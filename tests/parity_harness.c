@@ -262,7 +262,7 @@ parity_conv_sizes parity_conv_sizes_of(const nn_conv_params *p) {
     s.k = (size_t)g->channels * g->kernel_h * g->kernel_w;
     s.positions = (size_t)g->out_h * g->out_w;
     s.x = (size_t)g->batch * g->channels * g->height * g->width;
-    s.w = (size_t)p->filters * s.k;
+    s.w = (size_t)p->filters * (s.k / (size_t)nn_conv_groups(p)); /* [filters, channels / groups, kh, kw] */
     s.y = (size_t)g->batch * p->filters * s.positions;
     s.cols = (size_t)g->batch * s.k * s.positions;
     return s;

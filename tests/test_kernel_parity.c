@@ -111,6 +111,11 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_NLL_BACKWARD] = {parity_nll_backward_case},
     [NN_KERNEL_EMBEDDING_FORWARD] = {parity_embedding_forward_case},
     [NN_KERNEL_EMBEDDING_BACKWARD] = {parity_embedding_backward_case},
+    [NN_KERNEL_DEPTHWISE_CONV2D_FORWARD] = {parity_depthwise_forward_case},
+    [NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_DATA] = {parity_depthwise_data_case},
+    [NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT] = {parity_depthwise_weight_case},
+    [NN_KERNEL_INTERPOLATE_FORWARD] = {parity_interpolate_forward_case},
+    [NN_KERNEL_INTERPOLATE_BACKWARD] = {parity_interpolate_backward_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

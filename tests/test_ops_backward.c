@@ -315,7 +315,7 @@ static nn_tensor *run_conv(nn_tensor *const *x, const void *p) {
     nn_tensor *bias = q->bias ? x[2] : NULL;
     if (q->g.sh == q->g.sw && q->g.ph == q->g.pw)
         return nn_conv2d(x[0], x[1], bias, q->g.sh, q->g.ph);
-    nn_conv2d_params cp = {q->g.sh, q->g.sw, q->g.ph, q->g.pw};
+    nn_conv2d_params cp = {.stride_h = q->g.sh, .stride_w = q->g.sw, .pad_h = q->g.ph, .pad_w = q->g.pw};
     return nn_conv2d_ex(x[0], x[1], bias, &cp);
 }
 

@@ -135,12 +135,12 @@ TEST(vulkan_gemm_rejects_bad_strides) {
 
 static const nn_conv_geometry kGeometries[] = {
     /* batch, C, H, W, kh, kw, sh, sw, ph, pw, out_h, out_w */
-    {1, 1, 5, 5, 3, 3, 1, 1, 0, 0, 3, 3, 0},
-    {2, 3, 7, 6, 3, 2, 2, 1, 1, 0, 4, 5, 0},
-    {1, 2, 9, 9, 5, 5, 1, 1, 2, 2, 9, 9, 0},
-    {3, 1, 28, 28, 5, 5, 1, 1, 2, 2, 28, 28, 0},
-    {2, 2, 8, 7, 2, 2, 3, 3, 0, 1, 3, 3, 0},
-    {1, 4, 11, 13, 3, 3, 2, 2, 1, 1, 6, 7, 0},
+    {1, 1, 5, 5, 3, 3, 1, 1, 0, 0, 3, 3, 0, 1, 1},
+    {2, 3, 7, 6, 3, 2, 2, 1, 1, 0, 4, 5, 0, 1, 1},
+    {1, 2, 9, 9, 5, 5, 1, 1, 2, 2, 9, 9, 0, 1, 1},
+    {3, 1, 28, 28, 5, 5, 1, 1, 2, 2, 28, 28, 0, 1, 1},
+    {2, 2, 8, 7, 2, 2, 3, 3, 0, 1, 3, 3, 0, 1, 1},
+    {1, 4, 11, 13, 3, 3, 2, 2, 1, 1, 6, 7, 0, 1, 1},
 };
 
 TEST(vulkan_im2col_col2im) {
@@ -230,11 +230,11 @@ TEST(vulkan_conv2d_kernels) {
     NEED_VULKAN();
     static const char *routes[] = {"", "medium", "latency"};
     static const nn_conv_geometry lenet[] = {
-        {37, 1, 28, 28, 5, 5, 1, 1, 0, 0, 24, 24, 0}, /* c1 at an odd batch: the weight gradient is split */
-        {37, 6, 12, 12, 5, 5, 1, 1, 0, 0, 8, 8, 0},   /* c2 */
+        {37, 1, 28, 28, 5, 5, 1, 1, 0, 0, 24, 24, 0, 1, 1}, /* c1 at an odd batch: the weight gradient is split */
+        {37, 6, 12, 12, 5, 5, 1, 1, 0, 0, 8, 8, 0, 1, 1},   /* c2 */
         /* one image, k = 400: the latency forward is split over k, its
          * bias and ReLU applied by the split's last workgroup */
-        {1, 16, 8, 8, 5, 5, 1, 1, 0, 0, 4, 4, 0},
+        {1, 16, 8, 8, 5, 5, 1, 1, 0, 0, 4, 4, 0, 1, 1},
     };
     unsigned seed = 900;
     for (int r = 0; r < 3; r++) {

@@ -39,6 +39,8 @@ from .layers import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, LogSoftmax, MS
                      Softmax)
 from .functional import embedding, scaled_dot_product_attention
 from .layers import Embedding, MultiheadAttention
+from .functional import conv_transpose2d, interpolate
+from .layers import Conv2d, ConvTranspose2d, Upsample
 
 __version__ = "0.1.0"
 
@@ -61,4 +63,5 @@ __all__ = [
     "cross_entropy", "Softmax", "LogSoftmax", "MSELoss", "L1Loss", "SmoothL1Loss", "BCEWithLogitsLoss", "NLLLoss",
     "CrossEntropyLoss",
     "embedding", "scaled_dot_product_attention", "Embedding", "MultiheadAttention",
+    "conv_transpose2d", "interpolate", "Conv2d", "ConvTranspose2d", "Upsample",
 ]

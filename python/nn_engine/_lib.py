@@ -105,6 +105,9 @@ class Conv2dParams(ctypes.Structure):
         ("stride_w", ctypes.c_int),
         ("pad_h", ctypes.c_int),
         ("pad_w", ctypes.c_int),
+        ("dilation_h", ctypes.c_int),
+        ("dilation_w", ctypes.c_int),
+        ("groups", ctypes.c_int),
     ]
 
 

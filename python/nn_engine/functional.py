@@ -317,17 +317,58 @@ def linear(x, weight, bias=None):
     return _result(lib.nn_linear(px, pw, pb), x, "nn_linear")
 
 
-def conv2d(x, filters, bias=None, stride=1, padding=0, actType=0):
-    """2-D convolution of x [N, C, H, W] with filters [OC, C, KH, KW] (as
-    PyTorch); actType 1 applies relu (the seed's fused activation)."""
-    px, pf = _tensor(x, "conv2d", "x"), _tensor(filters, "conv2d", "filters")
+def conv2d(input=None, weight=None, bias=None, stride=1, padding=0, dilation=1, groups=1, actType=0, *,
+           x=None, filters=None):
+    """torch.nn.functional.conv2d of input [N, C, H, W] with weight [OC, C /
+    groups, KH, KW]: stride, padding (ints, pairs, or 'same' / 'valid'),
+    dilation and groups as PyTorch's. The seed's names keep working: x= and
+    filters= for input and weight, and actType 1 applies relu (the seed's
+    fused activation; pass it by keyword)."""
+    input = _seed_alias(input, x, "input", "x")
+    weight = _seed_alias(weight, filters, "weight", "filters")
+    px, pw = _tensor(input, "conv2d", "input"), _tensor(weight, "conv2d", "weight")
     pb = None if bias is None else _tensor(bias, "conv2d", "bias")
-    s = _int(stride, "conv2d", "stride", 1)
-    p = _int(padding, "conv2d", "padding", 0)
     if actType not in (0, 1):
         raise ValueError(f"conv2d: actType must be 0 (none) or 1 (relu), got {actType!r}")
-    y = _result(lib.nn_conv2d(px, pf, pb, s, p), x, "nn_conv2d")
+    sh, sw = _pair(stride, "conv2d", "stride", 1)
+    dh, dw = _pair(dilation, "conv2d", "dilation", 1)
+    g = _int(groups, "conv2d", "groups", 1)
+    trim = (0, 0)
+    if isinstance(padding, str):
+        (ph, pw_), trim = _string_padding(padding, weight, (sh, sw), (dh, dw))
+    else:
+        ph, pw_ = _pair(padding, "conv2d", "padding", 0)
+    params = _lib.Conv2dParams(sh, sw, ph, pw_, dh, dw, g)
+    y = _result(lib.nn_conv2d_ex(px, pw, pb, ctypes.byref(params)), input, "nn_conv2d")
+    for dim, extra in ((2, trim[0]), (3, trim[1])):  # 'same' with an odd total padding: PyTorch pads one more after
+        if extra:
+            y = _result(_slice(y._ptr(), dim, 1, _INT_MAX, 1), input, "nn_slice")
     return relu(y) if actType == 1 else y
+
+
+def _seed_alias(value, alias, name, alias_name):
+    if alias is None:
+        return value
+    if value is not None:
+        raise TypeError(f"conv2d: got both {name} and its older name {alias_name}")
+    return alias
+
+
+def _string_padding(padding, weight, stride, dilation):
+    """PyTorch's padding='valid' (none) and 'same' (output size = input size,
+    stride 1): total padding dilation * (kernel - 1) per axis, the odd one
+    after. Returns the symmetric padding to run and, per axis, whether one
+    leading row (column) of its output is to be dropped (the odd extra one
+    placed before instead of after)."""
+    if padding == "valid":
+        return (0, 0), (0, 0)
+    if padding != "same":
+        raise ValueError(f"conv2d: padding must be an int, a pair, 'same' or 'valid', got {padding!r}")
+    if stride != (1, 1):
+        raise ValueError(f"conv2d: padding='same' is not supported for strided convolutions (stride {stride})")
+    kernel = weight.shape[2:4] if len(weight.shape) == 4 else (1, 1)
+    totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
+    return tuple((t + 1) // 2 for t in totals), tuple(t % 2 for t in totals)
 
 
 def _labels_ptr(labels, logits_shape):
@@ -724,3 +765,68 @@ def _sliced(x, dim, start, end):
 def _mean_over(x, dim):
     dims = (ctypes.c_int * 1)(dim)
     return _result(_mean_dims(x._ptr(), dims, 1, False), x, "nn_mean_dims")
+# ---- convolution extensions: transposed convolution, resampling ----
+
+_slice = _lib.declare("nn_slice", _lib.c_tensor_p, [_lib.c_tensor_p, ctypes.c_int, ctypes.c_int64, ctypes.c_int64,
+                                                    ctypes.c_int64])
+
+
+class _ConvTranspose2dParams(ctypes.Structure):
+    """nn_conv_transpose2d_params (nn_ops.h)."""
+    _fields_ = [(name, ctypes.c_int) for name in ("stride_h", "stride_w", "pad_h", "pad_w", "output_pad_h",
+                                                  "output_pad_w", "dilation_h", "dilation_w", "groups")]
+
+
+_conv_transpose2d = _lib.declare("nn_conv_transpose2d", _lib.c_tensor_p,
+                                 [_lib.c_tensor_p, _lib.c_tensor_p, _lib.c_tensor_p,
+                                  ctypes.POINTER(_ConvTranspose2dParams)])
+_interpolate = _lib.declare("nn_interpolate", _lib.c_tensor_p,
+                            [_lib.c_tensor_p, ctypes.c_int, ctypes.c_int, ctypes.c_double, ctypes.c_double,
+                             ctypes.c_int, ctypes.c_bool])
+_INTERPOLATE_MODES = {"nearest": 0, "bilinear": 1}
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """torch.nn.functional.conv_transpose2d of input [N, C, H, W] with weight
+    [C, OC / groups, KH, KW] (output_padding below the stride)."""
+    px, pw = _tensor(input, "conv_transpose2d", "input"), _tensor(weight, "conv_transpose2d", "weight")
+    pb = None if bias is None else _tensor(bias, "conv_transpose2d", "bias")
+    sh, sw = _pair(stride, "conv_transpose2d", "stride", 1)
+    ph, pw_ = _pair(padding, "conv_transpose2d", "padding", 0)
+    oph, opw = _pair(output_padding, "conv_transpose2d", "output_padding", 0)
+    dh, dw = _pair(dilation, "conv_transpose2d", "dilation", 1)
+    g = _int(groups, "conv_transpose2d", "groups", 1)
+    params = _ConvTranspose2dParams(sh, sw, ph, pw_, oph, opw, dh, dw, g)
+    return _result(_conv_transpose2d(px, pw, pb, ctypes.byref(params)), input, "nn_conv_transpose2d")
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None):
+    """torch.nn.functional.interpolate of input [N, C, H, W], modes 'nearest'
+    and 'bilinear': by size (an int or a pair) or scale_factor (a number or a
+    pair; the output is floor(size * factor) and, unless
+    recompute_scale_factor, the factor maps positions back, as PyTorch's)."""
+    fn = "interpolate"
+    px = _tensor(input, fn, "input")
+    if mode not in _INTERPOLATE_MODES:
+        raise ValueError(f"{fn}: mode must be 'nearest' or 'bilinear', got {mode!r}")
+    if align_corners is not None and mode == "nearest":
+        raise ValueError(f"{fn}: align_corners option can only be set with the interpolating mode 'bilinear'")
+    if (size is None) == (scale_factor is None):
+        raise ValueError(f"{fn}: give either size or scale_factor, not {'both' if size is not None else 'neither'}")
+    out_h = out_w = 0
+    scale_h = scale_w = 0.0
+    if size is not None:
+        out_h, out_w = _pair(size, fn, "size", 1)
+    else:
+        factors = tuple(scale_factor) if isinstance(scale_factor, (tuple, list)) else (scale_factor, scale_factor)
+        if len(factors) != 2:
+            raise ValueError(f"{fn}: scale_factor must be a number or a pair, got {scale_factor!r}")
+        scale_h, scale_w = (_float(f, fn, "scale_factor") for f in factors)
+        if recompute_scale_factor:
+            if len(input.shape) != 4:
+                raise ValueError(f"{fn}: input must be [N, C, H, W], got shape {input.shape}")
+            out_h, out_w = int(math.floor(input.shape[2] * scale_h)), int(math.floor(input.shape[3] * scale_w))
+            scale_h = scale_w = 0.0
+    ptr = _interpolate(px, out_h, out_w, scale_h, scale_w, _INTERPOLATE_MODES[mode], bool(align_corners))
+    return _result(ptr, input, "nn_interpolate")

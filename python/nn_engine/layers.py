@@ -60,29 +60,135 @@ class Linear:
 
 
 class ConvLayer:
-    """2-D convolution of x [N, inC, H, W]; `filters` [outC, inC, k, k], `bias` [outC]."""
+    """2-D convolution of x [N, inC, H, W]; `filters` [outC, inC / groups, kH, kW],
+    `bias` [outC] (None with bias=False). kernel_size, stride, padding and
+    dilation take an int or a pair (padding also 'same' or 'valid')."""
     _parameter_names = (("filters", "weight"), ("bias", "bias"))
+    _name = "ConvLayer"
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0):
-        self.in_channels = _positive_int(in_channels, "ConvLayer", "in_channels")
-        self.out_channels = _positive_int(out_channels, "ConvLayer", "out_channels")
-        self.kernel_size = _positive_int(kernel_size, "ConvLayer", "kernel_size")
-        self.stride = _positive_int(stride, "ConvLayer", "stride")
-        if not isinstance(padding, int) or isinstance(padding, bool) or padding < 0:
-            raise ValueError(f"ConvLayer: padding must be an int >= 0, got {padding!r}")
-        self.padding = padding
-        fan_in = in_channels * kernel_size * kernel_size
-        self.filters = _parameter((out_channels, in_channels, kernel_size, kernel_size), fan_in,
-                                  weight=True)
-        self.bias = _parameter((out_channels,), fan_in, weight=False)
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True):
+        name = self._name
+        self.in_channels = _positive_int(in_channels, name, "in_channels")
+        self.out_channels = _positive_int(out_channels, name, "out_channels")
+        self.kernel_size = F._pair(kernel_size, name, "kernel_size", 1)
+        self.stride = F._pair(stride, name, "stride", 1)
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"{name}: padding must be an int, a pair, 'same' or 'valid', got {padding!r}")
+            if padding == "same" and self.stride != (1, 1):
+                raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
+            self.padding = padding
+        else:
+            self.padding = F._pair(padding, name, "padding", 0)
+        self.dilation = F._pair(dilation, name, "dilation", 1)
+        self.groups = _positive_int(groups, name, "groups")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"{name}: groups ({groups}) must divide in_channels ({in_channels}) and "
+                             f"out_channels ({out_channels})")
+        fan_in = in_channels // groups * self.kernel_size[0] * self.kernel_size[1]
+        self._make_parameters((out_channels, in_channels // groups) + self.kernel_size, fan_in, bias)
+
+    def _make_parameters(self, shape, fan_in, bias):
+        self.filters = _parameter(shape, fan_in, weight=True)
+        self.bias = _parameter((shape[0],), fan_in, weight=False) if bias else None
 
     def __call__(self, x, actType=0, relu=False):
-        return F.conv2d(x, self.filters, self.bias, self.stride, self.padding,
-                        1 if relu else actType)
+        return F.conv2d(x, self.filters, self.bias, self.stride, self.padding, self.dilation, self.groups,
+                        actType=1 if relu else actType)
+
+    def _arguments(self):
+        def single(v):
+            return v[0] if isinstance(v, tuple) and v[0] == v[1] else v
+        text = f"{self.in_channels}, {self.out_channels}, {single(self.kernel_size)}, stride={single(self.stride)}"
+        text += f", padding={single(self.padding) if not isinstance(self.padding, str) else repr(self.padding)}"
+        if self.dilation != (1, 1):
+            text += f", dilation={single(self.dilation)}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
 
     def __repr__(self):
-        return (f"ConvLayer({self.in_channels}, {self.out_channels}, {self.kernel_size}, "
-                f"stride={self.stride}, padding={self.padding})")
+        return f"{self._name}({self._arguments()})"
+
+
+class Conv2d(ConvLayer):
+    """torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride=1,
+    padding=0, dilation=1, groups=1, bias=True): `weight` [out, in / groups,
+    kH, kW] and `bias` [out] under PyTorch's state_dict names."""
+    _parameter_names = (("weight", "weight"), ("bias", "bias"))
+    _name = "Conv2d"
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros"):
+        if padding_mode != "zeros":
+            raise ValueError(f"Conv2d: padding_mode must be 'zeros', got {padding_mode!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias)
+
+    @property
+    def weight(self):
+        return self.filters
+
+    @weight.setter
+    def weight(self, value):
+        self.filters = value
+
+    def __call__(self, x):
+        return F.conv2d(x, self.filters, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class ConvTranspose2d:
+    """torch.nn.ConvTranspose2d(in_channels, out_channels, kernel_size,
+    stride=1, padding=0, output_padding=0, groups=1, bias=True, dilation=1):
+    `weight` [in, out / groups, kH, kW], `bias` [out]."""
+    _parameter_names = (("weight", "weight"), ("bias", "bias"))
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros"):
+        name = "ConvTranspose2d"
+        if padding_mode != "zeros":
+            raise ValueError(f"{name}: padding_mode must be 'zeros', got {padding_mode!r}")
+        self.in_channels = _positive_int(in_channels, name, "in_channels")
+        self.out_channels = _positive_int(out_channels, name, "out_channels")
+        self.kernel_size = F._pair(kernel_size, name, "kernel_size", 1)
+        self.stride = F._pair(stride, name, "stride", 1)
+        self.padding = F._pair(padding, name, "padding", 0)
+        self.output_padding = F._pair(output_padding, name, "output_padding", 0)
+        self.dilation = F._pair(dilation, name, "dilation", 1)
+        self.groups = _positive_int(groups, name, "groups")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"{name}: groups ({groups}) must divide in_channels ({in_channels}) and "
+                             f"out_channels ({out_channels})")
+        # PyTorch's fan_in for this layout: weight.size(1) * kH * kW
+        fan_in = out_channels // groups * self.kernel_size[0] * self.kernel_size[1]
+        self.weight = _parameter((in_channels, out_channels // groups) + self.kernel_size, fan_in, weight=True)
+        self.bias = _parameter((out_channels,), fan_in, weight=False) if bias else None
+
+    def __call__(self, x):
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
+                                  self.groups, self.dilation)
+
+    def __repr__(self):
+        return (f"ConvTranspose2d({self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding}, output_padding={self.output_padding}, "
+                f"groups={self.groups}, dilation={self.dilation}, bias={self.bias is not None})")
+
+
+class Upsample:
+    """torch.nn.Upsample(size=None, scale_factor=None, mode='nearest',
+    align_corners=None): F.interpolate as a layer. No parameters."""
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None):
+        self.size, self.scale_factor, self.mode, self.align_corners = size, scale_factor, mode, align_corners
+
+    def __call__(self, x):
+        return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
+
+    def __repr__(self):
+        what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
+        return f"Upsample({what}, mode={self.mode!r})"
 
 
 class Dropout:

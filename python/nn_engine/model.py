@@ -252,10 +252,11 @@ class Model:
             raise TypeError(f"_conv_onnx: layer must be a ConvLayer, got {type(layer).__name__}")
         weight, bias = f"{name}.weight", f"{name}.bias"
         initializers.append(numpy_helper.from_array(layer.filters.sync(), weight))
-        initializers.append(numpy_helper.from_array(layer.bias.sync(), bias))
-        stages = [("Conv", {"kernel_shape": [layer.kernel_size] * 2,
-                            "strides": [layer.stride] * 2, "pads": [layer.padding] * 4},
-                   [weight, bias])]
+        if layer.bias is not None:
+            initializers.append(numpy_helper.from_array(layer.bias.sync(), bias))
+        stages = [("Conv", {"kernel_shape": list(layer.kernel_size), "strides": list(layer.stride),
+                            "pads": _conv_pads(layer), "dilations": list(layer.dilation), "group": layer.groups},
+                   [weight] + ([bias] if layer.bias is not None else []))]
         if with_relu:
             stages.append(("Relu", {}, []))
         if pool is not None:
@@ -279,6 +280,17 @@ class Model:
         if with_relu:
             stages.append(("Relu", {}, []))
         return _chain(stages, name, input_name, output_name, helper, nodes)
+
+
+def _conv_pads(layer):
+    """ONNX pads [top, left, bottom, right] of a ConvLayer: its padding, or
+    PyTorch's for 'same' (the odd one after) and 'valid'."""
+    if layer.padding == "valid":
+        return [0, 0, 0, 0]
+    if layer.padding == "same":
+        totals = [d * (k - 1) for d, k in zip(layer.dilation, layer.kernel_size)]
+        return [t // 2 for t in totals] + [t - t // 2 for t in totals]
+    return list(layer.padding) * 2
 
 
 def _pool_pair(pool):

@@ -6,8 +6,12 @@ nn_status nn_conv_params_check(const char *backend, nn_kernel kernel, const nn_c
     const nn_conv_geometry *g = &p->g;
     if (g->batch < 0 || g->channels < 0 || g->height < 0 || g->width < 0 || g->kernel_h <= 0 || g->kernel_w <= 0 ||
         g->stride_h <= 0 || g->stride_w <= 0 || g->pad_h < 0 || g->pad_w < 0 || g->out_h < 0 || g->out_w < 0 ||
-        p->filters < 0)
+        p->filters < 0 || g->dilation_h < 0 || g->dilation_w < 0 || p->groups < 0)
         return nn_set_error(NN_ERR_ARGUMENT, "%s %s: invalid geometry", backend, nn_kernel_name(kernel));
+    const int32_t groups = nn_conv_groups(p);
+    if (g->channels % groups != 0 || p->filters % groups != 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s %s: %d groups do not divide %d channels and %d filters", backend,
+                            nn_kernel_name(kernel), groups, g->channels, p->filters);
     if (kernel == NN_KERNEL_CONV2D_FORWARD && (p->epilogue & ~(NN_EPI_BIAS_ROWS | NN_EPI_RELU)))
         return nn_set_error(NN_ERR_BACKEND, "%s %s: invalid epilogue flags 0x%x", backend, nn_kernel_name(kernel),
                             (unsigned)p->epilogue);
@@ -18,6 +22,9 @@ nn_conv_columns nn_conv_columns_plan(const nn_conv_params *p, bool kept, int64_t
     const nn_conv_geometry *g = &p->g;
     nn_conv_columns c;
     c.k = (int64_t)g->channels * g->kernel_h * g->kernel_w;
+    c.groups = nn_conv_groups(p);
+    c.group_k = c.k / c.groups;
+    c.group_filters = p->filters / c.groups;
     c.positions = (int64_t)g->out_h * g->out_w;
     c.plane_x = (int64_t)g->channels * g->height * g->width;
     c.plane_y = p->filters * c.positions;
@@ -30,7 +37,7 @@ nn_conv_columns nn_conv_columns_plan(const nn_conv_params *p, bool kept, int64_t
 
 nn_gemm_params nn_conv_columns_gemm(nn_kernel kernel, const nn_conv_params *p, const nn_conv_columns *c,
                                     int32_t count, int64_t first) {
-    const int32_t k = (int32_t)c->k, positions = (int32_t)c->positions, filters = p->filters;
+    const int32_t k = (int32_t)c->group_k, positions = (int32_t)c->positions, filters = (int32_t)c->group_filters;
     nn_gemm_params gemm = {.batch = count, .alpha = 1.0f};
     switch (kernel) {
     case NN_KERNEL_CONV2D_FORWARD: /* y_n [filters, P] = W [filters, K] cols_n [K, P] */
@@ -51,4 +58,11 @@ nn_gemm_params nn_conv_columns_gemm(nn_kernel kernel, const nn_conv_params *p, c
         break;
     }
     return gemm;
+}
+
+nn_conv_group_offsets nn_conv_columns_group(const nn_conv_columns *c, int64_t group) {
+    return (nn_conv_group_offsets){.weight = group * c->group_filters * c->group_k,
+                                   .cols = group * c->group_k * c->positions,
+                                   .y = group * c->group_filters * c->positions,
+                                   .bias = group * c->group_filters};
 }

@@ -152,6 +152,16 @@
     /* embedding (nn_embedding_params): indices (int32), weight, out */                                        \
     X(EMBEDDING_FORWARD, embedding_forward, nn_embedding_params, 3, NN_ARG(2), 0)                               \
     /* indices (int32), dy, dweight */                                                                         \
-    X(EMBEDDING_BACKWARD, embedding_backward, nn_embedding_params, 3, NN_ARG(2), 0)
+    X(EMBEDDING_BACKWARD, embedding_backward, nn_embedding_params, 3, NN_ARG(2), 0)                             \
+    /* depthwise convolution (nn_conv_is_depthwise). x, weight, y, bias */                                     \
+    X(DEPTHWISE_CONV2D_FORWARD, depthwise_conv2d_forward, nn_conv_params, 4, NN_ARG(2), NN_ARG(3))              \
+    /* dy, weight, dx */                                                                                        \
+    X(DEPTHWISE_CONV2D_BACKWARD_DATA, depthwise_conv2d_backward_data, nn_conv_params, 3, NN_ARG(2), 0)          \
+    /* dy, x, dweight */                                                                                        \
+    X(DEPTHWISE_CONV2D_BACKWARD_WEIGHT, depthwise_conv2d_backward_weight, nn_conv_params, 3, NN_ARG(2), 0)      \
+    /* resampling of planes (nn_interpolate_params). x, y */                                                   \
+    X(INTERPOLATE_FORWARD, interpolate_forward, nn_interpolate_params, 2, NN_ARG(1), 0)                         \
+    /* dy, dx */                                                                                                \
+    X(INTERPOLATE_BACKWARD, interpolate_backward, nn_interpolate_params, 2, NN_ARG(1), 0)
 
 #endif

@@ -37,13 +37,19 @@ typedef struct nn_gemm_params {
 } nn_gemm_params;
 
 /* Image [batch, channels, height, width] <-> columns [batch, channels*kh*kw,
- * out_h*out_w]; col2im adds every column entry back into its pixel. */
+ * out_h*out_w]; col2im adds every column entry back into its pixel. Tap
+ * (ki, kj) of output (oh, ow) reads pixel (oh * stride_h - pad_h + ki *
+ * dilation_h, ow * stride_w - pad_w + kj * dilation_w). */
 typedef struct nn_conv_geometry {
     int32_t batch, channels, height, width;
     int32_t kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
     int32_t out_h, out_w;
     int32_t accumulate; /* col2im only */
+    int32_t dilation_h, dilation_w; /* 0 reads as 1: geometries written before dilation keep their meaning */
 } nn_conv_geometry;
+
+static inline int32_t nn_conv_dilation_h(const nn_conv_geometry *g) { return g->dilation_h > 0 ? g->dilation_h : 1; }
+static inline int32_t nn_conv_dilation_w(const nn_conv_geometry *g) { return g->dilation_w > 0 ? g->dilation_w : 1; }
 
 typedef struct nn_pool_params {
     int32_t batch, channels, height, width;
@@ -213,7 +219,19 @@ typedef struct nn_conv_params {
     nn_conv_geometry g;
     int32_t filters;
     int32_t epilogue; /* FORWARD: NN_EPI_BIAS_ROWS | NN_EPI_RELU bits */
+    /* Channels and filters in `groups` groups (0 reads as 1): filter f reads
+     * channels [f / (filters / groups) * channels / groups, ...) and the
+     * weight is [filters, channels / groups, kernel_h, kernel_w]; K above is
+     * then channels / groups * kernel_h * kernel_w per group. */
+    int32_t groups;
 } nn_conv_params;
+
+static inline int32_t nn_conv_groups(const nn_conv_params *p) { return p->groups > 0 ? p->groups : 1; }
+/* Depthwise: one group per input channel (filters a multiple of channels),
+ * which the DEPTHWISE_CONV2D_* kernels run directly. */
+static inline int nn_conv_is_depthwise(const nn_conv_params *p) {
+    return nn_conv_groups(p) > 1 && nn_conv_groups(p) == p->g.channels;
+}
 
 /* The layers Conv2d -> ReLU -> MaxPool2d, when the pooling windows do not
  * overlap (window == stride, no padding), as one forward kernel and two
@@ -368,6 +386,20 @@ typedef struct nn_embedding_params {
     int32_t padding_idx;
     int32_t accumulate; /* backward only */
 } nn_embedding_params;
+/* Resampling of planes [planes, in_h, in_w] -> [planes, out_h, out_w]
+ * (interpolate_map.h: which inputs each output reads, with what weights):
+ * NN_INTERP_NEAREST reads one, NN_INTERP_BILINEAR two by two. scale_h,
+ * scale_w: input positions per output step (PyTorch's: in / out, or 1 /
+ * scale_factor where one was given; (in - 1) / (out - 1) with
+ * align_corners). The backward gathers: each input adds, in a fixed order,
+ * the outputs that read it, to its old value with accumulate. */
+typedef struct nn_interpolate_params {
+    int32_t planes, in_h, in_w, out_h, out_w;
+    int32_t mode;          /* NN_INTERP_* */
+    int32_t align_corners; /* bilinear only */
+    float scale_h, scale_w;
+    int32_t accumulate; /* backward only */
+} nn_interpolate_params;
 
 /* ---- the registry's facts of each kernel (kernel_list.h) ---- */
 

@@ -7,6 +7,9 @@
 
 static bool always(const nn_fusion_graph *g, nn_node *const *members) { return true; }
 
+/* Grouped and dilated convolutions run on their own (the depthwise kernels take no ReLU epilogue from here). */
+static bool plain_conv(const nn_fusion_graph *g, nn_node *const *members) { return nn_conv2d_is_plain(members[0]); }
+
 static nn_status launch_conv_relu(const nn_fusion_graph *g, nn_node *const *m) {
     nn_node *conv = m[0];
     nn_tensor *r = m[1]->output;
@@ -34,7 +37,7 @@ static nn_status launch_linear_relu(const nn_fusion_graph *g, nn_node *const *m)
     return nn_ctx_run(r->ctx, NN_KERNEL_GEMM_EPILOGUE, args, 4, &p);
 }
 
-const nn_fusion_pattern nn_pattern_conv_relu = {"conv2d+relu", 2, {&nn_op_conv2d, &nn_op_relu}, always,
+const nn_fusion_pattern nn_pattern_conv_relu = {"conv2d+relu", 2, {&nn_op_conv2d, &nn_op_relu}, plain_conv,
                                                 launch_conv_relu};
 const nn_fusion_pattern nn_pattern_linear_relu = {"linear+relu", 2, {&nn_op_linear, &nn_op_relu}, always,
                                                   launch_linear_relu};

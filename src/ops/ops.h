@@ -17,6 +17,7 @@ extern const nn_op nn_op_batch_norm, nn_op_layer_norm, nn_op_group_norm;
 typedef struct nn_conv2d_node {
     nn_conv_geometry g;
     int32_t filters;
+    int32_t groups;
 } nn_conv2d_node;
 
 /* nn_maxpool2d's window over its input. */
@@ -30,6 +31,8 @@ typedef struct nn_maxpool_node {
 nn_status nn_conv2d_check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tensor *bias,
                                const nn_conv2d_params *params);
 nn_conv_geometry nn_conv2d_geometry(const nn_tensor *x, const nn_tensor *w, const nn_conv2d_params *params);
+/* The parameters with 0 for dilation and groups read as 1. */
+nn_conv2d_params nn_conv2d_params_normalised(const nn_conv2d_params *params);
 /* The column matrix the backend keeps from forward to the weight gradient
  * for this node (when it is on the tape, its weight wants a gradient and
  * the backend takes the column route), saved in the node; NULL without one
@@ -37,6 +40,9 @@ nn_conv_geometry nn_conv2d_geometry(const nn_tensor *x, const nn_tensor *w, cons
 nn_tensor *nn_conv2d_columns(nn_node *conv, const nn_conv_params *p, nn_status *status);
 /* The convolution kernels' parameters of a conv2d node, with its epilogue. */
 nn_conv_params nn_conv2d_params_of(const nn_node *conv, int32_t epilogue);
+/* Whether a conv2d node is ungrouped and undilated: the only convolutions
+ * the fused patterns and their kernels take. */
+bool nn_conv2d_is_plain(const nn_node *conv);
 
 /* linear.c: a Linear layer's weight [outputs, features] and bias
  * [outputs] (or NULL) for an input of `features`, in x's context; the
@@ -84,5 +90,15 @@ nn_status nn_nll_loss_onnx(struct exporter *x, struct op_io *io, const char *out
 extern const nn_op nn_op_matmul_batched, nn_op_linear_nd, nn_op_embedding;
 /* linear_nd.c: nn_linear for x of any rank but 2 ([..., in]). */
 nn_tensor *nn_linear_nd(nn_tensor *x, nn_tensor *weight, nn_tensor *bias);
+/* conv_launch.c: a convolution's forward, data gradient and weight
+ * gradient (kernels.h's arguments; absent bias or columns: a NULL ref),
+ * with the depthwise kernels where p is depthwise. */
+nn_status nn_conv_run_forward(nn_ctx *ctx, const nn_conv_params *p, nn_buffer_ref x, nn_buffer_ref w,
+                              nn_buffer_ref y, nn_buffer_ref bias, nn_buffer_ref cols);
+nn_status nn_conv_run_data(nn_ctx *ctx, const nn_conv_params *p, nn_buffer_ref dy, nn_buffer_ref w,
+                           nn_buffer_ref dx);
+nn_status nn_conv_run_weight(nn_ctx *ctx, const nn_conv_params *p, nn_buffer_ref dy, nn_buffer_ref x,
+                             nn_buffer_ref dw, nn_buffer_ref cols);
+extern const nn_op nn_op_conv_transpose2d, nn_op_interpolate;
 
 #endif

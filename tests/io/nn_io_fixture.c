@@ -18,7 +18,9 @@
  * its own and three children, see residual_forward); ops | reduce (graphs
  * built from single operations, input [N, 2, 7, 9], exported with
  * nn_onnx_export and named parameters; their WEIGHTS are a safetensors file
- * too); pool-* (one pooling operation alone, no parameters, input
+ * too); convx-* (a grouped, depthwise or transposed convolution or a
+ * resampling alone, seeded parameters, input [N, 6, 11, 10]: see kConvx);
+ * pool-* (one pooling operation alone, no parameters, input
  * [N, 3, 11, 10]: see kPools); tensor-* (broadcasting, reductions and
  * rearrangements on [N, 2, 7, 9]: see kTensorGraphs); attention (batched
  * matmul, embedding, linear of rank 4, causal attention: see
@@ -370,6 +372,50 @@ static nn_tensor *pool_forward(const char *kind, nn_tensor *x) {
     return NULL;
 }
 
+/* convx-*: convolution with groups and dilation, depthwise, transposed,
+ * and resampling, each alone on [N, 6, 11, 10] with seeded parameters
+ * (tests/io/test_convolution_onnx.py). */
+static const char *const kConvx[] = {"convx-grouped", "convx-depthwise", "convx-transpose", "convx-nearest",
+                                     "convx-nearest-size", "convx-bilinear", "convx-bilinear-corners",
+                                     "convx-bilinear-scale"};
+
+static int convx_index(const char *kind) {
+    for (size_t i = 0; i < sizeof kConvx / sizeof kConvx[0]; i++)
+        if (strcmp(kind, kConvx[i]) == 0) return (int)i;
+    return -1;
+}
+
+static int convx_open(nn_ctx *ctx, model *m) {
+    memcpy(m->input, (int64_t[]){6, 11, 10}, sizeof m->input);
+    switch (convx_index(m->kind)) {
+    case 0: add_param(ctx, m, "weight", 4, (int64_t[]){6, 3, 3, 2}); break;
+    case 1: add_param(ctx, m, "weight", 4, (int64_t[]){12, 1, 3, 3}); break;
+    case 2: add_param(ctx, m, "weight", 4, (int64_t[]){6, 2, 3, 3}); break;
+    default: return 0;
+    }
+    add_param(ctx, m, "bias", 1, (int64_t[]){convx_index(m->kind) == 2 ? 4 : nn_tensor_dim(m->params[0], 0)});
+    return m->count == 2 ? 0 : fail("parameters");
+}
+
+static nn_tensor *convx_forward(model *m, nn_tensor *x) {
+    nn_tensor **p = m->params;
+    const nn_conv2d_params grouped = {.stride_h = 2, .stride_w = 1, .pad_h = 1, .dilation_h = 2, .groups = 2};
+    const nn_conv2d_params depthwise = {.stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1, .groups = 6};
+    const nn_conv_transpose2d_params transposed = {.stride_h = 2, .stride_w = 2, .pad_h = 1, .pad_w = 1,
+                                                   .output_pad_h = 1, .groups = 2};
+    switch (convx_index(m->kind)) {
+    case 0: return nn_conv2d_ex(x, p[0], p[1], &grouped);
+    case 1: return nn_conv2d_ex(x, p[0], p[1], &depthwise);
+    case 2: return nn_conv_transpose2d(x, p[0], p[1], &transposed);
+    case 3: return nn_interpolate(x, 0, 0, 2.0, 2.0, NN_INTERPOLATE_NEAREST, false);
+    case 4: return nn_interpolate(x, 7, 15, 0, 0, NN_INTERPOLATE_NEAREST, false);
+    case 5: return nn_interpolate(x, 15, 13, 0, 0, NN_INTERPOLATE_BILINEAR, false);
+    case 6: return nn_interpolate(x, 0, 0, 2.0, 2.0, NN_INTERPOLATE_BILINEAR, true);
+    case 7: return nn_interpolate(x, 0, 0, 1.5, 1.5, NN_INTERPOLATE_BILINEAR, false);
+    }
+    return NULL;
+}
+
 static int model_open(nn_ctx *ctx, const char *kind, model *m) {
     memset(m, 0, sizeof *m);
     m->kind = kind;
@@ -421,6 +467,8 @@ static int model_open(nn_ctx *ctx, const char *kind, model *m) {
         m->params[m->count] = nn_tensor_from_data(ctx, NN_I32, 1, (int64_t[]){7}, (int32_t[]){3, 0, 10, 3, 7, 1, 3});
         m->names[m->count++] = "positions";
         return m->count == 6 && m->params[5] ? 0 : fail("parameters");
+    } else if (convx_index(kind) >= 0) {
+        return convx_open(ctx, m);
     } else {
         fprintf(stderr, "nn_io_fixture: unknown model %s\n", kind);
         return 1;
@@ -455,6 +503,7 @@ static nn_tensor *model_forward(model *m, nn_tensor *x) {
     if (pool_index(m->kind) >= 0) return pool_forward(m->kind, x);
     if (function_of(m->kind)) return function_of(m->kind)(x);
     if (tensor_graph(m->kind) >= 0) return tensor_graph_forward(m->kind, x, m->params);
+    if (convx_index(m->kind) >= 0) return convx_forward(m, x);
     nn_tensor **p = m->params;
     nn_tensor *h = nn_conv2d(x, p[0], p[1], 2, 1);
     h = nn_maxpool2d_ex(h, 3, 2, 1);
@@ -529,7 +578,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *cmd = argv[1], *kind = argv[2];
-    bool graph_model = is_graph(kind) || pool_index(kind) >= 0;
+    bool graph_model = is_graph(kind) || pool_index(kind) >= 0 || convx_index(kind) >= 0;
     /* Graph models take their parameters from the seed in argv[3] for every command. */
     uint64_t seed = strcmp(cmd, "save") == 0 || strcmp(cmd, "state") == 0 || graph_model
                         ? strtoull(argv[3], NULL, 10) : 0;

@@ -165,4 +165,16 @@ nn_status nn_cpu_nll_forward(const nn_nll_params *p, const float *input, const i
 nn_status nn_cpu_nll_backward(nn_thread_pool *pool, const nn_nll_params *p, const float *dloss, const int32_t *target,
                               const float *weight, const float *total_weight, float *dinput);
 
+/* cpu_depthwise.c */
+nn_status nn_cpu_depthwise_conv2d_forward(nn_thread_pool *pool, const nn_conv_params *p, const float *x,
+                                          const float *w, float *y, const float *bias);
+nn_status nn_cpu_depthwise_conv2d_backward_data(nn_thread_pool *pool, const nn_conv_params *p, const float *dy,
+                                                const float *w, float *dx);
+nn_status nn_cpu_depthwise_conv2d_backward_weight(nn_thread_pool *pool, const nn_conv_params *p, const float *dy,
+                                                  const float *x, float *dw);
+/* cpu_interpolate.c */
+nn_status nn_cpu_interpolate_forward(nn_thread_pool *pool, const nn_interpolate_params *p, const float *x, float *y);
+nn_status nn_cpu_interpolate_backward(nn_thread_pool *pool, const nn_interpolate_params *p, const float *dy,
+                                      float *dx);
+
 #endif

@@ -12,11 +12,12 @@ typedef struct conv_job {
 } conv_job;
 
 /* Output columns ow in [*lo, *hi) read input column ow * stride - pad + kj
- * inside [0, width); the others see padding. */
+ * * dilation inside [0, width); the others see padding. */
 static void valid_columns(const nn_conv_geometry *g, int kj, int *lo, int *hi) {
-    int first = g->pad_w - kj; /* smallest ow * stride that lands on column 0 */
+    const int tap = kj * nn_conv_dilation_w(g);
+    int first = g->pad_w - tap; /* smallest ow * stride that lands on column 0 */
     *lo = first <= 0 ? 0 : (first + g->stride_w - 1) / g->stride_w;
-    int last = g->width - 1 + g->pad_w - kj; /* largest ow * stride inside the image */
+    int last = g->width - 1 + g->pad_w - tap; /* largest ow * stride inside the image */
     *hi = last < 0 ? 0 : last / g->stride_w + 1;
     if (*hi > g->out_w) *hi = g->out_w;
     if (*lo > *hi) *lo = *hi;
@@ -29,6 +30,7 @@ static void im2col_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const int64_t plane = (int64_t)g.height * g.width;
     const int64_t positions = (int64_t)g.out_h * g.out_w;
     const int64_t rows = (int64_t)g.channels * g.kernel_h * g.kernel_w;
+    const int dilation_h = nn_conv_dilation_h(&g), dilation_w = nn_conv_dilation_w(&g);
     for (int64_t nc = begin; nc < end; nc++) {
         const int64_t n = nc / g.channels, c = nc % g.channels;
         const float *restrict image = job->src + nc * plane;
@@ -40,7 +42,7 @@ static void im2col_planes(void *arg, int64_t begin, int64_t end, int worker) {
                 const int64_t r = ((int64_t)c * g.kernel_h + ki) * g.kernel_w + kj;
                 float *restrict out = cols + r * positions;
                 for (int oh = 0; oh < g.out_h; oh++) {
-                    const int ih = oh * g.stride_h - g.pad_h + ki;
+                    const int ih = oh * g.stride_h - g.pad_h + ki * dilation_h;
                     float *restrict row = out + (int64_t)oh * g.out_w;
                     if (ih < 0 || ih >= g.height) {
                         memset(row, 0, (size_t)g.out_w * sizeof(float));
@@ -48,7 +50,7 @@ static void im2col_planes(void *arg, int64_t begin, int64_t end, int worker) {
                     }
                     /* Input index of output column ow: base + ow * stride (kept as an
                      * index: a pointer before the image would be undefined). */
-                    const int64_t base = (int64_t)ih * g.width - g.pad_w + kj;
+                    const int64_t base = (int64_t)ih * g.width - g.pad_w + kj * dilation_w;
                     for (int ow = 0; ow < lo; ow++) row[ow] = 0.0f;
                     if (g.stride_w == 1) {
                         if (hi > lo) memcpy(row + lo, image + base + lo, (size_t)(hi - lo) * sizeof(float));
@@ -68,6 +70,7 @@ static void col2im_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const int64_t plane = (int64_t)g.height * g.width;
     const int64_t positions = (int64_t)g.out_h * g.out_w;
     const int64_t rows = (int64_t)g.channels * g.kernel_h * g.kernel_w;
+    const int dilation_h = nn_conv_dilation_h(&g), dilation_w = nn_conv_dilation_w(&g);
     for (int64_t nc = begin; nc < end; nc++) {
         const int64_t n = nc / g.channels, c = nc % g.channels;
         float *restrict image = job->dst + nc * plane;
@@ -80,9 +83,9 @@ static void col2im_planes(void *arg, int64_t begin, int64_t end, int worker) {
                 const int64_t r = ((int64_t)c * g.kernel_h + ki) * g.kernel_w + kj;
                 const float *restrict in = cols + r * positions;
                 for (int oh = 0; oh < g.out_h; oh++) {
-                    const int ih = oh * g.stride_h - g.pad_h + ki;
+                    const int ih = oh * g.stride_h - g.pad_h + ki * dilation_h;
                     if (ih < 0 || ih >= g.height) continue;
-                    const int64_t base = (int64_t)ih * g.width - g.pad_w + kj;
+                    const int64_t base = (int64_t)ih * g.width - g.pad_w + kj * dilation_w;
                     const float *restrict row = in + (int64_t)oh * g.out_w;
                     for (int ow = lo; ow < hi; ow++) image[base + (int64_t)ow * g.stride_w] += row[ow];
                 }

@@ -17,7 +17,7 @@ nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel
     NN_TRY(nn_conv_params_check("cpu", kernel, cp));
     const nn_conv_geometry g = cp->g;
     if (g.batch == 0) { /* the sum over no images */
-        int64_t weights = (int64_t)cp->filters * g.channels * g.kernel_h * g.kernel_w;
+        int64_t weights = (int64_t)cp->filters * (g.channels / nn_conv_groups(cp)) * g.kernel_h * g.kernel_w;
         if (kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT && !g.accumulate)
             for (int64_t i = 0; i < weights; i++) nn_cpu_f32(a[2])[i] = 0.0f;
         return NN_OK;
@@ -37,17 +37,28 @@ nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel
         nn_conv_geometry part = g;
         part.batch = (int32_t)(g.batch - first < c.group ? g.batch - first : c.group);
         nn_gemm_params p = nn_conv_columns_gemm(kernel, cp, &c, part.batch, first);
+        /* One GEMM per convolution group, over the group's filters and column rows. */
         if (kernel == NN_KERNEL_CONV2D_FORWARD) {
             st = nn_cpu_im2col(pool, &part, x + first * c.plane_x, cols);
             nn_gemm_epilogue_params e = {.gemm = p, .epilogue = cp->epilogue};
-            if (st == NN_OK)
-                st = nn_cpu_gemm_epilogue(pool, &e, w, cols, out + first * c.plane_y, nn_cpu_f32(a[3]));
+            const float *bias = nn_cpu_f32(a[3]);
+            for (int64_t grp = 0; grp < c.groups && st == NN_OK; grp++) {
+                const nn_conv_group_offsets o = nn_conv_columns_group(&c, grp);
+                st = nn_cpu_gemm_epilogue(pool, &e, w + o.weight, cols + o.cols, out + first * c.plane_y + o.y,
+                                          bias ? bias + o.bias : NULL);
+            }
         } else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) {
-            st = nn_cpu_gemm(pool, &p, w, dy + first * c.plane_y, cols);
+            for (int64_t grp = 0; grp < c.groups && st == NN_OK; grp++) {
+                const nn_conv_group_offsets o = nn_conv_columns_group(&c, grp);
+                st = nn_cpu_gemm(pool, &p, w + o.weight, dy + first * c.plane_y + o.y, cols + o.cols);
+            }
             if (st == NN_OK) st = nn_cpu_col2im(pool, &part, cols, out + first * c.plane_x);
         } else {
             if (!kept) st = nn_cpu_im2col(pool, &part, x + first * c.plane_x, cols);
-            if (st == NN_OK) st = nn_cpu_gemm(pool, &p, dy + first * c.plane_y, cols, out);
+            for (int64_t grp = 0; grp < c.groups && st == NN_OK; grp++) {
+                const nn_conv_group_offsets o = nn_conv_columns_group(&c, grp);
+                st = nn_cpu_gemm(pool, &p, dy + first * c.plane_y + o.y, cols + o.cols, out + o.weight);
+            }
         }
     }
     if (scratch) self->free(self, scratch);

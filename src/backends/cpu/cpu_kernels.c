@@ -109,6 +109,11 @@ SERIAL(nll_forward, nn_nll_params, F32(0), I32(1), F32(2), F32(3), F32(4))
 POOLED(nll_backward, nn_nll_params, F32(0), I32(1), F32(2), F32(3), F32(4))
 POOLED(embedding_forward, nn_embedding_params, I32(0), F32(1), F32(2))
 POOLED(embedding_backward, nn_embedding_params, I32(0), F32(1), F32(2))
+POOLED(depthwise_conv2d_forward, nn_conv_params, F32(0), F32(1), F32(2), F32(3))
+POOLED(depthwise_conv2d_backward_data, nn_conv_params, F32(0), F32(1), F32(2))
+POOLED(depthwise_conv2d_backward_weight, nn_conv_params, F32(0), F32(1), F32(2))
+POOLED(interpolate_forward, nn_interpolate_params, F32(0), F32(1))
+POOLED(interpolate_backward, nn_interpolate_params, F32(0), F32(1))
 #undef POOLED
 #undef SERIAL
 #undef FAMILY

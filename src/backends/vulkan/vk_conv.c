@@ -30,6 +30,7 @@ static nn_status check(const nn_conv_params *cp, const nn_buffer_ref *a, nn_kern
 
 /* A view `images` images into a tensor of per-image `plane` floats. */
 static nn_buffer_ref advance(nn_buffer_ref ref, int64_t images, int64_t plane) {
+    if (!ref.buffer) return ref;
     ref.offset += (size_t)(images * plane) * sizeof(float);
     if (ref.bytes) ref.bytes -= (size_t)(images * plane) * sizeof(float);
     return ref;
@@ -54,21 +55,34 @@ static nn_status column_route(vk_backend *vk, nn_kernel kernel, const nn_buffer_
         part.batch = (int32_t)(g.batch - first < c.group ? g.batch - first : c.group);
         part.accumulate = kernel == NN_KERNEL_CONV2D_BACKWARD_DATA ? g.accumulate : 0; /* im2col overwrites */
         nn_gemm_params p = nn_conv_columns_gemm(kernel, cp, &c, part.batch, first);
+        /* One GEMM per convolution group, over the group's filters and column rows. */
         if (kernel == NN_KERNEL_CONV2D_FORWARD) {
             nn_buffer_ref im[2] = {advance(a[0], first, c.plane_x), cols};
             st = vk_run(&vk->base, NN_KERNEL_IM2COL, im, 2, &part);
-            nn_buffer_ref args[4] = {a[1], cols, advance(a[2], first, c.plane_y), a[3]};
-            if (st == NN_OK) st = vk_gemm_record(vk, args, &p, cp->epilogue);
+            for (int64_t grp = 0; grp < c.groups && st == NN_OK; grp++) {
+                const nn_conv_group_offsets o = nn_conv_columns_group(&c, grp);
+                nn_buffer_ref args[4] = {advance(a[1], o.weight, 1), advance(cols, o.cols, 1),
+                                         advance(advance(a[2], first, c.plane_y), o.y, 1), advance(a[3], o.bias, 1)};
+                st = vk_gemm_record(vk, args, &p, cp->epilogue);
+            }
         } else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) {
-            nn_buffer_ref args[3] = {a[1], advance(a[0], first, c.plane_y), cols};
-            st = vk_gemm_record(vk, args, &p, 0);
+            for (int64_t grp = 0; grp < c.groups && st == NN_OK; grp++) {
+                const nn_conv_group_offsets o = nn_conv_columns_group(&c, grp);
+                nn_buffer_ref args[3] = {advance(a[1], o.weight, 1), advance(advance(a[0], first, c.plane_y), o.y, 1),
+                                         advance(cols, o.cols, 1)};
+                st = vk_gemm_record(vk, args, &p, 0);
+            }
             nn_buffer_ref back[2] = {cols, advance(a[2], first, c.plane_x)};
             if (st == NN_OK) st = vk_run(&vk->base, NN_KERNEL_COL2IM, back, 2, &part);
         } else {
             nn_buffer_ref im[2] = {advance(a[1], first, c.plane_x), cols};
             if (!kept.buffer) st = vk_run(&vk->base, NN_KERNEL_IM2COL, im, 2, &part);
-            nn_buffer_ref args[3] = {advance(a[0], first, c.plane_y), cols, a[2]};
-            if (st == NN_OK) st = vk_gemm_record(vk, args, &p, 0);
+            for (int64_t grp = 0; grp < c.groups && st == NN_OK; grp++) {
+                const nn_conv_group_offsets o = nn_conv_columns_group(&c, grp);
+                nn_buffer_ref args[3] = {advance(advance(a[0], first, c.plane_y), o.y, 1), advance(cols, o.cols, 1),
+                                         advance(a[2], o.weight, 1)};
+                st = vk_gemm_record(vk, args, &p, 0);
+            }
         }
     }
     if (scratch) vk_scratch_done(vk, scratch);
@@ -119,15 +133,22 @@ static int64_t multiply_adds(const nn_conv_params *cp) {
     return (int64_t)cp->filters * g->channels * g->kernel_h * g->kernel_w * g->out_h * g->out_w * g->batch;
 }
 
+/* conv_latency.comp reads the image as an ungrouped, undilated
+ * convolution's; grouped and dilated ones take the column route. */
+static bool latency_route_wanted(const nn_conv_params *cp) {
+    return nn_conv_groups(cp) == 1 && nn_conv_dilation_h(&cp->g) == 1 && nn_conv_dilation_w(&cp->g) == 1 &&
+           vk_latency_wanted(multiply_adds(cp));
+}
+
 bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *cp) {
     (void)self;
-    return !vk_latency_wanted(multiply_adds(cp));
+    return !latency_route_wanted(cp);
 }
 
 static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
     NN_TRY(check(cp, a, kernel));
     const nn_conv_geometry *g = &cp->g;
-    int64_t k = (int64_t)g->channels * g->kernel_h * g->kernel_w;
+    int64_t k = (int64_t)g->channels / nn_conv_groups(cp) * g->kernel_h * g->kernel_w;
     if (g->batch == 0) {
         if (kernel != NN_KERNEL_CONV2D_BACKWARD_WEIGHT || g->accumulate) return NN_OK;
         /* The sum over no images. */
@@ -136,7 +157,7 @@ static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, 
     NN_TRY(vk_fits32(kernel, "input entries", (int64_t)g->batch * g->channels * g->height * g->width));
     NN_TRY(vk_fits32(kernel, "output entries", (int64_t)g->batch * cp->filters * g->out_h * g->out_w));
     NN_TRY(vk_fits32(kernel, "weight entries", (int64_t)cp->filters * k));
-    if (vk_latency_wanted(multiply_adds(cp))) return latency_route(vk, kernel, a, cp);
+    if (latency_route_wanted(cp)) return latency_route(vk, kernel, a, cp);
     return column_route(vk, kernel, a, cp);
 }
 
@@ -160,7 +181,8 @@ static nn_status columns(vk_backend *vk, nn_kernel kernel, const nn_conv_geometr
     NN_TRY(vk_fits32(kernel, "column entries", entries));
     NN_TRY(vk_fits32(kernel, "image pixels", pixels));
     if (g->batch < 0 || g->channels < 0 || g->kernel_h <= 0 || g->kernel_w <= 0 || g->stride_h <= 0 ||
-        g->stride_w <= 0 || g->out_h < 0 || g->out_w < 0 || g->height < 0 || g->width < 0)
+        g->stride_w <= 0 || g->out_h < 0 || g->out_w < 0 || g->height < 0 || g->width < 0 || g->dilation_h < 0 ||
+        g->dilation_w < 0)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: invalid geometry", nn_kernel_name(kernel));
     const bool im2col = kernel == NN_KERNEL_IM2COL;
     const int64_t items = im2col ? entries : pixels;
@@ -168,7 +190,8 @@ static nn_status columns(vk_backend *vk, nn_kernel kernel, const nn_conv_geometr
     VK_PUSH(CONV_GEOMETRY) push = {.batch = g->batch, .channels = g->channels, .height = g->height, .width = g->width,
                                    .kernel_h = g->kernel_h, .kernel_w = g->kernel_w, .stride_h = g->stride_h,
                                    .stride_w = g->stride_w, .pad_h = g->pad_h, .pad_w = g->pad_w, .out_h = g->out_h,
-                                   .out_w = g->out_w, .accumulate = g->accumulate};
+                                   .out_w = g->out_w, .accumulate = g->accumulate,
+                                   .dilation_h = nn_conv_dilation_h(g), .dilation_w = nn_conv_dilation_w(g)};
     return vk_record(vk, kernel, im2col ? VK_PIPE_IM2COL : VK_PIPE_COL2IM, 0, a, 2, VK_PUSH_REF(push),
                      vk_groups_for((uint64_t)items), 1, 1);
 }

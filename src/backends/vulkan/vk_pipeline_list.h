@@ -81,6 +81,11 @@
     P(NLL_FORWARD, nll_forward, "nll_forward", 0, 0, 0, 0, 0, 0, 0)                                             \
     P(NLL_BACKWARD, nll_backward, "nll_backward", 0, 0, 0, 0, 0, 0, 0)                                          \
     P(EMBEDDING_FORWARD, embedding_forward, "embedding_forward", 0, 0, 0, 0, 0, 0, 0)                          \
-    P(EMBEDDING_BACKWARD, embedding_backward, "embedding_backward", 0, 0, 0, 0, 0, 0, 0)
+    P(EMBEDDING_BACKWARD, embedding_backward, "embedding_backward", 0, 0, 0, 0, 0, 0, 0)                        \
+    P(DEPTHWISE_FORWARD, depthwise_conv2d_forward, "depthwise_conv2d_forward", 0, 0, 0, 0, 0, 0, 0)           \
+    P(DEPTHWISE_DATA, depthwise_conv2d_data, "depthwise_conv2d_backward_data", 0, 0, 0, 0, 0, 0, 0)           \
+    P(DEPTHWISE_WEIGHT, depthwise_conv2d_weight, "depthwise_conv2d_backward_weight", 0, 0, 0, 0, 0, 0, 0)     \
+    P(INTERPOLATE_FORWARD, interpolate_forward, "interpolate_forward", 0, 0, 0, 0, 0, 0, 0)                    \
+    P(INTERPOLATE_BACKWARD, interpolate_backward, "interpolate_backward", 0, 0, 0, 0, 0, 0, 0)
 
 #endif
