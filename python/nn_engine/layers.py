@@ -41,22 +41,23 @@ def _parameter(shape, fan_in, weight):
 
 
 class Linear:
-    """y = x @ w.T + b, x [N, in_features]; `w` [out, in], `b` [out]."""
+    """y = x @ w.T + b over the last dimension of x [..., in_features]; `w`
+    [out, in], `b` [out] (None with bias=False)."""
     # Attribute -> PyTorch state_dict name (Model.named_parameters, export).
     _parameter_names = (("w", "weight"), ("b", "bias"))
 
-    def __init__(self, in_features, out_features):
+    def __init__(self, in_features, out_features, bias=True):
         self.in_features = _positive_int(in_features, "Linear", "in_features")
         self.out_features = _positive_int(out_features, "Linear", "out_features")
         self.w = _parameter((out_features, in_features), in_features, weight=True)
-        self.b = _parameter((out_features,), in_features, weight=False)
+        self.b = _parameter((out_features,), in_features, weight=False) if bias else None
 
     def __call__(self, x, relu=False):
         y = F.linear(x, self.w, self.b)
         return F.relu(y) if relu else y
 
     def __repr__(self):
-        return f"Linear({self.in_features}, {self.out_features})"
+        return f"Linear({self.in_features}, {self.out_features}, bias={self.b is not None})"
 
 
 class ConvLayer:
