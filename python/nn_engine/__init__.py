@@ -30,6 +30,8 @@ from .functional import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, ma
 from .layers import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d
 from .functional import div, maximum, minimum, sub
 from .reductions import amax, amin, argmax, argmin, max, mean, min, std, sum, var  # noqa: A004
+from .containers import Flatten, Sequential
+from .layers import Identity, ReLU
 from .rearrange import (cat, chunk, concat, expand, narrow, permute, select, split, squeeze, stack, transpose,
                         unsqueeze)
 
@@ -64,4 +66,5 @@ __all__ = [
     "CrossEntropyLoss",
     "embedding", "scaled_dot_product_attention", "Embedding", "MultiheadAttention",
     "conv_transpose2d", "interpolate", "Conv2d", "ConvTranspose2d", "Upsample",
+    "Sequential", "Flatten", "ReLU", "Identity",
 ]

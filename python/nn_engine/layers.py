@@ -456,6 +456,8 @@ def _parameterless(name, function, doc):
     return layer
 
 
+ReLU = _parameterless("ReLU", F.relu, "max(x, 0).")
+Identity = _parameterless("Identity", lambda x: x, "x itself.")
 SiLU = _parameterless("SiLU", F.silu, "x * sigmoid(x).")
 ReLU6 = _parameterless("ReLU6", F.relu6, "min(max(x, 0), 6).")
 Hardswish = _parameterless("Hardswish", F.hardswish, "x * relu6(x + 3) / 6.")
