@@ -34,10 +34,19 @@ static nn_status binary_forward(nn_node *node) {
 static nn_status binary_backward(nn_node *node) {
     const nn_broadcast_op op = (nn_broadcast_op)NN_NODE_PARAMS(node, binary_node)->op;
     nn_tensor *y = node->output, *dy = y->grad;
+    bool dy_shared = false;
     for (int i = 0; i < 2; i++) {
         nn_tensor *input = node->inputs[i], *self = node->inputs[i], *other = node->inputs[1 - i], *grad;
         int32_t acc;
         if (!nn_wants_grad(input)) continue;
+        /* d(a + b) and d(a - b)/da are dy itself: handed on without a copy
+         * where the shapes match, to one input only (the other's rules may
+         * still read dy after the first adds into it) */
+        const bool passes_dy = op == NN_BROADCAST_ADD || (op == NN_BROADCAST_SUB && i == 0);
+        bool shared = false;
+        if (passes_dy && !dy_shared && same_shape(input, dy)) NN_TRY(nn_grad_share(input, dy, &shared));
+        dy_shared |= shared;
+        if (shared) continue;
         NN_TRY(nn_grad_target(input, &grad, &acc));
         nn_ctx *ctx = input->ctx;
         switch (op) {

@@ -92,6 +92,15 @@ nn_status nn_grad_hand_on(nn_tensor *t, nn_tensor *g) {
     return nn_run_scale(t->ctx, nn_tensor_ref(g), nn_tensor_ref(grad), t->numel, 1.0f, acc);
 }
 
+nn_status nn_grad_share(nn_tensor *x, nn_tensor *dy, bool *shared) {
+    *shared = x->grad_fn && !x->grad && x->numel == dy->numel;
+    if (!*shared) return NN_OK;
+    x->grad = nn_tensor_view_at(dy, 0, x->ndim, x->shape);
+    if (!x->grad) return nn_last_status();
+    x->grad_written = true;
+    return NN_OK;
+}
+
 nn_status nn_run_scale(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref out, int64_t n, float alpha,
                        int32_t accumulate) {
     nn_pointwise_params p = {.n = n, .op = NN_EW_SCALE, .accumulate = accumulate, .alpha = alpha};

@@ -40,6 +40,13 @@ nn_status nn_run_scalar_times(nn_ctx *ctx, nn_tensor *s, nn_tensor *x, nn_tensor
  * gradient is a running sum the caller owns). */
 nn_status nn_grad_hand_on(nn_tensor *t, nn_tensor *g);
 
+/* x's gradient becomes dy itself, seen in x's shape (no copy, no kernel),
+ * when x is computed (not a leaf, whose gradient is its own running sum)
+ * and nothing has written its gradient yet; *shared says whether it did.
+ * For rules whose gradient is dy unchanged (views, add) and that write dy
+ * no more: later rules may add into it through x. */
+nn_status nn_grad_share(nn_tensor *x, nn_tensor *dy, bool *shared);
+
 /* counter is NULL or an int32 tensor of one element (device_loop.c). */
 nn_status nn_check_counter(const char *op, const nn_tensor *counter);
 

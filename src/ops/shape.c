@@ -9,16 +9,10 @@
 static nn_status view_backward(nn_node *node) {
     nn_tensor *x = node->inputs[0];
     nn_tensor *dy = node->output->grad;
-    /* A computed source whose gradient nothing has written yet takes the
-     * view's gradient as its own, seen in its shape: no copy, and on a GPU
-     * no dispatch and no barrier. The view's gradient is not written again:
-     * every rule that writes it has run. */
-    if (x->grad_fn && !x->grad) {
-        x->grad = nn_tensor_view_at(dy, 0, x->ndim, x->shape);
-        if (!x->grad) return nn_last_status();
-        x->grad_written = true;
-        return NN_OK;
-    }
+    /* The view's gradient is not written again: every rule that writes it has run. */
+    bool shared;
+    NN_TRY(nn_grad_share(x, dy, &shared));
+    if (shared) return NN_OK;
     nn_tensor *grad;
     int32_t acc;
     NN_TRY(nn_grad_target(x, &grad, &acc));

@@ -224,3 +224,26 @@ def test_errors_name_the_problem(fn, error, message):
     a = nn.Tensor(np.ones((3, 4), np.float32))
     with pytest.raises(error, match=message):
         fn(a)
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_gradient_handed_on_by_add_survives_a_later_reader(op):
+    """h = a (+|-) exp(a) with a also read by a later operation: add hands dy
+    on to one input without a copy; the other input's rule must still see dy
+    unchanged when the later reader has added into a's gradient."""
+    (x,), (tx,) = both((3, 5))
+
+    def graph(lib, x):
+        a = x * 2.0
+        b = a.exp()
+        c = a * 3.0
+        h = a + b if op == "add" else a - b
+        return h, c
+
+    w1 = RNG.uniform(-1, 1, (3, 5)).astype(np.float32)
+    w2 = RNG.uniform(-1, 1, (3, 5)).astype(np.float32)
+    h, c = graph(nn, x)
+    th, tc = graph(torch, tx)
+    ((h * nn.Tensor(w1)).sum() + (c * nn.Tensor(w2)).sum()).backward()
+    ((th * torch.from_numpy(w1)).sum() + (tc * torch.from_numpy(w2)).sum()).backward()
+    np.testing.assert_allclose(x.grad.sync(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
