@@ -74,6 +74,8 @@
     P(POOL2D_MAX_FORWARD, pool2d_max_forward, "pool2d_max_forward", 0, 0, 0, 0, 0, 0, 0)                       \
     P(POOL2D_MAX_BACKWARD, pool2d_max_backward, "pool2d_max_backward", 0, 0, 0, 0, 0, 0, 0)                    \
     P(POOL2D_AVG_FORWARD, pool2d_avg_forward, "pool2d_avg_forward", 0, 0, 0, 0, 0, 0, 0)                       \
-    P(POOL2D_AVG_BACKWARD, pool2d_avg_backward, "pool2d_avg_backward", 0, 0, 0, 0, 0, 0, 0)
+    P(POOL2D_AVG_BACKWARD, pool2d_avg_backward, "pool2d_avg_backward", 0, 0, 0, 0, 0, 0, 0)                    \
+    /* normalisation and pooling over large groups and windows (vk_norm.c, vk_pool2d.c) */                      \
+    P(POOL2D_AVG_WINDOW, pool2d_avg_window, "pool2d_avg_forward (large windows)", 0, 0, 0, 0, 0, 0, 0)
 
 #endif
