@@ -2,24 +2,39 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 // NORM_APPLY: y = (x - mean[g]) * rsqrt(var[g] + eps) * weight[c] + bias[c],
-// one element per invocation.
+// four elements per invocation (vec4) where norm_quads allows, else one.
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_NORM)
 #include "norm_common.glsl"
 layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 0) readonly buffer X4 { vec4 x4[]; };
 layout(std430, binding = 1) readonly buffer M { float mean[]; };
 layout(std430, binding = 2) readonly buffer V { float var[]; };
 layout(std430, binding = 3) readonly buffer W { float weight[]; };
 layout(std430, binding = 4) readonly buffer B { float bias[]; };
-layout(std430, binding = 5) buffer Y { float y[]; };
+layout(std430, binding = 5) writeonly buffer Y { float y[]; };
+layout(std430, binding = 5) writeonly buffer Y4 { vec4 y4[]; };
+
+// Element e's y = (x - mean) scale + shift (x - mean first: no
+// cancellation where x sits far from zero).
+vec3 mean_scale_shift(uint e) {
+    uint g = group_of(e), c = channel_of(e);
+    float rstd = inversesqrt(var[p.off[2] + g] + p.eps);
+    float w = p.has_weight != 0 ? weight[p.off[3] + c] : 1.0;
+    return vec3(mean[p.off[1] + g], rstd * w, p.has_bias != 0 ? bias[p.off[4] + c] : 0.0);
+}
 
 void main() {
     uint total = p.outer * p.groups * p.inner;
+    if (norm_quads(p.off[0], p.off[5], 0u)) {
+        GRID_STRIDE_LOOP(q, total / 4u) {
+            vec3 f = mean_scale_shift(4u * q);
+            y4[p.off[5] / 4u + q] = (x4[p.off[0] / 4u + q] - f.x) * f.y + f.z;
+        }
+        return;
+    }
     GRID_STRIDE_LOOP(e, total) {
-        uint g = group_of(e), c = channel_of(e);
-        float v = (x[p.off[0] + e] - mean[p.off[1] + g]) * inversesqrt(var[p.off[2] + g] + p.eps);
-        if (p.has_weight != 0) v *= weight[p.off[3] + c];
-        if (p.has_bias != 0) v += bias[p.off[4] + c];
-        y[p.off[5] + e] = v;
+        vec3 f = mean_scale_shift(e);
+        y[p.off[5] + e] = (x[p.off[0] + e] - f.x) * f.y + f.z;
     }
 }

@@ -1,10 +1,12 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-// NORM_BACKWARD_DATA: one workgroup per group. With batch statistics, the
-// group's means of w dy and w dy xhat first (a workgroup sum), then dx =
-// rstd (w dy - mean(w dy) - xhat mean(w dy xhat)); with constant
-// statistics (evaluation BatchNorm) dx = rstd w dy.
+// NORM_BACKWARD_DATA for groups of at most a PIECE (LayerNorm rows): one
+// workgroup per group (striding past the dispatch) reads the group's x and
+// dy once into registers, takes the means of w dy and w dy xhat (a fixed
+// tree), and writes dx = rstd (w dy - mean(w dy) - xhat mean(w dy xhat))
+// from the registers: one pass over memory. Larger groups and constant
+// statistics take norm_backward_sums.comp and norm_backward_pointwise.comp.
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_NORM)
 #include "norm_common.glsl"
@@ -15,32 +17,34 @@ layout(std430, binding = 3) readonly buffer W { float weight[]; };
 layout(std430, binding = 4) readonly buffer DY { float dy[]; };
 layout(std430, binding = 5) buffer DX { float dx[]; };
 
-float w_of(uint e) { return p.has_weight != 0 ? weight[p.off[3] + channel_of(e)] : 1.0; }
-
 void main() {
     uint tid = gl_LocalInvocationID.x;
     uint n = p.outer * p.inner;
     for (uint g = gl_WorkGroupID.x; g < p.groups; g += gl_NumWorkGroups.x) {
         float mu = mean[p.off[1] + g], rstd = inversesqrt(var[p.off[2] + g] + p.eps);
-        float mean_wdy = 0.0, mean_wdy_xhat = 0.0;
-        if (p.batch_stats != 0 && n > 0u) {
-            Kahan a = Kahan(0.0, 0.0), b = Kahan(0.0, 0.0);
-            for (uint k = tid; k < n; k += NORM_THREADS) {
+        float xhat[NORM_LOADS], wdy[NORM_LOADS];
+        float sum_wdy = 0.0, sum_wdy_xhat = 0.0;
+        for (uint i = 0u; i < NORM_LOADS; i++) {
+            uint k = i * NORM_THREADS + tid;
+            xhat[i] = 0.0;
+            wdy[i] = 0.0;
+            if (k < n) {
                 uint e = group_element(g, k);
-                float wdy = dy[p.off[4] + e] * w_of(e);
-                kahan_add(a, wdy);
-                kahan_add(b, wdy * (x[p.off[0] + e] - mu) * rstd);
+                xhat[i] = (x[p.off[0] + e] - mu) * rstd;
+                wdy[i] = dy[p.off[4] + e] * (p.has_weight != 0 ? weight[p.off[3] + channel_of(e)] : 1.0);
             }
-            workgroup_sum2(a.sum, b.sum);
-            mean_wdy = norm_part[0] / float(n);
-            mean_wdy_xhat = norm_part2[0] / float(n);
-            barrier();
+            sum_wdy += wdy[i];
+            sum_wdy_xhat += wdy[i] * xhat[i];
         }
-        for (uint k = tid; k < n; k += NORM_THREADS) {
-            uint e = group_element(g, k);
-            float xhat = (x[p.off[0] + e] - mu) * rstd;
-            float v = rstd * (dy[p.off[4] + e] * w_of(e) - mean_wdy - xhat * mean_wdy_xhat);
-            dx[p.off[5] + e] = p.accumulate != 0 ? dx[p.off[5] + e] + v : v;
+        workgroup_sum2(sum_wdy, sum_wdy_xhat);
+        float mean_wdy = norm_part[0] / float(n), mean_wdy_xhat = norm_part2[0] / float(n);
+        for (uint i = 0u; i < NORM_LOADS; i++) {
+            uint k = i * NORM_THREADS + tid;
+            if (k >= n) break;
+            uint e = p.off[5] + group_element(g, k);
+            float v = rstd * (wdy[i] - mean_wdy - xhat[i] * mean_wdy_xhat);
+            dx[e] = p.accumulate != 0 ? dx[e] + v : v;
         }
+        barrier(); // norm_part read before the next group's tree
     }
 }

@@ -1,9 +1,13 @@
 // Shared by the normalisation shaders (kernels.h's nn_norm_params): the
-// group and channel of an element, and a workgroup's sum of one value per
-// invocation by a fixed tree (each invocation's own run summed with
-// Kahan's compensation, so a group of millions of elements keeps float
-// precision). Needs local_size_x = 256 and PUSH_CONSTANTS(PUSH_NORM).
+// group and channel of an element, and a workgroup's sums and moments of
+// one value per invocation by fixed trees, so a result depends on the
+// sizes alone, never on the order workgroups ran in. Needs
+// local_size_x = 256 and PUSH_CONSTANTS(PUSH_NORM).
 const uint NORM_THREADS = 256u;
+// Loads each invocation keeps in flight (and in registers): a PIECE of
+// consecutive entries per workgroup step.
+const uint NORM_LOADS = 8u;
+const uint PIECE = NORM_THREADS * NORM_LOADS;
 
 // Element k (< outer * inner) of group g.
 uint group_element(uint g, uint k) {
@@ -16,15 +20,7 @@ uint channel_of(uint e) { return (e / p.channel_inner) % p.channels; }
 
 shared float norm_part[NORM_THREADS];
 shared float norm_part2[NORM_THREADS];
-
-struct Kahan { float sum; float comp; };
-
-void kahan_add(inout Kahan k, float v) {
-    precise float y = v - k.comp;
-    precise float t = k.sum + y;
-    k.comp = (t - k.sum) - y;
-    k.sum = t;
-}
+shared float norm_part3[NORM_THREADS];
 
 // norm_part[0] and norm_part2[0] = the workgroup's sums of a and b. Every
 // invocation must call it (it has barriers).
@@ -40,4 +36,57 @@ void workgroup_sum2(float a, float b) {
         }
         barrier();
     }
+}
+
+// The count, mean and sum of squared deviations (M2) of some values: two
+// sets merge by Chan's formula, which never subtracts large squares.
+struct Moments { float n; float mean; float m2; };
+
+Moments moments_merge(Moments a, Moments b) {
+    float n = a.n + b.n;
+    if (b.n == 0.0) return a;
+    if (a.n == 0.0) return b;
+    float delta = b.mean - a.mean, f = b.n / n;
+    return Moments(n, a.mean + delta * f, a.m2 + b.m2 + delta * delta * a.n * f);
+}
+
+// The workgroup's moments, merged by a fixed tree, in norm_part (n),
+// norm_part2 (mean), norm_part3 (M2) [0]. Every invocation must call it.
+void workgroup_moments(Moments m) {
+    uint tid = gl_LocalInvocationID.x;
+    norm_part[tid] = m.n;
+    norm_part2[tid] = m.mean;
+    norm_part3[tid] = m.m2;
+    barrier();
+    for (uint s = NORM_THREADS / 2u; s > 0u; s >>= 1) {
+        if (tid < s) {
+            Moments r = moments_merge(Moments(norm_part[tid], norm_part2[tid], norm_part3[tid]),
+                                      Moments(norm_part[tid + s], norm_part2[tid + s], norm_part3[tid + s]));
+            norm_part[tid] = r.n;
+            norm_part2[tid] = r.mean;
+            norm_part3[tid] = r.m2;
+        }
+        barrier();
+    }
+}
+
+// Entries [begin, end) of a chunk of `count`: chunk j of p.chunk entries.
+uint chunk_end(uint j, uint count) { return min(count, (j + 1u) * p.chunk); }
+
+// A sum with Kahan's compensation: an invocation's run of thousands of
+// terms keeps float precision.
+struct Kahan { float sum; float comp; };
+
+void kahan_add(inout Kahan k, float v) {
+    precise float y = v - k.comp;
+    precise float t = k.sum + y;
+    k.comp = (t - k.sum) - y;
+    k.sum = t;
+}
+
+// Whether four consecutive elements from a multiple of four share their
+// group and channel, and the tensors at these element offsets are
+// 16-byte aligned: then a pointwise pass reads and writes vec4s.
+bool norm_quads(uint off_a, uint off_b, uint off_c) {
+    return p.inner % 4u == 0u && p.channel_inner % 4u == 0u && (off_a | off_b | off_c) % 4u == 0u;
 }

@@ -1,34 +1,70 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-// NORM_STATS: one workgroup per group (striding over groups past the
-// dispatch): the mean in a first pass, the biased variance as the mean
-// squared deviation in a second, so no cancellation of large squares.
+// NORM_STATS: workgroup (j, g) reads chunk j of group g's outer * inner
+// elements once, a PIECE at a time (consecutive invocations at consecutive
+// elements of a run of inner, eight loads in flight each), each invocation
+// merging every piece's values into its moments (count, mean, M2) by
+// Chan's formula, then the workgroup's by a fixed tree. One chunk is the
+// answer; with more (few, large groups: BatchNorm), each workgroup writes
+// its chunk's mean and M2 to the split work area (binding 3,
+// vk_split_work.c) and the group's last to arrive merges them, again by a
+// fixed tree, so the result does not depend on the order workgroups ran.
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_NORM)
 #include "norm_common.glsl"
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) buffer M { float mean_out[]; };
 layout(std430, binding = 2) buffer V { float var_out[]; };
+layout(std430, binding = 3) coherent buffer Work { float partial[]; };
+layout(std430, binding = 3) coherent buffer WorkCounters { uint work_counters[]; };
+shared bool last_arrival;
+#include "last_arrival.glsl"
+
+// This invocation's moments of chunk j of group g.
+Moments chunk_moments(uint g, uint j, uint n) {
+    uint tid = gl_LocalInvocationID.x, end = chunk_end(j, n);
+    Moments m = Moments(0.0, 0.0, 0.0);
+    for (uint piece = j * p.chunk; piece < end; piece += PIECE) {
+        float v[NORM_LOADS];
+        float count = 0.0, sum = 0.0;
+        for (uint i = 0u; i < NORM_LOADS; i++) {
+            uint k = piece + i * NORM_THREADS + tid;
+            v[i] = k < end ? x[p.off[0] + group_element(g, k)] : 0.0;
+            if (k < end) count += 1.0;
+            sum += v[i];
+        }
+        if (count == 0.0) break; // the chunk's last piece ended before this invocation
+        float mu = sum / count, m2 = 0.0;
+        for (uint i = 0u; i < NORM_LOADS; i++)
+            if (piece + i * NORM_THREADS + tid < end) m2 += (v[i] - mu) * (v[i] - mu);
+        m = moments_merge(m, Moments(count, mu, m2));
+    }
+    return m;
+}
 
 void main() {
-    uint tid = gl_LocalInvocationID.x;
+    uint tid = gl_LocalInvocationID.x, j = gl_WorkGroupID.x;
     uint n = p.outer * p.inner;
-    for (uint g = gl_WorkGroupID.x; g < p.groups; g += gl_NumWorkGroups.x) {
-        Kahan s = Kahan(0.0, 0.0);
-        for (uint k = tid; k < n; k += NORM_THREADS) kahan_add(s, x[p.off[0] + group_element(g, k)]);
-        workgroup_sum2(s.sum, 0.0);
-        float mean = n > 0u ? norm_part[0] / float(n) : 0.0;
-        barrier();
-        Kahan d = Kahan(0.0, 0.0);
-        for (uint k = tid; k < n; k += NORM_THREADS) {
-            float dev = x[p.off[0] + group_element(g, k)] - mean;
-            kahan_add(d, dev * dev);
+    for (uint g = gl_WorkGroupID.y; g < p.groups; g += gl_NumWorkGroups.y) {
+        workgroup_moments(chunk_moments(g, j, n));
+        if (p.chunks > 1u) {
+            uint slot = p.off[3] + (g * p.chunks + j) * 2u;
+            if (tid == 0u) {
+                partial[slot] = norm_part2[0];
+                partial[slot + 1u] = norm_part3[0];
+            }
+            if (!arrives_last(g, p.chunks)) continue; // the same for the whole workgroup
+            Moments m = Moments(0.0, 0.0, 0.0);
+            for (uint c = tid; c < p.chunks; c += NORM_THREADS) {
+                uint at = p.off[3] + (g * p.chunks + c) * 2u;
+                m = moments_merge(m, Moments(float(chunk_end(c, n) - c * p.chunk), partial[at], partial[at + 1u]));
+            }
+            workgroup_moments(m);
         }
-        workgroup_sum2(d.sum, 0.0);
         if (tid == 0u) {
-            mean_out[p.off[1] + g] = mean;
-            var_out[p.off[2] + g] = n > 0u ? norm_part[0] / float(n) : 0.0;
+            mean_out[p.off[1] + g] = norm_part2[0];
+            var_out[p.off[2] + g] = n > 0u ? norm_part3[0] / float(n) : 0.0;
         }
         barrier();
     }

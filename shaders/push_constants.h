@@ -150,10 +150,14 @@
 
 /* ---- normalisation (nn_norm_params) ---- */
 /* has_weight, has_bias: APPLY: weight, bias bound; BACKWARD_DATA: weight;
- * BACKWARD_AFFINE: dweight, dbias */
+ * BACKWARD_AFFINE: dweight, dbias. The split reductions (vk_norm.c): each
+ * group (or channel, or tile of columns) in `chunks` chunks of `chunk`
+ * entries (rows for the columns kernel); counters (chunks > 1): the work
+ * area's first counter (element index in the partials' block) */
 #define PUSH_NORM(F)                                                                                          \
     F(uint, off[8]) F(uint, outer) F(uint, inner) F(uint, channel_inner) F(uint, groups) F(uint, channels)  \
-    F(float, eps) F(int, batch_stats) F(int, accumulate) F(int, has_weight) F(int, has_bias)
+    F(float, eps) F(int, batch_stats) F(int, accumulate) F(int, has_weight) F(int, has_bias)                \
+    F(uint, chunks) F(uint, chunk) F(uint, counters)
 /* unbias: count / (count - 1), the unbiased variance's factor */
 #define PUSH_NORM_RUNNING(F) F(uint, off[8]) F(uint, channels) F(float, momentum) F(float, unbias)
 /* ---- 2-D pooling (nn_pool2d_geometry) ---- */

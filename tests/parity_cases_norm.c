@@ -1,8 +1,10 @@
 /* The parity cases of the normalisation kernels (kernels.h's
  * nn_norm_params): BatchNorm-, GroupNorm- and LayerNorm-shaped layouts at
  * awkward sizes, groups of one element, a group of 210,003 elements and
- * more groups (70,001) than one dispatch dimension holds; weight and bias
- * given and absent, accumulate on and off. */
+ * more groups (70,001) than one dispatch dimension holds, one channel,
+ * rows of 1,024 and past 2,048 (the Vulkan kernels' split and one-pass
+ * paths); weight and bias given and absent, accumulate on and off, tensors
+ * misaligned and 16-byte aligned (vec4 passes). */
 #include <stdio.h>
 
 #include "parity_cases.h"
@@ -24,6 +26,12 @@ static const norm_layout kLayouts[] = {
     {"layernorm [5, 1] (one element per row)", 1, 1, 1, 5, 1},
     {"layernorm [70001, 3]", 1, 3, 1, 70001, 3},
     {"layernorm [4, 3, 5] over the last two", 1, 15, 1, 4, 15},
+    /* the Vulkan backend's split reductions and vec4 passes (vk_norm.c) */
+    {"batchnorm [2, 1, 50021] (one channel, a group of 100,042)", 2, 50021, 50021, 1, 1},
+    {"batchnorm [4, 6, 1024] (groups past one piece, one chunk)", 4, 1024, 1024, 6, 6},
+    {"groupnorm [3, 8, 4100] in 2 groups", 1, 16400, 4100, 6, 8},
+    {"layernorm [300, 1024]", 1, 1024, 1, 300, 1024},
+    {"layernorm [3, 2053] (rows past one piece)", 1, 2053, 1, 3, 2053},
 };
 #define LAYOUTS (sizeof kLayouts / sizeof kLayouts[0])
 
@@ -59,31 +67,34 @@ void parity_norm_stats_case(nn_backend *o) {
 
 void parity_norm_apply_case(nn_backend *o) {
     for (size_t i = 0; i < LAYOUTS; i++)
-        for (int affine = 0; affine < 3; affine++) { /* none, weight and bias, bias only */
+        for (int affine = 0; affine < 4; affine++) { /* none, weight and bias, bias only, both aligned */
             const norm_layout *l = &kLayouts[i];
             const nn_norm_params p = params_of(l, 0, 0);
-            const size_t n = elements(l), c = (size_t)l->channels;
+            const size_t n = elements(l), c = (size_t)l->channels, y_at = affine == 3 ? 16 : 4;
             parity_arg a[6] = {arg_in(parity_randoms(n, -2, 2), n, 0), means(l, 4), variances(l, 12),
-                               given(affine == 1, arg_in(parity_randoms(c, -2, 2), c, 8)),
+                               given(affine % 2 == 1, arg_in(parity_randoms(c, -2, 2), c, 8)),
                                given(affine >= 1, arg_in(parity_randoms(c, -1, 1), c, 4)),
-                               arg_near(parity_randoms(n, -1, 1), n, 4, 1e-5)};
+                               arg_near(parity_randoms(n, -1, 1), n, y_at, 1e-5)};
             parity_check(o, NN_KERNEL_NORM_APPLY, a, 6, &p, "%s affine variant %d", l->what, affine);
         }
 }
 
 void parity_norm_backward_data_case(nn_backend *o) {
     for (size_t i = 0; i < LAYOUTS; i++)
-        for (int variant = 0; variant < 8; variant++) { /* bits: accumulate, batch statistics, weight */
+        for (int variant = 0; variant < 16; variant++) { /* bits: accumulate, batch statistics, weight, aligned */
             const norm_layout *l = &kLayouts[i];
-            const int acc = variant & 1, batch_stats = (variant >> 1) & 1, weighted = variant >> 2;
+            const int acc = variant & 1, batch_stats = (variant >> 1) & 1, weighted = (variant >> 2) & 1;
+            const int aligned = variant >> 3;
             const nn_norm_params p = params_of(l, acc, batch_stats);
             const size_t n = elements(l), c = (size_t)l->channels;
-            parity_arg a[6] = {arg_in(parity_randoms(n, -2, 2), n, 8), means(l, 0), variances(l, 4),
+            parity_arg a[6] = {arg_in(parity_randoms(n, -2, 2), n, aligned ? 0 : 8), means(l, 0), variances(l, 4),
                                given(weighted, arg_in(parity_randoms(c, -2, 2), c, 12)),
-                               arg_in(parity_randoms(n, -1, 1), n, 4),
-                               arg_near(parity_randoms(n, -1, 1), n, 0, 4 * sums_tol((double)group_size(l)))};
-            parity_check(o, NN_KERNEL_NORM_BACKWARD_DATA, a, 6, &p, "%s accumulate %d batch_stats %d weight %d",
-                         l->what, acc, batch_stats, weighted);
+                               arg_in(parity_randoms(n, -1, 1), n, aligned ? 16 : 4),
+                               arg_near(parity_randoms(n, -1, 1), n, aligned ? 32 : 0,
+                                        4 * sums_tol((double)group_size(l)))};
+            parity_check(o, NN_KERNEL_NORM_BACKWARD_DATA, a, 6, &p,
+                         "%s accumulate %d batch_stats %d weight %d aligned %d", l->what, acc, batch_stats, weighted,
+                         aligned);
         }
 }
 

@@ -1,8 +1,8 @@
 /* The kernel parity test's cases for 2-D pooling (parity_cases.h): the
  * POOL2D_* kernels over sliding windows (rectangular, padded, strided past
  * the window, dilated, ceil_mode with windows running past the padded edge)
- * and adaptive ones (uneven, 1 x 1, larger than the input), batch 1 and
- * more, accumulate on and off, count_include_pad and divisor_override. */
+ * and adaptive ones (uneven, 1 x 1, larger than the input, windows of
+ * thousands of taps), batch 1 and more, accumulate on and off, count_include_pad and divisor_override. */
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -35,6 +35,10 @@ static const int kAdaptive[][6] = {
     {1, 2, 5, 6, 1, 1},   /* global pooling */
     {1, 1, 3, 4, 7, 9},   /* larger than the input */
     {2, 1, 13, 11, 5, 11},
+    /* windows of 256 taps or more: a workgroup per output on Vulkan */
+    {3, 5, 67, 53, 1, 1}, /* global pooling */
+    {1, 3, 41, 37, 2, 1}, /* uneven windows of 21 x 37 and 21 x 37 */
+    {1, 1, 16, 16, 1, 1}, /* exactly 256 taps */
 };
 #define ADAPTIVE (sizeof kAdaptive / sizeof kAdaptive[0])
 #define CASES (WINDOWS + ADAPTIVE)

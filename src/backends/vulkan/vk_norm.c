@@ -1,62 +1,167 @@
-/* The normalisation kernels (kernels.h's nn_norm_params) on Vulkan: one
- * workgroup per group for the statistics and the data gradient, one per
- * channel for the affine gradients, one invocation per element for the
- * normalise + affine pass (shaders/norm_*.comp). */
+/* The normalisation kernels (kernels.h's nn_norm_params) on Vulkan, shaped
+ * to fill a large GPU whatever the groups look like:
+ *   STATS            workgroups over chunks of each group (norm_stats.comp);
+ *                    few, large groups (BatchNorm) are cut into enough
+ *                    chunks for about SPLIT_TARGET workgroups in all, whose
+ *                    moments the group's last workgroup merges;
+ *   APPLY            one pass, four elements per invocation where the
+ *                    layout and alignment allow (norm_apply.comp);
+ *   BACKWARD_DATA    groups of at most a PIECE (LayerNorm rows): a
+ *                    workgroup per group holding it in registers, one pass
+ *                    (norm_backward_data.comp); larger ones: the split sums
+ *                    (norm_backward_sums.comp), then one pointwise pass
+ *                    (norm_backward_pointwise.comp);
+ *   BACKWARD_AFFINE  split per channel over its runs
+ *                    (norm_backward_affine.comp), or, where channel_inner is
+ *                    1 (LayerNorm), over chunks of rows with an invocation
+ *                    per channel (norm_backward_affine_columns.comp).
+ * Splits finish in their last workgroup (vk_split_work.c) in a fixed order:
+ * results depend on the sizes alone. */
 #include "backends/norm_layout.h"
 #include "core/error.h"
 #include "vk_backend.h"
 
 typedef VK_PUSH(NORM) norm_block;
 
+#define PIECE 2048           /* norm_common.glsl: entries a workgroup reads per step */
+#define SPLIT_TARGET 1024    /* workgroups to aim for: several per multiprocessor of a large GPU */
+#define MIN_CHUNK (4 * PIECE) /* below this a chunk's fixed costs (its tree, its partials) dominate */
+#define THREADS 256
+
 static nn_status norm_push(nn_kernel kernel, const nn_norm_params *p, norm_block *push) {
     NN_TRY(nn_norm_check("vulkan", kernel, p));
     NN_TRY(vk_fits32(kernel, "elements", nn_norm_elements(p)));
     *push = (norm_block){.outer = (uint32_t)p->outer, .inner = (uint32_t)p->inner,
-                            .channel_inner = (uint32_t)p->channel_inner, .groups = (uint32_t)p->groups,
-                            .channels = (uint32_t)p->channels, .eps = p->eps, .batch_stats = p->batch_stats,
-                            .accumulate = p->accumulate};
+                         .channel_inner = (uint32_t)p->channel_inner, .groups = (uint32_t)p->groups,
+                         .channels = (uint32_t)p->channels, .eps = p->eps, .batch_stats = p->batch_stats,
+                         .accumulate = p->accumulate, .chunks = 1};
     return NN_OK;
 }
 
 static uint32_t capped(int64_t workgroups) {
-    return workgroups > (int64_t)VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)workgroups;
+    return workgroups > (int64_t)VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)(workgroups > 0 ? workgroups : 1);
+}
+
+/* A split of `tiles` reductions of `count` entries each into chunks (a
+ * multiple of `step` entries, at least `min_chunk`), enough for about
+ * SPLIT_TARGET workgroups; one chunk where the work area cannot hold
+ * `floats_per_chunk` partials per chunk. */
+typedef struct norm_split {
+    int64_t chunks, chunk;
+} norm_split;
+
+static norm_split split_of(int64_t tiles, int64_t count, int64_t step, int64_t min_chunk, int64_t floats_per_chunk) {
+    norm_split s = {1, count > 0 ? count : 1};
+    int64_t chunks = (SPLIT_TARGET + tiles - 1) / tiles;
+    const int64_t most = count / min_chunk;
+    if (chunks > most) chunks = most;
+    if (chunks > (int64_t)VK_MAX_GROUPS) chunks = VK_MAX_GROUPS;
+    if (chunks <= 1 || tiles > (int64_t)VK_MAX_GROUPS) return s;
+    int64_t chunk = (count + chunks - 1) / chunks;
+    chunk = (chunk + step - 1) / step * step;
+    chunks = (count + chunk - 1) / chunk;
+    if (chunks <= 1 || !vk_split_work_fits((uint64_t)tiles, (uint64_t)(tiles * chunks * floats_per_chunk))) return s;
+    return (norm_split){chunks, chunk};
+}
+
+/* Record `pipe` over `tiles` x split.chunks workgroups; with several
+ * chunks, args[slot] is the work area of the split (its counters in push). */
+static nn_status record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, nn_buffer_ref *args, int nargs,
+                              int slot, unsigned written, norm_block *push, norm_split split, int64_t tiles,
+                              int64_t floats_per_chunk) {
+    push->chunks = (uint32_t)split.chunks;
+    push->chunk = (uint32_t)split.chunk;
+    if (split.chunks == 1)
+        return vk_record_ex(vk, kernel, pipe, 0, args, nargs, written, VK_PUSH_REF(*push), 1, capped(tiles), 1);
+    vk_split_work work;
+    NN_TRY(vk_split_work_take(vk, (uint64_t)tiles, (uint64_t)(tiles * split.chunks * floats_per_chunk), &work));
+    push->counters = work.counters;
+    args[slot] = work.partials;
+    return vk_record_split(vk, kernel, pipe, 0, args, nargs, written | (1u << slot), &work, VK_PUSH_REF(*push),
+                           (uint32_t)split.chunks, capped(tiles), 1);
 }
 
 nn_status vk_run_norm_stats(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a) {
     norm_block push;
     NN_TRY(norm_push(NN_KERNEL_NORM_STATS, p, &push));
-    return vk_record(vk, NN_KERNEL_NORM_STATS, VK_PIPE_NORM_STATS, 0, a, 3, VK_PUSH_REF(push), capped(p->groups), 1, 1);
+    const int64_t n = p->outer * p->inner;
+    nn_buffer_ref args[4] = {a[0], a[1], a[2], {NULL, 0, 0}};
+    return record_split(vk, NN_KERNEL_NORM_STATS, VK_PIPE_NORM_STATS, args, 4, 3, NN_ARG(1) | NN_ARG(2), &push,
+                        split_of(p->groups, n, PIECE, MIN_CHUNK, 2), p->groups, 2);
+}
+
+/* Workgroups for a pointwise pass: four elements per invocation where
+ * norm_quads may allow it (the shader decides by alignment), else one. */
+static uint32_t pointwise_groups(const nn_norm_params *p) {
+    const int64_t n = nn_norm_elements(p);
+    const bool quads = p->inner % 4 == 0 && p->channel_inner % 4 == 0;
+    return vk_groups_for((uint64_t)(quads ? n / 4 : n));
 }
 
 nn_status vk_run_norm_apply(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a) {
     norm_block push;
     NN_TRY(norm_push(NN_KERNEL_NORM_APPLY, p, &push));
-    const int64_t n = nn_norm_elements(p);
-    if (n == 0) return NN_OK;
+    if (nn_norm_elements(p) == 0) return NN_OK;
     push.has_weight = a[3].buffer != NULL;
     push.has_bias = a[4].buffer != NULL;
-    return vk_record(vk, NN_KERNEL_NORM_APPLY, VK_PIPE_NORM_APPLY, 0, a, 6, VK_PUSH_REF(push),
-                     vk_groups_for((uint64_t)n), 1, 1);
+    return vk_record(vk, NN_KERNEL_NORM_APPLY, VK_PIPE_NORM_APPLY, 0, a, 6, VK_PUSH_REF(push), pointwise_groups(p),
+                     1, 1);
+}
+
+/* Groups of many elements: the split sums into a scratch of two floats per
+ * group, then the pointwise pass reading them. */
+static nn_status backward_data_split(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a,
+                                     norm_block *push) {
+    const nn_kernel kernel = NN_KERNEL_NORM_BACKWARD_DATA;
+    nn_buffer *sums = vk_buffer_alloc(&vk->base, (size_t)p->groups * 2 * sizeof(float));
+    if (!sums) return nn_last_status();
+    const nn_buffer_ref sums_ref = {sums, 0, (size_t)p->groups * 2 * sizeof(float)};
+    nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], sums_ref, {NULL, 0, 0}};
+    nn_status st = record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_SUMS, args, 7, 6, NN_ARG(5), push,
+                                split_of(p->groups, p->outer * p->inner, PIECE, MIN_CHUNK, 2), p->groups, 2);
+    if (st == NN_OK) {
+        nn_buffer_ref pointwise[7] = {a[0], a[1], a[2], a[3], a[4], a[5], sums_ref};
+        st = vk_record_ex(vk, kernel, VK_PIPE_NORM_BACKWARD_POINTWISE, 0, pointwise, 7, NN_ARG(5), VK_PUSH_REF(*push),
+                          pointwise_groups(p), 1, 1);
+    }
+    vk_scratch_done(vk, sums); /* freed at once (vk_stream.c orders reuse), or kept by a plan */
+    return st;
 }
 
 nn_status vk_run_norm_backward_data(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a) {
+    const nn_kernel kernel = NN_KERNEL_NORM_BACKWARD_DATA;
     norm_block push;
-    NN_TRY(norm_push(NN_KERNEL_NORM_BACKWARD_DATA, p, &push));
+    NN_TRY(norm_push(kernel, p, &push));
     if (nn_norm_elements(p) == 0) return NN_OK;
     push.has_weight = a[3].buffer != NULL;
-    return vk_record(vk, NN_KERNEL_NORM_BACKWARD_DATA, VK_PIPE_NORM_BACKWARD_DATA, 0, a, 6, VK_PUSH_REF(push),
-                     capped(p->groups), 1, 1);
+    if (!p->batch_stats) { /* constant statistics: dx = rstd w dy, pointwise */
+        nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], a[5], {NULL, 0, 0}};
+        return vk_record_ex(vk, kernel, VK_PIPE_NORM_BACKWARD_POINTWISE, 0, args, 7, NN_ARG(5), VK_PUSH_REF(push),
+                            pointwise_groups(p), 1, 1);
+    }
+    if (p->outer * p->inner <= PIECE)
+        return vk_record(vk, kernel, VK_PIPE_NORM_BACKWARD_DATA, 0, a, 6, VK_PUSH_REF(push), capped(p->groups), 1, 1);
+    return backward_data_split(vk, p, a, &push);
 }
 
 nn_status vk_run_norm_backward_affine(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a) {
+    const nn_kernel kernel = NN_KERNEL_NORM_BACKWARD_AFFINE;
     norm_block push;
-    NN_TRY(norm_push(NN_KERNEL_NORM_BACKWARD_AFFINE, p, &push));
+    NN_TRY(norm_push(kernel, p, &push));
     if (!a[4].buffer && !a[5].buffer)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan norm_backward_affine: dweight and dbias are both absent");
     push.has_weight = a[4].buffer != NULL;
     push.has_bias = a[5].buffer != NULL;
-    return vk_record(vk, NN_KERNEL_NORM_BACKWARD_AFFINE, VK_PIPE_NORM_BACKWARD_AFFINE, 0, a, 6, VK_PUSH_REF(push),
-                     capped(p->channels), 1, 1);
+    const int64_t per_channel = nn_norm_elements(p) / p->channels;
+    nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], a[5], {NULL, 0, 0}};
+    const unsigned written = NN_ARG(4) | NN_ARG(5);
+    if (p->channel_inner == 1) { /* rows of channels: a tile of 256 columns per workgroup */
+        const int64_t tiles = (p->channels + THREADS - 1) / THREADS;
+        return record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_AFFINE_COLUMNS, args, 7, 6, written, &push,
+                            split_of(tiles, per_channel, 4, 16, 2 * THREADS), tiles, 2 * THREADS);
+    }
+    return record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_AFFINE, args, 7, 6, written, &push,
+                        split_of(p->channels, per_channel, PIECE, MIN_CHUNK, 2), p->channels, 2);
 }
 
 nn_status vk_run_norm_running_update(vk_backend *vk, const nn_norm_running_params *p, const nn_buffer_ref *a) {

@@ -86,6 +86,12 @@
     P(DEPTHWISE_DATA, depthwise_conv2d_data, "depthwise_conv2d_backward_data", 0, 0, 0, 0, 0, 0, 0)           \
     P(DEPTHWISE_WEIGHT, depthwise_conv2d_weight, "depthwise_conv2d_backward_weight", 0, 0, 0, 0, 0, 0, 0)     \
     P(INTERPOLATE_FORWARD, interpolate_forward, "interpolate_forward", 0, 0, 0, 0, 0, 0, 0)                    \
-    P(INTERPOLATE_BACKWARD, interpolate_backward, "interpolate_backward", 0, 0, 0, 0, 0, 0, 0)
+    P(INTERPOLATE_BACKWARD, interpolate_backward, "interpolate_backward", 0, 0, 0, 0, 0, 0, 0)                  \
+    /* normalisation and pooling over large groups and windows (vk_norm.c, vk_pool2d.c) */                      \
+    P(POOL2D_AVG_WINDOW, pool2d_avg_window, "pool2d_avg_forward (large windows)", 0, 0, 0, 0, 0, 0, 0)          \
+    P(NORM_BACKWARD_SUMS, norm_backward_sums, "norm_backward_data (sums)", 0, 0, 0, 0, 0, 0, 0)                \
+    P(NORM_BACKWARD_POINTWISE, norm_backward_pointwise, "norm_backward_data (pointwise)", 0, 0, 0, 0, 0, 0, 0) \
+    P(NORM_BACKWARD_AFFINE_COLUMNS, norm_backward_affine_columns, "norm_backward_affine (columns)", 0, 0, 0, 0, 0, \
+      0, 0)
 
 #endif

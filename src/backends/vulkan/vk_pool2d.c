@@ -1,9 +1,21 @@
 /* The POOL2D_* kernels on Vulkan: one dispatch each, an invocation per
- * output (forward) or per input element (backward, gathering). The shaders
- * are pool2d_*.comp; the windows are shaders/pool2d_window.h's, as on the
- * CPU. */
+ * output (forward) or per input element (backward, gathering), except
+ * average pooling over large windows (global pooling), which gives each
+ * output a workgroup (pool2d_avg_window.comp) so one invocation does not
+ * walk a whole image alone. The shaders are pool2d_*.comp; the windows are
+ * shaders/pool2d_window.h's, as on the CPU. */
 #include "core/error.h"
 #include "vk_backend.h"
+
+/* Windows of at least this many taps get a workgroup each: below it, the
+ * workgroup's tree costs more than an invocation's walk saves. */
+#define WINDOW_PER_WORKGROUP 256
+
+/* The most taps of one window along an axis (adaptive windows hold at most
+ * ceil(size / outputs) + 1 positions). */
+static int64_t axis_taps(int size, int outputs, int kernel, int adaptive) {
+    return adaptive ? (size + outputs - 1) / outputs + 1 : kernel;
+}
 
 static nn_status pool2d(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_pool2d_geometry *g,
                         const nn_buffer_ref *a, bool per_output) {
@@ -25,6 +37,11 @@ static nn_status pool2d(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, c
         .stride_w = g->stride_w, .pad_h = g->pad_h, .pad_w = g->pad_w, .dilation_h = g->dilation_h,
         .dilation_w = g->dilation_w, .adaptive = g->adaptive, .count_include_pad = g->count_include_pad,
         .divisor = g->divisor, .accumulate = g->accumulate};
+    if (kernel == NN_KERNEL_POOL2D_AVG_FORWARD &&
+        axis_taps(g->height, g->out_h, g->kernel_h, g->adaptive) * axis_taps(g->width, g->out_w, g->kernel_w,
+                                                                              g->adaptive) >= WINDOW_PER_WORKGROUP)
+        return vk_record(vk, kernel, VK_PIPE_POOL2D_AVG_WINDOW, 0, a, 2, VK_PUSH_REF(push),
+                         items > (int64_t)VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)items, 1, 1);
     return vk_record(vk, kernel, pipe, 0, a, nn_kernel_arg_count(kernel), VK_PUSH_REF(push),
                      vk_groups_for((uint64_t)items), 1, 1);
 }

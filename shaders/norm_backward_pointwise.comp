@@ -1,0 +1,57 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+// NORM_BACKWARD_DATA's pointwise pass (after norm_backward_sums.comp, or
+// alone for constant statistics): dx (+)= rstd (w dy - sums[2 g] / n -
+// xhat sums[2 g + 1] / n), or rstd w dy without batch statistics. Four
+// elements per invocation (vec4) where norm_quads allows, else one.
+layout(local_size_x = 256) in;
+PUSH_CONSTANTS(PUSH_NORM)
+#include "norm_common.glsl"
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 0) readonly buffer X4 { vec4 x4[]; };
+layout(std430, binding = 1) readonly buffer M { float mean[]; };
+layout(std430, binding = 2) readonly buffer V { float var[]; };
+layout(std430, binding = 3) readonly buffer W { float weight[]; };
+layout(std430, binding = 4) readonly buffer DY { float dy[]; };
+layout(std430, binding = 4) readonly buffer DY4 { vec4 dy4[]; };
+layout(std430, binding = 5) buffer DX { float dx[]; };
+layout(std430, binding = 5) buffer DX4 { vec4 dx4[]; };
+layout(std430, binding = 6) readonly buffer S { float sums[]; };
+
+// For element e's group and channel: rstd, the scale of w dy, and the
+// terms subtracted: dx = rstd (scale dy - shift - xhat slope).
+struct Terms { float mu, rstd, w, shift, slope; };
+
+Terms terms_of(uint e) {
+    uint g = group_of(e);
+    float inv_n = 1.0 / float(p.outer * p.inner);
+    Terms t = Terms(mean[p.off[1] + g], inversesqrt(var[p.off[2] + g] + p.eps),
+                    p.has_weight != 0 ? weight[p.off[3] + channel_of(e)] : 1.0, 0.0, 0.0);
+    if (p.batch_stats != 0) {
+        t.shift = sums[p.off[6] + 2u * g] * inv_n;
+        t.slope = sums[p.off[6] + 2u * g + 1u] * inv_n;
+    }
+    return t;
+}
+
+void main() {
+    uint total = p.outer * p.groups * p.inner;
+    if (norm_quads(p.off[0], p.off[4], p.off[5])) {
+        GRID_STRIDE_LOOP(q, total / 4u) {
+            Terms t = terms_of(4u * q);
+            vec4 xhat = (x4[p.off[0] / 4u + q] - t.mu) * t.rstd;
+            vec4 v = t.rstd * (t.w * dy4[p.off[4] / 4u + q] - t.shift - xhat * t.slope);
+            uint o = p.off[5] / 4u + q;
+            dx4[o] = p.accumulate != 0 ? dx4[o] + v : v;
+        }
+        return;
+    }
+    GRID_STRIDE_LOOP(e, total) {
+        Terms t = terms_of(e);
+        float xhat = (x[p.off[0] + e] - t.mu) * t.rstd;
+        float v = t.rstd * (t.w * dy[p.off[4] + e] - t.shift - xhat * t.slope);
+        uint o = p.off[5] + e;
+        dx[o] = p.accumulate != 0 ? dx[o] + v : v;
+    }
+}
