@@ -14,3 +14,10 @@
 // the whole range, so any size fits in the device's workgroup-count limit.
 #define GRID_STRIDE_LOOP(i, n) \
     for (uint i = gl_GlobalInvocationID.x; i < (n); i += gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+
+// Pointwise kernels read and write four floats at a time where every
+// argument's element offset is a multiple of 4 (16-byte aligned): i walks
+// the n / 4 quads, then the last n % 4 elements one by one.
+#define QUADS_ALIGNED(offsets) (((offsets) & 3u) == 0u)
+#define TAIL_LOOP(i, n) \
+    for (uint i = ((n) & ~3u) + gl_GlobalInvocationID.x; i < (n); i += gl_NumWorkGroups.x * gl_WorkGroupSize.x)

@@ -313,6 +313,11 @@ void parity_bias_grad_case(nn_backend *o) {
 static const size_t kSizes[] = {1, 5, 1000, 70001};
 #define SIZES (sizeof kSizes / sizeof kSizes[0])
 
+/* A view's byte offset for size s: `quads` 16-byte steps in, and off by one
+ * element at the even sizes, so the pointwise kernels' four-at-a-time path
+ * (every argument 16-byte aligned) and their one-at-a-time path both run. */
+static size_t view_at(size_t s, size_t quads) { return 16 * quads + (s % 2 ? 0 : 4); }
+
 /* Values in [-2, 2) with a NaN, which passes through. */
 static float *pointwise_input(size_t n) {
     float *x = parity_randoms(n, -2, 2);
@@ -366,8 +371,8 @@ void parity_unary_forward_case(nn_backend *o) {
                 const size_t n = kSizes[s];
                 const nn_pointwise_params p = {
                     .n = (int64_t)n, .op = op, .alpha = kUnaryParams[k][0], .beta = kUnaryParams[k][1]};
-                parity_arg a[2] = {arg_in(unary_input(n), n, 4),
-                                   arg_near(parity_randoms(n, -1, 1), n, 8, 4 * ROUNDING)};
+                parity_arg a[2] = {arg_in(unary_input(n), n, view_at(s, 0)),
+                                   arg_near(parity_randoms(n, -1, 1), n, view_at(s, 1), 4 * ROUNDING)};
                 parity_check(o, NN_KERNEL_UNARY_FORWARD, a, 2, &p, "function %d (%g, %g) n=%zu", op, p.alpha, p.beta,
                              n);
             }
@@ -386,8 +391,9 @@ void parity_unary_backward_case(nn_backend *o) {
                     parity_arg f[2] = {arg_in(x, n, 0),
                                        with_cpu_after(arg_near(parity_randoms(n, -1, 1), n, 0, 0), y)};
                     parity_cpu_outputs(NN_KERNEL_UNARY_FORWARD, f, 2, &p, "the forward of a backward case");
-                    parity_arg a[4] = {arg_in(x, n, 4), arg_in(y, n, 0), arg_in(parity_randoms(n, -2, 2), n, 12),
-                                       arg_near(parity_randoms(n, -1, 1), n, 4, 8 * ROUNDING)};
+                    parity_arg a[4] = {arg_in(x, n, view_at(s, 0)), arg_in(y, n, view_at(s, 1)),
+                                       arg_in(parity_randoms(n, -2, 2), n, view_at(s, 2)),
+                                       arg_near(parity_randoms(n, -1, 1), n, view_at(s, 0), 8 * ROUNDING)};
                     parity_check(o, NN_KERNEL_UNARY_BACKWARD, a, 4, &p, "function %d (%g, %g) n=%zu accumulate %d", op,
                                  p.alpha, p.beta, n, acc);
                 }
@@ -400,9 +406,9 @@ void parity_elementwise_case(nn_backend *o) {
                 const size_t n = kSizes[s];
                 const int ew = op < 3 ? op : NN_EW_SCALE;
                 const nn_pointwise_params p = {.n = (int64_t)n, .op = ew, .accumulate = acc, .alpha = -0.75f};
-                parity_arg a[3] = {arg_in(pointwise_input(n), n, 0),
-                                   given(op != NN_EW_SCALE, arg_in(parity_randoms(n, -2, 2), n, 4)),
-                                   arg_near(parity_randoms(n, -2, 2), n, 12, ROUNDING)};
+                parity_arg a[3] = {arg_in(pointwise_input(n), n, view_at(s, 0)),
+                                   given(op != NN_EW_SCALE, arg_in(parity_randoms(n, -2, 2), n, view_at(s, 1))),
+                                   arg_near(parity_randoms(n, -2, 2), n, view_at(s, 2), ROUNDING)};
                 parity_check(o, NN_KERNEL_ELEMENTWISE, a, 3, &p, "op %d%s n=%zu accumulate %d", ew,
                              op == 2 ? " (b absent)" : "", n, acc);
             }

@@ -91,7 +91,7 @@ static void reduce_shape(const nn_reduce_dims_params *p, uint64_t outputs, uint6
     const bool contiguous = p->reduced > 0 && p->stride[p->kept + p->reduced - 1] == 1;
     *lanes = 1;
     if (contiguous)
-        while (*lanes < 256 && (uint64_t)*lanes * 8 < count) *lanes *= 2;
+        while (*lanes < 256 && (uint64_t)*lanes * 32 < count) *lanes *= 2;
     *chunks = 1;
     if (p->op != NN_REDUCE_SUM) return;
     const uint64_t busy = outputs * *lanes;
