@@ -17,17 +17,6 @@
 
 static const char *const kDevices[] = {"cpu", "vulkan"};
 
-static nn_ctx *open_device(const char *device) {
-    if (strcmp(device, "vulkan") == 0 && (vkt_skipped() || !vkt_vulkan())) return NULL;
-    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .threads = 2, .seed = 7});
-    CHECK_MSG(ctx, "%s: %s", device, nn_last_error());
-    return ctx;
-}
-
-static double uniform(unsigned *state, double lo, double hi) {
-    *state = *state * 1103515245u + 12345u;
-    return lo + (hi - lo) * ((*state >> 8) & 0xffffff) / 16777216.0;
-}
 
 typedef enum kind { SOFTMAX, LOG_SOFTMAX, NLL, CE, CE_PROB, MSE, L1, SMOOTH_L1, BCE } kind;
 
@@ -176,7 +165,7 @@ static nn_tensor *engine(const loss_case *c, int reduction, nn_tensor *x, nn_ten
 }
 
 static void check_case(const char *device, const loss_case *c, int reduction) {
-    nn_ctx *ctx = open_device(device);
+    nn_ctx *ctx = vkt_open_device(device);
     if (!ctx) return;
     unsigned seed = 17u + (unsigned)c->kind * 31u + (unsigned)reduction;
     loss_data d = {.n = numel_of(c), .classes = c->ndim > 1 ? c->shape[1] : 1, .inner = 1};
@@ -188,12 +177,12 @@ static void check_case(const char *device, const loss_case *c, int reduction) {
     int32_t *labels = malloc((size_t)d.positions * 4);
     double *x = malloc((size_t)d.n * 8);
     d.target = malloc((size_t)d.n * 8), d.weight = malloc((size_t)weights * 8), d.pos_weight = malloc((size_t)weights * 8);
-    for (int64_t i = 0; i < d.n; i++) x[i] = xv[i] = (float)uniform(&seed, c->kind == NLL ? -5.0 : -3.0, c->kind == NLL ? 0.0 : 3.0);
-    for (int64_t k = 0; k < weights; k++) d.weight[k] = wv[k] = (float)uniform(&seed, 0.2, 2.0);
-    for (int64_t k = 0; k < weights; k++) d.pos_weight[k] = pv[k] = (float)uniform(&seed, 0.5, 3.0);
+    for (int64_t i = 0; i < d.n; i++) x[i] = xv[i] = (float)vkt_uniform(&seed, c->kind == NLL ? -5.0 : -3.0, c->kind == NLL ? 0.0 : 3.0);
+    for (int64_t k = 0; k < weights; k++) d.weight[k] = wv[k] = (float)vkt_uniform(&seed, 0.2, 2.0);
+    for (int64_t k = 0; k < weights; k++) d.pos_weight[k] = pv[k] = (float)vkt_uniform(&seed, 0.5, 3.0);
     if (c->kind == NLL || c->kind == CE) {
         for (int64_t p = 0; p < d.positions; p++) {
-            labels[p] = (int32_t)(uniform(&seed, 0, (double)d.classes)) % (int32_t)d.classes;
+            labels[p] = (int32_t)(vkt_uniform(&seed, 0, (double)d.classes)) % (int32_t)d.classes;
             if (p % 4 == 1) labels[p] = c->ignore_index; /* ignore_index hits */
             d.target[p] = labels[p];
         }
@@ -201,12 +190,12 @@ static void check_case(const char *device, const loss_case *c, int reduction) {
         for (int64_t pos = 0; pos < d.positions; pos++) { /* a distribution per position */
             const int64_t base = (pos / d.inner) * d.classes * d.inner + pos % d.inner;
             double s = 0.0;
-            for (int64_t k = 0; k < d.classes; k++) s += d.target[base + k * d.inner] = uniform(&seed, 0.05, 1.0);
+            for (int64_t k = 0; k < d.classes; k++) s += d.target[base + k * d.inner] = vkt_uniform(&seed, 0.05, 1.0);
             for (int64_t k = 0; k < d.classes; k++) tv[base + k * d.inner] = (float)(d.target[base + k * d.inner] /= s);
             for (int64_t k = 0; k < d.classes; k++) d.target[base + k * d.inner] = tv[base + k * d.inner];
         }
     } else {
-        for (int64_t i = 0; i < d.n; i++) d.target[i] = tv[i] = (float)uniform(&seed, c->kind == BCE ? 0.0 : -3.0, c->kind == BCE ? 1.0 : 3.0);
+        for (int64_t i = 0; i < d.n; i++) d.target[i] = tv[i] = (float)vkt_uniform(&seed, c->kind == BCE ? 0.0 : -3.0, c->kind == BCE ? 1.0 : 3.0);
     }
     nn_tensor *xt = nn_tensor_from_data(ctx, NN_F32, c->ndim, c->shape, xv);
     nn_tensor *tt = NULL;
@@ -226,7 +215,7 @@ static void check_case(const char *device, const loss_case *c, int reduction) {
     double *want = malloc((size_t)outs * 8), *r = malloc((size_t)outs * 8), *plus = malloc((size_t)outs * 8),
            *minus = malloc((size_t)outs * 8);
     float *got = malloc((size_t)(outs > d.n ? outs : d.n) * 4), *rv = malloc((size_t)outs * 4);
-    for (int64_t i = 0; i < outs; i++) r[i] = rv[i] = (float)uniform(&seed, -1.0, 1.0);
+    for (int64_t i = 0; i < outs; i++) r[i] = rv[i] = (float)vkt_uniform(&seed, -1.0, 1.0);
     reference(c, reduction, &d, x, want);
     if (y && nn_tensor_numel(y) != outs) CHECK_MSG(false, "%s %s: %lld outputs, want %lld", device, c->what,
                                                    (long long)nn_tensor_numel(y), (long long)outs);
@@ -303,7 +292,7 @@ TEST(losses_every_reduction_matches_double_reference_and_finite_differences) {
 }
 
 TEST(losses_log_softmax_of_large_logits_is_finite) {
-    nn_ctx *ctx = open_device("cpu");
+    nn_ctx *ctx = vkt_open_device("cpu");
     const int64_t shape[2] = {1, 3};
     nn_tensor *x = nn_tensor_from_data(ctx, NN_F32, 2, shape, (float[]){1000.0f, 0.0f, -1000.0f});
     float y[3];
@@ -318,7 +307,7 @@ TEST(losses_log_softmax_of_large_logits_is_finite) {
 
 TEST(losses_bad_targets_are_reported_by_name_on_every_device) {
     for (size_t dev = 0; dev < 2; dev++) {
-        nn_ctx *ctx = open_device(kDevices[dev]);
+        nn_ctx *ctx = vkt_open_device(kDevices[dev]);
         if (!ctx) continue;
         const int64_t xs[2] = {4, 7}, ts[1] = {4};
         float xv[28];
@@ -348,7 +337,7 @@ static void expect_error(nn_tensor *result, const char *fragment) {
 }
 
 TEST(losses_bad_arguments_are_refused_by_name) {
-    nn_ctx *ctx = open_device("cpu");
+    nn_ctx *ctx = vkt_open_device("cpu");
     const int64_t s47[2] = {4, 7}, s4[1] = {4}, s5[1] = {5}, s6[1] = {6}, s37[2] = {3, 7};
     nn_tensor *x = nn_tensor_new(ctx, NN_F32, 2, s47), *t = nn_tensor_new(ctx, NN_I32, 1, s4);
     nn_tensor *t5 = nn_tensor_new(ctx, NN_I32, 1, s5), *w6 = nn_tensor_new(ctx, NN_F32, 1, s6);

@@ -17,21 +17,10 @@
 
 static const char *const kDevices[] = {"cpu", "vulkan"};
 
-static nn_ctx *open_device(const char *device) {
-    if (strcmp(device, "vulkan") == 0 && (vkt_skipped() || !vkt_vulkan())) return NULL;
-    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .threads = 2, .seed = 7});
-    CHECK_MSG(ctx, "%s: %s", device, nn_last_error());
-    return ctx;
-}
-
-static double uniform(unsigned *state, double lo, double hi) {
-    *state = *state * 1103515245u + 12345u;
-    return lo + (hi - lo) * ((*state >> 8) & 0xffffff) / 16777216.0;
-}
 
 static float *randoms(size_t n, double lo, double hi, unsigned seed) {
     float *v = malloc(n * sizeof *v);
-    for (size_t i = 0; i < n; i++) v[i] = (float)uniform(&seed, lo, hi);
+    for (size_t i = 0; i < n; i++) v[i] = (float)vkt_uniform(&seed, lo, hi);
     return v;
 }
 
@@ -178,7 +167,7 @@ static void check_values(const char *device, const norm_case *c, const char *wha
 /* The op's output and its x, weight and bias gradients (of sum(y * r))
  * against the double reference and its finite differences. */
 static void check_case(const char *device, const norm_case *c, bool gradients) {
-    nn_ctx *ctx = open_device(device);
+    nn_ctx *ctx = vkt_open_device(device);
     if (!ctx) return;
     const int64_t n = numel_of(c), channels = affine_count(c);
     const int64_t stats = c->kind == LAYER || c->kind == GROUP ? 1 : c->shape[1];
@@ -269,7 +258,7 @@ TEST(normalization_large_groups_match_double_reference) {
 /* Three training steps of a BatchNorm2d(3) on [2, 3, 5, 5] inputs, then
  * one evaluation step; running statistics against the double recurrence. */
 static void check_running(const char *device, float momentum) {
-    nn_ctx *ctx = open_device(device);
+    nn_ctx *ctx = vkt_open_device(device);
     if (!ctx) return;
     nn_module *bn = nn_batchnorm2d(ctx, 3, 1e-5f, momentum, true, true);
     CHECK_MSG(bn, "%s: %s", device, nn_last_error());
@@ -340,7 +329,7 @@ static void expect_error(nn_tensor *result, const char *fragment) {
 }
 
 TEST(normalization_bad_arguments_are_refused_by_name) {
-    nn_ctx *ctx = open_device("cpu");
+    nn_ctx *ctx = vkt_open_device("cpu");
     const int64_t s13[2] = {1, 3}, s234[3] = {2, 3, 4}, s4[1] = {4}, s3[1] = {3};
     nn_tensor *x13 = nn_tensor_new(ctx, NN_F32, 2, s13), *x234 = nn_tensor_new(ctx, NN_F32, 3, s234);
     nn_tensor *rm = nn_tensor_new(ctx, NN_F32, 1, s3), *rv = nn_tensor_new(ctx, NN_F32, 1, s3);
@@ -371,7 +360,7 @@ TEST(normalization_bad_arguments_are_refused_by_name) {
 
 /* The state_dict names and a checkpoint round trip of the buffers. */
 TEST(normalization_modules_state_dict_names_and_checkpoint_round_trip) {
-    nn_ctx *ctx = open_device("cpu");
+    nn_ctx *ctx = vkt_open_device("cpu");
     nn_module *bn = nn_batchnorm2d(ctx, 3, 1e-5f, 0.1f, true, true);
     static const char *const names[] = {"weight", "bias", "running_mean", "running_var", "num_batches_tracked"};
     CHECK(nn_module_state_count(bn) == 5);

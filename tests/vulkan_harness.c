@@ -152,6 +152,18 @@ void vkt_compare_i32(const vkt_pair *p, const char *what) {
     free(got);
 }
 
+nn_ctx *vkt_open_device(const char *device) {
+    if (strcmp(device, "vulkan") == 0 && (vkt_skipped() || !vkt_vulkan())) return NULL;
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .threads = 2, .seed = 7});
+    CHECK_MSG(ctx, "%s: %s", device, nn_last_error());
+    return ctx;
+}
+
+double vkt_uniform(unsigned *state, double lo, double hi) {
+    *state = *state * 1103515245u + 12345u;
+    return lo + (hi - lo) * ((*state >> 8) & 0xffffff) / 16777216.0;
+}
+
 void vkt_fill(float *x, size_t n, float lo, float hi, unsigned seed) {
     uint64_t s = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)seed * 0xBF58476D1CE4E5B9ULL);
     for (size_t i = 0; i < n; i++) {

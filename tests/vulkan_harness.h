@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "backends/backend.h"
+#include "nn_context.h"
 
 /* True when the Vulkan tests are switched off by NN_ENGINE_TEST_VULKAN=0
  * (prints that once). */
@@ -46,6 +47,12 @@ void vkt_compare_i32(const vkt_pair *p, const char *what);
  * next read must fail naming row 3 and label 10, the loss be NaN as the
  * CPU's, and the next sync succeed (reported once). */
 void vkt_check_bad_label_reported(nn_kernel kernel);
+
+/* A context on "cpu" or "vulkan" (2 threads, seed 7); NULL when Vulkan is
+ * skipped (NN_ENGINE_TEST_VULKAN=0) or absent, a failure otherwise. */
+nn_ctx *vkt_open_device(const char *device);
+/* The next double in [lo, hi) of a small generator whose state the test keeps. */
+double vkt_uniform(unsigned *state, double lo, double hi);
 
 /* Uniform floats in [lo, hi) from a seeded generator. */
 void vkt_fill(float *x, size_t n, float lo, float hi, unsigned seed);

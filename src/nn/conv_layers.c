@@ -55,20 +55,26 @@ static nn_module *with_parameters(nn_module *m, const int64_t weight_shape[4], i
     return m;
 }
 
-static conv_layer_args *args_new(void) { return calloc(1, sizeof(conv_layer_args)); }
-
-nn_module *nn_conv2d_layer_ex(nn_ctx *ctx, int in_channels, int out_channels, int kernel_h, int kernel_w,
-                              const nn_conv2d_params *params, bool bias) {
-    const char *fn = "nn_conv2d_layer_ex";
-    if (!ctx || !params) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: %s is NULL", fn, ctx ? "params" : "ctx");
-    const int groups = params->groups ? params->groups : 1;
+/* The layer's arguments, after the checks both layers share. */
+static conv_layer_args *checked_args(const char *fn, nn_ctx *ctx, bool have_params, int in_channels,
+                                     int out_channels, int kernel_h, int kernel_w, int groups) {
+    if (!ctx || !have_params) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: %s is NULL", fn, ctx ? "params" : "ctx");
     if (in_channels < 1 || out_channels < 1 || kernel_h < 1 || kernel_w < 1 || groups < 1 ||
         in_channels % groups || out_channels % groups)
         return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: need channels and kernel sizes >= 1 and groups dividing both "
                             "channel counts; got in %d out %d kernel %dx%d groups %d", fn, in_channels,
                             out_channels, kernel_h, kernel_w, groups);
-    conv_layer_args *a = args_new();
+    conv_layer_args *a = calloc(1, sizeof *a);
     if (!a) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of memory", fn);
+    return a;
+}
+
+nn_module *nn_conv2d_layer_ex(nn_ctx *ctx, int in_channels, int out_channels, int kernel_h, int kernel_w,
+                              const nn_conv2d_params *params, bool bias) {
+    const char *fn = "nn_conv2d_layer_ex";
+    const int groups = params && params->groups ? params->groups : 1;
+    conv_layer_args *a = checked_args(fn, ctx, params != NULL, in_channels, out_channels, kernel_h, kernel_w, groups);
+    if (!a) return NULL;
     a->conv = *params;
     const int64_t shape[4] = {out_channels, in_channels / groups, kernel_h, kernel_w};
     return with_parameters(nn_module_new(ctx, "Conv2d", conv_forward, a, free), shape, out_channels, bias);
@@ -77,15 +83,9 @@ nn_module *nn_conv2d_layer_ex(nn_ctx *ctx, int in_channels, int out_channels, in
 nn_module *nn_conv_transpose2d_layer(nn_ctx *ctx, int in_channels, int out_channels, int kernel_h, int kernel_w,
                                      const nn_conv_transpose2d_params *params, bool bias) {
     const char *fn = "nn_conv_transpose2d_layer";
-    if (!ctx || !params) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: %s is NULL", fn, ctx ? "params" : "ctx");
-    const int groups = params->groups ? params->groups : 1;
-    if (in_channels < 1 || out_channels < 1 || kernel_h < 1 || kernel_w < 1 || groups < 1 ||
-        in_channels % groups || out_channels % groups)
-        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: need channels and kernel sizes >= 1 and groups dividing both "
-                            "channel counts; got in %d out %d kernel %dx%d groups %d", fn, in_channels,
-                            out_channels, kernel_h, kernel_w, groups);
-    conv_layer_args *a = args_new();
-    if (!a) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of memory", fn);
+    const int groups = params && params->groups ? params->groups : 1;
+    conv_layer_args *a = checked_args(fn, ctx, params != NULL, in_channels, out_channels, kernel_h, kernel_w, groups);
+    if (!a) return NULL;
     a->transpose = *params;
     const int64_t shape[4] = {in_channels, out_channels / groups, kernel_h, kernel_w};
     return with_parameters(nn_module_new(ctx, "ConvTranspose2d", transpose_forward, a, free), shape, out_channels,
@@ -95,7 +95,7 @@ nn_module *nn_conv_transpose2d_layer(nn_ctx *ctx, int in_channels, int out_chann
 nn_module *nn_upsample_layer(nn_ctx *ctx, int out_h, int out_w, double scale_h, double scale_w,
                              nn_interpolate_mode mode, bool align_corners) {
     if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_upsample_layer: ctx is NULL");
-    conv_layer_args *a = args_new();
+    conv_layer_args *a = calloc(1, sizeof *a);
     if (!a) return NN_FAIL_NULL(NN_ERR_MEMORY, "nn_upsample_layer: out of memory");
     *a = (conv_layer_args){.out_h = out_h, .out_w = out_w, .scale_h = scale_h, .scale_w = scale_w, .mode = mode,
                            .align_corners = align_corners};
