@@ -56,7 +56,7 @@ nn_module *nn_lenet5_classes(nn_ctx *ctx, int classes, nn_init init);
 nn_module *nn_alexnet(nn_ctx *ctx, int classes, nn_init init);
 /* AlexNet as torchvision.models.alexnet (1000 classes there): features.0 ..
  * features.12 (the same convolutions and pools), avgpool (AdaptiveAvgPool2d
- * 6: the identity at 224 x 224; other sizes are refused with the size named),
+ * 6: the identity at 224 x 224, an adaptive average at other sizes),
  * flatten, classifier.0 Dropout(0.5), .1 Linear 9216->4096, .2 ReLU, .3
  * Dropout(0.5), .4 4096->4096, .5 ReLU, .6 4096->classes. Parameter names are
  * torchvision's state_dict keys ("features.0.weight", "classifier.6.bias").

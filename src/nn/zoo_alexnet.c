@@ -57,18 +57,14 @@ nn_module *nn_alexnet(nn_ctx *ctx, int classes, nn_init init) {
 
 /* torchvision's AdaptiveAvgPool2d((6, 6)). At the 224 x 224 input both
  * forms are built for, the features are already 6 x 6 and the pool is the
- * identity; other sizes are refused with a message naming the size rather
- * than averaged (no adaptive pooling kernel exists yet). */
+ * identity (a view: no kernel, and ONNX export gets a Reshape); other input
+ * sizes average adaptively, as torchvision's does. */
 static nn_tensor *avgpool6_forward(nn_module *m, nn_tensor *x) {
     int64_t shape[4];
     if (nn_tensor_ndim(x) != 4)
         return NN_FAIL_NULL(NN_ERR_SHAPE, "nn_alexnet_tv avgpool: input must be 4-D, got %d-D", nn_tensor_ndim(x));
     for (int i = 0; i < 4; i++) shape[i] = nn_tensor_dim(x, i);
-    if (shape[2] != 6 || shape[3] != 6)
-        return NN_FAIL_NULL(NN_ERR_SHAPE,
-                            "nn_alexnet_tv avgpool: AdaptiveAvgPool2d(6) gets %lld x %lld features; only "
-                            "6 x 6 (a 224 x 224 image, where it is the identity) is supported",
-                            (long long)shape[2], (long long)shape[3]);
+    if (shape[2] != 6 || shape[3] != 6) return nn_adaptive_avgpool2d(x, 6, 6);
     return nn_reshape(x, 4, shape);
 }
 
