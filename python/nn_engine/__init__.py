@@ -13,7 +13,8 @@ from ._context import (Device, devices, end_batch, enable_grad, get_device, manu
                        no_grad, release_all_buffers, set_device)
 from ._lib import library_path
 from .capture import CapturedStep, capture
-from .functional import (add, add_bias, bias_relu, conv2d, dropout, flatten, linear, matmul,
+from .functional import seed_conv2d as conv2d  # the seed's argument order (actType 6th)
+from .functional import (add, add_bias, bias_relu, dropout, flatten, linear, matmul,
                          maxpool2d, mean, mul, relu, reshape, scale, sigmoid, softmax, softmax_ce, sum,
                          tanh)
 from .functional import batch_norm, group_norm, layer_norm

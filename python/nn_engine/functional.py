@@ -323,7 +323,7 @@ def conv2d(input=None, weight=None, bias=None, stride=1, padding=0, dilation=1, 
     groups, KH, KW]: stride, padding (ints, pairs, or 'same' / 'valid'),
     dilation and groups as PyTorch's. The seed's names keep working: x= and
     filters= for input and weight, and actType 1 applies relu (the seed's
-    fused activation; pass it by keyword)."""
+    fused activation; by keyword here, in order in nn_engine.conv2d)."""
     input = _seed_alias(input, x, "input", "x")
     weight = _seed_alias(weight, filters, "weight", "filters")
     px, pw = _tensor(input, "conv2d", "input"), _tensor(weight, "conv2d", "weight")
@@ -344,6 +344,13 @@ def conv2d(input=None, weight=None, bias=None, stride=1, padding=0, dilation=1, 
         if extra:
             y = _result(_slice(y._ptr(), dim, 1, _INT_MAX, 1), input, "nn_slice")
     return relu(y) if actType == 1 else y
+
+
+def seed_conv2d(x, filters, bias=None, stride=1, padding=0, actType=0, *, dilation=1, groups=1):
+    """The seed engine's conv2d, nn_engine.conv2d, in its argument order:
+    actType 1 applies relu. PyTorch's dilation and groups come by keyword;
+    nn_engine.functional.conv2d is PyTorch's F.conv2d."""
+    return conv2d(x, filters, bias, stride, padding, dilation, groups, actType)
 
 
 def _seed_alias(value, alias, name, alias_name):

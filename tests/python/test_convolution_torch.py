@@ -136,8 +136,9 @@ def test_seed_conv2d_forms_keep_working():
     for y in [nn.conv2d(nn.Tensor(x), nn.Tensor(w), nn.Tensor(b), 2, 1),
               nn.conv2d(x=nn.Tensor(x), filters=nn.Tensor(w), bias=nn.Tensor(b), stride=2, padding=1)]:
         np.testing.assert_allclose(y.sync(), want.numpy(), rtol=2e-5, atol=2e-5)
-    relu = nn.conv2d(nn.Tensor(x), nn.Tensor(w), nn.Tensor(b), 2, 1, actType=1)
-    np.testing.assert_allclose(relu.sync(), torch.relu(want).numpy(), rtol=2e-5, atol=2e-5)
+    for relu in [nn.conv2d(nn.Tensor(x), nn.Tensor(w), nn.Tensor(b), 2, 1, actType=1),
+                 nn.conv2d(nn.Tensor(x), nn.Tensor(w), nn.Tensor(b), 2, 1, 1)]:  # the seed's order: actType 6th
+        np.testing.assert_allclose(relu.sync(), torch.relu(want).numpy(), rtol=2e-5, atol=2e-5)
     layer = nn.ConvLayer(3, 4, 3, 2, 1)
     assert layer.filters.shape == (4, 3, 3, 3) and repr(layer) == "ConvLayer(3, 4, 3, stride=2, padding=1)"
     assert layer(nn.Tensor(x), relu=True).shape == (2, 4, 4, 4)
