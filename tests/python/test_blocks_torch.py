@@ -102,3 +102,35 @@ def test_block_trains_in_lock_step_with_pytorch(block):
     for name, value in torch_model.state_dict().items():
         np.testing.assert_allclose(np.asarray(ours[name]).reshape(value.shape), value.numpy(), rtol=1e-3, atol=1e-4,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("block", sorted(BLOCKS))
+def test_block_captured_and_replayed_trains_as_eager(block):
+    """The training step recorded once and replayed (nn_engine.capture) gives
+    the eager step's losses bit for bit: BatchNorm's running statistics,
+    the optimizer and every new kernel replay from device state alone."""
+    torch_model, xs, ys = ref.make(block, seed=2200 + len(block))
+    state = {k: v.numpy() for k, v in torch_model.state_dict().items()}
+    runs = []
+    for captured in (False, True):
+        model = BLOCKS[block]()
+        model.load_state_dict(state)
+        model.train()
+        opt = nn.SGD(model.parameters(), lr=ref.LR, momentum=ref.MOMENTUM)
+
+        def train_step(x, y):
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss
+
+        step = nn.capture(train_step) if captured else train_step
+        losses = []
+        for i in range(12):
+            loss = step(nn.Tensor(xs[i % ref.BATCHES]), nn.Tensor(ys[i % ref.BATCHES], dtype=np.int32))
+            losses.append(float(loss.item()))
+            if not captured:
+                nn.end_batch()
+        runs.append(losses)
+    assert runs[0] == runs[1]
