@@ -39,6 +39,16 @@ int64_t nn_device_dataset_count(const nn_device_dataset *d);
  * [0, dataset count)), e.g. an epoch's nn_shuffle_indices permutation. */
 nn_status nn_device_dataset_set_order(nn_device_dataset *d, const int64_t *order, int64_t count);
 
+/* Augment every gathered sample on the device, as torchvision's
+ * RandomCrop(size, padding=crop_pad) then RandomHorizontalFlip() would: a
+ * shift by up to crop_pad pixels each way with black (pixel 0) coming in,
+ * and a left-right mirror with probability 1/2 when flip is set. The draws
+ * are a counter-based function of (seed, the sample's place in the batch, a
+ * draw counter on the device that each gather advances), so every gather,
+ * captured replays included, draws anew, and a seed repeats a run.
+ * crop_pad 0 and flip false (the default) gather the samples as they are. */
+nn_status nn_device_dataset_set_augment(nn_device_dataset *d, int crop_pad, bool flip, uint64_t seed);
+
 /* x [n, C, H, W] (float32) and labels [n] (int32) <- the samples at order
  * positions first + counter[0] * n + i, i < n (counter NULL: 0). Positions
  * past the order give zero images and label 0. */

@@ -65,9 +65,9 @@
 /* nn_gather_params: row i of the output is table row order[first + counter
  * * stride + i] (no order: the position itself; no counter: 0) */
 #define PUSH_GATHER(F)                                                                                        \
-    F(uint, off[4]) F(int, rows) F(int, row_elems) F(int, first) F(int, stride) F(int, positions)           \
+    F(uint, off[5]) F(int, rows) F(int, row_elems) F(int, first) F(int, stride) F(int, positions)           \
     F(int, table_rows) F(int, plane) F(float, scale[4]) F(float, shift[4]) F(int, has_order)                \
-    F(int, has_counter)
+    F(int, has_counter) F(int, width) F(int, crop_pad) F(int, flip) F(uint, seed_lo) F(uint, seed_hi)
 
 /* ---- pooling, columns ---- */
 #define PUSH_POOL(F)                                                                                          \

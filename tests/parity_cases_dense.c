@@ -571,7 +571,9 @@ void parity_sgd_update_device_lr_case(nn_backend *o) {
  * epoch's 14), an order entry past the table and one negative (rows of
  * zeros). GATHER_SAMPLES reads uint8 values packed four to a word, rows
  * not on word boundaries, and scales them per channel of `plane` values. */
-static void gather_run(nn_backend *o, nn_kernel kernel, int row_elems, int plane) {
+/* augment: GATHER_SAMPLES' shifts of up to crop_pad pixels and mirroring
+ * (width: the images' width), keyed by a seed */
+static void gather_run(nn_backend *o, nn_kernel kernel, int row_elems, int plane, int width, int crop_pad, int flip) {
     const int table_rows = 11, positions = 14, rows = 5;
     int32_t *order = parity_array((size_t)positions * 4);
     for (int i = 0; i < table_rows; i++) order[i] = (i * 7 + 3) % table_rows;
@@ -583,27 +585,34 @@ static void gather_run(nn_backend *o, nn_kernel kernel, int row_elems, int plane
     for (size_t i = 0; i < words; i++) table[i] = (uint32_t)(u[i] * 4294967040.0f) ^ (uint32_t)(i * 2654435761u);
     const nn_gather_params p = {.rows = rows, .row_elems = row_elems, .first = 2, .stride = 5,
                                 .positions = positions, .table_rows = table_rows, .plane = plane,
-                                .scale = {1.0f / 255.0f, 0.5f, -2.0f, 0.125f}, .shift = {-0.5f, 1.0f, 0.25f, 3.0f}};
+                                .scale = {1.0f / 255.0f, 0.5f, -2.0f, 0.125f}, .shift = {-0.5f, 1.0f, 0.25f, 3.0f},
+                                .width = width, .crop_pad = crop_pad, .flip = flip, .seed_lo = 0x2545f491u,
+                                .seed_hi = 17u};
     const size_t out = (size_t)rows * row_elems;
     for (int with_order = 0; with_order < 2; with_order++)
         for (int32_t counter = 0; counter <= 2; counter++) { /* 0: no counter */
-            parity_arg a[4] = {arg_in(table, words, 4), given(with_order, arg_in(order, (size_t)positions, 8)),
+            const int32_t draw = 1000 * counter + 7;
+            parity_arg a[5] = {arg_in(table, words, 4), given(with_order, arg_in(order, (size_t)positions, 8)),
                                given(counter > 0, arg_in(&counter, 1, 12)),
                                samples ? arg_near(parity_randoms(out, -1, 1), out, 0, ROUNDING)
-                                       : arg_exact(parity_randoms(out, -1, 1), out, 0)};
-            parity_check(o, kernel, a, 4, &p, "row elements %d plane %d order %s counter %d", row_elems, plane,
-                         with_order ? "given" : "absent", counter);
+                                       : arg_exact(parity_randoms(out, -1, 1), out, 0),
+                               given(crop_pad || flip, arg_in(&draw, 1, 4))};
+            parity_check(o, kernel, a, samples ? 5 : 4, &p, "row elements %d plane %d order %s counter %d crop %d flip %d", row_elems,
+                         plane, with_order ? "given" : "absent", counter, crop_pad, flip);
         }
 }
 
 void parity_gather_samples_case(nn_backend *o) {
-    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 27, 9); /* three channels of 3x3 */
-    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 10, 3); /* four channels, the last of one value */
+    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 27, 9, 3, 0, 0); /* three channels of 3x3 */
+    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 10, 3, 3, 0, 0); /* four channels, the last of one value */
+    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 27, 9, 3, 2, 0); /* shifted */
+    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 27, 9, 3, 1, 1); /* shifted and mirrored */
+    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 90, 30, 6, 0, 1); /* mirrored 5x6 planes */
 }
 
 void parity_gather_rows_case(nn_backend *o) {
-    gather_run(o, NN_KERNEL_GATHER_ROWS, 1, 1); /* labels */
-    gather_run(o, NN_KERNEL_GATHER_ROWS, 3, 3);
+    gather_run(o, NN_KERNEL_GATHER_ROWS, 1, 1, 1, 0, 0); /* labels */
+    gather_run(o, NN_KERNEL_GATHER_ROWS, 3, 3, 3, 0, 0);
 }
 
 void parity_counter_add_case(nn_backend *o) {

@@ -71,8 +71,8 @@
     X(SGD_UPDATE, sgd_update, nn_sgd_params, 4, NN_ARG(0) | NN_ARG(2), NN_ARG(2) | NN_ARG(3))                   \
     /* param, grad, velocity, scalars[2] = {lr, grad_norm_sq} */                                                \
     X(SGD_UPDATE_DEVICE_LR, sgd_update_device_lr, nn_sgd_params, 4, NN_ARG(0) | NN_ARG(2), NN_ARG(2))           \
-    /* samples (uint8, packed 4 per word), order, counter, out */                                               \
-    X(GATHER_SAMPLES, gather_samples, nn_gather_params, 4, NN_ARG(3), NN_ARG(1) | NN_ARG(2))                    \
+    /* samples (uint8, packed 4 per word), order, counter, out, draws (int32[1]: augmentation's draw) */        \
+    X(GATHER_SAMPLES, gather_samples, nn_gather_params, 5, NN_ARG(3), NN_ARG(1) | NN_ARG(2) | NN_ARG(4))       \
     /* table (32-bit words), order, counter, out */                                                             \
     X(GATHER_ROWS, gather_rows, nn_gather_params, 4, NN_ARG(3), NN_ARG(1) | NN_ARG(2))                          \
     /* counter (int32[1]) */                                                                                    \

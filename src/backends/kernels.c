@@ -42,6 +42,16 @@ nn_status nn_kernel_check_call(const char *backend, nn_kernel kernel, const nn_b
     return NN_OK;
 }
 
+nn_status nn_gather_check_augment(const char *backend, nn_kernel kernel, const nn_gather_params *p) {
+    if (!p->crop_pad && !p->flip) return NN_OK;
+    const int height = p->width > 0 ? p->plane / p->width : 0;
+    if (p->width <= 0 || p->plane % p->width != 0 || p->crop_pad < 0 || p->crop_pad >= p->width ||
+        p->crop_pad >= height || (p->flip != 0 && p->flip != 1))
+        return nn_set_error(NN_ERR_ARGUMENT, "%s %s: augmentation crop_pad %d, flip %d does not fit images of width %d "
+                            "and %d pixels", backend, nn_kernel_name(kernel), p->crop_pad, p->flip, p->width, p->plane);
+    return NN_OK;
+}
+
 size_t nn_kernel_params_size(nn_kernel kernel) {
     const kernel_info *k = info(kernel);
     return k ? k->params_size : 0;

@@ -160,6 +160,15 @@ typedef struct nn_gather_params {
     int32_t positions, table_rows;
     int32_t plane;
     float scale[4], shift[4];
+    /* GATHER_SAMPLES' augmentation (none when crop_pad is 0 and flip 0):
+     * each sample shifted by (dy, dx) in [-crop_pad, crop_pad]^2 with zero
+     * pixels coming in (torchvision's RandomCrop with padding) and mirrored
+     * left to right when flipped (RandomHorizontalFlip), both drawn from
+     * word nn_philox_word(i, draws[0], seed) (dropout_philox.h) of output
+     * row i and the draw counter (argument 4, required then; its owner
+     * advances it after each gather); width: the images' width. */
+    int32_t width, crop_pad, flip;
+    uint32_t seed_lo, seed_hi;
 } nn_gather_params;
 
 /* COUNTER_ADD: counter[0] += delta. */
@@ -405,6 +414,8 @@ typedef struct nn_interpolate_params {
 
 /* "unknown kernel" for an id outside the registry. */
 const char *nn_kernel_name(nn_kernel kernel);
+/* GATHER_SAMPLES' augmentation parameters make sense (every backend checks). */
+nn_status nn_gather_check_augment(const char *backend, nn_kernel kernel, const nn_gather_params *p);
 /* The size of the kernel's parameter struct (0 for an unknown kernel). */
 size_t nn_kernel_params_size(nn_kernel kernel);
 /* Bit i set: the kernel writes buffer argument i (it may read it too; every

@@ -12,8 +12,11 @@ struct nn_device_dataset {
     int64_t count;
     int channels, height, width;
     nn_tensor *samples, *labels, *order;
+    nn_tensor *draws; /* int32 [1]: the augmentation's draw, advanced after each gather */
     int64_t order_count;
     float scale[4], shift[4];
+    int crop_pad, flip; /* augmentation (nn_device_dataset_set_augment) */
+    uint64_t seed;
 };
 
 void nn_device_dataset_free(nn_device_dataset *d) {
@@ -21,6 +24,7 @@ void nn_device_dataset_free(nn_device_dataset *d) {
     nn_tensor_free(d->samples);
     nn_tensor_free(d->labels);
     nn_tensor_free(d->order);
+    nn_tensor_free(d->draws);
     free(d);
 }
 
@@ -84,7 +88,8 @@ nn_device_dataset *nn_device_dataset_new(nn_ctx *ctx, const nn_dataset *data, co
     d->samples = int_tensor(ctx, (int64_t)((bytes + 3) / 4));
     d->labels = int_tensor(ctx, data->count);
     d->order = int_tensor(ctx, data->count);
-    nn_status st = d->samples && d->labels && d->order ? NN_OK : nn_last_status();
+    d->draws = int_tensor(ctx, 1);
+    nn_status st = d->samples && d->labels && d->order && d->draws ? NN_OK : nn_last_status();
     if (st == NN_OK) st = upload_pixels(d, data->pixels, bytes);
     if (st == NN_OK)
         st = nn_ctx_write(ctx, nn_tensor_ref(d->labels), data->labels, sizeof(int32_t) * (size_t)data->count);
@@ -120,6 +125,18 @@ nn_status nn_device_dataset_set_order(nn_device_dataset *d, const int64_t *order
     return st;
 }
 
+nn_status nn_device_dataset_set_augment(nn_device_dataset *d, int crop_pad, bool flip, uint64_t seed) {
+    const char *fn = "nn_device_dataset_set_augment";
+    if (!d) return nn_set_error(NN_ERR_ARGUMENT, "%s: dataset is NULL", fn);
+    if (crop_pad < 0 || crop_pad >= d->height || crop_pad >= d->width)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: crop_pad %d must be in [0, %d) for %dx%d images", fn, crop_pad,
+                            d->height < d->width ? d->height : d->width, d->height, d->width);
+    d->crop_pad = crop_pad;
+    d->flip = flip;
+    d->seed = seed;
+    return NN_OK;
+}
+
 nn_status nn_device_dataset_gather(nn_device_dataset *d, nn_tensor *counter, int64_t first, nn_tensor *x,
                                    nn_tensor *labels) {
     const char *op = "nn_device_dataset_gather";
@@ -142,14 +159,20 @@ nn_status nn_device_dataset_gather(nn_device_dataset *d, nn_tensor *counter, int
                             (long long)n);
     nn_gather_params p = {.rows = (int32_t)n, .row_elems = (int32_t)(x->numel / n), .first = (int32_t)first,
                           .stride = (int32_t)n, .positions = (int32_t)d->order_count,
-                          .table_rows = (int32_t)d->count, .plane = d->height * d->width};
+                          .table_rows = (int32_t)d->count, .plane = d->height * d->width, .width = d->width,
+                          .crop_pad = d->crop_pad, .flip = d->flip, .seed_lo = (uint32_t)d->seed,
+                          .seed_hi = (uint32_t)(d->seed >> 32)};
     memcpy(p.scale, d->scale, sizeof p.scale);
     memcpy(p.shift, d->shift, sizeof p.shift);
-    nn_buffer_ref args[4] = {nn_tensor_ref(d->samples), nn_tensor_ref(d->order), nn_optional_ref(counter),
-                             nn_tensor_ref(x)};
-    NN_TRY(nn_ctx_run(d->ctx, NN_KERNEL_GATHER_SAMPLES, args, 4, &p));
+    const bool augment = d->crop_pad || d->flip;
+    nn_buffer_ref args[5] = {nn_tensor_ref(d->samples), nn_tensor_ref(d->order), nn_optional_ref(counter),
+                             nn_tensor_ref(x), nn_optional_ref(augment ? d->draws : NULL)};
+    NN_TRY(nn_ctx_run(d->ctx, NN_KERNEL_GATHER_SAMPLES, args, 5, &p));
+    if (augment) NN_TRY(nn_counter_add(d->draws, 1));
     p.row_elems = 1;
     p.plane = 1;
+    p.width = 1;
+    p.crop_pad = p.flip = 0;
     nn_buffer_ref label_args[4] = {nn_tensor_ref(d->labels), nn_tensor_ref(d->order), nn_optional_ref(counter),
                                    nn_tensor_ref(labels)};
     return nn_ctx_run(d->ctx, NN_KERNEL_GATHER_ROWS, label_args, 4, &p);

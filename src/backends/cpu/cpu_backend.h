@@ -112,7 +112,7 @@ nn_status nn_cpu_dropout_forward(nn_thread_pool *pool, const nn_dropout_params *
 
 /* cpu_device_loop.c */
 nn_status nn_cpu_gather_samples(const nn_gather_params *p, const uint8_t *samples, const int32_t *order,
-                                const int32_t *counter, float *out);
+                                const int32_t *counter, float *out, const int32_t *draws);
 nn_status nn_cpu_gather_rows(const nn_gather_params *p, const int32_t *table, const int32_t *order,
                              const int32_t *counter, int32_t *out);
 nn_status nn_cpu_counter_add(const nn_counter_params *p, int32_t *counter);

@@ -292,16 +292,23 @@ static nn_status gather(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, c
         p->row_elems / p->plane > 4)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: invalid sizes (rows %d, row elements %d, plane %d)",
                             nn_kernel_name(kernel), p->rows, p->row_elems, p->plane);
+    NN_TRY(nn_gather_check_augment("vulkan", kernel, p));
     const int64_t n = (int64_t)p->rows * p->row_elems;
     NN_TRY(vk_fits32(kernel, "output elements", n));
     NN_TRY(vk_fits32(kernel, "table bytes", (int64_t)p->table_rows * p->row_elems * 4));
     if (n == 0) return NN_OK;
     VK_PUSH(GATHER) push = {.rows = p->rows, .row_elems = p->row_elems, .first = p->first, .stride = p->stride,
                             .positions = p->positions, .table_rows = p->table_rows, .plane = p->plane,
-                            .has_order = a[1].buffer != NULL, .has_counter = a[2].buffer != NULL};
+                            .has_order = a[1].buffer != NULL, .has_counter = a[2].buffer != NULL,
+                            .width = p->width, .crop_pad = p->crop_pad, .flip = p->flip, .seed_lo = p->seed_lo,
+                            .seed_hi = p->seed_hi};
     memcpy(push.scale, p->scale, sizeof push.scale);
     memcpy(push.shift, p->shift, sizeof push.shift);
-    return vk_record(vk, kernel, pipe, 0, a, 4, VK_PUSH_REF(push), vk_groups_for((uint64_t)n), 1, 1);
+    const int nargs = kernel == NN_KERNEL_GATHER_SAMPLES ? 5 : 4;
+    if ((p->crop_pad || p->flip) && (nargs < 5 || !a[4].buffer))
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: augmentation needs the draw counter (argument 4)",
+                            nn_kernel_name(kernel));
+    return vk_record(vk, kernel, pipe, 0, a, nargs, VK_PUSH_REF(push), vk_groups_for((uint64_t)n), 1, 1);
 }
 
 nn_status vk_run_gather_samples(vk_backend *vk, const nn_gather_params *p, const nn_buffer_ref *a) {
