@@ -94,6 +94,7 @@ nn_device_dataset *nn_device_dataset_new(nn_ctx *ctx, const nn_dataset *data, co
     if (st == NN_OK)
         st = nn_ctx_write(ctx, nn_tensor_ref(d->labels), data->labels, sizeof(int32_t) * (size_t)data->count);
     if (st == NN_OK) st = upload_identity_order(d);
+    if (st == NN_OK) st = nn_ctx_fill(ctx, nn_tensor_ref(d->draws), 0.0f, 1); /* 0.0f's bits: int32 0 */
     if (st != NN_OK) {
         nn_device_dataset_free(d);
         return NULL;
