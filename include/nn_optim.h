@@ -26,7 +26,11 @@ typedef struct nn_optimizer nn_optimizer;
 nn_status nn_optimizer_step(nn_optimizer *opt);
 /* Zero every parameter's gradient. */
 nn_status nn_optimizer_zero_grad(nn_optimizer *opt);
-/* Sets the rate the next step uses (written to nn_optimizer_lr_tensor). */
+/* Sets the rate the next step uses (written to nn_optimizer_lr_tensor).
+ * With several parameter groups it is group 0's rate, and every other
+ * group's becomes lr times its initial ratio to group 0's (as PyTorch's
+ * multiplicative schedules scale each group), unchanged where group 0's
+ * initial rate is 0. */
 nn_status nn_optimizer_set_lr(nn_optimizer *opt, float lr);
 /* The rate last set by nn_optimizer_set_lr (or at creation). */
 float nn_optimizer_lr(const nn_optimizer *opt);
@@ -36,7 +40,7 @@ float nn_optimizer_lr(const nn_optimizer *opt);
  * kernel such as a schedule's lookup). Written directly, it is not
  * reflected in nn_optimizer_lr. */
 nn_tensor *nn_optimizer_lr_tensor(nn_optimizer *opt);
-/* "sgd". */
+/* "sgd", "adam", "adamw", "rmsprop", "lion", "muon". */
 const char *nn_optimizer_name(const nn_optimizer *opt);
 /* The parameters, in the order given at creation (borrowed). */
 int nn_optimizer_param_count(const nn_optimizer *opt);
@@ -75,6 +79,123 @@ nn_status nn_sgd_set_clip_value(nn_optimizer *opt, float clip_value);
 nn_status nn_sgd_set_max_grad_norm(nn_optimizer *opt, float max_grad_norm);
 /* NULL for another optimizer. */
 const nn_sgd_options *nn_sgd_get_options(const nn_optimizer *opt);
+
+/* ---- parameter groups (every optimizer but SGD) ----
+ * Each group has its own learning rate and weight decay (e.g. no decay on
+ * biases and normalisation weights); its rate lives in a device tensor of
+ * its own. The optimizer's parameters are the groups' in order. */
+typedef struct nn_param_group {
+    nn_tensor *const *params;
+    int count;
+    float lr;
+    float weight_decay;
+    /* nn_muon_new_groups only: update this group with Muon's AdamW (biases,
+     * norms, embeddings, the head) instead of Muon; other optimizers refuse it. */
+    bool adamw;
+} nn_param_group;
+
+int nn_optimizer_group_count(const nn_optimizer *opt);
+nn_status nn_optimizer_set_group_lr(nn_optimizer *opt, int group, float lr);
+float nn_optimizer_group_lr(const nn_optimizer *opt, int group);
+/* Group `group`'s rate on the device (borrowed; group 0's is
+ * nn_optimizer_lr_tensor). */
+nn_tensor *nn_optimizer_group_lr_tensor(nn_optimizer *opt, int group);
+
+/* ---- Adam and AdamW ----
+ * torch.optim.Adam / AdamW (defaults lr 1e-3, betas 0.9, 0.999, eps 1e-8;
+ * weight_decay 0 for Adam, 1e-2 for AdamW). Per element, step t >= 1:
+ *   g = maximize ? -grad : grad
+ *   AdamW: p = p * (1 - lr * weight_decay)    Adam: g = g + weight_decay * p
+ *   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+ *   amsgrad: v_max = max(v_max, v), used for v below
+ *   p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+ * State: exp_avg, exp_avg_sq, max_exp_avg_sq (amsgrad), step. The step
+ * count is one int32 device counter per group, advanced by a kernel before
+ * each update (a captured step replays it); a parameter that had no
+ * gradient in some step still shares its group's count, where PyTorch's
+ * per-parameter count would not advance. */
+typedef struct nn_adam_options {
+    float lr;
+    float beta1, beta2;
+    float eps;
+    float weight_decay;
+    bool amsgrad;
+    bool maximize;
+} nn_adam_options;
+
+nn_optimizer *nn_adam_new(nn_tensor *const *params, int count, const nn_adam_options *options);
+nn_optimizer *nn_adamw_new(nn_tensor *const *params, int count, const nn_adam_options *options);
+/* Over groups: each group's lr and weight_decay replace the options'. */
+nn_optimizer *nn_adam_new_groups(const nn_param_group *groups, int count, const nn_adam_options *options);
+nn_optimizer *nn_adamw_new_groups(const nn_param_group *groups, int count, const nn_adam_options *options);
+
+/* ---- RMSprop ----
+ * torch.optim.RMSprop (defaults lr 1e-2, alpha 0.99, eps 1e-8):
+ *   g = (maximize ? -grad : grad) + weight_decay * p
+ *   s = alpha s + (1 - alpha) g^2
+ *   centered: a = alpha a + (1 - alpha) g;  avg = sqrt(s - a^2) + eps   else avg = sqrt(s) + eps
+ *   momentum > 0: b = momentum b + g / avg; p = p - lr b     else p = p - lr g / avg
+ * State: square_avg, momentum_buffer (momentum > 0), grad_avg (centered). */
+typedef struct nn_rmsprop_options {
+    float lr;
+    float alpha;
+    float eps;
+    float weight_decay;
+    float momentum;
+    bool centered;
+    bool maximize;
+} nn_rmsprop_options;
+
+nn_optimizer *nn_rmsprop_new(nn_tensor *const *params, int count, const nn_rmsprop_options *options);
+nn_optimizer *nn_rmsprop_new_groups(const nn_param_group *groups, int count, const nn_rmsprop_options *options);
+
+/* ---- Lion ----
+ * Lion (Chen et al. 2023, "Symbolic Discovery of Optimization Algorithms";
+ * lucidrains/lion-pytorch; defaults lr 1e-4, betas 0.9, 0.99):
+ *   p = p * (1 - lr * weight_decay)
+ *   p = p - lr * sign(beta1 m + (1 - beta1) g)
+ *   m = beta2 m + (1 - beta2) g
+ * State: exp_avg. */
+typedef struct nn_lion_options {
+    float lr;
+    float beta1, beta2;
+    float weight_decay;
+    bool maximize;
+} nn_lion_options;
+
+nn_optimizer *nn_lion_new(nn_tensor *const *params, int count, const nn_lion_options *options);
+nn_optimizer *nn_lion_new_groups(const nn_param_group *groups, int count, const nn_lion_options *options);
+
+/* ---- Muon ----
+ * Keller Jordan's Muon with its auxiliary AdamW (MuonWithAuxAdam;
+ * defaults lr 0.02, momentum 0.95, nesterov, 5 Newton-Schulz steps;
+ * AdamW lr 3e-4, betas 0.9, 0.95, eps 1e-10). A matrix parameter W
+ * (rows x cols; a convolution weight as outC x inC*kH*kW) with gradient G:
+ *   m = lerp(m, G, 1 - momentum);  U = nesterov ? lerp(G, m, momentum) : m
+ *   X = U / (||U||_F + 1e-7), transposed while rows > cols; 5 times:
+ *     A = X X^T;  B = b A + c A A;  X = a X + B X   (a, b, c = 3.4445, -4.7750, 2.0315)
+ *   W = W * (1 - lr * weight_decay) - lr * max(1, rows / cols)^0.5 * X
+ * The products are the engine's GEMM kernels, a launch sequence per matrix
+ * (Newton-Schulz is not elementwise); every other parameter (rank < 2) is
+ * updated by AdamW with the adamw_* options. Its state: momentum_buffer,
+ * exp_avg, exp_avg_sq and step, kept for every parameter. */
+typedef struct nn_muon_options {
+    float lr;
+    float momentum;
+    bool nesterov;
+    int ns_steps;
+    float weight_decay;
+    float adamw_lr;
+    float adamw_beta1, adamw_beta2;
+    float adamw_eps;
+    float adamw_weight_decay;
+} nn_muon_options;
+
+/* Parameters of rank >= 2 go to Muon (group 0), the rest to AdamW (group 1). */
+nn_optimizer *nn_muon_new(nn_tensor *const *params, int count, const nn_muon_options *options);
+/* Groups marked adamw use AdamW (the options' betas and eps, the group's lr
+ * and decay); the others Muon, and must hold parameters of rank >= 2 only. */
+nn_optimizer *nn_muon_new_groups(const nn_param_group *groups, int count, const nn_muon_options *options);
 
 #ifdef __cplusplus
 }

@@ -187,4 +187,17 @@
     F(uint, off[4]) F(int, planes) F(int, in_h) F(int, in_w) F(int, out_h) F(int, out_w) F(int, mode)       \
     F(int, align_corners) F(float, scale_h) F(float, scale_w) F(int, accumulate)
 
+/* ---- the optimizers of src/optim/ beyond SGD (kernels.h's nn_adam_params ...) ---- */
+#define PUSH_ADAM_UPDATE(F)                                                                                   \
+    F(uint, off[8]) F(uint, n) F(float, beta1) F(float, beta2) F(float, eps) F(float, weight_decay)         \
+    F(int, decoupled) F(int, amsgrad) F(int, maximize)
+#define PUSH_RMSPROP_UPDATE(F)                                                                                \
+    F(uint, off[8]) F(uint, n) F(float, alpha) F(float, eps) F(float, weight_decay) F(float, momentum)      \
+    F(int, centered) F(int, maximize)
+#define PUSH_LION_UPDATE(F)                                                                                   \
+    F(uint, off[4]) F(uint, n) F(float, beta1) F(float, beta2) F(float, weight_decay) F(int, maximize)
+#define PUSH_MUON(F)                                                                                          \
+    F(uint, off[4]) F(uint, n) F(float, momentum) F(int, nesterov) F(float, eps) F(float, scale)            \
+    F(float, weight_decay)
+
 #endif

@@ -91,4 +91,12 @@ void parity_depthwise_weight_case(nn_backend *o);
 void parity_interpolate_forward_case(nn_backend *o);
 void parity_interpolate_backward_case(nn_backend *o);
 
+/* parity_cases_optim.c */
+void parity_adam_update_case(nn_backend *o);
+void parity_rmsprop_update_case(nn_backend *o);
+void parity_lion_update_case(nn_backend *o);
+void parity_muon_momentum_case(nn_backend *o);
+void parity_muon_normalize_case(nn_backend *o);
+void parity_muon_apply_case(nn_backend *o);
+
 #endif

@@ -116,6 +116,12 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT] = {parity_depthwise_weight_case},
     [NN_KERNEL_INTERPOLATE_FORWARD] = {parity_interpolate_forward_case},
     [NN_KERNEL_INTERPOLATE_BACKWARD] = {parity_interpolate_backward_case},
+    [NN_KERNEL_ADAM_UPDATE] = {parity_adam_update_case},
+    [NN_KERNEL_RMSPROP_UPDATE] = {parity_rmsprop_update_case},
+    [NN_KERNEL_LION_UPDATE] = {parity_lion_update_case},
+    [NN_KERNEL_MUON_MOMENTUM] = {parity_muon_momentum_case},
+    [NN_KERNEL_MUON_NORMALIZE] = {parity_muon_normalize_case},
+    [NN_KERNEL_MUON_APPLY] = {parity_muon_apply_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

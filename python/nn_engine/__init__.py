@@ -25,7 +25,7 @@ from .layers import (ELU, GELU, Hardsigmoid, Hardswish, LeakyReLU, ReLU6, Sigmoi
                      Tanh)
 from .metrics import Metrics
 from .model import Model
-from .optim import SGD
+from .optim import SGD, Adam, AdamW, RMSprop, Lion, Muon
 from .tensor import ReusableTensor, Tensor
 from .functional import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
 from .layers import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d

@@ -62,6 +62,43 @@ class SgdOptions(ctypes.Structure):
     ]
 
 
+class ParamGroup(ctypes.Structure):
+    """struct nn_param_group (include/nn_optim.h)."""
+    _fields_ = [
+        ("params", ctypes.POINTER(c_tensor_p)),
+        ("count", ctypes.c_int),
+        ("lr", ctypes.c_float),
+        ("weight_decay", ctypes.c_float),
+        ("adamw", ctypes.c_bool),
+    ]
+
+
+class AdamOptions(ctypes.Structure):
+    """struct nn_adam_options (include/nn_optim.h)."""
+    _fields_ = [(name, ctypes.c_float) for name in ("lr", "beta1", "beta2", "eps", "weight_decay")] + [
+        ("amsgrad", ctypes.c_bool), ("maximize", ctypes.c_bool)]
+
+
+class RmspropOptions(ctypes.Structure):
+    """struct nn_rmsprop_options (include/nn_optim.h)."""
+    _fields_ = [(name, ctypes.c_float) for name in ("lr", "alpha", "eps", "weight_decay", "momentum")] + [
+        ("centered", ctypes.c_bool), ("maximize", ctypes.c_bool)]
+
+
+class LionOptions(ctypes.Structure):
+    """struct nn_lion_options (include/nn_optim.h)."""
+    _fields_ = [(name, ctypes.c_float) for name in ("lr", "beta1", "beta2", "weight_decay")] + [
+        ("maximize", ctypes.c_bool)]
+
+
+class MuonOptions(ctypes.Structure):
+    """struct nn_muon_options (include/nn_optim.h)."""
+    _fields_ = [("lr", ctypes.c_float), ("momentum", ctypes.c_float), ("nesterov", ctypes.c_bool),
+                ("ns_steps", ctypes.c_int)] + [
+        (name, ctypes.c_float) for name in ("weight_decay", "adamw_lr", "adamw_beta1", "adamw_beta2", "adamw_eps",
+                                            "adamw_weight_decay")]
+
+
 class StepOptions(ctypes.Structure):
     """struct nn_step_options (include/nn_step.h)."""
     _fields_ = [
@@ -217,6 +254,15 @@ _SIGNATURES = {
     "nn_optimizer_lr": (ctypes.c_float, [c_optimizer_p]),
     "nn_optimizer_name": (ctypes.c_char_p, [c_optimizer_p]),
     "nn_optimizer_free": (None, [c_optimizer_p]),
+    "nn_optimizer_group_count": (ctypes.c_int, [c_optimizer_p]),
+    "nn_optimizer_set_group_lr": (c_status, [c_optimizer_p, ctypes.c_int, ctypes.c_float]),
+    "nn_optimizer_group_lr": (ctypes.c_float, [c_optimizer_p, ctypes.c_int]),
+    "nn_adam_new_groups": (c_optimizer_p, [ctypes.POINTER(ParamGroup), ctypes.c_int, ctypes.POINTER(AdamOptions)]),
+    "nn_adamw_new_groups": (c_optimizer_p, [ctypes.POINTER(ParamGroup), ctypes.c_int, ctypes.POINTER(AdamOptions)]),
+    "nn_rmsprop_new_groups": (c_optimizer_p, [ctypes.POINTER(ParamGroup), ctypes.c_int,
+                                              ctypes.POINTER(RmspropOptions)]),
+    "nn_lion_new_groups": (c_optimizer_p, [ctypes.POINTER(ParamGroup), ctypes.c_int, ctypes.POINTER(LionOptions)]),
+    "nn_muon_new_groups": (c_optimizer_p, [ctypes.POINTER(ParamGroup), ctypes.c_int, ctypes.POINTER(MuonOptions)]),
     # nn_io.h (Model.save / Model.load)
     "nn_save_tensors": (c_status, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(c_tensor_p),
                                    ctypes.POINTER(ctypes.c_char_p)]),

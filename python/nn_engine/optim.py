@@ -98,3 +98,179 @@ class SGD(Optimizer):
             check(lib.nn_sgd_set_clip_value(self._ptr, clip), "nn_sgd_set_clip_value")
             self._clip = clip
         super().step()
+
+
+# ---- parameter groups and the optimizers beyond SGD ----
+
+def _param_groups(params, owner, defaults):
+    """torch's params argument: an iterable of Tensors (one group) or of
+    dicts, each with 'params' and any of the defaults' keys."""
+    if isinstance(params, Tensor):
+        raise TypeError(f"{owner}: params must be an iterable of Tensors or of dicts, got a single Tensor")
+    try:
+        params = list(params)
+    except TypeError:
+        raise TypeError(f"{owner}: params must be an iterable of Tensors or dicts, got "
+                        f"{type(params).__name__}") from None
+    if not params:
+        raise ValueError(f"{owner}: got an empty parameter list")
+    if not isinstance(params[0], dict):
+        params = [{"params": params}]
+    groups = []
+    for g, group in enumerate(params):
+        if not isinstance(group, dict):
+            raise TypeError(f"{owner}: parameter group {g} is a {type(group).__name__}, not a dict "
+                            "(mix no Tensors with dicts)")
+        unknown = set(group) - set(defaults) - {"params"}
+        if unknown:
+            raise ValueError(f"{owner}: parameter group {g} has unknown keys {sorted(unknown)}")
+        if "params" not in group:
+            raise ValueError(f"{owner}: parameter group {g} has no 'params'")
+        tensors = group["params"]
+        tensors = [tensors] if isinstance(tensors, Tensor) else tensors
+        full = dict(defaults)
+        full.update(group)
+        full["params"] = _tensors(tensors, f"{owner} group {g}")
+        groups.append(full)
+    return groups
+
+
+class _GroupOptimizer(Optimizer):
+    """An optimizer over torch-style parameter groups: param_groups is a list
+    of dicts whose 'lr' may be changed between steps (as schedulers do)."""
+
+    def __init__(self, groups, make, options, adamw_of=None):
+        owner = type(self).__name__
+        for g, group in enumerate(groups):
+            group["lr"] = _number(group["lr"], "lr", owner)
+            group["weight_decay"] = _number(group["weight_decay"], "weight_decay", owner)
+        arrays = [(_lib.c_tensor_p * len(g["params"]))(*[p._ptr() for p in g["params"]]) for g in groups]
+        c_groups = (_lib.ParamGroup * len(groups))(*[
+            _lib.ParamGroup(arrays[i], len(g["params"]), g["lr"], g["weight_decay"],
+                            bool(adamw_of(g)) if adamw_of else False) for i, g in enumerate(groups)])
+        name = make.__name__ if hasattr(make, "__name__") else owner
+        ptr = check_ptr(make(c_groups, len(groups), ctypes.byref(options)), name)
+        super().__init__([p for g in groups for p in g["params"]], ptr, groups[0]["lr"])
+        self.param_groups = groups
+        self.defaults = options
+        self._written = [g["lr"] for g in groups]
+
+    @property
+    def lr(self):
+        return self.param_groups[0]["lr"]
+
+    @lr.setter
+    def lr(self, value):
+        value = _number(value, "lr", type(self).__name__)
+        check(lib.nn_optimizer_set_lr(self._ptr, value), "nn_optimizer_set_lr")
+        for g, group in enumerate(self.param_groups):
+            group["lr"] = self._written[g] = lib.nn_optimizer_group_lr(self._ptr, g)
+        self._lr = value
+
+    def step(self):
+        for g, group in enumerate(self.param_groups):
+            if group["lr"] != self._written[g]:
+                lr = _number(group["lr"], "lr", type(self).__name__)
+                check(lib.nn_optimizer_set_group_lr(self._ptr, g, lr), "nn_optimizer_set_group_lr")
+                self._written[g] = group["lr"]
+        super().step()
+
+
+def _betas(value, owner):
+    try:
+        beta1, beta2 = value
+    except (TypeError, ValueError):
+        raise TypeError(f"{owner}: betas must be a pair of numbers, got {value!r}") from None
+    return _number(beta1, "betas[0]", owner), _number(beta2, "betas[1]", owner)
+
+
+class Adam(_GroupOptimizer):
+    """torch.optim.Adam(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+    weight_decay=0, amsgrad=False, *, maximize=False): L2 weight decay."""
+
+    _decoupled = False
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 maximize=False):
+        owner = type(self).__name__
+        groups = _param_groups(params, owner, {"lr": lr, "weight_decay": weight_decay})
+        beta1, beta2 = _betas(betas, owner)
+        options = _lib.AdamOptions(_number(lr, "lr", owner), beta1, beta2, _number(eps, "eps", owner),
+                                   _number(weight_decay, "weight_decay", owner), bool(amsgrad), bool(maximize))
+        make = lib.nn_adamw_new_groups if self._decoupled else lib.nn_adam_new_groups
+        super().__init__(groups, make, options)
+
+
+class AdamW(Adam):
+    """torch.optim.AdamW(params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+    weight_decay=1e-2, amsgrad=False, *, maximize=False): decoupled decay."""
+
+    _decoupled = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize=maximize)
+
+
+class RMSprop(_GroupOptimizer):
+    """torch.optim.RMSprop(params, lr=1e-2, alpha=0.99, eps=1e-8,
+    weight_decay=0, momentum=0, centered=False, *, maximize=False)."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False, *,
+                 maximize=False):
+        groups = _param_groups(params, "RMSprop", {"lr": lr, "weight_decay": weight_decay})
+        options = _lib.RmspropOptions(*[_number(v, n, "RMSprop") for v, n in (
+            (lr, "lr"), (alpha, "alpha"), (eps, "eps"), (weight_decay, "weight_decay"), (momentum, "momentum"))],
+            bool(centered), bool(maximize))
+        super().__init__(groups, lib.nn_rmsprop_new_groups, options)
+
+
+class Lion(_GroupOptimizer):
+    """Lion(params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0, *,
+    maximize=False), as lucidrains' lion-pytorch (torch has no Lion)."""
+
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0, *, maximize=False):
+        groups = _param_groups(params, "Lion", {"lr": lr, "weight_decay": weight_decay})
+        beta1, beta2 = _betas(betas, "Lion")
+        options = _lib.LionOptions(_number(lr, "lr", "Lion"), beta1, beta2,
+                                   _number(weight_decay, "weight_decay", "Lion"), bool(maximize))
+        super().__init__(groups, lib.nn_lion_new_groups, options)
+
+
+class Muon(_GroupOptimizer):
+    """Muon(params, lr=0.02, momentum=0.95, nesterov=True, ns_steps=5,
+    weight_decay=0, adamw_lr=3e-4, adamw_betas=(0.9, 0.95), adamw_eps=1e-10,
+    adamw_weight_decay=0): Keller Jordan's Muon with its auxiliary AdamW.
+    A list of Tensors is split by rank (matrices and convolution weights to
+    Muon, the rest to AdamW); dict groups say 'use_muon' (as the reference's
+    MuonWithAuxAdam), an AdamW group's lr defaulting to adamw_lr."""
+
+    def __init__(self, params, lr=0.02, momentum=0.95, nesterov=True, ns_steps=5, weight_decay=0,
+                 adamw_lr=3e-4, adamw_betas=(0.9, 0.95), adamw_eps=1e-10, adamw_weight_decay=0):
+        if not isinstance(ns_steps, numbers.Integral) or isinstance(ns_steps, bool):
+            raise TypeError(f"Muon: ns_steps must be an int, got {type(ns_steps).__name__}")
+        keys = {"lr": None, "weight_decay": None, "use_muon": None}
+        if not isinstance(params, Tensor):
+            params = list(params) if not isinstance(params, (list, tuple)) else params
+        given_groups = bool(params) and isinstance(params[0], dict)
+        groups = _param_groups(params, "Muon", keys)
+        if not given_groups:
+            tensors = groups[0]["params"]
+            groups = [{"params": [p for p in tensors if p.ndim >= 2], "use_muon": True},
+                      {"params": [p for p in tensors if p.ndim < 2], "use_muon": False}]
+            groups = [g for g in groups if g["params"]]
+        for g, group in enumerate(groups):
+            if group.get("use_muon") is None:
+                raise ValueError(f"Muon: parameter group {g} needs 'use_muon' (True for matrices)")
+            muon = bool(group["use_muon"])
+            if group.get("lr") is None:
+                group["lr"] = lr if muon else adamw_lr
+            if group.get("weight_decay") is None:
+                group["weight_decay"] = weight_decay if muon else adamw_weight_decay
+        beta1, beta2 = _betas(adamw_betas, "Muon")
+        options = _lib.MuonOptions(_number(lr, "lr", "Muon"), _number(momentum, "momentum", "Muon"),
+                                   bool(nesterov), int(ns_steps), _number(weight_decay, "weight_decay", "Muon"),
+                                   _number(adamw_lr, "adamw_lr", "Muon"), beta1, beta2,
+                                   _number(adamw_eps, "adamw_eps", "Muon"),
+                                   _number(adamw_weight_decay, "adamw_weight_decay", "Muon"))
+        super().__init__(groups, lib.nn_muon_new_groups, options, adamw_of=lambda g: not g["use_muon"])

@@ -162,6 +162,20 @@
     /* resampling of planes (nn_interpolate_params). x, y */                                                   \
     X(INTERPOLATE_FORWARD, interpolate_forward, nn_interpolate_params, 2, NN_ARG(1), 0)                         \
     /* dy, dx */                                                                                                \
-    X(INTERPOLATE_BACKWARD, interpolate_backward, nn_interpolate_params, 2, NN_ARG(1), 0)
+    X(INTERPOLATE_BACKWARD, interpolate_backward, nn_interpolate_params, 2, NN_ARG(1), 0) \
+    /* optimizer updates over a range of the flat buffers (src/optim/). param, grad, exp_avg, exp_avg_sq,       \
+       max_exp_avg_sq (amsgrad), lr[1], step[1] (int32, read: COUNTER_ADD advances it) */                       \
+    X(ADAM_UPDATE, adam_update, nn_adam_params, 7, NN_ARG(0) | NN_ARG(2) | NN_ARG(3) | NN_ARG(4), NN_ARG(4))    \
+    /* param, grad, square_avg, momentum_buffer, grad_avg (centered), lr[1] */                                  \
+    X(RMSPROP_UPDATE, rmsprop_update, nn_rmsprop_params, 6, NN_ARG(0) | NN_ARG(2) | NN_ARG(3) | NN_ARG(4),      \
+      NN_ARG(3) | NN_ARG(4))                                                                                    \
+    /* param, grad, exp_avg, lr[1] */                                                                           \
+    X(LION_UPDATE, lion_update, nn_lion_params, 4, NN_ARG(0) | NN_ARG(2), 0)                                    \
+    /* Muon (nn_muon_params). grad, momentum_buffer, update */                                                  \
+    X(MUON_MOMENTUM, muon_momentum, nn_muon_params, 3, NN_ARG(1) | NN_ARG(2), 0)                                \
+    /* x, norm_sq[1] */                                                                                         \
+    X(MUON_NORMALIZE, muon_normalize, nn_muon_params, 2, NN_ARG(0), 0)                                          \
+    /* param, update, lr[1] */                                                                                  \
+    X(MUON_APPLY, muon_apply, nn_muon_params, 3, NN_ARG(0), 0)
 
 #endif

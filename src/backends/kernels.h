@@ -499,4 +499,39 @@ typedef struct nn_nll_params {
     int32_t accumulate; /* BACKWARD */
 } nn_nll_params;
 
+/* The optimizers' updates (src/optim/; the formulas are in nn_optim.h and
+ * cpu_optimizers.c), each over n elements of the flat buffers, the rate
+ * read from lr[0] on the device. ADAM_UPDATE's bias corrections use the
+ * step count step[0] (int32, advanced by COUNTER_ADD before the update);
+ * decoupled: AdamW's decay of the weights, else Adam's L2 added to the
+ * gradient; maximize: ascend (the gradient negated). */
+typedef struct nn_adam_params {
+    int64_t n;
+    float beta1, beta2, eps, weight_decay;
+    int32_t decoupled, amsgrad, maximize;
+} nn_adam_params;
+
+typedef struct nn_rmsprop_params {
+    int64_t n;
+    float alpha, eps, weight_decay, momentum;
+    int32_t centered, maximize;
+} nn_rmsprop_params;
+
+typedef struct nn_lion_params {
+    int64_t n;
+    float beta1, beta2, weight_decay;
+    int32_t maximize;
+} nn_lion_params;
+
+/* Muon's pointwise kernels around its Newton-Schulz products (GEMM):
+ * MUON_MOMENTUM the momentum and the (Nesterov) update to orthogonalise,
+ * MUON_NORMALIZE x / (sqrt(norm_sq[0]) + eps), MUON_APPLY the decoupled
+ * decay and the step of lr[0] * scale along the orthogonalised update. */
+typedef struct nn_muon_params {
+    int64_t n;
+    float momentum;
+    int32_t nesterov;
+    float eps, scale, weight_decay;
+} nn_muon_params;
+
 #endif

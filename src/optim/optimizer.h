@@ -11,6 +11,14 @@
 
 #define NN_OPTIMIZER_MAX_STATES 4
 
+/* A parameter group (nn_param_group): its rate and decay; its parameters
+ * are those whose group_of is its index. */
+typedef struct nn_optimizer_group {
+    float lr, weight_decay;
+    float initial_lr;     /* nn_optimizer_set_lr keeps the groups' initial ratios */
+    nn_tensor *lr_tensor; /* the rate on the device; group 0's is the param set's (owned otherwise) */
+} nn_optimizer_group;
+
 /* One of an optimizer's options as text (a training state's metadata). */
 typedef struct nn_optimizer_option {
     const char *name;
@@ -37,7 +45,21 @@ struct nn_optimizer {
     int state_count;
     const char *state_names[NN_OPTIMIZER_MAX_STATES];
     nn_flat_state states[NN_OPTIMIZER_MAX_STATES];
+    int group_count;
+    nn_optimizer_group *groups;
+    int *group_of;    /* each parameter's group */
+    int step_state;   /* the index of the "step" state (one int32 counter per group), -1 without */
 };
+
+/* What an update kernel launch covers: consecutive parameters of one group,
+ * in the flat buffers (flat) or one parameter and its own gradient. Refs
+ * of the elementwise states are in state[] (the step state's is not). */
+typedef struct nn_optimizer_run {
+    int group, first, count; /* parameters [first, first + count) */
+    int64_t n;               /* their elements */
+    nn_buffer_ref param, grad, state[NN_OPTIMIZER_MAX_STATES];
+    nn_buffer_ref lr, step;  /* the group's rate and step count (step: absent without a step state) */
+} nn_optimizer_run;
 
 /* The learning rate every optimizer accepts: finite and >= 0. */
 nn_status nn_optimizer_check_lr(const char *fn, float lr);
@@ -46,8 +68,36 @@ nn_status nn_optimizer_check_lr(const char *fn, float lr);
  * opt with nn_optimizer_free. */
 nn_status nn_optimizer_init(nn_optimizer *opt, const nn_optimizer_class *cls, const char *fn,
                             nn_tensor *const *params, int count, float lr);
+/* As nn_optimizer_init, over parameter groups (each its own rate and
+ * decay, on the device), the parameters in the groups' order. */
+nn_status nn_optimizer_init_groups(nn_optimizer *opt, const nn_optimizer_class *cls, const char *fn,
+                                   const nn_param_group *groups, int count);
+/* Appends a group with no parameters yet (nn_optimizer_assign_group). */
+nn_status nn_optimizer_add_group(nn_optimizer *opt, float lr, float weight_decay);
+/* Assigns parameter i to group g (constructors that split parameters
+ * themselves, as Muon's by rank); call before adding states. */
+void nn_optimizer_assign_group(nn_optimizer *opt, int param, int group);
+/* The "step" state: a step count per group (int32 on the device, saved per
+ * parameter as PyTorch's 'step'), advanced by nn_optimizer_advance_steps. */
+nn_status nn_optimizer_add_step_state(nn_optimizer *opt);
+/* COUNTER_ADD of every group's step count that has a parameter with a
+ * gradient (flat: every group). */
+nn_status nn_optimizer_advance_steps(nn_optimizer *opt, bool flat);
+/* Calls update for each run: with flat, maximal runs of consecutive
+ * parameters of one group; else each parameter with a gradient. */
+nn_status nn_optimizer_for_each_run(nn_optimizer *opt, bool flat,
+                                    nn_status (*update)(nn_optimizer *opt, const nn_optimizer_run *run));
+/* A weight decay every optimizer accepts: finite and >= 0. */
+nn_status nn_optimizer_check_weight_decay(const char *fn, float weight_decay);
 /* A named per-parameter state buffer (zeros), under PyTorch's name. */
 nn_status nn_optimizer_add_state(nn_optimizer *opt, const char *name);
+/* Options that are numbers (booleans as 0 and 1), described as text. */
+typedef struct nn_optimizer_number {
+    const char *name;
+    double value;
+} nn_optimizer_number;
+int nn_optimizer_describe_numbers(nn_optimizer_option *out, int capacity, const nn_optimizer_number *numbers,
+                                  int count);
 /* The class's options (for the training state's metadata). */
 int nn_optimizer_describe(const nn_optimizer *opt, nn_optimizer_option *out, int capacity);
 

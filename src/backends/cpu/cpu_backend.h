@@ -177,4 +177,16 @@ nn_status nn_cpu_interpolate_forward(nn_thread_pool *pool, const nn_interpolate_
 nn_status nn_cpu_interpolate_backward(nn_thread_pool *pool, const nn_interpolate_params *p, const float *dy,
                                       float *dx);
 
+/* cpu_optimizers.c: the optimizers' updates (kernels.h) */
+nn_status nn_cpu_adam_update(nn_thread_pool *pool, const nn_adam_params *p, float *param, const float *grad,
+                             float *exp_avg, float *exp_avg_sq, float *max_exp_avg_sq, const float *lr,
+                             const int32_t *step);
+nn_status nn_cpu_rmsprop_update(nn_thread_pool *pool, const nn_rmsprop_params *p, float *param, const float *grad,
+                                float *square_avg, float *momentum_buffer, float *grad_avg, const float *lr);
+nn_status nn_cpu_lion_update(nn_thread_pool *pool, const nn_lion_params *p, float *param, const float *grad,
+                             float *exp_avg, const float *lr);
+nn_status nn_cpu_muon_momentum(const nn_muon_params *p, const float *grad, float *momentum_buffer, float *update);
+nn_status nn_cpu_muon_normalize(const nn_muon_params *p, float *x, const float *norm_sq);
+nn_status nn_cpu_muon_apply(const nn_muon_params *p, float *param, const float *update, const float *lr);
+
 #endif

@@ -114,6 +114,12 @@ POOLED(depthwise_conv2d_backward_data, nn_conv_params, F32(0), F32(1), F32(2))
 POOLED(depthwise_conv2d_backward_weight, nn_conv_params, F32(0), F32(1), F32(2))
 POOLED(interpolate_forward, nn_interpolate_params, F32(0), F32(1))
 POOLED(interpolate_backward, nn_interpolate_params, F32(0), F32(1))
+POOLED(adam_update, nn_adam_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5), I32(6))
+POOLED(rmsprop_update, nn_rmsprop_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5))
+POOLED(lion_update, nn_lion_params, F32(0), F32(1), F32(2), F32(3))
+SERIAL(muon_momentum, nn_muon_params, F32(0), F32(1), F32(2))
+SERIAL(muon_normalize, nn_muon_params, F32(0), F32(1))
+SERIAL(muon_apply, nn_muon_params, F32(0), F32(1), F32(2))
 #undef POOLED
 #undef SERIAL
 #undef FAMILY

@@ -92,6 +92,13 @@
     P(NORM_BACKWARD_SUMS, norm_backward_sums, "norm_backward_data (sums)", 0, 0, 0, 0, 0, 0, 0)                \
     P(NORM_BACKWARD_POINTWISE, norm_backward_pointwise, "norm_backward_data (pointwise)", 0, 0, 0, 0, 0, 0, 0) \
     P(NORM_BACKWARD_AFFINE_COLUMNS, norm_backward_affine_columns, "norm_backward_affine (columns)", 0, 0, 0, 0, 0, \
-      0, 0)
+      0, 0)                                                                                                    \
+    /* the optimizers beyond SGD (vk_optimizers.c) */                                                          \
+    P(ADAM_UPDATE, adam_update, "adam_update", 0, 0, 0, 0, 0, 0, 0)                                            \
+    P(RMSPROP_UPDATE, rmsprop_update, "rmsprop_update", 0, 0, 0, 0, 0, 0, 0)                                   \
+    P(LION_UPDATE, lion_update, "lion_update", 0, 0, 0, 0, 0, 0, 0)                                            \
+    P(MUON_MOMENTUM, muon_momentum, "muon_momentum", 0, 0, 0, 0, 0, 0, 0)                                      \
+    P(MUON_NORMALIZE, muon_normalize, "muon_normalize", 0, 0, 0, 0, 0, 0, 0)                                   \
+    P(MUON_APPLY, muon_apply, "muon_apply", 0, 0, 0, 0, 0, 0, 0)
 
 #endif
