@@ -91,4 +91,7 @@ void parity_depthwise_weight_case(nn_backend *o);
 void parity_interpolate_forward_case(nn_backend *o);
 void parity_interpolate_backward_case(nn_backend *o);
 
+void parity_lr_schedule_case(nn_backend *o);
+void parity_ema_update_case(nn_backend *o);
+
 #endif

@@ -116,6 +116,8 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT] = {parity_depthwise_weight_case},
     [NN_KERNEL_INTERPOLATE_FORWARD] = {parity_interpolate_forward_case},
     [NN_KERNEL_INTERPOLATE_BACKWARD] = {parity_interpolate_backward_case},
+    [NN_KERNEL_LR_SCHEDULE] = {parity_lr_schedule_case},
+    [NN_KERNEL_EMA_UPDATE] = {parity_ema_update_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

@@ -162,6 +162,10 @@
     /* resampling of planes (nn_interpolate_params). x, y */                                                   \
     X(INTERPOLATE_FORWARD, interpolate_forward, nn_interpolate_params, 2, NN_ARG(1), 0)                         \
     /* dy, dx */                                                                                                \
-    X(INTERPOLATE_BACKWARD, interpolate_backward, nn_interpolate_params, 2, NN_ARG(1), 0)
+    X(INTERPOLATE_BACKWARD, interpolate_backward, nn_interpolate_params, 2, NN_ARG(1), 0)                       \
+    /* learning-rate schedule (nn_lr_schedule_params). counter (int32[1]), lr[1] */                            \
+    X(LR_SCHEDULE, lr_schedule, nn_lr_schedule_params, 2, NN_ARG(0) | NN_ARG(1), 0)                            \
+    /* moving average of weights (nn_ema_params). shadow, value (32-bit words) */                              \
+    X(EMA_UPDATE, ema_update, nn_ema_params, 2, NN_ARG(0) | NN_ARG(1), 0)
 
 #endif

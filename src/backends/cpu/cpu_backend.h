@@ -177,4 +177,8 @@ nn_status nn_cpu_interpolate_forward(nn_thread_pool *pool, const nn_interpolate_
 nn_status nn_cpu_interpolate_backward(nn_thread_pool *pool, const nn_interpolate_params *p, const float *dy,
                                       float *dx);
 
+/* cpu_schedule.c */
+nn_status nn_cpu_lr_schedule(const nn_lr_schedule_params *p, int32_t *counter, float *lr);
+nn_status nn_cpu_ema_update(nn_thread_pool *pool, const nn_ema_params *p, uint32_t *shadow, uint32_t *value);
+
 #endif

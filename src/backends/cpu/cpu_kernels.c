@@ -114,6 +114,8 @@ POOLED(depthwise_conv2d_backward_data, nn_conv_params, F32(0), F32(1), F32(2))
 POOLED(depthwise_conv2d_backward_weight, nn_conv_params, F32(0), F32(1), F32(2))
 POOLED(interpolate_forward, nn_interpolate_params, F32(0), F32(1))
 POOLED(interpolate_backward, nn_interpolate_params, F32(0), F32(1))
+SERIAL(lr_schedule, nn_lr_schedule_params, I32(0), F32(1))
+POOLED(ema_update, nn_ema_params, (uint32_t *)I32(0), (uint32_t *)I32(1))
 #undef POOLED
 #undef SERIAL
 #undef FAMILY

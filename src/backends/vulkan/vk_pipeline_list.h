@@ -92,6 +92,9 @@
     P(NORM_BACKWARD_SUMS, norm_backward_sums, "norm_backward_data (sums)", 0, 0, 0, 0, 0, 0, 0)                \
     P(NORM_BACKWARD_POINTWISE, norm_backward_pointwise, "norm_backward_data (pointwise)", 0, 0, 0, 0, 0, 0, 0) \
     P(NORM_BACKWARD_AFFINE_COLUMNS, norm_backward_affine_columns, "norm_backward_affine (columns)", 0, 0, 0, 0, 0, \
-      0, 0)
+      0, 0)                                                                                                       \
+    /* learning-rate schedules and weight averages (vk_schedule.c) */                                          \
+    P(LR_SCHEDULE, lr_schedule, "lr_schedule", 0, 0, 0, 0, 0, 0, 0)                                            \
+    P(EMA_UPDATE, ema_update, "ema_update", 0, 0, 0, 0, 0, 0, 0)
 
 #endif
