@@ -98,3 +98,7 @@ class SGD(Optimizer):
             check(lib.nn_sgd_set_clip_value(self._ptr, clip), "nn_sgd_set_clip_value")
             self._clip = clip
         super().step()
+
+
+# torch.optim.lr_scheduler's place: nn_engine.optim.lr_scheduler.
+from . import lr_scheduler  # noqa: E402,F401
