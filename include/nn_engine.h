@@ -18,5 +18,7 @@
 #include "nn_step.h"
 #include "nn_data.h"
 #include "nn_device_loop.h"
+#include "nn_schedule.h"
+#include "nn_ema.h"
 
 #endif

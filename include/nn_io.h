@@ -59,6 +59,22 @@ nn_status nn_save_train_state(const char *path, const nn_module *module, const n
 nn_status nn_load_train_state(const char *path, nn_module *module, nn_optimizer *opt,
                               nn_train_progress *progress);
 
+/* What a run may keep besides its module and optimizer (either NULL): a
+ * schedule's step counter, saved as "schedule.step" (int32 [1]), and a
+ * moving average's shadow weights, as "ema.<state_dict name>". Loading
+ * restores both (the schedule then writes its step's rate) and refuses a
+ * file that holds either where the run has none, or the other way round. */
+typedef struct nn_schedule nn_schedule;
+typedef struct nn_ema nn_ema;
+typedef struct nn_train_extras {
+    nn_schedule *schedule;
+    nn_ema *ema;
+} nn_train_extras;
+nn_status nn_save_train_state_with(const char *path, const nn_module *module, const nn_optimizer *opt,
+                                   const nn_train_extras *extras, const nn_train_progress *progress);
+nn_status nn_load_train_state_with(const char *path, nn_module *module, nn_optimizer *opt,
+                                   const nn_train_extras *extras, nn_train_progress *progress);
+
 /* ---- ONNX export ----
  * From the graph recorded by a forward pass: the autograd tape is walked from
  * `output` back to `input`, so the forward must run with grad mode on and with

@@ -98,5 +98,7 @@ void parity_lion_update_case(nn_backend *o);
 void parity_muon_momentum_case(nn_backend *o);
 void parity_muon_normalize_case(nn_backend *o);
 void parity_muon_apply_case(nn_backend *o);
+void parity_lr_schedule_case(nn_backend *o);
+void parity_ema_update_case(nn_backend *o);
 
 #endif

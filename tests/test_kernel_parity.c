@@ -122,6 +122,8 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_MUON_MOMENTUM] = {parity_muon_momentum_case},
     [NN_KERNEL_MUON_NORMALIZE] = {parity_muon_normalize_case},
     [NN_KERNEL_MUON_APPLY] = {parity_muon_apply_case},
+    [NN_KERNEL_LR_SCHEDULE] = {parity_lr_schedule_case},
+    [NN_KERNEL_EMA_UPDATE] = {parity_ema_update_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

@@ -274,3 +274,5 @@ class Muon(_GroupOptimizer):
                                    _number(adamw_eps, "adamw_eps", "Muon"),
                                    _number(adamw_weight_decay, "adamw_weight_decay", "Muon"))
         super().__init__(groups, lib.nn_muon_new_groups, options, adamw_of=lambda g: not g["use_muon"])
+# torch.optim.lr_scheduler's place: nn_engine.optim.lr_scheduler.
+from . import lr_scheduler  # noqa: E402,F401

@@ -162,7 +162,7 @@
     /* resampling of planes (nn_interpolate_params). x, y */                                                   \
     X(INTERPOLATE_FORWARD, interpolate_forward, nn_interpolate_params, 2, NN_ARG(1), 0)                         \
     /* dy, dx */                                                                                                \
-    X(INTERPOLATE_BACKWARD, interpolate_backward, nn_interpolate_params, 2, NN_ARG(1), 0) \
+    X(INTERPOLATE_BACKWARD, interpolate_backward, nn_interpolate_params, 2, NN_ARG(1), 0)                        \
     /* optimizer updates over a range of the flat buffers (src/optim/). param, grad, exp_avg, exp_avg_sq,       \
        max_exp_avg_sq (amsgrad), lr[1], step[1] (int32, read: COUNTER_ADD advances it) */                       \
     X(ADAM_UPDATE, adam_update, nn_adam_params, 7, NN_ARG(0) | NN_ARG(2) | NN_ARG(3) | NN_ARG(4), NN_ARG(4))    \
@@ -176,6 +176,10 @@
     /* x, norm_sq[1] */                                                                                         \
     X(MUON_NORMALIZE, muon_normalize, nn_muon_params, 2, NN_ARG(0), 0)                                          \
     /* param, update, lr[1] */                                                                                  \
-    X(MUON_APPLY, muon_apply, nn_muon_params, 3, NN_ARG(0), 0)
+    X(MUON_APPLY, muon_apply, nn_muon_params, 3, NN_ARG(0), 0)                                                  \
+    /* learning-rate schedule (nn_lr_schedule_params). counter (int32[1]), lr[1] */                            \
+    X(LR_SCHEDULE, lr_schedule, nn_lr_schedule_params, 2, NN_ARG(0) | NN_ARG(1), 0)                            \
+    /* moving average of weights (nn_ema_params). shadow, value (32-bit words) */                              \
+    X(EMA_UPDATE, ema_update, nn_ema_params, 2, NN_ARG(0) | NN_ARG(1), 0)
 
 #endif

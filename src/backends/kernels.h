@@ -533,5 +533,33 @@ typedef struct nn_muon_params {
     int32_t nesterov;
     float eps, scale, weight_decay;
 } nn_muon_params;
+/* LR_SCHEDULE: counter[0] += delta, then lr[0] = the rate of step
+ * t = counter[0] (include/nn_schedule.h gives each kind's formula, which is
+ * torch.optim.lr_scheduler's closed form). One invocation; the CPU
+ * computes in double (as PyTorch's schedulers do), Vulkan in float. */
+#define NN_LR_SCHEDULE_MAX_MILESTONES 8
+typedef struct nn_lr_schedule_params {
+    int32_t kind;  /* nn_schedule_kind */
+    int32_t delta; /* 0: rewrite the rate of the current step; 1: advance */
+    double base_lr, gamma, eta_min, warmup_start;
+    int32_t step_size, warmup, total;
+    int32_t milestone_count;
+    int32_t milestones[NN_LR_SCHEDULE_MAX_MILESTONES];
+    /* one-cycle: torch's initial_lr, max_lr and min_lr, the phases' last
+     * steps (pct_start * total - 1 and, three-phase, 2 * pct_start * total - 2) */
+    double initial_lr, max_lr, min_lr, phase_end1, phase_end2;
+    int32_t anneal_linear, three_phase;
+} nn_lr_schedule_params;
+
+/* EMA_UPDATE over n 32-bit words of shadow and value: mode AVERAGE,
+ * shadow = shadow * decay + weight * value (floats; weight = 1 - decay,
+ * rounded once on the host); COPY, shadow = value; SWAP, exchanges them
+ * (any 32-bit data). */
+typedef enum nn_ema_mode { NN_EMA_AVERAGE = 0, NN_EMA_COPY = 1, NN_EMA_SWAP = 2 } nn_ema_mode;
+typedef struct nn_ema_params {
+    int64_t n;
+    int32_t mode;
+    float decay, weight;
+} nn_ema_params;
 
 #endif

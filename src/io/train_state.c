@@ -16,19 +16,25 @@
  *   epoch, step, seed, rng_state, rng_increment (decimal integers),
  *   optimizer (nn_optimizer_name) and its options (informational: a
  *   resumed run may change the learning rate; the optimizer and the state
- *   it keeps must match). */
+ *   it keeps must match).
+ * With nn_train_extras, also "schedule.step" (the schedule's counter) and
+ * "ema.<name>" (the moving average's shadow of each state_dict entry). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn_ema.h"
+#include "nn_schedule.h"
 #include "optim/optimizer.h"
 #include "safetensors.h"
 
 #define FORMAT_NAME NN_TRAIN_STATE_FORMAT
 #define FORMAT_VERSION "1"
 #define STATE_PREFIX "optimizer."
+#define SCHEDULE_NAME "schedule.step"
+#define EMA_PREFIX "ema."
 #define MAX_OPTIONS 16
 
 static nn_status check_pairing(const char *who, const nn_module *m, const nn_optimizer *opt) {
@@ -54,15 +60,32 @@ static char *state_name(const nn_module *m, const nn_optimizer *opt, int param, 
     return name;
 }
 
+/* How many names state_bindings allocates. */
+static int allocated_names(const nn_module *m, const nn_optimizer *opt, const nn_train_extras *extras) {
+    return nn_module_param_count(m) * nn_optimizer_state_count(opt) + (extras ? nn_ema_count(extras->ema) : 0);
+}
+
+/* "ema.<name>" (caller frees). */
+static char *ema_name(const nn_ema *ema, int i) {
+    const char *name = nn_ema_name(ema, i);
+    size_t len = strlen(EMA_PREFIX) + strlen(name) + 1;
+    char *out = malloc(len);
+    if (out) snprintf(out, len, "%s%s", EMA_PREFIX, name);
+    return out;
+}
+
 /* The module's state_dict (parameters and buffers), then each state of the
- * optimizer for every parameter. The optimizer's names are allocated into
- * names[] (caller frees). */
-static nn_st_binding *state_bindings(const char *who, const nn_module *m, const nn_optimizer *opt, int *count,
-                                     char ***names) {
+ * optimizer for every parameter, then the extras' tensors. The names made
+ * here are allocated into names[] (caller frees, allocated_names of them). */
+static nn_st_binding *state_bindings(const char *who, const nn_module *m, const nn_optimizer *opt,
+                                     const nn_train_extras *extras, int *count, char ***names) {
     const int kept = nn_module_state_count(m), n = nn_module_param_count(m), states = nn_optimizer_state_count(opt);
-    const int total = kept + n * states;
+    nn_schedule *schedule = extras ? extras->schedule : NULL;
+    const nn_ema *ema = extras ? extras->ema : NULL;
+    const int averaged = nn_ema_count(ema), allocated = allocated_names(m, opt, extras);
+    const int total = kept + n * states + (schedule ? 1 : 0) + averaged;
     nn_st_binding *b = calloc((size_t)total + 1, sizeof *b);
-    char **state_names = calloc((size_t)(n * states) + 1, sizeof *state_names);
+    char **state_names = calloc((size_t)allocated + 1, sizeof *state_names);
     bool ok = b && state_names;
     for (int i = 0; ok && i < kept; i++) b[i] = (nn_st_binding){nn_module_state_name(m, i), nn_module_state(m, i)};
     for (int i = 0; ok && i < n; i++)
@@ -71,8 +94,15 @@ static nn_st_binding *state_bindings(const char *who, const nn_module *m, const 
             ok = (*name = state_name(m, opt, i, s)) != NULL;
             b[kept + s * n + i] = (nn_st_binding){*name, nn_optimizer_state(opt, i, s)};
         }
+    int next = kept + n * states;
+    if (ok && schedule) b[next++] = (nn_st_binding){SCHEDULE_NAME, nn_schedule_counter(schedule)};
+    for (int i = 0; ok && i < averaged; i++) {
+        char **name = &state_names[n * states + i];
+        ok = (*name = ema_name(ema, i)) != NULL;
+        b[next++] = (nn_st_binding){*name, nn_ema_tensor(ema, i)};
+    }
     if (!ok) {
-        for (int i = 0; state_names && i < n * states; i++) free(state_names[i]);
+        for (int i = 0; state_names && i < allocated; i++) free(state_names[i]);
         free(state_names);
         free(b);
         return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory", who);
@@ -89,6 +119,11 @@ static void free_names(char **names, int n) {
 
 nn_status nn_save_train_state(const char *path, const nn_module *module, const nn_optimizer *opt,
                               const nn_train_progress *progress) {
+    return nn_save_train_state_with(path, module, opt, NULL, progress);
+}
+
+nn_status nn_save_train_state_with(const char *path, const nn_module *module, const nn_optimizer *opt,
+                                   const nn_train_extras *extras, const nn_train_progress *progress) {
     const char *who = "nn_save_train_state";
     if (!module || !opt || !progress)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s is NULL", who,
@@ -115,11 +150,11 @@ nn_status nn_save_train_state(const char *path, const nn_module *module, const n
     for (int i = 0; i < option_count; i++) meta[8 + i] = (nn_st_meta){(char *)options[i].name, options[i].value};
     int count;
     char **names;
-    nn_st_binding *b = state_bindings(who, module, opt, &count, &names);
+    nn_st_binding *b = state_bindings(who, module, opt, extras, &count, &names);
     if (!b) return nn_last_status();
     nn_status status = nn_st_save(who, path, b, count, meta, 8 + option_count);
     free(b);
-    free_names(names, nn_module_param_count(module) * nn_optimizer_state_count(opt));
+    free_names(names, allocated_names(module, opt, extras));
     return status;
 }
 
@@ -208,6 +243,29 @@ static nn_status check_states(const char *who, const char *path, const nn_st_hea
 }
 
 nn_status nn_load_train_state(const char *path, nn_module *module, nn_optimizer *opt, nn_train_progress *progress) {
+    return nn_load_train_state_with(path, module, opt, NULL, progress);
+}
+
+/* The file's extras must be the run's: a schedule's counter or a moving
+ * average that only one side has would be dropped or left at its start. */
+static nn_status check_extras(const char *who, const char *path, const nn_st_header *h, const nn_train_extras *extras) {
+    bool schedule = extras && extras->schedule, file_schedule = nn_st_find(h, SCHEDULE_NAME) != NULL;
+    if (schedule != file_schedule)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: the file %s a learning-rate schedule's step (\"%s\") but the run "
+                                             "%s one", who, path, file_schedule ? "holds" : "lacks", SCHEDULE_NAME,
+                            schedule ? "has" : "has no");
+    bool ema = extras && extras->ema, file_ema = false;
+    for (int e = 0; e < h->count && !file_ema; e++)
+        file_ema = strncmp(h->entries[e].name, EMA_PREFIX, strlen(EMA_PREFIX)) == 0;
+    if (ema != file_ema)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: the file %s moving-average weights (\"%s*\") but the run %s "
+                                             "them", who, path, file_ema ? "holds" : "lacks", EMA_PREFIX,
+                            ema ? "keeps" : "does not keep");
+    return NN_OK;
+}
+
+nn_status nn_load_train_state_with(const char *path, nn_module *module, nn_optimizer *opt,
+                                   const nn_train_extras *extras, nn_train_progress *progress) {
     const char *who = "nn_load_train_state";
     if (!module || !opt || !progress)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s is NULL", who,
@@ -219,20 +277,25 @@ nn_status nn_load_train_state(const char *path, nn_module *module, nn_optimizer 
     nn_rng rng;
     nn_status status = read_metadata(who, path, &file.header, opt, &loaded, &rng);
     if (status == NN_OK) status = check_states(who, path, &file.header, module, opt);
+    if (status == NN_OK) status = check_extras(who, path, &file.header, extras);
     int count = 0;
     char **names = NULL;
     nn_st_binding *b = NULL;
     if (status == NN_OK) {
-        b = state_bindings(who, module, opt, &count, &names);
+        b = state_bindings(who, module, opt, extras, &count, &names);
         if (!b) status = nn_last_status();
     }
     if (status == NN_OK) status = nn_st_assign(who, path, &file, b, count);
+    /* The counter is restored; the rate of its step is written from it. */
+    int64_t step;
+    if (status == NN_OK && extras && extras->schedule && (status = nn_schedule_get_step(extras->schedule, &step)) == NN_OK)
+        status = nn_schedule_set_step(extras->schedule, step);
     if (status == NN_OK) {
         nn_module_ctx(module)->rng = rng;
         *progress = loaded;
     }
     free(b);
-    free_names(names, nn_module_param_count(module) * nn_optimizer_state_count(opt));
+    free_names(names, allocated_names(module, opt, extras));
     nn_st_close(&file);
     return status;
 }

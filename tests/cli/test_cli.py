@@ -340,6 +340,30 @@ def resume_continues_bit_for_bit():
 
 
 @test
+def schedule_accumulate_and_ema_resume_bit_for_bit():
+    # A one-cycle schedule, 2 batches per step and a weights' average, stopped
+    # and resumed: the saved (averaged) weights equal an uninterrupted run's.
+    data = idx_dir("resume-extras", images=300, labels=300)
+    common = ["train", "lenet5", "--data", data, "--limit", "250", "--device", "cpu", "--batch", "16",
+              "--seed", "4", "--epochs", "3", "--schedule", "onecycle", "--max-lr", "0.1",
+              "--accumulate", "2", "--ema", "0.9"]
+    full, resumed, ck = (path(n) for n in ["x-full.st", "x-resumed.st", "x-ck.st"])
+    expect(common + ["--save", full], 0, "accumulating the gradients of 2 batches", "moving average")
+    expect(common + ["--stop-after", "1", "--checkpoint", ck], 0)
+    expect(common + ["--resume", ck, "--save", resumed], 0, "after epoch 1 (step 8)")
+    assert open(full, "rb").read() == open(resumed, "rb").read(), "resumed weights differ"
+    no_ema = [a for a in common if a not in ("--ema", "0.9")]
+    expect(no_ema + ["--resume", ck], 2, "moving-average")
+    for schedule in ["step", "exponential", "cosine", "constant"]:
+        expect(common[:-6] + ["--schedule", schedule, "--warmup", "3", "--step-size", "4", "--gamma", "0.5",
+                              "--epochs", "1"], 0)
+    expect(common[:-6] + ["--schedule", "multistep", "--milestones", "3,5", "--epochs", "1"], 0)
+    expect(common[:-6] + ["--schedule", "multistep", "--milestones", "5,3"], 2, "--milestones")
+    expect(common[:-6] + ["--schedule", "multistep"], 2, "needs --milestones")
+    expect(common[:-6] + ["--schedule", "linear"], 2, "--schedule takes")
+
+
+@test
 def export_writes_onnx_and_refuses_bad_input():
     data = idx_dir("export", images=60, labels=60)
     weights, onnx = path("export.safetensors"), path("lenet.onnx")

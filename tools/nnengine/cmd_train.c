@@ -24,6 +24,10 @@ typedef struct train_config {
     int64_t workers;    /* photos: decoding threads (0: one per core but one) */
     bool flip, random_crop; /* photos: augmentation */
     double lr, momentum, weight_decay, validation_fraction;
+    /* the schedule (nn_schedule.h), in optimizer steps; accumulation; the weights' average */
+    const char *milestones;
+    int64_t warmup, step_size, accumulate;
+    double gamma, warmup_start, eta_min, max_lr, pct_start, ema;
 } train_config;
 
 /* The defaults reach 89% test accuracy on Fashion-MNIST with LeNet-5 in 10
@@ -33,14 +37,8 @@ static train_config defaults(void) {
         .device = "auto", .normalize = "auto", .schedule = "cosine",
         .epochs = 10, .batch = 0, .threads = 0, .seed = 1, .limit = 0,
         .lr = -1, .momentum = 0.9, .weight_decay = 5e-4, .validation_fraction = 0.1,
+        .step_size = 1, .gamma = 0.1, .warmup_start = 0.1, .pct_start = 0.3, .accumulate = 1,
     };
-}
-
-/* The learning rate of step `step` of `total`: constant, or cosine annealing
- * from lr to 0 over the run (Loshchilov & Hutter's SGDR without restarts). */
-static double scheduled_lr(const train_config *c, int64_t step, int64_t total) {
-    if (strcmp(c->schedule, "cosine") != 0 || total <= 1) return c->lr;
-    return c->lr * 0.5 * (1.0 + cos(M_PI * (double)step / (double)total));
 }
 
 typedef struct trainer {
@@ -51,10 +49,11 @@ typedef struct trainer {
     nn_ctx *ctx;
     nn_module *net;
     nn_optimizer *opt;
+    nn_schedule *schedule; /* the learning rate, computed on the device from its step counter */
+    nn_ema *ema;           /* --ema: the weights' moving average, evaluated and saved */
     device_steps steps;
     FILE *log;
     int64_t *order;  /* this epoch's permutation of the training set */
-    float *lrs;      /* this epoch's learning rate per step */
     int first_epoch;      /* 1, or the epoch after the one --resume restored */
     int64_t steps_done;   /* optimizer steps so far, saved with --checkpoint */
     int64_t photo_failures_reported;
@@ -62,7 +61,9 @@ typedef struct trainer {
 
 static void trainer_free(trainer *t) {
     device_steps_close(&t->steps);
-    free(t->order), free(t->lrs);
+    free(t->order);
+    nn_ema_free(t->ema);
+    nn_schedule_free(t->schedule);
     nn_optimizer_free(t->opt);
     nn_module_free(t->net);
     nn_ctx_free(t->ctx);
@@ -82,7 +83,7 @@ static void trainer_free(trainer *t) {
 static nn_status device_epoch(trainer *t, progress *bar, int64_t steps, int64_t *images, double *loss_sum,
                               double *correct) {
     int64_t count = t->data.train.count;
-    nn_status st = device_steps_begin_epoch(&t->steps, t->order, t->lrs);
+    nn_status st = device_steps_begin_epoch(&t->steps, t->order);
     int64_t tick = bar->enabled ? STEPS_PER_TICK : steps;
     for (int64_t s = 0; st == NN_OK && s < steps; s += tick) {
         int64_t to = s + tick < steps ? s + tick : steps;
@@ -101,7 +102,7 @@ static nn_status device_epoch(trainer *t, progress *bar, int64_t steps, int64_t 
  * trains on the previous batch. */
 static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *images, double *loss_sum,
                              double *correct) {
-    nn_status st = device_steps_begin_host_epoch(&t->steps, t->lrs);
+    nn_status st = device_steps_begin_host_epoch(&t->steps);
     if (st == NN_OK) st = nn_loader_start_epoch(t->photo.train_loader, epoch - 1);
     nn_batch b;
     int64_t step = 0, seen = 0;
@@ -131,8 +132,6 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     const train_config *c = &t->config;
     int64_t steps = device_steps_per_epoch(&t->steps);
     if (!t->photos) nn_shuffle_indices(t->order, t->data.train.count, (uint64_t)c->seed, (uint64_t)(epoch - 1));
-    for (int64_t s = 0; s < steps; s++)
-        t->lrs[s] = (float)scheduled_lr(c, (int64_t)(epoch - 1) * steps + s, steps * c->epochs);
     progress_begin_epoch(bar, epoch, steps);
     double start = now_seconds(), loss_sum = 0, correct = 0;
     int64_t count = 0;
@@ -151,9 +150,15 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     stats->train_acc = correct / count;
     stats->images_per_s = count / stats->seconds;
     progress_clear(bar);
+    /* --ema: the averaged weights are the ones evaluated (swapped in and back). */
+    if (t->ema && (st = nn_ema_swap(t->ema)) != NN_OK) {
+        fprintf(stderr, "nnengine train: %s\n", library_error());
+        return EXIT_FAILURE_RUNTIME;
+    }
     st = t->photos ? photo_evaluate(t->ctx, t->net, &t->photo, &stats->test_loss, &stats->test_acc)
                    : evaluate(t->ctx, t->net, &t->data.test, t->data.norm, t->data.classes, &stats->test_loss,
                               &stats->test_acc);
+    if (st == NN_OK && t->ema) st = nn_ema_swap(t->ema);
     if (st != NN_OK) {
         fprintf(stderr, "nnengine train: evaluation after epoch %d failed: %s\n", epoch, library_error());
         return EXIT_FAILURE_RUNTIME;
@@ -183,7 +188,8 @@ static int check_save_path(const char *path) {
 static int resume(trainer *t) {
     const train_config *c = &t->config;
     nn_train_progress p;
-    if (nn_load_train_state(c->resume, t->net, t->opt, &p) != NN_OK) {
+    nn_train_extras extras = {t->schedule, t->ema};
+    if (nn_load_train_state_with(c->resume, t->net, t->opt, &extras, &p) != NN_OK) {
         fprintf(stderr, "nnengine train: --resume: %s\n", library_error());
         return EXIT_BAD_INPUT;
     }
@@ -261,6 +267,36 @@ static int setup_photo_data(trainer *t, int channels, int height, int width, cha
     return EXIT_OK;
 }
 
+/* --milestones "a,b,c" into o's milestones; NULL gives none. */
+static bool parse_milestones(const char *text, nn_schedule_options *o) {
+    o->milestone_count = 0;
+    if (!text) return true;
+    const char *at = text;
+    while (*at) {
+        char *end;
+        long long v = strtoll(at, &end, 10);
+        if (end == at || v < 0 || o->milestone_count == NN_SCHEDULE_MAX_MILESTONES ||
+            (o->milestone_count > 0 && v <= o->milestones[o->milestone_count - 1]))
+            return false;
+        o->milestones[o->milestone_count++] = v;
+        if (*end == ',') end++;
+        else if (*end) return false;
+        at = end;
+    }
+    return o->milestone_count > 0;
+}
+
+/* The schedule the flags ask for over `total` optimizer steps; --max-lr
+ * defaults to --lr (one-cycle). nn_schedule_new checks the values. */
+static nn_schedule_options schedule_options(const train_config *c, int64_t total) {
+    nn_schedule_options o = {.base_lr = c->lr, .step_size = c->step_size, .gamma = c->gamma, .warmup = c->warmup,
+                             .warmup_start = c->warmup_start, .total_steps = total, .eta_min = c->eta_min,
+                             .max_lr = c->max_lr > 0 ? c->max_lr : c->lr, .pct_start = c->pct_start};
+    nn_schedule_kind_parse(c->schedule, &o.kind);
+    parse_milestones(c->milestones, &o);
+    return o;
+}
+
 static int setup(trainer *t) {
     train_config *c = &t->config;
     if (c->save && check_save_path(c->save) != EXIT_OK) return EXIT_BAD_INPUT;
@@ -275,6 +311,11 @@ static int setup(trainer *t) {
     if (c->lr < 0) c->lr = t->photos ? 0.03 : 0.05;
     if (c->batch == 0) c->batch = t->photos ? 16 : 64;
     char why[512] = "";
+    if (t->photos && c->accumulate > 1) {
+        fprintf(stderr, "nnengine train: --accumulate needs a dataset held on the device; %s takes photos batch by "
+                        "batch from the host\n", c->model);
+        return EXIT_BAD_INPUT;
+    }
     int status = t->photos ? setup_photo_data(t, channels, height, width, why, sizeof why)
                            : setup_memory_data(t, why, sizeof why);
     if (status != EXIT_OK) {
@@ -289,19 +330,26 @@ static int setup(trainer *t) {
                           .weight_decay = (float)c->weight_decay};
     t->opt = params ? nn_sgd_new(params, count, &sgd) : NULL;
     free(params);
-    nn_status st = !t->opt ? nn_last_status()
-                   : t->photos ? device_steps_open_host(&t->steps, t->ctx, t->net, t->opt, channels, height, width,
-                                                        c->batch, nn_loader_batches(t->photo.train_loader),
-                                                        !c->no_capture)
-                               : device_steps_open(&t->steps, t->ctx, t->net, t->opt, &t->data.train, t->data.norm,
-                                                   c->batch, !c->no_capture);
+    nn_status st = !t->opt ? nn_last_status() : NN_OK;
+    if (st == NN_OK && c->ema > 0 && !(t->ema = nn_ema_new(t->net, (float)c->ema))) st = nn_last_status();
+    step_extras extras = {.ema = t->ema, .accumulate = c->accumulate};
+    if (st == NN_OK)
+        st = t->photos ? device_steps_open_host(&t->steps, t->ctx, t->net, t->opt, channels, height, width, c->batch,
+                                                nn_loader_batches(t->photo.train_loader), &extras, !c->no_capture)
+                       : device_steps_open(&t->steps, t->ctx, t->net, t->opt, &t->data.train, t->data.norm, c->batch,
+                                           &extras, !c->no_capture);
+    /* The schedule spans every epoch's optimizer steps. */
+    if (st == NN_OK) {
+        nn_schedule_options o = schedule_options(c, device_steps_per_epoch(&t->steps) * c->epochs);
+        t->steps.schedule = t->schedule = nn_schedule_new(t->opt, &o);
+        if (!t->schedule) st = nn_last_status();
+    }
     if (st != NN_OK) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
         return EXIT_FAILURE_RUNTIME;
     }
     t->order = t->photos ? NULL : malloc(sizeof(int64_t) * t->data.train.count);
-    t->lrs = malloc(sizeof(float) * device_steps_per_epoch(&t->steps));
-    if ((!t->photos && !t->order) || !t->lrs) {
+    if (!t->photos && !t->order) {
         fprintf(stderr, "nnengine train: out of host memory\n");
         return EXIT_FAILURE_RUNTIME;
     }
@@ -317,6 +365,9 @@ static int setup(trainer *t) {
             "training %s: %d parameter tensors, batch %lld, lr %g (%s), momentum %g, weight decay %g, seed %lld; "
             "%s\n", c->model, count, (long long)c->batch, c->lr, c->schedule, c->momentum, c->weight_decay,
             (long long)c->seed, c->no_capture ? "every step eager (--no-capture)" : "one step captured and replayed");
+    if (c->accumulate > 1 || t->ema)
+        fprintf(stderr, "accumulating the gradients of %lld batches per step; %s\n", (long long)c->accumulate,
+                t->ema ? "evaluating and saving the weights' moving average (--ema)" : "no moving average");
     return EXIT_OK;
 }
 
@@ -325,8 +376,20 @@ static int train(train_config config) {
         fprintf(stderr, "nnengine train: unknown model '%s' (known: %s)\n", config.model, models_names());
         return EXIT_BAD_INPUT;
     }
-    if (strcmp(config.schedule, "cosine") != 0 && strcmp(config.schedule, "constant") != 0) {
-        fprintf(stderr, "nnengine train: --schedule takes cosine or constant, got '%s'\n", config.schedule);
+    nn_schedule_kind kind;
+    if (!nn_schedule_kind_parse(config.schedule, &kind)) {
+        fprintf(stderr, "nnengine train: --schedule takes constant, step, multistep, exponential, cosine or onecycle, "
+                        "got '%s'\n", config.schedule);
+        return EXIT_BAD_INPUT;
+    }
+    nn_schedule_options parsed;
+    if (!parse_milestones(config.milestones, &parsed)) {
+        fprintf(stderr, "nnengine train: --milestones takes 1 to %d increasing step numbers separated by commas, "
+                        "got '%s'\n", NN_SCHEDULE_MAX_MILESTONES, config.milestones);
+        return EXIT_BAD_INPUT;
+    }
+    if (kind == NN_SCHEDULE_MULTISTEP && !config.milestones) {
+        fprintf(stderr, "nnengine train: --schedule multistep needs --milestones\n");
         return EXIT_BAD_INPUT;
     }
     trainer t = {.config = config};
@@ -345,8 +408,9 @@ static int train(train_config config) {
             status = EXIT_FAILURE_RUNTIME;
         }
         nn_train_progress done = {.epoch = epoch, .step = t.steps_done, .seed = (uint64_t)config.seed};
+        nn_train_extras extras = {t.schedule, t.ema};
         if (status == EXIT_OK && config.checkpoint &&
-            nn_save_train_state(config.checkpoint, t.net, t.opt, &done) != NN_OK) {
+            nn_save_train_state_with(config.checkpoint, t.net, t.opt, &extras, &done) != NN_OK) {
             fprintf(stderr, "nnengine train: %s\n", library_error());
             status = EXIT_FAILURE_RUNTIME;
         }
@@ -356,7 +420,11 @@ static int train(train_config config) {
         fprintf(stderr, "peak device memory %.1f MiB allocated, %.1f MiB reserved (%s)\n", peak / 1048576.0,
                 reserved / 1048576.0, nn_ctx_device_name(t.ctx));
     if (status == EXIT_OK && config.save) {
-        if (nn_save_module(t.net, config.save) != NN_OK) {
+        /* --ema: the saved weights are the average (swapped in, saved, swapped back). */
+        nn_status st = t.ema ? nn_ema_swap(t.ema) : NN_OK;
+        if (st == NN_OK) st = nn_save_module(t.net, config.save);
+        if (st == NN_OK && t.ema) st = nn_ema_swap(t.ema);
+        if (st != NN_OK) {
             fprintf(stderr, "nnengine train: %s\n", library_error());
             status = EXIT_FAILURE_RUNTIME;
         } else {
@@ -375,7 +443,17 @@ int command_train(int argc, char **argv) {
         {"--epochs", OPTION_INT, &c.epochs, 1, 1e6, "N", "passes over the training set (default 10)"},
         {"--batch", OPTION_INT, &c.batch, 1, 65536, "B", "images per step (default 64; alexnet models 16)"},
         {"--lr", OPTION_FLOAT, &c.lr, 0, 1e3, "X", "learning rate (default 0.05; alexnet models 0.03)"},
-        {"--schedule", OPTION_STRING, &c.schedule, 0, 0, "S", "learning-rate schedule: cosine (default) or constant"},
+        {"--schedule", OPTION_STRING, &c.schedule, 0, 0, "S", "learning-rate schedule: cosine (default), constant, step, multistep, exponential or onecycle"},
+        {"--warmup", OPTION_INT, &c.warmup, 0, 2e9, "N", "cosine: linear warm-up over the first N optimizer steps (default 0)"},
+        {"--warmup-start", OPTION_FLOAT, &c.warmup_start, 0, 1, "F", "cosine: the warm-up's first rate, a fraction of --lr (default 0.1)"},
+        {"--eta-min", OPTION_FLOAT, &c.eta_min, 0, 1e3, "X", "cosine: the final learning rate (default 0)"},
+        {"--step-size", OPTION_INT, &c.step_size, 1, 2e9, "N", "step: multiply the rate by --gamma every N optimizer steps (default 1)"},
+        {"--gamma", OPTION_FLOAT, &c.gamma, 0, 1e3, "G", "step, multistep, exponential: the factor (default 0.1)"},
+        {"--milestones", OPTION_STRING, &c.milestones, 0, 0, "A,B", "multistep: the optimizer steps where the rate is multiplied by --gamma"},
+        {"--max-lr", OPTION_FLOAT, &c.max_lr, 0, 1e3, "X", "onecycle: the peak rate (default --lr); starts at max/25, ends at max/25e4"},
+        {"--pct-start", OPTION_FLOAT, &c.pct_start, 0, 1, "F", "onecycle: the fraction of steps rising to the peak (default 0.3)"},
+        {"--accumulate", OPTION_INT, &c.accumulate, 1, 65536, "K", "sum the gradients of K batches (losses scaled by 1/K) per optimizer step (default 1)"},
+        {"--ema", OPTION_FLOAT, &c.ema, 0, 1, "D", "keep a moving average of the weights with decay D (e.g. 0.999), evaluated and saved (default 0: off)"},
         {"--momentum", OPTION_FLOAT, &c.momentum, 0, 1, "M", "SGD momentum (default 0.9)"},
         {"--weight-decay", OPTION_FLOAT, &c.weight_decay, 0, 1, "W", "L2 weight decay (default 5e-4)"},
         {"--device", OPTION_STRING, &c.device, 0, 0, "D", "auto (a GPU when usable, else the CPU), cpu or vulkan"},
@@ -412,7 +490,13 @@ int command_train(int argc, char **argv) {
         "decode are left out and reported once.\n"
         "--resume FILE restores the weights, momentum and progress a --checkpoint\n"
         "FILE holds and runs the remaining epochs up to --epochs: with the same\n"
-        "flags, the result equals an uninterrupted run bit for bit (CPU).",
+        "flags, the result equals an uninterrupted run bit for bit (CPU); the\n"
+        "schedule's step and the --ema average are part of the training state.\n"
+        "Schedules count optimizer steps (--warmup, --step-size, --milestones),\n"
+        "each --accumulate batches; the rate is computed on the device from a step\n"
+        "counter, with torch.optim.lr_scheduler's formulas (nn_schedule.h).\n"
+        "With --ema, evaluation and --save use the averaged weights (parameters\n"
+        "and BatchNorm statistics); --checkpoint keeps both.",
         1, positional, options, (int)(sizeof options / sizeof options[0]), required,
     };
     int status;

@@ -16,11 +16,13 @@ static nn_tensor *new_tensor(nn_ctx *ctx, nn_dtype dtype, int ndim, int64_t a, i
     return nn_tensor_new(ctx, dtype, ndim, shape);
 }
 
-int64_t device_steps_per_epoch(const device_steps *s) { return s->full_steps + (s->tail ? 1 : 0); }
+int64_t device_steps_per_epoch(const device_steps *s) {
+    return s->full_steps + (s->leftover || s->tail ? 1 : 0);
+}
 
 /* What both kinds of training step hold, once s's batch and step counts are
  * set: the batch's tensors (and the smaller last batch's), the step counter,
- * the sums and the table of an epoch's learning rates. */
+ * the sums. */
 static nn_status open_tensors(device_steps *s, int channels, int height, int width) {
     s->x = new_tensor(s->ctx, NN_F32, 4, s->batch, channels, height, width);
     s->y = new_tensor(s->ctx, NN_I32, 1, s->batch, 0, 0, 0);
@@ -28,32 +30,36 @@ static nn_status open_tensors(device_steps *s, int channels, int height, int wid
         s->x_tail = new_tensor(s->ctx, NN_F32, 4, s->tail, channels, height, width);
         s->y_tail = new_tensor(s->ctx, NN_I32, 1, s->tail, 0, 0, 0);
     }
-    int64_t steps = device_steps_per_epoch(s);
     s->counter = new_tensor(s->ctx, NN_I32, 1, 1, 0, 0, 0);
     s->sums = new_tensor(s->ctx, NN_F32, 1, 2, 0, 0, 0);
-    s->lr_table = new_tensor(s->ctx, NN_F32, 1, steps > 0 ? steps : 1, 0, 0, 0);
-    if (!s->x || !s->y || (s->tail && (!s->x_tail || !s->y_tail)) || !s->counter || !s->sums || !s->lr_table)
+    if (!s->x || !s->y || (s->tail && (!s->x_tail || !s->y_tail)) || !s->counter || !s->sums)
         return nn_last_status();
     return NN_OK;
 }
 
 static nn_status full_batch_step(void *steps);
 
-static nn_status init(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, bool use_capture) {
+static nn_status init(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, const step_extras *extras,
+                      bool use_capture) {
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
     s->net = net;
     s->opt = opt;
+    s->schedule = extras->schedule;
+    s->ema = extras->ema;
+    s->accumulate = extras->accumulate > 1 ? extras->accumulate : 1;
     s->full_batches = nn_step_runner_new(ctx, full_batch_step, s, &(nn_step_options){.eager = !use_capture});
     return s->full_batches ? NN_OK : nn_last_status();
 }
 
 nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, const nn_dataset *train,
-                            normalization norm, int64_t batch, bool use_capture) {
-    TRY(init(s, ctx, net, opt, use_capture));
+                            normalization norm, int64_t batch, const step_extras *extras, bool use_capture) {
+    TRY(init(s, ctx, net, opt, extras, use_capture));
     if (batch > train->count) batch = train->count;
     s->batch = batch;
-    s->full_steps = train->count / batch;
+    s->full_batches_per_epoch = train->count / batch;
+    s->full_steps = s->full_batches_per_epoch / s->accumulate;
+    s->leftover = s->full_batches_per_epoch % s->accumulate;
     s->tail = train->count % batch;
     float mean[4], std[4];
     for (int c = 0; c < 4; c++) mean[c] = norm.mean, std[c] = norm.std;
@@ -63,8 +69,10 @@ nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_opt
 }
 
 nn_status device_steps_open_host(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, int channels,
-                                 int height, int width, int64_t batch, int64_t steps, bool use_capture) {
-    TRY(init(s, ctx, net, opt, use_capture));
+                                 int height, int width, int64_t batch, int64_t steps, const step_extras *extras,
+                                 bool use_capture) {
+    TRY(init(s, ctx, net, opt, extras, use_capture));
+    s->accumulate = 1; /* a step per host batch */
     s->host_fed = true;
     s->batch = batch;
     s->full_steps = steps; /* a smaller batch's tensors are made when one comes */
@@ -80,67 +88,101 @@ static nn_status gather_full_batch(device_steps *s) {
     return nn_device_dataset_gather(s->data, s->counter, 0, s->x, s->y);
 }
 
-/* The start of an epoch: step counter and sums at zero, its learning rates. */
-static nn_status reset_epoch(device_steps *s, const float *lrs) {
+/* The start of an epoch: step counter and sums at zero. */
+static nn_status reset_epoch(device_steps *s) {
     int32_t zero = 0;
     TRY(nn_tensor_write(s->counter, &zero, sizeof zero));
-    TRY(nn_tensor_fill(s->sums, 0.0f));
-    return nn_tensor_write(s->lr_table, lrs, sizeof(float) * (size_t)device_steps_per_epoch(s));
+    return nn_tensor_fill(s->sums, 0.0f);
 }
 
-nn_status device_steps_begin_host_epoch(device_steps *s, const float *lrs) { return reset_epoch(s, lrs); }
+nn_status device_steps_begin_host_epoch(device_steps *s) { return reset_epoch(s); }
 
-nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, const float *lrs) {
+nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order) {
     TRY(nn_device_dataset_set_order(s->data, order, nn_device_dataset_count(s->data)));
-    TRY(reset_epoch(s, lrs));
+    TRY(reset_epoch(s));
     return s->full_steps > 0 ? gather_full_batch(s) : NN_OK; /* the first step's batch */
 }
 
-/* One step on batch (x, y). A full batch gathered on the device is in x and
- * y already; the last, smaller one is gathered here from a fixed position. A
- * host-fed batch is already in x and y. The learning rate is the counter's
- * (the fixed position's for the smaller batch); every counted step advances
- * the counter. */
-static nn_status one_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool full) {
-    bool counted = full || s->host_fed;
-    nn_tensor *counter = counted ? s->counter : NULL;
+/* One micro-batch (x, y) of an optimizer step: the gradients are zeroed
+ * before the first and the optimizer steps after the last, so the step's
+ * gradient is the sum of the micro-batches' gradients of their losses
+ * scaled by `scale` (their share of the step's images): the mean loss of
+ * one batch of all of them. After the update come the moving average and
+ * the schedule's next rate. A counted micro-batch advances the counter its
+ * gather reads; gather_next gathers the next full batch into x, y. */
+static nn_status micro_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool counted, float scale, bool first,
+                            bool last, bool gather_next) {
     nn_status st = NN_OK;
-    if (!s->host_fed && !full) st = nn_device_dataset_gather(s->data, NULL, s->full_steps * s->batch, x, y);
-    if (st == NN_OK) st = nn_table_lookup(s->lr_table, counter, counted ? 0 : s->full_steps, nn_optimizer_lr_tensor(s->opt));
     /* Zeroed first: the fill then runs beside the first layer, and the first
      * weight gradient of backward need not wait for it. */
-    if (st == NN_OK) st = nn_optimizer_zero_grad(s->opt);
+    if (first) st = nn_optimizer_zero_grad(s->opt);
     nn_tensor *logits = NULL;
     nn_tensor *loss = st == NN_OK ? nn_module_forward_loss(s->net, x, y, &logits) : NULL;
     if (st == NN_OK && !loss) st = nn_last_status() != NN_OK ? nn_last_status() : NN_ERR_STATE;
-    /* Advanced here, after the lookup read it (a barrier of the forward
-     * pass lies between) and before the next batch's gather reads it: at the
-     * step's start or end it would need a barrier of its own. */
+    /* Advanced here, after the forward pass and before the next batch's
+     * gather reads it: at the step's start or end it would need a barrier
+     * of its own. */
     if (st == NN_OK && counted) st = nn_counter_add(s->counter, 1);
-    if (st == NN_OK) st = nn_backward(loss);
+    nn_tensor *scaled = st == NN_OK && scale != 1.0f ? nn_scale(loss, scale) : loss;
+    if (st == NN_OK && !scaled) st = nn_last_status();
+    if (st == NN_OK) st = nn_backward(scaled);
     /* After backward: the sums read the loss, which the last kernel of the
      * forward pass writes; recorded earlier, they would wait for it behind a
      * barrier of their own, and backward's first kernels behind them. */
     if (st == NN_OK) st = nn_accumulate_metrics(logits, y, loss, s->sums);
-    if (st == NN_OK) st = nn_optimizer_step(s->opt);
-    if (st == NN_OK && full && !s->host_fed) st = gather_full_batch(s);
+    if (st == NN_OK && last) st = nn_optimizer_step(s->opt);
+    if (st == NN_OK && last && s->ema) st = nn_ema_update(s->ema);
+    if (st == NN_OK && last && s->schedule) st = nn_schedule_step(s->schedule);
+    if (st == NN_OK && gather_next) st = gather_full_batch(s);
+    return st;
+}
+
+static nn_status end_step(device_steps *s, nn_status st) {
     nn_status end = nn_ctx_step_end(s->ctx);
     return st == NN_OK ? end : st;
 }
 
-/* The step of a full batch, as the runner calls it: the first of the run
- * eagerly (it creates the gradients and momentum buffers a captured step
- * must find in place), the second while it is captured; the runner replays
- * that for the others, as many per call as asked. */
+/* The step of `accumulate` full batches, as the runner calls it: the first
+ * of the run eagerly (it creates the gradients and momentum buffers a
+ * captured step must find in place), the second while it is captured; the
+ * runner replays that for the others, as many per call as asked. Each
+ * batch is gathered by the one before it (the first of an epoch by
+ * device_steps_begin_epoch), at its end: there the gather runs beside the
+ * backward pass or the update, and the next batch starts with its forward
+ * pass -- one barrier fewer than gathering first. */
 static nn_status full_batch_step(void *steps) {
     device_steps *s = steps;
-    return one_step(s, s->x, s->y, true);
+    nn_status st = NN_OK;
+    for (int64_t i = 0; st == NN_OK && i < s->accumulate; i++)
+        st = micro_step(s, s->x, s->y, !s->host_fed, 1.0f / (float)s->accumulate, i == 0, i == s->accumulate - 1,
+                        !s->host_fed);
+    return end_step(s, st);
+}
+
+/* The epoch's last step, eagerly: the full batches that do not fill a step
+ * and the smaller last batch, gathered from fixed positions, each loss
+ * scaled by its share of the step's images. */
+static nn_status last_step(device_steps *s) {
+    const int64_t images = s->leftover * s->batch + s->tail, first = s->full_steps * s->accumulate;
+    nn_status st = NN_OK;
+    for (int64_t i = 0; st == NN_OK && i < s->leftover; i++) {
+        st = nn_device_dataset_gather(s->data, NULL, (first + i) * s->batch, s->x, s->y);
+        if (st == NN_OK)
+            st = micro_step(s, s->x, s->y, false, (float)((double)s->batch / (double)images), i == 0,
+                            i == s->leftover - 1 && !s->tail, false);
+    }
+    if (st == NN_OK && s->tail) st = nn_device_dataset_gather(s->data, NULL, s->full_batches_per_epoch * s->batch,
+                                                            s->x_tail, s->y_tail);
+    if (st == NN_OK && s->tail)
+        st = micro_step(s, s->x_tail, s->y_tail, false, (float)((double)s->tail / (double)images), s->leftover == 0,
+                        true, false);
+    return end_step(s, st);
 }
 
 nn_status device_steps_run(device_steps *s, int64_t from, int64_t to) {
     int64_t full_to = to < s->full_steps ? to : s->full_steps;
     if (from < full_to) TRY(nn_step_runner_run(s->full_batches, full_to - from));
-    if (s->tail && from <= s->full_steps && to > s->full_steps) TRY(one_step(s, s->x_tail, s->y_tail, false));
+    if ((s->leftover || s->tail) && from <= s->full_steps && to > s->full_steps) TRY(last_step(s));
     return NN_OK;
 }
 
@@ -164,7 +206,7 @@ nn_status device_steps_host_step(device_steps *s, const float *images, const int
     }
     TRY(nn_tensor_write(s->x_tail, images, sizeof(float) * image * (size_t)n));
     TRY(nn_tensor_write(s->y_tail, labels, sizeof(int32_t) * (size_t)n));
-    return one_step(s, s->x_tail, s->y_tail, false);
+    return end_step(s, micro_step(s, s->x_tail, s->y_tail, false, 1.0f, true, true, false));
 }
 
 nn_status device_steps_sums(device_steps *s, double *loss_sum, double *correct) {
@@ -178,7 +220,7 @@ nn_status device_steps_sums(device_steps *s, double *loss_sum, double *correct) 
 void device_steps_close(device_steps *s) {
     nn_step_runner_free(s->full_batches);
     nn_device_dataset_free(s->data);
-    nn_tensor *tensors[] = {s->x, s->y, s->x_tail, s->y_tail, s->counter, s->sums, s->lr_table};
+    nn_tensor *tensors[] = {s->x, s->y, s->x_tail, s->y_tail, s->counter, s->sums};
     for (size_t i = 0; i < sizeof tensors / sizeof tensors[0]; i++) nn_tensor_free(tensors[i]);
     memset(s, 0, sizeof *s);
 }

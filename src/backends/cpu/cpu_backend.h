@@ -188,5 +188,8 @@ nn_status nn_cpu_lion_update(nn_thread_pool *pool, const nn_lion_params *p, floa
 nn_status nn_cpu_muon_momentum(const nn_muon_params *p, const float *grad, float *momentum_buffer, float *update);
 nn_status nn_cpu_muon_normalize(const nn_muon_params *p, float *x, const float *norm_sq);
 nn_status nn_cpu_muon_apply(const nn_muon_params *p, float *param, const float *update, const float *lr);
+/* cpu_schedule.c */
+nn_status nn_cpu_lr_schedule(const nn_lr_schedule_params *p, int32_t *counter, float *lr);
+nn_status nn_cpu_ema_update(nn_thread_pool *pool, const nn_ema_params *p, uint32_t *shadow, uint32_t *value);
 
 #endif

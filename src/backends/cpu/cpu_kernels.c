@@ -120,6 +120,8 @@ POOLED(lion_update, nn_lion_params, F32(0), F32(1), F32(2), F32(3))
 SERIAL(muon_momentum, nn_muon_params, F32(0), F32(1), F32(2))
 SERIAL(muon_normalize, nn_muon_params, F32(0), F32(1))
 SERIAL(muon_apply, nn_muon_params, F32(0), F32(1), F32(2))
+SERIAL(lr_schedule, nn_lr_schedule_params, I32(0), F32(1))
+POOLED(ema_update, nn_ema_params, (uint32_t *)I32(0), (uint32_t *)I32(1))
 #undef POOLED
 #undef SERIAL
 #undef FAMILY

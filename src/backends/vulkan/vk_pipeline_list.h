@@ -99,6 +99,9 @@
     P(LION_UPDATE, lion_update, "lion_update", 0, 0, 0, 0, 0, 0, 0)                                            \
     P(MUON_MOMENTUM, muon_momentum, "muon_momentum", 0, 0, 0, 0, 0, 0, 0)                                      \
     P(MUON_NORMALIZE, muon_normalize, "muon_normalize", 0, 0, 0, 0, 0, 0, 0)                                   \
-    P(MUON_APPLY, muon_apply, "muon_apply", 0, 0, 0, 0, 0, 0, 0)
+    P(MUON_APPLY, muon_apply, "muon_apply", 0, 0, 0, 0, 0, 0, 0)                                                \
+    /* learning-rate schedules and weight averages (vk_schedule.c) */                                          \
+    P(LR_SCHEDULE, lr_schedule, "lr_schedule", 0, 0, 0, 0, 0, 0, 0)                                            \
+    P(EMA_UPDATE, ema_update, "ema_update", 0, 0, 0, 0, 0, 0, 0)
 
 #endif

@@ -1,0 +1,95 @@
+/* Learning-rate schedules computed on the device. A schedule owns a step
+ * counter (int32 [1], a device tensor) and writes the optimizer's rate
+ * (nn_optimizer_lr_tensor) from it with one small kernel, so a captured
+ * step that calls nn_schedule_step replays with the right rate and no host
+ * work. The rates are torch.optim.lr_scheduler's closed forms; call
+ * nn_schedule_step after each nn_optimizer_step, as in PyTorch:
+ *
+ *     nn_schedule *s = nn_schedule_new(opt, &(nn_schedule_options){
+ *         .kind = NN_SCHEDULE_COSINE, .warmup = 500, .total_steps = 10000});
+ *     step:  ... nn_optimizer_step(opt); nn_schedule_step(s); ...
+ *
+ * With t the counter and base the rate at creation (options.base_lr, or
+ * the optimizer's rate when that is 0):
+ *   CONSTANT     base
+ *   STEP         base * gamma^floor(t / step_size)             (StepLR)
+ *   MULTISTEP    base * gamma^(milestones <= t)                 (MultiStepLR)
+ *   EXPONENTIAL  base * gamma^t                                 (ExponentialLR)
+ *   COSINE       t < warmup: base * (s + (1 - s) * t / warmup), s = warmup_start;
+ *                then eta_min + (base - eta_min) (1 + cos(pi (t - warmup) / (total - warmup))) / 2
+ *                (SequentialLR of LinearLR(s, 1, warmup) and CosineAnnealingLR(total - warmup,
+ *                eta_min) at milestone warmup; warmup 0 is plain CosineAnnealingLR(total))
+ *   ONECYCLE     OneCycleLR(max_lr, total_steps, pct_start, anneal_strategy, div_factor,
+ *                final_div_factor, three_phase), base unused; t is held at total_steps.
+ *                The momentum is not cycled (cycle_momentum=False).
+ * The CPU computes in double and rounds once to float; Vulkan computes in
+ * float. The counter is what a training state saves (nn_io.h). */
+#ifndef NN_SCHEDULE_H
+#define NN_SCHEDULE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "nn_optim.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum nn_schedule_kind {
+    NN_SCHEDULE_CONSTANT = 0,
+    NN_SCHEDULE_STEP = 1,
+    NN_SCHEDULE_MULTISTEP = 2,
+    NN_SCHEDULE_EXPONENTIAL = 3,
+    NN_SCHEDULE_COSINE = 4,
+    NN_SCHEDULE_ONECYCLE = 5
+} nn_schedule_kind;
+
+#define NN_SCHEDULE_MAX_MILESTONES 8
+
+typedef struct nn_schedule_options {
+    nn_schedule_kind kind;
+    double base_lr;      /* 0: the optimizer's rate at creation */
+    int64_t step_size;   /* STEP: > 0 */
+    double gamma;        /* STEP, MULTISTEP, EXPONENTIAL: >= 0 */
+    int64_t milestones[NN_SCHEDULE_MAX_MILESTONES]; /* MULTISTEP: increasing, >= 0 */
+    int milestone_count;
+    int64_t warmup;      /* COSINE: linear warm-up steps (0: none) */
+    double warmup_start; /* COSINE: the warm-up's first factor s, in [0, 1] */
+    int64_t total_steps; /* COSINE (> warmup), ONECYCLE (> 0) */
+    double eta_min;      /* COSINE: the final rate */
+    double max_lr;       /* ONECYCLE: > 0 */
+    double pct_start;    /* ONECYCLE: in [0, 1]; 0 takes torch's 0.3 */
+    bool anneal_linear;  /* ONECYCLE: linear instead of cosine annealing */
+    double div_factor;       /* ONECYCLE: initial_lr = max_lr / div_factor; 0 takes torch's 25 */
+    double final_div_factor; /* ONECYCLE: min_lr = initial_lr / final_div_factor; 0 takes torch's 1e4 */
+    bool three_phase;        /* ONECYCLE */
+} nn_schedule_options;
+
+typedef struct nn_schedule nn_schedule;
+
+/* A schedule of opt's rate, its counter at 0: writes the rate of step 0.
+ * NULL (with nn_last_error() naming the option) for invalid options. The
+ * schedule borrows opt: free it first. */
+nn_schedule *nn_schedule_new(nn_optimizer *opt, const nn_schedule_options *options);
+/* Advances the counter by one and writes the rate of the new step, on the
+ * device (recorded in a captured step like any kernel). */
+nn_status nn_schedule_step(nn_schedule *s);
+/* Sets the counter to `step` (>= 0, < 2^31) and writes that step's rate:
+ * a resumed run's schedule continues where it was. */
+nn_status nn_schedule_set_step(nn_schedule *s, int64_t step);
+/* The counter's value (reads it back: waits for the device). */
+nn_status nn_schedule_get_step(nn_schedule *s, int64_t *step);
+/* The counter, int32 [1] (borrowed). */
+nn_tensor *nn_schedule_counter(nn_schedule *s);
+/* The options as given, with the defaults filled in. */
+const nn_schedule_options *nn_schedule_get_options(const nn_schedule *s);
+/* "constant", "step", "multistep", "exponential", "cosine", "onecycle";
+ * nn_schedule_kind_parse is the inverse (false for an unknown name). */
+const char *nn_schedule_kind_name(nn_schedule_kind kind);
+bool nn_schedule_kind_parse(const char *name, nn_schedule_kind *kind);
+void nn_schedule_free(nn_schedule *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,35 @@
+/* LR_SCHEDULE and EMA_UPDATE on Vulkan (kernels.h): the schedule is one
+ * invocation, the average one invocation per word. Shaders lr_schedule.comp
+ * and ema_update.comp. */
+#include "core/error.h"
+#include "nn_schedule.h"
+#include "vk_backend.h"
+
+nn_status vk_run_lr_schedule(vk_backend *vk, const nn_lr_schedule_params *p, const nn_buffer_ref *a) {
+    if (p->kind < NN_SCHEDULE_CONSTANT || p->kind > NN_SCHEDULE_ONECYCLE || p->milestone_count < 0 ||
+        p->milestone_count > NN_LR_SCHEDULE_MAX_MILESTONES || (p->kind == NN_SCHEDULE_STEP && p->step_size <= 0) ||
+        ((p->kind == NN_SCHEDULE_COSINE || p->kind == NN_SCHEDULE_ONECYCLE) && p->total <= p->warmup))
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan lr_schedule: invalid kind %d, step_size %d, %d milestones, "
+                                             "warmup %d or total %d", p->kind, p->step_size, p->milestone_count,
+                            p->warmup, p->total);
+    VK_PUSH(LR_SCHEDULE) push = {
+        .kind = p->kind, .delta = p->delta, .base_lr = (float)p->base_lr, .gamma = (float)p->gamma,
+        .eta_min = (float)p->eta_min, .warmup_start = (float)p->warmup_start, .step_size = p->step_size,
+        .warmup = p->warmup, .total = p->total, .milestone_count = p->milestone_count,
+        .initial_lr = (float)p->initial_lr, .max_lr = (float)p->max_lr, .min_lr = (float)p->min_lr,
+        .phase_end1 = (float)p->phase_end1, .phase_end2 = (float)p->phase_end2, .anneal_linear = p->anneal_linear,
+        .three_phase = p->three_phase,
+    };
+    for (int i = 0; i < p->milestone_count; i++) push.milestones[i] = p->milestones[i];
+    return vk_record(vk, NN_KERNEL_LR_SCHEDULE, VK_PIPE_LR_SCHEDULE, 0, a, 2, VK_PUSH_REF(push), 1, 1, 1);
+}
+
+nn_status vk_run_ema_update(vk_backend *vk, const nn_ema_params *p, const nn_buffer_ref *a) {
+    if (p->n < 0 || p->mode < NN_EMA_AVERAGE || p->mode > NN_EMA_SWAP)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan ema_update: n=%lld mode=%d", (long long)p->n, p->mode);
+    NN_TRY(vk_fits32(NN_KERNEL_EMA_UPDATE, "n", p->n));
+    if (p->n == 0) return NN_OK;
+    VK_PUSH(EMA_UPDATE) push = {.n = (uint32_t)p->n, .mode = p->mode, .decay = p->decay, .weight = p->weight};
+    return vk_record(vk, NN_KERNEL_EMA_UPDATE, VK_PIPE_EMA_UPDATE, 0, a, 2, VK_PUSH_REF(push),
+                     vk_groups_for((uint64_t)p->n), 1, 1);
+}

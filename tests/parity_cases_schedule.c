@@ -1,0 +1,60 @@
+/* The kernel parity test's cases for LR_SCHEDULE and EMA_UPDATE
+ * (parity_cases.h): every schedule kind at steps around its turning
+ * points (warm-up's end, milestones, one-cycle's phase ends, past the
+ * total), advancing and not; the average, copy and swap of odd sizes. */
+#include <stdint.h>
+
+#include "nn_schedule.h"
+#include "parity_cases.h"
+#include "parity_harness.h"
+
+static nn_lr_schedule_params schedule_of(int kind) {
+    nn_lr_schedule_params p = {.kind = kind, .base_lr = 0.1, .gamma = 0.5, .step_size = 7, .total = 101};
+    switch (kind) {
+    case NN_SCHEDULE_MULTISTEP:
+        p.milestone_count = 3;
+        p.milestones[0] = 3, p.milestones[1] = 30, p.milestones[2] = 31;
+        break;
+    case NN_SCHEDULE_EXPONENTIAL: p.gamma = 0.97; break;
+    case NN_SCHEDULE_COSINE: p.warmup = 13, p.warmup_start = 0.25, p.eta_min = 1e-3; break;
+    case NN_SCHEDULE_ONECYCLE:
+        p.max_lr = 0.4, p.initial_lr = 0.4 / 25.0, p.min_lr = 0.4 / 25.0 / 1e4;
+        p.phase_end1 = 0.3 * 101 - 1, p.phase_end2 = 2 * 0.3 * 101 - 2;
+        break;
+    default: break;
+    }
+    return p;
+}
+
+void parity_lr_schedule_case(nn_backend *o) {
+    static const int32_t steps[] = {0, 1, 2, 12, 13, 29, 30, 31, 59, 100, 101, 5000};
+    for (int kind = NN_SCHEDULE_CONSTANT; kind <= NN_SCHEDULE_ONECYCLE; kind++)
+        for (int variant = 0; variant < (kind == NN_SCHEDULE_ONECYCLE ? 4 : 1); variant++)
+            for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++)
+                for (int delta = 0; delta < 2; delta++) {
+                    nn_lr_schedule_params p = schedule_of(kind);
+                    p.delta = delta;
+                    p.anneal_linear = variant & 1; /* one-cycle: linear or cosine, two or three phases */
+                    p.three_phase = variant >> 1;
+                    float *lr = parity_randoms(1, -1, 1);
+                    parity_arg a[2] = {arg_exact(&steps[s], 1, 4), arg_near(lr, 1, 8, 2e-6)};
+                    parity_check(o, NN_KERNEL_LR_SCHEDULE, a, 2, &p, "kind %d variant %d step %d delta %d", kind,
+                                 variant, steps[s], delta);
+                }
+}
+
+void parity_ema_update_case(nn_backend *o) {
+    static const int64_t sizes[] = {1, 7, 1031};
+    for (int mode = NN_EMA_AVERAGE; mode <= NN_EMA_SWAP; mode++)
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            const size_t n = (size_t)sizes[s];
+            const nn_ema_params p = {.n = sizes[s], .mode = mode, .decay = 0.999f, .weight = (float)(1.0 - 0.999f)};
+            /* the average rounds twice per element; copy and swap move words */
+            parity_arg a[2] = {
+                mode == NN_EMA_AVERAGE ? arg_near(parity_randoms(n, -2, 2), n, 12, ROUNDING)
+                                       : arg_exact(parity_randoms(n, -2, 2), n, 12),
+                arg_exact(parity_randoms(n, -2, 2), n, 4), /* written by the swap only */
+            };
+            parity_check(o, NN_KERNEL_EMA_UPDATE, a, 2, &p, "mode %d n %zu", mode, n);
+        }
+}

@@ -1,0 +1,92 @@
+"""nn_engine.optim.lr_scheduler against torch.optim.lr_scheduler: every
+scheduler's rates for 130 steps equal torch's exactly (get_last_lr and the
+rate written to the optimizer), SequentialLR's warm-up then cosine included;
+bad arguments raise naming them."""
+import numpy as np
+import pytest
+import torch
+
+import nn_engine as nn
+from nn_engine.optim import lr_scheduler
+
+STEPS = 130
+
+CASES = [
+    ("StepLR", lambda s, o: s.StepLR(o, step_size=7, gamma=0.7)),
+    ("MultiStepLR", lambda s, o: s.MultiStepLR(o, milestones=[1, 40, 41, 90], gamma=0.3)),
+    ("ExponentialLR", lambda s, o: s.ExponentialLR(o, gamma=0.97)),
+    ("CosineAnnealingLR", lambda s, o: s.CosineAnnealingLR(o, T_max=STEPS)),
+    ("CosineAnnealingLR-restarts", lambda s, o: s.CosineAnnealingLR(o, T_max=37, eta_min=0.001)),
+    ("LinearLR", lambda s, o: s.LinearLR(o, start_factor=0.1, end_factor=0.9, total_iters=23)),
+    ("OneCycleLR", lambda s, o: s.OneCycleLR(o, max_lr=0.3, total_steps=STEPS, cycle_momentum=False)),
+    ("OneCycleLR-linear-three-phase",
+     lambda s, o: s.OneCycleLR(o, max_lr=0.4, epochs=13, steps_per_epoch=10, pct_start=0.25,
+                               anneal_strategy="linear", div_factor=10.0, final_div_factor=100.0,
+                               three_phase=True, cycle_momentum=False)),
+    ("SequentialLR-warmup-cosine",
+     lambda s, o: s.SequentialLR(o, [s.LinearLR(o, start_factor=0.05, total_iters=11),
+                                     s.CosineAnnealingLR(o, T_max=STEPS - 11, eta_min=1e-4)], milestones=[11])),
+]
+
+
+def optimizers(lr=0.05):
+    lr = float(np.float32(lr))  # the rate an nn_engine optimizer holds is float32
+    param = torch.zeros(3, requires_grad=True)
+    layer = nn.Linear(3, 2)
+    return torch.optim.SGD([param], lr=lr), nn.SGD([layer.w, layer.b], lr=lr)
+
+
+@pytest.mark.parametrize("name,make", CASES, ids=[c[0] for c in CASES])
+def test_rates_equal_torch_for_130_steps(name, make):
+    torch_opt, ours_opt = optimizers()
+    theirs = make(torch.optim.lr_scheduler, torch_opt)
+    ours = make(lr_scheduler, ours_opt)
+    assert ours.get_last_lr() == theirs.get_last_lr()
+    seen = set()
+    for step in range(STEPS - 1):
+        torch_opt.step()
+        theirs.step()
+        ours.step()
+        assert ours.get_last_lr() == theirs.get_last_lr(), f"{name} step {step + 1}"
+        assert ours_opt.lr == torch_opt.param_groups[0]["lr"]
+        seen.add(ours_opt.lr)
+    assert len(seen) > 1  # the rate moved
+
+
+def test_scheduled_rate_reaches_the_update():
+    # the first step moves the weights; the schedule's rate 0 then leaves them
+    layer = nn.Linear(3, 2)
+    opt = nn.SGD([layer.w, layer.b], lr=0.5)
+    sched = lr_scheduler.MultiStepLR(opt, milestones=[1], gamma=0.0)
+    x = nn.Tensor(np.ones((4, 3), dtype=np.float32))
+    weights = [layer.w.numpy().copy()]
+    for _ in range(2):
+        opt.zero_grad()
+        layer(x).sum().backward()
+        opt.step()
+        sched.step()
+        weights.append(layer.w.numpy().copy())
+    assert opt.lr == 0.0
+    assert not np.array_equal(weights[1], weights[0])
+    np.testing.assert_array_equal(weights[2], weights[1])
+
+
+def test_bad_arguments_raise_naming_them():
+    _, opt = optimizers()
+    with pytest.raises(ValueError, match="step_size"):
+        lr_scheduler.StepLR(opt, step_size=0)
+    with pytest.raises(ValueError, match="T_max"):
+        lr_scheduler.CosineAnnealingLR(opt, T_max=-3)
+    with pytest.raises(ValueError, match="anneal_strategy"):
+        lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10, anneal_strategy="square", cycle_momentum=False)
+    with pytest.raises(ValueError, match="cycle_momentum"):
+        lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
+    with pytest.raises(ValueError, match="milestones"):
+        lr_scheduler.SequentialLR(opt, [lr_scheduler.ExponentialLR(opt, 0.9)], milestones=[3])
+    with pytest.raises(TypeError, match="not an Optimizer"):
+        lr_scheduler.ExponentialLR(object(), 0.9)
+    sched = lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10, cycle_momentum=False)
+    for _ in range(10):
+        sched.step()
+    with pytest.raises(ValueError, match="total_steps is 10"):
+        sched.step()
