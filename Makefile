@@ -139,8 +139,8 @@ $(BUILD)/obj/%.o: %.c
 
 # ---- io: the C side of the Python interop tests in tests/io/ ----
 .PHONY: io-fixture
-io-fixture: $(BUILD)/tests/nn_io_fixture $(BUILD)/tests/nn_blocks
-$(BUILD)/tests/nn_io_fixture $(BUILD)/tests/nn_blocks: $(BUILD)/tests/%: $(BUILD)/obj/tests/io/%.o $(BUILD)/libnnengine.a
+io-fixture: $(BUILD)/tests/nn_io_fixture $(BUILD)/tests/nn_blocks $(BUILD)/tests/nn_zoo_fixture
+$(BUILD)/tests/nn_io_fixture $(BUILD)/tests/nn_blocks $(BUILD)/tests/nn_zoo_fixture: $(BUILD)/tests/%: $(BUILD)/obj/tests/io/%.o $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libnnengine.a $(LDLIBS)
 

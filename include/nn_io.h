@@ -27,6 +27,11 @@ nn_status nn_save_module(const nn_module *module, const char *path);
 /* Every state_dict entry must be in the file with its dtype and shape, and
  * the file must hold nothing else; otherwise nothing is loaded. */
 nn_status nn_load_module(nn_module *module, const char *path);
+/* nn_load_module for fine-tuning with a new classifier: every state_dict
+ * entry except those of the child at `child_path` ("fc", "classifier.1")
+ * must be in the file, as strictly; the file's entries under child_path are
+ * ignored whatever their shapes, and the child keeps its values. */
+nn_status nn_load_module_except(nn_module *module, const char *path, const char *child_path);
 /* The same for any tensors under names (unique, non-empty): what Python's
  * Model.save writes. Loading fills each tensor from the entry of its name,
  * all or nothing, on the same conditions. */

@@ -106,6 +106,30 @@ nn_module *nn_conv_transpose2d_layer(nn_ctx *ctx, int in_channels, int out_chann
 nn_module *nn_upsample_layer(nn_ctx *ctx, int out_h, int out_w, double scale_h, double scale_w,
                              nn_interpolate_mode mode, bool align_corners);
 
+/* ---- the model zoo with torchvision's names (torchvision.models) ----
+ * Module trees and state_dict names are torchvision's, so its weights
+ * (a state_dict saved with safetensors) load strictly with nn_load_module,
+ * and so is the initialisation: convolutions kaiming_normal_(fan_out),
+ * BatchNorm weight 1 and bias 0. Input [N, 3, H, W]; at 224 x 224 the
+ * ImageNet models are as published, and any size >= 32 runs (a global
+ * average pool precedes the classifier). Call nn_module_set_training(net,
+ * false) for inference (BatchNorm's running statistics, no dropout). */
+/* ResNet-18 / -34 (BasicBlock) and -50 (Bottleneck, v1.5: stride on the
+ * 3x3): conv1 7x7/2, bn1, relu, maxpool 3/2, layer1..layer4 (blocks "0",
+ * "1", ...: conv1, bn1, conv2, bn2 [, conv3, bn3], downsample.0 conv1x1
+ * and downsample.1 BatchNorm where the shape changes), avgpool, fc. */
+nn_module *nn_resnet18(nn_ctx *ctx, int num_classes);
+nn_module *nn_resnet34(nn_ctx *ctx, int num_classes);
+nn_module *nn_resnet50(nn_ctx *ctx, int num_classes);
+/* ResNet-18 for small images (CIFAR, Fashion-MNIST): conv1 is 3x3 stride
+ * 1 from in_channels, no max pool; the rest and the names as nn_resnet18.
+ * Input [N, in_channels, H, W], H and W >= 8. */
+nn_module *nn_resnet18_cifar(nn_ctx *ctx, int in_channels, int num_classes);
+/* MobileNetV2, width 1.0: features.0 .. features.18 (InvertedResidual
+ * blocks, their layers under conv.0, conv.1, ...), ReLU6, a global average
+ * pool, classifier.0 Dropout(0.2), classifier.1 Linear 1280->num_classes. */
+nn_module *nn_mobilenet_v2(nn_ctx *ctx, int num_classes);
+
 #ifdef __cplusplus
 }
 #endif

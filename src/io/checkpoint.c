@@ -31,8 +31,10 @@ static nn_status save(const char *who, const char *path, int count, nn_tensor *c
     return status;
 }
 
-static nn_status load(const char *who, const char *path, int count, nn_tensor *const *tensors,
-                      const char *const *names) {
+/* Fills the tensors from the file; entries under `except` (a child's
+ * path, or NULL) are ignored in the file. */
+static nn_status load_except(const char *who, const char *path, int count, nn_tensor *const *tensors,
+                             const char *const *names, const char *except) {
     nn_st_binding *b = bindings(who, count, tensors, names);
     if (!b) return nn_last_status();
     nn_st_file file;
@@ -48,10 +50,15 @@ static nn_status load(const char *who, const char *path, int count, nn_tensor *c
                                                "optimizer buffers), not a weights file: resume from "
                                                "it with nn_load_train_state", who, path);
     else
-        status = nn_st_assign(who, path, &file, b, count);
+        status = nn_st_assign_except(who, path, &file, b, count, except);
     free(b);
     nn_st_close(&file);
     return status;
+}
+
+static nn_status load(const char *who, const char *path, int count, nn_tensor *const *tensors,
+                      const char *const *names) {
+    return load_except(who, path, count, tensors, names, NULL);
 }
 
 nn_status nn_save_tensors(const char *path, int count, nn_tensor *const *tensors, const char *const *names) {
@@ -87,4 +94,26 @@ nn_status nn_save_module(const nn_module *module, const char *path) {
 
 nn_status nn_load_module(nn_module *module, const char *path) {
     return with_state_dict("nn_load_module", module, path, load);
+}
+
+nn_status nn_load_module_except(nn_module *module, const char *path, const char *child_path) {
+    const char *who = "nn_load_module_except";
+    if (!module) return nn_set_error(NN_ERR_ARGUMENT, "%s: module is NULL", who);
+    if (!child_path || !*child_path) return nn_set_error(NN_ERR_ARGUMENT, "%s: child_path is NULL or empty", who);
+    if (!nn_module_child(module, child_path))
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: the %s has no child '%s'", who, nn_module_kind(module), child_path);
+    const int all = nn_module_state_count(module);
+    nn_tensor **tensors = calloc((size_t)all + 1, sizeof *tensors);
+    const char **names = calloc((size_t)all + 1, sizeof *names);
+    nn_status status = tensors && names ? NN_OK : nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+    int count = 0;
+    for (int i = 0; status == NN_OK && i < all; i++) {
+        if (nn_st_name_under(nn_module_state_name(module, i), child_path)) continue;
+        tensors[count] = nn_module_state(module, i);
+        names[count++] = nn_module_state_name(module, i);
+    }
+    if (status == NN_OK) status = load_except(who, path, count, tensors, names, child_path);
+    free(tensors);
+    free(names);
+    return status;
 }

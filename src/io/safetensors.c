@@ -256,8 +256,18 @@ static nn_status entry_words(const char *who, const char *path, const nn_st_file
     return NN_OK;
 }
 
+bool nn_st_name_under(const char *name, const char *child) {
+    const size_t n = strlen(child);
+    return strncmp(name, child, n) == 0 && name[n] == '.';
+}
+
 nn_status nn_st_assign(const char *who, const char *path, const nn_st_file *file,
                        const nn_st_binding *tensors, int count) {
+    return nn_st_assign_except(who, path, file, tensors, count, NULL);
+}
+
+nn_status nn_st_assign_except(const char *who, const char *path, const nn_st_file *file,
+                              const nn_st_binding *tensors, int count, const char *except) {
     const nn_st_header *h = &file->header;
     /* 1. Every expected name is present with the right dtype and shape. */
     for (int i = 0; i < count; i++) {
@@ -269,7 +279,7 @@ nn_status nn_st_assign(const char *who, const char *path, const nn_st_file *file
     }
     /* 2. Nothing else is in the file (a different model, or a typo). */
     for (int k = 0; k < h->count; k++) {
-        bool known = false;
+        bool known = except && nn_st_name_under(h->entries[k].name, except);
         for (int i = 0; i < count && !known; i++) known = strcmp(h->entries[k].name, tensors[i].name) == 0;
         if (!known)
             return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: the file holds tensor '%s', which the "

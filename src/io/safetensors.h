@@ -38,5 +38,12 @@ void nn_st_close(nn_st_file *file);
  * already written get their old values back. */
 nn_status nn_st_assign(const char *who, const char *path, const nn_st_file *file,
                        const nn_st_binding *tensors, int count);
+/* nn_st_assign, ignoring the file's entries under the module path
+ * `except` (nn_st_name_under; NULL: none): a classifier being replaced. */
+nn_status nn_st_assign_except(const char *who, const char *path, const nn_st_file *file,
+                              const nn_st_binding *tensors, int count, const char *except);
+/* Whether state_dict name `name` belongs to the child at module path
+ * `child` ("fc.weight" is under "fc"; "fc2.weight" is not). */
+bool nn_st_name_under(const char *name, const char *child);
 
 #endif

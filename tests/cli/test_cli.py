@@ -141,7 +141,8 @@ def bad_flags():
     expect(["train", "lenet5"], 2, "--data DIR is required")
     expect(["train", "--data", FASHION], 2, "missing argument")
     expect(["train", "lenet5", "mlp", "--data", FASHION], 2, "unexpected argument 'mlp'")
-    expect(["train", "lenet5", "--data", FASHION, "--schedule", "linear"], 2, "--schedule takes cosine or constant")
+    expect(["train", "lenet5", "--data", FASHION, "--schedule", "linear"], 2,
+           "--schedule takes constant, step, multistep, exponential, cosine or onecycle")
     expect(["train", "lenet5", "--data", FASHION, "--normalize", "0.5,0"], 2, "--normalize takes")
     expect(["train", "lenet5", "--data", FASHION, "--device", "tpu", "--limit", "10"], 2,
            "cannot open device 'tpu'", "unknown device")
@@ -208,7 +209,8 @@ def vulkan_profile_times_the_captured_steps_stretches():
     assert [int(r[0]) for r in rows] == list(range(1, stretches + 1)), rows
     assert all(float(r[1]) > 0 for r in rows), rows
     assert abs(sum(float(r[1]) for r in rows) - total) <= 0.02 * total + 0.05, (rows, total)
-    assert "conv+pool forward" in rows[0][2] and "sgd_update" in rows[-1][2], rows
+    # the replay's schedule may place the next batch's gathers and the rate's update last
+    assert "conv+pool forward" in rows[0][2] and any("sgd_update" in r[2] for r in rows), rows
 
 
 @test

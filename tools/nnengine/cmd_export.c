@@ -47,6 +47,7 @@ static int export_model(const export_config *c) {
         fprintf(stderr, "nnengine export: %s\n", library_error());
         status = EXIT_BAD_INPUT;
     } else {
+        nn_module_set_training(net, false); /* an inference graph: BatchNorm's running statistics, no dropout */
         /* The module entry point makes dimension 0 dynamic; a static batch
          * goes through the general one with the module's names. */
         nn_status s;

@@ -18,6 +18,9 @@
 typedef struct train_config {
     const char *model, *data, *device, *save, *log, *normalize, *schedule;
     const char *checkpoint, *resume; /* training state written after each epoch / read at the start */
+    const char *init;       /* fine-tuning: weights to start from (a state_dict, e.g. torchvision's) */
+    int64_t classes;        /* 0, or the classifier's outputs (replacing the init file's) */
+    option_strings freeze;  /* parameter-name prefixes left out of training */
     int64_t epochs, batch, threads, seed, limit;
     int64_t stop_after; /* 0, or end after this epoch (the schedule still spans --epochs) */
     bool no_capture;    /* run every step eagerly instead of replaying a captured one */
@@ -220,12 +223,85 @@ static int resume(trainer *t) {
     return EXIT_OK;
 }
 
+/* --classes K gives the classifier K outputs: at least one per class of the data. */
+static int fine_tuning_classes(const train_config *c, int data_classes) {
+    if (!c->classes || c->classes >= data_classes) return EXIT_OK;
+    fprintf(stderr, "nnengine train: --classes %lld is fewer than the %d classes of %s\n", (long long)c->classes,
+            data_classes, c->data);
+    return EXIT_BAD_INPUT;
+}
+
+/* --init FILE: the weights to start from, all of them (strict). With
+ * --classes the classifier is taken from the file when it has that shape,
+ * and otherwise left out and trained from its initial values. */
+static int load_initial_weights(trainer *t) {
+    const train_config *c = &t->config;
+    const char *classifier = model_classifier(c->model);
+    if (nn_load_module(t->net, c->init) == NN_OK) {
+        fprintf(stderr, "initial weights: %s\n", c->init);
+        return EXIT_OK;
+    }
+    if (!c->classes) {
+        fprintf(stderr, "nnengine train: --init: %s\n(to replace the classifier %s with one for this data, give "
+                        "--classes K)\n", library_error(), classifier);
+        return EXIT_BAD_INPUT;
+    }
+    if (nn_load_module_except(t->net, c->init, classifier) != NN_OK) {
+        fprintf(stderr, "nnengine train: --init: %s\n", library_error());
+        return EXIT_BAD_INPUT;
+    }
+    fprintf(stderr, "initial weights: %s, except the classifier %s (new, %lld classes)\n", c->init, classifier,
+            (long long)c->classes);
+    return EXIT_OK;
+}
+
+static bool frozen(const train_config *c, const char *name) {
+    for (int i = 0; i < c->freeze.count; i++)
+        if (strncmp(name, c->freeze.values[i], strlen(c->freeze.values[i])) == 0) return true;
+    return false;
+}
+
+/* --freeze PREFIX: those parameters stop requiring grad. Each prefix must
+ * name some parameter, and some parameter must stay trainable. */
+static int freeze_parameters(trainer *t, int *trainable) {
+    const train_config *c = &t->config;
+    const int count = nn_module_param_count(t->net);
+    for (int f = 0; f < c->freeze.count; f++) {
+        bool matched = false;
+        for (int i = 0; i < count && !matched; i++)
+            matched = strncmp(nn_module_param_name(t->net, i), c->freeze.values[f], strlen(c->freeze.values[f])) == 0;
+        if (!matched) {
+            fprintf(stderr, "nnengine train: --freeze %s matches no parameter of %s (its names run from %s to %s)\n",
+                    c->freeze.values[f], c->model, nn_module_param_name(t->net, 0),
+                    nn_module_param_name(t->net, count - 1));
+            return EXIT_BAD_INPUT;
+        }
+    }
+    *trainable = 0;
+    for (int i = 0; i < count; i++) {
+        if (!frozen(c, nn_module_param_name(t->net, i))) {
+            (*trainable)++;
+        } else if (nn_tensor_set_requires_grad(nn_module_param(t->net, i), false) != NN_OK) {
+            fprintf(stderr, "nnengine train: %s\n", library_error());
+            return EXIT_FAILURE_RUNTIME;
+        }
+    }
+    if (*trainable == 0) {
+        fprintf(stderr, "nnengine train: --freeze leaves no parameter of %s to train\n", c->model);
+        return EXIT_BAD_INPUT;
+    }
+    if (c->freeze.count)
+        fprintf(stderr, "frozen: %d of %d parameter tensors\n", count - *trainable, count);
+    return EXIT_OK;
+}
+
 /* The data held in memory (IDX files, small images of one size): loaded,
  * the model built for its size, and the step's data put on the device. */
 static int setup_memory_data(trainer *t, char *why, size_t why_size) {
     train_config *c = &t->config;
     int status = data_setup_load("train", c->data, c->validation_fraction, (uint64_t)c->seed, c->limit,
                                  c->normalize, &t->data);
+    if (status == EXIT_OK) status = fine_tuning_classes(c, t->data.classes);
     if (status != EXIT_OK) return status;
     const nn_dataset *train = &t->data.train;
     if (c->batch > train->count)
@@ -233,6 +309,7 @@ static int setup_memory_data(trainer *t, char *why, size_t why_size) {
                 (long long)c->batch, (long long)train->count);
     t->ctx = open_device("train", c->device, (int)c->threads, (uint64_t)c->seed);
     if (!t->ctx) return EXIT_BAD_INPUT;
+    if (c->classes) t->data.classes = (int)c->classes; /* checked against the data by fine_tuning_classes */
     t->net = model_build(t->ctx, c->model, train->channels, train->height, train->width, t->data.classes, why,
                          why_size);
     if (!t->net) return EXIT_BAD_INPUT;
@@ -252,9 +329,11 @@ static int setup_photo_data(trainer *t, int channels, int height, int width, cha
                        .normalize = c->normalize, .workers = (int)c->workers, .flip = c->flip,
                        .random_crop = c->random_crop};
     int status = photo_data_load("train", c->data, &o, &t->photo);
+    if (status == EXIT_OK) status = fine_tuning_classes(c, t->photo.classes);
     if (status != EXIT_OK) return status;
     t->ctx = open_device("train", c->device, (int)c->threads, (uint64_t)c->seed);
     if (!t->ctx) return EXIT_BAD_INPUT;
+    if (c->classes) t->photo.classes = (int)c->classes; /* checked against the data by fine_tuning_classes */
     t->net = model_build(t->ctx, c->model, channels, height, width, t->photo.classes, why, why_size);
     if (!t->net) return EXIT_BAD_INPUT;
     fprintf(stderr, "data: %s: %lld training and %lld %s images, %d classes, decoded to %dx%dx%d on %d threads "
@@ -322,10 +401,13 @@ static int setup(trainer *t) {
         if (why[0]) fprintf(stderr, "nnengine train: %s\n", why);
         return status;
     }
-    int count = nn_module_param_count(t->net);
+    if (c->init && (status = load_initial_weights(t)) != EXIT_OK) return status;
+    int count;
+    if ((status = freeze_parameters(t, &count)) != EXIT_OK) return status;
+    /* The optimizer gets the trainable parameters only (no decay of frozen ones). */
     nn_tensor **params = malloc(sizeof *params * (size_t)count);
-    if (params)
-        for (int i = 0; i < count; i++) params[i] = nn_module_param(t->net, i);
+    for (int i = 0, n = 0; params && i < nn_module_param_count(t->net); i++)
+        if (!frozen(c, nn_module_param_name(t->net, i))) params[n++] = nn_module_param(t->net, i);
     nn_sgd_options sgd = {.lr = (float)c->lr, .momentum = (float)c->momentum,
                           .weight_decay = (float)c->weight_decay};
     t->opt = params ? nn_sgd_new(params, count, &sgd) : NULL;
@@ -374,6 +456,11 @@ static int setup(trainer *t) {
 static int train(train_config config) {
     if (!model_known(config.model)) {
         fprintf(stderr, "nnengine train: unknown model '%s' (known: %s)\n", config.model, models_names());
+        return EXIT_BAD_INPUT;
+    }
+    if (config.freeze.count && (config.checkpoint || config.resume)) {
+        fprintf(stderr, "nnengine train: --freeze cannot be combined with --checkpoint or --resume (a training "
+                        "state holds every parameter's optimizer state)\n");
         return EXIT_BAD_INPUT;
     }
     nn_schedule_kind kind;
@@ -441,8 +528,8 @@ int command_train(int argc, char **argv) {
     const option_spec options[] = {
         {"--data", OPTION_STRING, &c.data, 0, 0, "DIR", "dataset folder: IDX files, or one folder per class"},
         {"--epochs", OPTION_INT, &c.epochs, 1, 1e6, "N", "passes over the training set (default 10)"},
-        {"--batch", OPTION_INT, &c.batch, 1, 65536, "B", "images per step (default 64; alexnet models 16)"},
-        {"--lr", OPTION_FLOAT, &c.lr, 0, 1e3, "X", "learning rate (default 0.05; alexnet models 0.03)"},
+        {"--batch", OPTION_INT, &c.batch, 1, 65536, "B", "images per step (default 64; 3x224x224 models 16)"},
+        {"--lr", OPTION_FLOAT, &c.lr, 0, 1e3, "X", "learning rate (default 0.05; 3x224x224 models 0.03)"},
         {"--schedule", OPTION_STRING, &c.schedule, 0, 0, "S", "learning-rate schedule: cosine (default), constant, step, multistep, exponential or onecycle"},
         {"--warmup", OPTION_INT, &c.warmup, 0, 2e9, "N", "cosine: linear warm-up over the first N optimizer steps (default 0)"},
         {"--warmup-start", OPTION_FLOAT, &c.warmup_start, 0, 1, "F", "cosine: the warm-up's first rate, a fraction of --lr (default 0.1)"},
@@ -471,10 +558,13 @@ int command_train(int argc, char **argv) {
         {"--random-crop", OPTION_SWITCH, &c.random_crop, 0, 0, NULL, "photos: random resized crops (torchvision's RandomResizedCrop)"},
         {"--no-capture", OPTION_SWITCH, &c.no_capture, 0, 0, NULL, "run each step eagerly (default: capture one step, replay it)"},
         {"--stop-after", OPTION_INT, &c.stop_after, 0, 1e6, "E", "end after epoch E; the schedule still spans --epochs (default 0: run all)"},
+        {"--init", OPTION_STRING, &c.init, 0, 0, "FILE", "start from these weights (a state_dict in safetensors, e.g. torchvision's; strict)"},
+        {"--classes", OPTION_INT, &c.classes, 1, 1 << 20, "K", "a classifier (fc, classifier.1, ...) of K outputs; with --init, the file's is skipped unless it has K"},
+        {"--freeze", OPTION_STRING_LIST, &c.freeze, 0, 0, "PREFIX", "parameters whose name starts with PREFIX are not trained (repeatable)"},
     };
     static const char *const required[] = {"--data", NULL};
     const command_spec spec = {
-        "train", "train MODEL --data DIR [options]", "Train a model (lenet5, mlp, alexnet, alexnet-tv) with SGD.",
+        "train", "train MODEL --data DIR [options]", "Train a model (see nnengine --help for the models) with SGD.",
         "Prints one line per epoch (train loss and accuracy, test loss and accuracy,\n"
         "seconds of training, images per second) and, on a terminal, a progress bar.\n"
         "The JSON log has the fields epoch, train_loss, train_acc, test_loss,\n"
@@ -488,6 +578,10 @@ int command_train(int argc, char **argv) {
         "threads ahead of training, resized to 224x224 RGB (bilinear), normalised\n"
         "with ImageNet's mean and std (--normalize auto); files that fail to\n"
         "decode are left out and reported once.\n"
+        "resnet18, resnet34, resnet50 and mobilenet_v2 (torchvision's names) take\n"
+        "photos as alexnet does; resnet18-cifar takes the data's channels and size.\n"
+        "Fine-tuning: --init FILE (torchvision's state_dict in safetensors) with\n"
+        "--classes K replaces the classifier; --freeze layer1 keeps layer1.* fixed.\n"
         "--resume FILE restores the weights, momentum and progress a --checkpoint\n"
         "FILE holds and runs the remaining epochs up to --epochs: with the same\n"
         "flags, the result equals an uninterrupted run bit for bit (CPU); the\n"

@@ -7,21 +7,31 @@ typedef struct model_entry {
     const char *name;
     const char *description;
     int channels, height, width; /* the input it needs; 0 = any */
+    const char *classifier;      /* the module path of its last layer, which --classes replaces */
 } model_entry;
 
 static const model_entry models[] = {
-    {"lenet5", "LeNet-5: conv 6@5x5, pool, conv 16@5x5, pool, 120, 84, classes (1x28x28 input)", 1, 28, 28},
-    {"mlp", "multilayer perceptron: flatten, 300, 100, classes, with ReLU (any image size)", 0, 0, 0},
-    {"alexnet", "AlexNet, the seed's form: 5 convolutions, 9216-512-512-classes (3x224x224 input)", 3, 224, 224},
+    {"lenet5", "LeNet-5: conv 6@5x5, pool, conv 16@5x5, pool, 120, 84, classes (1x28x28 input)", 1, 28, 28, "l3"},
+    {"mlp", "multilayer perceptron: flatten, 300, 100, classes, with ReLU (any image size)", 0, 0, 0, "l3"},
+    {"alexnet", "AlexNet, the seed's form: 5 convolutions, 9216-512-512-classes (3x224x224 input)", 3, 224, 224, "l3"},
     {"alexnet-tv", "AlexNet as torchvision's: 5 convolutions, dropout, 9216-4096-4096-classes "
-                   "(3x224x224 input)", 3, 224, 224},
+                   "(3x224x224 input)", 3, 224, 224, "classifier.6"},
+    /* The zoo with torchvision's names (nn_layers.h): its weights load with --init. */
+    {"resnet18", "ResNet-18 as torchvision's (3x224x224 input)", 3, 224, 224, "fc"},
+    {"resnet34", "ResNet-34 as torchvision's (3x224x224 input)", 3, 224, 224, "fc"},
+    {"resnet50", "ResNet-50 as torchvision's, Bottleneck v1.5 (3x224x224 input)", 3, 224, 224, "fc"},
+    {"mobilenet_v2", "MobileNetV2 as torchvision's, width 1.0 (3x224x224 input)", 3, 224, 224, "classifier.1"},
+    {"resnet18-cifar", "ResNet-18 for small images: 3x3 stride-1 stem, no max pool (the data's channels "
+                       "and size)", 0, 0, 0, "fc"},
 };
 #define MODEL_COUNT ((int)(sizeof models / sizeof models[0]))
 
 /* LeCun et al. 1998's 300-100 network: the classic MLP baseline on MNIST. */
 static const int mlp_hidden[] = {300, 100};
 
-const char *models_names(void) { return "lenet5, mlp, alexnet, alexnet-tv"; }
+const char *models_names(void) {
+    return "lenet5, mlp, alexnet, alexnet-tv, resnet18, resnet34, resnet50, mobilenet_v2, resnet18-cifar";
+}
 
 static const model_entry *find(const char *name) {
     for (int i = 0; i < MODEL_COUNT; i++)
@@ -34,6 +44,11 @@ bool model_known(const char *name) { return find(name) != NULL; }
 const char *model_description(const char *name) {
     const model_entry *entry = find(name);
     return entry ? entry->description : "";
+}
+
+const char *model_classifier(const char *name) {
+    const model_entry *entry = find(name);
+    return entry ? entry->classifier : "";
 }
 
 bool model_input(const char *name, int *channels, int *height, int *width) {
@@ -61,6 +76,16 @@ nn_module *model_build(nn_ctx *ctx, const char *name, int channels, int height, 
         net = nn_alexnet(ctx, classes, NN_INIT_KAIMING_UNIFORM);
     } else if (strcmp(name, "alexnet-tv") == 0) {
         net = nn_alexnet_tv(ctx, classes, NN_INIT_KAIMING_UNIFORM);
+    } else if (strcmp(name, "resnet18") == 0) {
+        net = nn_resnet18(ctx, classes);
+    } else if (strcmp(name, "resnet34") == 0) {
+        net = nn_resnet34(ctx, classes);
+    } else if (strcmp(name, "resnet50") == 0) {
+        net = nn_resnet50(ctx, classes);
+    } else if (strcmp(name, "mobilenet_v2") == 0) {
+        net = nn_mobilenet_v2(ctx, classes);
+    } else if (strcmp(name, "resnet18-cifar") == 0) {
+        net = nn_resnet18_cifar(ctx, channels, classes);
     } else if (strcmp(name, "mlp") == 0) {
         net = nn_mlp(ctx, channels * height * width, mlp_hidden, 2, classes, NN_INIT_KAIMING_UNIFORM);
     } else {

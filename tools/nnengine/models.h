@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include "nn_engine.h"
 
-/* "lenet5, mlp, alexnet, alexnet-tv": for help texts and error messages. */
+/* "lenet5, mlp, alexnet, ...": every model's name, for help texts and error messages. */
 const char *models_names(void);
 bool model_known(const char *name);
 /* One line describing the model. */
@@ -15,6 +15,10 @@ const char *model_description(const char *name);
 /* The input size `name` needs (channels x height x width), so a loader can
  * decode and resize to it: false when the model takes any size (mlp) or is
  * unknown. */
+/* The module path of the model's classifier (its last layer: "fc",
+ * "classifier.1"), which train's --classes replaces. */
+const char *model_classifier(const char *name);
+
 bool model_input(const char *name, int *channels, int *height, int *width);
 
 /* Builds `name` for images of channels x height x width and `classes`

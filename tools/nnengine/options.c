@@ -56,6 +56,13 @@ static int set_value(const command_spec *command, const option_spec *option, con
         if (!*value) return bad(command, "%s needs a value%s", option->name, "");
         *(const char **)option->target = value;
         return EXIT_OK;
+    case OPTION_STRING_LIST: {
+        option_strings *list = option->target;
+        if (!*value) return bad(command, "%s needs a value%s", option->name, "");
+        if (list->count == OPTION_LIST_MAX) return bad(command, "%s is given more than %s times", option->name, "32");
+        list->values[list->count++] = value;
+        return EXIT_OK;
+    }
     case OPTION_SWITCH:
         break;
     }

@@ -13,7 +13,15 @@ typedef enum option_type {
     OPTION_FLOAT,  /* double, within [min, max] */
     OPTION_STRING, /* const char * (points into argv) */
     OPTION_SWITCH, /* bool, set to true when present; takes no value */
+    OPTION_STRING_LIST, /* option_strings: repeatable, each value appended */
 } option_type;
+
+/* The values of a repeatable flag (pointing into argv), in the order given. */
+#define OPTION_LIST_MAX 32
+typedef struct option_strings {
+    const char *values[OPTION_LIST_MAX];
+    int count;
+} option_strings;
 
 typedef struct option_spec {
     const char *name; /* "--epochs" */

@@ -1,0 +1,68 @@
+/* The zoo's shared parts (zoo_parts.h). */
+#include "zoo_parts.h"
+
+#include <math.h>
+
+#include "core/error.h"
+
+nn_module *nn_zoo_conv(nn_ctx *ctx, int in_channels, int out_channels, int kernel, int stride, int groups) {
+    const int pad = (kernel - 1) / 2;
+    const nn_conv2d_params p = {.stride_h = stride, .stride_w = stride, .pad_h = pad, .pad_w = pad, .groups = groups};
+    nn_module *conv = nn_conv2d_layer_ex(ctx, in_channels, out_channels, kernel, kernel, &p, false);
+    if (!conv) return NULL;
+    const double fan_out = (double)out_channels * kernel * kernel;
+    if (nn_init_normal(nn_module_param(conv, 0), 0.0f, (float)sqrt(2.0 / fan_out)) != NN_OK) {
+        nn_module_free(conv);
+        return NULL;
+    }
+    return conv;
+}
+
+nn_module *nn_zoo_batchnorm(nn_ctx *ctx, int channels) {
+    return nn_batchnorm2d(ctx, channels, 1e-5f, 0.1f, true, true);
+}
+
+static nn_tensor *relu6_forward(nn_module *m, nn_tensor *x) {
+    (void)m;
+    return nn_relu6(x);
+}
+
+nn_module *nn_zoo_relu6(nn_ctx *ctx) { return nn_module_new(ctx, "ReLU6", relu6_forward, NULL, NULL); }
+
+static nn_tensor *maxpool_forward(nn_module *m, nn_tensor *x) {
+    return nn_maxpool2d_ex(x, m->kernel, m->stride, m->padding);
+}
+
+nn_module *nn_zoo_maxpool(nn_ctx *ctx, int kernel, int stride, int padding) {
+    nn_module *m = nn_module_new(ctx, "MaxPool2d", maxpool_forward, NULL, NULL);
+    if (m) {
+        m->kernel = kernel;
+        m->stride = stride;
+        m->padding = padding;
+    }
+    return m;
+}
+
+static nn_tensor *global_avgpool_forward(nn_module *m, nn_tensor *x) {
+    (void)m;
+    return nn_adaptive_avgpool2d(x, 1, 1);
+}
+
+nn_module *nn_zoo_global_avgpool(nn_ctx *ctx) {
+    return nn_module_new(ctx, "AdaptiveAvgPool2d", global_avgpool_forward, NULL, NULL);
+}
+
+void nn_zoo_add(nn_module *parent, const char *name, nn_module *child, nn_status *status) {
+    if (*status == NN_OK && !parent) *status = nn_last_status(); /* its constructor's error */
+    if (*status != NN_OK) {
+        nn_module_free(child);
+        return;
+    }
+    *status = nn_module_add_child(parent, name, child); /* frees child on failure */
+}
+
+nn_module *nn_zoo_finish(nn_module *m, nn_status status) {
+    if (status == NN_OK) return m;
+    nn_module_free(m);
+    return NULL;
+}
