@@ -48,6 +48,9 @@ nn_status nn_device_dataset_set_order(nn_device_dataset *d, const int64_t *order
  * captured replays included, draws anew, and a seed repeats a run.
  * crop_pad 0 and flip false (the default) gather the samples as they are. */
 nn_status nn_device_dataset_set_augment(nn_device_dataset *d, int crop_pad, bool flip, uint64_t seed);
+/* Sets the draw counter (0 when made; each gather adds 1): where a resumed
+ * run's draws continue. */
+nn_status nn_device_dataset_set_draw(nn_device_dataset *d, int64_t draw);
 
 /* x [n, C, H, W] (float32) and labels [n] (int32) <- the samples at order
  * positions first + counter[0] * n + i, i < n (counter NULL: 0). Positions

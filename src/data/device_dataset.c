@@ -138,6 +138,15 @@ nn_status nn_device_dataset_set_augment(nn_device_dataset *d, int crop_pad, bool
     return NN_OK;
 }
 
+nn_status nn_device_dataset_set_draw(nn_device_dataset *d, int64_t draw) {
+    const char *fn = "nn_device_dataset_set_draw";
+    if (!d) return nn_set_error(NN_ERR_ARGUMENT, "%s: dataset is NULL", fn);
+    if (draw < 0 || draw > INT32_MAX)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: draw %lld is outside [0, %d]", fn, (long long)draw, INT32_MAX);
+    const int32_t value = (int32_t)draw;
+    return nn_ctx_write(d->ctx, nn_tensor_ref(d->draws), &value, sizeof value);
+}
+
 nn_status nn_device_dataset_gather(nn_device_dataset *d, nn_tensor *counter, int64_t first, nn_tensor *x,
                                    nn_tensor *labels) {
     const char *op = "nn_device_dataset_gather";

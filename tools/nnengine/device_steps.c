@@ -65,6 +65,8 @@ nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_opt
     for (int c = 0; c < 4; c++) mean[c] = norm.mean, std[c] = norm.std;
     s->data = nn_device_dataset_new(ctx, train, mean, std);
     if (!s->data) return nn_last_status();
+    if (extras && (extras->crop_pad || extras->flip))
+        TRY(nn_device_dataset_set_augment(s->data, extras->crop_pad, extras->flip, extras->seed));
     return open_tensors(s, train->channels, train->height, train->width);
 }
 
@@ -97,8 +99,10 @@ static nn_status reset_epoch(device_steps *s) {
 
 nn_status device_steps_begin_host_epoch(device_steps *s) { return reset_epoch(s); }
 
-nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order) {
+nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, int epoch) {
     TRY(nn_device_dataset_set_order(s->data, order, nn_device_dataset_count(s->data)));
+    /* every gather draws once: an epoch gathers its first batch, one after each full batch and its last */
+    TRY(nn_device_dataset_set_draw(s->data, (int64_t)(epoch - 1) * (s->full_batches_per_epoch + 2)));
     TRY(reset_epoch(s));
     return s->full_steps > 0 ? gather_full_batch(s) : NN_OK; /* the first step's batch */
 }

@@ -26,6 +26,11 @@ typedef struct step_extras {
     nn_schedule *schedule;
     nn_ema *ema;
     int64_t accumulate;
+    /* data on the device: shifts of up to crop_pad pixels and flips
+     * (nn_device_dataset_set_augment) drawn from seed */
+    int crop_pad;
+    bool flip;
+    uint64_t seed;
 } step_extras;
 
 typedef struct device_steps {
@@ -64,8 +69,10 @@ nn_status device_steps_host_step(device_steps *s, const float *images, const int
 
 /* Optimizer steps per epoch (the last may take fewer or smaller batches). */
 int64_t device_steps_per_epoch(const device_steps *s);
-/* The epoch's order of the training images; zeroes the sums. */
-nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order);
+/* The epoch's order of the training images; zeroes the sums; the
+ * augmentation's draws continue from where epoch `epoch` (1, 2, ...) starts,
+ * so a resumed run draws what an uninterrupted one would. */
+nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, int epoch);
 /* Runs the epoch's steps [from, to) (to <= steps per epoch), in order. */
 nn_status device_steps_run(device_steps *s, int64_t from, int64_t to);
 /* The summed loss and correct predictions of the epoch's steps so far
