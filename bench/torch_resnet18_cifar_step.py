@@ -1,0 +1,76 @@
+"""PyTorch's side of the ResNet-18-cifar training step (bench/README.md,
+issue 22): torchvision's resnet18 with a 3x3 stride-1 stem, no max-pool,
+1 input channel and 10 classes (nnengine's resnet18-cifar), SGD with Nesterov
+momentum, batch 128 of 1x28x28 images: ms per step eager (fp32, TF32 off),
+with the whole step in a CUDA graph, and with bf16 autocast; the median of
+--steps steps after warm-up.
+
+    python3 bench/torch_resnet18_cifar_step.py [--steps 50] [--batch 128]
+"""
+import argparse
+import time
+
+import torch
+import torchvision
+
+
+def model():
+    m = torchvision.models.resnet18(num_classes=10)
+    m.conv1 = torch.nn.Conv2d(1, 64, 3, 1, 1, bias=False)
+    m.maxpool = torch.nn.Identity()
+    return m.cuda()
+
+
+def timed(step, steps):
+    times = []
+    for _ in range(steps):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - start) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--batch", type=int, default=128)
+    args = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    x = torch.randn(args.batch, 1, 28, 28, device="cuda")
+    y = torch.randint(0, 10, (args.batch,), device="cuda")
+    print(f"PyTorch {torch.__version__} on {torch.cuda.get_device_name()}: resnet18-cifar, batch {args.batch}")
+    for mode in ("fp32 eager", "fp32 CUDA graph", "bf16 autocast"):
+        net = model()
+        opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)
+
+        def step():
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=mode.startswith("bf16")):
+                loss = torch.nn.functional.cross_entropy(net(x), y)
+            opt.zero_grad(set_to_none=False)
+            loss.backward()
+            opt.step()
+
+        for _ in range(10):
+            step()
+        if mode == "fp32 CUDA graph":
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    step()
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                step()
+            ms = timed(graph.replay, args.steps)
+        else:
+            ms = timed(step, args.steps)
+        print(f"{mode:<16} {ms:8.2f} ms/step  {args.batch / ms * 1e3:9.0f} images/s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
