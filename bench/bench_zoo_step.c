@@ -1,0 +1,131 @@
+/* A zoo model's training step on synthetic data (bench/README.md, issue
+ * 22): zero_grad, forward, softmax cross-entropy, backward and SGD with
+ * Nesterov momentum, fp32, timed eager (a sync per step: the loss is read
+ * back) and captured once then replayed (nn_capture.h), the median of
+ * --steps after warm-up. bench/torch_resnet18_cifar_step.py is PyTorch's
+ * peer.
+ *
+ *   build/bench/bench_zoo_step [--model resnet18-cifar|resnet18|resnet34|resnet50|mobilenet_v2]
+ *                              [--device vulkan|cpu] [--batch 128] [--size 28] [--channels 1]
+ *                              [--classes 10] [--steps 30] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nn_capture.h"
+#include "nn_engine.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void die(const char *what) {
+    fprintf(stderr, "bench_zoo_step: %s: %s\n", what, nn_last_error());
+    exit(1);
+}
+
+static nn_module *model(nn_ctx *ctx, const char *name, int channels, int classes) {
+    if (strcmp(name, "resnet18-cifar") == 0) return nn_resnet18_cifar(ctx, channels, classes);
+    if (strcmp(name, "resnet18") == 0) return nn_resnet18(ctx, classes);
+    if (strcmp(name, "resnet34") == 0) return nn_resnet34(ctx, classes);
+    if (strcmp(name, "resnet50") == 0) return nn_resnet50(ctx, classes);
+    if (strcmp(name, "mobilenet_v2") == 0) return nn_mobilenet_v2(ctx, classes);
+    fprintf(stderr, "bench_zoo_step: unknown model %s\n", name);
+    exit(2);
+}
+
+static nn_status step(nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y) {
+    nn_status st = nn_optimizer_zero_grad(opt);
+    nn_tensor *loss = st == NN_OK ? nn_softmax_cross_entropy(nn_module_forward(net, x), y) : NULL;
+    if (!loss) return nn_last_status();
+    if ((st = nn_backward(loss)) != NN_OK) return st;
+    return nn_optimizer_step(opt);
+}
+
+int main(int argc, char **argv) {
+    const char *name = "resnet18-cifar", *device = "vulkan";
+    int batch = 128, size = 28, channels = 1, classes = 10, steps = 30;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *a = argv[i], *v = argv[i + 1];
+        if (strcmp(a, "--model") == 0) name = v;
+        else if (strcmp(a, "--device") == 0) device = v;
+        else if (strcmp(a, "--batch") == 0) batch = atoi(v);
+        else if (strcmp(a, "--size") == 0) size = atoi(v);
+        else if (strcmp(a, "--channels") == 0) channels = atoi(v);
+        else if (strcmp(a, "--classes") == 0) classes = atoi(v);
+        else if (strcmp(a, "--steps") == 0) steps = atoi(v);
+        else {
+            fprintf(stderr, "usage: %s [--model M] [--device D] [--batch B] [--size S] [--channels C] "
+                            "[--classes K] [--steps N]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (batch < 1 || size < 1 || channels < 1 || classes < 1 || steps < 1) die("arguments");
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .seed = 1});
+    if (!ctx) die("context");
+    nn_module *net = model(ctx, name, channels, classes);
+    if (!net) die(name);
+    nn_tensor *params[512];
+    const int count = nn_module_param_count(net);
+    if (count > 512) die("too many parameters");
+    for (int i = 0; i < count; i++) params[i] = nn_module_param(net, i);
+    nn_optimizer *opt = nn_sgd_new(params, count,
+                                   &(nn_sgd_options){.lr = 0.01f, .momentum = 0.9f, .weight_decay = 5e-4f,
+                                                     .nesterov = true});
+    nn_tensor *x = nn_tensor_new(ctx, NN_F32, 4, (int64_t[]){batch, channels, size, size});
+    nn_tensor *y = nn_tensor_new(ctx, NN_I32, 1, (int64_t[]){batch});
+    int32_t *labels = malloc(sizeof *labels * (size_t)batch);
+    for (int i = 0; i < batch; i++) labels[i] = (i * 7) % classes;
+    if (!opt || !x || !y || !labels || nn_init_uniform(x, -1, 1) != NN_OK ||
+        nn_tensor_write(y, labels, sizeof *labels * (size_t)batch) != NN_OK)
+        die("setup");
+    double *times = malloc(sizeof(double) * (size_t)steps);
+    for (int i = 0; i < steps + 3; i++) {
+        const double t0 = now_ms();
+        if (step(net, opt, x, y) != NN_OK || nn_ctx_sync(ctx) != NN_OK || nn_ctx_step_end(ctx) != NN_OK)
+            die("eager step");
+        if (i >= 3) times[i - 3] = now_ms() - t0;
+    }
+    const double eager = median(times, steps);
+    if (nn_capture_begin(ctx) != NN_OK) die("capture begin");
+    nn_status st = step(net, opt, x, y);
+    nn_ctx_step_end(ctx);
+    nn_capture *captured = nn_capture_end(ctx);
+    if (st != NN_OK || !captured) die("capturing the step");
+    for (int i = 0; i < steps + 2; i++) {
+        const double t0 = now_ms();
+        if (nn_replay(captured, 1) != NN_OK || nn_ctx_sync(ctx) != NN_OK) die("replay");
+        if (i >= 2) times[i - 2] = now_ms() - t0;
+    }
+    const double replayed = median(times, steps);
+    uint64_t current, peak, reserved;
+    const bool have_memory = nn_ctx_memory_stats(ctx, &current, &peak, &reserved) == NN_OK;
+    printf("nn-engine %s batch %d, %dx%dx%d, %d classes, fp32 on %s: eager %.2f ms/step (%.0f images/s), "
+           "captured %.2f ms/step (%.0f images/s)",
+           name, batch, channels, size, size, classes, nn_ctx_device_name(ctx), eager, batch / eager * 1e3, replayed,
+           batch / replayed * 1e3);
+    if (have_memory) printf(", peak %.0f MiB", (double)peak / (1 << 20));
+    printf("\n");
+    nn_capture_free(captured);
+    free(times);
+    free(labels);
+    nn_tensor_free(x);
+    nn_tensor_free(y);
+    nn_optimizer_free(opt);
+    nn_module_free(net);
+    nn_ctx_free(ctx);
+    return 0;
+}
