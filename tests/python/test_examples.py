@@ -90,3 +90,14 @@ def test_readers_return_what_was_written(tmp_path):
     assert x.shape == (4, 3, 4, 6) and y.tolist() == [0, 0, 1, 1] and skipped == 1
     with pytest.raises(FileNotFoundError):
         load_image_folder(str(tmp_path / "none"))
+
+
+def test_resnet_runs_on_idx_files(tmp_path):
+    images = RNG.integers(0, 256, (20, 28, 28), dtype=np.uint8)
+    labels = RNG.integers(0, 10, 20).astype(np.uint8)
+    for split in ("train", "t10k"):
+        write_idx(tmp_path / f"{split}-images-idx3-ubyte.gz", images)
+        write_idx(tmp_path / f"{split}-labels-idx1-ubyte.gz", labels)
+    out = run_example("train_resnet.py", "--idx", str(tmp_path), "--epochs", "1", "--batch", "8")
+    assert "20 training and 20 test images" in out
+    assert "epoch  1" in out and "nan" not in out
