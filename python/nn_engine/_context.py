@@ -120,7 +120,9 @@ class Handle:
         self.kind = OWNED
 
     def __del__(self):
-        if _shutting_down or self.ptr is None:
+        # A context freed first (a garbage-collected cycle finalises in any
+        # order) has freed this tensor with it.
+        if _shutting_down or self.ptr is None or getattr(self.ctx, "ptr", None) is None:
             return
         try:
             kind = self.kind

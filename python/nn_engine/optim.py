@@ -61,9 +61,12 @@ class Optimizer:
 
     def __del__(self):
         ptr = getattr(self, "_ptr", None)
-        if ptr and not _context._shutting_down:
+        ctx = getattr(self, "_ctx", None)
+        # In a garbage-collected cycle the context may be finalised first:
+        # it has freed the optimizer's tensors, and the optimizer must not.
+        if ptr and not _context._shutting_down and (ctx is None or ctx.ptr is not None):
             lib.nn_optimizer_free(ptr)
-            self._ptr = None
+        self._ptr = None
 
 
 class SGD(Optimizer):
