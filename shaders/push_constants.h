@@ -210,4 +210,15 @@
 /* nn_ema_params: mode 0 average, 1 copy, 2 swap */
 #define PUSH_EMA_UPDATE(F) F(uint, off[4]) F(uint, n) F(int, mode) F(float, decay) F(float, weight)
 
+/* ---- implicit-GEMM convolution (conv_implicit.comp) ---- */
+/* The geometry (cg, fg: channels and filters per group), the product's m,
+ * n, k (conv_implicit.comp says which per mode), beta (1 adds into the
+ * output), the forward's epilogue, and split_steps: k slices per split
+ * (workgroup z / groups is the split) */
+#define PUSH_CONV_IMPLICIT(F)                                                                                 \
+    F(uint, off[4]) F(uint, channels) F(uint, height) F(uint, width) F(uint, kernel_h) F(uint, kernel_w)    \
+    F(uint, stride_h) F(uint, stride_w) F(uint, pad_h) F(uint, pad_w) F(uint, dilation_h) F(uint, dilation_w) \
+    F(uint, out_h) F(uint, out_w) F(uint, filters) F(uint, groups) F(uint, cg) F(uint, fg) F(uint, m)       \
+    F(uint, n) F(uint, k) F(float, beta) F(uint, epilogue) F(uint, split_steps)
+
 #endif

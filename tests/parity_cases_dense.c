@@ -151,6 +151,7 @@ void parity_conv_forward_case(nn_backend *o) {
     conv_forward_run(o, &kLargeConv, NN_EPI_BIAS_ROWS | NN_EPI_RELU, parity_keeps_columns(o, &large));
     conv_forward_run(o, &kLargeConv, 0, false);
     parity_conv_grouped_forward_case(o); /* groups and dilation: parity_cases_conv_ext.c */
+    parity_conv_routes_forward_case(o); /* the Vulkan routes: parity_cases_conv_implicit.c */
 }
 
 static void conv_data_run(nn_backend *o, const conv_shape *c, int acc) {
@@ -168,6 +169,7 @@ void parity_conv_data_case(nn_backend *o) {
         for (int acc = 0; acc < 2; acc++) conv_data_run(o, &kConvShapes[i], acc);
     conv_data_run(o, &kLargeConv, 1);
     parity_conv_grouped_data_case(o); /* groups and dilation: parity_cases_conv_ext.c */
+    parity_conv_routes_data_case(o); /* the Vulkan routes: parity_cases_conv_implicit.c */
 }
 
 static void conv_weight_run(nn_backend *o, const conv_shape *c, int acc, bool columns) {
@@ -193,6 +195,7 @@ void parity_conv_weight_case(nn_backend *o) {
     conv_weight_run(o, &kLargeConv, 0, parity_keeps_columns(o, &large));
     conv_weight_run(o, &kLargeConv, 1, false);
     parity_conv_grouped_weight_case(o); /* groups and dilation: parity_cases_conv_ext.c */
+    parity_conv_routes_weight_case(o); /* the Vulkan routes: parity_cases_conv_implicit.c */
 }
 
 /* ---- max pooling ---- */

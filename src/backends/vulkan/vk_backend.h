@@ -351,6 +351,9 @@ nn_status vk_latency_record(vk_backend *vk, nn_kernel kernel, const vk_latency_p
 /* vk_conv.c: the convolution kernels and im2col / col2im. */
 /* The backend's conv_keeps_columns: the layers that take the column route. */
 bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);
+/* vk_conv_implicit.c: a CONV2D_* kernel as one implicit GEMM over the batch. */
+nn_status vk_conv_implicit_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,
+                                  const nn_conv_params *cp);
 
 /* vk_conv_pool.c: whether the fused convolution + ReLU + max pooling
  * kernels (and chained, and with the Linear after them) run these layers

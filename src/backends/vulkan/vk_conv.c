@@ -1,4 +1,5 @@
-/* The convolution kernels (kernels.h, nn_conv_params) on Vulkan.
+/* The convolution kernels (kernels.h, nn_conv_params) on Vulkan, by one
+ * of three routes that vk_conv_route picks per layer and kernel:
  *
  * Small layers (few filters, small images) run conv_latency.comp:
  * gemm_latency.comp's tiles with the column matrix read straight from the
@@ -6,13 +7,21 @@
  * so there is no im2col or col2im dispatch, no column buffer, and one
  * dispatch (and one barrier) where the column route needs two or three.
  *
- * Large layers (AlexNet's) take the column route: im2col, the tiled GEMM,
- * col2im. For them the op keeps the column matrix from forward to backward
- * (vk_conv_keeps_columns: the forward fills it, the weight gradient reads
- * it); without one the columns go to scratch, in groups of images whose
- * columns fit COLUMN_FLOATS, freed as soon as the layer is done. */
+ * Larger layers run conv_implicit.comp (vk_conv_implicit.c): gemm.comp's
+ * register-blocked tiles over the whole batch, the columns gathered as the
+ * tiles are staged, so no column buffer either.
+ *
+ * The column route (im2col, the tiled GEMM, col2im) remains for the data
+ * gradient of strided layers, and for every layer under
+ * NN_ENGINE_VULKAN_CONV=columns. Where it runs the forward, the op keeps
+ * the column matrix from forward to backward (vk_conv_keeps_columns: the
+ * forward fills it, the weight gradient reads it); without one the columns
+ * go to scratch, in groups of images whose columns fit COLUMN_FLOATS,
+ * freed as soon as the layer is done. */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "backends/conv_columns.h"
 #include "core/error.h"
@@ -133,16 +142,39 @@ static int64_t multiply_adds(const nn_conv_params *cp) {
     return (int64_t)cp->filters * g->channels * g->kernel_h * g->kernel_w * g->out_h * g->out_w * g->batch;
 }
 
-/* conv_latency.comp reads the image as an ungrouped, undilated
- * convolution's; grouped and dilated ones take the column route. */
-static bool latency_route_wanted(const nn_conv_params *cp) {
-    return nn_conv_groups(cp) == 1 && nn_conv_dilation_h(&cp->g) == 1 && nn_conv_dilation_w(&cp->g) == 1 &&
-           vk_latency_wanted(multiply_adds(cp));
+typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_COLUMNS } vk_conv_route_id;
+
+/* The route of `kernel` for this layer, the one place to tune it.
+ * NN_ENGINE_VULKAN_CONV (read at each call, for A/B runs):
+ *   implicit  conv_implicit.comp for every layer and kernel;
+ *   columns   the routes before the implicit GEMM existed: the latency
+ *             kernels for small layers, im2col + GEMM (+ col2im) otherwise;
+ *   auto (or unset) the choice below:
+ * - small layers (vk_latency_wanted: few enough multiply-adds that
+ *   latency, not arithmetic, bounds them), ungrouped and undilated, keep
+ *   conv_latency.comp: one dispatch of small tiles;
+ * - the data gradient of a strided layer keeps the column route: gathered
+ *   from dy, a pixel meets only one in stride_h * stride_w of the (filter,
+ *   tap) entries of its k walk, so the implicit product would multiply
+ *   that many more zeros than the column route's GEMM computes;
+ * - everything else is an implicit GEMM: it reads the image once per
+ *   tile row instead of writing and reading a column matrix kernel_h *
+ *   kernel_w times the image, and runs the batch in one dispatch.
+ * The LeNet layers that the fused conv + pool kernels take never get here. */
+static vk_conv_route_id vk_conv_route(nn_kernel kernel, const nn_conv_params *cp) {
+    const char *force = getenv("NN_ENGINE_VULKAN_CONV");
+    if (force && strcmp(force, "implicit") == 0) return VK_CONV_IMPLICIT;
+    const bool plain = nn_conv_groups(cp) == 1 && nn_conv_dilation_h(&cp->g) == 1 && nn_conv_dilation_w(&cp->g) == 1;
+    if (plain && vk_latency_wanted(multiply_adds(cp))) return VK_CONV_LATENCY;
+    if (force && strcmp(force, "columns") == 0) return VK_CONV_COLUMNS;
+    if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA && (cp->g.stride_h > 1 || cp->g.stride_w > 1)) return VK_CONV_COLUMNS;
+    return VK_CONV_IMPLICIT;
 }
 
+/* The op keeps columns only for layers whose forward takes the column route. */
 bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *cp) {
     (void)self;
-    return !latency_route_wanted(cp);
+    return vk_conv_route(NN_KERNEL_CONV2D_FORWARD, cp) == VK_CONV_COLUMNS;
 }
 
 static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
@@ -157,8 +189,15 @@ static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, 
     NN_TRY(vk_fits32(kernel, "input entries", (int64_t)g->batch * g->channels * g->height * g->width));
     NN_TRY(vk_fits32(kernel, "output entries", (int64_t)g->batch * cp->filters * g->out_h * g->out_w));
     NN_TRY(vk_fits32(kernel, "weight entries", (int64_t)cp->filters * k));
-    if (latency_route_wanted(cp)) return latency_route(vk, kernel, a, cp);
-    return column_route(vk, kernel, a, cp);
+    /* Columns the op kept are filled (forward) or read (weight gradient) by the column route. */
+    const nn_buffer_ref kept = kernel == NN_KERNEL_CONV2D_FORWARD ? a[4]
+                               : kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT ? a[3] : (nn_buffer_ref){NULL, 0, 0};
+    if (kept.buffer) return column_route(vk, kernel, a, cp);
+    switch (vk_conv_route(kernel, cp)) {
+    case VK_CONV_LATENCY: return latency_route(vk, kernel, a, cp);
+    case VK_CONV_IMPLICIT: return vk_conv_implicit_record(vk, kernel, a, cp);
+    default: return column_route(vk, kernel, a, cp);
+    }
 }
 
 nn_status vk_run_conv2d_forward(vk_backend *vk, const nn_conv_params *p, const nn_buffer_ref *a) {

@@ -1,0 +1,152 @@
+/* The kernel parity test's cases for the convolution kernels' routes on
+ * Vulkan (vk_conv.c's vk_conv_route): the implicit GEMM
+ * (conv_implicit.comp) forced with NN_ENGINE_VULKAN_CONV=implicit over
+ * awkward shapes (batch 1 and 3, odd channels, 1x1, 3x3 and 7x7 kernels,
+ * stride 2, padding, dilation 2, groups 2, sizes off every tile, both tile
+ * sizes, a split weight gradient), accumulate on and off, bias and ReLU
+ * epilogues; a layer large enough that the default choice takes it; and
+ * the column route forced with NN_ENGINE_VULKAN_CONV=columns, columns kept
+ * and not. The CPU ignores the variable, so it stays the reference. */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parity_cases.h"
+#include "parity_harness.h"
+
+typedef struct route_shape {
+    int batch, channels, height, width, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h,
+        dilation_w, filters, groups;
+} route_shape;
+
+static const route_shape kImplicit[] = {
+    /* batch, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, filters, groups */
+    {1, 3, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 5, 1},     /* batch 1, 3x3 with padding */
+    {3, 5, 13, 10, 1, 1, 2, 2, 0, 0, 1, 1, 7, 1},    /* 1x1 stride 2 (a ResNet shortcut), batch 3 */
+    {2, 3, 17, 15, 7, 7, 2, 2, 3, 3, 1, 1, 9, 1},    /* 7x7 stride 2 padding 3 (a ResNet stem) */
+    {3, 6, 12, 13, 3, 3, 1, 1, 2, 2, 2, 2, 8, 2},    /* dilation 2, groups 2 */
+    {2, 6, 11, 9, 3, 3, 2, 2, 1, 1, 1, 1, 10, 2},    /* groups 2, stride 2 */
+    {2, 5, 9, 8, 2, 3, 3, 1, 0, 1, 1, 1, 4, 1},      /* a stride past the window, rectangular kernel */
+    {2, 33, 20, 19, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1}, /* several row tiles and k slices; a split dW */
+    {1, 3, 93, 95, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1},  /* enough tiles for the forward's large tile */
+    {1, 130, 130, 131, 1, 1, 1, 1, 0, 0, 1, 1, 3, 1}, /* enough tiles for the data gradient's large tile */
+};
+#define IMPLICIT_SHAPES (sizeof kImplicit / sizeof kImplicit[0])
+
+/* More multiply-adds than the latency kernels take: the default choice's implicit GEMM. */
+static const route_shape kDefaultImplicit = {2, 32, 34, 33, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1};
+
+/* The column route, kept columns and scratch, ungrouped and grouped with dilation. */
+static const route_shape kColumns[] = {
+    {2, 16, 21, 19, 5, 5, 1, 1, 2, 2, 1, 1, 24, 1},
+    {2, 16, 31, 29, 3, 3, 2, 1, 2, 2, 2, 2, 32, 4},
+};
+#define COLUMN_SHAPES (sizeof kColumns / sizeof kColumns[0])
+
+static nn_conv_params params_of(const route_shape *c) {
+    nn_conv_geometry g = {.batch = c->batch, .channels = c->channels, .height = c->height, .width = c->width,
+                          .kernel_h = c->kernel_h, .kernel_w = c->kernel_w, .stride_h = c->stride_h,
+                          .stride_w = c->stride_w, .pad_h = c->pad_h, .pad_w = c->pad_w,
+                          .dilation_h = c->dilation_h, .dilation_w = c->dilation_w};
+    g.out_h = (g.height + 2 * g.pad_h - c->dilation_h * (g.kernel_h - 1) - 1) / g.stride_h + 1;
+    g.out_w = (g.width + 2 * g.pad_w - c->dilation_w * (g.kernel_w - 1) - 1) / g.stride_w + 1;
+    return (nn_conv_params){.g = g, .filters = c->filters, .groups = c->groups};
+}
+
+#define ROUTE_FMT "%s route: %dx%dx%dx%d f%d k%dx%d s%d,%d p%d,%d d%d,%d groups %d"
+#define ROUTE_ARGS(route, c)                                                                                    \
+    route, (c)->batch, (c)->channels, (c)->height, (c)->width, (c)->filters, (c)->kernel_h, (c)->kernel_w,      \
+        (c)->stride_h, (c)->stride_w, (c)->pad_h, (c)->pad_w, (c)->dilation_h, (c)->dilation_w, (c)->groups
+
+/* NN_ENGINE_VULKAN_CONV set to `route` for one case (NULL: unset), then restored. */
+static char *route_begin(const char *route) {
+    const char *before = getenv("NN_ENGINE_VULKAN_CONV");
+    char *saved = before ? strdup(before) : NULL;
+    if (route) setenv("NN_ENGINE_VULKAN_CONV", route, 1);
+    else unsetenv("NN_ENGINE_VULKAN_CONV");
+    return saved;
+}
+
+static void route_end(char *saved) {
+    if (saved) setenv("NN_ENGINE_VULKAN_CONV", saved, 1);
+    else unsetenv("NN_ENGINE_VULKAN_CONV");
+    free(saved);
+}
+
+/* The column matrix the op would keep for this layer, from the CPU's im2col. */
+static float *kept_columns(const nn_conv_params *p, const float *x) {
+    const parity_conv_sizes s = parity_conv_sizes_of(p);
+    float *cols = parity_array(s.cols * sizeof(float));
+    parity_arg a[2] = {arg_in(x, s.x, 0), with_cpu_after(arg_exact(parity_randoms(s.cols, -1, 1), s.cols, 0), cols)};
+    parity_cpu_outputs(NN_KERNEL_IM2COL, a, 2, &p->g, "the kept columns");
+    return cols;
+}
+
+static void forward_run(nn_backend *o, const char *route, const route_shape *c, int epilogue) {
+    char *saved = route_begin(route);
+    nn_conv_params p = params_of(c);
+    p.epilogue = epilogue;
+    const parity_conv_sizes s = parity_conv_sizes_of(&p);
+    const bool columns = parity_keeps_columns(o, &p);
+    const size_t f = (size_t)p.filters;
+    parity_arg a[5] = {arg_in(parity_randoms(s.x, -1, 1), s.x, 4), arg_in(parity_randoms(s.w, -1, 1), s.w, 8),
+                       arg_near(parity_randoms(s.y, -1, 1), s.y, 0, sums_tol(s.k + 1.0)),
+                       given(epilogue & NN_EPI_BIAS_ROWS, arg_in(parity_randoms(f, -1, 1), f, 12)),
+                       given(columns, arg_exact(parity_randoms(s.cols, -1, 1), s.cols, 4))};
+    parity_check(o, NN_KERNEL_CONV2D_FORWARD, a, 5, &p, ROUTE_FMT " epilogue %#x%s", ROUTE_ARGS(route, c), epilogue,
+                 columns ? ", columns kept" : "");
+    route_end(saved);
+}
+
+static void data_run(nn_backend *o, const char *route, const route_shape *c, int acc) {
+    char *saved = route_begin(route);
+    nn_conv_params p = params_of(c);
+    p.g.accumulate = acc;
+    const parity_conv_sizes s = parity_conv_sizes_of(&p);
+    const double terms = (double)p.filters * p.g.kernel_h * p.g.kernel_w + acc;
+    parity_arg a[3] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 0), arg_in(parity_randoms(s.w, -1, 1), s.w, 4),
+                       arg_near(parity_randoms(s.x, -1, 1), s.x, 8, sums_tol(terms))};
+    parity_check(o, NN_KERNEL_CONV2D_BACKWARD_DATA, a, 3, &p, ROUTE_FMT " accumulate %d", ROUTE_ARGS(route, c), acc);
+    route_end(saved);
+}
+
+static void weight_run(nn_backend *o, const char *route, const route_shape *c, int acc, bool keep) {
+    char *saved = route_begin(route);
+    nn_conv_params p = params_of(c);
+    p.g.accumulate = acc;
+    const parity_conv_sizes s = parity_conv_sizes_of(&p);
+    const float *x = parity_randoms(s.x, -1, 1);
+    const bool columns = keep && parity_keeps_columns(o, &p);
+    const double terms = (double)p.g.batch * s.positions + acc;
+    parity_arg a[4] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 4), arg_in(x, s.x, 0),
+                       arg_near(parity_randoms(s.w, -1, 1), s.w, 12, sums_tol(terms)),
+                       given(columns, arg_in(columns ? kept_columns(&p, x) : NULL, s.cols, 8))};
+    parity_check(o, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, a, 4, &p, ROUTE_FMT " accumulate %d%s", ROUTE_ARGS(route, c),
+                 acc, columns ? ", columns kept" : "");
+    route_end(saved);
+}
+
+void parity_conv_routes_forward_case(nn_backend *o) {
+    static const int kEpilogues[] = {0, NN_EPI_BIAS_ROWS, NN_EPI_RELU, NN_EPI_BIAS_ROWS | NN_EPI_RELU};
+    for (size_t i = 0; i < IMPLICIT_SHAPES; i++)
+        for (int e = 0; e < 4; e++) forward_run(o, "implicit", &kImplicit[i], kEpilogues[e]);
+    forward_run(o, NULL, &kDefaultImplicit, NN_EPI_BIAS_ROWS | NN_EPI_RELU);
+    for (size_t i = 0; i < COLUMN_SHAPES; i++) forward_run(o, "columns", &kColumns[i], NN_EPI_BIAS_ROWS);
+}
+
+void parity_conv_routes_data_case(nn_backend *o) {
+    for (size_t i = 0; i < IMPLICIT_SHAPES; i++)
+        for (int acc = 0; acc < 2; acc++) data_run(o, "implicit", &kImplicit[i], acc);
+    data_run(o, NULL, &kDefaultImplicit, 1);
+    for (size_t i = 0; i < COLUMN_SHAPES; i++) data_run(o, "columns", &kColumns[i], 1);
+}
+
+void parity_conv_routes_weight_case(nn_backend *o) {
+    for (size_t i = 0; i < IMPLICIT_SHAPES; i++)
+        for (int acc = 0; acc < 2; acc++) weight_run(o, "implicit", &kImplicit[i], acc, false);
+    weight_run(o, NULL, &kDefaultImplicit, 0, false);
+    for (size_t i = 0; i < COLUMN_SHAPES; i++) {
+        weight_run(o, "columns", &kColumns[i], 1, true);
+        weight_run(o, "columns", &kColumns[i], 0, false);
+    }
+}
