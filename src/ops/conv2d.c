@@ -1,11 +1,12 @@
 /* Convolution through the backend's convolution kernels (kernels.h,
  * nn_conv_params): forward, and the two backward products, each one kernel
  * that computes what im2col + GEMM (+ col2im) would. Where the backend
- * takes the column route for a layer (the CPU always; Vulkan for large
- * layers) it asks for the column matrix to be kept from forward to
- * backward, so the weight gradient needs no second im2col; the Vulkan
- * backend multiplies small layers straight from the image, with no column
- * matrix at all. The bias is the forward kernel's epilogue (and a ReLU
+ * takes the column route for a layer's forward (the CPU always; Vulkan
+ * only under NN_ENGINE_VULKAN_CONV=columns) it asks for the column matrix
+ * to be kept from forward to backward, so the weight gradient needs no
+ * second im2col; the Vulkan backend otherwise multiplies straight from the
+ * image (small layers' latency kernels, larger layers' implicit GEMM), with
+ * no column matrix at all. The bias is the forward kernel's epilogue (and a ReLU
  * after it, fused: src/fusion/epilogue_relu.c). */
 #include "io/onnx_graph.h"
 #include "ops.h"
