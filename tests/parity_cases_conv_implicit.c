@@ -4,7 +4,7 @@
  * awkward shapes (batch 1 and 3, odd channels, 1x1, 3x3 and 7x7 kernels,
  * stride 2, padding, dilation 2, groups 2, sizes off every tile, both tile
  * sizes, a split weight gradient), accumulate on and off, bias and ReLU
- * epilogues; a layer large enough that the default choice takes it; and
+ * epilogues; a layer large enough that NN_ENGINE_VULKAN_CONV=auto takes it; and
  * the column route forced with NN_ENGINE_VULKAN_CONV=columns, columns kept
  * and not. The CPU ignores the variable, so it stays the reference. */
 #include <stdbool.h>
@@ -33,8 +33,8 @@ static const route_shape kImplicit[] = {
 };
 #define IMPLICIT_SHAPES (sizeof kImplicit / sizeof kImplicit[0])
 
-/* More multiply-adds than the latency kernels take: the default choice's implicit GEMM. */
-static const route_shape kDefaultImplicit = {2, 32, 34, 33, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1};
+/* More multiply-adds than the latency kernels take: auto's implicit GEMM. */
+static const route_shape kAutoImplicit = {2, 32, 34, 33, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1};
 
 /* The column route, kept columns and scratch, ungrouped and grouped with dilation. */
 static const route_shape kColumns[] = {
@@ -130,21 +130,21 @@ void parity_conv_routes_forward_case(nn_backend *o) {
     static const int kEpilogues[] = {0, NN_EPI_BIAS_ROWS, NN_EPI_RELU, NN_EPI_BIAS_ROWS | NN_EPI_RELU};
     for (size_t i = 0; i < IMPLICIT_SHAPES; i++)
         for (int e = 0; e < 4; e++) forward_run(o, "implicit", &kImplicit[i], kEpilogues[e]);
-    forward_run(o, NULL, &kDefaultImplicit, NN_EPI_BIAS_ROWS | NN_EPI_RELU);
+    forward_run(o, "auto", &kAutoImplicit, NN_EPI_BIAS_ROWS | NN_EPI_RELU);
     for (size_t i = 0; i < COLUMN_SHAPES; i++) forward_run(o, "columns", &kColumns[i], NN_EPI_BIAS_ROWS);
 }
 
 void parity_conv_routes_data_case(nn_backend *o) {
     for (size_t i = 0; i < IMPLICIT_SHAPES; i++)
         for (int acc = 0; acc < 2; acc++) data_run(o, "implicit", &kImplicit[i], acc);
-    data_run(o, NULL, &kDefaultImplicit, 1);
+    data_run(o, "auto", &kAutoImplicit, 1);
     for (size_t i = 0; i < COLUMN_SHAPES; i++) data_run(o, "columns", &kColumns[i], 1);
 }
 
 void parity_conv_routes_weight_case(nn_backend *o) {
     for (size_t i = 0; i < IMPLICIT_SHAPES; i++)
         for (int acc = 0; acc < 2; acc++) weight_run(o, "implicit", &kImplicit[i], acc, false);
-    weight_run(o, NULL, &kDefaultImplicit, 0, false);
+    weight_run(o, "auto", &kAutoImplicit, 0, false);
     for (size_t i = 0; i < COLUMN_SHAPES; i++) {
         weight_run(o, "columns", &kColumns[i], 1, true);
         weight_run(o, "columns", &kColumns[i], 0, false);

@@ -1,12 +1,12 @@
 /* Convolution through the backend's convolution kernels (kernels.h,
  * nn_conv_params): forward, and the two backward products, each one kernel
  * that computes what im2col + GEMM (+ col2im) would. Where the backend
- * takes the column route for a layer's forward (the CPU always; Vulkan
- * only under NN_ENGINE_VULKAN_CONV=columns) it asks for the column matrix
- * to be kept from forward to backward, so the weight gradient needs no
- * second im2col; the Vulkan backend otherwise multiplies straight from the
- * image (small layers' latency kernels, larger layers' implicit GEMM), with
- * no column matrix at all. The bias is the forward kernel's epilogue (and a ReLU
+ * takes the column route for a layer's forward (the CPU always; Vulkan by
+ * default beyond its small layers) it asks for the column matrix to be
+ * kept from forward to backward, so the weight gradient needs no second
+ * im2col; otherwise the Vulkan backend multiplies straight from the image
+ * (small layers' latency kernels, and the implicit GEMM under
+ * NN_ENGINE_VULKAN_CONV=implicit|auto), with no column matrix at all. The bias is the forward kernel's epilogue (and a ReLU
  * after it, fused: src/fusion/epilogue_relu.c). */
 #include "io/onnx_graph.h"
 #include "ops.h"

@@ -1,11 +1,10 @@
 """Convolution on the Vulkan device by each of its routes against PyTorch
 1.13: NN_ENGINE_VULKAN_CONV=implicit (the implicit GEMM for every layer),
-columns (im2col + GEMM + col2im beyond the small-layer kernels) and the
-default choice. Values and the gradients of input, weight and bias on awkward
+columns (im2col + GEMM + col2im beyond the small-layer kernels: the default)
+and auto (the implicit GEMM where it saves the column memory). Values and the gradients of input, weight and bias on awkward
 sizes: batch 1 and 3, odd channels, 1x1, 3x3 and 7x7 kernels, stride 2,
 padding, dilation 2, groups 2, a transposed convolution (whose forward is the
-data gradient), and layers large enough that the default takes the implicit
-GEMM. Skipped where there is no Vulkan device."""
+data gradient), and layers large enough that auto takes the implicit GEMM. Skipped where there is no Vulkan device."""
 import os
 
 import numpy as np

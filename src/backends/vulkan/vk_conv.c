@@ -7,13 +7,12 @@
  * so there is no im2col or col2im dispatch, no column buffer, and one
  * dispatch (and one barrier) where the column route needs two or three.
  *
- * Larger layers run conv_implicit.comp (vk_conv_implicit.c): gemm.comp's
- * register-blocked tiles over the whole batch, the columns gathered as the
- * tiles are staged, so no column buffer either.
- *
- * The column route (im2col, the tiled GEMM, col2im) remains for the data
- * gradient of strided layers, and for every layer under
- * NN_ENGINE_VULKAN_CONV=columns. Where it runs the forward, the op keeps
+ * Larger layers run the column route (im2col, the tiled GEMM, col2im) by
+ * default, or conv_implicit.comp (vk_conv_implicit.c) when
+ * NN_ENGINE_VULKAN_CONV asks for it: gemm.comp's register-blocked tiles
+ * over the whole batch, the columns gathered as the tiles are staged, so
+ * no column buffer (a third of the peak memory) but, so far, two to four
+ * times the time on large layers (bench/README.md). Where the column route runs the forward, the op keeps
  * the column matrix from forward to backward (vk_conv_keeps_columns: the
  * forward fills it, the weight gradient reads it); without one the columns
  * go to scratch, in groups of images whose columns fit COLUMN_FLOATS,
@@ -145,11 +144,12 @@ static int64_t multiply_adds(const nn_conv_params *cp) {
 typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_COLUMNS } vk_conv_route_id;
 
 /* The route of `kernel` for this layer, the one place to tune it.
- * NN_ENGINE_VULKAN_CONV (read at each call, for A/B runs):
+ * NN_ENGINE_VULKAN_CONV (read at each call):
+ *   columns (or unset, the default) the latency kernels for small layers,
+ *             im2col + GEMM (+ col2im) otherwise: the fastest until the
+ *             implicit GEMM is tuned;
  *   implicit  conv_implicit.comp for every layer and kernel;
- *   columns   the routes before the implicit GEMM existed: the latency
- *             kernels for small layers, im2col + GEMM (+ col2im) otherwise;
- *   auto (or unset) the choice below:
+ *   auto      the choice below, which saves the column memory:
  * - small layers (vk_latency_wanted: few enough multiply-adds that
  *   latency, not arithmetic, bounds them), ungrouped and undilated, keep
  *   conv_latency.comp: one dispatch of small tiles;
@@ -166,7 +166,7 @@ static vk_conv_route_id vk_conv_route(nn_kernel kernel, const nn_conv_params *cp
     if (force && strcmp(force, "implicit") == 0) return VK_CONV_IMPLICIT;
     const bool plain = nn_conv_groups(cp) == 1 && nn_conv_dilation_h(&cp->g) == 1 && nn_conv_dilation_w(&cp->g) == 1;
     if (plain && vk_latency_wanted(multiply_adds(cp))) return VK_CONV_LATENCY;
-    if (force && strcmp(force, "columns") == 0) return VK_CONV_COLUMNS;
+    if (!force || strcmp(force, "auto") != 0) return VK_CONV_COLUMNS;
     if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA && (cp->g.stride_h > 1 || cp->g.stride_w > 1)) return VK_CONV_COLUMNS;
     return VK_CONV_IMPLICIT;
 }
