@@ -74,6 +74,14 @@ nn_schedule *nn_schedule_new(nn_optimizer *opt, const nn_schedule_options *optio
 /* Advances the counter by one and writes the rate of the new step, on the
  * device (recorded in a captured step like any kernel). */
 nn_status nn_schedule_step(nn_schedule *s);
+/* nn_schedule_step's two halves, for a step that writes its rate at its
+ * start (where the kernel runs beside the forward pass instead of after the
+ * update, which reads the rate, behind a barrier of its own):
+ * nn_schedule_apply writes the rate of the counter's step; nn_schedule_advance
+ * adds one to the counter. apply at a step's start and advance after its
+ * update give the rates nn_schedule_step after the update gives. */
+nn_status nn_schedule_apply(nn_schedule *s);
+nn_status nn_schedule_advance(nn_schedule *s);
 /* Sets the counter to `step` (>= 0, < 2^31) and writes that step's rate:
  * a resumed run's schedule continues where it was. */
 nn_status nn_schedule_set_step(nn_schedule *s, int64_t step);

@@ -144,6 +144,16 @@ nn_status nn_schedule_step(nn_schedule *s) {
     return run(s, 1);
 }
 
+nn_status nn_schedule_apply(nn_schedule *s) {
+    if (!s) return nn_set_error(NN_ERR_ARGUMENT, "nn_schedule_apply: schedule is NULL");
+    return run(s, 0);
+}
+
+nn_status nn_schedule_advance(nn_schedule *s) {
+    if (!s) return nn_set_error(NN_ERR_ARGUMENT, "nn_schedule_advance: schedule is NULL");
+    return nn_counter_add(s->counter, 1);
+}
+
 nn_status nn_schedule_set_step(nn_schedule *s, int64_t step) {
     if (!s) return nn_set_error(NN_ERR_ARGUMENT, "nn_schedule_set_step: schedule is NULL");
     if (step < 0 || step > INT32_MAX)

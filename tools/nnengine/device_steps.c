@@ -112,14 +112,17 @@ nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, int ep
  * gradient is the sum of the micro-batches' gradients of their losses
  * scaled by `scale` (their share of the step's images): the mean loss of
  * one batch of all of them. After the update come the moving average and
- * the schedule's next rate. A counted micro-batch advances the counter its
+ * the schedule's next step. A counted micro-batch advances the counter its
  * gather reads; gather_next gathers the next full batch into x, y. */
 static nn_status micro_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool counted, float scale, bool first,
                             bool last, bool gather_next) {
     nn_status st = NN_OK;
     /* Zeroed first: the fill then runs beside the first layer, and the first
-     * weight gradient of backward need not wait for it. */
+     * weight gradient of backward need not wait for it. The step's rate is
+     * written then too (nn_schedule_apply), beside the forward pass: after
+     * the update it would wait for it behind a barrier of its own. */
     if (first) st = nn_optimizer_zero_grad(s->opt);
+    if (st == NN_OK && first && s->schedule) st = nn_schedule_apply(s->schedule);
     nn_tensor *logits = NULL;
     nn_tensor *loss = st == NN_OK ? nn_module_forward_loss(s->net, x, y, &logits) : NULL;
     if (st == NN_OK && !loss) st = nn_last_status() != NN_OK ? nn_last_status() : NN_ERR_STATE;
@@ -136,7 +139,7 @@ static nn_status micro_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool co
     if (st == NN_OK) st = nn_accumulate_metrics(logits, y, loss, s->sums);
     if (st == NN_OK && last) st = nn_optimizer_step(s->opt);
     if (st == NN_OK && last && s->ema) st = nn_ema_update(s->ema);
-    if (st == NN_OK && last && s->schedule) st = nn_schedule_step(s->schedule);
+    if (st == NN_OK && last && s->schedule) st = nn_schedule_advance(s->schedule);
     if (st == NN_OK && gather_next) st = gather_full_batch(s);
     return st;
 }
