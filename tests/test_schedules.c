@@ -128,6 +128,40 @@ static void check_rates_on(const char *device, double tol) {
     nn_ctx_free(ctx);
 }
 
+/* apply at each step's start and advance after it write the rates step
+ * writes, bit for bit: the CLI's steps take that split. */
+static void check_apply_advance_on(const char *device) {
+    nn_ctx *ctx = vkt_open_device(device);
+    if (!ctx) return;
+    for (int c = 0; c < SCHEDULE_CASES; c++) {
+        nn_tensor *p1, *p2;
+        nn_optimizer *o1 = one_param_sgd(ctx, &p1), *o2 = one_param_sgd(ctx, &p2);
+        nn_schedule_options o = schedule_case(c);
+        nn_schedule *whole = nn_schedule_new(o1, &o), *split = nn_schedule_new(o2, &o);
+        CHECK(whole && split);
+        for (int64_t t = 0; whole && split && t < STEPS; t++) {
+            CHECK(nn_schedule_apply(split) == NN_OK);
+            const float a = read_lr(o1), b = read_lr(o2);
+            CHECK_MSG(memcmp(&a, &b, sizeof a) == 0, "%s case %d step %lld: %.9g by step, %.9g by apply", device, c,
+                      (long long)t, a, b);
+            CHECK(nn_schedule_step(whole) == NN_OK && nn_schedule_advance(split) == NN_OK);
+        }
+        CHECK(nn_schedule_apply(NULL) != NN_OK && nn_schedule_advance(NULL) != NN_OK);
+        nn_schedule_free(whole);
+        nn_schedule_free(split);
+        nn_optimizer_free(o1);
+        nn_optimizer_free(o2);
+        nn_tensor_free(p1);
+        nn_tensor_free(p2);
+    }
+    nn_ctx_free(ctx);
+}
+
+TEST(schedule_apply_then_advance_equals_step) {
+    check_apply_advance_on("cpu");
+    check_apply_advance_on("vulkan");
+}
+
 /* The CPU rounds the double rate once; Vulkan computes in float. */
 TEST(schedules_match_their_formulas_for_130_steps) {
     check_rates_on("cpu", 1e-7);
