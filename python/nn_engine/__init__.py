@@ -13,59 +13,56 @@ from ._context import (Device, devices, end_batch, enable_grad, get_device, manu
                        no_grad, release_all_buffers, set_device)
 from ._lib import library_path
 from .capture import CapturedStep, capture
-from .functional import seed_conv2d as conv2d  # the seed's argument order (actType 6th)
-from .functional import (add, add_bias, bias_relu, dropout, flatten, linear, matmul,
-                         maxpool2d, mean, mul, relu, reshape, scale, sigmoid, softmax, softmax_ce, sum,
+from .containers import Flatten, Sequential
+# functional: the seed's functions and PyTorch's; conv2d keeps the seed's
+# argument order (actType sixth), nn_engine.functional.conv2d is PyTorch's.
+from .functional import seed_conv2d as conv2d
+from .functional import (abs, adaptive_avg_pool2d, adaptive_max_pool2d, add, add_bias,  # noqa: A004
+                         avg_pool2d, batch_norm, bias_relu, binary_cross_entropy_with_logits, clamp,
+                         conv_transpose2d, cross_entropy, div, dropout, embedding, exp, flatten, group_norm,
+                         interpolate, l1_loss, layer_norm, linear, log, log_softmax, matmul, max_pool2d,
+                         maximum, maxpool2d, minimum, mse_loss, mul, neg, nll_loss, pow, relu, reshape, scale,
+                         scaled_dot_product_attention, sigmoid, smooth_l1_loss, softmax, softmax_ce, sqrt, sub,
                          tanh)
-from .functional import batch_norm, group_norm, layer_norm
-from .layers import ConvLayer, Dropout, Linear
-from .layers import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
-from .functional import abs, clamp, exp, log, neg, pow, sqrt  # noqa: A004 - torch's names
-from .layers import (ELU, GELU, Hardsigmoid, Hardswish, LeakyReLU, ReLU6, Sigmoid, SiLU, Softplus,
-                     Tanh)
+from .layers import (ELU, GELU, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d,
+                     BCEWithLogitsLoss, Conv2d, ConvLayer, ConvTranspose2d, CrossEntropyLoss, Dropout, Embedding,
+                     GroupNorm, Hardsigmoid, Hardswish, Identity, L1Loss, LayerNorm, LeakyReLU, Linear,
+                     LogSoftmax, MaxPool2d, MSELoss, MultiheadAttention, NLLLoss, ReLU, ReLU6, Sigmoid, SiLU,
+                     SmoothL1Loss, Softmax, Softplus, Tanh, Upsample)
 from .metrics import Metrics
 from .model import Model
-from .optim import SGD, Adam, AdamW, RMSprop, Lion, Muon
-from .tensor import ReusableTensor, Tensor
-from .functional import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
-from .layers import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d
-from .functional import div, maximum, minimum, sub
-from .reductions import amax, amin, argmax, argmin, max, mean, min, std, sum, var  # noqa: A004
-from .containers import Flatten, Sequential
-from .layers import Identity, ReLU
+from .optim import SGD, Adam, AdamW, Lion, Muon, RMSprop
 from .rearrange import (cat, chunk, concat, expand, narrow, permute, select, split, squeeze, stack, transpose,
                         unsqueeze)
-
-from .functional import (binary_cross_entropy_with_logits, cross_entropy, l1_loss, log_softmax, mse_loss,
-                         nll_loss, smooth_l1_loss)
-from .layers import (BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, LogSoftmax, MSELoss, NLLLoss, SmoothL1Loss,
-                     Softmax)
-from .functional import embedding, scaled_dot_product_attention
-from .layers import Embedding, MultiheadAttention
-from .functional import conv_transpose2d, interpolate
-from .layers import Conv2d, ConvTranspose2d, Upsample
+from .reductions import amax, amin, argmax, argmin, max, mean, min, std, sum, var  # noqa: A004
+from .tensor import ReusableTensor, Tensor
 
 __version__ = "0.1.0"
 
 __all__ = [
+    # the seed's API
     "Tensor", "ReusableTensor", "Linear", "ConvLayer", "Dropout", "Model", "SGD", "Metrics",
-    "relu", "sigmoid", "tanh", "dropout", "maxpool2d", "flatten", "reshape", "softmax", "softmax_ce", "add", "mul", "scale",
-    "sum", "mean", "matmul", "add_bias", "bias_relu", "linear", "conv2d",
+    "relu", "sigmoid", "tanh", "dropout", "maxpool2d", "flatten", "reshape", "softmax", "softmax_ce", "add",
+    "mul", "scale", "sum", "mean", "matmul", "add_bias", "bias_relu", "linear", "conv2d",
     "end_batch", "release_all_buffers", "no_grad", "enable_grad",
     "devices", "Device", "set_device", "get_device", "manual_seed", "library_path",
     "capture", "CapturedStep",
-    "batch_norm", "layer_norm", "group_norm", "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm",
-    "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d", "adaptive_max_pool2d",
-    "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d",
-    "exp", "log", "sqrt", "abs", "neg", "clamp", "pow",
-    "GELU", "LeakyReLU", "ELU", "SiLU", "ReLU6", "Hardswish", "Hardsigmoid", "Softplus", "Sigmoid", "Tanh",
-    "sub", "div", "maximum", "minimum", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
+    # arithmetic, math, reductions, rearrangements (torch's names)
+    "sub", "div", "maximum", "minimum", "exp", "log", "sqrt", "abs", "neg", "clamp", "pow",
+    "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
     "cat", "concat", "stack", "split", "chunk", "narrow", "select", "permute", "transpose", "expand",
     "squeeze", "unsqueeze",
-    "log_softmax", "mse_loss", "l1_loss", "smooth_l1_loss", "binary_cross_entropy_with_logits", "nll_loss",
-    "cross_entropy", "Softmax", "LogSoftmax", "MSELoss", "L1Loss", "SmoothL1Loss", "BCEWithLogitsLoss", "NLLLoss",
-    "CrossEntropyLoss",
-    "embedding", "scaled_dot_product_attention", "Embedding", "MultiheadAttention",
-    "conv_transpose2d", "interpolate", "Conv2d", "ConvTranspose2d", "Upsample",
-    "Sequential", "Flatten", "ReLU", "Identity",
+    # functions of torch.nn.functional's
+    "batch_norm", "layer_norm", "group_norm", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+    "adaptive_max_pool2d", "log_softmax", "mse_loss", "l1_loss", "smooth_l1_loss",
+    "binary_cross_entropy_with_logits", "nll_loss", "cross_entropy", "embedding", "scaled_dot_product_attention",
+    "conv_transpose2d", "interpolate",
+    # layers (torch.nn's)
+    "Sequential", "Flatten", "ReLU", "Identity", "Conv2d", "ConvTranspose2d", "Upsample",
+    "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool2d", "GELU", "LeakyReLU", "ELU", "SiLU", "ReLU6", "Hardswish", "Hardsigmoid", "Softplus",
+    "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MSELoss", "L1Loss", "SmoothL1Loss", "BCEWithLogitsLoss",
+    "NLLLoss", "CrossEntropyLoss", "Embedding", "MultiheadAttention",
+    # optimizers (torch.optim's; also as nn_engine.optim)
+    "Adam", "AdamW", "RMSprop", "Lion", "Muon",
 ]
