@@ -11,12 +11,7 @@
 #include "parity_cases.h"
 #include "parity_harness.h"
 
-typedef struct grouped_shape {
-    int batch, channels, height, width, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h,
-        dilation_w, filters, groups;
-} grouped_shape;
-
-static const grouped_shape kGrouped[] = {
+static const parity_conv_shape kGrouped[] = {
     /* batch, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, filters, groups */
     {2, 4, 7, 6, 3, 2, 2, 1, 1, 0, 1, 1, 6, 2},   /* groups 2, rectangular kernel, stride (2, 1), pad (1, 0) */
     {1, 6, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 9, 3},  /* groups 3, batch 1 */
@@ -27,7 +22,7 @@ static const grouped_shape kGrouped[] = {
 };
 #define GROUPED (sizeof kGrouped / sizeof kGrouped[0])
 
-static const grouped_shape kDepthwise[] = {
+static const parity_conv_shape kDepthwise[] = {
     {2, 3, 7, 6, 3, 2, 2, 1, 1, 0, 1, 1, 6, 3},    /* multiplier 2, rectangular, stride (2, 1), pad (1, 0) */
     {1, 5, 11, 13, 3, 3, 1, 1, 1, 1, 1, 1, 5, 5},  /* MobileNet's 3 x 3, batch 1 */
     {3, 4, 9, 10, 3, 3, 2, 2, 2, 2, 2, 2, 8, 4},   /* dilation 2, stride 2 */
@@ -36,41 +31,26 @@ static const grouped_shape kDepthwise[] = {
 };
 #define DEPTHWISE (sizeof kDepthwise / sizeof kDepthwise[0])
 
-static nn_conv_params params_of(const grouped_shape *c) {
-    nn_conv_geometry g = {.batch = c->batch, .channels = c->channels, .height = c->height, .width = c->width,
-                          .kernel_h = c->kernel_h, .kernel_w = c->kernel_w, .stride_h = c->stride_h,
-                          .stride_w = c->stride_w, .pad_h = c->pad_h, .pad_w = c->pad_w,
-                          .dilation_h = c->dilation_h, .dilation_w = c->dilation_w};
-    g.out_h = (g.height + 2 * g.pad_h - c->dilation_h * (g.kernel_h - 1) - 1) / g.stride_h + 1;
-    g.out_w = (g.width + 2 * g.pad_w - c->dilation_w * (g.kernel_w - 1) - 1) / g.stride_w + 1;
-    return (nn_conv_params){.g = g, .filters = c->filters, .groups = c->groups};
-}
-
-#define GROUPED_FMT "%dx%dx%dx%d f%d k%dx%d s%d,%d p%d,%d d%d,%d groups %d"
-#define GROUPED_ARGS(c)                                                                                          \
-    (c)->batch, (c)->channels, (c)->height, (c)->width, (c)->filters, (c)->kernel_h, (c)->kernel_w, (c)->stride_h, \
-        (c)->stride_w, (c)->pad_h, (c)->pad_w, (c)->dilation_h, (c)->dilation_w, (c)->groups
-
 void parity_im2col_dilated_case(nn_backend *o) {
     for (size_t i = 0; i < GROUPED; i++) {
-        nn_conv_params p = params_of(&kGrouped[i]);
+        nn_conv_params p = parity_conv_params_of(&kGrouped[i]);
         const parity_conv_sizes s = parity_conv_sizes_of(&p);
         parity_arg a[2] = {arg_in(parity_randoms(s.x, -1, 1), s.x, 4),
                            arg_exact(parity_randoms(s.cols, -1, 1), s.cols, 8)};
-        parity_check(o, NN_KERNEL_IM2COL, a, 2, &p.g, GROUPED_FMT, GROUPED_ARGS(&kGrouped[i]));
+        parity_check(o, NN_KERNEL_IM2COL, a, 2, &p.g, PARITY_CONV_FMT, PARITY_CONV_ARGS(&kGrouped[i]));
     }
 }
 
 void parity_col2im_dilated_case(nn_backend *o) {
     for (size_t i = 0; i < GROUPED; i++)
         for (int acc = 0; acc < 2; acc++) {
-            nn_conv_params p = params_of(&kGrouped[i]);
+            nn_conv_params p = parity_conv_params_of(&kGrouped[i]);
             p.g.accumulate = acc;
             const parity_conv_sizes s = parity_conv_sizes_of(&p);
             parity_arg a[2] = {arg_in(parity_randoms(s.cols, -1, 1), s.cols, 12),
                                arg_near(parity_randoms(s.x, -1, 1), s.x, 4, sums_tol(s.k + 1.0))};
-            parity_check(o, NN_KERNEL_COL2IM, a, 2, &p.g, GROUPED_FMT " accumulate %d", GROUPED_ARGS(&kGrouped[i]),
-                         acc);
+            parity_check(o, NN_KERNEL_COL2IM, a, 2, &p.g, PARITY_CONV_FMT " accumulate %d",
+                         PARITY_CONV_ARGS(&kGrouped[i]), acc);
         }
 }
 
@@ -86,7 +66,7 @@ static float *kept_columns(const nn_conv_params *p, const float *x) {
 void parity_conv_grouped_forward_case(nn_backend *o) {
     for (size_t i = 0; i < GROUPED; i++)
         for (int epi = 0; epi < 2; epi++) {
-            nn_conv_params p = params_of(&kGrouped[i]);
+            nn_conv_params p = parity_conv_params_of(&kGrouped[i]);
             p.epilogue = epi ? NN_EPI_BIAS_ROWS | NN_EPI_RELU : 0;
             const parity_conv_sizes s = parity_conv_sizes_of(&p);
             const bool columns = parity_keeps_columns(o, &p);
@@ -95,29 +75,29 @@ void parity_conv_grouped_forward_case(nn_backend *o) {
                                arg_near(parity_randoms(s.y, -1, 1), s.y, 0, sums_tol(s.k + 1.0)),
                                given(epi, arg_in(parity_randoms(f, -1, 1), f, 12)),
                                given(columns, arg_exact(parity_randoms(s.cols, -1, 1), s.cols, 4))};
-            parity_check(o, NN_KERNEL_CONV2D_FORWARD, a, 5, &p, GROUPED_FMT " epilogue %#x%s",
-                         GROUPED_ARGS(&kGrouped[i]), p.epilogue, columns ? ", columns kept" : "");
+            parity_check(o, NN_KERNEL_CONV2D_FORWARD, a, 5, &p, PARITY_CONV_FMT " epilogue %#x%s",
+                         PARITY_CONV_ARGS(&kGrouped[i]), p.epilogue, columns ? ", columns kept" : "");
         }
 }
 
 void parity_conv_grouped_data_case(nn_backend *o) {
     for (size_t i = 0; i < GROUPED; i++)
         for (int acc = 0; acc < 2; acc++) {
-            nn_conv_params p = params_of(&kGrouped[i]);
+            nn_conv_params p = parity_conv_params_of(&kGrouped[i]);
             p.g.accumulate = acc;
             const parity_conv_sizes s = parity_conv_sizes_of(&p);
             const double terms = (double)p.filters * p.g.kernel_h * p.g.kernel_w + acc;
             parity_arg a[3] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 0), arg_in(parity_randoms(s.w, -1, 1), s.w, 4),
                                arg_near(parity_randoms(s.x, -1, 1), s.x, 8, sums_tol(terms))};
-            parity_check(o, NN_KERNEL_CONV2D_BACKWARD_DATA, a, 3, &p, GROUPED_FMT " accumulate %d",
-                         GROUPED_ARGS(&kGrouped[i]), acc);
+            parity_check(o, NN_KERNEL_CONV2D_BACKWARD_DATA, a, 3, &p, PARITY_CONV_FMT " accumulate %d",
+                         PARITY_CONV_ARGS(&kGrouped[i]), acc);
         }
 }
 
 void parity_conv_grouped_weight_case(nn_backend *o) {
     for (size_t i = 0; i < GROUPED; i++)
         for (int acc = 0; acc < 2; acc++) {
-            nn_conv_params p = params_of(&kGrouped[i]);
+            nn_conv_params p = parity_conv_params_of(&kGrouped[i]);
             p.g.accumulate = acc;
             const parity_conv_sizes s = parity_conv_sizes_of(&p);
             const float *x = parity_randoms(s.x, -1, 1);
@@ -126,8 +106,8 @@ void parity_conv_grouped_weight_case(nn_backend *o) {
             parity_arg a[4] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 4), arg_in(x, s.x, 0),
                                arg_near(parity_randoms(s.w, -1, 1), s.w, 12, sums_tol(terms)),
                                given(columns, arg_in(columns ? kept_columns(&p, x) : NULL, s.cols, 8))};
-            parity_check(o, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, a, 4, &p, GROUPED_FMT " accumulate %d%s",
-                         GROUPED_ARGS(&kGrouped[i]), acc, columns ? ", columns kept" : "");
+            parity_check(o, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, a, 4, &p, PARITY_CONV_FMT " accumulate %d%s",
+                         PARITY_CONV_ARGS(&kGrouped[i]), acc, columns ? ", columns kept" : "");
         }
 }
 
@@ -136,43 +116,43 @@ void parity_conv_grouped_weight_case(nn_backend *o) {
 void parity_depthwise_forward_case(nn_backend *o) {
     for (size_t i = 0; i < DEPTHWISE; i++)
         for (int epi = 0; epi < 3; epi++) {
-            nn_conv_params p = params_of(&kDepthwise[i]);
+            nn_conv_params p = parity_conv_params_of(&kDepthwise[i]);
             p.epilogue = epi == 0 ? 0 : epi == 1 ? NN_EPI_BIAS_ROWS : NN_EPI_BIAS_ROWS | NN_EPI_RELU;
             const parity_conv_sizes s = parity_conv_sizes_of(&p);
             const size_t f = (size_t)p.filters;
             parity_arg a[4] = {arg_in(parity_randoms(s.x, -1, 1), s.x, 4), arg_in(parity_randoms(s.w, -1, 1), s.w, 0),
                                arg_near(parity_randoms(s.y, -1, 1), s.y, 8, sums_tol(p.g.kernel_h * p.g.kernel_w + 1.0)),
                                given(epi, arg_in(parity_randoms(f, -1, 1), f, 12))};
-            parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_FORWARD, a, 4, &p, GROUPED_FMT " epilogue %#x",
-                         GROUPED_ARGS(&kDepthwise[i]), p.epilogue);
+            parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_FORWARD, a, 4, &p, PARITY_CONV_FMT " epilogue %#x",
+                         PARITY_CONV_ARGS(&kDepthwise[i]), p.epilogue);
         }
 }
 
 void parity_depthwise_data_case(nn_backend *o) {
     for (size_t i = 0; i < DEPTHWISE; i++)
         for (int acc = 0; acc < 2; acc++) {
-            nn_conv_params p = params_of(&kDepthwise[i]);
+            nn_conv_params p = parity_conv_params_of(&kDepthwise[i]);
             p.g.accumulate = acc;
             const parity_conv_sizes s = parity_conv_sizes_of(&p);
             const double terms = (double)p.filters / p.g.channels * p.g.kernel_h * p.g.kernel_w + acc;
             parity_arg a[3] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 0), arg_in(parity_randoms(s.w, -1, 1), s.w, 4),
                                arg_near(parity_randoms(s.x, -1, 1), s.x, 8, sums_tol(terms))};
-            parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_DATA, a, 3, &p, GROUPED_FMT " accumulate %d",
-                         GROUPED_ARGS(&kDepthwise[i]), acc);
+            parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_DATA, a, 3, &p, PARITY_CONV_FMT " accumulate %d",
+                         PARITY_CONV_ARGS(&kDepthwise[i]), acc);
         }
 }
 
 void parity_depthwise_weight_case(nn_backend *o) {
     for (size_t i = 0; i < DEPTHWISE; i++)
         for (int acc = 0; acc < 2; acc++) {
-            nn_conv_params p = params_of(&kDepthwise[i]);
+            nn_conv_params p = parity_conv_params_of(&kDepthwise[i]);
             p.g.accumulate = acc;
             const parity_conv_sizes s = parity_conv_sizes_of(&p);
             const double terms = (double)p.g.batch * s.positions + acc;
             parity_arg a[3] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 4), arg_in(parity_randoms(s.x, -1, 1), s.x, 0),
                                arg_near(parity_randoms(s.w, -1, 1), s.w, 12, sums_tol(terms))};
-            parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT, a, 3, &p, GROUPED_FMT " accumulate %d",
-                         GROUPED_ARGS(&kDepthwise[i]), acc);
+            parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT, a, 3, &p, PARITY_CONV_FMT " accumulate %d",
+                         PARITY_CONV_ARGS(&kDepthwise[i]), acc);
         }
 }
 

@@ -14,12 +14,7 @@
 #include "parity_cases.h"
 #include "parity_harness.h"
 
-typedef struct route_shape {
-    int batch, channels, height, width, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h,
-        dilation_w, filters, groups;
-} route_shape;
-
-static const route_shape kImplicit[] = {
+static const parity_conv_shape kImplicit[] = {
     /* batch, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, filters, groups */
     {1, 3, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 5, 1},     /* batch 1, 3x3 with padding */
     {3, 5, 13, 10, 1, 1, 2, 2, 0, 0, 1, 1, 7, 1},    /* 1x1 stride 2 (a ResNet shortcut), batch 3 */
@@ -34,29 +29,17 @@ static const route_shape kImplicit[] = {
 #define IMPLICIT_SHAPES (sizeof kImplicit / sizeof kImplicit[0])
 
 /* More multiply-adds than the latency kernels take: auto's implicit GEMM. */
-static const route_shape kAutoImplicit = {2, 32, 34, 33, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1};
+static const parity_conv_shape kAutoImplicit = {2, 32, 34, 33, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1};
 
 /* The column route, kept columns and scratch, ungrouped and grouped with dilation. */
-static const route_shape kColumns[] = {
+static const parity_conv_shape kColumns[] = {
     {2, 16, 21, 19, 5, 5, 1, 1, 2, 2, 1, 1, 24, 1},
     {2, 16, 31, 29, 3, 3, 2, 1, 2, 2, 2, 2, 32, 4},
 };
 #define COLUMN_SHAPES (sizeof kColumns / sizeof kColumns[0])
 
-static nn_conv_params params_of(const route_shape *c) {
-    nn_conv_geometry g = {.batch = c->batch, .channels = c->channels, .height = c->height, .width = c->width,
-                          .kernel_h = c->kernel_h, .kernel_w = c->kernel_w, .stride_h = c->stride_h,
-                          .stride_w = c->stride_w, .pad_h = c->pad_h, .pad_w = c->pad_w,
-                          .dilation_h = c->dilation_h, .dilation_w = c->dilation_w};
-    g.out_h = (g.height + 2 * g.pad_h - c->dilation_h * (g.kernel_h - 1) - 1) / g.stride_h + 1;
-    g.out_w = (g.width + 2 * g.pad_w - c->dilation_w * (g.kernel_w - 1) - 1) / g.stride_w + 1;
-    return (nn_conv_params){.g = g, .filters = c->filters, .groups = c->groups};
-}
-
-#define ROUTE_FMT "%s route: %dx%dx%dx%d f%d k%dx%d s%d,%d p%d,%d d%d,%d groups %d"
-#define ROUTE_ARGS(route, c)                                                                                    \
-    route, (c)->batch, (c)->channels, (c)->height, (c)->width, (c)->filters, (c)->kernel_h, (c)->kernel_w,      \
-        (c)->stride_h, (c)->stride_w, (c)->pad_h, (c)->pad_w, (c)->dilation_h, (c)->dilation_w, (c)->groups
+#define ROUTE_FMT "%s route: " PARITY_CONV_FMT
+#define ROUTE_ARGS(route, c) route, PARITY_CONV_ARGS(c)
 
 /* NN_ENGINE_VULKAN_CONV set to `route` for one case (NULL: unset), then restored. */
 static char *route_begin(const char *route) {
@@ -82,9 +65,9 @@ static float *kept_columns(const nn_conv_params *p, const float *x) {
     return cols;
 }
 
-static void forward_run(nn_backend *o, const char *route, const route_shape *c, int epilogue) {
+static void forward_run(nn_backend *o, const char *route, const parity_conv_shape *c, int epilogue) {
     char *saved = route_begin(route);
-    nn_conv_params p = params_of(c);
+    nn_conv_params p = parity_conv_params_of(c);
     p.epilogue = epilogue;
     const parity_conv_sizes s = parity_conv_sizes_of(&p);
     const bool columns = parity_keeps_columns(o, &p);
@@ -98,9 +81,9 @@ static void forward_run(nn_backend *o, const char *route, const route_shape *c, 
     route_end(saved);
 }
 
-static void data_run(nn_backend *o, const char *route, const route_shape *c, int acc) {
+static void data_run(nn_backend *o, const char *route, const parity_conv_shape *c, int acc) {
     char *saved = route_begin(route);
-    nn_conv_params p = params_of(c);
+    nn_conv_params p = parity_conv_params_of(c);
     p.g.accumulate = acc;
     const parity_conv_sizes s = parity_conv_sizes_of(&p);
     const double terms = (double)p.filters * p.g.kernel_h * p.g.kernel_w + acc;
@@ -110,9 +93,9 @@ static void data_run(nn_backend *o, const char *route, const route_shape *c, int
     route_end(saved);
 }
 
-static void weight_run(nn_backend *o, const char *route, const route_shape *c, int acc, bool keep) {
+static void weight_run(nn_backend *o, const char *route, const parity_conv_shape *c, int acc, bool keep) {
     char *saved = route_begin(route);
-    nn_conv_params p = params_of(c);
+    nn_conv_params p = parity_conv_params_of(c);
     p.g.accumulate = acc;
     const parity_conv_sizes s = parity_conv_sizes_of(&p);
     const float *x = parity_randoms(s.x, -1, 1);

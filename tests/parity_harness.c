@@ -256,6 +256,16 @@ void parity_cpu_outputs(nn_kernel kernel, parity_arg *args, int nargs, const voi
 
 /* ---- convolution helpers the dense and fused cases share ---- */
 
+nn_conv_params parity_conv_params_of(const parity_conv_shape *c) {
+    nn_conv_geometry g = {.batch = c->batch, .channels = c->channels, .height = c->height, .width = c->width,
+                          .kernel_h = c->kernel_h, .kernel_w = c->kernel_w, .stride_h = c->stride_h,
+                          .stride_w = c->stride_w, .pad_h = c->pad_h, .pad_w = c->pad_w,
+                          .dilation_h = c->dilation_h, .dilation_w = c->dilation_w};
+    g.out_h = (g.height + 2 * g.pad_h - c->dilation_h * (g.kernel_h - 1) - 1) / g.stride_h + 1;
+    g.out_w = (g.width + 2 * g.pad_w - c->dilation_w * (g.kernel_w - 1) - 1) / g.stride_w + 1;
+    return (nn_conv_params){.g = g, .filters = c->filters, .groups = c->groups};
+}
+
 parity_conv_sizes parity_conv_sizes_of(const nn_conv_params *p) {
     const nn_conv_geometry *g = &p->g;
     parity_conv_sizes s;

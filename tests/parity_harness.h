@@ -102,6 +102,18 @@ void parity_cpu_outputs(nn_kernel kernel, parity_arg *args, int nargs, const voi
 
 /* ---- convolution helpers the dense and fused cases share ---- */
 
+/* A convolution layer's shape, as the grouped, depthwise and route cases
+ * list them, and its kernels' parameters (output size from the rest). */
+typedef struct parity_conv_shape {
+    int batch, channels, height, width, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h,
+        dilation_w, filters, groups;
+} parity_conv_shape;
+nn_conv_params parity_conv_params_of(const parity_conv_shape *c);
+#define PARITY_CONV_FMT "%dx%dx%dx%d f%d k%dx%d s%d,%d p%d,%d d%d,%d groups %d"
+#define PARITY_CONV_ARGS(c)                                                                                       \
+    (c)->batch, (c)->channels, (c)->height, (c)->width, (c)->filters, (c)->kernel_h, (c)->kernel_w, (c)->stride_h, \
+        (c)->stride_w, (c)->pad_h, (c)->pad_w, (c)->dilation_h, (c)->dilation_w, (c)->groups
+
 /* Element counts of x, the weight, y and the columns. */
 typedef struct parity_conv_sizes {
     size_t x, w, y, cols, k, positions;
