@@ -3,7 +3,6 @@
  * or, for class probabilities (a float target of input's shape),
  * -sum_c w[c] t[c] log_softmax(x)[c] per position, its mean over the
  * positions (PyTorch's rules for each, weighted means included). */
-#include <string.h>
 
 #include "ops.h"
 
@@ -11,7 +10,7 @@ static nn_tensor *with_probabilities(const char *op, nn_tensor *input, nn_tensor
                                      nn_reduction reduction, int ignore_index, float label_smoothing) {
     char si[96], st[96];
     nn_format_shape(input->ndim, input->shape, si, sizeof si);
-    if (target->ndim != input->ndim || memcmp(target->shape, input->shape, (size_t)input->ndim * sizeof *input->shape))
+    if (!nn_same_shape(target, input))
         return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: a float target (class probabilities) %s must have input's shape %s",
                             op, nn_format_shape(target->ndim, target->shape, st, sizeof st), si);
     if (ignore_index >= 0)

@@ -4,7 +4,6 @@
  * else through BROADCAST (strided.h); an operand's gradient is summed over
  * the dimensions it was broadcast along. */
 #include <stdio.h>
-#include <string.h>
 
 #include "io/onnx_graph.h"
 #include "ops.h"
@@ -14,14 +13,10 @@ typedef struct binary_node {
     int32_t op; /* nn_broadcast_op */
 } binary_node;
 
-static bool same_shape(const nn_tensor *a, const nn_tensor *b) {
-    return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
-}
-
 static nn_status binary_forward(nn_node *node) {
     nn_tensor *a = node->inputs[0], *b = node->inputs[1];
     const nn_broadcast_op op = (nn_broadcast_op)NN_NODE_PARAMS(node, binary_node)->op;
-    if (same_shape(a, b) && (op == NN_BROADCAST_ADD || op == NN_BROADCAST_MUL)) {
+    if (nn_same_shape(a, b) && (op == NN_BROADCAST_ADD || op == NN_BROADCAST_MUL)) {
         nn_pointwise_params p = {.n = a->numel, .op = op == NN_BROADCAST_ADD ? NN_EW_ADD : NN_EW_MUL};
         nn_buffer_ref args[3] = {nn_tensor_ref(a), nn_tensor_ref(b), nn_tensor_ref(node->output)};
         return nn_ctx_run(a->ctx, NN_KERNEL_ELEMENTWISE, args, 3, &p);
@@ -36,7 +31,7 @@ static nn_status binary_backward(nn_node *node) {
     nn_tensor *y = node->output, *dy = y->grad;
     bool dy_shared = false;
     for (int i = 0; i < 2; i++) {
-        nn_tensor *input = node->inputs[i], *self = node->inputs[i], *other = node->inputs[1 - i], *grad;
+        nn_tensor *input = node->inputs[i], *other = node->inputs[1 - i], *grad;
         int32_t acc;
         if (!nn_wants_grad(input)) continue;
         /* d(a + b) and d(a - b)/da are dy itself: handed on without a copy
@@ -44,7 +39,7 @@ static nn_status binary_backward(nn_node *node) {
          * still read dy after the first adds into it) */
         const bool passes_dy = op == NN_BROADCAST_ADD || (op == NN_BROADCAST_SUB && i == 0);
         bool shared = false;
-        if (passes_dy && !dy_shared && same_shape(input, dy)) NN_TRY(nn_grad_share(input, dy, &shared));
+        if (passes_dy && !dy_shared && nn_same_shape(input, dy)) NN_TRY(nn_grad_share(input, dy, &shared));
         dy_shared |= shared;
         if (shared) continue;
         NN_TRY(nn_grad_target(input, &grad, &acc));
@@ -60,12 +55,12 @@ static nn_status binary_backward(nn_node *node) {
             break;
         case NN_BROADCAST_DIV: /* d(a/b)/da = 1/b, d(a/b)/db = -y/b */
             if (i == 0) NN_TRY(nn_run_broadcast_grad(ctx, NN_BROADCAST_DIV, 1.0f, dy, grad, acc, dy, other, NULL));
-            else NN_TRY(nn_run_broadcast_grad(ctx, NN_BROADCAST_MUL_DIV, -1.0f, dy, grad, acc, dy, y, self));
+            else NN_TRY(nn_run_broadcast_grad(ctx, NN_BROADCAST_MUL_DIV, -1.0f, dy, grad, acc, dy, y, input));
             break;
         case NN_BROADCAST_MAXIMUM:
         case NN_BROADCAST_MINIMUM: {
             const nn_broadcast_op g = op == NN_BROADCAST_MAXIMUM ? NN_BROADCAST_MAXIMUM_GRAD : NN_BROADCAST_MINIMUM_GRAD;
-            NN_TRY(nn_run_broadcast_grad(ctx, g, 1.0f, dy, grad, acc, dy, self, other));
+            NN_TRY(nn_run_broadcast_grad(ctx, g, 1.0f, dy, grad, acc, dy, input, other));
             break;
         }
         default: return nn_set_error(NN_ERR_ARGUMENT, "%s: no gradient for broadcast op %d", node->op->name, op);

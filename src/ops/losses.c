@@ -4,7 +4,6 @@
  * nn_loss_reduce. input and target broadcast as nn_sub does. */
 #include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "ops.h"
 
@@ -72,7 +71,7 @@ nn_tensor *nn_binary_cross_entropy_with_logits(nn_tensor *input, nn_tensor *targ
     if (nn_loss_check(op, input, target, reduction) || (weight && nn_check_tensor(op, "weight", weight, NN_F32)) ||
         (pos_weight && nn_check_tensor(op, "pos_weight", pos_weight, NN_F32)))
         return NULL;
-    if (input->ndim != target->ndim || memcmp(input->shape, target->shape, (size_t)input->ndim * sizeof *input->shape)) {
+    if (!nn_same_shape(input, target)) {
         char si[96], st[96];
         return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: target %s must have input's shape %s", op,
                             nn_format_shape(target->ndim, target->shape, st, sizeof st),

@@ -29,10 +29,14 @@ nn_status nn_check_same_ctx(const char *op, const nn_tensor *a, const nn_tensor 
     return NN_OK;
 }
 
-nn_status nn_check_same_shape(const char *op, const nn_tensor *a, const nn_tensor *b) {
+bool nn_same_shape(const nn_tensor *a, const nn_tensor *b) {
     bool same = a->ndim == b->ndim;
     for (int i = 0; same && i < a->ndim; i++) same = a->shape[i] == b->shape[i];
-    if (same) return NN_OK;
+    return same;
+}
+
+nn_status nn_check_same_shape(const char *op, const nn_tensor *a, const nn_tensor *b) {
+    if (nn_same_shape(a, b)) return NN_OK;
     char sa[96], sb[96];
     return nn_set_error(NN_ERR_SHAPE, "%s: shapes %s and %s differ", op,
                         nn_format_shape(a->ndim, a->shape, sa, sizeof sa),

@@ -13,6 +13,8 @@ nn_status nn_check_tensor_ndim(const char *op, const char *what, const nn_tensor
                                nn_dtype dtype, int ndim);
 /* Both tensors belong to the same context. */
 nn_status nn_check_same_ctx(const char *op, const nn_tensor *a, const nn_tensor *b);
+/* Whether a and b have the same dimensions and sizes. */
+bool nn_same_shape(const nn_tensor *a, const nn_tensor *b);
 /* Same shape, for elementwise ops. */
 nn_status nn_check_same_shape(const char *op, const nn_tensor *a, const nn_tensor *b);
 

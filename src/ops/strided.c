@@ -94,10 +94,6 @@ nn_status nn_run_broadcast(nn_ctx *ctx, nn_broadcast_op op, float alpha, int32_t
     return nn_ctx_run(ctx, NN_KERNEL_BROADCAST, args, 4, &p);
 }
 
-static bool same_shape(const nn_tensor *a, const nn_tensor *b) {
-    return a->ndim == b->ndim && memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0;
-}
-
 nn_status nn_reduce_dims_plan(const nn_tensor *x, uint32_t reduced, nn_reduce_op op, float alpha,
                               nn_reduce_dims_params *p) {
     int64_t stride[NN_MAX_DIMS], step = 1;
@@ -139,7 +135,7 @@ nn_status nn_run_sum_to(nn_ctx *ctx, const nn_tensor *src, nn_tensor *dst, int32
 nn_status nn_run_broadcast_grad(nn_ctx *ctx, nn_broadcast_op op, float alpha, const nn_tensor *like,
                                 nn_tensor *grad, int32_t accumulate, const nn_tensor *a, const nn_tensor *b,
                                 const nn_tensor *c) {
-    if (same_shape(grad, like)) return nn_run_broadcast(ctx, op, alpha, accumulate, grad, a, b, c);
+    if (nn_same_shape(grad, like)) return nn_run_broadcast(ctx, op, alpha, accumulate, grad, a, b, c);
     nn_tensor *full = nn_op_scratch(ctx, NN_F32, like->ndim, like->shape);
     if (!full) return nn_last_status();
     nn_status st = nn_run_broadcast(ctx, op, alpha, 0, full, a, b, c);
