@@ -14,26 +14,25 @@ from .tensor import Tensor
 ValuesIndices = collections.namedtuple("ValuesIndices", ["values", "indices"])
 
 
-def _dims(dim, fn, ndim):
+def _dims(dim, fn):
     """dim (None, an int or a sequence of ints) as a C array and its length
     (0 = every dimension); the library checks the range and repeats."""
     if dim is None:
         return None, 0
-    dims = [dim] if isinstance(dim, numbers.Integral) else dim
     try:
-        values = [int(d) for d in dims]
-    except (TypeError, ValueError):
-        raise TypeError(f"{fn}: dim must be an int or a sequence of ints, got {dim!r}") from None
+        dims = [dim] if isinstance(dim, numbers.Integral) else list(dim)
+    except TypeError:
+        dims = [dim]
     if any(isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in dims):
         raise TypeError(f"{fn}: dim must be an int or a sequence of ints, got {dim!r}")
-    if not values:  # torch: an empty list reduces everything
+    if not dims:  # torch: an empty list reduces everything
         return None, 0
-    return (ctypes.c_int * len(values))(*values), len(values)
+    return (ctypes.c_int * len(dims))(*[int(d) for d in dims]), len(dims)
 
 
 def _reduce(cname, fn, x, dim, keepdim, *extra):
     px = _tensor(x, fn, "input")
-    dims, count = _dims(dim, fn, x.ndim)
+    dims, count = _dims(dim, fn)
     return _result(getattr(lib, cname)(px, dims, count, *extra, bool(keepdim)), x, cname)
 
 
