@@ -55,7 +55,18 @@ ifeq ($(VULKAN),1)
   LDLIBS += -ldl
   LIB_SRC += $(sort $(wildcard src/backends/vulkan/*.c))
   SHADERS := $(sort $(wildcard shaders/*.comp))
+  # Shaders on matrix cores (GL_KHR_cooperative_matrix) need glslang 13 or
+  # later, which Debian 12 lacks: scripts/shader-tools.sh installs PyPI's
+  # into $(SHADER_TOOLS). COOPMAT=0 builds without them (the backend then
+  # says its matrix cores are off).
+  COOPMAT ?= 1
+  COOPMAT_SHADERS := $(shell grep -l GL_KHR_cooperative_matrix $(SHADERS))
+  ifeq ($(COOPMAT),0)
+    SHADERS := $(filter-out $(COOPMAT_SHADERS),$(SHADERS))
+    COOPMAT_SHADERS :=
+  endif
   SPIRV := $(SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
+  COOPMAT_SPIRV := $(COOPMAT_SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
   VK_GEN_OBJ := $(BUILD)/obj/gen/vk_shaders.o
 endif
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(VK_GEN_OBJ)
@@ -66,6 +77,15 @@ $(BUILD)/spv/%.spv: shaders/%.comp $(wildcard shaders/*.glsl shaders/*.h)
 	@mkdir -p $(@D)
 	@command -v $(GLSLC) >/dev/null || { echo "glslc not found: install glslc (make deps), or build with VULKAN=0"; exit 1; }
 	$(GLSLC) --target-env=vulkan1.0 -O -Werror -o $@ $<
+
+SHADER_TOOLS ?= build/shader-tools
+GLSLANG := $(SHADER_TOOLS)/glslang
+$(GLSLANG): scripts/shader-tools.sh
+	@scripts/shader-tools.sh $(SHADER_TOOLS)
+
+$(COOPMAT_SPIRV): $(BUILD)/spv/%.spv: shaders/%.comp $(wildcard shaders/*.glsl shaders/*.h) | $(GLSLANG)
+	@mkdir -p $(@D)
+	$(GLSLANG) -V --target-env vulkan1.2 -Ishaders -o $@ $<
 
 $(BUILD)/gen/vk_shaders.c: $(SPIRV) scripts/embed-spirv.sh
 	@mkdir -p $(@D)

@@ -4,7 +4,10 @@
  * shapes as bench_gemm.c. Not a test: it prints a table for bench/README.md
  * that bench/torch_gemm_cuda.py reads to time cuBLAS on the same shapes.
  *
- *   build/bench/bench_vulkan_gemm [--quick] [--device vulkan] [--only SUBSTRING]
+ *   build/bench/bench_vulkan_gemm [--quick] [--device vulkan] [--only SUBSTRING] [--precision fp16|bf16]
+ *
+ * --precision: the context's product precision (nn_ctx_set_precision):
+ * fp16 runs on the matrix cores where the device has them.
  *
  * A timed sample is `calls` nn_matmul recorded back to back, one
  * nn_ctx_sync, then nn_ctx_step_end (which frees the results): the GPU's
@@ -27,13 +30,15 @@ static double sample(nn_ctx *ctx, nn_tensor *a, nn_tensor *b, const gemm_shape *
 
 int main(int argc, char **argv) {
     bool quick = false;
-    const char *device = "vulkan", *only = NULL;
+    const char *device = "vulkan", *only = NULL, *precision = "fp32";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = true;
         else if (i + 1 < argc && strcmp(argv[i], "--device") == 0) device = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--only") == 0) only = argv[++i];
+        else if (i + 1 < argc && strcmp(argv[i], "--precision") == 0) precision = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--quick] [--device vulkan|auto|cpu] [--only SUBSTRING]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--quick] [--device vulkan|auto|cpu] [--only SUBSTRING] [--precision fp32|fp16|bf16]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -52,8 +57,14 @@ int main(int argc, char **argv) {
         return 1;
     }
     nn_ctx_set_grad_enabled(ctx, false);
-    printf("nn-engine GEMM benchmark (nn_matmul, back to back, one sync per sample), device: %s\n",
-           nn_ctx_device_name(ctx));
+    nn_precision chosen = NN_PRECISION_FP32;
+    while (nn_precision_name(chosen) && strcmp(nn_precision_name(chosen), precision) != 0) chosen++;
+    if (nn_ctx_set_precision(ctx, chosen) != NN_OK) {
+        fprintf(stderr, "bench_vulkan_gemm: --precision %s: not fp32, fp16 or bf16\n", precision);
+        return 2;
+    }
+    printf("nn-engine GEMM benchmark (nn_matmul, back to back, one sync per sample), device: %s, precision %s%s\n",
+           nn_ctx_device_name(ctx), precision, nn_ctx_matrix_cores(ctx, chosen) ? " on matrix cores" : "");
     gemm_print_header();
     for (int i = 0; i < shapes.count; i++) {
         const gemm_shape *s = &shapes.items[i];

@@ -63,6 +63,24 @@ bool nn_ctx_grad_enabled(const nn_ctx *ctx);
  * Returns the previous setting. */
 bool nn_ctx_set_fusion(nn_ctx *ctx, bool enabled);
 
+/* The precision of products: matrix multiplications, Linear layers and
+ * convolutions (not depthwise ones). FP16 and BF16 round the two operands of
+ * each product to that format and keep the sums and every result in fp32,
+ * as tensor cores do; everything else (normalisation, losses, pointwise
+ * operations, the optimizer) stays fp32. Every backend computes the same
+ * rounded products; a Vulkan device with fp16 matrix cores (see
+ * nn_ctx_matrix_cores) runs FP16 products on them. An operation takes the
+ * setting when it is recorded, and its backward products use the same.
+ * Fails (NN_ERR_ARGUMENT) for a value not in the enum. */
+typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_FP16 = 1, NN_PRECISION_BF16 = 2 } nn_precision;
+nn_status nn_ctx_set_precision(nn_ctx *ctx, nn_precision precision);
+nn_precision nn_ctx_precision(const nn_ctx *ctx);
+/* "fp32", "fp16", "bf16"; NULL for another value. */
+const char *nn_precision_name(nn_precision precision);
+/* Whether the context's device runs `precision` products on matrix cores
+ * (tensor cores) rather than its fp32 arithmetic units. */
+bool nn_ctx_matrix_cores(const nn_ctx *ctx, nn_precision precision);
+
 /* End a training step: drop the autograd tape and free every tensor an
  * operation created since the previous call (the step's activations and
  * temporaries), except those handed to nn_tensor_persist(). Pointers to the

@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "precision.glsl"
 // C[b] = alpha * op(A[b]) op(B[b]) + beta * C[b]: a tiled fp32 GEMM.
 //
 // A workgroup computes a BM x BN tile of C; each invocation a TM x TN block
@@ -121,34 +122,34 @@ void stash(uint buf) {
             uint e = tid + q * THREADS;
             if (p.trans_a != 0) { // four rows of one k: one vec4 store
                 uint rq = e % (BM / 4), kk = e / (BM / 4);
-                As[abase + kk * AROW + rq] = vec4(ra[q * 4], ra[q * 4 + 1], ra[q * 4 + 2], ra[q * 4 + 3]);
+                As[abase + kk * AROW + rq] = vec4(round_operand(ra[q * 4]), round_operand(ra[q * 4 + 1]), round_operand(ra[q * 4 + 2]), round_operand(ra[q * 4 + 3]));
             } else { // four k of one row
                 uint kk = (e % (BK / 4)) * 4, r = e / (BK / 4);
-                for (uint j = 0; j < 4; j++) As[abase + (kk + j) * AROW + r / 4][r % 4] = ra[q * 4 + j];
+                for (uint j = 0; j < 4; j++) As[abase + (kk + j) * AROW + r / 4][r % 4] = round_operand(ra[q * 4 + j]);
             }
         }
     } else for (uint t = 0; t < LOAD_A; t++) {
         uint e = tid + t * THREADS;
         uint r, kk;
         if (p.trans_a != 0) { r = e % BM; kk = e / BM; } else { kk = e % BK; r = e / BK; }
-        As[abase + kk * AROW + r / 4][r % 4] = ra[t];
+        As[abase + kk * AROW + r / 4][r % 4] = round_operand(ra[t]);
     }
     if (VEC_B != 0) {
         for (uint q = 0; q < LOAD_B / 4; q++) {
             uint e = tid + q * THREADS;
             if (p.trans_b == 0) { // four columns of one k: one vec4 store
                 uint cq = e % (BN / 4), kk = e / (BN / 4);
-                Bs[bbase + kk * BROW + cq] = vec4(rb[q * 4], rb[q * 4 + 1], rb[q * 4 + 2], rb[q * 4 + 3]);
+                Bs[bbase + kk * BROW + cq] = vec4(round_operand(rb[q * 4]), round_operand(rb[q * 4 + 1]), round_operand(rb[q * 4 + 2]), round_operand(rb[q * 4 + 3]));
             } else { // four k of one column
                 uint kk = (e % (BK / 4)) * 4, c = e / (BK / 4);
-                for (uint j = 0; j < 4; j++) Bs[bbase + (kk + j) * BROW + c / 4][c % 4] = rb[q * 4 + j];
+                for (uint j = 0; j < 4; j++) Bs[bbase + (kk + j) * BROW + c / 4][c % 4] = round_operand(rb[q * 4 + j]);
             }
         }
     } else for (uint t = 0; t < LOAD_B; t++) {
         uint e = tid + t * THREADS;
         uint c, kk;
         if (p.trans_b != 0) { kk = e % BK; c = e / BK; } else { c = e % BN; kk = e / BN; }
-        Bs[bbase + kk * BROW + c / 4][c % 4] = rb[t];
+        Bs[bbase + kk * BROW + c / 4][c % 4] = round_operand(rb[t]);
     }
 }
 

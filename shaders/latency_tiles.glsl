@@ -15,6 +15,8 @@
 // The pipelines (vk_pipelines.c) keep BM * BN a multiple of BK, so an
 // invocation's k index (or column) within a slice is the same for all its
 // entries t: conv_latency.comp decomposes it once per fetch.
+#include "precision.glsl"
+
 const uint THREADS = BM * BN;
 const uint LOAD_A = BM * BK / THREADS; // entries of the A slice per invocation
 const uint LOAD_B = BN * BK / THREADS;
@@ -34,15 +36,15 @@ uint slice_entry(uint t) { return gl_LocalInvocationID.x + t * THREADS; }
 void stash_a(bool rows_fastest) {
     for (uint t = 0; t < LOAD_A; t++) {
         uint e = slice_entry(t);
-        if (rows_fastest) As[e / BM][e % BM] = ra[t];
-        else As[e % BK][e / BK] = ra[t];
+        if (rows_fastest) As[e / BM][e % BM] = round_operand(ra[t]);
+        else As[e % BK][e / BK] = round_operand(ra[t]);
     }
 }
 
 void stash_b(bool cols_fastest) {
     for (uint t = 0; t < LOAD_B; t++) {
         uint e = slice_entry(t);
-        if (cols_fastest) Bs[e / BN][e % BN] = rb[t];
-        else Bs[e % BK][e / BK] = rb[t];
+        if (cols_fastest) Bs[e / BN][e % BN] = round_operand(rb[t]);
+        else Bs[e % BK][e / BK] = round_operand(rb[t]);
     }
 }

@@ -53,6 +53,9 @@ struct nn_backend {
     char description[160];   /* device and library, for messages */
     nn_device_kind kind;
     int threads;
+    /* Bit (1 << precision) for each nn_precision whose products run on
+     * matrix cores (tensor cores) rather than the fp32 units. */
+    unsigned matrix_core_precisions;
 
     /* Buffers. alloc returns NULL (and sets the error) when memory runs out. */
     nn_buffer *(*alloc)(nn_backend *self, size_t bytes);

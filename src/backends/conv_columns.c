@@ -38,7 +38,7 @@ nn_conv_columns nn_conv_columns_plan(const nn_conv_params *p, bool kept, int64_t
 nn_gemm_params nn_conv_columns_gemm(nn_kernel kernel, const nn_conv_params *p, const nn_conv_columns *c,
                                     int32_t count, int64_t first) {
     const int32_t k = (int32_t)c->group_k, positions = (int32_t)c->positions, filters = (int32_t)c->group_filters;
-    nn_gemm_params gemm = {.batch = count, .alpha = 1.0f};
+    nn_gemm_params gemm = {.batch = count, .alpha = 1.0f, .precision = p->precision};
     switch (kernel) {
     case NN_KERNEL_CONV2D_FORWARD: /* y_n [filters, P] = W [filters, K] cols_n [K, P] */
         gemm.m = filters, gemm.n = positions, gemm.k = k;

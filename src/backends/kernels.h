@@ -12,6 +12,7 @@
 #include "kernel_list.h"
 #include "broadcast_ops.h"
 #include "unary_ops.h"
+#include "nn_context.h"
 #include "nn_error.h"
 
 typedef enum nn_kernel {
@@ -34,6 +35,9 @@ typedef struct nn_gemm_params {
     int32_t batch;
     int64_t stride_a, stride_b, stride_c;
     float alpha, beta;
+    /* NN_PRECISION_FP32 (0), or FP16 / BF16: A and B are rounded to that
+     * format before they are multiplied; the sums stay fp32 (nn_context.h). */
+    int32_t precision;
 } nn_gemm_params;
 
 /* Image [batch, channels, height, width] <-> columns [batch, channels*kh*kw,
@@ -233,6 +237,7 @@ typedef struct nn_conv_params {
      * weight is [filters, channels / groups, kernel_h, kernel_w]; K above is
      * then channels / groups * kernel_h * kernel_w per group. */
     int32_t groups;
+    int32_t precision; /* as nn_gemm_params's: for the products of the columns route */
 } nn_conv_params;
 
 static inline int32_t nn_conv_groups(const nn_conv_params *p) { return p->groups > 0 ? p->groups : 1; }

@@ -112,6 +112,7 @@ static nn_status backward_from_leaf(nn_tensor *loss) {
 
 static nn_status node_backward(nn_node *node) {
     node->walked = true;
+    node->output->ctx->launch_precision = node->precision;
     if (node->segment) {
         for (int i = 0; i < node->segment->count; i++)
             if (node->segment->members[i]) node->segment->members[i]->walked = true;

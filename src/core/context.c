@@ -199,3 +199,27 @@ nn_status nn_ctx_write(nn_ctx *ctx, nn_buffer_ref dst, const void *src, size_t b
     }
     return after_command(ctx, ctx->backend->write(ctx->backend, dst, src, bytes));
 }
+
+nn_status nn_ctx_set_precision(nn_ctx *ctx, nn_precision precision) {
+    if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_set_precision: ctx is NULL");
+    if (!nn_precision_name(precision))
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_set_precision: precision %d is not fp32 (0), fp16 (1) or bf16 (2)",
+                            (int)precision);
+    ctx->precision = precision;
+    return NN_OK;
+}
+
+nn_precision nn_ctx_precision(const nn_ctx *ctx) { return ctx ? (nn_precision)ctx->precision : NN_PRECISION_FP32; }
+
+const char *nn_precision_name(nn_precision precision) {
+    switch (precision) {
+    case NN_PRECISION_FP32: return "fp32";
+    case NN_PRECISION_FP16: return "fp16";
+    case NN_PRECISION_BF16: return "bf16";
+    }
+    return NULL;
+}
+
+bool nn_ctx_matrix_cores(const nn_ctx *ctx, nn_precision precision) {
+    return ctx && nn_precision_name(precision) && (ctx->backend->matrix_core_precisions >> precision & 1u);
+}

@@ -52,6 +52,9 @@ static bool chain_at(const nn_fusion_graph *g, const nn_fusion_pattern *p, nn_no
         out->members[k] = next;
         if (at > out->last) out->last = at;
     }
+    if (!p->any_precision)
+        for (int k = 0; k < p->length; k++)
+            if (out->members[k]->precision != NN_PRECISION_FP32) return false;
     return p->match(g, out->members);
 }
 
@@ -157,7 +160,9 @@ static nn_status interior_backward(nn_segment *s, int top) {
     }
     for (int j = top; j >= 0; j--) {
         nn_node *m = s->members[j];
-        if (m && m->output->grad_written) NN_TRY(m->op->backward(m));
+        if (!m || !m->output->grad_written) continue;
+        m->output->ctx->launch_precision = m->precision;
+        NN_TRY(m->op->backward(m));
     }
     return NN_OK;
 }

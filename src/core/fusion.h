@@ -41,6 +41,9 @@ typedef struct nn_fusion_pattern {
     const nn_op *ops[NN_FUSION_MAX_MEMBERS];
     bool (*match)(const nn_fusion_graph *g, nn_node *const *members);
     nn_status (*launch)(const nn_fusion_graph *g, nn_node *const *members);
+    /* Its launch passes the members' precision on to their products; the
+     * others' fused kernels multiply in fp32, so they take fp32 nodes only. */
+    bool any_precision;
 } nn_fusion_pattern;
 
 /* The table, longest and most specific first (src/fusion/patterns.c). */

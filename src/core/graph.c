@@ -51,6 +51,7 @@ nn_tensor *nn_op_record(const nn_op *op, nn_tensor *const *inputs, int input_cou
     if (!node) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory", op->name);
     node->op = op;
     node->refs = 1;
+    node->precision = ctx->precision;
     node->tape_index = -1;
     if (params_size) memcpy(node->params, params, params_size);
     for (int i = 0; i < input_count; i++) node->inputs[i] = nn_tensor_retain(inputs[i]);
@@ -98,6 +99,7 @@ nn_status nn_node_launch(nn_node *node) {
         st = nn_tensor_share_storage(out, node->inputs[0], 0);
     } else {
         st = nn_tensor_attach_storage(out);
+        out->ctx->launch_precision = node->precision;
         if (st == NN_OK) st = node->op->forward(node);
     }
     node->launched = true;

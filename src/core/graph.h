@@ -59,6 +59,7 @@ struct nn_node {
     /* A fused backward that covers this node (core/fusion.h), or NULL: the
      * node's own backward runs. */
     nn_segment *segment;
+    int32_t precision; /* the context's nn_precision when it was recorded: its products' */
     _Alignas(8) unsigned char params[NN_NODE_MAX_PARAMS];
 };
 

@@ -72,6 +72,8 @@ struct nn_ctx {
     int64_t pending_count, pending_capacity;
     bool flushing;
     bool fusion_off; /* nn_ctx_set_fusion(ctx, false) */
+    int32_t precision;        /* nn_ctx_set_precision: what operations record */
+    int32_t launch_precision; /* the precision of the node whose kernels are being issued */
 
     nn_tensor **step_tensors; /* slots may be NULL after an early free */
     int64_t step_count, step_capacity, step_live;

@@ -138,4 +138,4 @@ static nn_status launch(const nn_fusion_graph *g, nn_node *const *m) {
 }
 
 const nn_fusion_pattern nn_pattern_conv_pool = {
-    "conv2d+relu+maxpool2d", 3, {&nn_op_conv2d, &nn_op_relu, &nn_op_maxpool2d}, match, launch};
+    "conv2d+relu+maxpool2d", 3, {&nn_op_conv2d, &nn_op_relu, &nn_op_maxpool2d}, match, launch, .any_precision = false};

@@ -67,7 +67,8 @@ static nn_status launch_relu(const nn_fusion_graph *g, nn_node *const *m) { retu
 const nn_fusion_pattern nn_pattern_conv_pool_linear_relu = {
     "conv2d+relu+maxpool2d+flatten+linear+relu", 6,
     {&nn_op_conv2d, &nn_op_relu, &nn_op_maxpool2d, &nn_op_flatten, &nn_op_linear, &nn_op_relu}, match_relu,
-    launch_relu};
+    launch_relu, .any_precision = false};
 const nn_fusion_pattern nn_pattern_conv_pool_linear = {
     "conv2d+relu+maxpool2d+flatten+linear", 5,
-    {&nn_op_conv2d, &nn_op_relu, &nn_op_maxpool2d, &nn_op_flatten, &nn_op_linear}, match_plain, launch_plain};
+    {&nn_op_conv2d, &nn_op_relu, &nn_op_maxpool2d, &nn_op_flatten, &nn_op_linear}, match_plain, launch_plain,
+    .any_precision = false};

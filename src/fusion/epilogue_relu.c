@@ -38,6 +38,6 @@ static nn_status launch_linear_relu(const nn_fusion_graph *g, nn_node *const *m)
 }
 
 const nn_fusion_pattern nn_pattern_conv_relu = {"conv2d+relu", 2, {&nn_op_conv2d, &nn_op_relu}, plain_conv,
-                                                launch_conv_relu};
+                                                launch_conv_relu, .any_precision = true};
 const nn_fusion_pattern nn_pattern_linear_relu = {"linear+relu", 2, {&nn_op_linear, &nn_op_relu}, always,
-                                                  launch_linear_relu};
+                                                  launch_linear_relu, .any_precision = true};

@@ -114,4 +114,5 @@ static nn_status launch(const nn_fusion_graph *g, nn_node *const *m) {
 
 const nn_fusion_pattern nn_pattern_head_cross_entropy = {
     "linear+relu+linear+softmax_cross_entropy", 4,
-    {&nn_op_linear, &nn_op_relu, &nn_op_linear, &nn_op_softmax_cross_entropy}, match, launch};
+    {&nn_op_linear, &nn_op_relu, &nn_op_linear, &nn_op_softmax_cross_entropy}, match, launch,
+    .any_precision = false};

@@ -78,4 +78,4 @@ static nn_status launch(const nn_fusion_graph *g, nn_node *const *m) {
 }
 
 const nn_fusion_pattern nn_pattern_linear_head = {
-    "linear+relu+linear", 3, {&nn_op_linear, &nn_op_relu, &nn_op_linear}, match, launch};
+    "linear+relu+linear", 3, {&nn_op_linear, &nn_op_relu, &nn_op_linear}, match, launch, .any_precision = false};

@@ -14,7 +14,8 @@
 nn_conv_params nn_conv2d_params_of(const nn_node *conv, int32_t epilogue) {
     const nn_conv2d_node *c = NN_NODE_PARAMS(conv, nn_conv2d_node);
     return (nn_conv_params){.g = c->g, .filters = c->filters, .groups = c->groups,
-                            .epilogue = (conv->inputs[2] ? NN_EPI_BIAS_ROWS : 0) | epilogue};
+                            .epilogue = (conv->inputs[2] ? NN_EPI_BIAS_ROWS : 0) | epilogue,
+                            .precision = conv->precision};
 }
 
 bool nn_conv2d_is_plain(const nn_node *conv) {

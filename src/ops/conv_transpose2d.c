@@ -153,7 +153,7 @@ nn_tensor *nn_conv_transpose2d(nn_tensor *x, nn_tensor *weight, nn_tensor *bias,
         .out_h = (int32_t)x->shape[2], .out_w = (int32_t)x->shape[3],
         .dilation_h = p.dilation_h, .dilation_w = p.dilation_w};
     const conv_transpose_node node = {
-        .conv = {.g = g, .filters = (int32_t)x->shape[1], .groups = p.groups},
+        .conv = {.g = g, .filters = (int32_t)x->shape[1], .groups = p.groups, .precision = x->ctx->precision},
         .output_pad_h = p.output_pad_h, .output_pad_w = p.output_pad_w};
     const int64_t shape[4] = {g.batch, out_channels, g.height, g.width};
     nn_tensor *inputs[3] = {x, weight, bias};

@@ -10,7 +10,7 @@ nn_gemm_epilogue_params nn_linear_gemm(const nn_node *linear, int32_t epilogue) 
     const int32_t batch = (int32_t)x->shape[0], in = (int32_t)x->shape[1], out = (int32_t)w->shape[0];
     return (nn_gemm_epilogue_params){
         .gemm = {.m = batch, .n = out, .k = in, .trans_b = 1, .lda = in, .ldb = in, .ldc = out, .batch = 1,
-                 .alpha = 1.0f},
+                 .alpha = 1.0f, .precision = linear->precision},
         .epilogue = (linear->inputs[2] ? NN_EPI_BIAS_COLS : 0) | epilogue};
 }
 
@@ -50,7 +50,7 @@ static nn_status linear_backward(nn_node *node) {
         NN_TRY(nn_grad_target(x, &grad, &acc));
         nn_gemm_epilogue_params p = {
             .gemm = {.m = batch, .n = in, .k = out, .lda = out, .ldb = in, .ldc = in, .batch = 1, .alpha = 1.0f,
-                     .beta = acc ? 1.0f : 0.0f},
+                     .beta = acc ? 1.0f : 0.0f, .precision = ctx->launch_precision},
             .epilogue = epilogue};
         nn_buffer_ref none = {NULL, 0, 0};
         nn_buffer_ref args[4] = {nn_tensor_ref(dy), nn_tensor_ref(w), nn_tensor_ref(grad),

@@ -18,7 +18,7 @@ static nn_status linear_nd_forward(nn_node *node) {
     nn_tensor *x = node->inputs[0];
     const nn_gemm_epilogue_params g = {
         .gemm = {.m = p->rows, .n = p->out, .k = p->in, .trans_b = 1, .lda = p->in, .ldb = p->in, .ldc = p->out,
-                 .batch = 1, .alpha = 1.0f},
+                 .batch = 1, .alpha = 1.0f, .precision = node->precision},
         .epilogue = node->inputs[2] ? NN_EPI_BIAS_COLS : 0};
     nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(node->inputs[1]), nn_tensor_ref(node->output),
                              nn_optional_ref(node->inputs[2])};

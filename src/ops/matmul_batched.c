@@ -60,7 +60,9 @@ static int64_t stride_of(int mode, int64_t matrix) { return mode == BATCH_SHARED
 
 static nn_status run_gemm(nn_ctx *ctx, nn_tensor *a, nn_tensor *b, nn_tensor *c, const nn_gemm_params *p) {
     nn_buffer_ref args[3] = {nn_tensor_ref(a), nn_tensor_ref(b), nn_tensor_ref(c)};
-    return nn_ctx_run(ctx, NN_KERNEL_GEMM, args, 3, p);
+    nn_gemm_params g = *p;
+    g.precision = ctx->launch_precision;
+    return nn_ctx_run(ctx, NN_KERNEL_GEMM, args, 3, &g);
 }
 
 static nn_status matmul_batched_forward(nn_node *node) {

@@ -67,6 +67,7 @@ nn_status nn_run_gemm(nn_ctx *ctx, nn_buffer_ref a, nn_buffer_ref b, nn_buffer_r
         .lda = trans_a ? m : k, .ldb = trans_b ? k : n, .ldc = n,
         .batch = 1,
         .alpha = 1.0f, .beta = accumulate ? 1.0f : 0.0f,
+        .precision = ctx->launch_precision,
     };
     nn_buffer_ref args[3] = {a, b, c};
     return nn_ctx_run(ctx, NN_KERNEL_GEMM, args, 3, &p);

@@ -14,6 +14,7 @@
  * gives the same bits. The summed batch (stride_c == 0) gives each worker a
  * private partial C; the partials are added in worker order. */
 #include "cpu_gemm.h"
+#include "cpu_precision.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -621,6 +622,7 @@ static void choose_split(gemm_job *job, int64_t want) {
 static nn_status check_params(const nn_gemm_params *p, const float *a, const float *b,
                               const float *c) {
     if (!p || p->m < 0 || p->n < 0 || p->k < 0 || p->batch < 0) return NN_ERR_ARGUMENT;
+    if (p->precision < NN_PRECISION_FP32 || p->precision > NN_PRECISION_BF16) return NN_ERR_ARGUMENT;
     if (p->stride_a < 0 || p->stride_b < 0 || p->stride_c < 0) return NN_ERR_ARGUMENT;
     if (p->lda < (p->trans_a ? p->m : p->k) || p->ldb < (p->trans_b ? p->k : p->n) ||
         p->ldc < p->n)
@@ -634,10 +636,9 @@ static nn_status check_params(const nn_gemm_params *p, const float *a, const flo
     return NN_OK;
 }
 
-nn_status nn_cpu_gemm(nn_thread_pool *pool, const nn_gemm_params *p, const float *a,
-                      const float *b, float *c) {
-    nn_status st = check_params(p, a, b, c);
-    if (st != NN_OK || p->m == 0 || p->n == 0 || p->batch == 0) return st;
+/* The checked product (nn_cpu_gemm) of operands taken as they are. */
+static nn_status gemm_fp32(nn_thread_pool *pool, const nn_gemm_params *p, const float *a,
+                           const float *b, float *c) {
     pthread_once(&g_init_once, gemm_init);
 
     int summed = p->stride_c == 0 && p->batch > 1;
@@ -709,4 +710,15 @@ nn_status nn_cpu_gemm(nn_thread_pool *pool, const nn_gemm_params *p, const float
 const char *nn_cpu_gemm_library(void) {
     pthread_once(&g_init_once, gemm_init);
     return g_library;
+}
+
+nn_status nn_cpu_gemm(nn_thread_pool *pool, const nn_gemm_params *p, const float *a, const float *b, float *c) {
+    nn_status st = check_params(p, a, b, c);
+    if (st != NN_OK || p->m == 0 || p->n == 0 || p->batch == 0) return st;
+    if (p->precision == NN_PRECISION_FP32 || p->k == 0 || p->alpha == 0.0f) return gemm_fp32(pool, p, a, b, c);
+    float *rounded;
+    st = nn_cpu_round_operands(p, &a, &b, &rounded);
+    if (st == NN_OK) st = gemm_fp32(pool, p, a, b, c);
+    free(rounded);
+    return st;
 }

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "vk_backend.h"
+#include "vk_matrix_cores.h"
 #include "backends/registry.h"
 #include "vulkan_backend.h"
 
@@ -146,9 +147,10 @@ static void announce(const vk_backend *vk, int index) {
     if (atomic_exchange(&g_announced, 1)) return;
     char api[32];
     nn_vk_version_string(vk->phys->props.apiVersion, api, sizeof api);
-    fprintf(stderr, "nn-engine: Vulkan device %d: %s (%s), driver %s, Vulkan %s, %llu MiB device-local\n", index,
-            vk->phys->props.deviceName, vk->phys->kind, vk->phys->driver, api,
-            (unsigned long long)(vk->phys->device_local_bytes >> 20));
+    fprintf(stderr, "nn-engine: Vulkan device %d: %s (%s), driver %s, Vulkan %s, %llu MiB device-local, "
+            "matrix cores: %s%s\n", index, vk->phys->props.deviceName, vk->phys->kind, vk->phys->driver, api,
+            (unsigned long long)(vk->phys->device_local_bytes >> 20), vk->matrix_cores ? "" : "off, ",
+            vk->matrix_cores_note);
 }
 
 static nn_status open_device(vk_backend *vk) {
@@ -158,25 +160,46 @@ static nn_status open_device(vk_backend *vk) {
                                      .pQueuePriorities = &priority};
     VkDeviceCreateInfo info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
                                .pQueueCreateInfos = &queue};
+    /* NN_ENGINE_VULKAN_MATRIX_CORES=0 leaves them off (to compare). */
+    const char *cores = getenv("NN_ENGINE_VULKAN_MATRIX_CORES");
+    vk->matrix_cores = false;
+    if (!vk->phys->matrix_cores)
+        snprintf(vk->matrix_cores_note, sizeof vk->matrix_cores_note, "%s", vk->phys->matrix_cores_note);
+    else if (cores && strcmp(cores, "0") == 0)
+        snprintf(vk->matrix_cores_note, sizeof vk->matrix_cores_note, "NN_ENGINE_VULKAN_MATRIX_CORES=0");
+    else if (!vk_shader_built("gemm_coopmat"))
+        snprintf(vk->matrix_cores_note, sizeof vk->matrix_cores_note,
+                 "this library was built without its cooperative-matrix shaders (COOPMAT=0)");
+    else {
+        vk->matrix_cores = true;
+        snprintf(vk->matrix_cores_note, sizeof vk->matrix_cores_note, "%s", vk->phys->matrix_cores_note);
+    }
+    nn_vk_matrix_core_features core_features;
+    const char *extensions[2];
+    if (vk->matrix_cores) {
+        info.pNext = nn_vk_matrix_core_features_chain(&core_features, NULL);
+        extensions[info.enabledExtensionCount++] = core_features.extension;
+    }
     /* NN_ENGINE_VULKAN_PIPELINE_STATS=1 (vk_profile.c): the driver's
      * statistics of each pipeline it builds, where it has the extension. */
     const char *stats = getenv("NN_ENGINE_VULKAN_PIPELINE_STATS");
-    const char *stats_extension = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
-        .pipelineExecutableInfo = VK_TRUE};
+        .pNext = (void *)info.pNext, .pipelineExecutableInfo = VK_TRUE};
     const bool want_stats = stats && strcmp(stats, "1") == 0;
+    const void *without_stats = info.pNext;
     if (want_stats) {
         info.pNext = &executables;
-        info.enabledExtensionCount = 1;
-        info.ppEnabledExtensionNames = &stats_extension;
+        extensions[info.enabledExtensionCount++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
     }
+    info.ppEnabledExtensionNames = extensions;
     VkResult r = vk->vi->fns.vkCreateDevice(vk->phys->handle, &info, NULL, &vk->device);
     if (want_stats && r != VK_SUCCESS) {
         fprintf(stderr, "nn-engine: NN_ENGINE_VULKAN_PIPELINE_STATS=1: %s has no %s (%s); no statistics\n",
-                vk->phys->props.deviceName, stats_extension, nn_vk_result_name(r));
-        info.pNext = NULL;
-        info.enabledExtensionCount = 0;
+                vk->phys->props.deviceName, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME,
+                nn_vk_result_name(r));
+        info.pNext = without_stats;
+        info.enabledExtensionCount--;
         r = vk->vi->fns.vkCreateDevice(vk->phys->handle, &info, NULL, &vk->device);
     } else if (want_stats) {
         vk->pipeline_statistics = (PFN_vkGetPipelineExecutableStatisticsKHR)vk->vi->fns.vkGetDeviceProcAddr(
@@ -229,6 +252,7 @@ nn_backend *nn_vulkan_backend_new(bool hardware_only, bool *no_device) {
     b->name = "vulkan";
     b->kind = NN_DEVICE_GPU;
     b->threads = 1;
+    b->matrix_core_precisions = vk->matrix_cores ? 1u << NN_PRECISION_FP16 : 0;
     snprintf(b->description, sizeof b->description, "vulkan %d: %.60s (%.16s, %.40s)", index,
              vk->phys->props.deviceName, vk->phys->kind, vk->phys->driver);
     b->alloc = vk_buffer_alloc;

@@ -114,7 +114,7 @@ typedef enum vk_pipeline_id {
 /* GEMM pipeline variants: bit 0 / bit 1 vec4 loads of A / B
  * (specialization constants, not push-constant branches: a branch costs
  * every variant registers). */
-#define VK_PIPE_VARIANTS 4
+#define VK_PIPE_VARIANTS 16
 /* Kernel arguments sit at bindings 0-7 and, past the eighth, at 9 and up:
  * binding 8 is the status buffer, where the first kernels put it. A kernel
  * binds at most VK_ARG_BINDINGS arguments; a device allowing fewer storage
@@ -173,6 +173,10 @@ typedef struct vk_backend {
     /* NN_ENGINE_VULKAN_PIPELINE_STATS=1: the driver's statistics of each
      * pipeline (vk_pipeline_stats_print); NULL without the extension */
     PFN_vkGetPipelineExecutableStatisticsKHR pipeline_statistics;
+    /* fp16 products on cooperative matrices (vk_matrix_cores.h): the device
+     * has them and NN_ENGINE_VULKAN_MATRIX_CORES is not 0 */
+    bool matrix_cores;
+    char matrix_cores_note[112]; /* what they are, or why they are off */
     bool labels;             /* profile, trace or skip: commands are named */
     /* NN_ENGINE_VULKAN_SKIP=a,b: commands whose names contain one of these
      * are dispatched with no workgroups (a diagnostic: results are wrong,
@@ -275,6 +279,9 @@ void vk_pipelines_destroy(vk_backend *vk);
  * failing to build on this device is an error naming the kernel). variant:
  * 0 for all but GEMM, whose bit 0 / bit 1 ask for vec4 loads of A / B. */
 nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipeline *out);
+/* Whether shaders/<name>.comp is built into this library (COOPMAT=0 leaves
+ * the cooperative-matrix shaders out). */
+bool vk_shader_built(const char *name);
 /* A pipeline of `id` with its specialization constants 0..VK_SPECIAL_CONSTANTS-1
  * set to `constants` (a layer's window, stride and pooling, so the shader's
  * loops over them unroll): built on first use for each set of constants,

@@ -132,6 +132,7 @@ static nn_status latency_route(vk_backend *vk, nn_kernel kernel, const nn_buffer
     if (vk->labels)
         snprintf(vk->profile_label, sizeof vk->profile_label, "conv %s %dx%dx%dx%d f%d k%d%s", what, g->batch,
                  g->channels, g->height, g->width, cp->filters, g->kernel_h, plan.splits > 1 ? " split" : "");
+    variant |= cp->precision << 2; /* ROUND (shaders/precision.glsl) */
     return vk_latency_record(vk, kernel, &plan, variant, a, kernel == NN_KERNEL_CONV2D_FORWARD ? 4 : 3,
                              VK_PUSH_REF(push), &push.counters, outputs, (int32_t)push.m, (int32_t)push.n);
 }
@@ -160,11 +161,19 @@ typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_COLUM
  * - everything else is an implicit GEMM: it reads the image once per
  *   tile row instead of writing and reading a column matrix kernel_h *
  *   kernel_w times the image, and runs the batch in one dispatch.
+ * Products in reduced precision (cp->precision) are routed first, below.
  * The LeNet layers that the fused conv + pool kernels take never get here. */
-static vk_conv_route_id vk_conv_route(nn_kernel kernel, const nn_conv_params *cp) {
+static vk_conv_route_id vk_conv_route(const vk_backend *vk, nn_kernel kernel, const nn_conv_params *cp) {
     const char *force = getenv("NN_ENGINE_VULKAN_CONV");
-    if (force && strcmp(force, "implicit") == 0) return VK_CONV_IMPLICIT;
     const bool plain = nn_conv_groups(cp) == 1 && nn_conv_dilation_h(&cp->g) == 1 && nn_conv_dilation_w(&cp->g) == 1;
+    if (cp->precision != NN_PRECISION_FP32) {
+        /* Rounded operands: fp16 on matrix cores through the column route's
+         * GEMM; otherwise the latency kernels or that GEMM round them as they
+         * stage them (the implicit GEMM does not round). */
+        const bool cores = cp->precision == NN_PRECISION_FP16 && vk->matrix_cores;
+        return plain && !cores && vk_latency_wanted(multiply_adds(cp)) ? VK_CONV_LATENCY : VK_CONV_COLUMNS;
+    }
+    if (force && strcmp(force, "implicit") == 0) return VK_CONV_IMPLICIT;
     if (plain && vk_latency_wanted(multiply_adds(cp))) return VK_CONV_LATENCY;
     if (!force || strcmp(force, "auto") != 0) return VK_CONV_COLUMNS;
     if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA && (cp->g.stride_h > 1 || cp->g.stride_w > 1)) return VK_CONV_COLUMNS;
@@ -173,8 +182,7 @@ static vk_conv_route_id vk_conv_route(nn_kernel kernel, const nn_conv_params *cp
 
 /* The op keeps columns only for layers whose forward takes the column route. */
 bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *cp) {
-    (void)self;
-    return vk_conv_route(NN_KERNEL_CONV2D_FORWARD, cp) == VK_CONV_COLUMNS;
+    return vk_conv_route((const vk_backend *)self, NN_KERNEL_CONV2D_FORWARD, cp) == VK_CONV_COLUMNS;
 }
 
 static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
@@ -193,7 +201,7 @@ static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, 
     const nn_buffer_ref kept = kernel == NN_KERNEL_CONV2D_FORWARD ? a[4]
                                : kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT ? a[3] : (nn_buffer_ref){NULL, 0, 0};
     if (kept.buffer) return column_route(vk, kernel, a, cp);
-    switch (vk_conv_route(kernel, cp)) {
+    switch (vk_conv_route(vk, kernel, cp)) {
     case VK_CONV_LATENCY: return latency_route(vk, kernel, a, cp);
     case VK_CONV_IMPLICIT: return vk_conv_implicit_record(vk, kernel, a, cp);
     default: return column_route(vk, kernel, a, cp);

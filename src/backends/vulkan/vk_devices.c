@@ -26,8 +26,10 @@ void nn_vulkan_list_devices(void (*add)(void *ctx, const nn_device_info *info), 
         snprintf(info.kind, sizeof info.kind, "%s", d->kind);
         char api[32];
         nn_vk_version_string(d->props.apiVersion, api, sizeof api);
-        snprintf(info.detail, sizeof info.detail, "%.100s, Vulkan %s, %llu MiB device-local", d->driver, api,
-                 (unsigned long long)(d->device_local_bytes >> 20));
+        char cores[112];
+        snprintf(cores, sizeof cores, d->matrix_cores ? "%.100s" : "none (%.100s)", d->matrix_cores_note);
+        snprintf(info.detail, sizeof info.detail, "%.56s, Vulkan %.16s, %llu MiB device-local, matrix cores: %.48s",
+                 d->driver, api, (unsigned long long)(d->device_local_bytes >> 20), cores);
         info.usable = d->usable;
         if (!d->usable) snprintf(info.reason, sizeof info.reason, "%s", d->reason);
         add(ctx, &info);

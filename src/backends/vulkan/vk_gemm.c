@@ -81,6 +81,17 @@ static vk_pipeline_id choose_gemm(int64_t m, int64_t n, int64_t outputs, bool lo
     return VK_PIPE_GEMM_SMALL;
 }
 
+/* The matrix-core tile: the large one where there are enough of them to
+ * fill a large GPU (as choose_gemm). */
+static vk_pipeline_id choose_coopmat(int64_t m, int64_t n, int64_t outputs, bool long_k) {
+    const char *force = getenv("NN_ENGINE_VULKAN_GEMM_TILES");
+    if (force && !strcmp(force, "coopmat")) return VK_PIPE_GEMM_COOPMAT;
+    if (force && !strcmp(force, "coopmat-medium")) return VK_PIPE_GEMM_COOPMAT_MEDIUM;
+    if (m >= 128 && n >= 128 && (long_k || ceil_div(m, 128) * ceil_div(n, 128) * outputs >= 96))
+        return VK_PIPE_GEMM_COOPMAT;
+    return VK_PIPE_GEMM_COOPMAT_MEDIUM;
+}
+
 /* The epilogue's flags and aux buffer, checked as the CPU checks them. */
 static nn_status check_epilogue(const nn_buffer_ref *a, int32_t epi) {
     int32_t bias = epi & (NN_EPI_BIAS_COLS | NN_EPI_BIAS_ROWS);
@@ -211,8 +222,8 @@ static nn_status run_latency(vk_backend *vk, const nn_buffer_ref *a, int nargs, 
         snprintf(vk->profile_label, sizeof vk->profile_label, "gemm m%d n%d k%d b%d %c%c%s latency%s", p->m, p->n,
                  k, p->batch, p->trans_a ? 'T' : 'N', p->trans_b ? 'T' : 'N', epilogue ? " epilogue" : "",
                  plan.splits > 1 ? " split" : "");
-    return vk_latency_record(vk, NN_KERNEL_GEMM, &plan, 0, a, nargs, VK_PUSH_REF(push), &push.counters, outputs, p->m,
-                             p->n);
+    return vk_latency_record(vk, NN_KERNEL_GEMM, &plan, p->precision << 2 /* ROUND */, a, nargs, VK_PUSH_REF(push),
+                             &push.counters, outputs, p->m, p->n);
 }
 
 /* A tiled product with an epilogue: the plain kernel, then
@@ -284,7 +295,9 @@ nn_status vk_gemm_record(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_p
     int64_t products = summed ? p->batch : 1;
     /* A long walk over k (in slices of 16) into one output may be split. */
     bool long_k = outputs == 1 && products * ceil_div(k, 16) >= 64;
-    vk_pipeline_id pipe = choose_gemm(p->m, p->n, outputs, long_k);
+    /* fp16 products on matrix cores where the device has them, whatever their size. */
+    const bool cores = p->precision == NN_PRECISION_FP16 && vk->matrix_cores;
+    vk_pipeline_id pipe = cores ? choose_coopmat(p->m, p->n, outputs, long_k) : choose_gemm(p->m, p->n, outputs, long_k);
     uint32_t bm, bn, bk;
     vk_gemm_tiles(pipe, &bm, &bn, &bk);
     int64_t gx = ceil_div(p->n, bn), gy = ceil_div(p->m, bm);
@@ -297,10 +310,14 @@ nn_status vk_gemm_record(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_p
         .batch = (uint32_t)p->batch, .summed = summed, .stride_a = (uint32_t)p->stride_a,
         .stride_b = (uint32_t)p->stride_b, .stride_c = (uint32_t)p->stride_c, .alpha = p->alpha, .beta = p->beta,
         .splits = 1, .epilogue = (uint32_t)epilogue};
-    if (vk_latency_wanted((int64_t)p->m * p->n * (k > 0 ? k : 1) * p->batch))
+    if (!cores && vk_latency_wanted((int64_t)p->m * p->n * (k > 0 ? k : 1) * p->batch))
         return run_latency(vk, a, nargs, p, &product, (uint32_t)epilogue, k, outputs, products);
     int variant = (int)vec4_ok(a[0], p->lda, p->stride_a, p->batch, p->trans_a ? p->m : k) |
                   (int)vec4_ok(a[1], p->ldb, p->stride_b, p->batch, p->trans_b ? k : p->n) << 1;
+    /* Constant 9: the operands' rounding (shaders/precision.glsl), or on the
+     * matrix cores (which take fp16) the transposes (gemm_coopmat.comp). */
+    if (cores) variant |= ((p->trans_a != 0) | (p->trans_b != 0) << 1) << 2;
+    else variant |= p->precision << 2;
     /* Split-K: each of `splits` workgroup layers walks an equal share of the
      * (product, k slice) steps into a scratch partial; a second kernel adds
      * the partials in order (deterministic, no atomics). */

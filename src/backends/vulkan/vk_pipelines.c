@@ -99,18 +99,48 @@ static const nn_vk_shader *find_shader(const char *name) {
     return NULL;
 }
 
+bool vk_shader_built(const char *name) { return find_shader(name) != NULL; }
+
 /* Build the pipeline of `spec` with `count` specialization constants (0 to
  * count-1; none when count is 0). */
+/* NN_ENGINE_VULKAN_SHADER_DIR=DIR (for shader work): DIR/<shader>.spv, where
+ * present, replaces the built-in SPIR-V, so variants of a shader can be
+ * timed on a machine without a shader compiler. Returns NULL (and the
+ * built-in shader is used) when unset or absent; *size is in bytes. */
+static uint32_t *shader_override(const char *name, size_t *size) {
+    const char *dir = getenv("NN_ENGINE_VULKAN_SHADER_DIR");
+    if (!dir || !*dir) return NULL;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.spv", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    uint32_t *code = NULL;
+    long bytes = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (bytes > 0 && bytes % 4 == 0 && fseek(f, 0, SEEK_SET) == 0 && (code = malloc((size_t)bytes)) &&
+        fread(code, 1, (size_t)bytes, f) != (size_t)bytes) {
+        free(code);
+        code = NULL;
+    }
+    fclose(f);
+    if (code) fprintf(stderr, "nn-engine: NN_ENGINE_VULKAN_SHADER_DIR: shader %s from %s\n", name, path);
+    *size = (size_t)bytes;
+    return code;
+}
+
 static nn_status build_pipeline(vk_backend *vk, const pipeline_spec *spec, const uint32_t *constants, uint32_t count,
                                 VkPipeline *out) {
     const nn_vk_shader *shader = find_shader(spec->shader);
-    if (!shader)
+    size_t override_size = 0;
+    uint32_t *override = shader_override(spec->shader, &override_size);
+    if (!shader && !override)
         return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s is missing: shader %s.comp is not built into "
                             "this library", spec->kernel, spec->shader);
     VkShaderModuleCreateInfo module_info = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                            .codeSize = shader->size, .pCode = (const uint32_t *)shader->code};
+                                            .codeSize = override ? override_size : shader->size,
+                                            .pCode = override ? override : (const uint32_t *)shader->code};
     VkShaderModule module;
     VkResult r = vk->fn.vkCreateShaderModule(vk->device, &module_info, NULL, &module);
+    free(override);
     if (r != VK_SUCCESS)
         return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: the device rejects shader %s (%s)", spec->kernel,
                             spec->shader, nn_vk_result_name(r));
@@ -146,17 +176,24 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
     if (!spec->shader) /* a pipeline id added without its row in kSpecs */
         return nn_set_error(NN_ERR_BACKEND, "vulkan: pipeline %d has no shader", (int)id);
     if (spec->spec[0]) { /* a GEMM tile: its shared memory must fit the device */
-        uint32_t bytes = (1 + spec->spec[6]) * spec->spec[2] * (spec->spec[0] + spec->spec[1] + 8) * 4;
+        const uint32_t bm = spec->spec[0], bn = spec->spec[1], bk = spec->spec[2], slices = 1 + spec->spec[6];
+        uint32_t bytes = slices * bk * (bm + bn + 8) * 4;
+        if (strcmp(spec->shader, "gemm_coopmat") == 0) { /* fp16 slices in either layout, and the output squares */
+            const uint32_t a = bm * (bk + 8) > bk * (bm + 8) ? bm * (bk + 8) : bk * (bm + 8);
+            const uint32_t b = bn * (bk + 8) > bk * (bn + 8) ? bn * (bk + 8) : bk * (bn + 8);
+            bytes = slices * (a + b) * 2 + spec->spec[5] / 32 * 16 * 16 * 4;
+        }
         if (bytes > vk->phys->props.limits.maxComputeSharedMemorySize)
             return nn_set_error(NN_ERR_BACKEND, "vulkan: gemm tile %ux%ux%u needs %u bytes of shared memory; %s "
                                 "has %u", spec->spec[0], spec->spec[1], spec->spec[2], bytes,
                                 vk->phys->props.deviceName, vk->phys->props.limits.maxComputeSharedMemorySize);
     }
-    uint32_t constants[9];
+    uint32_t constants[10];
     memcpy(constants, spec->spec, sizeof spec->spec);
     constants[7] = (variant & 1) != 0; /* VEC_A */
     constants[8] = (variant & 2) != 0; /* VEC_B */
-    NN_TRY(build_pipeline(vk, spec, constants, spec->spec[0] ? 9 : 0, slot));
+    constants[9] = (variant >> 2) & 3; /* ROUND: the operands' nn_precision (shaders/precision.glsl) */
+    NN_TRY(build_pipeline(vk, spec, constants, spec->spec[0] ? 10 : 0, slot));
     *out = *slot;
     return NN_OK;
 }

@@ -1,6 +1,8 @@
 /* Instance creation, device description and the device choice rule. */
 #include "vk_probe.h"
 
+#include "vk_matrix_cores.h"
+
 #include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -150,6 +152,7 @@ static bool instance_open(nn_vk_instance *vi, char *why, size_t why_size) {
         describe_kind(d);
         describe_driver(vi, d);
         judge(vi, d);
+        nn_vk_describe_matrix_cores(vi, d);
     }
     free(handles);
     return true;

@@ -21,6 +21,8 @@ typedef struct nn_vk_physical {
     uint32_t queue_family;  /* a family with compute */
     bool usable;
     char reason[200];
+    bool matrix_cores;          /* the fp16 GEMM's cooperative matrices (vk_matrix_cores.h) */
+    char matrix_cores_note[96]; /* what they are, or why there are none */
 } nn_vk_physical;
 
 typedef struct nn_vk_instance {
