@@ -10,8 +10,8 @@ import time
 import numpy as np
 
 import nn_engine as nn
-from nn_engine import (ConvLayer, Linear, Metrics, Model, ReusableTensor, SGD, Tensor, end_batch,
-                       flatten, maxpool2d, softmax_ce)
+from nn_engine import ConvLayer, Linear, Metrics, Model, SGD, end_batch, flatten, maxpool2d, softmax_ce
+from nn_engine.data import DataLoader, TensorDataset
 from nn_engine.datasets import load_idx_pair, load_image_folder
 
 
@@ -64,7 +64,8 @@ def main():
     parser.add_argument("--limit", type=int, default=0, help="use only this many images")
     parser.add_argument("--device", default=None, help="cpu | vulkan | auto")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--export", help="write the trained model as ONNX here")
+    parser.add_argument("--export", help="write the trained model as ONNX here (takes raw pixels 0..255)")
+    parser.add_argument("--save", help="write the trained weights (safetensors) here")
     args = parser.parse_args()
 
     if args.device:
@@ -73,19 +74,23 @@ def main():
     x_train, y_train, x_test, y_test = load(args)
     print(f"{len(x_train)} training and {len(x_test)} test images on {nn.get_device()}")
 
+    # Normalised as the CLI does (the training pixels' mean and std); the
+    # normalisation is saved and exported with the model.
+    mean, std = float(x_train.mean()), float(x_train.std())
+    std = std if std > 1e-6 else 1.0  # a constant image set: no scaling
+    x_train, x_test = ((x - np.float32(mean)) / np.float32(std) for x in (x_train, x_test))
     model = LeNet()
+    model.input_normalization = (mean, std)
+    model.class_names = [str(d) for d in range(10)]
     optimizer = SGD(model.parameters(), lr=args.lr, momentum=0.9)
     metrics = Metrics()
-    inputs = ReusableTensor((args.batch, 1, 28, 28))
-    rng = np.random.default_rng(args.seed)
+    train_loader = DataLoader(TensorDataset(x_train, y_train), batch_size=args.batch, shuffle=True,
+                              seed=args.seed)
+    test_loader = DataLoader(TensorDataset(x_test, y_test), batch_size=args.batch)
     for epoch in range(1, args.epochs + 1):
         start = time.perf_counter()
         metrics.reset()
-        order = rng.permutation(len(x_train))
-        for i in range(0, len(order), args.batch):
-            idx = order[i:i + args.batch]
-            xb = inputs.update(x_train[idx])
-            yb = Tensor(y_train[idx], dtype=np.int32)
+        for xb, yb in train_loader:
             optimizer.zero_grad()
             logits = model(xb)
             loss = softmax_ce(logits, yb)
@@ -98,8 +103,7 @@ def main():
 
         metrics.reset()
         with nn.no_grad():
-            for i in range(0, len(x_test), args.batch):
-                xb, yb = Tensor(x_test[i:i + args.batch]), y_test[i:i + args.batch]
+            for xb, yb in test_loader:
                 logits = model(xb)
                 metrics.update(softmax_ce(logits, yb), logits, yb)
                 end_batch()
@@ -107,6 +111,9 @@ def main():
         print(f"epoch {epoch:2d}  train loss {train_loss:.4f}  acc {train_acc:6.2%}  "
               f"test loss {test_loss:.4f}  acc {test_acc:6.2%}  {seconds:6.1f} s  "
               f"{len(x_train) / seconds:7.0f} images/s")
+    if args.save:
+        model.save(args.save)
+        print(f"saved {args.save}")
     if args.export:
         model.export(args.export, input_shape=[1, 1, 28, 28])
         print(f"exported {args.export}")

@@ -38,6 +38,35 @@ nn_status nn_load_module_except(nn_module *module, const char *path, const char 
 nn_status nn_save_tensors(const char *path, int count, nn_tensor *const *tensors, const char *const *names);
 nn_status nn_load_tensors(const char *path, int count, nn_tensor *const *tensors, const char *const *names);
 
+/* ---- what a model needs besides its weights ----
+ * To run on raw pixels a trained model needs the normalisation its training
+ * fed it and, to name its outputs, the class names. Both travel in the
+ * checkpoint's __metadata__ (safetensors values are strings):
+ *   "nn_engine.normalize": "MEAN,STD" per channel, channels joined by ";"
+ *                          ("0.2860,0.3530" or "0.485,0.229;0.456,0.224;0.406,0.225")
+ *   "nn_engine.classes":   a JSON list of strings (["T-shirt", "Trouser", ...])
+ * and ONNX export can put the normalisation in front of the graph. */
+#define NN_MODEL_INFO_MAX_CHANNELS 8
+typedef struct nn_model_info {
+    int channels; /* channels normalised; 0: no normalisation recorded */
+    float mean[NN_MODEL_INFO_MAX_CHANNELS], std[NN_MODEL_INFO_MAX_CHANNELS]; /* x' = (x - mean) / std */
+    int class_count;     /* 0: no class names recorded */
+    char **class_names;  /* class_count UTF-8 strings */
+} nn_model_info;
+
+/* nn_save_module / nn_save_tensors with the info in the file's metadata
+ * (info may be NULL: none). Refused when channels is outside
+ * 0..NN_MODEL_INFO_MAX_CHANNELS, a mean or std is not finite, a std is not
+ * positive, or a class name is NULL or empty. */
+nn_status nn_save_module_info(const nn_module *module, const char *path, const nn_model_info *info);
+nn_status nn_save_tensors_info(const char *path, int count, nn_tensor *const *tensors, const char *const *names,
+                               const nn_model_info *info);
+/* The info a checkpoint carries (fields zero where the file has none);
+ * free it with nn_model_info_free. A malformed value is refused, naming the
+ * key. */
+nn_status nn_read_model_info(const char *path, nn_model_info *info);
+void nn_model_info_free(nn_model_info *info);
+
 /* ---- training state (for resuming) ----
  * One safetensors file holding everything a run needs to continue exactly
  * where it stopped: the module's state_dict (as above), the
@@ -110,6 +139,11 @@ typedef struct nn_onnx_options {
     int n_names;            /* names for tensors of the graph (initializers, input, output) */
     nn_tensor *const *named_tensors;
     const char *const *names;
+    /* NULL, or the model's info: a normalisation (channels > 0) becomes the
+     * graph's first nodes, so the graph takes raw pixel values 0..255 as
+     * float ("input") and computes (input / 255 - mean) / std itself; class
+     * names go into the model's metadata_props as "nn_engine.classes". */
+    const nn_model_info *info;
 } nn_onnx_options;
 
 /* options may be NULL. Unnamed initializers are "param_<k>", the input
@@ -126,6 +160,9 @@ nn_status nn_onnx_export(const char *path, nn_tensor *input, nn_tensor *output,
  * zero input before they are written. */
 nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64_t *input_shape,
                                 int ndim);
+/* nn_onnx_export_module with the options' info (may be NULL: as above). */
+nn_status nn_onnx_export_module_info(const char *path, nn_module *module, const int64_t *input_shape, int ndim,
+                                     const nn_model_info *info);
 
 #ifdef __cplusplus
 }

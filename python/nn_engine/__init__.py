@@ -66,3 +66,8 @@ __all__ = [
     # optimizers (torch.optim's; also as nn_engine.optim)
     "Adam", "AdamW", "RMSprop", "Lion", "Muon",
 ]
+# Model state files and data loading (issue 26)
+from . import data  # noqa: E402  (nn_engine.data.DataLoader, TensorDataset, ImageFolder)
+from .model import IncompatibleKeys, read_model_info  # noqa: E402
+
+__all__ += ["data", "IncompatibleKeys", "read_model_info"]

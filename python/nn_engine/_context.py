@@ -39,6 +39,9 @@ class Context:
         options = _lib.CtxOptions(device.encode(), threads, seed)
         self.ptr = check_ptr(lib.nn_ctx_new(ctypes.byref(options)), "nn_ctx_new")
         self.device = device
+        self.threads = threads
+        # "cpu" or "vulkan": what the library opened (auto resolves to one).
+        self.type = self.device_name.split(" ", 1)[0].split(":", 1)[0]
         self.generation = 0
         self.tracked = weakref.WeakSet()  # OWNED handles end_batch() frees
         _contexts.add(self)
@@ -156,14 +159,40 @@ def _initial_seed():
     return seed
 
 
-def _check_device_name(device):
+def _check_device_name(device, where="set_device"):
     if not isinstance(device, str):
-        raise TypeError(f"set_device: device must be a str ('cpu', 'vulkan' or 'auto'), "
+        raise TypeError(f"{where}: device must be a str ('cpu', 'vulkan' or 'auto'), "
                         f"got {type(device).__name__}")
     base = device.split(":", 1)[0]
     if base not in _DEVICES:
-        raise ValueError(f"set_device: unknown device '{device}' (choose from "
+        raise ValueError(f"{where}: unknown device '{device}' (choose from "
                          f"{', '.join(_DEVICES)})")
+
+
+# The context of each device opened so far, by (name, threads): asking for a
+# device again (set_device, .to) gives the same context, so that tensors made
+# before and after work together; "auto" is also kept under what it opened.
+_opened = weakref.WeakValueDictionary()
+
+
+def _open(device, threads):
+    ctx = _opened.get((device, threads))
+    if ctx is None or ctx.ptr is None:
+        ctx = Context(device, threads, _initial_seed())
+        _opened[(device, threads)] = ctx
+        _opened.setdefault((ctx.type, threads), ctx)
+    return ctx
+
+
+def context_for(device, where="to"):
+    """The context for `device` ("cpu", "vulkan", "vulkan:1", "auto" or a
+    Context), opened on first use with the default context's threads."""
+    if isinstance(device, Context):
+        return device
+    _check_device_name(device, where)
+    if _default is not None and device in (_default.device, _default.type):
+        return _default
+    return _open(device, _threads)
 
 
 def default_context():
@@ -176,21 +205,22 @@ def default_context():
             _check_device_name(device)
         except ValueError as err:
             raise ValueError(f"NN_ENGINE_DEVICE: {err}") from None
-        _default = Context(device, _threads, _initial_seed())
+        _default = _open(device, _threads)
     return _default
 
 
 def set_device(device, threads=0):
-    """Open the default context on `device` ("cpu", "vulkan" or "auto") now,
-    so that an unusable device fails here with the library's reason. Tensors,
-    layers and optimizers made earlier stay on their old device; mixing them
-    with new ones is an error."""
+    """Make `device` ("cpu", "vulkan" or "auto") the default for new tensors
+    and layers, opening it now so that an unusable device fails here with the
+    library's reason. A device opened before (by set_device or .to()) is
+    used again, so tensors made on it before still work with new ones;
+    tensors on another device must be moved with .to() first."""
     global _default, _threads
     _check_device_name(device)
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
         raise ValueError(f"set_device: threads must be an int >= 0 (0 = one per core), "
                          f"got {threads!r}")
-    _default = Context(device, threads, _initial_seed())
+    _default = _open(device, threads)
     _threads = threads
     return _default.device_name
 
@@ -233,25 +263,26 @@ def release_all_buffers():
 
 
 class no_grad:
-    """Context manager: operations inside record nothing for backward."""
+    """Context manager: operations inside record nothing for backward, on
+    every device opened so far."""
+    _enabled = False
 
     def __enter__(self):
-        self._ctx = default_context()
-        self._previous = lib.nn_ctx_set_grad_enabled(self._ctx.ptr, False)
+        default_context()
+        self._previous = [(ctx, lib.nn_ctx_set_grad_enabled(ctx.ptr, self._enabled))
+                          for ctx in list(_contexts) if ctx.ptr]
         return self
 
     def __exit__(self, *exc):
-        lib.nn_ctx_set_grad_enabled(self._ctx.ptr, self._previous)
+        for ctx, previous in self._previous:
+            if ctx.ptr:
+                lib.nn_ctx_set_grad_enabled(ctx.ptr, previous)
         return False
 
 
 class enable_grad(no_grad):
     """Context manager: operations inside are recorded (the default)."""
-
-    def __enter__(self):
-        self._ctx = default_context()
-        self._previous = lib.nn_ctx_set_grad_enabled(self._ctx.ptr, True)
-        return self
+    _enabled = True
 
 
 Device = namedtuple("Device", "backend index name kind detail usable reason")

@@ -107,6 +107,21 @@ class StepOptions(ctypes.Structure):
     ]
 
 
+NN_MODEL_INFO_MAX_CHANNELS = 8
+
+
+class ModelInfo(ctypes.Structure):
+    """struct nn_model_info (include/nn_io.h): the normalisation and class
+    names a checkpoint carries."""
+    _fields_ = [
+        ("channels", ctypes.c_int),
+        ("mean", ctypes.c_float * NN_MODEL_INFO_MAX_CHANNELS),
+        ("std", ctypes.c_float * NN_MODEL_INFO_MAX_CHANNELS),
+        ("class_count", ctypes.c_int),
+        ("class_names", ctypes.POINTER(ctypes.c_char_p)),
+    ]
+
+
 class OnnxOptions(ctypes.Structure):
     """struct nn_onnx_options (include/nn_io.h, native ONNX export)."""
     _fields_ = [
@@ -116,6 +131,7 @@ class OnnxOptions(ctypes.Structure):
         ("n_names", ctypes.c_int),
         ("named_tensors", ctypes.POINTER(c_tensor_p)),
         ("names", ctypes.POINTER(ctypes.c_char_p)),
+        ("info", ctypes.POINTER(ModelInfo)),
     ]
 
 
@@ -268,6 +284,11 @@ _SIGNATURES = {
                                    ctypes.POINTER(ctypes.c_char_p)]),
     "nn_load_tensors": (c_status, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(c_tensor_p),
                                    ctypes.POINTER(ctypes.c_char_p)]),
+    # nn_io.h: the normalisation and class names saved with the weights
+    "nn_save_tensors_info": (c_status, [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(c_tensor_p),
+                                        ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ModelInfo)]),
+    "nn_read_model_info": (c_status, [ctypes.c_char_p, ctypes.POINTER(ModelInfo)]),
+    "nn_model_info_free": (None, [ctypes.POINTER(ModelInfo)]),
 }
 
 # Symbols that a build may lack; callers check has_symbol() and say so.

@@ -378,7 +378,7 @@ def _string_padding(padding, weight, stride, dilation):
     return tuple((t + 1) // 2 for t in totals), tuple(t % 2 for t in totals)
 
 
-def _labels_ptr(labels, logits_shape):
+def _labels_ptr(labels, logits_shape, device=None):
     """An int32 C tensor of class indices: the labels Tensor itself when it is
     int32, else a converted copy (float labels, as the seed stored them, or a
     NumPy array). Returns (pointer, keepalive)."""
@@ -390,7 +390,7 @@ def _labels_ptr(labels, logits_shape):
     if array.size and (array.min() < 0 or array.max() >= classes):
         raise ValueError(f"softmax_ce: labels must be class indices in [0, {classes}), got "
                          f"values from {array.min()} to {array.max()}")
-    copy = Tensor(array, track=False, dtype=np.int32)
+    copy = Tensor(array, track=False, dtype=np.int32, device=device)
     return copy._ptr(), copy
 
 
@@ -402,7 +402,7 @@ def softmax_ce(logits, labels):
     if not isinstance(labels, (Tensor, np.ndarray, list, tuple)):
         raise TypeError(f"softmax_ce: labels must be a Tensor or an array of class indices, "
                         f"got {type(labels).__name__}")
-    py, keep = _labels_ptr(labels, logits.shape)
+    py, keep = _labels_ptr(labels, logits.shape, logits._h.ctx)
     result = _result(lib.nn_softmax_cross_entropy(pl, py), logits, "nn_softmax_cross_entropy")
     del keep  # the tape holds its own reference to the labels
     return result
@@ -605,16 +605,16 @@ def _loss_result(ptr, like, what):
     return Tensor._result(ptr, like._h.ctx, what)
 
 
-def _target(target, fn, float_allowed):
+def _target(target, fn, float_allowed, device=None):
     """A target Tensor; an array of whole numbers becomes an int32 Tensor
     (class indices), of floats a float32 one where float targets are taken."""
     if isinstance(target, Tensor):
         return target
     array = np.asarray(target)
     if array.dtype.kind in "iub":
-        return Tensor(array, dtype=np.int32)
+        return Tensor(array, dtype=np.int32, device=device)
     if float_allowed and array.dtype.kind == "f":
-        return Tensor(array)
+        return Tensor(array, device=device)
     raise TypeError(f"{fn}: target must be an nn_engine.Tensor or an array of class indices, got "
                     f"{type(target).__name__}")
 
@@ -661,7 +661,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     and class indices target [N, ...] (F.nll_loss); the mean divides by the
     weights of the targets that are not ignore_index."""
     r = _reduction("nll_loss", size_average, reduce, reduction)
-    t = _target(target, "nll_loss", False)
+    t = _target(target, "nll_loss", False, input._h.ctx if isinstance(input, Tensor) else None)
     index = _int(ignore_index, "nll_loss", "ignore_index", -_INT_MAX - 1)
     return _loss_result(_nll_loss(_tensor(input, "nll_loss", "input"), t._ptr(), _optional(weight, "nll_loss", "weight"),
                                   r, index), input, "nn_nll_loss")
@@ -673,7 +673,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     weight[c] target[c] log_softmax(input)[c] for class probabilities (a
     float target of input's shape), with label_smoothing (F.cross_entropy)."""
     r = _reduction("cross_entropy", size_average, reduce, reduction)
-    t = _target(target, "cross_entropy", True)
+    t = _target(target, "cross_entropy", True, input._h.ctx if isinstance(input, Tensor) else None)
     index = _int(ignore_index, "cross_entropy", "ignore_index", -_INT_MAX - 1)
     smoothing = _float(label_smoothing, "cross_entropy", "label_smoothing")
     return _loss_result(_cross_entropy(_tensor(input, "cross_entropy", "input"), t._ptr(),
@@ -692,7 +692,7 @@ _mean_dims = _lib.declare("nn_mean_dims", _lib.c_tensor_p,
                           [_lib.c_tensor_p, ctypes.POINTER(ctypes.c_int), ctypes.c_int, ctypes.c_bool])
 
 
-def _indices_ptr(indices, fn):
+def _indices_ptr(indices, fn, device=None):
     """An int32 C tensor of indices: the Tensor itself when int32, else a
     converted copy (integer arrays, whole-valued floats). Returns (pointer,
     keepalive)."""
@@ -701,7 +701,7 @@ def _indices_ptr(indices, fn):
     if not isinstance(indices, (Tensor, np.ndarray, list, tuple)):
         raise TypeError(f"{fn}: input must be a Tensor or an array of indices, got {type(indices).__name__}")
     values = indices.sync() if isinstance(indices, Tensor) else indices
-    copy = Tensor(as_host_array(values, np.int32, f"{fn}: input"), track=False, dtype=np.int32)
+    copy = Tensor(as_host_array(values, np.int32, f"{fn}: input"), track=False, dtype=np.int32, device=device)
     return copy._ptr(), copy
 
 
@@ -730,7 +730,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
         raise ValueError(f"embedding: weight must be 2-D [num_embeddings, embedding_dim], got shape "
                          f"{tuple(weight.shape)}")
     padding = _padding_index(padding_idx, weight.shape[0], "embedding")
-    pi, keep = _indices_ptr(input, "embedding")
+    pi, keep = _indices_ptr(input, "embedding", weight._h.ctx)
     result = _result(_embedding(pi, pw, padding), weight, "nn_embedding")
     del keep  # the tape holds its own reference to the indices
     return result
@@ -753,7 +753,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         array = np.asarray(attn_mask)
         if array.dtype == np.bool_:
             array = np.where(array, 0.0, -np.inf)
-        keep = Tensor(as_host_array(array, np.float32, f"{fn}: attn_mask"), track=False)
+        keep = Tensor(as_host_array(array, np.float32, f"{fn}: attn_mask"), track=False,
+                      device=query._h.ctx if isinstance(query, Tensor) else None)
         attn_mask = keep
     pm = None if attn_mask is None else _tensor(attn_mask, fn, "attn_mask")
     result = _result(_sdpa(pq, pk, pv, pm, bool(is_causal), s), query, "nn_scaled_dot_product_attention")

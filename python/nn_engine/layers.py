@@ -646,7 +646,8 @@ class MultiheadAttention:
             array = np.asarray(attn_mask)
             if array.dtype == np.bool_:
                 array = np.where(array, -np.inf, 0.0)  # torch's MultiheadAttention: True masks out
-            attn_mask = Tensor(np.ascontiguousarray(array, dtype=np.float32), track=False)
+            attn_mask = Tensor(np.ascontiguousarray(array, dtype=np.float32), track=False,
+                               device=self.in_proj_weight.device)
         if attn_mask.shape == (length, source):
             return attn_mask
         if attn_mask.shape == (n * self.num_heads, length, source):
@@ -671,7 +672,7 @@ class MultiheadAttention:
             scores = F.add(scores, self._mask(attn_mask, n, length, source))
         elif is_causal:
             causal = np.triu(np.full((length, source), -np.inf, np.float32), 1)
-            scores = F.add(scores, Tensor(causal, track=False))
+            scores = F.add(scores, Tensor(causal, track=False, device=scores.device))
         weights = F.softmax(scores)  # [N, heads, L, S]
         heads = F.matmul(weights, v)  # [N, heads, L, head_dim]
         merged = F.reshape(F._transposed(heads, 1, 2), (n, length, self.embed_dim))

@@ -4,6 +4,7 @@ _onnx_graph hook through the onnx package)."""
 import ctypes
 import os
 import types
+from collections import namedtuple
 
 import numpy as np
 
@@ -76,13 +77,25 @@ def _check_path(path):
     return path
 
 
+# What load_state_dict(strict=False) reports, as torch's NamedTuple.
+IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
+
+
 class Model:
     """Base class for models: subclasses set layers as attributes (directly or
-    in lists/dicts/nested objects) and define forward(x)."""
+    in lists/dicts/nested objects) and define forward(x).
+
+    Two attributes travel with the weights (save/load, and export, which can
+    put the normalisation in front of the graph): input_normalization, None
+    or (mean, std) per input channel as the data was fed to the model
+    ((x - mean) / std on values in [0, 1]), and class_names, None or a list
+    of str, one per output."""
 
     def __init__(self):
         self.training = True
         self._buffers = {}
+        self.input_normalization = None
+        self.class_names = None
 
     def __call__(self, *args, **kwargs):
         return self.forward(*args, **kwargs)
@@ -128,8 +141,10 @@ class Model:
         buffers = self.__dict__.get("_buffers", {})
         if name in buffers:
             buffers[name] = _as_buffer(value, name)
-        else:
-            object.__setattr__(self, name, value)
+            return
+        if isinstance(value, Tensor) and value.alive and value.requires_grad:
+            value.persist()  # a parameter made in __init__ outlives end_batch()
+        object.__setattr__(self, name, value)
 
     def named_buffers(self):
         """[(name, Tensor)] of this model's buffers and those of the Models
@@ -176,29 +191,53 @@ class Model:
                 arrays[name] = array
         for name, array in arrays.items():
             own[name].upload(array)
-        return missing, unexpected
+        return IncompatibleKeys(missing, unexpected)
 
     def save(self, path):
         """Write the state_dict as a safetensors file (atomically), under
-        PyTorch's names: torch loads it with safetensors.torch.load_file."""
-        self._state_file(path, lib.nn_save_tensors, "nn_save_tensors", "save")
+        PyTorch's names: torch loads it with safetensors.torch.load_file. The
+        input_normalization and class_names go in its metadata, as
+        `nnengine train --save` writes them."""
+        info = _model_info(self, "save")
+        state, tensors, names = self._state_arrays("save", path)
+        check(lib.nn_save_tensors_info(os.fsencode(path), len(state), tensors, names,
+                                       ctypes.byref(info.struct) if info else None), "nn_save_tensors_info")
         return path
 
     def load(self, path):
-        """Load a file written by save() (or by torch's safetensors
-        save_file(model.state_dict())): every parameter and buffer must be in
-        it with its shape, and nothing else; otherwise nothing is loaded."""
-        self._state_file(path, lib.nn_load_tensors, "nn_load_tensors", "load")
+        """Load a file written by save() or `nnengine train --save` (or by
+        torch's safetensors save_file(model.state_dict())): every parameter
+        and buffer must be in it with its shape, and nothing else; otherwise
+        nothing is loaded. The file's input_normalization and class_names,
+        where it has them, replace the model's."""
+        state, tensors, names = self._state_arrays("load", path)
+        check(lib.nn_load_tensors(os.fsencode(path), len(state), tensors, names), "nn_load_tensors")
+        normalization, classes = read_model_info(path)
+        if normalization is not None:
+            self.input_normalization = normalization
+        if classes is not None:
+            self.class_names = classes
         return self
 
-    def _state_file(self, path, function, name, where):
+    def _state_arrays(self, where, path):
         if not isinstance(path, (str, os.PathLike)):
             raise TypeError(f"{where}: path must be a str or os.PathLike, got {type(path).__name__}")
         state = self._state()
         n = len(state)
         tensors = (_lib.c_tensor_p * max(n, 1))(*[t._ptr() for _, t in state])
         names = (ctypes.c_char_p * max(n, 1))(*[key.encode() for key, _ in state])
-        check(function(os.fsencode(path), n, tensors, names), name)
+        return state, tensors, names
+
+    def to(self, device):
+        """Move every parameter and buffer to `device` ("cpu", "vulkan",
+        "auto") in place, keeping the Tensor objects (so references to them
+        stay good); returns self. Gradients are dropped; make the optimizer
+        after moving, as in PyTorch."""
+        for _, tensor in self._state():
+            moved = tensor.to(device)
+            if moved is not tensor:
+                tensor._h = moved._h
+        return self
 
     def train(self, mode=True):
         """Set `training` on this model and every nested object that has it."""
@@ -223,13 +262,16 @@ class Model:
 
     # ---- export ----
 
-    def export(self, path, input_shape=None, model_name=None):
+    def export(self, path, input_shape=None, model_name=None, include_preprocessing=True):
         """Write the model as ONNX (opset 17, dynamic batch dimension).
 
         A subclass defining _onnx_graph(input_shape, helper, TensorProto,
         numpy_helper) builds the graph itself (the seed's way, through the onnx
         package). Otherwise the library writes it natively from the graph that
-        a forward pass on zeros of input_shape records."""
+        a forward pass on zeros of input_shape records; then, when the model
+        has an input_normalization and include_preprocessing is true, the
+        graph starts with it and takes raw pixel values 0..255 (as float),
+        and class_names go into the model's metadata_props."""
         path = _check_path(path)
         if input_shape is None:
             raise ValueError("export: input_shape is required, e.g. [1, 1, 28, 28]")
@@ -239,7 +281,7 @@ class Model:
             raise TypeError(f"export: model_name must be a str, got {type(name).__name__}")
         if hasattr(self, "_onnx_graph"):
             return _export_with_onnx_package(self, path, shape, name)
-        return _export_native(self, path, shape, name)
+        return _export_native(self, path, shape, name, bool(include_preprocessing))
 
     @staticmethod
     def _conv_onnx(layer, name, input_name, output_name, helper, numpy_helper, initializers,
@@ -366,7 +408,7 @@ def _export_with_onnx_package(model, path, shape, name):
     return path
 
 
-def _export_native(model, path, shape, name):
+def _export_native(model, path, shape, name, include_preprocessing):
     if not _lib.has_symbol("nn_onnx_export"):
         raise NotImplementedError(
             f"export: native ONNX export (nn_onnx_export) is not in this build of the library "
@@ -375,15 +417,88 @@ def _export_native(model, path, shape, name):
     named = model._state()
     # The library walks the tape from input to output: record every
     # operation, including those before the first parameter.
+    device = named[0][1]._h.ctx if named else None
     with _context.enable_grad():
-        x = Tensor(np.zeros(shape, dtype=np.float32), requires_grad=True, track=False)
+        x = Tensor(np.zeros(shape, dtype=np.float32), requires_grad=True, track=False, device=device)
         y = model(x)
     if not isinstance(y, Tensor):
         raise TypeError(f"export: forward returned {type(y).__name__}, not a Tensor")
     n = len(named)
     tensors = (_lib.c_tensor_p * max(n, 1))(*[t._ptr() for _, t in named])
     names = (ctypes.c_char_p * max(n, 1))(*[key.encode() for key, _ in named])
-    options = _lib.OnnxOptions(name.encode(), 0, False, n, tensors, names)
+    info = _model_info(model, "export", include_preprocessing)
+    options = _lib.OnnxOptions(name.encode(), 0, False, n, tensors, names,
+                               ctypes.pointer(info.struct) if info else None)
     check(lib.nn_onnx_export(os.fsencode(path), x._ptr(), y._ptr(), ctypes.byref(options)),
           "nn_onnx_export")
     return path
+
+
+class _Info:
+    """An nn_model_info and the C strings it points at (kept alive with it)."""
+
+    def __init__(self, struct, keep):
+        self.struct, self._keep = struct, keep
+
+
+def _normalization_pairs(value, where):
+    """(mean, std) per channel from input_normalization, checked."""
+    try:
+        mean, std = value
+        mean = [float(v) for v in np.atleast_1d(np.asarray(mean, dtype=np.float64))]
+        std = [float(v) for v in np.atleast_1d(np.asarray(std, dtype=np.float64))]
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: input_normalization must be (mean, std), each a number or one per "
+                         f"channel, got {value!r}") from None
+    if len(mean) != len(std) or not 1 <= len(mean) <= _lib.NN_MODEL_INFO_MAX_CHANNELS:
+        raise ValueError(f"{where}: input_normalization needs as many means as stds, 1 to "
+                         f"{_lib.NN_MODEL_INFO_MAX_CHANNELS}, got {len(mean)} and {len(std)}")
+    if not all(np.isfinite(mean)) or not all(np.isfinite(s) and s > 0 for s in std):
+        raise ValueError(f"{where}: input_normalization: means must be finite and stds finite and > 0, "
+                         f"got mean {mean}, std {std}")
+    return mean, std
+
+
+def _model_info(model, where, include_normalization=True):
+    """The model's input_normalization and class_names as an nn_model_info,
+    or None when it has neither."""
+    normalization = getattr(model, "input_normalization", None) if include_normalization else None
+    classes = getattr(model, "class_names", None)
+    if normalization is None and classes is None:
+        return None
+    info = _lib.ModelInfo()
+    keep = []
+    if normalization is not None:
+        mean, std = _normalization_pairs(normalization, where)
+        info.channels = len(mean)
+        info.mean[:len(mean)] = mean
+        info.std[:len(std)] = std
+    if classes is not None:
+        if isinstance(classes, str) or not all(isinstance(c, str) and c for c in classes):
+            raise ValueError(f"{where}: class_names must be a list of non-empty str, got {classes!r}")
+        keep = [c.encode() for c in classes]
+        info.class_count = len(keep)
+        info.class_names = (ctypes.c_char_p * max(len(keep), 1))(*keep)
+        keep.append(info.class_names)
+    return _Info(info, keep)
+
+
+def read_model_info(path):
+    """(input_normalization, class_names) saved in a checkpoint's metadata:
+    ((mean tuple, std tuple) or None, [str] or None)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"read_model_info: path must be a str or os.PathLike, got {type(path).__name__}")
+    info = _lib.ModelInfo()
+    check(lib.nn_read_model_info(os.fsencode(path), ctypes.byref(info)), "nn_read_model_info")
+    try:
+        normalization = None
+        if info.channels > 0:
+            # float32 values, written back as their shortest decimals (0.286, not 0.28600001)
+            normalization = tuple(tuple(float(str(np.float32(v))) for v in values[:info.channels])
+                                  for values in (info.mean, info.std))
+        classes = None
+        if info.class_count > 0:
+            classes = [info.class_names[i].decode("utf-8", "replace") for i in range(info.class_count)]
+    finally:
+        lib.nn_model_info_free(ctypes.byref(info))
+    return normalization, classes

@@ -53,17 +53,22 @@ def shape_tuple(ptr):
 class Tensor:
     """A tensor on the default device.
 
-    Tensor(data, requires_grad=False, track=True): a copy of `data` (a NumPy
-    array or anything np.asarray takes), as float32 unless dtype=np.int32 is
-    asked for (labels may be given as any integer or float array: softmax_ce
-    converts them). track=True (the seed's default) frees the tensor at the next
-    end_batch(); track=False keeps it until it is garbage-collected.
+    Tensor(data, requires_grad=False, track=None, dtype=None, device=None): a
+    copy of `data` (a NumPy array or anything np.asarray takes), as float32
+    unless dtype=np.int32 is asked for (labels may be given as any integer or
+    float array: softmax_ce converts them), on `device` ("cpu", "vulkan"; None:
+    the default device). track=True (the seed's default for data) frees the
+    tensor at the next end_batch(); track=False keeps it until it is
+    garbage-collected. By default a tensor that requires grad is a parameter
+    and is kept; any other is tracked.
     """
     __slots__ = ("_h", "_shape", "_dtype")
 
-    def __init__(self, data, requires_grad=False, track=True, dtype=None):
+    def __init__(self, data, requires_grad=False, track=None, dtype=None, device=None):
         array = as_host_array(data, dtype, "Tensor")
-        ctx = _context.default_context()
+        ctx = _context.default_context() if device is None else _context.context_for(device, "Tensor")
+        if track is None:
+            track = not requires_grad
         shape = (ctypes.c_int64 * array.ndim)(*array.shape)
         ptr = check_ptr(lib.nn_tensor_from_data(ctx.ptr, _DTYPES[array.dtype], array.ndim,
                                                 shape, array.ctypes.data), "nn_tensor_from_data")
@@ -114,6 +119,24 @@ class Tensor:
 
     def _ptr(self):
         return self._h.get()
+
+    @property
+    def device(self):
+        """The device the tensor lives on: "cpu" or "vulkan"."""
+        return self._h.ctx.type
+
+    def to(self, device):
+        """This tensor on `device` ("cpu", "vulkan", "auto"): itself when it is
+        there already, else a copy (kept until garbage-collected) that
+        requires grad as this one does; its gradient is not copied."""
+        ctx = _context.context_for(device, "Tensor.to")
+        if ctx is self._h.ctx:
+            return self
+        return Tensor(self.sync(), requires_grad=self.requires_grad, track=False, dtype=self._dtype,
+                      device=ctx)
+
+    def cpu(self):
+        return self.to("cpu")
 
     # ---- values ----
     def sync(self):

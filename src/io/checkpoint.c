@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_info.h"
 #include "safetensors.h"
 
 static nn_st_binding *bindings(const char *who, int count, nn_tensor *const *tensors, const char *const *names) {
@@ -21,14 +22,23 @@ static nn_st_binding *bindings(const char *who, int count, nn_tensor *const *ten
     return b;
 }
 
+/* Writes the tensors, and the model info (or NULL) as metadata. */
+static nn_status save_info(const char *who, const char *path, int count, nn_tensor *const *tensors,
+                           const char *const *names, const nn_model_info *info) {
+    if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
+    nn_st_meta meta[2];
+    int meta_count = 0;
+    NN_TRY(nn_model_info_to_meta(who, info, meta, &meta_count));
+    nn_st_binding *b = bindings(who, count, tensors, names);
+    nn_status status = b ? nn_st_save(who, path, b, count, meta, meta_count) : nn_last_status();
+    free(b);
+    nn_model_info_meta_free(meta, meta_count);
+    return status;
+}
+
 static nn_status save(const char *who, const char *path, int count, nn_tensor *const *tensors,
                       const char *const *names) {
-    if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
-    nn_st_binding *b = bindings(who, count, tensors, names);
-    if (!b) return nn_last_status();
-    nn_status status = nn_st_save(who, path, b, count, NULL, 0);
-    free(b);
-    return status;
+    return save_info(who, path, count, tensors, names, NULL);
 }
 
 /* Fills the tensors from the file; entries under `except` (a child's
@@ -69,10 +79,24 @@ nn_status nn_load_tensors(const char *path, int count, nn_tensor *const *tensors
     return load("nn_load_tensors", path, count, tensors, names);
 }
 
+nn_status nn_save_tensors_info(const char *path, int count, nn_tensor *const *tensors, const char *const *names,
+                               const nn_model_info *info) {
+    return save_info("nn_save_tensors_info", path, count, tensors, names, info);
+}
+
 /* save or load over the module's state_dict. */
-static nn_status with_state_dict(const char *who, const nn_module *m, const char *path,
-                                 nn_status (*io)(const char *, const char *, int, nn_tensor *const *,
-                                                 const char *const *)) {
+typedef nn_status (*state_io)(const char *who, const char *path, int count, nn_tensor *const *tensors,
+                              const char *const *names, const nn_model_info *info);
+
+/* load with the signature of save_info (a loaded file's info is read by nn_read_model_info). */
+static nn_status load_io(const char *who, const char *path, int count, nn_tensor *const *tensors,
+                         const char *const *names, const nn_model_info *info) {
+    (void)info;
+    return load(who, path, count, tensors, names);
+}
+
+static nn_status with_state_dict(const char *who, const nn_module *m, const char *path, state_io io,
+                                 const nn_model_info *info) {
     if (!m) return nn_set_error(NN_ERR_ARGUMENT, "%s: module is NULL", who);
     const int count = nn_module_state_count(m);
     nn_tensor **tensors = calloc((size_t)count + 1, sizeof *tensors);
@@ -82,18 +106,22 @@ static nn_status with_state_dict(const char *who, const nn_module *m, const char
         tensors[i] = nn_module_state(m, i);
         names[i] = nn_module_state_name(m, i);
     }
-    if (status == NN_OK) status = io(who, path, count, tensors, names);
+    if (status == NN_OK) status = io(who, path, count, tensors, names, info);
     free(tensors);
     free(names);
     return status;
 }
 
 nn_status nn_save_module(const nn_module *module, const char *path) {
-    return with_state_dict("nn_save_module", module, path, save);
+    return with_state_dict("nn_save_module", module, path, save_info, NULL);
+}
+
+nn_status nn_save_module_info(const nn_module *module, const char *path, const nn_model_info *info) {
+    return with_state_dict("nn_save_module_info", module, path, save_info, info);
 }
 
 nn_status nn_load_module(nn_module *module, const char *path) {
-    return with_state_dict("nn_load_module", module, path, load);
+    return with_state_dict("nn_load_module", module, path, load_io, NULL);
 }
 
 nn_status nn_load_module_except(nn_module *module, const char *path, const char *child_path) {

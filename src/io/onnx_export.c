@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "model_info.h"
 #include "onnx_graph.h"
 
 #define DEFAULT_OPSET 17
@@ -224,7 +225,18 @@ static nn_status export_graph(const char *who, const char *path, nn_tensor *inpu
     int count = 0;
     nn_status status = collect_nodes(&x, &nodes, &count);
     const char *input_name = user_name(&x, input) ? user_name(&x, input) : "input";
-    if (status == NN_OK && !nn_onnx_add_value(&x, input, input_name, true)) status = nn_last_status();
+    const bool preprocess = o->info && o->info->channels > 0;
+    if (status == NN_OK && o->info) status = nn_model_info_check(who, o->info);
+    if (status == NN_OK && preprocess) {
+        /* The graph reads raw pixels; the traced input is their normalised form. */
+        if (!nn_onnx_add_value(&x, NULL, input_name, true) ||
+            !nn_onnx_add_value(&x, input, "input_normalized", true))
+            status = nn_last_status();
+        else
+            status = nn_onnx_emit_preprocess(&x, input_name, "input_normalized");
+    } else if (status == NN_OK && !nn_onnx_add_value(&x, input, input_name, true)) {
+        status = nn_last_status();
+    }
     for (int i = 0; i < count && status == NN_OK; i++) status = emit_node(&x, nodes[i]);
     /* Every name given must have named something in the graph. */
     for (int i = 0; i < o->n_names && status == NN_OK; i++)
@@ -242,6 +254,12 @@ static nn_status export_graph(const char *who, const char *path, nn_tensor *inpu
                            output->ndim, x.dynamic && out->batch ? "batch" : NULL);
         nn_onnx_model(&model, &x.graph, IR_VERSION, o->opset ? o->opset : DEFAULT_OPSET,
                       NN_ENGINE_VERSION);
+        if (o->info && o->info->class_count > 0) {
+            char *classes = nn_model_info_classes_json(o->info);
+            if (classes) nn_onnx_model_metadata(&model, NN_INFO_CLASSES_KEY, classes);
+            else model.failed = true;
+            free(classes);
+        }
         if (x.graph.failed || model.failed)
             status = nn_set_error(NN_ERR_MEMORY, "%s: %s: out of host memory", who, path);
     }
@@ -267,9 +285,8 @@ nn_status nn_onnx_export(const char *path, nn_tensor *input, nn_tensor *output,
     return export_graph("nn_onnx_export", path, input, output, options);
 }
 
-nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64_t *input_shape,
-                                int ndim) {
-    const char *who = "nn_onnx_export_module";
+static nn_status export_module(const char *who, const char *path, nn_module *module, const int64_t *input_shape,
+                               int ndim, const nn_model_info *info) {
     if (!module) return nn_set_error(NN_ERR_ARGUMENT, "%s: module is NULL", who);
     if (!input_shape) return nn_set_error(NN_ERR_ARGUMENT, "%s: input_shape is NULL", who);
     if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
@@ -294,7 +311,7 @@ nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64
             tensors[kept] = nn_module_state(module, i);
             names[kept++] = nn_module_state_name(module, i);
         }
-        nn_onnx_options o = {.n_names = kept, .named_tensors = tensors, .names = names};
+        nn_onnx_options o = {.n_names = kept, .named_tensors = tensors, .names = names, .info = info};
         status = export_graph(who, path, x, y, &o);
     }
     free(tensors);
@@ -310,4 +327,13 @@ nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64
         if (status != NN_OK) nn_set_error(last, "%s", message);
     }
     return status;
+}
+
+nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64_t *input_shape, int ndim) {
+    return export_module("nn_onnx_export_module", path, module, input_shape, ndim, NULL);
+}
+
+nn_status nn_onnx_export_module_info(const char *path, nn_module *module, const int64_t *input_shape, int ndim,
+                                     const nn_model_info *info) {
+    return export_module("nn_onnx_export_module_info", path, module, input_shape, ndim, info);
 }

@@ -77,4 +77,9 @@ void nn_onnx_begin_window(exporter *x, nn_onnx_node *n, const char *op_type, op_
 nn_status nn_onnx_reshape_to(exporter *x, const char *name, const char *from, const int64_t *dims, int ndim,
                              const char *out);
 
+/* The preprocessing of x->opt->info in front of the graph (onnx_preprocess.c):
+ * the graph input `raw_name` (pixel values 0..255) becomes
+ * `normalized_name` = (raw / 255 - mean) / std per channel. */
+nn_status nn_onnx_emit_preprocess(exporter *x, const char *raw_name, const char *normalized_name);
+
 #endif

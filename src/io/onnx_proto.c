@@ -101,3 +101,12 @@ void nn_onnx_model(nn_pb *model, const nn_pb *graph, int64_t ir_version, int64_t
     nn_pb_message(model, 8, &opset_id);
     nn_pb_free(&opset_id);
 }
+
+/* ModelProto.metadata_props 14; StringStringEntryProto: key 1, value 2. */
+void nn_onnx_model_metadata(nn_pb *model, const char *key, const char *value) {
+    nn_pb entry = {0};
+    nn_pb_string(&entry, 1, key);
+    nn_pb_string(&entry, 2, value);
+    nn_pb_message(model, 14, &entry);
+    nn_pb_free(&entry);
+}

@@ -37,5 +37,7 @@ enum { NN_ONNX_GRAPH_INPUT = 11, NN_ONNX_GRAPH_OUTPUT = 12 };
 /* ModelProto around a finished graph. */
 void nn_onnx_model(nn_pb *model, const nn_pb *graph, int64_t ir_version, int64_t opset,
                    const char *producer_version);
+/* ModelProto.metadata_props: one key = value entry. */
+void nn_onnx_model_metadata(nn_pb *model, const char *key, const char *value);
 
 #endif

@@ -143,11 +143,14 @@ def test_set_device_and_the_environment_variable():
         assert "Error" in done.stderr
 
 
-def test_mixing_contexts_is_an_error_not_a_crash():
+def test_mixing_devices_is_an_error_not_a_crash():
+    if "vulkan" not in {d.backend for d in nn.devices() if d.usable}:
+        pytest.skip("needs a second device")
     code = """
 import numpy as np, nn_engine as nn
-a = nn.Tensor(np.ones((2, 2)))
 nn.set_device('cpu')
+a = nn.Tensor(np.ones((2, 2)))
+nn.set_device('vulkan')
 b = nn.Tensor(np.ones((2, 2)))
 try:
     nn.add(a, b)
@@ -157,3 +160,17 @@ except RuntimeError as err:
     done = _run(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("RuntimeError") and "context" in done.stdout
+
+
+def test_setting_the_same_device_again_keeps_earlier_tensors_usable():
+    code = """
+import numpy as np, nn_engine as nn
+nn.set_device('cpu')
+a = nn.Tensor(np.full((2, 2), 2.0))
+nn.set_device('cpu')
+b = nn.Tensor(np.ones((2, 2)))
+print(nn.add(a, b).numpy().sum())
+"""
+    done = _run(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["12.0"]

@@ -70,6 +70,27 @@ typedef struct trainer {
     int64_t photo_failures_reported;
 } trainer;
 
+/* What --save keeps besides the weights (nn_io.h's model info): the
+ * normalisation training fed the model and the class names, so that eval,
+ * export and Python run it on raw pixels. */
+static nn_model_info saved_info(const trainer *t) {
+    nn_model_info info = {0};
+    if (t->photos) {
+        info.channels = 3;
+        memcpy(info.mean, t->photo.mean, sizeof t->photo.mean);
+        memcpy(info.std, t->photo.std, sizeof t->photo.std);
+        info.class_count = t->photo.train.class_names ? t->photo.train.classes : 0;
+        info.class_names = t->photo.train.class_names;
+    } else {
+        info.channels = 1; /* one mean and std for every channel */
+        info.mean[0] = t->data.norm.mean;
+        info.std[0] = t->data.norm.std;
+        info.class_count = t->data.train.class_names ? t->data.train.classes : 0;
+        info.class_names = t->data.train.class_names;
+    }
+    return info;
+}
+
 static void trainer_free(trainer *t) {
     device_steps_close(&t->steps);
     free(t->order);
@@ -551,7 +572,8 @@ static int train(train_config config) {
     if (status == EXIT_OK && config.save) {
         /* --ema: the saved weights are the average (swapped in, saved, swapped back). */
         nn_status st = t.ema ? nn_ema_swap(t.ema) : NN_OK;
-        if (st == NN_OK) st = nn_save_module(t.net, config.save);
+        nn_model_info info = saved_info(&t);
+        if (st == NN_OK) st = nn_save_module_info(t.net, config.save, &info);
         if (st == NN_OK && t.ema) st = nn_ema_swap(t.ema);
         if (st != NN_OK) {
             fprintf(stderr, "nnengine train: %s\n", library_error());
