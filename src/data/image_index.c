@@ -162,6 +162,7 @@ nn_status nn_image_index_load_dir(const char *dir, double validation_fraction, u
     }
     rest.skipped = all.skipped;
     memcpy(rest.first_skipped, all.first_skipped, sizeof rest.first_skipped);
+    memcpy(rest.skipped_entries, all.skipped_entries, sizeof rest.skipped_entries);
     nn_image_index_free(&all);
     *train = rest;
     *test_is_validation = true;
