@@ -178,9 +178,34 @@ $(FUZZ_BIN): $(FUZZ_SRC) src/io/safetensors_header.h
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $(FUZZ_SRC)
 fuzz-regress: $(FUZZ_BIN)
 	$(FUZZ_BIN) -runs=0 tests/fuzz/corpus
+	$(BUILD)/fuzz/fuzz_idx -runs=0 tests/fuzz/corpus_idx
+	$(BUILD)/fuzz/fuzz_image_decode -runs=0 tests/fuzz/corpus_image
 fuzz: $(FUZZ_BIN)
 	@mkdir -p $(BUILD)/fuzz/found
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/found tests/fuzz/corpus
+
+# ---- files (issue 25): libFuzzer targets for the IDX reader and the image
+# decoders; `make fuzz-idx` / `make fuzz-image` fuzz for FUZZ_SECONDS,
+# fuzz-regress replays their corpora too.
+FUZZ_FLAGS := -std=c11 -g -O1 -Iinclude -Isrc -D_GNU_SOURCE -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_IMAGE_SRC := src/data/image_decode.c src/data/image_png.c
+FUZZ_IDX_SRC := src/data/idx.c src/data/dataset.c src/data/class_folders.c src/data/image_folder.c \
+	$(FUZZ_IMAGE_SRC) src/io/file_read.c src/core/error.c src/core/rng.c
+.PHONY: fuzz-idx fuzz-image
+$(BUILD)/fuzz/fuzz_idx: tests/fuzz/fuzz_idx.c $(FUZZ_IDX_SRC)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $^ -lz -lpng -ljpeg -lm
+$(BUILD)/fuzz/fuzz_image_decode: tests/fuzz/fuzz_image_decode.c $(FUZZ_IMAGE_SRC)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $^ -lpng -ljpeg -lm
+fuzz-regress: $(BUILD)/fuzz/fuzz_idx $(BUILD)/fuzz/fuzz_image_decode
+fuzz-idx: $(BUILD)/fuzz/fuzz_idx
+	@mkdir -p $(BUILD)/fuzz/found_idx
+	$< -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -malloc_limit_mb=512 $(BUILD)/fuzz/found_idx tests/fuzz/corpus_idx
+fuzz-image: $(BUILD)/fuzz/fuzz_image_decode
+	@mkdir -p $(BUILD)/fuzz/found_image
+	$< -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -malloc_limit_mb=512 $(BUILD)/fuzz/found_image tests/fuzz/corpus_image
 
 clean:
 	rm -rf build

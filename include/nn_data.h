@@ -25,6 +25,8 @@ typedef struct nn_dataset {
     char **class_names;        /* classes names (folder names, or "0".."9" for IDX) */
     int64_t skipped;           /* files in class folders that were not readable images */
     char first_skipped[512];   /* the first of them, with the reason, for the report */
+    char skipped_entries[512]; /* entries that are no image file or class folder, in one line:
+                                  "skipped 3 entries in DIR: 2 dangling links, 1 FIFO"; "" if none */
 } nn_dataset;
 
 /* Load an IDX image file (magic 0x803, N x rows x cols uint8) and its label

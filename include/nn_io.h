@@ -164,6 +164,18 @@ nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64
 nn_status nn_onnx_export_module_info(const char *path, nn_module *module, const int64_t *input_shape, int ndim,
                                      const nn_model_info *info);
 
+/* ---- output paths ----
+ * Whether a save to `path` would succeed as far as the file system goes,
+ * checked before a long run instead of after it: the folder exists and
+ * takes new files, and `path` is absent, a regular file or a link to one.
+ * NN_ERR_IO naming the path and the reason otherwise. Nothing is left
+ * behind (a probe file is created and removed). */
+nn_status nn_check_writable_path(const char *path);
+/* Removes the temporary files of every save in flight (async-signal-safe:
+ * only unlink); for a SIGINT/SIGTERM handler, which then exits. The files
+ * being replaced are untouched. */
+void nn_atomic_cleanup_all(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -53,6 +53,8 @@ typedef struct nn_image_index {
     int64_t skipped;          /* files left out: empty, neither PNG nor JPEG, or (after
                                  nn_image_index_verify) failing to decode */
     char first_skipped[512];  /* the first of them with the reason, for the report */
+    char skipped_entries[512]; /* entries that are no image file or class folder, in one line:
+                                  "skipped 3 entries in DIR: 2 dangling links, 1 FIFO"; "" if none */
 } nn_image_index;
 
 /* Index DIR/<class>/<file>. Each file's first bytes are read: a file that is

@@ -37,6 +37,7 @@ class _Index(ctypes.Structure):
         ("labels", ctypes.POINTER(ctypes.c_int32)),
         ("skipped", ctypes.c_int64),
         ("first_skipped", ctypes.c_char * 512),
+        ("skipped_entries", ctypes.c_char * 512),
     ]
 
 

@@ -3,16 +3,20 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 /* Per thread, like errno: a failure on one thread never garbles another's. */
 static _Thread_local char last_message[1024];
 static _Thread_local nn_status last_status = NN_OK;
 
 nn_status nn_set_error(nn_status status, const char *fmt, ...) {
+    /* Formatted apart first: an argument may be nn_last_error() itself. */
+    char message[sizeof last_message];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_message, sizeof last_message, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    memcpy(last_message, message, sizeof last_message);
     last_status = status;
     return status;
 }

@@ -29,6 +29,9 @@ typedef struct nn_class_walk {
     int *classes;
     int64_t *skipped;      /* files `take` skipped */
     char *first_skipped;   /* [NN_CLASS_WALK_WHY]: the first of them, "path: why" */
+    /* [NN_CLASS_WALK_WHY]: entries that are no file or folder to take, in one
+     * line: "skipped 3 entries in DIR: 2 dangling links, 1 FIFO"; "" if none. */
+    char *skipped_entries;
 } nn_class_walk;
 
 #define NN_CLASS_WALK_WHY 512
@@ -36,11 +39,13 @@ typedef struct nn_class_walk {
  * class_names, classes, skipped and first_skipped[NN_CLASS_WALK_WHY]). */
 #define NN_CLASS_WALK_INTO(out)                                                                        \
     .class_names = &(out)->class_names, .classes = &(out)->classes, .skipped = &(out)->skipped,         \
-    .first_skipped = (out)->first_skipped
+    .first_skipped = (out)->first_skipped, .skipped_entries = (out)->skipped_entries
 
 /* Offers every file of DIR's class folders to walk->take. NN_ERR_IO naming
  * DIR when it is no folder or holds no class folder, naming a class folder
- * where none of its files was kept; a failure of `take` as it returned it. */
+ * where none of its files was kept (saying so when it holds IDX files); a
+ * failure of `take` as it returned it. A class folder that is DIR or a
+ * folder above it (a link loop) is skipped and counted. */
 nn_status nn_walk_class_folders(const char *dir, nn_class_walk *walk);
 
 /* Whether `path` is a folder (following links). */

@@ -170,6 +170,7 @@ static nn_status split_validation(nn_dataset *all, double fraction, uint64_t see
     }
     train.skipped = all->skipped;
     memcpy(train.first_skipped, all->first_skipped, sizeof train.first_skipped);
+    memcpy(train.skipped_entries, all->skipped_entries, sizeof train.skipped_entries);
     nn_dataset_free(all);
     *all = train;
     return NN_OK;

@@ -1,34 +1,60 @@
 /* IDX files (LeCun's MNIST format, also Fashion-MNIST's): a big-endian magic
  * word whose low byte is the number of dimensions and whose second byte is
  * the element type (0x08 = uint8), the dimensions as big-endian uint32, then
- * the data. zlib's gz reader reads gzip-compressed and raw files alike. */
+ * the data. zlib's gz reader reads gzip-compressed and raw files alike.
+ * Sizes in a header are checked against the file's own size before
+ * anything is allocated, and a gzip stream must end with its trailer (CRC32
+ * and length), so a truncated or corrupted download is refused. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "core/error.h"
 #include "data/dataset_internal.h"
+#include "io/file_read.h"
 
 #define IDX_IMAGES_MAGIC 0x00000803u /* uint8, 3 dimensions */
 #define IDX_LABELS_MAGIC 0x00000801u /* uint8, 1 dimension */
 /* Bounds that no real IDX file exceeds; a header beyond them is corrupt. */
 #define IDX_MAX_SIDE 65536u
 #define IDX_MAX_BYTES ((int64_t)1 << 36)
+/* Deflate's largest expansion: 258 bytes from 2 bits, so about 1032 to 1. */
+#define DEFLATE_MAX_RATIO 1032
 
 typedef struct idx_file {
     gzFile gz;
     const char *path;
+    int64_t file_size;
+    bool compressed;
 } idx_file;
 
 static nn_status idx_open(idx_file *f, const char *path) {
     f->path = path;
-    errno = 0;
-    f->gz = gzopen(path, "rb");
-    if (!f->gz)
-        return nn_set_error(NN_ERR_IO, "%s: cannot open (%s)", path,
-                            errno ? strerror(errno) : "out of memory");
+    char why[128];
+    int fd = nn_open_regular_fd(path, &f->file_size, why, sizeof why);
+    if (fd < 0) return nn_set_error(NN_ERR_IO, "%s: %s", path, why);
+    uint8_t magic[2] = {0, 0};
+    f->compressed = pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    f->gz = gzdopen(fd, "rb");
+    if (!f->gz) {
+        close(fd);
+        return nn_set_error(NN_ERR_IO, "%s: cannot read (out of host memory)", path);
+    }
     return NN_OK;
+}
+
+/* The most data bytes the file can hold after a header of `header` bytes:
+ * exactly what follows it in a raw file; for gzip, what deflate can expand
+ * the compressed bytes to. A header asking for more is refused before the
+ * allocation it would cause. */
+static nn_status idx_check_size(const idx_file *f, int64_t header, int64_t wanted, const char *what) {
+    int64_t most = f->compressed ? f->file_size * DEFLATE_MAX_RATIO : f->file_size - header;
+    if (wanted <= most) return NN_OK;
+    return nn_set_error(NN_ERR_IO, "%s: the header asks for %lld bytes of %s, but the file has %lld bytes%s",
+                        f->path, (long long)wanted, what, (long long)f->file_size,
+                        f->compressed ? " (truncated or corrupt: gzip expands at most 1032-fold)" : " (truncated, or a corrupt header)");
 }
 
 /* Reads exactly `size` bytes; `what` names them for the error message. */
@@ -82,6 +108,16 @@ static nn_status idx_check_end(idx_file *f) {
     int got = gzread(f->gz, &extra, 1);
     if (got == 1)
         return nn_set_error(NN_ERR_IO, "%s: more data than the header's dimensions say", f->path);
+    /* Reading past the data is what checks a gzip trailer: a missing or
+     * short one is Z_BUF_ERROR ("unexpected end of file"), a wrong CRC32 or
+     * length Z_DATA_ERROR. */
+    int code;
+    const char *message = gzerror(f->gz, &code);
+    if (code == Z_BUF_ERROR)
+        return nn_set_error(NN_ERR_IO, "%s: truncated gzip stream: its trailer (CRC32 and length) is missing (%s)",
+                            f->path, message);
+    if (code != Z_OK)
+        return nn_set_error(NN_ERR_IO, "%s: corrupt gzip stream (%s)", f->path, message);
     return NN_OK;
 }
 
@@ -98,6 +134,7 @@ static nn_status load_images(const char *path, nn_dataset *out) {
                             (int64_t)count > IDX_MAX_BYTES / ((int64_t)rows * cols)))
         status = nn_set_error(NN_ERR_IO, "%s: implausible dimensions %u x %u x %u in the header",
                               path, count, rows, cols);
+    if (status == NN_OK) status = idx_check_size(&f, 16, (int64_t)count * rows * cols, "images");
     if (status == NN_OK) {
         int64_t bytes = (int64_t)count * rows * cols;
         out->pixels = malloc((size_t)bytes);
@@ -127,6 +164,7 @@ static nn_status load_labels(const char *path, int64_t expected_count, nn_datase
     if (status == NN_OK && (int64_t)count != expected_count)
         status = nn_set_error(NN_ERR_IO, "%s: %u labels, but the image file has %lld images", path,
                               count, (long long)expected_count);
+    if (status == NN_OK) status = idx_check_size(&f, 8, count, "labels");
     if (status == NN_OK) {
         raw = malloc(count);
         out->labels = malloc(count * sizeof *out->labels);

@@ -1,4 +1,4 @@
-/* PNG (libpng's simplified API) and JPEG (libjpeg-turbo) decoding to 8-bit
+/* PNG (image_png.c) and JPEG (libjpeg-turbo) decoding to 8-bit
  * grayscale or RGB. Both libraries report errors through callbacks; here
  * they become a reason string, so that one bad file in a folder of
  * thousands is skipped and counted rather than ending the run.
@@ -8,7 +8,6 @@
  * directly, which is both faster and a better low-pass filter than decoding
  * at full size and resizing bilinearly. */
 #include <math.h>
-#include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +18,6 @@
 
 #include "data/dataset_internal.h"
 #include "data/image_internal.h"
-
-/* Images beyond this many pixels are refused before any allocation. */
-#define MAX_IMAGE_PIXELS ((int64_t)1 << 28)
 
 static const uint8_t png_signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
 
@@ -50,63 +46,6 @@ static int reserve(nn_image *out, size_t bytes) {
 
 static void whole_box(int width, int height, nn_box *box) {
     *box = (nn_box){0, 0, width, height};
-}
-
-static nn_status decode_png(const uint8_t *data, size_t size, const nn_decode_request *request,
-                            nn_image *out, nn_box *box, char *why, size_t why_size) {
-    png_image image;
-    memset(&image, 0, sizeof image);
-    image.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_memory(&image, data, size)) {
-        snprintf(why, why_size, "not a readable PNG (%s)", image.message);
-        return NN_ERR_IO;
-    }
-    if ((int64_t)image.width * image.height > MAX_IMAGE_PIXELS) {
-        png_image_free(&image);
-        snprintf(why, why_size, "PNG of %ux%u pixels is too large", image.width, image.height);
-        return NN_ERR_IO;
-    }
-    /* Alpha is dropped, not composited (what Pillow's convert("RGB") does,
-     * and so torchvision's ImageFolder): read it, then strip it below.
-     * Colour is read as RGB even when grey is asked, and converted here
-     * with libjpeg's (and Pillow's) luma weights: libpng's own conversion
-     * works in linear light and would give other values than a JPEG of
-     * the same picture. libpng expands palette and 16-bit images. */
-    int has_alpha = (image.format & PNG_FORMAT_FLAG_ALPHA) != 0;
-    int has_colour = (image.format & PNG_FORMAT_FLAG_COLOR) != 0;
-    int channels = request->channels;
-    int read_channels = channels == 1 && !has_colour ? 1 : 3;
-    image.format = (read_channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY) |
-                   (has_alpha ? PNG_FORMAT_FLAG_ALPHA : 0);
-    int stored = read_channels + has_alpha;
-    if (!reserve(out, (size_t)image.width * image.height * stored)) {
-        png_image_free(&image);
-        snprintf(why, why_size, "out of memory for a %ux%u PNG", image.width, image.height);
-        return NN_ERR_MEMORY;
-    }
-    if (!png_image_finish_read(&image, NULL, out->pixels, 0, NULL)) {
-        snprintf(why, why_size, "damaged PNG (%s)", image.message);
-        png_image_free(&image);
-        return NN_ERR_IO;
-    }
-    size_t pixels = (size_t)image.width * image.height;
-    uint8_t *px = out->pixels;
-    if (read_channels == 3 && channels == 1) {
-        /* libjpeg's rgb_gray and Pillow's "L": 16-bit fixed-point weights. */
-        for (size_t i = 0; i < pixels; i++) {
-            const uint8_t *p = px + i * stored;
-            px[i] = (uint8_t)((19595u * p[0] + 38470u * p[1] + 7471u * p[2] + 32768u) >> 16);
-        }
-    } else if (has_alpha) {
-        for (size_t i = 0; i < pixels; i++)
-            for (int c = 0; c < channels; c++) px[i * channels + c] = px[i * stored + c];
-    }
-    out->width = (int)image.width;
-    out->height = (int)image.height;
-    out->channels = channels;
-    if (request->choose_box) request->choose_box(request->user, out->width, out->height, box);
-    else whole_box(out->width, out->height, box);
-    return NN_OK;
 }
 
 typedef struct jpeg_error_trap {
@@ -178,8 +117,9 @@ static nn_status decode_jpeg(const uint8_t *data, size_t size, const nn_decode_r
     jpeg_mem_src(&cinfo, data, (unsigned long)size);
     jpeg_read_header(&cinfo, TRUE);
     int full_w = (int)cinfo.image_width, full_h = (int)cinfo.image_height;
-    if ((int64_t)full_w * full_h > MAX_IMAGE_PIXELS) {
-        snprintf(why, why_size, "JPEG of %dx%d pixels is too large", full_w, full_h);
+    if ((int64_t)full_w * full_h > NN_IMAGE_MAX_PIXELS) {
+        snprintf(why, why_size, "JPEG of %dx%d pixels is too large (at most %lld pixels)", full_w, full_h,
+                 (long long)NN_IMAGE_MAX_PIXELS);
         jpeg_destroy_decompress(&cinfo);
         return NN_ERR_IO;
     }
@@ -262,7 +202,7 @@ static nn_status decode_jpeg(const uint8_t *data, size_t size, const nn_decode_r
 
 nn_status nn_decode_image(const uint8_t *data, size_t size, const nn_decode_request *request,
                           nn_image *out, nn_box *box, char *why, size_t why_size) {
-    if (is_png(data, size)) return decode_png(data, size, request, out, box, why, why_size);
+    if (is_png(data, size)) return nn_decode_png(data, size, request, out, box, why, why_size);
     if (is_jpeg(data, size)) return decode_jpeg(data, size, request, out, box, why, why_size);
     nn_image_signature_ok(data, size, why, why_size);
     return NN_ERR_IO;

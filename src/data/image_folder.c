@@ -1,6 +1,5 @@
 /* The seed's dataset layout: DIR/<class>/<image>, one sub-folder per class
  * (sorted by name; label = position), PNG or JPEG images of one size. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,26 +7,17 @@
 #include "core/error.h"
 #include "data/class_folders.h"
 #include "data/dataset_internal.h"
+#include "io/file_read.h"
 
 /* Whole file into memory; a failure is a reason (the file is skipped). */
 static int read_file(const char *path, uint8_t **data, size_t *size, char *why, size_t why_size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, why_size, "cannot open (%s)", strerror(errno));
-        return 0;
-    }
-    fseek(f, 0, SEEK_END);
-    long length = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (length < 0) {
-        fclose(f);
-        snprintf(why, why_size, "cannot read its size");
-        return 0;
-    }
+    int64_t length;
+    FILE *f = nn_open_regular_file(path, &length, why, why_size);
+    if (!f) return 0;
     *data = malloc(length > 0 ? (size_t)length : 1);
     if (!*data) {
         fclose(f);
-        snprintf(why, why_size, "out of memory for %ld bytes", length);
+        snprintf(why, why_size, "out of memory for %lld bytes", (long long)length);
         return 0;
     }
     *size = fread(*data, 1, (size_t)length, f);
@@ -52,8 +42,12 @@ static nn_status append_image(folder_loader *loader, const nn_gray_image *image,
                             path, image->width, image->height, ds->width, ds->height);
     }
     if (ds->count == loader->capacity) {
-        int64_t capacity = loader->capacity ? loader->capacity * 2 : 1024;
         size_t image_bytes = (size_t)ds->height * ds->width;
+        /* Room for 1024 images at first, or 64 MiB of them when they are
+         * large: a huge first image must not reserve room for a thousand. */
+        int64_t first = (int64_t)(((size_t)64 << 20) / image_bytes);
+        first = first < 1 ? 1 : first > 1024 ? 1024 : first;
+        int64_t capacity = loader->capacity ? loader->capacity * 2 : first;
         uint8_t *pixels = realloc(ds->pixels, (size_t)capacity * image_bytes);
         if (pixels) ds->pixels = pixels;
         int32_t *labels = realloc(ds->labels, (size_t)capacity * sizeof *labels);

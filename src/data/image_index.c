@@ -3,7 +3,6 @@
  * small read per file), so empty files and files that are not PNG or JPEG
  * are skipped before training; a body that fails to decode is found by the
  * loader. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "data/class_folders.h"
 #include "data/dataset_internal.h"
 #include "data/image_internal.h"
+#include "io/file_read.h"
 
 void nn_image_index_free(nn_image_index *index) {
     if (!index) return;
@@ -25,11 +25,9 @@ void nn_image_index_free(nn_image_index *index) {
 
 /* 1 when the file starts like a PNG or JPEG; else the reason in `why`. */
 static int looks_like_image(const char *path, char *why, size_t why_size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, why_size, "cannot open (%s)", strerror(errno));
-        return 0;
-    }
+    int64_t size;
+    FILE *f = nn_open_regular_file(path, &size, why, why_size);
+    if (!f) return 0;
     uint8_t head[8];
     size_t got = fread(head, 1, sizeof head, f);
     fclose(f);
@@ -164,6 +162,7 @@ nn_status nn_image_index_load_dir(const char *dir, double validation_fraction, u
     }
     rest.skipped = all.skipped;
     memcpy(rest.first_skipped, all.first_skipped, sizeof rest.first_skipped);
+    memcpy(rest.skipped_entries, all.skipped_entries, sizeof rest.skipped_entries);
     nn_image_index_free(&all);
     *train = rest;
     *test_is_validation = true;

@@ -48,6 +48,16 @@ typedef struct nn_decode_request {
 nn_status nn_decode_image(const uint8_t *data, size_t size, const nn_decode_request *request,
                           nn_image *out, nn_box *box, char *why, size_t why_size);
 
+/* Images beyond this many pixels are refused from their header, before any
+ * allocation: Pillow's limit (its DecompressionBombWarning), 0.25 GiB of
+ * 24-bit pixels. */
+#define NN_IMAGE_MAX_PIXELS ((int64_t)89478485)
+
+/* nn_decode_image's PNG half (image_png.c): the samples as stored, no gamma
+ * curve; 16-bit samples keep their high byte. */
+nn_status nn_decode_png(const uint8_t *data, size_t size, const nn_decode_request *request, nn_image *out,
+                        nn_box *box, char *why, size_t why_size);
+
 /* 1 when the first bytes (at least 8 of them, or the whole file) are a PNG
  * or JPEG signature; else writes the reason to `why`. */
 int nn_image_signature_ok(const uint8_t *head, size_t size, char *why, size_t why_size);

@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "data/image_internal.h"
+#include "io/file_read.h"
 #include "nn_data.h"
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_LENT };
@@ -107,23 +108,14 @@ typedef struct worker_buffers {
 /* Whole file into the worker's buffer; 0 with the reason on failure. */
 static int read_whole_file(const char *path, worker_buffers *w, size_t *size, char *why,
                            size_t why_size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(why, why_size, "cannot open (%s)", strerror(errno));
-        return 0;
-    }
-    long length = -1;
-    if (fseek(f, 0, SEEK_END) == 0) length = ftell(f);
-    if (length < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        snprintf(why, why_size, "cannot read its size");
-        return 0;
-    }
+    int64_t length;
+    FILE *f = nn_open_regular_file(path, &length, why, why_size);
+    if (!f) return 0;
     if ((size_t)length + 1 > w->file_capacity) {
         uint8_t *grown = realloc(w->file, (size_t)length + 1);
         if (!grown) {
             fclose(f);
-            snprintf(why, why_size, "out of memory for %ld bytes", length);
+            snprintf(why, why_size, "out of memory for %lld bytes", (long long)length);
             return 0;
         }
         w->file = grown;

@@ -2,51 +2,152 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/file_read.h"
+#include "nn_io.h"
+
 int64_t nn_atomic_fail_after_bytes = -1;
 
 struct nn_atomic_file {
     const char *who;
-    char *path;     /* destination */
-    char *tmp_path; /* "<path>.tmp.<pid>.<n>": same directory, so rename is atomic */
+    char *path;     /* destination as given */
+    char *target;   /* what is replaced: path, or the regular file a link at path points to */
+    char *tmp_path; /* "<target>.tmp.<pid>.<n>": same directory, so rename is atomic */
     FILE *stream;
     int64_t written;
+    int slot;       /* in the in-flight table, or -1 */
 };
 
+/* ---- the temporary files in flight, for a signal handler ----
+ * A fixed table of paths: registering writes the path, then publishes it;
+ * nn_atomic_cleanup_all only reads published slots and calls unlink, both
+ * async-signal-safe. A save that finds the table full still works, it is
+ * just not removed on a signal. */
+#define IN_FLIGHT_SLOTS 32
+#define SLOT_FREE 0
+#define SLOT_FILLING 1
+#define SLOT_PUBLISHED 2
+static struct {
+    int state;
+    char path[PATH_MAX];
+} in_flight[IN_FLIGHT_SLOTS];
+
+static int register_temp(const char *tmp_path) {
+    if (strlen(tmp_path) >= PATH_MAX) return -1;
+    for (int i = 0; i < IN_FLIGHT_SLOTS; i++) {
+        int expected = SLOT_FREE;
+        if (!__atomic_compare_exchange_n(&in_flight[i].state, &expected, SLOT_FILLING, false,
+                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            continue;
+        strcpy(in_flight[i].path, tmp_path);
+        __atomic_store_n(&in_flight[i].state, SLOT_PUBLISHED, __ATOMIC_RELEASE);
+        return i;
+    }
+    return -1;
+}
+
+static void unregister_temp(int slot) {
+    if (slot >= 0) __atomic_store_n(&in_flight[slot].state, SLOT_FREE, __ATOMIC_RELEASE);
+}
+
+void nn_atomic_cleanup_all(void) {
+    for (int i = 0; i < IN_FLIGHT_SLOTS; i++)
+        if (__atomic_load_n(&in_flight[i].state, __ATOMIC_ACQUIRE) == SLOT_PUBLISHED) unlink(in_flight[i].path);
+}
+
 static void free_file(nn_atomic_file *f) {
+    unregister_temp(f->slot);
     free(f->path);
+    free(f->target);
     free(f->tmp_path);
     free(f);
 }
 
-nn_atomic_file *nn_atomic_open(const char *who, const char *path) {
-    if (!path || !*path) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
-    nn_atomic_file *f = calloc(1, sizeof *f);
-    size_t len = strlen(path);
-    if (f) {
-        f->who = who;
-        f->path = strdup(path);
-        f->tmp_path = malloc(len + 64);
+/* The file a save to `path` replaces: `path` itself, or, for a symbolic
+ * link, the file it points to (the link stays a link, as with torch.save
+ * and most tools, which write through it). Only a regular file or nothing
+ * may be there: *old says which (with its mode and owner). NULL with the
+ * error set otherwise. */
+static char *replaced_file(const char *who, const char *path, struct stat *old, bool *exists) {
+    struct stat st;
+    *exists = false;
+    if (lstat(path, &st) != 0) {
+        if (errno != ENOENT)
+            return NN_FAIL_NULL(NN_ERR_IO, "%s: %s: cannot inspect it: %s", who, path, strerror(errno));
+        return strdup(path);
     }
-    if (!f || !f->path || !f->tmp_path) {
-        if (f) free_file(f);
-        return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: %s: out of host memory", who, path);
+    char *target = S_ISLNK(st.st_mode) ? realpath(path, NULL) : strdup(path);
+    if (!target && S_ISLNK(st.st_mode))
+        return NN_FAIL_NULL(NN_ERR_IO, "%s: %s: a symbolic link whose target cannot be resolved (%s); "
+                                       "refusing to replace it", who, path, strerror(errno));
+    if (!target) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: %s: out of host memory", who, path);
+    if (stat(target, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const char *kind = stat(target, &st) == 0 ? nn_file_kind_name(st.st_mode) : strerror(errno);
+        free(target);
+        return NN_FAIL_NULL(NN_ERR_IO, "%s: %s is %s, not a regular file; refusing to replace it", who,
+                            path, kind);
     }
-    /* O_EXCL with a fresh name (not mkstemp) so the file gets the usual
-     * 0666 & ~umask permissions rather than mkstemp's 0600. */
+    *old = st;
+    *exists = true;
+    return target;
+}
+
+/* Creates the temporary file next to `target`: O_EXCL with a fresh name (not
+ * mkstemp), so that a new file gets the usual 0666 & ~umask permissions and
+ * a replaced one keeps its own. */
+static int create_temp(nn_atomic_file *f, size_t room, const struct stat *old, bool replaces) {
     static int counter;
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(f->tmp_path, len + 64, "%s.tmp.%ld.%d", path, (long)getpid(),
+        snprintf(f->tmp_path, room, "%s.tmp.%ld.%d", f->target, (long)getpid(),
                  __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-        fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, replaces ? 0600 : 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
+    if (fd < 0) return -1;
+    f->slot = register_temp(f->tmp_path);
+    if (replaces) {
+        /* The owner only where permitted (root, or the same owner already). */
+        if (fchown(fd, old->st_uid, old->st_gid) != 0) (void)0;
+        if (fchmod(fd, old->st_mode & 07777) != 0) {
+            int err = errno;
+            close(fd);
+            unlink(f->tmp_path);
+            errno = err;
+            return -1;
+        }
+    }
+    return fd;
+}
+
+nn_atomic_file *nn_atomic_open(const char *who, const char *path) {
+    if (!path || !*path) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
+    struct stat old;
+    bool replaces;
+    char *target = replaced_file(who, path, &old, &replaces);
+    if (!target) return NULL;
+    nn_atomic_file *f = calloc(1, sizeof *f);
+    size_t room = strlen(target) + 64;
+    if (f) {
+        f->who = who;
+        f->slot = -1;
+        f->target = target;
+        f->path = strdup(path);
+        f->tmp_path = malloc(room);
+    }
+    if (!f || !f->path || !f->tmp_path) {
+        if (f) free_file(f);
+        else free(target);
+        return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: %s: out of host memory", who, path);
+    }
+    int fd = create_temp(f, room, &old, replaces);
     if (fd < 0) {
         int err = errno;
         free_file(f);
@@ -108,11 +209,12 @@ nn_status nn_atomic_commit(nn_atomic_file *f) {
         step = "close";
         err = errno;
     }
-    if (!step && rename(f->tmp_path, f->path) != 0) {
+    if (!step && rename(f->tmp_path, f->target) != 0) {
         step = "rename";
         err = errno;
     }
     if (step) {
+        unlink(f->tmp_path);
         nn_status s = nn_set_error(NN_ERR_IO, "%s: %s: %s of the temporary file failed: %s",
                                    f->who, f->path, step, strerror(err));
         nn_atomic_abort(f);
@@ -121,11 +223,43 @@ nn_status nn_atomic_commit(nn_atomic_file *f) {
     /* The new file is in place; make the directory entry durable too. A
      * failure here is reported: the caller cannot be sure it survives a crash. */
     nn_status status = NN_OK;
-    int dir = open_parent_dir(f->path);
+    int dir = open_parent_dir(f->target);
     if (dir < 0 || fsync(dir) != 0)
         status = nn_set_error(NN_ERR_IO, "%s: %s: written, but syncing its directory failed: %s",
                               f->who, f->path, strerror(errno));
     if (dir >= 0) close(dir);
     free_file(f);
+    return status;
+}
+
+nn_status nn_check_writable_path(const char *path) {
+    const char *who = "nn_check_writable_path";
+    if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
+    struct stat old;
+    bool exists;
+    char *target = replaced_file(who, path, &old, &exists);
+    if (!target) return nn_last_status();
+    /* The one sure test that the folder takes new files (permissions, a
+     * read-only mount, /proc): create and remove a probe file there. */
+    size_t room = strlen(target) + 64;
+    char *probe = malloc(room);
+    nn_status status = NN_OK;
+    if (!probe) {
+        status = nn_set_error(NN_ERR_MEMORY, "%s: %s: out of host memory", who, path);
+    } else {
+        snprintf(probe, room, "%s.tmp.%ld.probe", target, (long)getpid());
+        int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            const char *slash = strrchr(target, '/');
+            int dir_len = !slash ? 1 : slash == target ? 1 : (int)(slash - target);
+            status = nn_set_error(NN_ERR_IO, "%s: cannot write %s: cannot create files in the folder %.*s (%s)", who,
+                                  path, dir_len, slash ? target : ".", strerror(errno));
+        } else {
+            close(fd);
+            unlink(probe);
+        }
+    }
+    free(probe);
+    free(target);
     return status;
 }

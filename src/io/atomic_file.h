@@ -2,7 +2,12 @@
  * destination's directory, flush and fsync it, rename it over the
  * destination, then fsync the directory so the rename itself survives a
  * crash. Until the rename, the old file (if any) is untouched; any failure
- * removes the temporary file and leaves the destination as it was. */
+ * removes the temporary file and leaves the destination as it was.
+ * Only a regular file is replaced, keeping its mode (and owner where
+ * permitted); a symbolic link to one is written through (the link stays,
+ * its target is replaced, as torch.save does); anything else (a folder, a
+ * FIFO, a device node, a dangling link) is refused. Temporary files in
+ * flight are removed by nn_atomic_cleanup_all (nn_io.h) on a signal. */
 #ifndef NN_IO_ATOMIC_FILE_H
 #define NN_IO_ATOMIC_FILE_H
 

@@ -1,4 +1,5 @@
 #include "safetensors.h"
+#include "io/file_read.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -169,14 +170,11 @@ nn_status nn_st_save(const char *who, const char *path, const nn_st_binding *ten
 nn_status nn_st_open(const char *who, const char *path, nn_st_file *file) {
     memset(file, 0, sizeof *file);
     if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
-    FILE *f = fopen(path, "rb");
-    if (!f) return nn_set_error(NN_ERR_IO, "%s: %s: cannot open: %s", who, path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return nn_set_error(NN_ERR_IO, "%s: %s: not a regular file", who, path);
-    }
-    size_t size = (size_t)st.st_size;
+    int64_t file_size;
+    char why[128];
+    FILE *f = nn_open_regular_file(path, &file_size, why, sizeof why);
+    if (!f) return nn_set_error(NN_ERR_IO, "%s: %s: %s", who, path, why);
+    size_t size = (size_t)file_size;
     uint8_t *bytes = malloc(size ? size : 1);
     if (!bytes) {
         fclose(f);

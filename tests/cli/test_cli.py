@@ -11,6 +11,7 @@ import random
 import os
 import re
 import shutil
+import stat
 import struct
 import subprocess
 import sys
@@ -425,6 +426,32 @@ def alexnet_learns_stripes_against_dots():
     e = expect(["eval", "alexnet", "--weights", weights, "--data", d, "--device", "cpu"], 0,
                "alexnet on 12 validation images", stream="stdout")
     assert f"accuracy {100 * lines[-1]['test_acc']:.2f}%" in e.stdout, (e.stdout, lines[-1])
+
+# ---- issue 25, files: special paths are refused at once, before training ----
+
+@test
+def special_paths_refused_before_training():
+    data = idx_dir("hardening")
+    fifo = path("weights.fifo")
+    os.mkfifo(fifo)
+    # A FIFO nobody writes to: refused at once, not waited on (timeout fails the test).
+    for args in (["eval", "lenet5", "--weights", fifo, "--data", data],
+                 ["export", "lenet5", "--weights", fifo, "--onnx", path("x.onnx")],
+                 ["train", "lenet5", "--data", data, "--epochs", "1", "--resume", fifo]):
+        p = run(*args, timeout=30)
+        assert p.returncode != 0 and fifo in p.stderr and "FIFO" in p.stderr, (args, p.returncode, p.stderr)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    # Outputs that cannot be written are found before the first epoch.
+    folder = path("a-folder")
+    os.mkdir(folder)
+    for flag, target, words in (("--save", folder, "is a folder"), ("--save", "/proc/version", "/proc"),
+                                ("--checkpoint", fifo, "FIFO"), ("--log", path("no", "such", "log.json"), "no")):
+        p = run("train", "lenet5", "--data", data, "--epochs", "1", flag, target, timeout=60)
+        assert p.returncode == 2 and flag in p.stderr and target in p.stderr and words in p.stderr, (flag, p.stderr)
+        assert "epoch" not in p.stdout, p.stdout
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.path.isdir(folder)
+    expect(["export", "lenet5", "--weights", fifo, "--onnx", folder], 2, "--onnx", "is a folder")
+
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

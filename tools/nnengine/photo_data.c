@@ -43,6 +43,10 @@ int photo_data_load(const char *command, const char *dir, const photo_options *o
     if (skipped > 0)
         fprintf(stderr, "skipped %lld file%s that are not readable images (the first: %s)\n", (long long)skipped,
                 skipped == 1 ? "" : "s", out->train.skipped ? out->train.first_skipped : out->test.first_skipped);
+    /* Links, FIFOs and loops among the folders: one line per walk. */
+    if (out->train.skipped_entries[0]) fprintf(stderr, "nnengine %s: %s\n", command, out->train.skipped_entries);
+    if (out->test.skipped_entries[0] && strcmp(out->test.skipped_entries, out->train.skipped_entries) != 0)
+        fprintf(stderr, "nnengine %s: %s\n", command, out->test.skipped_entries);
     if (out->test.count == 0) {
         fprintf(stderr, "nnengine %s: %s: no test or validation images (give --val-fraction > 0, or DIR/test)\n",
                 command, dir);

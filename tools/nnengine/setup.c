@@ -56,6 +56,10 @@ int data_setup_load(const char *command, const char *dir, double validation_frac
         fprintf(stderr, "nnengine %s: skipped %lld files that are not readable images (first: %s)\n",
                 command, (long long)skipped,
                 out->train.skipped ? out->train.first_skipped : out->test.first_skipped);
+    /* Links, FIFOs and loops among the folders: one line per walk. */
+    if (out->train.skipped_entries[0]) fprintf(stderr, "nnengine %s: %s\n", command, out->train.skipped_entries);
+    if (out->test.skipped_entries[0] && strcmp(out->test.skipped_entries, out->train.skipped_entries) != 0)
+        fprintf(stderr, "nnengine %s: %s\n", command, out->test.skipped_entries);
     /* Statistics of the whole training set, before --limit: eval (which has
      * no --limit) then finds the same normalisation as train. */
     int status = parse_normalization(command, normalize, &out->train, &out->norm);
