@@ -8,7 +8,7 @@
  * replayed (nn_capture.h) and timed again. Not a test: figures for bench/README.md;
  * bench/torch_alexnet.py is PyTorch's peer and bench/run-alexnet.sh runs both.
  *
- *   build/bench/bench_alexnet [--device vulkan|cpu] [--batch 128] [--classes 1000]
+ *   build/bench/bench_alexnet [--device vulkan|cpu] [--batch 128] [--classes 1000] [--precision fp16]
  *                             [--steps 20] [--warmup 3] [--threads T] [--reps 5] [--no-layers]
  *                             [--seed-form]
  *
@@ -244,6 +244,7 @@ static void loss_and_sgd_times(nn_ctx *ctx, nn_module *net, nn_optimizer *opt, n
 
 int main(int argc, char **argv) {
     options o = {"vulkan", 128, 1000, 20, 3, 0, 5, true, false};
+    const char *precision = "fp32";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has = i + 1 < argc;
@@ -254,11 +255,13 @@ int main(int argc, char **argv) {
         else if (has && strcmp(a, "--warmup") == 0) o.warmup = atoi(argv[++i]);
         else if (has && strcmp(a, "--threads") == 0) o.threads = atoi(argv[++i]);
         else if (has && strcmp(a, "--reps") == 0) o.reps = atoi(argv[++i]);
+        else if (has && strcmp(a, "--precision") == 0) precision = argv[++i];
         else if (strcmp(a, "--no-layers") == 0) o.layers = false;
         else if (strcmp(a, "--seed-form") == 0) o.seed_form = true;
         else {
             fprintf(stderr, "usage: %s [--device vulkan|cpu] [--batch B] [--classes C] [--steps N] [--warmup W] "
-                            "[--threads T] [--reps R] [--no-layers] [--seed-form]\n", argv[0]);
+                            "[--threads T] [--reps R] [--no-layers] [--seed-form] [--precision fp32|fp16|bf16]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -268,6 +271,9 @@ int main(int argc, char **argv) {
     }
     nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = o.device, .threads = o.threads, .seed = 1});
     if (!ctx) die("opening the device");
+    nn_precision chosen;
+    if (nn_precision_parse(precision, &chosen) != NN_OK || nn_ctx_set_precision(ctx, chosen) != NN_OK)
+        die("--precision");
     nn_module *net = o.seed_form ? nn_alexnet(ctx, o.classes, NN_INIT_KAIMING_UNIFORM)
                                  : nn_alexnet_tv(ctx, o.classes, NN_INIT_KAIMING_UNIFORM);
     if (!net) die("building AlexNet");
@@ -283,8 +289,9 @@ int main(int argc, char **argv) {
     nn_tensor *y = nn_tensor_from_data(ctx, NN_I32, 1, y_shape, labels);
     if (!y) die("labels");
 
-    printf("AlexNet (%s form, %d classes), batch %d, 3x224x224 synthetic, fp32, SGD momentum 0.9\n",
-           o.seed_form ? "the seed's" : "torchvision", o.classes, o.batch);
+    printf("AlexNet (%s form, %d classes), batch %d, 3x224x224 synthetic, %s products%s, SGD momentum 0.9\n",
+           o.seed_form ? "the seed's" : "torchvision", o.classes, o.batch, precision,
+           nn_ctx_matrix_cores(ctx, chosen) ? " on matrix cores" : "");
     printf("device: %s\n", nn_ctx_device_name(ctx));
     for (int i = 0; i < o.warmup; i++) train_step(ctx, net, opt, x, y);
     double *times = malloc(sizeof(double) * o.steps), sum = 0;

@@ -57,10 +57,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     nn_ctx_set_grad_enabled(ctx, false);
-    nn_precision chosen = NN_PRECISION_FP32;
-    while (nn_precision_name(chosen) && strcmp(nn_precision_name(chosen), precision) != 0) chosen++;
-    if (nn_ctx_set_precision(ctx, chosen) != NN_OK) {
-        fprintf(stderr, "bench_vulkan_gemm: --precision %s: not fp32, fp16 or bf16\n", precision);
+    nn_precision chosen;
+    if (nn_precision_parse(precision, &chosen) != NN_OK || nn_ctx_set_precision(ctx, chosen) != NN_OK) {
+        fprintf(stderr, "bench_vulkan_gemm: --precision: %s\n", nn_last_error());
         return 2;
     }
     printf("nn-engine GEMM benchmark (nn_matmul, back to back, one sync per sample), device: %s, precision %s%s\n",

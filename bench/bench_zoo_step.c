@@ -40,7 +40,7 @@ static nn_status step(nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor
 }
 
 int main(int argc, char **argv) {
-    const char *name = "resnet18-cifar", *device = "vulkan";
+    const char *name = "resnet18-cifar", *device = "vulkan", *precision = "fp32";
     int batch = 128, size = 28, channels = 1, classes = 10, steps = 30;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
@@ -51,15 +51,19 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--channels") == 0) channels = atoi(v);
         else if (strcmp(a, "--classes") == 0) classes = atoi(v);
         else if (strcmp(a, "--steps") == 0) steps = atoi(v);
+        else if (strcmp(a, "--precision") == 0) precision = v;
         else {
             fprintf(stderr, "usage: %s [--model M] [--device D] [--batch B] [--size S] [--channels C] "
-                            "[--classes K] [--steps N]\n", argv[0]);
+                            "[--classes K] [--steps N] [--precision fp32|fp16|bf16]\n", argv[0]);
             return 2;
         }
     }
     if (batch < 1 || size < 1 || channels < 1 || classes < 1 || steps < 1) die("arguments");
     nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .seed = 1});
     if (!ctx) die("context");
+    nn_precision chosen;
+    if (nn_precision_parse(precision, &chosen) != NN_OK || nn_ctx_set_precision(ctx, chosen) != NN_OK)
+        die("--precision");
     nn_module *net = model(ctx, name, channels, classes);
     if (!net) die(name);
     nn_tensor *params[512];
@@ -97,10 +101,10 @@ int main(int argc, char **argv) {
     const double replayed = median(times, steps);
     uint64_t current, peak, reserved;
     const bool have_memory = nn_ctx_memory_stats(ctx, &current, &peak, &reserved) == NN_OK;
-    printf("nn-engine %s batch %d, %dx%dx%d, %d classes, fp32 on %s: eager %.2f ms/step (%.0f images/s), "
+    printf("nn-engine %s batch %d, %dx%dx%d, %d classes, %s products%s on %s: eager %.2f ms/step (%.0f images/s), "
            "captured %.2f ms/step (%.0f images/s)",
-           name, batch, channels, size, size, classes, nn_ctx_device_name(ctx), eager, batch / eager * 1e3, replayed,
-           batch / replayed * 1e3);
+           name, batch, channels, size, size, classes, precision, nn_ctx_matrix_cores(ctx, chosen) ? " (matrix cores)" : "",
+           nn_ctx_device_name(ctx), eager, batch / eager * 1e3, replayed, batch / replayed * 1e3);
     if (have_memory) printf(", peak %.0f MiB", (double)peak / (1 << 20));
     printf("\n");
     nn_capture_free(captured);

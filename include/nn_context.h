@@ -77,6 +77,9 @@ nn_status nn_ctx_set_precision(nn_ctx *ctx, nn_precision precision);
 nn_precision nn_ctx_precision(const nn_ctx *ctx);
 /* "fp32", "fp16", "bf16"; NULL for another value. */
 const char *nn_precision_name(nn_precision precision);
+/* The precision named "fp32", "fp16" or "bf16" into *out; NN_ERR_ARGUMENT
+ * naming `name` otherwise. */
+nn_status nn_precision_parse(const char *name, nn_precision *out);
 /* Whether the context's device runs `precision` products on matrix cores
  * (tensor cores) rather than its fp32 arithmetic units. */
 bool nn_ctx_matrix_cores(const nn_ctx *ctx, nn_precision precision);

@@ -148,6 +148,7 @@ class Dataset(ctypes.Structure):
         ("class_names", ctypes.POINTER(ctypes.c_char_p)),
         ("skipped", ctypes.c_int64),
         ("first_skipped", ctypes.c_char * 512),
+        ("skipped_entries", ctypes.c_char * 512),
     ]
 
 

@@ -220,6 +220,15 @@ const char *nn_precision_name(nn_precision precision) {
     return NULL;
 }
 
+nn_status nn_precision_parse(const char *name, nn_precision *out) {
+    for (nn_precision p = NN_PRECISION_FP32; p <= NN_PRECISION_BF16; p++)
+        if (name && strcmp(name, nn_precision_name(p)) == 0) {
+            *out = p;
+            return NN_OK;
+        }
+    return nn_set_error(NN_ERR_ARGUMENT, "precision '%s' is not fp32, fp16 or bf16", name ? name : "(null)");
+}
+
 bool nn_ctx_matrix_cores(const nn_ctx *ctx, nn_precision precision) {
     return ctx && nn_precision_name(precision) && (ctx->backend->matrix_core_precisions >> precision & 1u);
 }

@@ -30,6 +30,7 @@ typedef struct train_config {
     int64_t crop_pad;       /* data on the device: random shifts of up to this many pixels */
     bool no_augment;        /* none of a model's default augmentation */
     const char *optimizer;  /* optimizers.h */
+    const char *precision;  /* of the products: fp32, fp16, bf16 (nn_ctx_set_precision) */
     bool nesterov;
     double lr, momentum, weight_decay, beta1, beta2, eps, validation_fraction;
     /* the schedule (nn_schedule.h), in optimizer steps; accumulation; the weights' average */
@@ -44,7 +45,7 @@ typedef struct train_config {
  * the optimizer's defaults (optimizers.h). */
 static train_config defaults(void) {
     return (train_config){
-        .device = "auto", .normalize = "auto", .schedule = NULL, .optimizer = "sgd",
+        .device = "auto", .normalize = "auto", .schedule = NULL, .optimizer = "sgd", .precision = "fp32",
         .epochs = 0, .batch = 0, .threads = 0, .seed = 1, .limit = 0, .crop_pad = -1,
         .lr = -1, .momentum = -1, .weight_decay = -1, .beta1 = -1, .beta2 = -1, .eps = -1,
         .validation_fraction = 0.1,
@@ -432,6 +433,16 @@ static int setup(trainer *t) {
         return status;
     }
     if (c->init && (status = load_initial_weights(t)) != EXIT_OK) return status;
+    nn_precision precision;
+    if (nn_precision_parse(c->precision, &precision) != NN_OK || nn_ctx_set_precision(t->ctx, precision) != NN_OK) {
+        fprintf(stderr, "nnengine train: --precision: %s\n", library_error());
+        return EXIT_BAD_INPUT;
+    }
+    if (precision != NN_PRECISION_FP32)
+        fprintf(stderr, "products (convolutions, Linear layers) take %s operands with fp32 sums%s\n", c->precision,
+                nn_ctx_matrix_cores(t->ctx, precision) ? ", on the device's matrix cores"
+                                                       : "; this device has no matrix cores for them, so they run "
+                                                         "on its fp32 units, rounded");
     int count;
     if ((status = freeze_parameters(t, &count)) != EXIT_OK) return status;
     /* The optimizer gets the trainable parameters only (no decay of frozen ones). */
@@ -605,6 +616,7 @@ int command_train(int argc, char **argv) {
         {"--beta2", OPTION_FLOAT, &c.beta2, 0, 1, "B", "adam, adamw, lion: beta2 (default 0.999; lion 0.99)"},
         {"--eps", OPTION_FLOAT, &c.eps, 0, 1, "E", "adam, adamw, rmsprop: eps (default 1e-8)"},
         {"--device", OPTION_STRING, &c.device, 0, 0, "D", "auto (a GPU when usable, else the CPU), cpu or vulkan"},
+        {"--precision", OPTION_STRING, &c.precision, 0, 0, "P", "fp32 (default), fp16 or bf16: the operands of convolutions and Linear layers, rounded (fp16 on matrix cores where the GPU has them); sums, weights and the rest stay fp32"},
         {"--threads", OPTION_INT, &c.threads, 0, 1024, "T", "CPU worker threads (default 0: one per core)"},
         {"--seed", OPTION_INT, &c.seed, 0, 9.2e18, "S", "seed of the initial weights and the shuffles (default 1)"},
         {"--limit", OPTION_INT, &c.limit, 0, 9.2e18, "N", "train on the first N images only (default 0: all)"},
