@@ -71,3 +71,9 @@ from . import data  # noqa: E402  (nn_engine.data.DataLoader, TensorDataset, Ima
 from .model import IncompatibleKeys, read_model_info  # noqa: E402
 
 __all__ += ["data", "IncompatibleKeys", "read_model_info"]
+
+# Mixed precision (issue 23): nn_engine.amp.autocast / GradScaler, as torch.amp
+from . import amp  # noqa: E402
+from .amp import autocast  # noqa: E402
+
+__all__ += ["amp", "autocast"]

@@ -144,6 +144,7 @@ _DEVICES = ("cpu", "vulkan", "auto")
 _default = None
 _seed = None  # manual_seed(), else $NN_ENGINE_SEED, else 0
 _threads = 0
+_precision = 0  # nn_precision of products on every context (amp.set_precision, amp.autocast)
 
 
 def _initial_seed():
@@ -179,6 +180,7 @@ def _open(device, threads):
     ctx = _opened.get((device, threads))
     if ctx is None or ctx.ptr is None:
         ctx = Context(device, threads, _initial_seed())
+        check(lib.nn_ctx_set_precision(ctx.ptr, _precision), "nn_ctx_set_precision")
         _opened[(device, threads)] = ctx
         _opened.setdefault((ctx.type, threads), ctx)
     return ctx
