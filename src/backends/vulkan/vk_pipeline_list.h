@@ -21,7 +21,7 @@
     P(GEMM_THIN, gemm, "gemm", 16, 64, 16, 4, 4, 64, 0) /* few rows */                                         \
     P(GEMM_SPLITK, gemm_splitk, "gemm (split-K sum)", 0, 0, 0, 0, 0, 0, 0)                                     \
     /* fp16 products on matrix cores: BM x BN tiles, k slices of BK, subgroup blocks of TM x TN (WM x WN) */ \
-    P(GEMM_COOPMAT, gemm_coopmat, "gemm (fp16 matrix cores)", 128, 128, 32, 64, 32, 256, 1)                    \
+    P(GEMM_COOPMAT, gemm_coopmat, "gemm (fp16 matrix cores)", 128, 128, 32, 64, 64, 128, 0)                    \
     P(GEMM_COOPMAT_MEDIUM, gemm_coopmat, "gemm (fp16 matrix cores)", 64, 64, 32, 32, 32, 128, 1)               \
     /* latency-bound products: one output per invocation, 128 invocations */                                  \
     P(GEMM_LATENCY, gemm_latency, "gemm (latency-bound)", 16, 8, 64, 1, 1, 128, 0)                             \
