@@ -180,3 +180,100 @@ TEST(hardening_threads_separate_contexts_in_parallel) {
     }
 }
 
+/* ---- output sizes that overflow: refused with a message, never a wrong
+ * shape, a hang or undefined behaviour (the UBSan build checks the last) ---- */
+
+static void expect_refused(nn_tensor *t, const char *fn, const char *word, const char *what) {
+    CHECK_MSG(t == NULL, "%s: expected an error, got a tensor", what);
+    CHECK_MSG(strstr(nn_last_error(), fn) && strstr(nn_last_error(), word), "%s: message \"%s\" lacks %s / %s",
+              what, nn_last_error(), fn, word);
+}
+
+static nn_tensor *random_input(nn_ctx *ctx, int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    float *data = malloc((size_t)n * sizeof *data);
+    for (int64_t i = 0; i < n; i++) data[i] = (float)((i * 37) % 17) * 0.125f - 1.0f;
+    nn_tensor *t = ref_tensor_f32(ctx, ndim, shape, data);
+    free(data);
+    return t;
+}
+
+TEST(hardening_overflow_pooling_windows) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    nn_tensor *x = random_input(ctx, 4, (int64_t[]){1, 2, 5, 7});
+    expect_refused(nn_maxpool2d_ex(x, INT32_MAX, 1, 0), "nn_maxpool2d", "larger", "maxpool kernel 2^31-1");
+    expect_refused(nn_maxpool2d_ex(x, INT32_MAX, 1, INT32_MAX / 2), "nn_maxpool2d", "height",
+                   "maxpool kernel 2^31-1 padding 2^30-1");
+    expect_refused(nn_maxpool2d_ex(x, INT32_MAX, INT32_MAX, INT32_MAX / 2), "nn_maxpool2d", "height",
+                   "maxpool stride 2^31-1");
+    nn_pool2d_params window = {.kernel_h = INT32_MAX, .kernel_w = 3, .pad_h = INT32_MAX / 2, .ceil_mode = true};
+    expect_refused(nn_maxpool2d_window(x, &window), "nn_maxpool2d", "height", "maxpool_window kernel 2^31-1");
+    expect_refused(nn_avgpool2d(x, &window, true, 0), "nn_avgpool2d", "height", "avgpool kernel 2^31-1");
+    window = (nn_pool2d_params){.kernel_h = 3, .kernel_w = 3, .stride_h = INT32_MAX, .stride_w = INT32_MAX,
+                                .pad_h = 1, .pad_w = 1, .dilation_h = INT32_MAX, .ceil_mode = true};
+    expect_refused(nn_maxpool2d_window(x, &window), "nn_maxpool2d", "window", "maxpool dilation 2^31-1");
+    /* Huge but valid strides still give PyTorch's size: one window per axis. */
+    nn_tensor *y = nn_maxpool2d_ex(x, 3, INT32_MAX, 1);
+    CHECK_MSG(y && nn_tensor_dim(y, 2) == 1 && nn_tensor_dim(y, 3) == 1, "maxpool stride 2^31-1: %s",
+              y ? "wrong shape" : nn_last_error());
+    nn_ctx_free(ctx);
+}
+
+TEST(hardening_overflow_convolution_sizes) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    nn_tensor *x = random_input(ctx, 4, (int64_t[]){1, 2, 5, 7});
+    nn_tensor *w = random_input(ctx, 4, (int64_t[]){3, 2, 3, 3});
+    nn_conv2d_params p = {.stride_h = 1, .stride_w = 1, .pad_h = INT32_MAX, .pad_w = 0};
+    expect_refused(nn_conv2d_ex(x, w, NULL, &p), "nn_conv2d", "padd", "conv2d padding 2^31-1");
+    p.pad_h = 1 << 30;
+    expect_refused(nn_conv2d_ex(x, w, NULL, &p), "nn_conv2d", "padd", "conv2d padding 2^30");
+    p = (nn_conv2d_params){.stride_h = 1, .stride_w = 1, .dilation_h = INT32_MAX, .dilation_w = 1};
+    expect_refused(nn_conv2d_ex(x, w, NULL, &p), "nn_conv2d", "kernel", "conv2d dilation 2^31-1");
+    p = (nn_conv2d_params){.stride_h = INT32_MAX, .stride_w = INT32_MAX, .pad_h = 1, .pad_w = 1};
+    nn_tensor *y = nn_conv2d_ex(x, w, NULL, &p);
+    CHECK_MSG(y && nn_tensor_dim(y, 2) == 1 && nn_tensor_dim(y, 3) == 1, "conv2d stride 2^31-1: %s",
+              y ? "wrong shape" : nn_last_error());
+
+    nn_tensor *wt = random_input(ctx, 4, (int64_t[]){2, 3, 3, 3});
+    nn_conv_transpose2d_params t = {.stride_h = 1, .stride_w = 1, .pad_h = INT32_MAX, .pad_w = 0};
+    expect_refused(nn_conv_transpose2d(x, wt, NULL, &t), "nn_conv_transpose2d", "empty",
+                   "conv_transpose2d padding 2^31-1");
+    t = (nn_conv_transpose2d_params){.stride_h = INT32_MAX, .stride_w = 1};
+    expect_refused(nn_conv_transpose2d(x, wt, NULL, &t), "nn_conv_transpose2d", "output height",
+                   "conv_transpose2d stride 2^31-1");
+    t = (nn_conv_transpose2d_params){.stride_h = 1, .stride_w = 1, .dilation_h = INT32_MAX};
+    expect_refused(nn_conv_transpose2d(x, wt, NULL, &t), "nn_conv_transpose2d", "output height",
+                   "conv_transpose2d dilation 2^31-1");
+    nn_ctx_free(ctx);
+}
+
+TEST(hardening_overflow_resampling_and_rearranging) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    nn_tensor *x = random_input(ctx, 4, (int64_t[]){1, 2, 5, 7});
+    expect_refused(nn_interpolate(x, 0, 0, 1e300, 1.0, NN_INTERPOLATE_NEAREST, false), "nn_interpolate", "height",
+                   "interpolate scale 1e300");
+    expect_refused(nn_interpolate(x, 0, 0, 1e9, 1.0, NN_INTERPOLATE_NEAREST, false), "nn_interpolate", "height",
+                   "interpolate scale 1e9");
+    /* A step of 2^63-1 takes the first element: one, not an overflowed count. */
+    nn_tensor *v = random_input(ctx, 1, (int64_t[]){11});
+    nn_tensor *s = nn_slice(v, 0, 3, 11, INT64_MAX);
+    float got = 0, all[11];
+    CHECK_MSG(s && nn_tensor_dim(s, 0) == 1, "slice step 2^63-1: %s", s ? "wrong shape" : nn_last_error());
+    CHECK(s && nn_tensor_read(s, &got, sizeof got) == NN_OK && nn_tensor_read(v, all, sizeof all) == NN_OK &&
+          got == all[3]);
+    /* Concatenating views whose sizes sum past int64 is refused. */
+    nn_tensor *one = random_input(ctx, 1, (int64_t[]){1});
+    nn_tensor *huge = nn_expand(one, 1, (int64_t[]){INT64_MAX / 8});
+    CHECK_MSG(huge != NULL, "expand: %s", nn_last_error());
+    nn_tensor *parts[12];
+    for (int i = 0; i < 12; i++) parts[i] = huge;
+    if (huge) expect_refused(nn_cat(parts, 12, 0), "nn_cat", "large", "cat of sizes past int64");
+    /* Tensor element counts: products of dimensions past int64. */
+    expect_refused(nn_tensor_new(ctx, NN_F32, 3, (int64_t[]){1LL << 40, 1LL << 40, 3}), "nn_tensor_new", "too large",
+                   "tensor of 2^81 elements");
+    nn_ctx_free(ctx);
+}
