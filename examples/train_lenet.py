@@ -5,6 +5,7 @@ from an IDX pair (Fashion-MNIST, MNIST) or an image folder mnist/0..9/.
     PYTHONPATH=python python3 examples/train_lenet.py --folder mnist --epochs 5
 """
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -13,6 +14,8 @@ import nn_engine as nn
 from nn_engine import (ConvLayer, Linear, Metrics, Model, ReusableTensor, SGD, Tensor, end_batch,
                        flatten, maxpool2d, softmax_ce)
 from nn_engine.datasets import load_idx_pair, load_image_folder
+
+from ctrl_c import EXIT_INTERRUPTED, StopOnCtrlC
 
 
 class LeNet(Model):
@@ -78,11 +81,24 @@ def main():
     metrics = Metrics()
     inputs = ReusableTensor((args.batch, 1, 28, 28))
     rng = np.random.default_rng(args.seed)
+    with StopOnCtrlC() as stop:
+        train(args, model, optimizer, metrics, inputs, rng, x_train, y_train, x_test, y_test, stop)
+    if args.export:
+        model.export(args.export, input_shape=[1, 1, 28, 28])
+        print(f"exported {args.export}")
+    if stop.requested:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def train(args, model, optimizer, metrics, inputs, rng, x_train, y_train, x_test, y_test, stop):
     for epoch in range(1, args.epochs + 1):
         start = time.perf_counter()
         metrics.reset()
         order = rng.permutation(len(x_train))
-        for i in range(0, len(order), args.batch):
+        for step, i in enumerate(range(0, len(order), args.batch)):
+            if stop.requested:
+                print(f"stopped by Ctrl+C in epoch {epoch} after step {step}", file=sys.stderr)
+                return
             idx = order[i:i + args.batch]
             xb = inputs.update(x_train[idx])
             yb = Tensor(y_train[idx], dtype=np.int32)
@@ -106,10 +122,7 @@ def main():
         test_loss, test_acc = metrics.collect(len(x_test))
         print(f"epoch {epoch:2d}  train loss {train_loss:.4f}  acc {train_acc:6.2%}  "
               f"test loss {test_loss:.4f}  acc {test_acc:6.2%}  {seconds:6.1f} s  "
-              f"{len(x_train) / seconds:7.0f} images/s")
-    if args.export:
-        model.export(args.export, input_shape=[1, 1, 28, 28])
-        print(f"exported {args.export}")
+              f"{len(x_train) / seconds:7.0f} images/s", flush=True)
 
 
 if __name__ == "__main__":

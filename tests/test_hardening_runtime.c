@@ -277,3 +277,39 @@ TEST(hardening_overflow_resampling_and_rearranging) {
                    "tensor of 2^81 elements");
     nn_ctx_free(ctx);
 }
+
+/* ---- bounds on what a step holds ---- */
+
+TEST(hardening_step_tensor_limit_names_the_limit_and_the_remedy) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    nn_tensor *x = random_input(ctx, 1, (int64_t[]){3});
+    nn_tensor *y = x;
+    int64_t made = 0;
+    while (y && made <= NN_MAX_STEP_TENSORS) {
+        y = nn_add(y, x);
+        made += y != NULL;
+    }
+    CHECK_MSG(y == NULL && made == NN_MAX_STEP_TENSORS, "made %lld results", (long long)made);
+    CHECK_MSG(strstr(nn_last_error(), "NN_MAX_STEP_TENSORS") && strstr(nn_last_error(), "nn_ctx_step_end"), "%s",
+              nn_last_error());
+    /* A step end frees them, and the context works on. */
+    CHECK(nn_ctx_step_end(ctx) == NN_OK);
+    CHECK(nn_ctx_step_tensor_count(ctx) == 0);
+    nn_tensor *z = nn_add(x, x);
+    float out[3], in[3];
+    CHECK(z && nn_tensor_read(z, out, sizeof out) == NN_OK && nn_tensor_read(x, in, sizeof in) == NN_OK);
+    for (int i = 0; i < 3; i++) CHECK(out[i] == 2 * in[i]);
+    nn_ctx_free(ctx);
+}
+
+TEST(hardening_cpu_allocation_beyond_the_host_is_refused) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    /* 2^60 bytes: representable, far beyond any host. */
+    nn_tensor *t = nn_tensor_new(ctx, NN_F32, 2, (int64_t[]){1LL << 29, 1LL << 29});
+    CHECK(t == NULL);
+    CHECK_MSG(strstr(nn_last_error(), "1152921504606846976 bytes") && strstr(nn_last_error(), "host"), "%s",
+              nn_last_error());
+    nn_ctx_free(ctx);
+}

@@ -105,6 +105,10 @@ bool nn_ctx_set_fusion(nn_ctx *ctx, bool enabled) {
 }
 
 nn_status nn_ctx_track_step_tensor(nn_ctx *ctx, nn_tensor *t) {
+    if (ctx->step_live >= NN_MAX_STEP_TENSORS)
+        return nn_set_error(NN_ERR_MEMORY, "%lld tensors made since the last step end, the limit (NN_MAX_STEP_TENSORS): "
+                            "end each step with nn_ctx_step_end (Python: nn_engine.end_batch()), or free results "
+                            "no longer needed", (long long)ctx->step_live);
     if (ctx->step_count == ctx->step_capacity) {
         int64_t capacity = ctx->step_capacity ? ctx->step_capacity * 2 : 256;
         nn_tensor **grown = realloc(ctx->step_tensors, (size_t)capacity * sizeof *grown);
