@@ -5,6 +5,7 @@ from an IDX pair (Fashion-MNIST, MNIST) or an image folder mnist/0..9/.
     PYTHONPATH=python python3 examples/train_lenet.py --folder mnist --epochs 5
 """
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -13,6 +14,8 @@ import nn_engine as nn
 from nn_engine import ConvLayer, Linear, Metrics, Model, SGD, end_batch, flatten, maxpool2d, softmax_ce
 from nn_engine.data import DataLoader, TensorDataset
 from nn_engine.datasets import load_idx_pair, load_image_folder
+
+from ctrl_c import EXIT_INTERRUPTED, StopOnCtrlC
 
 
 class LeNet(Model):
@@ -87,10 +90,27 @@ def main():
     train_loader = DataLoader(TensorDataset(x_train, y_train), batch_size=args.batch, shuffle=True,
                               seed=args.seed)
     test_loader = DataLoader(TensorDataset(x_test, y_test), batch_size=args.batch)
+    # Ctrl+C: the first finishes the step, saves and exports what there is, exits 130; a second exits at once.
+    with StopOnCtrlC() as stop:
+        train(args, model, optimizer, metrics, train_loader, test_loader, len(x_train), len(x_test), stop)
+    if args.save:
+        model.save(args.save)
+        print(f"saved {args.save}")
+    if args.export:
+        model.export(args.export, input_shape=[1, 1, 28, 28])
+        print(f"exported {args.export}")
+    if stop.requested:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def train(args, model, optimizer, metrics, train_loader, test_loader, train_count, test_count, stop):
     for epoch in range(1, args.epochs + 1):
         start = time.perf_counter()
         metrics.reset()
-        for xb, yb in train_loader:
+        for step, (xb, yb) in enumerate(train_loader):
+            if stop.requested:
+                print(f"stopped by Ctrl+C in epoch {epoch} after step {step}", file=sys.stderr)
+                return
             optimizer.zero_grad()
             logits = model(xb)
             loss = softmax_ce(logits, yb)
@@ -98,7 +118,7 @@ def main():
             loss.backward()
             optimizer.step()
             end_batch()
-        train_loss, train_acc = metrics.collect(len(x_train))
+        train_loss, train_acc = metrics.collect(train_count)
         seconds = time.perf_counter() - start
 
         metrics.reset()
@@ -107,17 +127,10 @@ def main():
                 logits = model(xb)
                 metrics.update(softmax_ce(logits, yb), logits, yb)
                 end_batch()
-        test_loss, test_acc = metrics.collect(len(x_test))
+        test_loss, test_acc = metrics.collect(test_count)
         print(f"epoch {epoch:2d}  train loss {train_loss:.4f}  acc {train_acc:6.2%}  "
               f"test loss {test_loss:.4f}  acc {test_acc:6.2%}  {seconds:6.1f} s  "
-              f"{len(x_train) / seconds:7.0f} images/s")
-    if args.save:
-        model.save(args.save)
-        print(f"saved {args.save}")
-    if args.export:
-        model.export(args.export, input_shape=[1, 1, 28, 28])
-        print(f"exported {args.export}")
-
+              f"{train_count / seconds:7.0f} images/s", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -94,6 +94,19 @@ nn_status nn_ctx_step_end(nn_ctx *ctx);
 /* Number of tensors the current step owns (a leak check for callers). */
 int64_t nn_ctx_step_tensor_count(const nn_ctx *ctx);
 
+/* The most tensors one step may own: operations recorded without a step
+ * end (a loop that never calls nn_ctx_step_end) hold every result, and
+ * would grow until the system kills the process. The operation that would
+ * pass it fails, naming the limit. */
+#define NN_MAX_STEP_TENSORS (1 << 17)
+
+/* The threading rule: a context belongs to one thread at a time. A call
+ * that touches a context while another thread is inside it fails with
+ * NN_ERR_STATE ("context ... is in use by another thread") instead of
+ * corrupting it; give each thread its own context, or serialise the calls
+ * (the Python package does: its calls take turns under one lock). Different
+ * contexts run in parallel freely. */
+
 #ifdef __cplusplus
 }
 #endif

@@ -79,6 +79,9 @@ typedef struct nn_train_progress {
     int64_t epoch; /* epochs completed */
     int64_t step;  /* optimizer steps completed */
     uint64_t seed; /* the run's seed */
+    /* Steps of epoch + 1 already done: a run stopped part way (Ctrl+C);
+     * 0 for a state written after a whole epoch (and in older files). */
+    int64_t epoch_step;
 } nn_train_progress;
 
 /* `opt` must be the optimizer over exactly the module's parameters, in the

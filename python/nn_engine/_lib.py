@@ -6,6 +6,7 @@ whatever it is given: a wrong declaration is how ctypes code crashes.
 """
 import ctypes
 import os
+import threading
 
 c_tensor_p = ctypes.c_void_p  # nn_tensor * (opaque)
 c_ctx_p = ctypes.c_void_p     # nn_ctx *
@@ -333,7 +334,40 @@ def _load():
         "NN_ENGINE_LIBRARY at the file.")
 
 
-lib, library_path = _load()
+class _SerialisedFunction:
+    """A C function called under the library lock (see _SerialisedLibrary)."""
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn):
+        self._fn = fn
+
+    restype = property(lambda self: self._fn.restype, lambda self, value: setattr(self._fn, "restype", value))
+    argtypes = property(lambda self: self._fn.argtypes, lambda self, value: setattr(self._fn, "argtypes", value))
+
+    def __call__(self, *args):
+        with _LOCK:
+            return self._fn(*args)
+
+
+class _SerialisedLibrary:
+    """The threading rule, Python side: a C context belongs to one thread at
+    a time (the C library refuses a second thread with an error), so Python
+    threads take turns: every call holds one re-entrant lock. ctypes drops
+    the GIL during the call, so threads that do not call the library (data
+    loading, numpy) keep running meanwhile."""
+
+    def __init__(self, cdll):
+        self._cdll = cdll
+
+    def __getattr__(self, name):
+        function = _SerialisedFunction(getattr(self._cdll, name))  # AttributeError when missing
+        setattr(self, name, function)  # found once; later lookups are plain attributes
+        return function
+
+
+_LOCK = threading.RLock()
+_cdll, library_path = _load()
+lib = _SerialisedLibrary(_cdll)
 
 _missing = [name for name in _SIGNATURES if not hasattr(lib, name)]
 if _missing:

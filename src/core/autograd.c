@@ -121,8 +121,7 @@ static nn_status node_backward(nn_node *node) {
     return node->op->backward(node);
 }
 
-nn_status nn_backward(nn_tensor *loss) {
-    if (!loss) return nn_set_error(NN_ERR_ARGUMENT, "nn_backward: loss is NULL");
+static nn_status backward_entered(nn_tensor *loss) {
     char buf[96];
     if (loss->numel != 1)
         return nn_set_error(NN_ERR_SHAPE,
@@ -163,5 +162,13 @@ nn_status nn_backward(nn_tensor *loss) {
     }
     loss->grad_seeded = false;
     consume_walked_nodes(ctx, start);
+    return status;
+}
+
+nn_status nn_backward(nn_tensor *loss) {
+    if (!loss) return nn_set_error(NN_ERR_ARGUMENT, "nn_backward: loss is NULL");
+    NN_TRY(nn_ctx_enter(loss->ctx, "nn_backward"));
+    nn_status status = backward_entered(loss);
+    nn_ctx_leave(loss->ctx);
     return status;
 }

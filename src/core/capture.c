@@ -110,8 +110,7 @@ void nn_capture_record(nn_ctx *ctx, const nn_command *command, const void *data)
     c->count++;
 }
 
-nn_status nn_capture_begin(nn_ctx *ctx) {
-    if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_capture_begin: ctx is NULL");
+static nn_status begin_entered(nn_ctx *ctx) {
     if (ctx->recording)
         return nn_set_error(NN_ERR_STATE, "nn_capture_begin: a capture is already recording on this context");
     NN_TRY(nn_ctx_flush(ctx, NULL)); /* what was recorded before is not the step's */
@@ -123,6 +122,14 @@ nn_status nn_capture_begin(nn_ctx *ctx) {
     ctx->captures = c;
     ctx->recording = c;
     return NN_OK;
+}
+
+nn_status nn_capture_begin(nn_ctx *ctx) {
+    if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_capture_begin: ctx is NULL");
+    NN_TRY(nn_ctx_enter(ctx, "nn_capture_begin"));
+    nn_status status = begin_entered(ctx);
+    nn_ctx_leave(ctx);
+    return status;
 }
 
 static void unlink_capture(nn_capture *c) {
@@ -148,8 +155,7 @@ static void destroy(nn_capture *c) {
     free(c);
 }
 
-nn_capture *nn_capture_end(nn_ctx *ctx) {
-    if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_capture_end: ctx is NULL");
+static nn_capture *end_entered(nn_ctx *ctx) {
     nn_capture *c = ctx->recording;
     if (!c) return NN_FAIL_NULL(NN_ERR_STATE, "nn_capture_end: no capture is recording (call nn_capture_begin)");
     if (nn_ctx_flush(ctx, NULL) != NN_OK) nn_capture_fail(ctx); /* the step's operations not yet run */
@@ -178,8 +184,15 @@ nn_capture *nn_capture_end(nn_ctx *ctx) {
     return c;
 }
 
-nn_status nn_replay(nn_capture *c, int64_t times) {
-    if (!c) return nn_set_error(NN_ERR_ARGUMENT, "nn_replay: capture is NULL");
+nn_capture *nn_capture_end(nn_ctx *ctx) {
+    if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_capture_end: ctx is NULL");
+    if (nn_ctx_enter(ctx, "nn_capture_end") != NN_OK) return NULL;
+    nn_capture *c = end_entered(ctx);
+    nn_ctx_leave(ctx);
+    return c;
+}
+
+static nn_status replay_entered(nn_capture *c, int64_t times) {
     if (times < 1) return nn_set_error(NN_ERR_ARGUMENT, "nn_replay: times must be >= 1, got %lld", (long long)times);
     nn_ctx *ctx = c->ctx;
     if (ctx->recording)
@@ -192,13 +205,25 @@ nn_status nn_replay(nn_capture *c, int64_t times) {
     return NN_OK;
 }
 
+nn_status nn_replay(nn_capture *c, int64_t times) {
+    if (!c) return nn_set_error(NN_ERR_ARGUMENT, "nn_replay: capture is NULL");
+    NN_TRY(nn_ctx_enter(c->ctx, "nn_replay"));
+    nn_status status = replay_entered(c, times);
+    nn_ctx_leave(c->ctx);
+    return status;
+}
+
 int64_t nn_capture_command_count(const nn_capture *c) { return c ? c->count : 0; }
 
 /* Replays may still be running: the backend's plan_free waits for its
  * plan; the memory released here is only reused by work submitted later,
  * which the backend orders after them. */
 void nn_capture_free(nn_capture *c) {
-    if (c) destroy(c);
+    if (!c) return;
+    nn_ctx *ctx = c->ctx;
+    if (nn_ctx_enter(ctx, "nn_capture_free") != NN_OK) return; /* freed with its context instead */
+    destroy(c);
+    nn_ctx_leave(ctx);
 }
 
 void nn_capture_free_all(nn_ctx *ctx) {

@@ -43,6 +43,9 @@ static void release_recipes(nn_ctx *ctx) {
 
 void nn_ctx_free(nn_ctx *ctx) {
     if (!ctx) return;
+    /* Refused while another thread is inside: freeing it would pull the
+     * memory from under that thread (the context stays allocated). */
+    if (nn_ctx_enter(ctx, "nn_ctx_free") != NN_OK) return;
     nn_ctx_drop_pending(ctx);
     nn_capture_free_all(ctx);
     nn_tape_clear(ctx);
@@ -70,13 +73,18 @@ int nn_ctx_threads(const nn_ctx *ctx) { return ctx ? ctx->backend->threads : 0; 
 
 nn_status nn_ctx_sync(nn_ctx *ctx) {
     if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_sync: ctx is NULL");
-    NN_TRY(nn_ctx_flush(ctx, NULL));
-    return ctx->backend->sync(ctx->backend);
+    NN_TRY(nn_ctx_enter(ctx, "nn_ctx_sync"));
+    nn_status status = nn_ctx_flush(ctx, NULL);
+    if (status == NN_OK) status = ctx->backend->sync(ctx->backend);
+    nn_ctx_leave(ctx);
+    return status;
 }
 
 nn_status nn_ctx_manual_seed(nn_ctx *ctx, uint64_t seed) {
     if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_manual_seed: ctx is NULL");
+    NN_TRY(nn_ctx_enter(ctx, "nn_ctx_manual_seed"));
     nn_rng_seed(&ctx->rng, seed);
+    nn_ctx_leave(ctx);
     return NN_OK;
 }
 
@@ -97,6 +105,10 @@ bool nn_ctx_set_fusion(nn_ctx *ctx, bool enabled) {
 }
 
 nn_status nn_ctx_track_step_tensor(nn_ctx *ctx, nn_tensor *t) {
+    if (ctx->step_live >= NN_MAX_STEP_TENSORS)
+        return nn_set_error(NN_ERR_MEMORY, "%lld tensors made since the last step end, the limit (NN_MAX_STEP_TENSORS): "
+                            "end each step with nn_ctx_step_end (Python: nn_engine.end_batch()), or free results "
+                            "no longer needed", (long long)ctx->step_live);
     if (ctx->step_count == ctx->step_capacity) {
         int64_t capacity = ctx->step_capacity ? ctx->step_capacity * 2 : 256;
         nn_tensor **grown = realloc(ctx->step_tensors, (size_t)capacity * sizeof *grown);
@@ -116,8 +128,7 @@ void nn_ctx_untrack_step_tensor(nn_ctx *ctx, nn_tensor *t) {
     ctx->step_live--;
 }
 
-nn_status nn_ctx_step_end(nn_ctx *ctx) {
-    if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_step_end: ctx is NULL");
+static nn_status step_end_entered(nn_ctx *ctx) {
     /* What the step recorded runs even if nothing read it: operations may
      * have effects beyond their output (a dropout draw advances its counter). */
     nn_status flushed = nn_ctx_flush(ctx, NULL);
@@ -131,6 +142,14 @@ nn_status nn_ctx_step_end(nn_ctx *ctx) {
     ctx->step_count = 0;
     ctx->step_live = 0;
     return flushed;
+}
+
+nn_status nn_ctx_step_end(nn_ctx *ctx) {
+    if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_step_end: ctx is NULL");
+    NN_TRY(nn_ctx_enter(ctx, "nn_ctx_step_end"));
+    nn_status status = step_end_entered(ctx);
+    nn_ctx_leave(ctx);
+    return status;
 }
 
 int64_t nn_ctx_step_tensor_count(const nn_ctx *ctx) { return ctx ? ctx->step_live : 0; }
@@ -154,8 +173,7 @@ bool nn_ctx_supports(nn_ctx *ctx, nn_kernel kernel, const void *params) {
  * runs after what the operations recorded before it. */
 static nn_status before_command(nn_ctx *ctx) { return ctx->pending_count ? nn_ctx_flush(ctx, NULL) : NN_OK; }
 
-nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
-                     const void *params) {
+static nn_status run_entered(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs, const void *params) {
     NN_TRY(before_command(ctx));
     if (ctx->recording) {
         size_t size = nn_kernel_params_size(kernel);
@@ -173,7 +191,15 @@ nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, i
     return after_command(ctx, ctx->backend->run(ctx->backend, kernel, args, nargs, params));
 }
 
-nn_status nn_ctx_fill(nn_ctx *ctx, nn_buffer_ref dst, float value, size_t count) {
+nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs,
+                     const void *params) {
+    NN_TRY(nn_ctx_enter(ctx, "nn_ctx_run"));
+    nn_status status = run_entered(ctx, kernel, args, nargs, params);
+    nn_ctx_leave(ctx);
+    return status;
+}
+
+static nn_status fill_entered(nn_ctx *ctx, nn_buffer_ref dst, float value, size_t count) {
     NN_TRY(before_command(ctx));
     if (ctx->recording) {
         nn_command cmd = {.kind = NN_COMMAND_FILL, .nargs = 1, .args = {dst}, .value = value, .count = count};
@@ -182,7 +208,14 @@ nn_status nn_ctx_fill(nn_ctx *ctx, nn_buffer_ref dst, float value, size_t count)
     return after_command(ctx, ctx->backend->fill(ctx->backend, dst, value, count));
 }
 
-nn_status nn_ctx_copy(nn_ctx *ctx, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes) {
+nn_status nn_ctx_fill(nn_ctx *ctx, nn_buffer_ref dst, float value, size_t count) {
+    NN_TRY(nn_ctx_enter(ctx, "nn_ctx_fill"));
+    nn_status status = fill_entered(ctx, dst, value, count);
+    nn_ctx_leave(ctx);
+    return status;
+}
+
+static nn_status copy_entered(nn_ctx *ctx, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes) {
     NN_TRY(before_command(ctx));
     if (ctx->recording) {
         nn_command cmd = {.kind = NN_COMMAND_COPY, .nargs = 2, .args = {dst, src}, .count = bytes};
@@ -191,13 +224,27 @@ nn_status nn_ctx_copy(nn_ctx *ctx, nn_buffer_ref dst, nn_buffer_ref src, size_t 
     return after_command(ctx, ctx->backend->copy(ctx->backend, dst, src, bytes));
 }
 
-nn_status nn_ctx_write(nn_ctx *ctx, nn_buffer_ref dst, const void *src, size_t bytes) {
+nn_status nn_ctx_copy(nn_ctx *ctx, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes) {
+    NN_TRY(nn_ctx_enter(ctx, "nn_ctx_copy"));
+    nn_status status = copy_entered(ctx, dst, src, bytes);
+    nn_ctx_leave(ctx);
+    return status;
+}
+
+static nn_status write_entered(nn_ctx *ctx, nn_buffer_ref dst, const void *src, size_t bytes) {
     NN_TRY(before_command(ctx));
     if (ctx->recording) {
         nn_command cmd = {.kind = NN_COMMAND_WRITE, .nargs = 1, .args = {dst}, .count = bytes};
         nn_capture_record(ctx, &cmd, src);
     }
     return after_command(ctx, ctx->backend->write(ctx->backend, dst, src, bytes));
+}
+
+nn_status nn_ctx_write(nn_ctx *ctx, nn_buffer_ref dst, const void *src, size_t bytes) {
+    NN_TRY(nn_ctx_enter(ctx, "nn_ctx_write"));
+    nn_status status = write_entered(ctx, dst, src, bytes);
+    nn_ctx_leave(ctx);
+    return status;
 }
 
 nn_status nn_ctx_set_precision(nn_ctx *ctx, nn_precision precision) {

@@ -39,14 +39,10 @@ static nn_status pending_push(nn_ctx *ctx, nn_node *node) {
     return NN_OK;
 }
 
-nn_tensor *nn_op_record(const nn_op *op, nn_tensor *const *inputs, int input_count, const void *params,
+static nn_tensor *record_entered(nn_ctx *ctx, const nn_op *op, nn_tensor *const *inputs, int input_count, const void *params,
                         size_t params_size, nn_dtype dtype, int ndim, const int64_t *shape) {
-    nn_ctx *ctx = NULL;
-    for (int i = 0; i < input_count && !ctx; i++)
-        if (inputs[i]) ctx = inputs[i]->ctx;
-    if (!ctx || input_count > NN_NODE_MAX_TENSORS || params_size > NN_NODE_MAX_PARAMS)
-        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: %s", op->name,
-                            ctx ? "more inputs or parameters than a node holds" : "no input");
+    if (input_count > NN_NODE_MAX_TENSORS || params_size > NN_NODE_MAX_PARAMS)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: more inputs or parameters than a node holds", op->name);
     nn_node *node = calloc(1, sizeof *node);
     if (!node) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory", op->name);
     node->op = op;
@@ -67,6 +63,18 @@ nn_tensor *nn_op_record(const nn_op *op, nn_tensor *const *inputs, int input_cou
         nn_tensor_free(out);
         return NULL;
     }
+    return out;
+}
+
+nn_tensor *nn_op_record(const nn_op *op, nn_tensor *const *inputs, int input_count, const void *params,
+                        size_t params_size, nn_dtype dtype, int ndim, const int64_t *shape) {
+    nn_ctx *ctx = NULL;
+    for (int i = 0; i < input_count && !ctx; i++)
+        if (inputs[i]) ctx = inputs[i]->ctx;
+    if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: no input", op->name);
+    if (nn_ctx_enter(ctx, op->name) != NN_OK) return NULL;
+    nn_tensor *out = record_entered(ctx, op, inputs, input_count, params, params_size, dtype, ndim, shape);
+    nn_ctx_leave(ctx);
     return out;
 }
 
@@ -144,7 +152,7 @@ nn_status nn_tensor_materialize(nn_tensor *t) {
     return NN_OK;
 }
 
-nn_status nn_ctx_flush(nn_ctx *ctx, const nn_tensor *keep) {
+static nn_status flush_entered(nn_ctx *ctx, const nn_tensor *keep) {
     if (ctx->flushing || ctx->pending_count == 0) return NN_OK;
     ctx->flushing = true;
     nn_node **nodes = ctx->pending;
@@ -159,6 +167,13 @@ nn_status nn_ctx_flush(nn_ctx *ctx, const nn_tensor *keep) {
     free(nodes);
     ctx->flushing = false;
     return st;
+}
+
+nn_status nn_ctx_flush(nn_ctx *ctx, const nn_tensor *keep) {
+    NN_TRY(nn_ctx_enter(ctx, "nn_ctx_flush"));
+    nn_status status = flush_entered(ctx, keep);
+    nn_ctx_leave(ctx);
+    return status;
 }
 
 void nn_ctx_drop_pending(nn_ctx *ctx) {

@@ -8,6 +8,7 @@
 
 #include "nn_engine.h"
 #include "backends/backend.h"
+#include "ctx_guard.h"
 #include "error.h"
 #include "rng.h"
 
@@ -61,6 +62,7 @@ struct nn_tensor {
 };
 
 struct nn_ctx {
+    nn_ctx_guard guard; /* the threading rule (ctx_guard.h) */
     nn_backend *backend;
     nn_rng rng;
     bool grad_enabled;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ctx_guard.h"
 #include "error.h"
 #include "nn_capture.h"
 #include "nn_step.h"
@@ -96,6 +97,8 @@ nn_status nn_step_runner_run(nn_step_runner *r, int64_t times) {
     if (times < 1) return nn_set_error(NN_ERR_ARGUMENT, "nn_step_runner_run: times must be >= 1, got %lld", (long long)times);
     if (r->running)
         return nn_set_error(NN_ERR_STATE, "nn_step_runner_run: called from inside the runner's own step function");
+    /* The whole run, the step function included, holds the context. */
+    NN_TRY(nn_ctx_enter(r->ctx, "nn_step_runner_run"));
     r->running = true;
     nn_status status = NN_OK;
     while (status == NN_OK && times > 0) {
@@ -105,6 +108,7 @@ nn_status nn_step_runner_run(nn_step_runner *r, int64_t times) {
         times -= ran;
     }
     r->running = false;
+    nn_ctx_leave(r->ctx);
     return status;
 }
 

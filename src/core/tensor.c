@@ -72,8 +72,7 @@ static nn_storage *storage_new(nn_ctx *ctx, size_t bytes) {
     return storage;
 }
 
-nn_tensor *nn_tensor_alloc(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape,
-                           bool step_owned) {
+static nn_tensor *alloc_entered(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape, bool step_owned) {
     int64_t numel;
     if (check_shape("nn_tensor_alloc", ndim, shape, &numel) != NN_OK) return NULL;
     nn_storage *storage = storage_new(ctx, (size_t)numel * ELEMENT_BYTES);
@@ -93,7 +92,15 @@ nn_tensor *nn_tensor_alloc(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t 
     return t;
 }
 
-nn_tensor *nn_tensor_deferred(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
+nn_tensor *nn_tensor_alloc(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape,
+                           bool step_owned) {
+    if (nn_ctx_enter(ctx, "nn_tensor_alloc") != NN_OK) return NULL;
+    nn_tensor *t = alloc_entered(ctx, dtype, ndim, shape, step_owned);
+    nn_ctx_leave(ctx);
+    return t;
+}
+
+static nn_tensor *deferred_entered(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
     int64_t numel;
     if (check_shape("nn_tensor_deferred", ndim, shape, &numel) != NN_OK) return NULL;
     nn_tensor *t = tensor_struct(ctx, dtype, ndim, shape, numel);
@@ -101,6 +108,13 @@ nn_tensor *nn_tensor_deferred(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64
         nn_tensor_release(t);
         return NULL;
     }
+    return t;
+}
+
+nn_tensor *nn_tensor_deferred(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
+    if (nn_ctx_enter(ctx, "nn_tensor_deferred") != NN_OK) return NULL;
+    nn_tensor *t = deferred_entered(ctx, dtype, ndim, shape);
+    nn_ctx_leave(ctx);
     return t;
 }
 
@@ -118,7 +132,7 @@ nn_status nn_tensor_share_storage(nn_tensor *t, nn_tensor *source, size_t offset
     return NN_OK;
 }
 
-nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const int64_t *shape) {
+static nn_tensor *view_at_entered(nn_tensor *source, size_t offset, int ndim, const int64_t *shape) {
     int64_t numel;
     if (check_shape("nn_tensor_view_at", ndim, shape, &numel) != NN_OK) return NULL;
     if (!source->storage && nn_tensor_materialize(source) != NN_OK) return NULL;
@@ -131,6 +145,13 @@ nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const i
     t->storage = source->storage;
     t->storage->refcount++;
     t->offset = source->offset + offset;
+    return t;
+}
+
+nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const int64_t *shape) {
+    if (nn_ctx_enter(source->ctx, "nn_tensor_view_at") != NN_OK) return NULL;
+    nn_tensor *t = view_at_entered(source, offset, ndim, shape);
+    nn_ctx_leave(source->ctx);
     return t;
 }
 
@@ -166,13 +187,23 @@ static void storage_release(nn_ctx *ctx, nn_storage *storage) {
     else nn_storage_destroy(ctx, storage);
 }
 
-void nn_tensor_release(nn_tensor *t) {
-    if (!t || --t->refcount > 0) return;
+static void release_entered(nn_tensor *t) {
+    if (--t->refcount > 0) return;
     nn_tensor_release(t->grad);
     if (t->recipe) nn_node_release(t->recipe);
     if (t->storage) storage_release(t->ctx, t->storage);
     unlink_live(t);
     free(t);
+}
+
+void nn_tensor_release(nn_tensor *t) {
+    if (!t) return;
+    nn_ctx *ctx = t->ctx;
+    /* Refused: the tensor stays allocated (freed with its context) rather
+     * than corrupting the context another thread is using. */
+    if (nn_ctx_enter(ctx, "nn_tensor_free") != NN_OK) return;
+    release_entered(t);
+    nn_ctx_leave(ctx);
 }
 
 nn_buffer_ref nn_tensor_ref(const nn_tensor *t) {
@@ -227,8 +258,11 @@ nn_tensor *nn_tensor_from_data(nn_ctx *ctx, nn_dtype dtype, int ndim, const int6
 
 void nn_tensor_free(nn_tensor *t) {
     if (!t) return;
-    if (t->step_slot >= 0) nn_ctx_untrack_step_tensor(t->ctx, t);
+    nn_ctx *ctx = t->ctx;
+    if (nn_ctx_enter(ctx, "nn_tensor_free") != NN_OK) return; /* left to its context, as in nn_tensor_release */
+    if (t->step_slot >= 0) nn_ctx_untrack_step_tensor(ctx, t);
     nn_tensor_release(t);
+    nn_ctx_leave(ctx);
 }
 
 nn_status nn_tensor_persist(nn_tensor *t) {
@@ -238,7 +272,9 @@ nn_status nn_tensor_persist(nn_tensor *t) {
                             "nn_tensor_persist: the tensor is not owned by the step (it was made "
                             "by nn_tensor_new/from_data, or persisted already)");
     /* The step's reference becomes the caller's. */
+    NN_TRY(nn_ctx_enter(t->ctx, "nn_tensor_persist"));
     nn_ctx_untrack_step_tensor(t->ctx, t);
+    nn_ctx_leave(t->ctx);
     return NN_OK;
 }
 
@@ -261,8 +297,7 @@ nn_status nn_tensor_write(nn_tensor *t, const void *data, size_t bytes) {
     return nn_ctx_write(t->ctx, nn_tensor_ref(t), data, bytes);
 }
 
-nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes) {
-    NN_TRY(check_copy("nn_tensor_read", t, data, bytes));
+static nn_status read_entered(const nn_tensor *t, void *data, size_t bytes) {
     if (t->ctx->recording) {
         nn_set_error(NN_ERR_STATE, "nn_tensor_read: reading a tensor while a capture records: a replayed step "
                                    "cannot return host values; read after nn_replay");
@@ -271,6 +306,14 @@ nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes) {
     }
     NN_TRY(nn_tensor_materialize((nn_tensor *)t));
     return t->ctx->backend->read(t->ctx->backend, nn_tensor_ref(t), data, bytes);
+}
+
+nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes) {
+    NN_TRY(check_copy("nn_tensor_read", t, data, bytes));
+    NN_TRY(nn_ctx_enter(t->ctx, "nn_tensor_read"));
+    nn_status status = read_entered(t, data, bytes);
+    nn_ctx_leave(t->ctx);
+    return status;
 }
 
 nn_status nn_tensor_copy(nn_tensor *dst, const nn_tensor *src) {

@@ -34,6 +34,8 @@
 #define FORMAT_VERSION "1"
 #define STATE_PREFIX "optimizer."
 #define SCHEDULE_NAME "schedule.step"
+#define MAX_EPOCHS INT32_MAX        /* epochs are counted in int by training loops */
+#define MAX_STEPS (INT64_C(1) << 53) /* optimizer steps, exact as doubles too */
 #define EMA_PREFIX "ema."
 #define MAX_OPTIONS 16
 
@@ -129,30 +131,35 @@ nn_status nn_save_train_state_with(const char *path, const nn_module *module, co
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s is NULL", who,
                             !module ? "module" : !opt ? "optimizer" : "progress");
     if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
-    if (progress->epoch < 0 || progress->step < 0)
-        return nn_set_error(NN_ERR_ARGUMENT, "%s: epoch and step must be >= 0, got %" PRId64
-                                             " and %" PRId64, who, progress->epoch, progress->step);
+    if (progress->epoch < 0 || progress->step < 0 || progress->epoch > MAX_EPOCHS || progress->step > MAX_STEPS ||
+        progress->epoch_step < 0 || progress->epoch_step > progress->step)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: epoch, step and epoch_step must be in [0, %d], [0, 2^53] and [0, "
+                                             "step], got %" PRId64 ", %" PRId64 " and %" PRId64, who, MAX_EPOCHS,
+                            progress->epoch, progress->step, progress->epoch_step);
     NN_TRY(check_pairing(who, module, opt));
     const nn_rng *rng = &nn_module_ctx(module)->rng;
-    char values[5][32];
+    char values[6][32];
     snprintf(values[0], 32, "%" PRId64, progress->epoch);
     snprintf(values[1], 32, "%" PRId64, progress->step);
     snprintf(values[2], 32, "%" PRIu64, progress->seed);
     snprintf(values[3], 32, "%" PRIu64, rng->state);
     snprintf(values[4], 32, "%" PRIu64, rng->increment);
-    nn_st_meta meta[8 + MAX_OPTIONS] = {
+    snprintf(values[5], 32, "%" PRId64, progress->epoch_step);
+    nn_st_meta meta[9 + MAX_OPTIONS] = {
         {"format", FORMAT_NAME}, {"format_version", FORMAT_VERSION},
         {"epoch", values[0]}, {"step", values[1]}, {"seed", values[2]},
         {"rng_state", values[3]}, {"rng_increment", values[4]}, {"optimizer", (char *)nn_optimizer_name(opt)},
     };
+    int meta_count = 8;
+    if (progress->epoch_step) meta[meta_count++] = (nn_st_meta){"epoch_step", values[5]}; /* only when stopped part way */
     nn_optimizer_option options[MAX_OPTIONS];
     const int option_count = nn_optimizer_describe(opt, options, MAX_OPTIONS);
-    for (int i = 0; i < option_count; i++) meta[8 + i] = (nn_st_meta){(char *)options[i].name, options[i].value};
+    for (int i = 0; i < option_count; i++) meta[meta_count + i] = (nn_st_meta){(char *)options[i].name, options[i].value};
     int count;
     char **names;
     nn_st_binding *b = state_bindings(who, module, opt, extras, &count, &names);
     if (!b) return nn_last_status();
-    nn_status status = nn_st_save(who, path, b, count, meta, 8 + option_count);
+    nn_status status = nn_st_save(who, path, b, count, meta, meta_count + option_count);
     free(b);
     free_names(names, allocated_names(module, opt, extras));
     return status;
@@ -196,16 +203,21 @@ static nn_status read_metadata(const char *who, const char *path, const nn_st_he
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: a training state of optimizer \"%.20s\" cannot resume "
                                              "\"%s\"", who, path, optimizer, nn_optimizer_name(opt));
     uint64_t epoch, step, seed, state, increment;
-    NN_TRY(meta_u64(who, path, h, "epoch", INT64_MAX, &epoch));
-    NN_TRY(meta_u64(who, path, h, "step", INT64_MAX, &step));
+    /* Sane bounds, so a crafted 2^63-1 cannot overflow the arithmetic a
+     * resuming loop does with them (epoch * steps per epoch). */
+    NN_TRY(meta_u64(who, path, h, "epoch", MAX_EPOCHS, &epoch));
+    NN_TRY(meta_u64(who, path, h, "step", MAX_STEPS, &step));
     NN_TRY(meta_u64(who, path, h, "seed", UINT64_MAX, &seed));
     NN_TRY(meta_u64(who, path, h, "rng_state", UINT64_MAX, &state));
     NN_TRY(meta_u64(who, path, h, "rng_increment", UINT64_MAX, &increment));
+    uint64_t epoch_step = 0;
+    if (nn_st_meta_get(h, "epoch_step")) NN_TRY(meta_u64(who, path, h, "epoch_step", step, &epoch_step));
     if (increment % 2 == 0) /* PCG32 needs an odd increment */
         return nn_set_error(NN_ERR_IO, "%s: %s: metadata rng_increment must be odd", who, path);
     progress->epoch = (int64_t)epoch;
     progress->step = (int64_t)step;
     progress->seed = seed;
+    progress->epoch_step = (int64_t)epoch_step;
     nn_rng_set_state(rng, state, increment);
     return NN_OK;
 }

@@ -188,7 +188,10 @@ nn_tensor *nn_module_forward(nn_module *m, nn_tensor *x) {
     if (x->ctx != m->ctx)
         return NN_FAIL_NULL(NN_ERR_STATE, "nn_module_forward: %s and its input belong to different contexts",
                             m->kind);
+    /* A module's forward may change its own state (running statistics). */
+    if (nn_ctx_enter(m->ctx, "nn_module_forward") != NN_OK) return NULL;
     nn_tensor *y = m->forward(m, x);
+    nn_ctx_leave(m->ctx);
     if (!y && nn_last_status() == NN_OK)
         return NN_FAIL_NULL(NN_ERR_STATE, "nn_module_forward: %s returned no output and set no error", m->kind);
     return y;

@@ -125,10 +125,17 @@ nn_status nn_conv2d_check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_te
     if (p.dilation_h < 1 || p.dilation_w < 1)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: dilation must be >= 1, got %dx%d", op, p.dilation_h,
                             p.dilation_w);
+    /* Every size below is computed in 64 bits from sizes that fit 32. */
+    NN_TRY(nn_check_int32(op, "height", x->shape[2]));
+    NN_TRY(nn_check_int32(op, "width", x->shape[3]));
+    NN_TRY(nn_check_int32(op, "kernel height", w->shape[2]));
+    NN_TRY(nn_check_int32(op, "kernel width", w->shape[3]));
+    NN_TRY(nn_check_padded(op, "height", x->shape[2], p.pad_h));
+    NN_TRY(nn_check_padded(op, "width", x->shape[3], p.pad_w));
     /* The window's extent: dilation * (kernel - 1) + 1 pixels. */
     const int64_t extent_h = (int64_t)p.dilation_h * (w->shape[2] - 1) + 1;
     const int64_t extent_w = (int64_t)p.dilation_w * (w->shape[3] - 1) + 1;
-    if (x->shape[2] + 2 * p.pad_h < extent_h || x->shape[3] + 2 * p.pad_w < extent_w)
+    if (x->shape[2] + 2 * (int64_t)p.pad_h < extent_h || x->shape[3] + 2 * (int64_t)p.pad_w < extent_w)
         return nn_set_error(NN_ERR_SHAPE, "%s: kernel %lldx%lld (dilation %dx%d: %lldx%lld pixels) is larger than "
                             "the padded input %s (padding %dx%d)", op, (long long)w->shape[2],
                             (long long)w->shape[3], p.dilation_h, p.dilation_w, (long long)extent_h,
@@ -142,13 +149,13 @@ nn_status nn_conv2d_check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_te
                                 (long long)w->shape[0]);
     }
     /* Every size a kernel sees must fit int32, including the column matrix. */
-    int64_t k = x->shape[1] * w->shape[2] * w->shape[3];
-    int64_t positions = ((x->shape[2] + 2 * p.pad_h - extent_h) / p.stride_h + 1) *
-                        ((x->shape[3] + 2 * p.pad_w - extent_w) / p.stride_w + 1);
+    NN_TRY(nn_check_int32(op, "kernel area", w->shape[2] * w->shape[3]));
+    int64_t k = x->shape[1] * (w->shape[2] * w->shape[3]);
     NN_TRY(nn_check_int32(op, "batch", x->shape[0]));
-    NN_TRY(nn_check_int32(op, "height", x->shape[2]));
-    NN_TRY(nn_check_int32(op, "width", x->shape[3]));
+    NN_TRY(nn_check_int32(op, "channels", x->shape[1]));
     NN_TRY(nn_check_int32(op, "filters", w->shape[0]));
+    int64_t positions = ((x->shape[2] + 2 * (int64_t)p.pad_h - extent_h) / p.stride_h + 1) *
+                        ((x->shape[3] + 2 * (int64_t)p.pad_w - extent_w) / p.stride_w + 1);
     NN_TRY(nn_check_int32(op, "channels x kernel", k));
     NN_TRY(nn_check_int32(op, "output positions", positions));
     return NN_OK;
@@ -164,8 +171,11 @@ nn_conv_geometry nn_conv2d_geometry(const nn_tensor *x, const nn_tensor *w, cons
         .pad_h = p.pad_h, .pad_w = p.pad_w,
         .dilation_h = p.dilation_h, .dilation_w = p.dilation_w,
     };
-    g.out_h = (g.height + 2 * g.pad_h - g.dilation_h * (g.kernel_h - 1) - 1) / g.stride_h + 1;
-    g.out_w = (g.width + 2 * g.pad_w - g.dilation_w * (g.kernel_w - 1) - 1) / g.stride_w + 1;
+    /* In 64 bits: the checks bounded the result, not every term. */
+    g.out_h = (int32_t)(((int64_t)g.height + 2 * (int64_t)g.pad_h - (int64_t)g.dilation_h * (g.kernel_h - 1) - 1) /
+                        g.stride_h + 1);
+    g.out_w = (int32_t)(((int64_t)g.width + 2 * (int64_t)g.pad_w - (int64_t)g.dilation_w * (g.kernel_w - 1) - 1) /
+                        g.stride_w + 1);
     return g;
 }
 

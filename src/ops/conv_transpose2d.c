@@ -105,10 +105,15 @@ static nn_status check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tenso
         p->output_pad_w >= p->stride_w)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: output_padding %dx%d must be >= 0 and below the stride %dx%d", op,
                             p->output_pad_h, p->output_pad_w, p->stride_h, p->stride_w);
-    const int64_t out_h = (x->shape[2] - 1) * p->stride_h - 2 * p->pad_h + (int64_t)p->dilation_h * (w->shape[2] - 1) +
-                          p->output_pad_h + 1;
-    const int64_t out_w = (x->shape[3] - 1) * p->stride_w - 2 * p->pad_w + (int64_t)p->dilation_w * (w->shape[3] - 1) +
-                          p->output_pad_w + 1;
+    /* Every size below is computed in 64 bits from sizes that fit 32. */
+    NN_TRY(nn_check_int32(op, "input height", x->shape[2]));
+    NN_TRY(nn_check_int32(op, "input width", x->shape[3]));
+    NN_TRY(nn_check_int32(op, "kernel height", w->shape[2]));
+    NN_TRY(nn_check_int32(op, "kernel width", w->shape[3]));
+    const int64_t out_h = (x->shape[2] - 1) * p->stride_h - 2 * (int64_t)p->pad_h +
+                          (int64_t)p->dilation_h * (w->shape[2] - 1) + p->output_pad_h + 1;
+    const int64_t out_w = (x->shape[3] - 1) * p->stride_w - 2 * (int64_t)p->pad_w +
+                          (int64_t)p->dilation_w * (w->shape[3] - 1) + p->output_pad_w + 1;
     if (x->shape[2] < 1 || x->shape[3] < 1 || out_h < 1 || out_w < 1)
         return nn_set_error(NN_ERR_SHAPE, "%s: x %s with weight %s, stride %dx%d, padding %dx%d gives an empty "
                             "output (%lldx%lld)", op, sx, sw, p->stride_h, p->stride_w, p->pad_h, p->pad_w,
@@ -124,7 +129,12 @@ static nn_status check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tenso
     NN_TRY(nn_check_int32(op, "batch", x->shape[0]));
     NN_TRY(nn_check_int32(op, "output height", out_h));
     NN_TRY(nn_check_int32(op, "output width", out_w));
-    NN_TRY(nn_check_int32(op, "output channels x kernel", w->shape[1] * p->groups * w->shape[2] * w->shape[3]));
+    /* The backward convolution reads the output padded. */
+    NN_TRY(nn_check_padded(op, "output height", out_h, p->pad_h));
+    NN_TRY(nn_check_padded(op, "output width", out_w, p->pad_w));
+    NN_TRY(nn_check_int32(op, "kernel area", w->shape[2] * w->shape[3]));
+    NN_TRY(nn_check_int32(op, "output channels", w->shape[1] * p->groups));
+    NN_TRY(nn_check_int32(op, "output channels x kernel", (w->shape[1] * p->groups) * (w->shape[2] * w->shape[3])));
     NN_TRY(nn_check_int32(op, "input positions", x->shape[2] * x->shape[3]));
     return NN_OK;
 }

@@ -123,8 +123,15 @@ nn_tensor *nn_interpolate(nn_tensor *x, int out_h, int out_w, double scale_h, do
         nn_set_error(NN_ERR_ARGUMENT, "%s: scale factors must be positive and finite, got %gx%g", op, scale_h, scale_w);
         return NULL;
     }
-    const int64_t oh = by_size ? out_h : (int64_t)floor((double)x->shape[2] * scale_h);
-    const int64_t ow = by_size ? out_w : (int64_t)floor((double)x->shape[3] * scale_w);
+    /* A scaled size is checked as a double: converting one past int64 is undefined. */
+    const double scaled_h = floor((double)x->shape[2] * scale_h), scaled_w = floor((double)x->shape[3] * scale_w);
+    if (by_scale && (scaled_h > INT32_MAX || scaled_w > INT32_MAX)) {
+        nn_set_error(NN_ERR_SHAPE, "%s: scale factors %gx%g make an output height x width of %.0fx%.0f, beyond the "
+                     "kernels' 32-bit sizes", op, scale_h, scale_w, scaled_h, scaled_w);
+        return NULL;
+    }
+    const int64_t oh = by_size ? out_h : (int64_t)scaled_h;
+    const int64_t ow = by_size ? out_w : (int64_t)scaled_w;
     char sx[96];
     if (x->shape[2] < 1 || x->shape[3] < 1 || oh < 1 || ow < 1) {
         nn_set_error(NN_ERR_SHAPE, "%s: x %s to an output of %lldx%lld: both must be at least 1x1", op,

@@ -205,7 +205,7 @@ nn_tensor *nn_slice(nn_tensor *x, int dim, int64_t start, int64_t end, int64_t s
     }
     int64_t shape[NN_MAX_DIMS];
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
-    shape[d] = (end - start + step - 1) / step;
+    shape[d] = 1 + (end - start - 1) / step; /* not (end - start + step - 1) / step: overflows for huge steps */
     const slice_node p = {.dim = d, .start = start, .step = step};
     return nn_op_result(&nn_op_slice, &x, 1, &p, sizeof p, x->ndim, shape);
 }
@@ -312,6 +312,9 @@ nn_tensor *nn_cat(nn_tensor *const *tensors, int count, int dim) {
                                 i, nn_format_shape(t->ndim, t->shape, si, sizeof si),
                                 nn_format_shape(first->ndim, first->shape, s0, sizeof s0), dim);
         }
+        if (shape[d] > INT64_MAX - t->shape[d])
+            return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: dimension %d of the result (%lld + %lld at tensors[%d]) is too large",
+                                op, dim, (long long)shape[d], (long long)t->shape[d], i);
         shape[d] += t->shape[d];
     }
     if (count > NN_NODE_MAX_TENSORS) {

@@ -52,12 +52,14 @@ nn_tensor *nn_maxpool2d_ex(nn_tensor *x, int kernel, int stride, int padding) {
     if (padding < 0 || padding > kernel / 2)
         return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: padding must be in [0, kernel/2 = %d], got %d", op,
                             kernel / 2, padding);
-    char sx[96];
-    if (x->shape[2] + 2 * padding < kernel || x->shape[3] + 2 * padding < kernel)
-        return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: window %d is larger than the input %s (padding %d)",
-                            op, kernel, nn_format_shape(4, x->shape, sx, sizeof sx), padding);
     for (int i = 0; i < 4; i++)
         if (nn_check_int32(op, "a dimension of x", x->shape[i])) return NULL;
+    if (nn_check_padded(op, "height", x->shape[2], padding) || nn_check_padded(op, "width", x->shape[3], padding))
+        return NULL;
+    char sx[96];
+    if (x->shape[2] + 2 * (int64_t)padding < kernel || x->shape[3] + 2 * (int64_t)padding < kernel)
+        return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: window %d is larger than the input %s (padding %d)",
+                            op, kernel, nn_format_shape(4, x->shape, sx, sizeof sx), padding);
     nn_maxpool_node p = {.pool = {
         .batch = (int32_t)x->shape[0], .channels = (int32_t)x->shape[1],
         .height = (int32_t)x->shape[2], .width = (int32_t)x->shape[3],

@@ -50,6 +50,14 @@ nn_status nn_check_int32(const char *op, const char *what, int64_t value) {
     return NN_OK;
 }
 
+nn_status nn_check_padded(const char *op, const char *axis, int64_t size, int64_t pad) {
+    const int64_t padded = size + 2 * pad; /* size and pad are below 2^31: no overflow in 64 bits */
+    if (padded > INT32_MAX)
+        return nn_set_error(NN_ERR_SHAPE, "%s: the padded %s %lld + 2 x %lld (padding) = %lld exceeds the kernels' "
+                            "32-bit sizes", op, axis, (long long)size, (long long)pad, (long long)padded);
+    return NN_OK;
+}
+
 nn_tensor *nn_op_scratch(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
     return nn_tensor_alloc(ctx, dtype, ndim, shape, false);
 }

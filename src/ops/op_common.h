@@ -54,5 +54,8 @@ nn_status nn_check_counter(const char *op, const nn_tensor *counter);
 
 /* Tensor dimensions are int64; kernels take int32 sizes. */
 nn_status nn_check_int32(const char *op, const char *what, int64_t value);
+/* A window's axis: size + 2 * pad must fit the kernels' 32 bits (checked in
+ * 64 bits; size and pad must each fit 32 bits already). */
+nn_status nn_check_padded(const char *op, const char *axis, int64_t size, int64_t pad);
 
 #endif

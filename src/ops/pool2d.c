@@ -39,6 +39,7 @@ static nn_status window_axis(const char *op, const char *axis, int64_t size, int
     if (pad > kernel / 2)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: the %s padding must be at most half the kernel (%d / 2 = %d), got %d",
                             op, axis, kernel, kernel / 2, pad);
+    NN_TRY(nn_check_padded(op, axis, size, pad));
     const int64_t reach = (int64_t)dilation * (kernel - 1) + 1, padded = size + 2 * (int64_t)pad;
     if (reach > padded)
         return nn_set_error(NN_ERR_SHAPE, "%s: the %s window reaches %lld (kernel %d, dilation %d) past the padded %s "

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "optimizer.h"
+#include "core/ctx_guard.h"
 
 nn_status nn_optimizer_check_lr(const char *fn, float lr) {
     if (!(isfinite(lr) && lr >= 0.0f))
@@ -207,8 +208,11 @@ int nn_optimizer_describe(const nn_optimizer *opt, nn_optimizer_option *out, int
 
 nn_status nn_optimizer_step(nn_optimizer *opt) {
     if (!opt) return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_step: optimizer is NULL");
-    NN_TRY(nn_param_set_adopt_grads(&opt->set));
-    return opt->cls->step(opt, nn_param_set_is_flat(&opt->set));
+    NN_TRY(nn_ctx_enter(opt->set.ctx, "nn_optimizer_step"));
+    nn_status status = nn_param_set_adopt_grads(&opt->set);
+    if (status == NN_OK) status = opt->cls->step(opt, nn_param_set_is_flat(&opt->set));
+    nn_ctx_leave(opt->set.ctx);
+    return status;
 }
 
 nn_status nn_optimizer_zero_grad(nn_optimizer *opt) {

@@ -101,3 +101,21 @@ def test_resnet_runs_on_idx_files(tmp_path):
     out = run_example("train_resnet.py", "--idx", str(tmp_path), "--epochs", "1", "--batch", "8")
     assert "20 training and 20 test images" in out
     assert "epoch  1" in out and "nan" not in out
+
+
+def test_lenet_ctrl_c_finishes_the_step_exports_and_exits_130(tmp_path):
+    import signal
+    root = tmp_path / "mnist"
+    write_images(root, [str(d) for d in range(10)], 3, (28, 28), "L")
+    onnx_file = tmp_path / "lenet.onnx"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, "examples", "train_lenet.py"), "--folder", str(root),
+                          "--epochs", "100000", "--batch", "7", "--export", str(onnx_file)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    while not p.stdout.readline().startswith("epoch"):
+        assert p.poll() is None, p.stderr.read()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "stopped by Ctrl+C in epoch" in err and f"exported {onnx_file}" in out, (out, err)
+    assert onnx_file.stat().st_size > 0

@@ -8,6 +8,9 @@
 #include "commands.h"
 #include "device_steps.h"
 #include "evaluate.h"
+#include "interrupt.h"
+#include "label_check.h"
+#include "loss_guard.h"
 #include "models.h"
 #include "nn_io.h"
 #include "optimizers.h"
@@ -37,6 +40,7 @@ typedef struct train_config {
     const char *milestones;
     int64_t warmup, step_size, accumulate;
     double gamma, warmup_start, eta_min, max_lr, pct_start, ema;
+    bool allow_nan; /* train on past a non-finite loss (the divergence guard only warns) */
 } train_config;
 
 /* The defaults reach 89% test accuracy on Fashion-MNIST with LeNet-5 in 10
@@ -69,6 +73,9 @@ typedef struct trainer {
     int first_epoch;      /* 1, or the epoch after the one --resume restored */
     int64_t steps_done;   /* optimizer steps so far, saved with --checkpoint */
     int64_t photo_failures_reported;
+    loss_guard guard;        /* the divergence guard */
+    int64_t resume_step;     /* steps of first_epoch done before --resume (an interrupted epoch), else 0 */
+    int64_t interrupted_at;  /* Ctrl+C: the steps of the epoch done when it stopped, else -1 */
 } trainer;
 
 /* What --save keeps besides the weights (nn_io.h's model info): the
@@ -111,23 +118,45 @@ static void trainer_free(trainer *t) {
 #define STEPS_PER_TICK 50
 #define PHOTO_STEPS_PER_TICK 5
 
+/* Steps submitted between two looks at Ctrl+C: replays queue up without a
+ * read back, so this bounds only how long a first Ctrl+C waits. */
+#define STEPS_PER_INTERRUPT_CHECK 16
+
+/* Steps [from, to) of the epoch, stopping early (t->interrupted_at) after
+ * Ctrl+C. */
+static nn_status run_steps(trainer *t, int64_t from, int64_t to) {
+    for (int64_t s = from; s < to; s += STEPS_PER_INTERRUPT_CHECK) {
+        if (interrupt_requested()) {
+            t->interrupted_at = s;
+            return NN_OK;
+        }
+        nn_status st = device_steps_run(&t->steps, s, s + STEPS_PER_INTERRUPT_CHECK < to ? s + STEPS_PER_INTERRUPT_CHECK : to);
+        if (st != NN_OK) return st;
+    }
+    return NN_OK;
+}
+
 /* An epoch over a dataset held on the device: the steps are submitted
- * in runs of `tick` (all at once without a progress bar). */
-static nn_status device_epoch(trainer *t, progress *bar, int epoch, int64_t steps, int64_t *images,
+ * in runs of `tick` (all at once without a progress bar), from `first`
+ * (a resumed interrupted epoch) on. The divergence guard reads the sums
+ * read after each run. */
+static nn_status device_epoch(trainer *t, progress *bar, int epoch, int64_t steps, int64_t first, int64_t *images,
                               double *loss_sum, double *correct) {
-    int64_t count = t->data.train.count;
+    int64_t count = t->data.train.count - first * t->steps.batch;
     nn_status st = device_steps_begin_epoch(&t->steps, t->order, epoch);
     int64_t tick = bar->enabled ? STEPS_PER_TICK : steps;
-    for (int64_t s = 0; st == NN_OK && s < steps; s += tick) {
+    for (int64_t s = first; st == NN_OK && s < steps && t->interrupted_at < 0; s += tick) {
         int64_t to = s + tick < steps ? s + tick : steps;
-        st = device_steps_run(&t->steps, s, to);
+        st = run_steps(t, s, to);
+        if (t->interrupted_at >= 0) to = t->interrupted_at;
         if (st == NN_OK) st = device_steps_sums(&t->steps, loss_sum, correct);
+        if (st == NN_OK && !loss_guard_check(&t->guard, epoch, to, *loss_sum)) st = NN_ERR_STATE;
         if (st == NN_OK) {
-            int64_t seen = to * t->steps.batch < count ? to * t->steps.batch : count;
-            progress_update(bar, to, seen, *loss_sum / (double)seen);
+            int64_t seen = (to - first) * t->steps.batch < count ? (to - first) * t->steps.batch : count;
+            progress_update(bar, to, seen, *loss_sum / (double)(seen > 0 ? seen : 1));
         }
     }
-    *images = count;
+    *images = t->interrupted_at >= 0 ? (t->interrupted_at - first) * t->steps.batch : count;
     return st;
 }
 
@@ -139,16 +168,24 @@ static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *imag
     if (st == NN_OK) st = nn_loader_start_epoch(t->photo.train_loader, epoch - 1);
     nn_batch b;
     int64_t step = 0, seen = 0;
-    while (st == NN_OK && (st = nn_loader_next(t->photo.train_loader, &b)) == NN_OK && b.count > 0) {
+    /* A resumed interrupted epoch: its first batches were trained on. */
+    while (st == NN_OK && step < t->resume_step && (st = nn_loader_next(t->photo.train_loader, &b)) == NN_OK &&
+           b.count > 0)
+        step++;
+    while (st == NN_OK && !interrupt_requested() && (st = nn_loader_next(t->photo.train_loader, &b)) == NN_OK &&
+           b.count > 0) {
         st = device_steps_host_step(&t->steps, b.images, b.labels, b.count);
         seen += b.count;
         step++;
         if (st == NN_OK && bar->enabled && step % PHOTO_STEPS_PER_TICK == 0) {
             st = device_steps_sums(&t->steps, loss_sum, correct);
+            if (st == NN_OK && !loss_guard_check(&t->guard, epoch, step, *loss_sum)) st = NN_ERR_STATE;
             progress_update(bar, step, seen, *loss_sum / (double)seen);
         }
     }
+    if (st == NN_OK && interrupt_requested()) t->interrupted_at = step;
     if (st == NN_OK) st = device_steps_sums(&t->steps, loss_sum, correct);
+    if (st == NN_OK && !loss_guard_check(&t->guard, epoch, step, *loss_sum)) st = NN_ERR_STATE;
     char first[600];
     int64_t failed = nn_loader_failures(t->photo.train_loader, first, sizeof first);
     if (st == NN_OK && failed > t->photo_failures_reported) {
@@ -167,16 +204,23 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     if (!t->photos) nn_shuffle_indices(t->order, t->data.train.count, (uint64_t)c->seed, (uint64_t)(epoch - 1));
     progress_begin_epoch(bar, epoch, steps);
     double start = now_seconds(), loss_sum = 0, correct = 0;
-    int64_t count = 0;
+    int64_t count = 0, first = t->resume_step;
+    loss_guard_begin_epoch(&t->guard, first + 1);
     nn_status st = t->photos ? photo_epoch(t, bar, epoch, &count, &loss_sum, &correct)
-                             : device_epoch(t, bar, epoch, steps, &count, &loss_sum, &correct);
+                             : device_epoch(t, bar, epoch, steps, first, &count, &loss_sum, &correct);
+    if (st == NN_OK && t->interrupted_at >= 0) { /* Ctrl+C: no evaluation; the caller saves */
+        progress_clear(bar);
+        t->steps_done += t->interrupted_at - first;
+        return EXIT_INTERRUPTED;
+    }
     if (st == NN_OK && count == 0) st = NN_ERR_STATE;
     if (st != NN_OK) {
         progress_clear(bar);
-        fprintf(stderr, "nnengine train: epoch %d failed: %s\n", epoch, library_error());
-        return EXIT_FAILURE_RUNTIME;
+        if (isfinite(loss_sum)) fprintf(stderr, "nnengine train: epoch %d failed: %s\n", epoch, library_error());
+        return EXIT_FAILURE_RUNTIME; /* a non-finite loss: the guard said so */
     }
-    t->steps_done += steps;
+    t->steps_done += steps - first;
+    t->resume_step = 0;
     stats->epoch = epoch;
     stats->seconds = now_seconds() - start;
     stats->train_loss = loss_sum / count;
@@ -218,13 +262,21 @@ static int resume(trainer *t) {
         return EXIT_BAD_INPUT;
     }
     int64_t steps = device_steps_per_epoch(&t->steps);
+    /* Bounds before any arithmetic: a crafted file's 2^63-1 must not overflow. */
+    if (p.epoch < 0 || p.epoch > c->epochs || p.step < 0 || p.step > (p.epoch + 1) * steps) {
+        fprintf(stderr, "nnengine train: --resume %s holds epoch %lld and step %lld, outside this run's %lld epochs "
+                        "of %lld steps\n", c->resume, (long long)p.epoch, (long long)p.step, (long long)c->epochs,
+                (long long)steps);
+        return EXIT_BAD_INPUT;
+    }
     if (p.seed != (uint64_t)c->seed) {
         fprintf(stderr, "nnengine train: --resume %s was saved by a run with --seed %llu; give the same "
                         "--seed (this run has %lld)\n", c->resume, (unsigned long long)p.seed,
                 (long long)c->seed);
         return EXIT_BAD_INPUT;
     }
-    if (p.step != p.epoch * steps) {
+    /* epoch_step: a run stopped by Ctrl+C within the next epoch. */
+    if (p.step != p.epoch * steps + p.epoch_step || p.epoch_step >= steps) {
         fprintf(stderr, "nnengine train: --resume %s holds %lld steps after %lld epochs, but this run "
                         "takes %lld steps per epoch (%lld images, batch %lld): give the same --data, "
                         "--limit and --batch\n", c->resume, (long long)p.step, (long long)p.epoch,
@@ -239,8 +291,13 @@ static int resume(trainer *t) {
     }
     t->first_epoch = (int)p.epoch + 1;
     t->steps_done = p.step;
-    fprintf(stderr, "resuming from %s after epoch %lld (step %lld)\n", c->resume, (long long)p.epoch,
-            (long long)p.step);
+    t->resume_step = p.epoch_step;
+    if (p.epoch_step)
+        fprintf(stderr, "resuming from %s within epoch %lld after its step %lld (stopped by Ctrl+C)\n", c->resume,
+                (long long)p.epoch + 1, (long long)p.epoch_step);
+    else
+        fprintf(stderr, "resuming from %s after epoch %lld (step %lld)\n", c->resume, (long long)p.epoch,
+                (long long)p.step);
     return EXIT_OK;
 }
 
@@ -322,6 +379,8 @@ static int setup_memory_data(trainer *t, char *why, size_t why_size) {
     train_config *c = &t->config;
     int status = data_setup_load("train", c->data, c->validation_fraction, (uint64_t)c->seed, c->limit,
                                  c->normalize, &t->data);
+    if (status == EXIT_OK)
+        status = check_labels("train", c->data, &t->data.train, &t->data.test, t->data.test_is_validation, c->classes);
     if (status == EXIT_OK) status = fine_tuning_classes(c, t->data.classes);
     if (status != EXIT_OK) return status;
     const nn_dataset *train = &t->data.train;
@@ -514,6 +573,21 @@ static void apply_recipe(train_config *c) {
     if (!c->no_augment) c->flip = true;
 }
 
+/* --checkpoint after `epoch` finished epochs and t->steps_done steps (more
+ * when Ctrl+C stopped the next epoch part way). */
+static int write_checkpoint(trainer *t, int epoch) {
+    if (!t->config.checkpoint) return EXIT_OK;
+    nn_train_progress done = {.epoch = epoch, .step = t->steps_done, .seed = (uint64_t)t->config.seed,
+                              .epoch_step = t->interrupted_at > 0 ? t->interrupted_at : 0};
+    nn_train_extras extras = {t->schedule, t->ema};
+    if (nn_save_train_state_with(t->config.checkpoint, t->net, t->opt, &extras, &done) != NN_OK) {
+        fprintf(stderr, "nnengine train: %s\n", library_error());
+        return EXIT_FAILURE_RUNTIME;
+    }
+    if (t->interrupted_at >= 0) fprintf(stderr, "wrote the training state to %s\n", t->config.checkpoint);
+    return EXIT_OK;
+}
+
 static int train(train_config config) {
     if (!model_known(config.model)) {
         fprintf(stderr, "nnengine train: unknown model '%s' (known: %s)\n", config.model, models_names());
@@ -545,13 +619,16 @@ static int train(train_config config) {
         fprintf(stderr, "nnengine train: --schedule multistep needs --milestones\n");
         return EXIT_BAD_INPUT;
     }
-    trainer t = {.config = config};
+    trainer t = {.config = config, .interrupted_at = -1,
+                 .guard = {.allow_nan = config.allow_nan, .checkpoint = config.checkpoint}};
     int status = setup(&t);
+    if (status == EXIT_OK) interrupt_install();
     progress bar;
     progress_init(&bar, (int)config.epochs);
     const char *test_name = (t.photos ? t.photo.test_is_validation : t.data.test_is_validation) ? "val" : "test";
     int64_t last = config.stop_after > 0 && config.stop_after < config.epochs ? config.stop_after : config.epochs;
-    for (int epoch = t.first_epoch; status == EXIT_OK && epoch <= last; epoch++) {
+    int epoch = t.first_epoch;
+    for (; status == EXIT_OK && epoch <= last; epoch++) {
         epoch_stats stats;
         status = run_epoch(&t, &bar, epoch, &stats);
         if (status != EXIT_OK) break;
@@ -560,19 +637,19 @@ static int train(train_config config) {
             fprintf(stderr, "nnengine train: writing the log %s failed\n", config.log);
             status = EXIT_FAILURE_RUNTIME;
         }
-        nn_train_progress done = {.epoch = epoch, .step = t.steps_done, .seed = (uint64_t)config.seed};
-        nn_train_extras extras = {t.schedule, t.ema};
-        if (status == EXIT_OK && config.checkpoint &&
-            nn_save_train_state_with(config.checkpoint, t.net, t.opt, &extras, &done) != NN_OK) {
-            fprintf(stderr, "nnengine train: %s\n", library_error());
-            status = EXIT_FAILURE_RUNTIME;
-        }
+        if (status == EXIT_OK) status = write_checkpoint(&t, epoch);
+    }
+    /* Ctrl+C: the steps so far are kept as an uninterrupted run's would be. */
+    if (status == EXIT_INTERRUPTED) {
+        fprintf(stderr, "stopped by %s in epoch %d after step %lld of %lld\n", "Ctrl+C", epoch,
+                (long long)t.interrupted_at, (long long)device_steps_per_epoch(&t.steps));
+        if (write_checkpoint(&t, epoch - 1) != EXIT_OK) status = EXIT_FAILURE_RUNTIME;
     }
     uint64_t current, peak, reserved;
     if (status == EXIT_OK && nn_ctx_memory_stats(t.ctx, &current, &peak, &reserved) == NN_OK)
         fprintf(stderr, "peak device memory %.1f MiB allocated, %.1f MiB reserved (%s)\n", peak / 1048576.0,
                 reserved / 1048576.0, nn_ctx_device_name(t.ctx));
-    if (status == EXIT_OK && config.save) {
+    if ((status == EXIT_OK || status == EXIT_INTERRUPTED) && config.save) {
         /* --ema: the saved weights are the average (swapped in, saved, swapped back). */
         nn_status st = t.ema ? nn_ema_swap(t.ema) : NN_OK;
         nn_model_info info = saved_info(&t);
@@ -585,6 +662,7 @@ static int train(train_config config) {
             fprintf(stderr, "saved the weights to %s\n", config.save);
         }
     }
+    interrupt_restore();
     trainer_free(&t);
     return status;
 }
@@ -631,6 +709,7 @@ int command_train(int argc, char **argv) {
         {"--crop-pad", OPTION_INT, &c.crop_pad, 0, 64, "P", "data on the device: random shifts of up to P pixels, black coming in (RandomCrop(padding=P); resnet18-cifar 2)"},
         {"--no-augment", OPTION_SWITCH, &c.no_augment, 0, 0, NULL, "none of the model's default augmentation"},
         {"--random-crop", OPTION_SWITCH, &c.random_crop, 0, 0, NULL, "photos: random resized crops (torchvision's RandomResizedCrop)"},
+        {"--allow-nan", OPTION_SWITCH, &c.allow_nan, 0, 0, NULL, "train on when the loss becomes nan or inf (default: stop with exit 1, keeping the last --checkpoint)"},
         {"--no-capture", OPTION_SWITCH, &c.no_capture, 0, 0, NULL, "run each step eagerly (default: capture one step, replay it)"},
         {"--stop-after", OPTION_INT, &c.stop_after, 0, 1e6, "E", "end after epoch E; the schedule still spans --epochs (default 0: run all)"},
         {"--init", OPTION_STRING, &c.init, 0, 0, "FILE", "start from these weights (a state_dict in safetensors, e.g. torchvision's; strict)"},

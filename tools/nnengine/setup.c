@@ -1,5 +1,6 @@
 #include "setup.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,20 +12,31 @@ const char *library_error(void) {
     return message && *message ? message : "out of host memory";
 }
 
+const char *normalization_problem(const char *text) {
+    if (strcmp(text, "none") == 0) return NULL;
+    char *end;
+    double m = strtod(text, &end);
+    if (end == text || *end != ',') return "not auto, none or two numbers MEAN,STD";
+    const char *std_text = end + 1;
+    double s = strtod(std_text, &end);
+    if (end == std_text || *end) return "the STD after the comma is not a number";
+    /* nan, inf and denormal std values train to NaN without another word. */
+    if (!isfinite(m) || !isfinite((float)m)) return "the MEAN is not a finite float";
+    if (!isfinite(s) || !isfinite((float)s)) return "the STD is not a finite float";
+    if (!(s >= NORMALIZE_MIN_STD)) return "the STD is below 1e-6 (dividing by it overflows)";
+    return NULL;
+}
+
 bool parse_fixed_normalization(const char *text, float *mean, float *std) {
+    if (normalization_problem(text)) return false;
     if (strcmp(text, "none") == 0) {
         *mean = 0.0f;
         *std = 1.0f;
         return true;
     }
     char *end;
-    double m = strtod(text, &end);
-    if (end == text || *end != ',') return false;
-    const char *std_text = end + 1;
-    double s = strtod(std_text, &end);
-    if (end == std_text || *end || !(s > 0)) return false;
-    *mean = (float)m;
-    *std = (float)s;
+    *mean = (float)strtod(text, &end);
+    *std = (float)strtod(end + 1, NULL);
     return true;
 }
 
@@ -38,8 +50,8 @@ static int parse_normalization(const char *command, const char *text, const nn_d
         return EXIT_OK;
     }
     if (parse_fixed_normalization(text, &norm->mean, &norm->std)) return EXIT_OK;
-    fprintf(stderr, "nnengine %s: --normalize takes auto, none or MEAN,STD with STD > 0; got '%s'\n",
-            command, text);
+    fprintf(stderr, "nnengine %s: --normalize takes auto, none or MEAN,STD (finite, STD >= 1e-6); got '%s': %s\n",
+            command, text, normalization_problem(text));
     return EXIT_BAD_INPUT;
 }
 

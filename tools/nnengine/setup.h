@@ -22,9 +22,12 @@ int data_setup_load(const char *command, const char *dir, double validation_frac
                     uint64_t seed, int64_t limit, const char *normalize, data_setup *out);
 void data_setup_free(data_setup *setup);
 
-/* --normalize's "none" (0, 1) or "MEAN,STD" (STD > 0) into mean and std;
- * false for any other text ("auto" is each data kind's own). */
+/* --normalize's "none" (0, 1) or "MEAN,STD" (both finite, STD >=
+ * NORMALIZE_MIN_STD) into mean and std; false for any other text ("auto"
+ * is each data kind's own), normalization_problem then says what is wrong. */
+#define NORMALIZE_MIN_STD 1e-6
 bool parse_fixed_normalization(const char *text, float *mean, float *std);
+const char *normalization_problem(const char *text);
 
 /* Opens the device ("auto", "cpu", "vulkan") and prints the choice to stderr.
  * NULL after printing why. */

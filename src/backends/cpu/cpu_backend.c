@@ -94,8 +94,22 @@ static nn_buffer *count_in_use(cpu_backend *cpu, nn_buffer *buffer) {
     return buffer;
 }
 
+/* The host's physical memory: Linux promises any allocation and kills the
+ * process when it is touched, so the bound is checked here instead. */
+static uint64_t host_memory_bytes(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
+}
+
 static nn_buffer *cpu_alloc(nn_backend *self, size_t bytes) {
     cpu_backend *cpu = as_cpu(self);
+    const uint64_t host = host_memory_bytes();
+    if (bytes > host || cpu->bytes_in_use > host - bytes) {
+        nn_set_error(NN_ERR_MEMORY, "cpu: refusing to allocate %zu bytes: with the %llu bytes in use that exceeds "
+                     "the host's %llu bytes of memory", bytes, (unsigned long long)cpu->bytes_in_use,
+                     (unsigned long long)host);
+        return NULL;
+    }
     nn_buffer *buffer = cache_take(cpu, bytes);
     if (buffer) return count_in_use(cpu, buffer);
     buffer = calloc(1, sizeof *buffer);

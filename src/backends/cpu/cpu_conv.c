@@ -14,13 +14,16 @@ typedef struct conv_job {
 /* Output columns ow in [*lo, *hi) read input column ow * stride - pad + kj
  * * dilation inside [0, width); the others see padding. */
 static void valid_columns(const nn_conv_geometry *g, int kj, int *lo, int *hi) {
-    const int tap = kj * nn_conv_dilation_w(g);
-    int first = g->pad_w - tap; /* smallest ow * stride that lands on column 0 */
-    *lo = first <= 0 ? 0 : (first + g->stride_w - 1) / g->stride_w;
-    int last = g->width - 1 + g->pad_w - tap; /* largest ow * stride inside the image */
-    *hi = last < 0 ? 0 : last / g->stride_w + 1;
-    if (*hi > g->out_w) *hi = g->out_w;
-    if (*lo > *hi) *lo = *hi;
+    /* In 64 bits: a stride or padding near 2^31 overflows the sums in int. */
+    const int64_t tap = (int64_t)kj * nn_conv_dilation_w(g);
+    const int64_t first = g->pad_w - tap; /* smallest ow * stride that lands on column 0 */
+    int64_t from = first <= 0 ? 0 : (first + g->stride_w - 1) / g->stride_w;
+    const int64_t last = (int64_t)g->width - 1 + g->pad_w - tap; /* largest ow * stride inside the image */
+    int64_t to = last < 0 ? 0 : last / g->stride_w + 1;
+    if (to > g->out_w) to = g->out_w;
+    if (from > to) from = to;
+    *lo = (int)from;
+    *hi = (int)to;
 }
 
 /* Column row r = (c * kh + ki) * kw + kj, column p = oh * out_w + ow. */

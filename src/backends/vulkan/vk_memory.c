@@ -33,18 +33,25 @@ static int find_memory_type(const vk_backend *vk, uint32_t allowed, VkMemoryProp
 static nn_status create_buffer(vk_backend *vk, VkDeviceSize size, VkBufferUsageFlags usage,
                                VkMemoryPropertyFlags want, VkMemoryPropertyFlags avoid,
                                VkBuffer *buffer, VkDeviceMemory *memory) {
+    /* Every failure leaves both handles null: callers destroy what is not
+     * null, so a handle destroyed here and kept would be destroyed twice. */
+    *buffer = VK_NULL_HANDLE;
+    *memory = VK_NULL_HANDLE;
     VkBufferCreateInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = size,
                                .usage = usage, .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
     VkResult r = vk->fn.vkCreateBuffer(vk->device, &info, NULL, buffer);
-    if (r != VK_SUCCESS)
+    if (r != VK_SUCCESS) {
+        *buffer = VK_NULL_HANDLE;
         return nn_set_error(NN_ERR_MEMORY, "vulkan: vkCreateBuffer of %llu bytes failed (%s)",
                             (unsigned long long)size, nn_vk_result_name(r));
+    }
     VkMemoryRequirements req;
     vk->fn.vkGetBufferMemoryRequirements(vk->device, *buffer, &req);
     int type = find_memory_type(vk, req.memoryTypeBits, want, avoid);
     if (type < 0) type = find_memory_type(vk, req.memoryTypeBits, want, 0);
     if (type < 0) {
         vk->fn.vkDestroyBuffer(vk->device, *buffer, NULL);
+        *buffer = VK_NULL_HANDLE;
         return nn_set_error(NN_ERR_BACKEND, "vulkan: no memory type with flags 0x%x for a buffer", want);
     }
     VkMemoryAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
@@ -55,8 +62,12 @@ static nn_status create_buffer(vk_backend *vk, VkDeviceSize size, VkBufferUsageF
     if (r != VK_SUCCESS) {
         if (*memory) vk->fn.vkFreeMemory(vk->device, *memory, NULL);
         vk->fn.vkDestroyBuffer(vk->device, *buffer, NULL);
-        return nn_set_error(NN_ERR_MEMORY, "vulkan: out of device memory allocating %llu bytes (%s)",
-                            (unsigned long long)size, nn_vk_result_name(r));
+        *buffer = VK_NULL_HANDLE;
+        *memory = VK_NULL_HANDLE;
+        const uint32_t heap = vk->memory_props.memoryTypes[type].heapIndex;
+        return nn_set_error(NN_ERR_MEMORY, "vulkan: out of device memory allocating %llu bytes in memory heap %u of "
+                            "%llu bytes (%s)", (unsigned long long)req.size, heap,
+                            (unsigned long long)vk->memory_props.memoryHeaps[heap].size, nn_vk_result_name(r));
     }
     return NN_OK;
 }
@@ -134,6 +145,16 @@ static vk_block *new_block(vk_backend *vk, VkDeviceSize size) {
         free(b);
         free(all);
         return NN_FAIL_NULL(NN_ERR_MEMORY, "vulkan: out of host memory");
+    }
+    /* Past the device-local memory, drivers that spill to host memory
+     * (lavapipe is host memory) grow until the kernel kills the process. */
+    const uint64_t device = vk->phys->device_local_bytes;
+    if (device && (size > device || vk->block_bytes > device - size)) {
+        free(b);
+        free(all);
+        return NN_FAIL_NULL(NN_ERR_MEMORY, "vulkan: out of device memory: a block of %llu bytes with the %llu bytes "
+                            "in blocks exceeds the device-local heap of %llu bytes", (unsigned long long)size,
+                            (unsigned long long)vk->block_bytes, (unsigned long long)device);
     }
     VkBufferUsageFlags usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
                                VK_BUFFER_USAGE_TRANSFER_DST_BIT;

@@ -78,10 +78,14 @@ nn_status vk_pipelines_init(vk_backend *vk) {
     return NN_OK;
 }
 
+/* Every handle is cleared as it goes: an open that failed part way and
+ * the backend's destroy may both come here. */
 void vk_pipelines_destroy(vk_backend *vk) {
     for (int i = 0; i < VK_PIPE_COUNT; i++)
-        for (int v = 0; v < VK_PIPE_VARIANTS; v++)
+        for (int v = 0; v < VK_PIPE_VARIANTS; v++) {
             if (vk->pipelines[i][v]) vk->fn.vkDestroyPipeline(vk->device, vk->pipelines[i][v], NULL);
+            vk->pipelines[i][v] = VK_NULL_HANDLE;
+        }
     for (uint32_t i = 0; i < vk->special_count; i++) vk->fn.vkDestroyPipeline(vk->device, vk->specials[i].pipeline, NULL);
     free(vk->specials);
     vk->specials = NULL;
@@ -89,6 +93,9 @@ void vk_pipelines_destroy(vk_backend *vk) {
     if (vk->set_pool) vk->fn.vkDestroyDescriptorPool(vk->device, vk->set_pool, NULL);
     if (vk->pipeline_layout) vk->fn.vkDestroyPipelineLayout(vk->device, vk->pipeline_layout, NULL);
     if (vk->set_layout) vk->fn.vkDestroyDescriptorSetLayout(vk->device, vk->set_layout, NULL);
+    vk->set_pool = VK_NULL_HANDLE;
+    vk->pipeline_layout = VK_NULL_HANDLE;
+    vk->set_layout = VK_NULL_HANDLE;
     free(vk->sets);
     vk->sets = NULL;
 }

@@ -1,0 +1,49 @@
+/* The SIGINT/SIGTERM handler of the training loop (interrupt.h). Only
+ * async-signal-safe calls in the handler: write, unlink (through the
+ * atomic-file cleanup), _exit. */
+#include "interrupt.h"
+
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nn_io.h"
+
+/* From the atomic-file layer where it is built in: removes the temporary
+ * files of saves in flight. Weak, so this file links without it. */
+void nn_atomic_cleanup_all(void) __attribute__((weak));
+
+static volatile sig_atomic_t requested;
+static struct sigaction previous_int, previous_term;
+
+static void say(const char *text) {
+    ssize_t ignored = write(STDERR_FILENO, text, strlen(text));
+    (void)ignored;
+}
+
+static void on_signal(int signo) {
+    if (requested) { /* the second: at once */
+        if (nn_atomic_cleanup_all) nn_atomic_cleanup_all();
+        say("\nnnengine: interrupted again: stopped at once\n");
+        _exit(EXIT_INTERRUPTED);
+    }
+    requested = signo;
+    say("\nnnengine: interrupted: finishing the current step, then saving (Ctrl+C again to stop at once)\n");
+}
+
+void interrupt_install(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    requested = 0;
+    sigaction(SIGINT, &action, &previous_int);
+    sigaction(SIGTERM, &action, &previous_term);
+}
+
+void interrupt_restore(void) {
+    sigaction(SIGINT, &previous_int, NULL);
+    sigaction(SIGTERM, &previous_term, NULL);
+}
+
+bool interrupt_requested(void) { return requested != 0; }

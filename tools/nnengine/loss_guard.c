@@ -1,0 +1,28 @@
+/* The divergence guard (loss_guard.h). */
+#include "loss_guard.h"
+
+#include <math.h>
+#include <stdio.h>
+
+void loss_guard_begin_epoch(loss_guard *g, int64_t first_step) { g->checked_step = first_step - 1; }
+
+bool loss_guard_check(loss_guard *g, int epoch, int64_t step, double loss_sum) {
+    if (isfinite(loss_sum)) {
+        g->checked_step = step;
+        return true;
+    }
+    const long long from = (long long)g->checked_step + 1, to = (long long)step;
+    if (g->allow_nan) {
+        if (!g->warned)
+            fprintf(stderr, "\nnnengine train: warning: the training loss became %s in epoch %d, steps %lld-%lld; "
+                            "training on (--allow-nan)\n", isnan(loss_sum) ? "nan" : "inf", epoch, from, to);
+        g->warned = true;
+        return true;
+    }
+    fprintf(stderr, "\nnnengine train: the training loss became %s in epoch %d, steps %lld-%lld: training diverged "
+                    "(a learning rate too high, or data not normalised?); stopped without saving", isnan(loss_sum)
+                    ? "nan" : "inf", epoch, from, to);
+    if (g->checkpoint) fprintf(stderr, "; %s keeps the state after the last epoch that finished", g->checkpoint);
+    fprintf(stderr, ". --allow-nan trains on regardless\n");
+    return false;
+}
