@@ -9,10 +9,6 @@
 
 #include "nn_io.h"
 
-/* From the atomic-file layer where it is built in: removes the temporary
- * files of saves in flight. Weak, so this file links without it. */
-void nn_atomic_cleanup_all(void) __attribute__((weak));
-
 static volatile sig_atomic_t requested;
 static struct sigaction previous_int, previous_term;
 
@@ -23,7 +19,7 @@ static void say(const char *text) {
 
 static void on_signal(int signo) {
     if (requested) { /* the second: at once */
-        if (nn_atomic_cleanup_all) nn_atomic_cleanup_all();
+        nn_atomic_cleanup_all(); /* the temporary files of saves in flight */
         say("\nnnengine: interrupted again: stopped at once\n");
         _exit(EXIT_INTERRUPTED);
     }
