@@ -53,8 +53,11 @@ layout(std430, binding = 1) readonly buffer MB { float B[]; };
 layout(std430, binding = 1) readonly buffer MB4 { vec4 B4[]; };
 layout(std430, binding = 2) buffer MC { float C[]; };
 
-shared float16_t As[(1 + DB) * A_SLICE];
-shared float16_t Bs[(1 + DB) * B_SLICE];
+// As vectors of four halves: the staging stores four at a time (row strides
+// and slices are multiples of four halves), and the matrix loads take
+// offsets and strides in these units.
+shared f16vec4 As[(1 + DB) * A_SLICE / 4];
+shared f16vec4 Bs[(1 + DB) * B_SLICE / 4];
 shared float Cs[(THREADS / SUBGROUP) * MS * MS];
 
 float ra[LOAD_A];
@@ -103,19 +106,31 @@ void fetch(uint a_base, uint b_base, uint row0, uint col0, uint k0) {
     }
 }
 
-// The fetched slices, rounded to fp16, into shared buffer `buf`.
+// The fetched slices, rounded to fp16, into shared buffer `buf`: four
+// consecutive halves in one store where they were loaded as a vec4.
 void stash(uint buf) {
     uint tid = gl_LocalInvocationID.x;
-    const uint group_a = VEC_A != 0 ? 4 : 1, group_b = VEC_B != 0 ? 4 : 1;
-    [[unroll]] for (uint t = 0; t < LOAD_A; t++) {
-        uint e = tid + (t / group_a) * THREADS, j = t % group_a;
-        if (TRANS_A) As[buf * A_SLICE + (e / (BM / group_a)) * AS + (e % (BM / group_a)) * group_a + j] = float16_t(ra[t]);
-        else As[buf * A_SLICE + (e / (BK / group_a)) * AS + (e % (BK / group_a)) * group_a + j] = float16_t(ra[t]);
+    if (VEC_A != 0) {
+        [[unroll]] for (uint q = 0; q < LOAD_A / 4; q++) {
+            uint e = tid + q * THREADS;
+            uint at = TRANS_A ? (e / (BM / 4)) * AS + (e % (BM / 4)) * 4 : (e / (BK / 4)) * AS + (e % (BK / 4)) * 4;
+            As[(buf * A_SLICE + at) / 4] = f16vec4(ra[q * 4], ra[q * 4 + 1], ra[q * 4 + 2], ra[q * 4 + 3]);
+        }
+    } else [[unroll]] for (uint t = 0; t < LOAD_A; t++) {
+        uint e = tid + t * THREADS;
+        uint at = buf * A_SLICE + (TRANS_A ? (e / BM) * AS + e % BM : (e / BK) * AS + e % BK);
+        As[at / 4][at % 4] = float16_t(ra[t]);
     }
-    [[unroll]] for (uint t = 0; t < LOAD_B; t++) {
-        uint e = tid + (t / group_b) * THREADS, j = t % group_b;
-        if (TRANS_B) Bs[buf * B_SLICE + (e / (BK / group_b)) * BS + (e % (BK / group_b)) * group_b + j] = float16_t(rb[t]);
-        else Bs[buf * B_SLICE + (e / (BN / group_b)) * BS + (e % (BN / group_b)) * group_b + j] = float16_t(rb[t]);
+    if (VEC_B != 0) {
+        [[unroll]] for (uint q = 0; q < LOAD_B / 4; q++) {
+            uint e = tid + q * THREADS;
+            uint at = TRANS_B ? (e / (BK / 4)) * BS + (e % (BK / 4)) * 4 : (e / (BN / 4)) * BS + (e % (BN / 4)) * 4;
+            Bs[(buf * B_SLICE + at) / 4] = f16vec4(rb[q * 4], rb[q * 4 + 1], rb[q * 4 + 2], rb[q * 4 + 3]);
+        }
+    } else [[unroll]] for (uint t = 0; t < LOAD_B; t++) {
+        uint e = tid + t * THREADS;
+        uint at = buf * B_SLICE + (TRANS_B ? (e / BK) * BS + e % BK : (e / BN) * BS + e % BN);
+        Bs[at / 4][at % 4] = float16_t(rb[t]);
     }
 }
 
@@ -124,14 +139,14 @@ void multiply(uint buf, uint wrow, uint wcol) {
         coopmat<float16_t, gl_ScopeSubgroup, MS, MS, gl_MatrixUseA> a[TILES_M];
         [[unroll]] for (uint i = 0; i < TILES_M; i++) {
             uint r = wrow + i * MS;
-            if (TRANS_A) coopMatLoad(a[i], As, buf * A_SLICE + k * AS + r, AS, gl_CooperativeMatrixLayoutColumnMajor);
-            else coopMatLoad(a[i], As, buf * A_SLICE + r * AS + k, AS, gl_CooperativeMatrixLayoutRowMajor);
+            if (TRANS_A) coopMatLoad(a[i], As, (buf * A_SLICE + k * AS + r) / 4, AS / 4, gl_CooperativeMatrixLayoutColumnMajor);
+            else coopMatLoad(a[i], As, (buf * A_SLICE + r * AS + k) / 4, AS / 4, gl_CooperativeMatrixLayoutRowMajor);
         }
         [[unroll]] for (uint j = 0; j < TILES_N; j++) {
             coopmat<float16_t, gl_ScopeSubgroup, MS, MS, gl_MatrixUseB> b;
             uint c = wcol + j * MS;
-            if (TRANS_B) coopMatLoad(b, Bs, buf * B_SLICE + c * BS + k, BS, gl_CooperativeMatrixLayoutColumnMajor);
-            else coopMatLoad(b, Bs, buf * B_SLICE + k * BS + c, BS, gl_CooperativeMatrixLayoutRowMajor);
+            if (TRANS_B) coopMatLoad(b, Bs, (buf * B_SLICE + c * BS + k) / 4, BS / 4, gl_CooperativeMatrixLayoutColumnMajor);
+            else coopMatLoad(b, Bs, (buf * B_SLICE + k * BS + c) / 4, BS / 4, gl_CooperativeMatrixLayoutRowMajor);
             [[unroll]] for (uint i = 0; i < TILES_M; i++) acc[i * TILES_N + j] = coopMatMulAdd(a[i], b, acc[i * TILES_N + j]);
         }
     }
