@@ -210,4 +210,6 @@ fuzz-image: $(BUILD)/fuzz/fuzz_image_decode
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
+# Every object's header dependencies (-MMD), the io fixtures' and benchmarks' too.
+IO_FIXTURE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/io/*.c))
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(IO_FIXTURE_OBJ:.o=.d) $(BENCH_SRC:%.c=$(BUILD)/obj/%.d)

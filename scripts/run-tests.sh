@@ -125,12 +125,14 @@ run_io_tests() {
     fi
     echo "== io: checkpoint and ONNX interop (pytest)"
     local py log
-    if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build io-fixture cli >/dev/null; then
-        fail_step "io interop setup failed (scripts/python-env.sh or make io-fixture cli)"
+    if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build io-fixture lib cli >/dev/null; then
+        fail_step "io interop setup failed (scripts/python-env.sh or make io-fixture lib cli)"
         return
     fi
     log=$(mktemp)
+    # Some interop tests drive the Python package too (exported preprocessing).
     NN_IO_FIXTURE="$PWD/build/tests/nn_io_fixture" NN_ENGINE_CLI="$PWD/build/nnengine" \
+        NN_ENGINE_LIBRARY="$PWD/build/libnnengine.so" PYTHONPATH="$PWD/python" \
         "$py" -m pytest -q -p no:cacheprovider tests/io 2>&1 | tee "$log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
     count_pytest_summary "pytest tests/io" "$log"

@@ -60,6 +60,8 @@ def test_threads_share_the_default_context(tmp_path):
     for i, x in enumerate(xs):
         np.testing.assert_allclose(losses[i], np.full(200, ((x @ w) ** 2).sum()), rtol=1e-5)
     want_grad = sum(200 * 2 * x.T @ (x @ w) for x in xs)
-    # 1200 float32 accumulations: compared relative to the gradient's scale.
+    # 1200 float32 accumulations in the order the threads took turns: each
+    # adds up to 2^-24 of the running sum, so about 1200 * 6e-8 = 7e-5 of
+    # the gradient's scale at worst.
     error = np.abs(np.load(grad_file) - want_grad).max() / np.abs(want_grad).max()
-    assert error < 1e-5, error
+    assert error < 1e-4, error
