@@ -5,8 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "best_epoch.h"
 #include "commands.h"
 #include "device_steps.h"
+#include "epoch_log.h"
 #include "evaluate.h"
 #include "models.h"
 #include "nn_io.h"
@@ -36,6 +38,9 @@ typedef struct train_config {
     const char *milestones;
     int64_t warmup, step_size, accumulate;
     double gamma, warmup_start, eta_min, max_lr, pct_start, ema;
+    /* what the run reports and keeps besides the epoch lines */
+    const char *save_best, *save_best_by, *log_format;
+    int64_t patience;      /* 0, or stop after this many epochs without a better one */
 } train_config;
 
 /* The defaults reach 89% test accuracy on Fashion-MNIST with LeNet-5 in 10
@@ -49,6 +54,7 @@ static train_config defaults(void) {
         .lr = -1, .momentum = -1, .weight_decay = -1, .beta1 = -1, .beta2 = -1, .eps = -1,
         .validation_fraction = 0.1,
         .step_size = 1, .gamma = 0.1, .warmup_start = 0.1, .pct_start = 0.3, .accumulate = 1,
+        .save_best_by = "accuracy",
     };
 }
 
@@ -68,6 +74,8 @@ typedef struct trainer {
     int first_epoch;      /* 1, or the epoch after the one --resume restored */
     int64_t steps_done;   /* optimizer steps so far, saved with --checkpoint */
     int64_t photo_failures_reported;
+    log_format log_as;
+    best_epoch best;       /* --save-best, --patience */
 } trainer;
 
 static void trainer_free(trainer *t) {
@@ -388,6 +396,7 @@ static int setup(trainer *t) {
     train_config *c = &t->config;
     if (c->save && check_save_path(c->save) != EXIT_OK) return EXIT_BAD_INPUT;
     if (c->checkpoint && check_save_path(c->checkpoint) != EXIT_OK) return EXIT_BAD_INPUT;
+    if (c->save_best && check_save_path(c->save_best) != EXIT_OK) return EXIT_BAD_INPUT;
     /* A model that takes colour photos at a fixed size gets them from the
      * image loader; the others train on data held on the device. */
     int channels, height, width;
@@ -459,6 +468,10 @@ static int setup(trainer *t) {
         fprintf(stderr, "nnengine train: cannot write the log file %s\n", c->log);
         return EXIT_BAD_INPUT;
     }
+    if (t->log && t->log_as == LOG_CSV && ftell(t->log) == 0 && !write_epoch_csv_header(t->log)) {
+        fprintf(stderr, "nnengine train: writing the log %s failed\n", c->log);
+        return EXIT_FAILURE_RUNTIME;
+    }
     fprintf(stderr,
             "training %s: %d parameter tensors, batch %lld, %s lr %g (%s), momentum %g%s, weight decay %g, seed %lld; "
             "%s\n", c->model, count, (long long)c->batch, c->optimizer, c->lr, c->schedule, c->momentum,
@@ -488,6 +501,43 @@ static void apply_recipe(train_config *c) {
     if (sgd) c->nesterov = true;
     if (c->crop_pad < 0 && !c->no_augment) c->crop_pad = 2;
     if (!c->no_augment) c->flip = true;
+}
+
+/* The weights evaluated (--ema: the average, swapped in and back) to path. */
+static nn_status save_weights(trainer *t, const char *path) {
+    nn_status st = t->ema ? nn_ema_swap(t->ema) : NN_OK;
+    if (st == NN_OK) st = nn_save_module(t->net, path);
+    if (t->ema) {
+        nn_status back = nn_ema_swap(t->ema);
+        if (st == NN_OK) st = back;
+    }
+    return st;
+}
+
+/* --save-best and --patience after an epoch: the best weights so far saved
+ * (atomically: a crash keeps the previous best), *stop set when --patience
+ * epochs passed without a better one. */
+static int keep_best(trainer *t, const epoch_stats *s, const char *test_name, bool *stop) {
+    const train_config *c = &t->config;
+    if (!c->save_best && !c->patience) return EXIT_OK;
+    char best[64];
+    if (best_epoch_update(&t->best, s) && c->save_best) {
+        if (save_weights(t, c->save_best) != NN_OK) {
+            fprintf(stderr, "nnengine train: --save-best: %s\n", library_error());
+            return EXIT_FAILURE_RUNTIME;
+        }
+        best_epoch_describe(&t->best, best, sizeof best);
+        fprintf(stderr, "saved the best weights so far (epoch %d, %s %s) to %s\n", s->epoch, test_name, best,
+                c->save_best);
+    }
+    if (c->patience && t->best.stale >= c->patience && s->epoch < c->epochs) {
+        best_epoch_describe(&t->best, best, sizeof best);
+        fprintf(stderr, "early stopping after epoch %d: %s %s has not improved for %lld epoch%s (--patience %lld; "
+                        "best: epoch %d, %s)\n", s->epoch, test_name, t->best.by_loss ? "loss" : "accuracy",
+                (long long)t->best.stale, t->best.stale == 1 ? "" : "s", (long long)c->patience, t->best.epoch, best);
+        *stop = true;
+    }
+    return EXIT_OK;
 }
 
 static int train(train_config config) {
@@ -522,6 +572,14 @@ static int train(train_config config) {
         return EXIT_BAD_INPUT;
     }
     trainer t = {.config = config};
+    if (!best_epoch_parse_metric(config.save_best_by, &t.best.by_loss)) {
+        fprintf(stderr, "nnengine train: --save-best-by takes accuracy or loss, got '%s'\n", config.save_best_by);
+        return EXIT_BAD_INPUT;
+    }
+    if (!epoch_log_format(config.log_format, config.log, &t.log_as)) {
+        fprintf(stderr, "nnengine train: --log-format takes json or csv, got '%s'\n", config.log_format);
+        return EXIT_BAD_INPUT;
+    }
     int status = setup(&t);
     progress bar;
     progress_init(&bar, (int)config.epochs);
@@ -532,10 +590,12 @@ static int train(train_config config) {
         status = run_epoch(&t, &bar, epoch, &stats);
         if (status != EXIT_OK) break;
         print_epoch_line(&stats, (int)config.epochs, test_name);
-        if (t.log && !write_epoch_json(t.log, &stats)) {
+        if (t.log && !(t.log_as == LOG_CSV ? write_epoch_csv(t.log, &stats) : write_epoch_json(t.log, &stats))) {
             fprintf(stderr, "nnengine train: writing the log %s failed\n", config.log);
             status = EXIT_FAILURE_RUNTIME;
         }
+        bool stop = false;
+        if (status == EXIT_OK) status = keep_best(&t, &stats, test_name, &stop);
         nn_train_progress done = {.epoch = epoch, .step = t.steps_done, .seed = (uint64_t)config.seed};
         nn_train_extras extras = {t.schedule, t.ema};
         if (status == EXIT_OK && config.checkpoint &&
@@ -543,6 +603,7 @@ static int train(train_config config) {
             fprintf(stderr, "nnengine train: %s\n", library_error());
             status = EXIT_FAILURE_RUNTIME;
         }
+        if (stop) break;
     }
     uint64_t current, peak, reserved;
     if (status == EXIT_OK && nn_ctx_memory_stats(t.ctx, &current, &peak, &reserved) == NN_OK)
@@ -550,10 +611,7 @@ static int train(train_config config) {
                 reserved / 1048576.0, nn_ctx_device_name(t.ctx));
     if (status == EXIT_OK && config.save) {
         /* --ema: the saved weights are the average (swapped in, saved, swapped back). */
-        nn_status st = t.ema ? nn_ema_swap(t.ema) : NN_OK;
-        if (st == NN_OK) st = nn_save_module(t.net, config.save);
-        if (st == NN_OK && t.ema) st = nn_ema_swap(t.ema);
-        if (st != NN_OK) {
+        if (save_weights(&t, config.save) != NN_OK) {
             fprintf(stderr, "nnengine train: %s\n", library_error());
             status = EXIT_FAILURE_RUNTIME;
         } else {
@@ -610,6 +668,10 @@ int command_train(int argc, char **argv) {
         {"--init", OPTION_STRING, &c.init, 0, 0, "FILE", "start from these weights (a state_dict in safetensors, e.g. torchvision's; strict)"},
         {"--classes", OPTION_INT, &c.classes, 1, 1 << 20, "K", "a classifier (fc, classifier.1, ...) of K outputs; with --init, the file's is skipped unless it has K"},
         {"--freeze", OPTION_STRING_LIST, &c.freeze, 0, 0, "PREFIX", "parameters whose name starts with PREFIX are not trained (repeatable)"},
+        {"--save-best", OPTION_STRING, &c.save_best, 0, 0, "FILE", "after each epoch that beats the previous ones on the test (or validation) set, write the weights"},
+        {"--save-best-by", OPTION_STRING, &c.save_best_by, 0, 0, "M", "what --save-best and --patience compare: accuracy (default) or loss"},
+        {"--patience", OPTION_INT, &c.patience, 0, 1e6, "N", "stop early after N epochs without a better one (default 0: never)"},
+        {"--log-format", OPTION_STRING, &c.log_format, 0, 0, "F", "--log as json (one object per line) or csv (default: csv for a FILE ending in .csv, else json)"},
     };
     static const char *const required[] = {"--data", NULL};
     const command_spec spec = {
@@ -617,7 +679,10 @@ int command_train(int argc, char **argv) {
         "Prints one line per epoch (train loss and accuracy, test loss and accuracy,\n"
         "seconds of training, images per second) and, on a terminal, a progress bar.\n"
         "The JSON log has the fields epoch, train_loss, train_acc, test_loss,\n"
-        "test_acc, seconds, images_per_s (accuracies as fractions).\n"
+        "test_acc, seconds, images_per_s (accuracies as fractions); the CSV log has\n"
+        "them as columns (plot either with python -m nn_engine.plot LOG).\n"
+        "--save-best and --patience compare the test (or validation) set's accuracy\n"
+        "or loss (--save-best-by); with --resume they count from the resumed epoch.\n"
         "DIR holds train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],\n"
         "t10k-images-idx3-ubyte[.gz] and t10k-labels-idx1-ubyte[.gz] (MNIST's format),\n"
         "or DIR/<class>/<image> folders of PNG/JPEG images (DIR/train and DIR/test\n"
