@@ -174,9 +174,9 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
         return EXIT_FAILURE_RUNTIME;
     }
-    st = t->photos ? photo_evaluate(t->ctx, t->net, &t->photo, &stats->test_loss, &stats->test_acc)
+    st = t->photos ? photo_evaluate(t->ctx, t->net, &t->photo, &stats->test_loss, &stats->test_acc, NULL)
                    : evaluate(t->ctx, t->net, &t->data.test, t->data.norm, t->data.classes, &stats->test_loss,
-                              &stats->test_acc);
+                              &stats->test_acc, NULL);
     if (st == NN_OK && t->ema) st = nn_ema_swap(t->ema);
     if (st != NN_OK) {
         fprintf(stderr, "nnengine train: evaluation after epoch %d failed: %s\n", epoch, library_error());
