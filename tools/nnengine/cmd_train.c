@@ -10,6 +10,7 @@
 #include "device_steps.h"
 #include "epoch_log.h"
 #include "evaluate.h"
+#include "model_summary.h"
 #include "models.h"
 #include "nn_io.h"
 #include "optimizers.h"
@@ -17,6 +18,7 @@
 #include "photo_data.h"
 #include "progress.h"
 #include "setup.h"
+#include "tensorboard.h"
 
 typedef struct train_config {
     const char *model, *data, *device, *save, *log, *normalize, *schedule;
@@ -39,8 +41,9 @@ typedef struct train_config {
     int64_t warmup, step_size, accumulate;
     double gamma, warmup_start, eta_min, max_lr, pct_start, ema;
     /* what the run reports and keeps besides the epoch lines */
-    const char *save_best, *save_best_by, *log_format;
+    const char *save_best, *save_best_by, *log_format, *tensorboard;
     int64_t patience;      /* 0, or stop after this many epochs without a better one */
+    bool quiet;            /* no model summary */
 } train_config;
 
 /* The defaults reach 89% test accuracy on Fashion-MNIST with LeNet-5 in 10
@@ -76,6 +79,7 @@ typedef struct trainer {
     int64_t photo_failures_reported;
     log_format log_as;
     best_epoch best;       /* --save-best, --patience */
+    tensorboard tb;        /* --tensorboard */
 } trainer;
 
 static void trainer_free(trainer *t) {
@@ -87,6 +91,7 @@ static void trainer_free(trainer *t) {
     nn_module_free(t->net);
     nn_ctx_free(t->ctx);
     if (t->log) fclose(t->log);
+    tensorboard_close(&t->tb);
     data_setup_free(&t->data);
     photo_data_free(&t->photo);
 }
@@ -438,6 +443,13 @@ static int setup(trainer *t) {
     free(params);
     nn_status st = !t->opt ? nn_last_status() : NN_OK;
     if (st == NN_OK && c->ema > 0 && !(t->ema = nn_ema_new(t->net, (float)c->ema))) st = nn_last_status();
+    if (st == NN_OK && !c->quiet) {
+        const nn_dataset *d = &t->data.train;
+        st = t->photos ? model_summary_print(t->ctx, t->net, c->model, channels, height, width, c->batch, t->opt,
+                                             c->optimizer, stderr)
+                       : model_summary_print(t->ctx, t->net, c->model, d->channels, d->height, d->width, c->batch,
+                                             t->opt, c->optimizer, stderr);
+    }
     step_extras extras = {.ema = t->ema, .accumulate = c->accumulate, .crop_pad = c->crop_pad > 0 ? (int)c->crop_pad : 0,
                           .flip = c->flip, .seed = (uint64_t)c->seed};
     if (st == NN_OK)
@@ -468,6 +480,7 @@ static int setup(trainer *t) {
         fprintf(stderr, "nnengine train: cannot write the log file %s\n", c->log);
         return EXIT_BAD_INPUT;
     }
+    if (c->tensorboard && !tensorboard_open(&t->tb, c->tensorboard)) return EXIT_BAD_INPUT;
     if (t->log && t->log_as == LOG_CSV && ftell(t->log) == 0 && !write_epoch_csv_header(t->log)) {
         fprintf(stderr, "nnengine train: writing the log %s failed\n", c->log);
         return EXIT_FAILURE_RUNTIME;
@@ -501,6 +514,16 @@ static void apply_recipe(train_config *c) {
     if (sgd) c->nesterov = true;
     if (c->crop_pad < 0 && !c->no_augment) c->crop_pad = 2;
     if (!c->no_augment) c->flip = true;
+}
+
+/* An epoch's figures as TensorBoard scalars, the epoch as the step. */
+static bool tensorboard_epoch(tensorboard *tb, const epoch_stats *s, const char *test_name) {
+    char test_loss[32], test_acc[32];
+    snprintf(test_loss, sizeof test_loss, "%s/loss", test_name);
+    snprintf(test_acc, sizeof test_acc, "%s/accuracy", test_name);
+    const char *tags[5] = {"train/loss", "train/accuracy", test_loss, test_acc, "train/images_per_s"};
+    double values[5] = {s->train_loss, s->train_acc, s->test_loss, s->test_acc, s->images_per_s};
+    return tensorboard_scalars(tb, s->epoch, tags, values, 5);
 }
 
 /* The weights evaluated (--ema: the average, swapped in and back) to path. */
@@ -594,6 +617,10 @@ static int train(train_config config) {
             fprintf(stderr, "nnengine train: writing the log %s failed\n", config.log);
             status = EXIT_FAILURE_RUNTIME;
         }
+        if (status == EXIT_OK && config.tensorboard && !tensorboard_epoch(&t.tb, &stats, test_name)) {
+            fprintf(stderr, "nnengine train: writing the TensorBoard events %s failed\n", t.tb.path);
+            status = EXIT_FAILURE_RUNTIME;
+        }
         bool stop = false;
         if (status == EXIT_OK) status = keep_best(&t, &stats, test_name, &stop);
         nn_train_progress done = {.epoch = epoch, .step = t.steps_done, .seed = (uint64_t)config.seed};
@@ -671,6 +698,8 @@ int command_train(int argc, char **argv) {
         {"--save-best", OPTION_STRING, &c.save_best, 0, 0, "FILE", "after each epoch that beats the previous ones on the test (or validation) set, write the weights"},
         {"--save-best-by", OPTION_STRING, &c.save_best_by, 0, 0, "M", "what --save-best and --patience compare: accuracy (default) or loss"},
         {"--patience", OPTION_INT, &c.patience, 0, 1e6, "N", "stop early after N epochs without a better one (default 0: never)"},
+        {"--tensorboard", OPTION_STRING, &c.tensorboard, 0, 0, "DIR", "write each epoch's losses and accuracies as TensorBoard scalars to an event file in DIR"},
+        {"--quiet", OPTION_SWITCH, &c.quiet, 0, 0, NULL, "no model summary (layers, output shapes, parameters, memory) before training"},
         {"--log-format", OPTION_STRING, &c.log_format, 0, 0, "F", "--log as json (one object per line) or csv (default: csv for a FILE ending in .csv, else json)"},
     };
     static const char *const required[] = {"--data", NULL};
