@@ -192,7 +192,7 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
 
 /* The folder of --save must exist and be writable: found out now, not after
  * an hour of training. */
-static int check_save_path(const char *path) {
+static int check_save_path(const char *flag, const char *path) {
     char folder[4096];
     snprintf(folder, sizeof folder, "%s", path);
     char *slash = strrchr(folder, '/');
@@ -200,8 +200,8 @@ static int check_save_path(const char *path) {
     else if (slash == folder) slash[1] = '\0';
     else *slash = '\0';
     if (access(folder, W_OK) != 0) {
-        fprintf(stderr, "nnengine train: cannot write --save %s: folder %s does not exist or is not writable\n",
-                path, folder);
+        fprintf(stderr, "nnengine train: cannot write %s %s: folder %s does not exist or is not writable\n",
+                flag, path, folder);
         return EXIT_BAD_INPUT;
     }
     return EXIT_OK;
@@ -399,9 +399,9 @@ static nn_schedule_options schedule_options(const train_config *c, int64_t total
 
 static int setup(trainer *t) {
     train_config *c = &t->config;
-    if (c->save && check_save_path(c->save) != EXIT_OK) return EXIT_BAD_INPUT;
-    if (c->checkpoint && check_save_path(c->checkpoint) != EXIT_OK) return EXIT_BAD_INPUT;
-    if (c->save_best && check_save_path(c->save_best) != EXIT_OK) return EXIT_BAD_INPUT;
+    if (c->save && check_save_path("--save", c->save) != EXIT_OK) return EXIT_BAD_INPUT;
+    if (c->checkpoint && check_save_path("--checkpoint", c->checkpoint) != EXIT_OK) return EXIT_BAD_INPUT;
+    if (c->save_best && check_save_path("--save-best", c->save_best) != EXIT_OK) return EXIT_BAD_INPUT;
     /* A model that takes colour photos at a fixed size gets them from the
      * image loader; the others train on data held on the device. */
     int channels, height, width;
