@@ -24,14 +24,20 @@
  * cores) stops taking CPU time after SPIN_NS. */
 #define SPIN_NS 50000
 
-/* Adaptive pools (nn_thread_pool_new_adaptive) time their parallel jobs in
- * windows of WINDOW_JOBS: the ranges' summed run time against the jobs' wall
- * time. Where the workers do not pay (less than MIN_SPEEDUP), the caller runs
- * every range itself and the workers sleep, trying them again after a pause
- * that doubles with each probe that fails (PROBE_FIRST_NS to PROBE_MAX_NS). */
-#define WINDOW_JOBS 256
+/* Adaptive pools (nn_thread_pool_new_adaptive) time one parallel job in
+ * SAMPLE_EVERY: the CPU time its ranges took (thread CPU time, so a range
+ * whose thread the host preempted counts only its work) against the job's
+ * wall time, summed over windows of WINDOW_SAMPLES. Where the workers do not
+ * pay (less than MIN_SPEEDUP), the caller runs every range itself and the
+ * workers sleep, trying them again after a pause that doubles with each probe
+ * that fails (PROBE_FIRST_NS to PROBE_MAX_NS). A window already EARLY_NS long
+ * and below EARLY_SPEEDUP ends at once: a probe on a busy host costs little. */
+#define SAMPLE_EVERY 4
+#define WINDOW_SAMPLES 32
 #define MIN_SPEEDUP 1.15
-#define PROBE_FIRST_NS 500000000LL
+#define EARLY_NS 2000000LL
+#define EARLY_SPEEDUP 0.7
+#define PROBE_FIRST_NS 1000000000LL
 #define PROBE_MAX_NS 16000000000LL
 
 /* The claim word: the job's generation (high 32 bits), the next unclaimed
@@ -52,23 +58,27 @@ struct nn_thread_pool {
     _Atomic int sleepers;        /* workers asleep (or about to be) on generation */
     _Atomic int caller_sleeping;
     _Atomic int shutting_down;
-    _Atomic int64_t range_ns;    /* adaptive: the current job's ranges' run time */
+    _Atomic int64_t range_ns;    /* timed jobs: the ranges' thread CPU time */
     /* the current job, written before generation is bumped */
     nn_parallel_fn fn;
     void *arg;
     int64_t count;
+    bool timed;
     /* adaptive pools only (touched by the caller alone) */
     bool adaptive, serial;
+    uint64_t jobs;
     int window_jobs;
     int64_t window_range_ns, window_wall_ns;
     int64_t probe_at_ns, probe_wait_ns;
 };
 
-static int64_t now_ns(void) {
+static int64_t clock_ns(clockid_t clock) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
+
+static int64_t now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -117,10 +127,12 @@ static void run_ranges(nn_thread_pool *pool, uint32_t gen) {
                                                    memory_order_acquire))
             continue;
         int r = CLAIM_NEXT(w), active = CLAIM_ACTIVE(w);
-        int64_t begin, end, start = pool->adaptive ? now_ns() : 0;
+        bool timed = pool->timed;
+        int64_t begin, end, start = timed ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
         range_of(pool->count, active, r, &begin, &end);
         if (begin < end) pool->fn(pool->arg, begin, end, r);
-        if (pool->adaptive) atomic_fetch_add_explicit(&pool->range_ns, now_ns() - start, memory_order_relaxed);
+        if (timed)
+            atomic_fetch_add_explicit(&pool->range_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - start, memory_order_relaxed);
         /* seq_cst pairs with the caller's store of caller_sleeping. */
         if (atomic_fetch_add(&pool->done, 1) + 1 == (uint32_t)active && atomic_load(&pool->caller_sleeping))
             futex_wake(&pool->done, 1);
@@ -219,8 +231,10 @@ static void adapt(nn_thread_pool *pool, int64_t range_ns, int64_t wall_ns) {
     pool->window_jobs++;
     pool->window_range_ns += range_ns;
     pool->window_wall_ns += wall_ns;
-    if (pool->window_jobs < WINDOW_JOBS) return;
-    bool pays = (double)pool->window_range_ns >= MIN_SPEEDUP * (double)pool->window_wall_ns;
+    bool hopeless = pool->window_wall_ns >= EARLY_NS &&
+                    (double)pool->window_range_ns < EARLY_SPEEDUP * (double)pool->window_wall_ns;
+    if (pool->window_jobs < WINDOW_SAMPLES && !hopeless) return;
+    bool pays = !hopeless && (double)pool->window_range_ns >= MIN_SPEEDUP * (double)pool->window_wall_ns;
     pool->window_jobs = 0, pool->window_range_ns = 0, pool->window_wall_ns = 0;
     if (pays) {
         pool->probe_wait_ns = PROBE_FIRST_NS;
@@ -252,7 +266,8 @@ void nn_parallel_for(nn_thread_pool *pool, int64_t count, int64_t min_chunk, nn_
         adapt(pool, 0, 0);
         return;
     }
-    int64_t start = pool->adaptive ? now_ns() : 0;
+    pool->timed = pool->adaptive && pool->jobs++ % SAMPLE_EVERY == 0;
+    int64_t start = pool->timed ? now_ns() : 0;
     pool->fn = fn;
     pool->arg = arg;
     pool->count = count;
@@ -268,5 +283,5 @@ void nn_parallel_for(nn_thread_pool *pool, int64_t count, int64_t min_chunk, nn_
     run_ranges(pool, gen);
     wait_for_ranges(pool, (uint32_t)active);
     atomic_thread_fence(memory_order_acquire);
-    if (pool->adaptive) adapt(pool, atomic_load_explicit(&pool->range_ns, memory_order_relaxed), now_ns() - start);
+    if (pool->timed) adapt(pool, atomic_load_explicit(&pool->range_ns, memory_order_relaxed), now_ns() - start);
 }
