@@ -467,6 +467,13 @@ def csv_log_by_extension_or_flag():
     expect(["train", "lenet5", "--data", FASHION, "--limit", "64", "--epochs", "1", "--quiet", "--log",
             path("run2.csv"), "--log-format", "json"], 0)
     assert json.loads(open(path("run2.csv")).readline())["epoch"] == 1
+    # A resumed run appends its rows under the one header.
+    resumed, state = path("resumed.csv"), path("resumed.state")
+    base = ["train", "lenet5", "--data", FASHION, "--limit", "640", "--epochs", "2", "--quiet", "--log", resumed]
+    expect(base + ["--stop-after", "1", "--checkpoint", state], 0)
+    expect(base + ["--resume", state], 0)
+    lines = open(resumed).read().splitlines()
+    assert len(lines) == 3 and lines[0].startswith("epoch,") and [l.split(",")[0] for l in lines[1:]] == ["1", "2"], lines
 
 
 @test

@@ -481,7 +481,9 @@ static int setup(trainer *t) {
         return EXIT_BAD_INPUT;
     }
     if (c->tensorboard && !tensorboard_open(&t->tb, c->tensorboard)) return EXIT_BAD_INPUT;
-    if (t->log && t->log_as == LOG_CSV && ftell(t->log) == 0 && !write_epoch_csv_header(t->log)) {
+    /* A resumed run appends to its log, whose header is already there. */
+    if (t->log && t->log_as == LOG_CSV && fseek(t->log, 0, SEEK_END) == 0 && ftell(t->log) == 0 &&
+        !write_epoch_csv_header(t->log)) {
         fprintf(stderr, "nnengine train: writing the log %s failed\n", c->log);
         return EXIT_FAILURE_RUNTIME;
     }
