@@ -118,6 +118,13 @@ nn_tensor *nn_module_forward_loss(nn_module *m, nn_tensor *x, nn_tensor *labels,
 nn_status nn_module_set_training(nn_module *m, bool training);
 bool nn_module_is_training(const nn_module *m);
 
+/* Called by nn_module_forward after m's forward succeeds, with its input
+ * and output (PyTorch's register_forward_hook): what a model summary uses to
+ * see each layer's output shape. One hook per module: setting one replaces
+ * the previous, NULL removes it. */
+typedef void (*nn_module_forward_hook)(nn_module *m, nn_tensor *input, nn_tensor *output, void *user);
+nn_status nn_module_set_forward_hook(nn_module *m, nn_module_forward_hook hook, void *user);
+
 /* Frees the module, its children, its references to its parameters and
  * buffers, and its data (free_data); a child freed this way first leaves
  * its parent. NULL is ignored. */

@@ -4,7 +4,9 @@
 # PyPI's torch wheels pull gigabytes of CUDA libraries, too much for CI); the
 # virtual environment sees them (--system-site-packages) and adds onnx and
 # onnxruntime (and safetensors, for the checkpoint tests of issue 7) from
-# PyPI, which Debian 12 does not package. Idempotent: a
+# PyPI, which Debian 12 does not package; tensorboard (its event reader checks
+# the CLI's --tensorboard files) and matplotlib (nn_engine.plot) from PyPI too
+# (issue 26). Idempotent: a
 # second run only checks that everything imports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,15 +26,15 @@ if [ ! -x "$env_dir/bin/python" ] ||
     "$system_python" -m venv --system-site-packages "$env_dir" >&2
 fi
 py="$env_dir/bin/python"
-if ! "$py" -c 'import onnx, onnxruntime, safetensors' 2>/dev/null; then
-    echo "installing onnx, onnxruntime and safetensors into $env_dir from PyPI" >&2
+if ! "$py" -c 'import onnx, onnxruntime, safetensors, tensorboard, matplotlib' 2>/dev/null; then
+    echo "installing onnx, onnxruntime, safetensors, tensorboard and matplotlib into $env_dir from PyPI" >&2
     # Keep Debian's NumPy: its torch is built against NumPy 1.x and breaks
     # when pip pulls NumPy 2 in as a dependency of onnx.
     numpy_version=$("$system_python" -c 'import numpy; print(numpy.__version__)')
     echo "numpy==$numpy_version" > "$env_dir/constraints.txt"
     "$py" -m pip install --quiet --disable-pip-version-check \
-        -c "$env_dir/constraints.txt" onnx onnxruntime safetensors >&2
+        -c "$env_dir/constraints.txt" onnx onnxruntime safetensors tensorboard matplotlib >&2
 fi
-"$py" -c 'import numpy, pytest, torch, onnx, onnxruntime, safetensors, PIL
+"$py" -c 'import numpy, pytest, torch, onnx, onnxruntime, safetensors, PIL, tensorboard, matplotlib
 torch.from_numpy(numpy.zeros(1, dtype=numpy.float32))' >&2
 echo "$py"

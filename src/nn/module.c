@@ -194,7 +194,15 @@ nn_tensor *nn_module_forward(nn_module *m, nn_tensor *x) {
     nn_ctx_leave(m->ctx);
     if (!y && nn_last_status() == NN_OK)
         return NN_FAIL_NULL(NN_ERR_STATE, "nn_module_forward: %s returned no output and set no error", m->kind);
+    if (y && m->hook) m->hook(m, x, y, m->hook_user);
     return y;
+}
+
+nn_status nn_module_set_forward_hook(nn_module *m, nn_module_forward_hook hook, void *user) {
+    if (!m) return nn_set_error(NN_ERR_ARGUMENT, "nn_module_set_forward_hook: module is NULL");
+    m->hook = hook;
+    m->hook_user = hook ? user : NULL;
+    return NN_OK;
 }
 
 nn_tensor *nn_module_forward_loss(nn_module *m, nn_tensor *x, nn_tensor *labels, nn_tensor **logits) {

@@ -35,6 +35,8 @@ struct nn_module {
     int kernel, stride, padding; /* built-in layers that need them */
     float p;                     /* dropout's probability */
     bool training;               /* train (true, the default) or eval mode */
+    nn_module_forward_hook hook; /* nn_module_set_forward_hook */
+    void *hook_user;
 };
 
 /* Built-in layers: a module of a static kind string and no data. */

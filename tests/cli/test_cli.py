@@ -3,7 +3,8 @@
 output format, the JSON log, --save/eval, and a short training run on a
 slice of Fashion-MNIST whose accuracy must pass a bound.
 
-usage: tests/cli/test_cli.py BUILD/nnengine
+usage: tests/cli/test_cli.py BUILD/nnengine [NAME-SUBSTRING]
+(with a substring, only the tests whose name contains it run).
 Standard library only. The last line is "N passed, N failed"."""
 import gzip
 import json
@@ -24,6 +25,7 @@ EPOCH_LINE = re.compile(
     r"acc +\d+\.\d\d% +\d+\.\d s +\d+ img/s$")
 
 binary = os.path.abspath(sys.argv[1])
+only = sys.argv[2] if len(sys.argv) > 2 else ""
 work = tempfile.mkdtemp(prefix="nn_cli_")
 passed, failed = 0, 0
 
@@ -47,8 +49,8 @@ def expect(args, status, *fragments, stream="stderr"):
 
 def test(fn):
     global passed, failed
-    only = os.environ.get("NN_ENGINE_CLI_ONLY")  # a substring of the names to run (while working on them)
-    if only and only not in fn.__name__:
+    only_here = only or os.environ.get("NN_ENGINE_CLI_ONLY", "")  # a substring of the names to run
+    if only_here not in fn.__name__:
         return fn
     try:
         fn()
@@ -392,6 +394,118 @@ def export_writes_onnx_and_refuses_bad_input():
     expect(["export", "lenet5", "--weights", weights, "--onnx", path("missing", "x.onnx")], 2,
            "missing/x.onnx", "No such file or directory")
     expect(["export", "resnet", "--weights", weights, "--onnx", onnx], 2, "unknown model 'resnet'")
+
+# ---- issue 26: best weights, early stopping, CSV log, confusion matrix, model summary ----
+
+@test
+def new_flags_in_help_and_their_bad_values():
+    expect(["train", "--help"], 0, "--save-best", "--save-best-by", "--patience", "--log-format", "--tensorboard",
+           "--quiet", stream="stdout")
+    expect(["eval", "--help"], 0, "--confusion", stream="stdout")
+    base = ["train", "lenet5", "--data", FASHION, "--limit", "64", "--epochs", "1"]
+    expect(base + ["--save-best-by", "speed"], 2, "--save-best-by takes accuracy or loss, got 'speed'")
+    expect(base + ["--log-format", "xml"], 2, "--log-format takes json or csv, got 'xml'")
+    expect(base + ["--patience", "-1"], 2, "--patience must be in [0,")
+    expect(base + ["--save-best", path("no", "such", "best.safetensors")], 2, "--save-best",
+           "cannot create files in the folder", path("no", "such"))
+
+
+def saved_best_epochs(stderr):
+    return [int(m) for m in re.findall(r"saved the best weights so far \(epoch (\d+),", stderr)]
+
+
+@test
+def save_best_keeps_the_best_epoch_by_accuracy_or_loss():
+    for metric in ["accuracy", "loss"]:
+        log, best = path(f"best-{metric}.jsonl"), path(f"best-{metric}.safetensors")
+        p = expect(["train", "lenet5", "--data", FASHION, "--limit", "1500", "--epochs", "4", "--lr", "0.2",
+                    "--schedule", "constant", "--quiet", "--log", log, "--save-best", best,
+                    "--save-best-by", metric], 0)
+        records = [json.loads(l) for l in open(log)]
+        key = (lambda r: -r["test_acc"]) if metric == "accuracy" else (lambda r: r["test_loss"])
+        # Each epoch better than every earlier one is saved, the first included.
+        want, so_far = [], None
+        for r in records:
+            if so_far is None or key(r) < so_far:
+                want.append(r["epoch"])
+                so_far = key(r)
+        assert saved_best_epochs(p.stderr) == want, (p.stderr, records)
+        best_record = records[want[-1] - 1]
+        e = expect(["eval", "lenet5", "--weights", best, "--data", FASHION], 0, stream="stdout")
+        assert f"accuracy {100 * best_record['test_acc']:.2f}%" in e.stdout, (e.stdout, best_record)
+        assert f"loss {best_record['test_loss']:.4f}" in e.stdout, (e.stdout, best_record)
+
+
+@test
+def patience_stops_when_the_metric_stops_improving():
+    # lr 0: the weights never change, so no epoch beats the first.
+    log = path("patience.csv")
+    p = expect(["train", "lenet5", "--data", FASHION, "--limit", "640", "--epochs", "9", "--lr", "0", "--quiet",
+                "--patience", "2", "--log", log], 0,
+               "early stopping after epoch 3: test accuracy has not improved for 2 epochs (--patience 2; best: epoch 1")
+    assert len(p.stdout.splitlines()) == 3, p.stdout
+    assert len(open(log).read().splitlines()) == 1 + 3
+    # An improving run is not stopped.
+    p = expect(["train", "lenet5", "--data", FASHION, "--limit", "1500", "--epochs", "3", "--quiet",
+                "--patience", "1", "--save-best-by", "loss"], 0)
+    assert "early stopping" not in p.stderr and len(p.stdout.splitlines()) == 3, p.stderr
+
+
+@test
+def csv_log_by_extension_or_flag():
+    import csv as csv_module
+    log = path("run.csv")
+    p = expect(["train", "lenet5", "--data", FASHION, "--limit", "640", "--epochs", "2", "--quiet", "--log", log], 0)
+    rows = list(csv_module.DictReader(open(log)))
+    assert list(rows[0]) == ["epoch", "train_loss", "train_acc", "test_loss", "test_acc", "seconds",
+                             "images_per_s"], rows[0]
+    assert [int(r["epoch"]) for r in rows] == [1, 2]
+    for r, line in zip(rows, p.stdout.splitlines()):
+        assert f"test loss {float(r['test_loss']):.4f} acc {100 * float(r['test_acc']):6.2f}%" in line, (r, line)
+    # --log-format overrides the extension both ways.
+    expect(["train", "lenet5", "--data", FASHION, "--limit", "64", "--epochs", "1", "--quiet", "--log",
+            path("run.txt"), "--log-format", "csv"], 0)
+    assert open(path("run.txt")).readline().startswith("epoch,train_loss,")
+    expect(["train", "lenet5", "--data", FASHION, "--limit", "64", "--epochs", "1", "--quiet", "--log",
+            path("run2.csv"), "--log-format", "json"], 0)
+    assert json.loads(open(path("run2.csv")).readline())["epoch"] == 1
+    # A resumed run appends its rows under the one header.
+    resumed, state = path("resumed.csv"), path("resumed.state")
+    base = ["train", "lenet5", "--data", FASHION, "--limit", "640", "--epochs", "2", "--quiet", "--log", resumed]
+    expect(base + ["--stop-after", "1", "--checkpoint", state], 0)
+    expect(base + ["--resume", state], 0)
+    lines = open(resumed).read().splitlines()
+    assert len(lines) == 3 and lines[0].startswith("epoch,") and [l.split(",")[0] for l in lines[1:]] == ["1", "2"], lines
+
+
+@test
+def eval_confusion_matrix_agrees_with_the_accuracy():
+    weights = path("confusion.safetensors")
+    expect(["train", "lenet5", "--data", FASHION, "--limit", "2000", "--epochs", "1", "--quiet", "--save", weights], 0)
+    p = expect(["eval", "lenet5", "--weights", weights, "--data", FASHION, "--confusion"], 0, "per-class accuracy",
+               "confusion matrix (rows: true class, columns: predicted class)", stream="stdout")
+    accuracy = float(re.search(r"accuracy (\d+\.\d\d)%", p.stdout).group(1))
+    lines = p.stdout.splitlines()
+    start = lines.index("confusion matrix (rows: true class, columns: predicted class):")
+    matrix = [[int(v) for v in l.split()[1:]] for l in lines[start + 2:start + 12]]
+    assert len(matrix) == 10 and all(len(row) == 10 for row in matrix), lines[start:]
+    # Fashion-MNIST's test set: 1000 images per class.
+    assert [sum(row) for row in matrix] == [1000] * 10, matrix
+    correct = sum(matrix[c][c] for c in range(10))
+    assert abs(100 * correct / 10000 - accuracy) < 0.006, (correct, accuracy)
+    per_class = [float(re.search(r"(\d+\.\d\d)%$", l).group(1)) for l in lines[3:13]]
+    assert per_class == [round(100 * matrix[c][c] / 1000, 2) for c in range(10)], (per_class, matrix)
+
+
+@test
+def model_summary_before_training_and_quiet():
+    p = expect(["train", "lenet5", "--data", FASHION, "--limit", "64", "--epochs", "1"], 0,
+               "model lenet5 (input 1x28x28", "c1", "Conv2d", "6x24x24", "16x4x4", "l3", "Linear",
+               # 1*6*25+6 + 6*16*25+16 + 256*120+120 + 120*84+84 + 84*10+10
+               "total 44,426 parameters (44,426 trainable)", "activations about")
+    assert len(p.stdout.splitlines()) == 1, p.stdout  # the summary is on stderr
+    p = expect(["train", "lenet5", "--data", FASHION, "--limit", "64", "--epochs", "1", "--quiet"], 0)
+    assert "model lenet5" not in p.stderr and "parameters (" not in p.stderr, p.stderr
 
 
 shutil.rmtree(work, ignore_errors=True)

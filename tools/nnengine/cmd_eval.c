@@ -15,6 +15,7 @@ typedef struct eval_config {
     const char *model, *weights, *data, *device, *normalize;
     int64_t threads, seed;
     double validation_fraction;
+    bool confusion; /* per-class accuracy and the confusion matrix */
 } eval_config;
 
 /* The weights loaded into `name`'s model, then the loss and accuracy on the
@@ -58,8 +59,12 @@ static int eval(const eval_config *c) {
         status = EXIT_BAD_INPUT;
     } else {
         double loss, accuracy;
-        nn_status st = photos ? photo_evaluate(ctx, net, &photo, &loss, &accuracy)
-                              : evaluate(ctx, net, &data.test, data.norm, data.classes, &loss, &accuracy);
+        confusion matrix = {0};
+        nn_status st = c->confusion && !confusion_init(&matrix, classes) ? NN_ERR_MEMORY : NN_OK;
+        confusion *counts = c->confusion ? &matrix : NULL;
+        if (st == NN_OK)
+            st = photos ? photo_evaluate(ctx, net, &photo, &loss, &accuracy, counts)
+                        : evaluate(ctx, net, &data.test, data.norm, data.classes, &loss, &accuracy, counts);
         int64_t count = photos ? photo.test.count : data.test.count;
         bool validation = photos ? photo.test_is_validation : data.test_is_validation;
         if (st != NN_OK) {
@@ -68,7 +73,9 @@ static int eval(const eval_config *c) {
         } else {
             printf("%s on %lld %s images: loss %.4f  accuracy %.2f%%\n", c->model, (long long)count,
                    validation ? "validation" : "test", loss, 100 * accuracy);
+            if (counts) confusion_print(counts, photos ? photo.test.class_names : data.test.class_names, stdout);
         }
+        confusion_free(&matrix);
     }
     nn_module_free(net);
     nn_ctx_free(ctx);
@@ -88,6 +95,7 @@ int command_eval(int argc, char **argv) {
         {"--normalize", OPTION_STRING, &c.normalize, 0, 0, "N", "as given to train (default auto)"},
         {"--seed", OPTION_INT, &c.seed, 0, 9.2e18, "S", "as given to train: picks the validation split of a folder without a test set"},
         {"--val-fraction", OPTION_FLOAT, &c.validation_fraction, 0, 1, "F", "as given to train (default 0.1)"},
+        {"--confusion", OPTION_SWITCH, &c.confusion, 0, 0, NULL, "also print each class's accuracy and the confusion matrix (rows: true class)"},
     };
     static const char *const required[] = {"--weights", "--data", NULL};
     const command_spec spec = {

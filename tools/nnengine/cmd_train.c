@@ -5,12 +5,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "best_epoch.h"
 #include "commands.h"
 #include "device_steps.h"
+#include "epoch_log.h"
 #include "evaluate.h"
 #include "interrupt.h"
 #include "label_check.h"
 #include "loss_guard.h"
+#include "model_summary.h"
 #include "models.h"
 #include "nn_io.h"
 #include "optimizers.h"
@@ -18,6 +21,7 @@
 #include "photo_data.h"
 #include "progress.h"
 #include "setup.h"
+#include "tensorboard.h"
 
 typedef struct train_config {
     const char *model, *data, *device, *save, *log, *normalize, *schedule;
@@ -41,6 +45,10 @@ typedef struct train_config {
     int64_t warmup, step_size, accumulate;
     double gamma, warmup_start, eta_min, max_lr, pct_start, ema;
     bool allow_nan; /* train on past a non-finite loss (the divergence guard only warns) */
+    /* what the run reports and keeps besides the epoch lines */
+    const char *save_best, *save_best_by, *log_format, *tensorboard;
+    int64_t patience;      /* 0, or stop after this many epochs without a better one */
+    bool quiet;            /* no model summary */
 } train_config;
 
 /* The defaults reach 89% test accuracy on Fashion-MNIST with LeNet-5 in 10
@@ -54,6 +62,7 @@ static train_config defaults(void) {
         .lr = -1, .momentum = -1, .weight_decay = -1, .beta1 = -1, .beta2 = -1, .eps = -1,
         .validation_fraction = 0.1,
         .step_size = 1, .gamma = 0.1, .warmup_start = 0.1, .pct_start = 0.3, .accumulate = 1,
+        .save_best_by = "accuracy",
     };
 }
 
@@ -76,6 +85,9 @@ typedef struct trainer {
     loss_guard guard;        /* the divergence guard */
     int64_t resume_step;     /* steps of first_epoch done before --resume (an interrupted epoch), else 0 */
     int64_t interrupted_at;  /* Ctrl+C: the steps of the epoch done when it stopped, else -1 */
+    log_format log_as;
+    best_epoch best;       /* --save-best, --patience */
+    tensorboard tb;        /* --tensorboard */
 } trainer;
 
 /* What --save keeps besides the weights (nn_io.h's model info): the
@@ -108,6 +120,7 @@ static void trainer_free(trainer *t) {
     nn_module_free(t->net);
     nn_ctx_free(t->ctx);
     if (t->log) fclose(t->log);
+    tensorboard_close(&t->tb);
     data_setup_free(&t->data);
     photo_data_free(&t->photo);
 }
@@ -232,9 +245,9 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
         return EXIT_FAILURE_RUNTIME;
     }
-    st = t->photos ? photo_evaluate(t->ctx, t->net, &t->photo, &stats->test_loss, &stats->test_acc)
+    st = t->photos ? photo_evaluate(t->ctx, t->net, &t->photo, &stats->test_loss, &stats->test_acc, NULL)
                    : evaluate(t->ctx, t->net, &t->data.test, t->data.norm, t->data.classes, &stats->test_loss,
-                              &stats->test_acc);
+                              &stats->test_acc, NULL);
     if (st == NN_OK && t->ema) st = nn_ema_swap(t->ema);
     if (st != NN_OK) {
         fprintf(stderr, "nnengine train: evaluation after epoch %d failed: %s\n", epoch, library_error());
@@ -461,6 +474,7 @@ static int setup(trainer *t) {
     if (c->save && check_output_path("--save", c->save) != EXIT_OK) return EXIT_BAD_INPUT;
     if (c->checkpoint && check_output_path("--checkpoint", c->checkpoint) != EXIT_OK) return EXIT_BAD_INPUT;
     if (c->log && check_output_path("--log", c->log) != EXIT_OK) return EXIT_BAD_INPUT;
+    if (c->save_best && check_output_path("--save-best", c->save_best) != EXIT_OK) return EXIT_BAD_INPUT;
     /* A model that takes colour photos at a fixed size gets them from the
      * image loader; the others train on data held on the device. */
     int channels, height, width;
@@ -512,6 +526,13 @@ static int setup(trainer *t) {
     free(params);
     nn_status st = !t->opt ? nn_last_status() : NN_OK;
     if (st == NN_OK && c->ema > 0 && !(t->ema = nn_ema_new(t->net, (float)c->ema))) st = nn_last_status();
+    if (st == NN_OK && !c->quiet) {
+        const nn_dataset *d = &t->data.train;
+        st = t->photos ? model_summary_print(t->ctx, t->net, c->model, channels, height, width, c->batch, t->opt,
+                                             c->optimizer, stderr)
+                       : model_summary_print(t->ctx, t->net, c->model, d->channels, d->height, d->width, c->batch,
+                                             t->opt, c->optimizer, stderr);
+    }
     step_extras extras = {.ema = t->ema, .accumulate = c->accumulate, .crop_pad = c->crop_pad > 0 ? (int)c->crop_pad : 0,
                           .flip = c->flip, .seed = (uint64_t)c->seed};
     if (st == NN_OK)
@@ -541,6 +562,13 @@ static int setup(trainer *t) {
         perror(c->log);
         fprintf(stderr, "nnengine train: cannot write the log file %s\n", c->log);
         return EXIT_BAD_INPUT;
+    }
+    if (c->tensorboard && !tensorboard_open(&t->tb, c->tensorboard)) return EXIT_BAD_INPUT;
+    /* A resumed run appends to its log, whose header is already there. */
+    if (t->log && t->log_as == LOG_CSV && fseek(t->log, 0, SEEK_END) == 0 && ftell(t->log) == 0 &&
+        !write_epoch_csv_header(t->log)) {
+        fprintf(stderr, "nnengine train: writing the log %s failed\n", c->log);
+        return EXIT_FAILURE_RUNTIME;
     }
     fprintf(stderr,
             "training %s: %d parameter tensors, batch %lld, %s lr %g (%s), momentum %g%s, weight decay %g, seed %lld; "
@@ -588,6 +616,55 @@ static int write_checkpoint(trainer *t, int epoch) {
     return EXIT_OK;
 }
 
+/* An epoch's figures as TensorBoard scalars, the epoch as the step. */
+static bool tensorboard_epoch(tensorboard *tb, const epoch_stats *s, const char *test_name) {
+    char test_loss[32], test_acc[32];
+    snprintf(test_loss, sizeof test_loss, "%s/loss", test_name);
+    snprintf(test_acc, sizeof test_acc, "%s/accuracy", test_name);
+    const char *tags[5] = {"train/loss", "train/accuracy", test_loss, test_acc, "train/images_per_s"};
+    double values[5] = {s->train_loss, s->train_acc, s->test_loss, s->test_acc, s->images_per_s};
+    return tensorboard_scalars(tb, s->epoch, tags, values, 5);
+}
+
+/* The weights evaluated (--ema: the average, swapped in and back) to path,
+ * with the normalisation and class names (saved_info). */
+static nn_status save_weights(trainer *t, const char *path) {
+    nn_status st = t->ema ? nn_ema_swap(t->ema) : NN_OK;
+    nn_model_info info = saved_info(t);
+    if (st == NN_OK) st = nn_save_module_info(t->net, path, &info);
+    if (t->ema) {
+        nn_status back = nn_ema_swap(t->ema);
+        if (st == NN_OK) st = back;
+    }
+    return st;
+}
+
+/* --save-best and --patience after an epoch: the best weights so far saved
+ * (atomically: a crash keeps the previous best), *stop set when --patience
+ * epochs passed without a better one. */
+static int keep_best(trainer *t, const epoch_stats *s, const char *test_name, bool *stop) {
+    const train_config *c = &t->config;
+    if (!c->save_best && !c->patience) return EXIT_OK;
+    char best[64];
+    if (best_epoch_update(&t->best, s) && c->save_best) {
+        if (save_weights(t, c->save_best) != NN_OK) {
+            fprintf(stderr, "nnengine train: --save-best: %s\n", library_error());
+            return EXIT_FAILURE_RUNTIME;
+        }
+        best_epoch_describe(&t->best, best, sizeof best);
+        fprintf(stderr, "saved the best weights so far (epoch %d, %s %s) to %s\n", s->epoch, test_name, best,
+                c->save_best);
+    }
+    if (c->patience && t->best.stale >= c->patience && s->epoch < c->epochs) {
+        best_epoch_describe(&t->best, best, sizeof best);
+        fprintf(stderr, "early stopping after epoch %d: %s %s has not improved for %lld epoch%s (--patience %lld; "
+                        "best: epoch %d, %s)\n", s->epoch, test_name, t->best.by_loss ? "loss" : "accuracy",
+                (long long)t->best.stale, t->best.stale == 1 ? "" : "s", (long long)c->patience, t->best.epoch, best);
+        *stop = true;
+    }
+    return EXIT_OK;
+}
+
 static int train(train_config config) {
     if (!model_known(config.model)) {
         fprintf(stderr, "nnengine train: unknown model '%s' (known: %s)\n", config.model, models_names());
@@ -621,6 +698,14 @@ static int train(train_config config) {
     }
     trainer t = {.config = config, .interrupted_at = -1,
                  .guard = {.allow_nan = config.allow_nan, .checkpoint = config.checkpoint}};
+    if (!best_epoch_parse_metric(config.save_best_by, &t.best.by_loss)) {
+        fprintf(stderr, "nnengine train: --save-best-by takes accuracy or loss, got '%s'\n", config.save_best_by);
+        return EXIT_BAD_INPUT;
+    }
+    if (!epoch_log_format(config.log_format, config.log, &t.log_as)) {
+        fprintf(stderr, "nnengine train: --log-format takes json or csv, got '%s'\n", config.log_format);
+        return EXIT_BAD_INPUT;
+    }
     int status = setup(&t);
     if (status == EXIT_OK) interrupt_install();
     progress bar;
@@ -633,11 +718,18 @@ static int train(train_config config) {
         status = run_epoch(&t, &bar, epoch, &stats);
         if (status != EXIT_OK) break;
         print_epoch_line(&stats, (int)config.epochs, test_name);
-        if (t.log && !write_epoch_json(t.log, &stats)) {
+        if (t.log && !(t.log_as == LOG_CSV ? write_epoch_csv(t.log, &stats) : write_epoch_json(t.log, &stats))) {
             fprintf(stderr, "nnengine train: writing the log %s failed\n", config.log);
             status = EXIT_FAILURE_RUNTIME;
         }
+        if (status == EXIT_OK && config.tensorboard && !tensorboard_epoch(&t.tb, &stats, test_name)) {
+            fprintf(stderr, "nnengine train: writing the TensorBoard events %s failed\n", t.tb.path);
+            status = EXIT_FAILURE_RUNTIME;
+        }
+        bool stop = false;
+        if (status == EXIT_OK) status = keep_best(&t, &stats, test_name, &stop);
         if (status == EXIT_OK) status = write_checkpoint(&t, epoch);
+        if (stop) break;
     }
     /* Ctrl+C: the steps so far are kept as an uninterrupted run's would be. */
     if (status == EXIT_INTERRUPTED) {
@@ -651,11 +743,7 @@ static int train(train_config config) {
                 reserved / 1048576.0, nn_ctx_device_name(t.ctx));
     if ((status == EXIT_OK || status == EXIT_INTERRUPTED) && config.save) {
         /* --ema: the saved weights are the average (swapped in, saved, swapped back). */
-        nn_status st = t.ema ? nn_ema_swap(t.ema) : NN_OK;
-        nn_model_info info = saved_info(&t);
-        if (st == NN_OK) st = nn_save_module_info(t.net, config.save, &info);
-        if (st == NN_OK && t.ema) st = nn_ema_swap(t.ema);
-        if (st != NN_OK) {
+        if (save_weights(&t, config.save) != NN_OK) {
             fprintf(stderr, "nnengine train: %s\n", library_error());
             status = EXIT_FAILURE_RUNTIME;
         } else {
@@ -715,6 +803,12 @@ int command_train(int argc, char **argv) {
         {"--init", OPTION_STRING, &c.init, 0, 0, "FILE", "start from these weights (a state_dict in safetensors, e.g. torchvision's; strict)"},
         {"--classes", OPTION_INT, &c.classes, 1, 1 << 20, "K", "a classifier (fc, classifier.1, ...) of K outputs; with --init, the file's is skipped unless it has K"},
         {"--freeze", OPTION_STRING_LIST, &c.freeze, 0, 0, "PREFIX", "parameters whose name starts with PREFIX are not trained (repeatable)"},
+        {"--save-best", OPTION_STRING, &c.save_best, 0, 0, "FILE", "after each epoch that beats the previous ones on the test (or validation) set, write the weights"},
+        {"--save-best-by", OPTION_STRING, &c.save_best_by, 0, 0, "M", "what --save-best and --patience compare: accuracy (default) or loss"},
+        {"--patience", OPTION_INT, &c.patience, 0, 1e6, "N", "stop early after N epochs without a better one (default 0: never)"},
+        {"--tensorboard", OPTION_STRING, &c.tensorboard, 0, 0, "DIR", "write each epoch's losses and accuracies as TensorBoard scalars to an event file in DIR"},
+        {"--quiet", OPTION_SWITCH, &c.quiet, 0, 0, NULL, "no model summary (layers, output shapes, parameters, memory) before training"},
+        {"--log-format", OPTION_STRING, &c.log_format, 0, 0, "F", "--log as json (one object per line) or csv (default: csv for a FILE ending in .csv, else json)"},
     };
     static const char *const required[] = {"--data", NULL};
     const command_spec spec = {
@@ -722,7 +816,10 @@ int command_train(int argc, char **argv) {
         "Prints one line per epoch (train loss and accuracy, test loss and accuracy,\n"
         "seconds of training, images per second) and, on a terminal, a progress bar.\n"
         "The JSON log has the fields epoch, train_loss, train_acc, test_loss,\n"
-        "test_acc, seconds, images_per_s (accuracies as fractions).\n"
+        "test_acc, seconds, images_per_s (accuracies as fractions); the CSV log has\n"
+        "them as columns (plot either with python -m nn_engine.plot LOG).\n"
+        "--save-best and --patience compare the test (or validation) set's accuracy\n"
+        "or loss (--save-best-by); with --resume they count from the resumed epoch.\n"
         "DIR holds train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz],\n"
         "t10k-images-idx3-ubyte[.gz] and t10k-labels-idx1-ubyte[.gz] (MNIST's format),\n"
         "or DIR/<class>/<image> folders of PNG/JPEG images (DIR/train and DIR/test\n"

@@ -23,7 +23,7 @@ int64_t count_correct(const float *logits, const int32_t *labels, int64_t rows, 
 }
 
 nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normalization norm,
-                   int classes, double *loss, double *accuracy) {
+                   int classes, double *loss, double *accuracy, confusion *matrix) {
     int64_t image = (int64_t)data->channels * data->height * data->width;
     int64_t chunk = image > 0 ? EVAL_CHUNK_VALUES / image : EVAL_CHUNK_MAX;
     if (chunk > EVAL_CHUNK_MAX) chunk = EVAL_CHUNK_MAX;
@@ -60,6 +60,7 @@ nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normaliz
         if (status == NN_OK) {
             loss_sum += (double)loss_value * n;
             correct += count_correct(logits, y_host, n, classes);
+            if (matrix) confusion_add(matrix, logits, y_host, n);
         }
         nn_ctx_step_end(ctx);
         nn_tensor_free(x);

@@ -4,6 +4,7 @@
 
 #include "nn_engine.h"
 #include "nn_data.h"
+#include "confusion.h"
 
 typedef struct normalization {
     float mean, std; /* x = (pixel / 255 - mean) / std */
@@ -12,9 +13,10 @@ typedef struct normalization {
 /* Index of the largest of each row's `classes` logits equal to the label. */
 int64_t count_correct(const float *logits, const int32_t *labels, int64_t rows, int classes);
 
-/* Mean cross-entropy and accuracy (fraction) of `net` on `data`. Returns the
- * library's status; the message is in nn_last_error(). */
+/* Mean cross-entropy and accuracy (fraction) of `net` on `data`; each
+ * prediction also counted in `matrix` when not NULL. Returns the library's
+ * status; the message is in nn_last_error(). */
 nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normalization norm,
-                   int classes, double *loss, double *accuracy);
+                   int classes, double *loss, double *accuracy, confusion *matrix);
 
 #endif

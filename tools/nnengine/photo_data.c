@@ -90,7 +90,7 @@ void photo_data_free(photo_data *d) {
 /* One evaluation batch: its loss and correct predictions summed on the
  * device into `sums`. */
 static nn_status evaluate_batch(nn_ctx *ctx, nn_module *net, const nn_batch *b, int channels, int height,
-                                int width, nn_tensor *sums) {
+                                int width, nn_tensor *sums, confusion *matrix) {
     int64_t x_shape[4] = {b->count, channels, height, width}, y_shape[1] = {b->count};
     nn_tensor *x = nn_tensor_from_data(ctx, NN_F32, 4, x_shape, b->images);
     nn_tensor *y = x ? nn_tensor_from_data(ctx, NN_I32, 1, y_shape, b->labels) : NULL;
@@ -98,13 +98,21 @@ static nn_status evaluate_batch(nn_ctx *ctx, nn_module *net, const nn_batch *b, 
     nn_tensor *loss = logits ? nn_softmax_cross_entropy(logits, y) : NULL;
     nn_status st = loss ? nn_accumulate_metrics(logits, y, loss, sums) : nn_last_status();
     if (st == NN_OK && !loss) st = NN_ERR_STATE;
+    if (st == NN_OK && matrix) {
+        float *host = malloc(sizeof(float) * (size_t)b->count * (size_t)matrix->classes);
+        st = host ? nn_tensor_read(logits, host, sizeof(float) * (size_t)b->count * (size_t)matrix->classes)
+                  : NN_ERR_MEMORY;
+        if (st == NN_OK) confusion_add(matrix, host, b->labels, b->count);
+        free(host);
+    }
     nn_ctx_step_end(ctx);
     nn_tensor_free(x);
     nn_tensor_free(y);
     return st;
 }
 
-nn_status photo_evaluate(nn_ctx *ctx, nn_module *net, photo_data *d, double *loss, double *accuracy) {
+nn_status photo_evaluate(nn_ctx *ctx, nn_module *net, photo_data *d, double *loss, double *accuracy,
+                         confusion *matrix) {
     int64_t two[1] = {2};
     nn_tensor *sums = nn_tensor_new(ctx, NN_F32, 1, two);
     if (!sums) return nn_last_status();
@@ -115,7 +123,7 @@ nn_status photo_evaluate(nn_ctx *ctx, nn_module *net, photo_data *d, double *los
     nn_status st = nn_loader_start_epoch(d->test_loader, 0);
     nn_batch b;
     while (st == NN_OK && (st = nn_loader_next(d->test_loader, &b)) == NN_OK && b.count > 0) {
-        st = evaluate_batch(ctx, net, &b, d->channels, d->height, d->width, sums);
+        st = evaluate_batch(ctx, net, &b, d->channels, d->height, d->width, sums, matrix);
         seen += b.count;
     }
     nn_module_set_training(net, was_training);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include "nn_engine.h"
 #include "nn_loader.h"
+#include "confusion.h"
 
 typedef struct photo_options {
     int channels, height, width; /* the model's input */
@@ -36,7 +37,9 @@ int photo_data_load(const char *command, const char *dir, const photo_options *o
 void photo_data_free(photo_data *d);
 
 /* Mean cross-entropy and accuracy of `net` (in evaluation mode) on the test
- * images. Returns the library's status. */
-nn_status photo_evaluate(nn_ctx *ctx, nn_module *net, photo_data *d, double *loss, double *accuracy);
+ * images; each prediction also counted in `matrix` when not NULL (the
+ * logits then read back batch by batch). Returns the library's status. */
+nn_status photo_evaluate(nn_ctx *ctx, nn_module *net, photo_data *d, double *loss, double *accuracy,
+                         confusion *matrix);
 
 #endif

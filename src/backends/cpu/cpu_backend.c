@@ -1,5 +1,6 @@
 /* The CPU backend: host buffers, a cache of freed buffers, and the
  * nn_backend table (its kernels: cpu_kernels.c). */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,14 +193,28 @@ static void cpu_destroy(nn_backend *self) {
     free(cpu);
 }
 
+/* The cores this process may run on: the affinity mask (taskset, cgroups'
+ * cpusets), never more than the online ones. */
+static int usable_cores(void) {
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    int allowed = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    int cores = online > 0 ? (int)online : 1;
+    if (allowed > 0 && allowed < cores) cores = allowed;
+    return cores;
+}
+
 nn_backend *nn_cpu_backend_new(int threads) {
-    if (threads <= 0) {
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cores > 0 ? (int)cores : 1;
-    }
+    /* threads 0: one per usable core, in a pool that drops its workers while
+     * they do not pay (a busy host); an explicit count is always used. */
+    bool adaptive = threads <= 0;
+    if (adaptive) threads = usable_cores();
+    if (threads > NN_THREAD_POOL_MAX)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "cpu backend: threads must be at most %d, got %d", NN_THREAD_POOL_MAX,
+                            threads);
     cpu_backend *cpu = calloc(1, sizeof *cpu);
     if (!cpu) return NN_FAIL_NULL(NN_ERR_MEMORY, "cpu backend: out of host memory");
-    cpu->pool = nn_thread_pool_new(threads);
+    cpu->pool = adaptive ? nn_thread_pool_new_adaptive(threads) : nn_thread_pool_new(threads);
     if (!cpu->pool) {
         free(cpu);
         return NN_FAIL_NULL(NN_ERR_BACKEND, "cpu backend: could not start %d worker threads", threads);
@@ -208,8 +223,8 @@ nn_backend *nn_cpu_backend_new(int threads) {
     b->name = "cpu";
     b->kind = NN_DEVICE_CPU;
     b->threads = threads;
-    snprintf(b->description, sizeof b->description, "cpu (%s, %d thread%s)", nn_cpu_gemm_library(),
-             threads, threads == 1 ? "" : "s");
+    snprintf(b->description, sizeof b->description, "cpu (%s, %d thread%s%s)", nn_cpu_gemm_library(),
+             threads, threads == 1 ? "" : "s", adaptive && threads > 1 ? ", adaptive" : "");
     b->alloc = cpu_alloc;
     b->memory_stats = cpu_memory_stats;
     b->free = cpu_free;

@@ -1,36 +1,84 @@
 #include "thread_pool.h"
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
-/* One job at a time: the caller publishes (fn, arg, count, active), bumps
- * the generation and runs range 0 itself; worker w runs range w. Static
- * ranges keep results reproducible: the same worker always gets the same
- * items, so a reduction's partials are the same bits every run.
+/* One job at a time. A job is split into `active` fixed ranges (range r is
+ * always the same items, run with worker index r), so a reduction's partials
+ * are the same bits every run whoever runs them. Which thread runs a range is
+ * not fixed: the caller and the workers claim ranges from one counter, so a
+ * worker the host has not scheduled never holds the caller up -- the caller
+ * runs its range instead.
  *
- * Waking a thread sleeping on a condition variable takes longer than most
- * kernels of a small model's training step (bench/README.md). So between
- * jobs, workers (and the caller, waiting for them) first spin on atomics
- * for a while and only then sleep: back-to-back kernels never pay the
- * wake-up, and an idle pool still sleeps after SPIN_ROUNDS. */
-#define SPIN_ROUNDS 20000
+ * Between jobs, workers (and the caller, waiting for the last range) spin for
+ * a bounded while and then sleep on a futex: back-to-back kernels of a
+ * training step skip the ~100 us wake-up (bench/README.md), and a pool whose
+ * caller is busy elsewhere (Python, the data loader, another process on the
+ * cores) stops taking CPU time after SPIN_NS. */
+#define SPIN_NS 50000
+
+/* Adaptive pools (nn_thread_pool_new_adaptive) time one parallel job in
+ * SAMPLE_EVERY: the CPU time its ranges took (thread CPU time, so a range
+ * whose thread the host preempted counts only its work) against the job's
+ * wall time, summed over windows of WINDOW_SAMPLES. Where the workers do not
+ * pay (less than MIN_SPEEDUP), the caller runs every range itself and the
+ * workers sleep, trying them again after a pause that doubles with each probe
+ * that fails (PROBE_FIRST_NS to PROBE_MAX_NS). A window already EARLY_NS long
+ * and below EARLY_SPEEDUP ends at once: a probe on a busy host costs little. */
+#define SAMPLE_EVERY 4
+#define WINDOW_SAMPLES 32
+#define MIN_SPEEDUP 1.15
+#define EARLY_NS 2000000LL
+#define EARLY_SPEEDUP 0.7
+#define PROBE_FIRST_NS 1000000000LL
+#define PROBE_MAX_NS 16000000000LL
+
+/* The claim word: the job's generation (high 32 bits), the next unclaimed
+ * range (bits 16-31) and the job's range count (bits 0-15). A worker woken
+ * for one job can never claim a range of the next one: the generation in the
+ * word no longer matches. */
+#define CLAIM(gen, next, active) (((uint64_t)(gen) << 32) | ((uint64_t)(next) << 16) | (uint64_t)(active))
+#define CLAIM_GEN(w) ((uint32_t)((w) >> 32))
+#define CLAIM_NEXT(w) ((int)(((w) >> 16) & 0xffff))
+#define CLAIM_ACTIVE(w) ((int)((w)&0xffff))
 
 struct nn_thread_pool {
     int size;
     pthread_t *threads;
-    pthread_mutex_t lock;
-    pthread_cond_t work_ready;
-    pthread_cond_t work_done;
-    _Atomic uint64_t generation;
-    _Atomic int pending;
+    _Atomic uint32_t generation; /* futex word the workers sleep on */
+    _Atomic uint32_t done;       /* ranges finished in this job; futex word the caller sleeps on */
+    _Atomic uint64_t claim;
+    _Atomic int sleepers;        /* workers asleep (or about to be) on generation */
+    _Atomic int caller_sleeping;
     _Atomic int shutting_down;
+    _Atomic int64_t range_ns;    /* timed jobs: the ranges' thread CPU time */
     /* the current job, written before generation is bumped */
     nn_parallel_fn fn;
     void *arg;
     int64_t count;
-    int active; /* workers given a range in this job (all check in) */
+    bool timed;
+    /* adaptive pools only (touched by the caller alone) */
+    bool adaptive, serial;
+    uint64_t jobs;
+    int window_jobs;
+    int64_t window_range_ns, window_wall_ns;
+    int64_t probe_at_ns, probe_wait_ns;
 };
+
+static int64_t clock_ns(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -40,59 +88,96 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static void job_range(const nn_thread_pool *pool, int worker, int64_t *begin, int64_t *end) {
-    int64_t base = pool->count / pool->active, extra = pool->count % pool->active;
-    *begin = worker * base + (worker < extra ? worker : extra);
-    *end = *begin + base + (worker < extra ? 1 : 0);
+static void futex_wait(_Atomic uint32_t *word, uint32_t expected) {
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
 
-/* Wait until the generation differs from `seen` (or shutdown); returns it. */
-static uint64_t wait_for_job(nn_thread_pool *pool, uint64_t seen) {
-    for (int i = 0; i < SPIN_ROUNDS; i++) {
-        uint64_t g = atomic_load_explicit(&pool->generation, memory_order_acquire);
-        if (g != seen || atomic_load_explicit(&pool->shutting_down, memory_order_acquire)) return g;
+static void futex_wake(_Atomic uint32_t *word, int count) {
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+}
+
+/* Spins until *word != seen or SPIN_NS pass; true when it changed. The clock
+ * is read every 64 rounds only. */
+static bool spin_until_changed(_Atomic uint32_t *word, uint32_t seen, const _Atomic int *stop) {
+    int64_t deadline = 0;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(word, memory_order_acquire) != seen) return true;
+        if (stop && atomic_load_explicit(stop, memory_order_relaxed)) return true;
         cpu_relax();
+        if (i % 64 == 0) {
+            int64_t now = now_ns();
+            if (!deadline) deadline = now + SPIN_NS;
+            else if (now >= deadline) return false;
+        }
     }
-    pthread_mutex_lock(&pool->lock);
-    while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->shutting_down))
-        pthread_cond_wait(&pool->work_ready, &pool->lock);
-    uint64_t g = atomic_load(&pool->generation);
-    pthread_mutex_unlock(&pool->lock);
-    return g;
 }
 
-typedef struct worker_start {
-    nn_thread_pool *pool;
-    int index;
-} worker_start;
+static void range_of(int64_t count, int active, int r, int64_t *begin, int64_t *end) {
+    int64_t base = count / active, extra = count % active;
+    *begin = r * base + (r < extra ? r : extra);
+    *end = *begin + base + (r < extra ? 1 : 0);
+}
+
+/* Claims and runs ranges of job `gen` until none is left. */
+static void run_ranges(nn_thread_pool *pool, uint32_t gen) {
+    uint64_t w = atomic_load_explicit(&pool->claim, memory_order_acquire);
+    for (;;) {
+        if (CLAIM_GEN(w) != gen || CLAIM_NEXT(w) >= CLAIM_ACTIVE(w)) return;
+        if (!atomic_compare_exchange_weak_explicit(&pool->claim, &w, w + (1u << 16), memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        int r = CLAIM_NEXT(w), active = CLAIM_ACTIVE(w);
+        bool timed = pool->timed;
+        int64_t begin, end, start = timed ? clock_ns(CLOCK_THREAD_CPUTIME_ID) : 0;
+        range_of(pool->count, active, r, &begin, &end);
+        if (begin < end) pool->fn(pool->arg, begin, end, r);
+        if (timed)
+            atomic_fetch_add_explicit(&pool->range_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - start, memory_order_relaxed);
+        /* seq_cst pairs with the caller's store of caller_sleeping. */
+        if (atomic_fetch_add(&pool->done, 1) + 1 == (uint32_t)active && atomic_load(&pool->caller_sleeping))
+            futex_wake(&pool->done, 1);
+        w = atomic_load_explicit(&pool->claim, memory_order_acquire);
+    }
+}
+
+/* The caller, once no range is left to claim: until `active` ranges are done. */
+static void wait_for_ranges(nn_thread_pool *pool, uint32_t active) {
+    int64_t deadline = 0;
+    for (unsigned i = 1; atomic_load_explicit(&pool->done, memory_order_acquire) != active; i++) {
+        cpu_relax();
+        if (i % 64 != 0) continue;
+        int64_t now = now_ns();
+        if (!deadline) deadline = now + SPIN_NS;
+        else if (now >= deadline) break;
+    }
+    for (uint32_t d; (d = atomic_load(&pool->done)) != active;) {
+        /* seq_cst store then load, against the worker's increment then load. */
+        atomic_store(&pool->caller_sleeping, 1);
+        if (atomic_load(&pool->done) == d) futex_wait(&pool->done, d);
+        atomic_store(&pool->caller_sleeping, 0);
+    }
+}
 
 static void *worker_main(void *raw) {
-    worker_start start = *(worker_start *)raw;
-    free(raw);
-    nn_thread_pool *pool = start.pool;
-    uint64_t seen = 0;
+    nn_thread_pool *pool = raw;
+    uint32_t seen = atomic_load(&pool->generation);
     for (;;) {
-        seen = wait_for_job(pool, seen);
+        if (!spin_until_changed(&pool->generation, seen, &pool->shutting_down)) {
+            atomic_fetch_add(&pool->sleepers, 1);
+            while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->shutting_down))
+                futex_wait(&pool->generation, seen);
+            atomic_fetch_sub(&pool->sleepers, 1);
+        }
         if (atomic_load(&pool->shutting_down)) break;
-        /* Every worker checks in, even one with no range this time: the
-         * caller then knows nobody still reads the job when it writes the next. */
-        if (start.index < pool->active) {
-            int64_t begin, end;
-            job_range(pool, start.index, &begin, &end);
-            if (begin < end) pool->fn(pool->arg, begin, end, start.index);
-        }
-        if (atomic_fetch_sub_explicit(&pool->pending, 1, memory_order_acq_rel) == 1) {
-            /* The last one out wakes the caller if it went to sleep. */
-            pthread_mutex_lock(&pool->lock);
-            pthread_cond_signal(&pool->work_done);
-            pthread_mutex_unlock(&pool->lock);
-        }
+        seen = atomic_load_explicit(&pool->generation, memory_order_acquire);
+        run_ranges(pool, seen);
     }
     return NULL;
 }
 
 nn_thread_pool *nn_thread_pool_new(int threads) {
     if (threads < 1) threads = 1;
+    if (threads > NN_THREAD_POOL_MAX) threads = NN_THREAD_POOL_MAX;
     nn_thread_pool *pool = calloc(1, sizeof *pool);
     if (!pool) return NULL;
     pool->threads = calloc((size_t)threads, sizeof *pool->threads);
@@ -100,42 +185,65 @@ nn_thread_pool *nn_thread_pool_new(int threads) {
         free(pool);
         return NULL;
     }
-    pthread_mutex_init(&pool->lock, NULL);
-    pthread_cond_init(&pool->work_ready, NULL);
-    pthread_cond_init(&pool->work_done, NULL);
     pool->size = 1; /* workers started so far, for cleanup on failure */
     for (int i = 1; i < threads; i++) {
-        worker_start *start = malloc(sizeof *start);
-        if (!start) goto fail;
-        start->pool = pool;
-        start->index = i;
-        if (pthread_create(&pool->threads[i], NULL, worker_main, start) != 0) {
-            free(start);
-            goto fail;
+        if (pthread_create(&pool->threads[i], NULL, worker_main, pool) != 0) {
+            nn_thread_pool_free(pool);
+            return NULL;
         }
         pool->size = i + 1;
     }
     return pool;
-fail:
-    nn_thread_pool_free(pool);
-    return NULL;
+}
+
+nn_thread_pool *nn_thread_pool_new_adaptive(int threads) {
+    nn_thread_pool *pool = nn_thread_pool_new(threads);
+    if (pool) {
+        pool->adaptive = pool->size > 1;
+        pool->probe_wait_ns = PROBE_FIRST_NS;
+    }
+    return pool;
 }
 
 void nn_thread_pool_free(nn_thread_pool *pool) {
     if (!pool) return;
-    pthread_mutex_lock(&pool->lock);
     atomic_store(&pool->shutting_down, 1);
-    pthread_cond_broadcast(&pool->work_ready);
-    pthread_mutex_unlock(&pool->lock);
+    atomic_fetch_add(&pool->generation, 1);
+    futex_wake(&pool->generation, INT_MAX);
     for (int i = 1; i < pool->size; i++) pthread_join(pool->threads[i], NULL);
-    pthread_mutex_destroy(&pool->lock);
-    pthread_cond_destroy(&pool->work_ready);
-    pthread_cond_destroy(&pool->work_done);
     free(pool->threads);
     free(pool);
 }
 
 int nn_thread_pool_size(const nn_thread_pool *pool) { return pool ? pool->size : 1; }
+
+bool nn_thread_pool_is_serial(const nn_thread_pool *pool) { return pool && pool->serial; }
+
+/* Adaptive pools: closes a window of parallel jobs (dropping the workers when
+ * they did not pay) or, in serial mode, starts a probe when its time comes. */
+static void adapt(nn_thread_pool *pool, int64_t range_ns, int64_t wall_ns) {
+    if (pool->serial) {
+        if (now_ns() < pool->probe_at_ns) return;
+        pool->serial = false;
+        pool->window_jobs = 0, pool->window_range_ns = 0, pool->window_wall_ns = 0;
+        return;
+    }
+    pool->window_jobs++;
+    pool->window_range_ns += range_ns;
+    pool->window_wall_ns += wall_ns;
+    bool hopeless = pool->window_wall_ns >= EARLY_NS &&
+                    (double)pool->window_range_ns < EARLY_SPEEDUP * (double)pool->window_wall_ns;
+    if (pool->window_jobs < WINDOW_SAMPLES && !hopeless) return;
+    bool pays = !hopeless && (double)pool->window_range_ns >= MIN_SPEEDUP * (double)pool->window_wall_ns;
+    pool->window_jobs = 0, pool->window_range_ns = 0, pool->window_wall_ns = 0;
+    if (pays) {
+        pool->probe_wait_ns = PROBE_FIRST_NS;
+        return;
+    }
+    pool->serial = true;
+    pool->probe_at_ns = now_ns() + pool->probe_wait_ns;
+    if (pool->probe_wait_ns < PROBE_MAX_NS) pool->probe_wait_ns *= 2;
+}
 
 void nn_parallel_for(nn_thread_pool *pool, int64_t count, int64_t min_chunk, nn_parallel_fn fn,
                      void *arg) {
@@ -148,27 +256,32 @@ void nn_parallel_for(nn_thread_pool *pool, int64_t count, int64_t min_chunk, nn_
         fn(arg, 0, count, 0);
         return;
     }
+    if (pool->serial) {
+        /* The same ranges as in parallel, so the same bits. */
+        for (int r = 0; r < active; r++) {
+            int64_t begin, end;
+            range_of(count, active, r, &begin, &end);
+            if (begin < end) fn(arg, begin, end, r);
+        }
+        adapt(pool, 0, 0);
+        return;
+    }
+    pool->timed = pool->adaptive && pool->jobs++ % SAMPLE_EVERY == 0;
+    int64_t start = pool->timed ? now_ns() : 0;
     pool->fn = fn;
     pool->arg = arg;
     pool->count = count;
-    pool->active = active;
-    atomic_store_explicit(&pool->pending, pool->size - 1, memory_order_relaxed);
-    /* The release bump publishes the job fields to the spinning workers; the
-     * broadcast under the lock reaches those already asleep. */
-    pthread_mutex_lock(&pool->lock);
-    atomic_fetch_add_explicit(&pool->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&pool->work_ready);
-    pthread_mutex_unlock(&pool->lock);
+    atomic_store_explicit(&pool->range_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&pool->done, 0, memory_order_relaxed);
+    uint32_t gen = atomic_load_explicit(&pool->generation, memory_order_relaxed) + 1;
+    atomic_store_explicit(&pool->claim, CLAIM(gen, 0, active), memory_order_release);
+    /* seq_cst: a worker going to sleep either sees the new generation or is
+     * counted in sleepers here. */
+    atomic_store(&pool->generation, gen);
+    if (atomic_load(&pool->sleepers) > 0) futex_wake(&pool->generation, active - 1);
 
-    int64_t begin, end;
-    job_range(pool, 0, &begin, &end);
-    fn(arg, begin, end, 0);
-
-    for (int i = 0; i < SPIN_ROUNDS; i++) {
-        if (atomic_load_explicit(&pool->pending, memory_order_acquire) == 0) return;
-        cpu_relax();
-    }
-    pthread_mutex_lock(&pool->lock);
-    while (atomic_load(&pool->pending) > 0) pthread_cond_wait(&pool->work_done, &pool->lock);
-    pthread_mutex_unlock(&pool->lock);
+    run_ranges(pool, gen);
+    wait_for_ranges(pool, (uint32_t)active);
+    atomic_thread_fence(memory_order_acquire);
+    if (pool->timed) adapt(pool, atomic_load_explicit(&pool->range_ns, memory_order_relaxed), now_ns() - start);
 }
