@@ -39,7 +39,9 @@
  * 0.044715 x^3).
  * softplus: alpha is PyTorch's beta, beta its threshold. clamp: alpha is
  * min, beta max (+-infinity for an absent side); min is applied first, so
- * min > max gives max, as in PyTorch. pow: x ** alpha. hardswish'
+ * min > max gives max, as in PyTorch. relu6 and clamp pass NaN through as
+ * PyTorch does: said outright, as a GPU compiler may turn the comparisons
+ * into min/max, which drop it. pow: x ** alpha. hardswish'
  * at 3 is 1, as PyTorch's vectorized kernel gives (its scalar tail says 1.5). */
 #define NN_UNARY_OPS(U)                                                                                      \
     U(SIGMOID, sigmoid, Sigmoid, 1.0 / (1.0 + exp(-x)), dy * y * (1.0 - y), operator, of_x)                  \
@@ -60,7 +62,8 @@
       dy * (tanh_gate(x) + x * tanh_gate(x) * (1.0 - tanh_gate(x)) * 1.5957691216057308 * (1.0 + 0.134145 * x * x)), \
       gelu_tanh, with_scalars)                                                                               \
     U(SILU, silu, Sigmoid, x * logistic(x), dy * logistic(x) * (1.0 + x * (1.0 - logistic(x))), silu, of_x)  \
-    U(RELU6, relu6, Clip, x < 0.0 ? 0.0 : x > 6.0 ? 6.0 : x, x <= 0.0 || x >= 6.0 ? 0.0 : dy, relu6, of_x)    \
+    U(RELU6, relu6, Clip, isnan(x) ? x : x < 0.0 ? 0.0 : x > 6.0 ? 6.0 : x, x <= 0.0 || x >= 6.0 ? 0.0 : dy,  \
+      relu6, of_x)                                                                                           \
     U(HARDSWISH, hardswish, HardSwish, x <= -3.0 ? 0.0 : x >= 3.0 ? x : x * (x + 3.0) / 6.0,                  \
       x < -3.0 ? 0.0 : x < 3.0 ? dy * (x / 3.0 + 0.5) : dy, hardswish, of_x)                                 \
     U(HARDSIGMOID, hardsigmoid, HardSigmoid, x <= -3.0 ? 0.0 : x >= 3.0 ? 1.0 : x / 6.0 + 0.5,                \
@@ -72,7 +75,7 @@
       with_scalars)                                                                                          \
     U(SOFTPLUS, softplus, Softplus, x * alpha > beta ? x : softplus_of(x * alpha) / alpha,                    \
       x * alpha > beta ? dy : dy * logistic(x * alpha), softplus, with_scalars)                               \
-    U(CLAMP, clamp, Clip, (x < alpha ? alpha : x) > beta ? beta : (x < alpha ? alpha : x),                   \
+    U(CLAMP, clamp, Clip, isnan(x) ? x : (x < alpha ? alpha : x) > beta ? beta : (x < alpha ? alpha : x),    \
       x >= alpha && x <= beta ? dy : 0.0, clip, with_scalars)                                                 \
     U(POW_SCALAR, pow_scalar, Pow, power(x, alpha), alpha == 0.0 ? 0.0 : dy * alpha * power(x, alpha - 1.0),  \
       scalar_after, with_scalars)                                                                            \
