@@ -746,38 +746,38 @@ static int train(train_config config) {
                         "PyTorch's DistributedDataParallel keeps them (leave out --sync-bn)\n");
         return EXIT_BAD_INPUT;
     }
-    dist_train dist;
-    int started = dist_train_start(&dist, config.device, config.global_batch, &config.batch, &config.threads);
-    if (started != EXIT_OK) return dist_train_finish(&dist, started);
-    if (!dist_train_is_main(&dist)) /* rank 0 writes the files */
-        config.save = config.checkpoint = config.log = config.save_best = config.tensorboard = NULL;
-    trainer t = {.config = config, .interrupted_at = -1, .dist = dist,
-                 .guard = {.allow_nan = config.allow_nan, .checkpoint = config.checkpoint}};
-    if (!best_epoch_parse_metric(config.save_best_by, &t.best.by_loss)) {
-        fprintf(stderr, "nnengine train: --save-best-by takes accuracy or loss, got '%s'\n", config.save_best_by);
-        return EXIT_BAD_INPUT;
+    trainer t = {.config = config, .interrupted_at = -1, .guard = {.allow_nan = config.allow_nan}};
+    train_config *c = &t.config;
+    int started = dist_train_start(&t.dist, c->device, c->global_batch, &c->batch, &c->threads);
+    if (started != EXIT_OK) return dist_train_finish(&t.dist, started);
+    if (!dist_train_is_main(&t.dist)) /* rank 0 writes the files */
+        c->save = c->checkpoint = c->log = c->save_best = c->tensorboard = NULL;
+    t.guard.checkpoint = c->checkpoint;
+    if (!best_epoch_parse_metric(c->save_best_by, &t.best.by_loss)) {
+        fprintf(stderr, "nnengine train: --save-best-by takes accuracy or loss, got '%s'\n", c->save_best_by);
+        return dist_train_finish(&t.dist, EXIT_BAD_INPUT);
     }
-    if (!epoch_log_format(config.log_format, config.log, &t.log_as)) {
-        fprintf(stderr, "nnengine train: --log-format takes json or csv, got '%s'\n", config.log_format);
-        return EXIT_BAD_INPUT;
+    if (!epoch_log_format(c->log_format, c->log, &t.log_as)) {
+        fprintf(stderr, "nnengine train: --log-format takes json or csv, got '%s'\n", c->log_format);
+        return dist_train_finish(&t.dist, EXIT_BAD_INPUT);
     }
     int status = setup(&t);
     if (status == EXIT_OK) interrupt_install();
     progress bar;
-    progress_init(&bar, (int)config.epochs);
+    progress_init(&bar, (int)c->epochs);
     const char *test_name = (t.photos ? t.photo.test_is_validation : t.data.test_is_validation) ? "val" : "test";
-    int64_t last = config.stop_after > 0 && config.stop_after < config.epochs ? config.stop_after : config.epochs;
+    int64_t last = c->stop_after > 0 && c->stop_after < c->epochs ? c->stop_after : c->epochs;
     int epoch = t.first_epoch;
     for (; status == EXIT_OK && epoch <= last; epoch++) {
         epoch_stats stats;
         status = run_epoch(&t, &bar, epoch, &stats);
         if (status != EXIT_OK) break;
-        print_epoch_line(&stats, (int)config.epochs, test_name);
+        print_epoch_line(&stats, (int)c->epochs, test_name);
         if (t.log && !(t.log_as == LOG_CSV ? write_epoch_csv(t.log, &stats) : write_epoch_json(t.log, &stats))) {
-            fprintf(stderr, "nnengine train: writing the log %s failed\n", config.log);
+            fprintf(stderr, "nnengine train: writing the log %s failed\n", c->log);
             status = EXIT_FAILURE_RUNTIME;
         }
-        if (status == EXIT_OK && config.tensorboard && !tensorboard_epoch(&t.tb, &stats, test_name)) {
+        if (status == EXIT_OK && c->tensorboard && !tensorboard_epoch(&t.tb, &stats, test_name)) {
             fprintf(stderr, "nnengine train: writing the TensorBoard events %s failed\n", t.tb.path);
             status = EXIT_FAILURE_RUNTIME;
         }
@@ -796,13 +796,13 @@ static int train(train_config config) {
     if (status == EXIT_OK && nn_ctx_memory_stats(t.ctx, &current, &peak, &reserved) == NN_OK)
         fprintf(stderr, "peak device memory %.1f MiB allocated, %.1f MiB reserved (%s)\n", peak / 1048576.0,
                 reserved / 1048576.0, nn_ctx_device_name(t.ctx));
-    if ((status == EXIT_OK || status == EXIT_INTERRUPTED) && config.save) {
+    if ((status == EXIT_OK || status == EXIT_INTERRUPTED) && c->save) {
         /* --ema: the saved weights are the average (swapped in, saved, swapped back). */
-        if (save_weights(&t, config.save) != NN_OK) {
+        if (save_weights(&t, c->save) != NN_OK) {
             fprintf(stderr, "nnengine train: %s\n", library_error());
             status = EXIT_FAILURE_RUNTIME;
         } else {
-            fprintf(stderr, "saved the weights to %s\n", config.save);
+            fprintf(stderr, "saved the weights to %s\n", c->save);
         }
     }
     interrupt_restore();

@@ -111,10 +111,11 @@ int dist_train_finish(dist_train *d, int status) {
     } else if (status != EXIT_OK) {
         fprintf(stderr, "rank %d of %d failed (exit %d): the messages above say why\n", d->rank, d->size, status);
     }
-    if (status != EXIT_OK) {
-        fflush(NULL);
-        nn_dist_abort(status); /* the other ranks would wait for this one forever */
-    }
+    /* A failed rank leaves without MPI_Finalize: mpirun then ends the whole
+     * job (the others would wait for this rank forever) after passing its
+     * output on, which MPI_Abort's immediate kill can lose. */
+    fflush(NULL);
+    if (status != EXIT_OK) return status;
     nn_dist_finalize();
     return status;
 }
