@@ -5,7 +5,7 @@
 # AVX2 and baseline SSE2 kernels, and under AddressSanitizer + UBSan), the
 # command-line tests and the Python tests (scripts/run-tests.sh).
 #
-# Variables: BUILD (output folder), BLAS (auto|0|1), SANITIZE (0|1), CC,
+# Variables: BUILD (output folder), BLAS (auto|0|1), MPI (auto|0|1), SANITIZE (0|1), CC,
 # GEMM_KERNELS (auto: AVX2+FMA when the CPU has them | baseline: SSE2 only).
 
 BUILD ?= build
@@ -42,6 +42,22 @@ endif
 LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/fusion/*.c src/nn/*.c src/optim/*.c \
                               src/data/*.c src/io/*.c \
                               src/backends/*.c src/backends/cpu/*.c))
+
+# ---- MPI: data-parallel training (src/dist/; MPI=0 builds without it) -------
+# Open MPI found by pkg-config (ompi-c, from libopenmpi-dev). Without it the
+# library still has nn_dist_*, whose nn_dist_init says the build has no MPI.
+MPI ?= auto
+ifeq ($(MPI),auto)
+  MPI := $(shell pkg-config --exists ompi-c 2>/dev/null && echo 1 || echo 0)
+  ifeq ($(MPI),0)
+    $(info nn-engine: building without MPI (no pkg-config ompi-c; install libopenmpi-dev for data parallelism))
+  endif
+endif
+ifeq ($(MPI),1)
+  CPPFLAGS += -DNN_WITH_MPI $(shell pkg-config --cflags ompi-c)
+  LDLIBS += $(shell pkg-config --libs ompi-c)
+endif
+LIB_SRC += $(sort $(wildcard src/dist/*.c))
 
 # ---- Vulkan backend (VULKAN=0 builds without it) ----------------------------
 # Shaders in shaders/*.comp are compiled by glslc to SPIR-V and embedded in

@@ -53,6 +53,18 @@ nn_capture *nn_capture_end(nn_ctx *ctx);
 nn_status nn_replay(nn_capture *capture, int64_t times);
 /* Commands in the captured step (kernel launches and buffer operations). */
 int64_t nn_capture_command_count(const nn_capture *capture);
+/* A function the host runs inside a step, e.g. MPI's all-reduce of the
+ * gradients (nn_dist.h). Called outside a capture, it runs fn(user) now,
+ * after the operations recorded before it. While a capture records, it runs
+ * fn the same way, unrecorded (fn may read and write tensors), and marks the
+ * point: every replay issues the step's commands up to there, calls fn
+ * (whose reads wait for them), then issues the rest. So a replay with host
+ * calls waits for the device at each of them. fn returns NN_OK or a status
+ * with its message set; user must outlive the capture. */
+typedef nn_status (*nn_host_fn)(void *user);
+nn_status nn_capture_host_call(nn_ctx *ctx, nn_host_fn fn, void *user);
+/* Host calls in the captured step. */
+int64_t nn_capture_host_call_count(const nn_capture *capture);
 /* Releases the capture and the memory it kept (after replays still in
  * flight have finished). NULL is ignored. nn_ctx_free frees the captures still alive. */
 void nn_capture_free(nn_capture *capture);

@@ -20,5 +20,6 @@
 #include "nn_device_loop.h"
 #include "nn_schedule.h"
 #include "nn_ema.h"
+#include "nn_dist.h"
 
 #endif

@@ -56,9 +56,21 @@ run_cli_tests() {
     count_summary "$label" "$log"
 }
 
+# Data parallelism (issue 24): 2 ranks under mpirun on the CPU; the script
+# says it skips when mpirun or the build's MPI is missing.
+run_dist_tests() {
+    echo "== data parallel (mpirun -n 2, CPU)"
+    local log
+    log=$(mktemp)
+    python3 tests/dist/test_dist.py build/nnengine 2>&1 | tee "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    count_summary "data parallel" "$log"
+}
+
 if pkg-config --exists openblas; then
     run_variant "OpenBLAS GEMM" BUILD=build BLAS=1
     run_cli_tests "command line (OpenBLAS build)" build/nnengine
+    run_dist_tests
 else
     fail_step "OpenBLAS not found: libopenblas-dev is missing (make deps installs it)"
 fi

@@ -77,3 +77,8 @@ from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 
 __all__ += ["amp", "autocast"]
+
+# Data parallelism over MPI (issue 24): nn_engine.distributed, as torch.distributed
+from . import distributed  # noqa: E402
+
+__all__ += ["distributed"]

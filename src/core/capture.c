@@ -7,7 +7,13 @@
  * the memory of an eager one and never shares memory with eager work that
  * runs between replays. At the end the backend may turn the list into a plan
  * (Vulkan: one recorded command buffer); replay issues the plan, or the
- * commands one by one. */
+ * commands one by one.
+ *
+ * A host call (nn_capture_host_call) splits the list into segments: each is
+ * reordered and planned on its own, and a replay issues a segment, calls the
+ * host function, issues the next. A device cannot run host code (MPI's
+ * all-reduce) inside a command buffer, so that is where the step waits for
+ * the device; without host calls a capture is one segment, as before. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +21,13 @@
 #include "graph.h"
 #include "nn_capture.h"
 #include "schedule.h"
+
+/* A host function recorded at a point of the step (nn_capture_host_call). */
+typedef struct host_call {
+    int64_t at; /* the commands before it */
+    nn_host_fn fn;
+    void *user;
+} host_call;
 
 struct nn_capture {
     nn_ctx *ctx;
@@ -30,7 +43,9 @@ struct nn_capture {
     nn_storage **pool; /* allocated and released while recording: reusable */
     int64_t pool_count, pool_capacity;
 
-    void *plan;       /* the backend's, or NULL: replayed command by command */
+    host_call *calls; /* calls[k] runs after commands [0, calls[k].at) */
+    int64_t call_count, call_capacity;
+    void **plans;     /* one per segment (call_count + 1): the backend's, or NULL: command by command */
     bool failed;      /* an operation failed (or host memory ran out) while recording */
     char failure[256];
 };
@@ -141,7 +156,10 @@ static void unlink_capture(nn_capture *c) {
 static void destroy(nn_capture *c) {
     nn_ctx *ctx = c->ctx;
     if (ctx->recording == c) ctx->recording = NULL;
-    if (c->plan) ctx->backend->plan_free(ctx->backend, c->plan);
+    for (int64_t k = 0; c->plans && k <= c->call_count; k++)
+        if (c->plans[k]) ctx->backend->plan_free(ctx->backend, c->plans[k]);
+    free(c->plans);
+    free(c->calls);
     for (int64_t i = 0; i < c->count; i++) free(c->commands[i].data);
     for (int64_t i = 0; i < c->pinned_count; i++) {
         nn_storage *s = c->pinned[i];
@@ -153,6 +171,31 @@ static void destroy(nn_capture *c) {
     free(c->pinned);
     free(c->pool);
     free(c);
+}
+
+/* The commands of segment k: between host calls k - 1 and k. */
+static void segment(const nn_capture *c, int64_t k, int64_t *first, int64_t *count) {
+    *first = k > 0 ? c->calls[k - 1].at : 0;
+    *count = (k < c->call_count ? c->calls[k].at : c->count) - *first;
+}
+
+/* Each segment reordered and planned on its own: no command moves across a
+ * host call, whose host function reads and writes what the commands around it do. */
+static nn_status plan_segments(nn_capture *c) {
+    nn_backend *b = c->ctx->backend;
+    c->plans = calloc((size_t)(c->call_count + 1), sizeof *c->plans);
+    if (!c->plans) return nn_set_error(NN_ERR_MEMORY, "nn_capture_end: out of host memory");
+    for (int64_t k = 0; k <= c->call_count; k++) {
+        int64_t first, count;
+        segment(c, k, &first, &count);
+        if (count == 0) continue;
+        NN_TRY(nn_schedule_commands(c->commands + first, count));
+        if (b->plan_new && b->plan_new(b, c->commands + first, count, &c->plans[k]) != NN_OK) {
+            c->plans[k] = NULL;
+            return nn_last_status();
+        }
+    }
+    return NN_OK;
 }
 
 static nn_capture *end_entered(nn_ctx *ctx) {
@@ -171,14 +214,8 @@ static nn_capture *end_entered(nn_ctx *ctx) {
         destroy(c);
         return NN_FAIL_NULL(NN_ERR_STATE, "nn_capture_end: nothing was recorded (no operation ran)");
     }
-    nn_backend *b = ctx->backend;
-    if (nn_schedule_commands(c->commands, c->count) != NN_OK) {
-        destroy(c);
-        return NULL;
-    }
-    if (b->plan_new && b->plan_new(b, c->commands, c->count, &c->plan) != NN_OK) {
-        c->plan = NULL;
-        destroy(c); /* the backend said why */
+    if (plan_segments(c) != NN_OK) {
+        destroy(c); /* the scheduler or the backend said why */
         return NULL;
     }
     return c;
@@ -192,16 +229,29 @@ nn_capture *nn_capture_end(nn_ctx *ctx) {
     return c;
 }
 
+/* Segment k `times` times in a row: its plan, or its commands one by one. */
+static nn_status issue_segment(nn_capture *c, int64_t k, int64_t times) {
+    nn_backend *b = c->ctx->backend;
+    if (c->plans[k]) return b->plan_replay(b, c->plans[k], times);
+    int64_t first, count;
+    segment(c, k, &first, &count);
+    for (int64_t t = 0; t < times; t++)
+        for (int64_t i = first; i < first + count; i++) NN_TRY(nn_command_issue(b, &c->commands[i]));
+    return NN_OK;
+}
+
 static nn_status replay_entered(nn_capture *c, int64_t times) {
     if (times < 1) return nn_set_error(NN_ERR_ARGUMENT, "nn_replay: times must be >= 1, got %lld", (long long)times);
     nn_ctx *ctx = c->ctx;
     if (ctx->recording)
         return nn_set_error(NN_ERR_STATE, "nn_replay: a capture is recording on this context; end it first");
     NN_TRY(nn_ctx_flush(ctx, NULL));
-    nn_backend *b = ctx->backend;
-    if (c->plan) return b->plan_replay(b, c->plan, times);
+    if (c->call_count == 0) return issue_segment(c, 0, times);
     for (int64_t t = 0; t < times; t++)
-        for (int64_t i = 0; i < c->count; i++) NN_TRY(nn_command_issue(b, &c->commands[i]));
+        for (int64_t k = 0; k <= c->call_count; k++) {
+            NN_TRY(issue_segment(c, k, 1));
+            if (k < c->call_count) NN_TRY(c->calls[k].fn(c->calls[k].user));
+        }
     return NN_OK;
 }
 
@@ -214,6 +264,38 @@ nn_status nn_replay(nn_capture *c, int64_t times) {
 }
 
 int64_t nn_capture_command_count(const nn_capture *c) { return c ? c->count : 0; }
+
+/* While recording, fn runs with the recording paused: what it does on the
+ * device (reading the gradients, writing their average) is its own, done
+ * again by each replay's call, never replayed as recorded commands. */
+static nn_status host_call_entered(nn_ctx *ctx, nn_host_fn fn, void *user) {
+    NN_TRY(nn_ctx_flush(ctx, NULL)); /* the operations before the call are the segment's */
+    nn_capture *c = ctx->recording;
+    if (!c) return fn(user);
+    if (!c->failed && !grow((void **)&c->calls, &c->call_capacity, c->call_count + 1, sizeof *c->calls))
+        fail(c, "out of host memory recording the step");
+    if (c->failed) return nn_set_error(NN_ERR_STATE, "nn_capture_host_call: the recording failed before: %s", c->failure);
+    ctx->recording = NULL;
+    nn_status status = fn(user);
+    ctx->recording = c;
+    if (status != NN_OK) {
+        nn_capture_fail(ctx);
+        return status;
+    }
+    c->calls[c->call_count++] = (host_call){c->count, fn, user};
+    return NN_OK;
+}
+
+nn_status nn_capture_host_call(nn_ctx *ctx, nn_host_fn fn, void *user) {
+    if (!ctx) return nn_set_error(NN_ERR_ARGUMENT, "nn_capture_host_call: ctx is NULL");
+    if (!fn) return nn_set_error(NN_ERR_ARGUMENT, "nn_capture_host_call: fn is NULL");
+    NN_TRY(nn_ctx_enter(ctx, "nn_capture_host_call"));
+    nn_status status = host_call_entered(ctx, fn, user);
+    nn_ctx_leave(ctx);
+    return status;
+}
+
+int64_t nn_capture_host_call_count(const nn_capture *c) { return c ? c->call_count : 0; }
 
 /* Replays may still be running: the backend's plan_free waits for its
  * plan; the memory released here is only reused by work submitted later,

@@ -210,6 +210,8 @@ nn_status nn_optimizer_step(nn_optimizer *opt) {
     if (!opt) return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_step: optimizer is NULL");
     NN_TRY(nn_ctx_enter(opt->set.ctx, "nn_optimizer_step"));
     nn_status status = nn_param_set_adopt_grads(&opt->set);
+    if (status == NN_OK && opt->grad_hook.before_update)
+        status = opt->grad_hook.before_update(opt, opt->grad_hook.user);
     if (status == NN_OK) status = opt->cls->step(opt, nn_param_set_is_flat(&opt->set));
     nn_ctx_leave(opt->set.ctx);
     return status;
@@ -290,8 +292,17 @@ nn_tensor *nn_optimizer_state(const nn_optimizer *opt, int param, int state) {
     return opt->states[state].views[param];
 }
 
+nn_status nn_optimizer_set_grad_hook(nn_optimizer *opt, const nn_grad_hook *hook) {
+    if (opt->grad_hook.before_update)
+        return nn_set_error(NN_ERR_STATE, "%s optimizer: already has a gradient hook (data parallelism is set once)",
+                            opt->cls->name);
+    opt->grad_hook = *hook;
+    return NN_OK;
+}
+
 void nn_optimizer_free(nn_optimizer *opt) {
     if (!opt) return;
+    if (opt->grad_hook.release) opt->grad_hook.release(opt->grad_hook.user);
     if (opt->cls && opt->cls->release) opt->cls->release(opt);
     for (int i = 0; i < opt->state_count; i++) nn_param_set_state_free(&opt->set, &opt->states[i]);
     for (int g = 1; g < opt->group_count; g++)

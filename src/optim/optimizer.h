@@ -38,8 +38,18 @@ typedef struct nn_optimizer_class {
     void (*release)(nn_optimizer *opt);
 } nn_optimizer_class;
 
+/* Work on the gradients before every update, from outside the optimizer:
+ * data parallelism (src/dist/) averages them over the ranks there, so
+ * every optimizer, clipping included, sees the average. */
+typedef struct nn_grad_hook {
+    nn_status (*before_update)(nn_optimizer *opt, void *user);
+    void (*release)(void *user); /* with the optimizer; NULL: nothing */
+    void *user;
+} nn_grad_hook;
+
 struct nn_optimizer {
     const nn_optimizer_class *cls;
+    nn_grad_hook grad_hook; /* zeroed: none */
     nn_param_set set;
     float lr;
     int state_count;
@@ -98,6 +108,8 @@ typedef struct nn_optimizer_number {
 } nn_optimizer_number;
 int nn_optimizer_describe_numbers(nn_optimizer_option *out, int capacity, const nn_optimizer_number *numbers,
                                   int count);
+/* Installs the optimizer's one gradient hook; refused when it has one. */
+nn_status nn_optimizer_set_grad_hook(nn_optimizer *opt, const nn_grad_hook *hook);
 /* The class's options (for the training state's metadata). */
 int nn_optimizer_describe(const nn_optimizer *opt, nn_optimizer_option *out, int capacity);
 

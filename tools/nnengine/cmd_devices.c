@@ -9,7 +9,8 @@
 int command_devices(int argc, char **argv) {
     const command_spec spec = {
         "devices", "devices", "List the devices nn-engine can train on, and why any it cannot use is missing.",
-        "--device auto takes the first usable GPU in this list, else the CPU.", 0, NULL, NULL, 0, NULL,
+        "--device auto takes the first usable GPU in this list, else the CPU.\n"
+        "The last line names the MPI library for data parallelism (mpirun -n N).", 0, NULL, NULL, 0, NULL,
     };
     int status;
     if (options_parse_or_help(&spec, argc, argv, &status)) return status;
@@ -29,5 +30,17 @@ int command_devices(int argc, char **argv) {
         if (!d->usable) printf("           not usable: %s\n", d->reason);
     }
     free(devices);
+    /* Data parallelism: the MPI library, and this rank when mpirun started it. */
+    int ranks = 1;
+    if (!nn_dist_available()) {
+        printf("%-7s -  (none)\n           not usable: this build has no MPI (install libopenmpi-dev and rebuild)\n",
+               "mpi");
+    } else if (nn_dist_launched(&ranks) && nn_dist_init() == NN_OK) {
+        printf("%-7s -  %s (rank %d of %d, %d on this host)\n", "mpi", nn_dist_library(), nn_dist_rank(),
+               nn_dist_size(), nn_dist_local_size());
+        nn_dist_finalize();
+    } else {
+        printf("%-7s -  %s (one process: start several with mpirun -n N)\n", "mpi", nn_dist_library());
+    }
     return EXIT_OK;
 }

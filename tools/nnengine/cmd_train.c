@@ -8,6 +8,7 @@
 #include "best_epoch.h"
 #include "commands.h"
 #include "device_steps.h"
+#include "dist_train.h"
 #include "epoch_log.h"
 #include "evaluate.h"
 #include "interrupt.h"
@@ -49,6 +50,10 @@ typedef struct train_config {
     const char *save_best, *save_best_by, *log_format, *tensorboard;
     int64_t patience;      /* 0, or stop after this many epochs without a better one */
     bool quiet;            /* no model summary */
+    /* mpirun -n N (dist_train.h): the batch of all ranks together; BatchNorm statistics over all ranks */
+    int64_t global_batch;
+    bool sync_bn;
+    const char *log_steps; /* each step's mean loss (over every rank's images), one line per step */
 } train_config;
 
 /* The defaults reach 89% test accuracy on Fashion-MNIST with LeNet-5 in 10
@@ -88,6 +93,8 @@ typedef struct trainer {
     log_format log_as;
     best_epoch best;       /* --save-best, --patience */
     tensorboard tb;        /* --tensorboard */
+    dist_train dist;       /* mpirun -n N: this rank */
+    FILE *step_log;        /* --log-steps */
 } trainer;
 
 /* What --save keeps besides the weights (nn_io.h's model info): the
@@ -120,6 +127,7 @@ static void trainer_free(trainer *t) {
     nn_module_free(t->net);
     nn_ctx_free(t->ctx);
     if (t->log) fclose(t->log);
+    if (t->step_log) fclose(t->step_log);
     tensorboard_close(&t->tb);
     data_setup_free(&t->data);
     photo_data_free(&t->photo);
@@ -149,15 +157,27 @@ static nn_status run_steps(trainer *t, int64_t from, int64_t to) {
     return NN_OK;
 }
 
+/* --log-steps: step `step` of the epoch, its loss summed over `images`
+ * images of this rank; rank 0's line gives the mean over every rank's images. */
+static nn_status log_step(trainer *t, int epoch, int64_t step, double loss_sum, int64_t images) {
+    double v[2] = {loss_sum, (double)images};
+    nn_status st = dist_train_sum(&t->dist, v, 2); /* every rank takes part; rank 0 writes */
+    if (st == NN_OK && t->step_log && fprintf(t->step_log, "{\"epoch\": %d, \"step\": %lld, \"loss\": %.9g}\n", epoch,
+                               (long long)step, v[0] / (v[1] > 0 ? v[1] : 1)) < 0)
+        st = NN_ERR_IO;
+    return st;
+}
+
 /* An epoch over a dataset held on the device: the steps are submitted
  * in runs of `tick` (all at once without a progress bar), from `first`
  * (a resumed interrupted epoch) on. The divergence guard reads the sums
  * read after each run. */
 static nn_status device_epoch(trainer *t, progress *bar, int epoch, int64_t steps, int64_t first, int64_t *images,
                               double *loss_sum, double *correct) {
-    int64_t count = t->data.train.count - first * t->steps.batch;
+    int64_t count = t->steps.images - first * t->steps.batch, logged_seen = 0;
+    double logged_sum = 0;
     nn_status st = device_steps_begin_epoch(&t->steps, t->order, epoch);
-    int64_t tick = bar->enabled ? STEPS_PER_TICK : steps;
+    int64_t tick = t->config.log_steps ? 1 : bar->enabled ? STEPS_PER_TICK : steps;
     for (int64_t s = first; st == NN_OK && s < steps && t->interrupted_at < 0; s += tick) {
         int64_t to = s + tick < steps ? s + tick : steps;
         st = run_steps(t, s, to);
@@ -167,6 +187,9 @@ static nn_status device_epoch(trainer *t, progress *bar, int epoch, int64_t step
         if (st == NN_OK) {
             int64_t seen = (to - first) * t->steps.batch < count ? (to - first) * t->steps.batch : count;
             progress_update(bar, to, seen, *loss_sum / (double)(seen > 0 ? seen : 1));
+            if (t->config.log_steps) st = log_step(t, epoch, to, *loss_sum - logged_sum, seen - logged_seen);
+            logged_sum = *loss_sum;
+            logged_seen = seen;
         }
     }
     *images = t->interrupted_at >= 0 ? (t->interrupted_at - first) * t->steps.batch : count;
@@ -215,6 +238,7 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     const train_config *c = &t->config;
     int64_t steps = device_steps_per_epoch(&t->steps);
     if (!t->photos) nn_shuffle_indices(t->order, t->data.train.count, (uint64_t)c->seed, (uint64_t)(epoch - 1));
+    if (!t->photos) dist_train_shard_order(&t->dist, t->order, t->data.train.count, t->steps.batch);
     progress_begin_epoch(bar, epoch, steps);
     double start = now_seconds(), loss_sum = 0, correct = 0;
     int64_t count = 0, first = t->resume_step;
@@ -234,6 +258,12 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     }
     t->steps_done += steps - first;
     t->resume_step = 0;
+    double totals[3] = {loss_sum, correct, (double)count}; /* data parallel: every rank's images */
+    if ((st = dist_train_sum(&t->dist, totals, 3)) != NN_OK) {
+        fprintf(stderr, "nnengine train: epoch %d: %s\n", epoch, library_error());
+        return EXIT_FAILURE_RUNTIME;
+    }
+    loss_sum = totals[0], correct = totals[1], count = (int64_t)totals[2];
     stats->epoch = epoch;
     stats->seconds = now_seconds() - start;
     stats->train_loss = loss_sum / count;
@@ -494,6 +524,11 @@ static int setup(trainer *t) {
         return EXIT_BAD_INPUT;
     }
     char why[512] = "";
+    if (t->photos && t->dist.active) {
+        fprintf(stderr, "nnengine train: data parallelism (mpirun) needs a dataset held on the device; %s takes photos "
+                        "from the image loader, which does not shard them yet\n", c->model);
+        return EXIT_BAD_INPUT;
+    }
     if (t->photos && c->accumulate > 1) {
         fprintf(stderr, "nnengine train: --accumulate needs a dataset held on the device; %s takes photos batch by "
                         "batch from the host\n", c->model);
@@ -534,7 +569,8 @@ static int setup(trainer *t) {
                                              t->opt, c->optimizer, stderr);
     }
     step_extras extras = {.ema = t->ema, .accumulate = c->accumulate, .crop_pad = c->crop_pad > 0 ? (int)c->crop_pad : 0,
-                          .flip = c->flip, .seed = (uint64_t)c->seed};
+                          .flip = c->flip, .seed = (uint64_t)c->seed,
+                          .shard_count = t->photos ? 0 : dist_train_shard_count(&t->dist, t->data.train.count, c->batch)};
     if (st == NN_OK)
         st = t->photos ? device_steps_open_host(&t->steps, t->ctx, t->net, t->opt, channels, height, width, c->batch,
                                                 nn_loader_batches(t->photo.train_loader), &extras, !c->no_capture)
@@ -557,6 +593,15 @@ static int setup(trainer *t) {
     }
     t->first_epoch = 1;
     if (c->resume && resume(t) != EXIT_OK) return EXIT_BAD_INPUT;
+    /* After --resume (every rank reads the file): then rank 0's state is everyone's. */
+    if (dist_train_prepare(&t->dist, t->net, t->opt) != NN_OK) {
+        fprintf(stderr, "nnengine train: %s\n", library_error());
+        return EXIT_FAILURE_RUNTIME;
+    }
+    if (c->log_steps && dist_train_is_main(&t->dist) && !(t->step_log = fopen(c->log_steps, c->resume ? "a" : "w"))) {
+        perror(c->log_steps);
+        return EXIT_BAD_INPUT;
+    }
     /* A resumed run continues its log. */
     if (c->log && !(t->log = fopen(c->log, c->resume ? "a" : "w"))) {
         perror(c->log);
@@ -696,33 +741,43 @@ static int train(train_config config) {
         fprintf(stderr, "nnengine train: --schedule multistep needs --milestones\n");
         return EXIT_BAD_INPUT;
     }
-    trainer t = {.config = config, .interrupted_at = -1,
-                 .guard = {.allow_nan = config.allow_nan, .checkpoint = config.checkpoint}};
-    if (!best_epoch_parse_metric(config.save_best_by, &t.best.by_loss)) {
-        fprintf(stderr, "nnengine train: --save-best-by takes accuracy or loss, got '%s'\n", config.save_best_by);
+    if (config.sync_bn) {
+        fprintf(stderr, "nnengine train: --sync-bn is not available yet: BatchNorm statistics stay per rank, as "
+                        "PyTorch's DistributedDataParallel keeps them (leave out --sync-bn)\n");
         return EXIT_BAD_INPUT;
     }
-    if (!epoch_log_format(config.log_format, config.log, &t.log_as)) {
-        fprintf(stderr, "nnengine train: --log-format takes json or csv, got '%s'\n", config.log_format);
-        return EXIT_BAD_INPUT;
+    trainer t = {.config = config, .interrupted_at = -1, .guard = {.allow_nan = config.allow_nan}};
+    train_config *c = &t.config;
+    int started = dist_train_start(&t.dist, c->device, c->global_batch, &c->batch, &c->threads);
+    if (started != EXIT_OK) return dist_train_finish(&t.dist, started);
+    if (!dist_train_is_main(&t.dist)) /* rank 0 writes the files */
+        c->save = c->checkpoint = c->log = c->save_best = c->tensorboard = NULL;
+    t.guard.checkpoint = c->checkpoint;
+    if (!best_epoch_parse_metric(c->save_best_by, &t.best.by_loss)) {
+        fprintf(stderr, "nnengine train: --save-best-by takes accuracy or loss, got '%s'\n", c->save_best_by);
+        return dist_train_finish(&t.dist, EXIT_BAD_INPUT);
+    }
+    if (!epoch_log_format(c->log_format, c->log, &t.log_as)) {
+        fprintf(stderr, "nnengine train: --log-format takes json or csv, got '%s'\n", c->log_format);
+        return dist_train_finish(&t.dist, EXIT_BAD_INPUT);
     }
     int status = setup(&t);
     if (status == EXIT_OK) interrupt_install();
     progress bar;
-    progress_init(&bar, (int)config.epochs);
+    progress_init(&bar, (int)c->epochs);
     const char *test_name = (t.photos ? t.photo.test_is_validation : t.data.test_is_validation) ? "val" : "test";
-    int64_t last = config.stop_after > 0 && config.stop_after < config.epochs ? config.stop_after : config.epochs;
+    int64_t last = c->stop_after > 0 && c->stop_after < c->epochs ? c->stop_after : c->epochs;
     int epoch = t.first_epoch;
     for (; status == EXIT_OK && epoch <= last; epoch++) {
         epoch_stats stats;
         status = run_epoch(&t, &bar, epoch, &stats);
         if (status != EXIT_OK) break;
-        print_epoch_line(&stats, (int)config.epochs, test_name);
+        print_epoch_line(&stats, (int)c->epochs, test_name);
         if (t.log && !(t.log_as == LOG_CSV ? write_epoch_csv(t.log, &stats) : write_epoch_json(t.log, &stats))) {
-            fprintf(stderr, "nnengine train: writing the log %s failed\n", config.log);
+            fprintf(stderr, "nnengine train: writing the log %s failed\n", c->log);
             status = EXIT_FAILURE_RUNTIME;
         }
-        if (status == EXIT_OK && config.tensorboard && !tensorboard_epoch(&t.tb, &stats, test_name)) {
+        if (status == EXIT_OK && c->tensorboard && !tensorboard_epoch(&t.tb, &stats, test_name)) {
             fprintf(stderr, "nnengine train: writing the TensorBoard events %s failed\n", t.tb.path);
             status = EXIT_FAILURE_RUNTIME;
         }
@@ -741,18 +796,18 @@ static int train(train_config config) {
     if (status == EXIT_OK && nn_ctx_memory_stats(t.ctx, &current, &peak, &reserved) == NN_OK)
         fprintf(stderr, "peak device memory %.1f MiB allocated, %.1f MiB reserved (%s)\n", peak / 1048576.0,
                 reserved / 1048576.0, nn_ctx_device_name(t.ctx));
-    if ((status == EXIT_OK || status == EXIT_INTERRUPTED) && config.save) {
+    if ((status == EXIT_OK || status == EXIT_INTERRUPTED) && c->save) {
         /* --ema: the saved weights are the average (swapped in, saved, swapped back). */
-        if (save_weights(&t, config.save) != NN_OK) {
+        if (save_weights(&t, c->save) != NN_OK) {
             fprintf(stderr, "nnengine train: %s\n", library_error());
             status = EXIT_FAILURE_RUNTIME;
         } else {
-            fprintf(stderr, "saved the weights to %s\n", config.save);
+            fprintf(stderr, "saved the weights to %s\n", c->save);
         }
     }
     interrupt_restore();
     trainer_free(&t);
-    return status;
+    return dist_train_finish(&t.dist, status);
 }
 
 int command_train(int argc, char **argv) {
@@ -808,6 +863,9 @@ int command_train(int argc, char **argv) {
         {"--patience", OPTION_INT, &c.patience, 0, 1e6, "N", "stop early after N epochs without a better one (default 0: never)"},
         {"--tensorboard", OPTION_STRING, &c.tensorboard, 0, 0, "DIR", "write each epoch's losses and accuracies as TensorBoard scalars to an event file in DIR"},
         {"--quiet", OPTION_SWITCH, &c.quiet, 0, 0, NULL, "no model summary (layers, output shapes, parameters, memory) before training"},
+        {"--global-batch", OPTION_INT, &c.global_batch, 1, 1 << 24, "G", "under mpirun -n N: G images per step over all ranks (--batch G/N each; default N x --batch)"},
+        {"--sync-bn", OPTION_SWITCH, &c.sync_bn, 0, 0, NULL, "under mpirun: BatchNorm statistics over all ranks (not available yet: refused)"},
+        {"--log-steps", OPTION_STRING, &c.log_steps, 0, 0, "FILE", "write each step's mean loss (over all ranks) as one JSON object per line"},
         {"--log-format", OPTION_STRING, &c.log_format, 0, 0, "F", "--log as json (one object per line) or csv (default: csv for a FILE ending in .csv, else json)"},
     };
     static const char *const required[] = {"--data", NULL};
@@ -833,6 +891,9 @@ int command_train(int argc, char **argv) {
         "photos as alexnet does; resnet18-cifar takes the data's channels and size.\n"
         "Fine-tuning: --init FILE (torchvision's state_dict in safetensors) with\n"
         "--classes K replaces the classifier; --freeze layer1 keeps layer1.* fixed.\n"
+        "Data parallel: mpirun -n N nnengine train ... runs N ranks (one GPU each,\n"
+        "or --device cpu), each on its shard of every global batch of N x --batch\n"
+        "images, gradients averaged over the ranks; rank 0 prints and writes files.\n"
         "--resume FILE restores the weights, momentum and progress a --checkpoint\n"
         "FILE holds and runs the remaining epochs up to --epochs: with the same\n"
         "flags, the result equals an uninterrupted run bit for bit (CPU); the\n"

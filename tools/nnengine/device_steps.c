@@ -55,12 +55,13 @@ static nn_status init(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer
 nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer *opt, const nn_dataset *train,
                             normalization norm, int64_t batch, const step_extras *extras, bool use_capture) {
     TRY(init(s, ctx, net, opt, extras, use_capture));
-    if (batch > train->count) batch = train->count;
+    s->images = extras->shard_count > 0 ? extras->shard_count : train->count;
+    if (batch > s->images) batch = s->images;
     s->batch = batch;
-    s->full_batches_per_epoch = train->count / batch;
+    s->full_batches_per_epoch = s->images / batch;
     s->full_steps = s->full_batches_per_epoch / s->accumulate;
     s->leftover = s->full_batches_per_epoch % s->accumulate;
-    s->tail = train->count % batch;
+    s->tail = s->images % batch;
     float mean[4], std[4];
     for (int c = 0; c < 4; c++) mean[c] = norm.mean, std[c] = norm.std;
     s->data = nn_device_dataset_new(ctx, train, mean, std);
@@ -100,7 +101,7 @@ static nn_status reset_epoch(device_steps *s) {
 nn_status device_steps_begin_host_epoch(device_steps *s) { return reset_epoch(s); }
 
 nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, int epoch) {
-    TRY(nn_device_dataset_set_order(s->data, order, nn_device_dataset_count(s->data)));
+    TRY(nn_device_dataset_set_order(s->data, order, s->images));
     /* every gather draws once: an epoch gathers its first batch, one after each full batch and its last */
     TRY(nn_device_dataset_set_draw(s->data, (int64_t)(epoch - 1) * (s->full_batches_per_epoch + 2)));
     TRY(reset_epoch(s));

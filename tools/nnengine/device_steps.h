@@ -31,6 +31,7 @@ typedef struct step_extras {
     int crop_pad;
     bool flip;
     uint64_t seed;
+    int64_t shard_count; /* data parallel: this rank's images of an epoch (dist_train.h); 0: all */
 } step_extras;
 
 typedef struct device_steps {
@@ -41,6 +42,7 @@ typedef struct device_steps {
     nn_schedule *schedule;
     nn_ema *ema;
     int64_t accumulate;              /* batches per optimizer step */
+    int64_t images;                  /* of an epoch (this rank's shard when data parallel) */
     int64_t batch, full_batches_per_epoch;
     int64_t full_steps;              /* optimizer steps of `accumulate` full batches per epoch */
     int64_t leftover, tail;          /* full batches after them, images in the last partial one */
@@ -69,7 +71,7 @@ nn_status device_steps_host_step(device_steps *s, const float *images, const int
 
 /* Optimizer steps per epoch (the last may take fewer or smaller batches). */
 int64_t device_steps_per_epoch(const device_steps *s);
-/* The epoch's order of the training images; zeroes the sums; the
+/* The epoch's order of the training images (its first s->images); zeroes the sums; the
  * augmentation's draws continue from where epoch `epoch` (1, 2, ...) starts,
  * so a resumed run draws what an uninterrupted one would. */
 nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, int epoch);

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Data-parallel training through MPI (issue 24), on the CPU with 2 ranks
+started by `mpirun --oversubscribe`: 2 ranks at batch 32 follow 1 process at
+batch 64 (same seed and data order) to 1e-5 relative loss at every one of
+20 steps and end with the same weights; ranks talking over TCP train to the
+losses they reach over shared memory; a resumed 2-rank run ends where an
+uninterrupted one does; a rank that fails ends the job naming itself and its
+cause, leaving the checkpoint on disk as it was.
+
+usage: tests/dist/test_dist.py BUILD/nnengine [NAME-SUBSTRING]
+Standard library only; the last line is "N passed, N failed". Without
+mpirun (or in a build without MPI) it says so and counts nothing."""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+FASHION = "/usr/share/datasets/fashion-mnist"
+binary = os.path.abspath(sys.argv[1])
+only = sys.argv[2] if len(sys.argv) > 2 else ""
+work = tempfile.mkdtemp(prefix="nn_dist_")
+passed, failed = 0, 0
+# As root in containers and CI; 2 ranks on however few cores.
+MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
+COMMON = ["--data", FASHION, "--device", "cpu", "--limit", "640", "--quiet", "--seed", "3"]
+
+
+def path(name):
+    return os.path.join(work, name)
+
+
+def mpirun(ranks, *args, mca=(), timeout=300):
+    cmd = [*MPIRUN, *mca, "-n", str(ranks), binary, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def single(*args, timeout=300):
+    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def ok(p, what):
+    assert p.returncode == 0, f"{what}: exit {p.returncode}\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}"
+    return p
+
+
+def step_losses(name):
+    with open(path(name)) as f:
+        return [json.loads(line)["loss"] for line in f]
+
+
+def weights(name):
+    """A safetensors file's float32 tensors, by name (independent of the engine's reader)."""
+    with open(path(name), "rb") as f:
+        data = f.read()
+    size = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + size])
+    out = {}
+    for key, info in header.items():
+        if key == "__metadata__" or info["dtype"] != "F32":
+            continue
+        start, end = info["data_offsets"]
+        raw = data[8 + size + start:8 + size + end]
+        out[key] = struct.unpack(f"<{len(raw) // 4}f", raw)
+    return out
+
+
+def close_lists(got, want, rel, what):
+    assert len(got) == len(want), f"{what}: {len(got)} values, want {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert abs(g - w) <= rel * max(1.0, abs(w)), f"{what}[{i}] = {g!r}, want {w!r} (rel {rel})"
+
+
+def close_weights(got, want, rel, what):
+    assert got.keys() == want.keys(), f"{what}: tensors {sorted(got)} vs {sorted(want)}"
+    for key in want:
+        close_lists(got[key], want[key], rel, f"{what} {key}")
+
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def run_tests():
+    global passed, failed
+    for fn in TESTS:
+        if only not in fn.__name__:
+            continue
+        try:
+            fn()
+            passed += 1
+            print(f"ok   {fn.__name__}")
+        except Exception as e:  # one failing case must not hide the others
+            failed += 1
+            print(f"FAIL {fn.__name__}: {e}")
+
+
+@test
+def lenet_two_ranks_of_32_follow_one_process_of_64():
+    # 640 images, global batch 64: 10 steps an epoch, 20 in all.
+    ok(single("train", "lenet5", *COMMON, "--epochs", "2", "--batch", "64", "--log-steps", path("one.jsonl"),
+              "--save", path("one.safetensors")), "1 process")
+    p = ok(mpirun(2, "train", "lenet5", *COMMON, "--epochs", "2", "--batch", "32", "--log-steps",
+                  path("two.jsonl"), "--save", path("two.safetensors")), "2 ranks")
+    assert "data parallel: 2 ranks" in p.stderr, p.stderr
+    assert p.stdout.count("epoch 2/2  train loss") == 1, f"only rank 0 prints:\n{p.stdout}"
+    one, two = step_losses("one.jsonl"), step_losses("two.jsonl")
+    assert len(one) == 20, one
+    assert len(set(one)) > 10, f"the losses change from step to step: {one}"
+    close_lists(two, one, 1e-5, "2x32 loss")
+    close_weights(weights("two.safetensors"), weights("one.safetensors"), 1e-5, "2x32 weights")
+
+
+@test
+def global_batch_splits_over_the_ranks():
+    # One epoch: the cosine schedule spans --epochs.
+    ok(single("train", "lenet5", *COMMON, "--epochs", "1", "--batch", "64", "--log-steps", path("one-epoch.jsonl")),
+       "1 process")
+    p = ok(mpirun(2, "train", "lenet5", *COMMON, "--epochs", "1", "--global-batch", "64", "--log-steps",
+                  path("global.jsonl")), "--global-batch")
+    assert "batch 32" in p.stderr, p.stderr
+    close_lists(step_losses("global.jsonl"), step_losses("one-epoch.jsonl"), 1e-5, "--global-batch 64 loss")
+    p = mpirun(2, "train", "lenet5", *COMMON, "--epochs", "1", "--global-batch", "63")
+    assert p.returncode != 0 and "--global-batch 63 is not a multiple of the 2 ranks" in p.stderr, p.stderr
+
+
+@test
+def tcp_between_ranks_trains_as_shared_memory_does():
+    ok(mpirun(2, "train", "lenet5", *COMMON, "--epochs", "1", "--batch", "32", "--log-steps", path("shm.jsonl"),
+              mca=["--mca", "btl", "vader,self"]), "shared memory")
+    ok(mpirun(2, "train", "lenet5", *COMMON, "--epochs", "1", "--batch", "32", "--log-steps", path("tcp.jsonl"),
+              mca=["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"]), "TCP")
+    shm, tcp = step_losses("shm.jsonl"), step_losses("tcp.jsonl")
+    assert len(shm) == 10
+    close_lists(tcp, shm, 1e-6, "TCP loss")
+
+
+@test
+def resumed_two_rank_run_ends_where_an_uninterrupted_one_does():
+    args = ["train", "lenet5", *COMMON, "--epochs", "3", "--batch", "32"]
+    ok(mpirun(2, *args, "--save", path("whole.safetensors")), "uninterrupted")
+    ok(mpirun(2, *args, "--stop-after", "1", "--checkpoint", path("state.safetensors")), "first epoch")
+    p = ok(mpirun(2, *args, "--resume", path("state.safetensors"), "--save", path("resumed.safetensors")), "resumed")
+    assert "resuming from" in p.stderr, p.stderr
+    close_weights(weights("resumed.safetensors"), weights("whole.safetensors"), 0.0, "resumed weights")
+
+
+@test
+def a_failing_rank_ends_the_job_naming_itself_and_keeps_the_checkpoint():
+    ok(single("train", "lenet5", *COMMON, "--epochs", "2", "--stop-after", "1", "--batch", "64", "--checkpoint",
+              path("kept.safetensors")), "checkpoint")
+    with open(path("kept.safetensors"), "rb") as f:
+        before = f.read()
+    # MPMD: rank 0 trains and would wait for rank 1 in the first broadcast;
+    # rank 1 fails reading its --resume file.
+    args = ["train", "lenet5", *COMMON, "--epochs", "2", "--batch", "32", "--checkpoint", path("kept.safetensors")]
+    cmd = [*MPIRUN, "-n", "1", binary, *args, ":", "-n", "1", binary, *args, "--resume", path("missing.safetensors")]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0, p.stderr
+    assert "rank 1 of 2 failed" in p.stderr and "missing.safetensors" in p.stderr, p.stderr
+    with open(path("kept.safetensors"), "rb") as f:
+        assert f.read() == before, "the checkpoint changed"
+
+
+@test
+def sync_bn_is_refused_with_a_reason():
+    p = mpirun(2, "train", "lenet5", *COMMON, "--sync-bn")
+    assert p.returncode != 0 and "--sync-bn is not available yet" in p.stderr, p.stderr
+
+
+@test
+def devices_shows_the_mpi_library_and_rank():
+    p = ok(mpirun(2, "devices"), "devices")
+    assert "Open MPI" in p.stdout and "rank 0 of 2" in p.stdout and "rank 1 of 2" in p.stdout, p.stdout
+
+
+if shutil.which("mpirun") is None:
+    print("skipped: mpirun not found (apt-get install openmpi-bin libopenmpi-dev; scripts/install-deps.sh lists them)")
+    print("0 passed, 0 failed")
+    sys.exit(0)
+if "no MPI" in single("devices").stdout:
+    print(f"skipped: {binary} was built without MPI (install libopenmpi-dev and rebuild)")
+    print("0 passed, 0 failed")
+    sys.exit(0)
+run_tests()
+shutil.rmtree(work, ignore_errors=True) if failed == 0 else print(f"files kept in {work}")
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

@@ -1,0 +1,121 @@
+/* One rank of `mpirun -n N nnengine train` (dist_train.h). */
+#include "dist_train.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "setup.h"
+
+/* --device auto or vulkan: rank r on its host takes that host's GPU r (mod
+ * their number), unless NN_ENGINE_VULKAN_DEVICE already says which. */
+static void pick_gpu(const char *device) {
+    if (strcmp(device, "cpu") == 0 || getenv("NN_ENGINE_VULKAN_DEVICE")) return;
+    int count = nn_list_devices(NULL, 0), gpus = 0;
+    nn_device_info *devices = calloc((size_t)(count > 0 ? count : 1), sizeof *devices);
+    if (!devices) return;
+    count = nn_list_devices(devices, count);
+    for (int i = 0; i < count; i++)
+        if (strcmp(devices[i].backend, "vulkan") == 0 && devices[i].index >= 0 && devices[i].usable) gpus++;
+    free(devices);
+    if (gpus == 0) return;
+    char index[16];
+    snprintf(index, sizeof index, "%d", nn_dist_local_rank() % gpus);
+    setenv("NN_ENGINE_VULKAN_DEVICE", index, 1);
+}
+
+/* Ranks > 0 keep what they print: shown only if they fail. */
+static void quiet_rank(dist_train *d) {
+    d->real_stderr = stderr;
+    d->quiet = open_memstream(&d->quiet_text, &d->quiet_size);
+    if (d->quiet) stderr = d->quiet;
+    if (!freopen("/dev/null", "w", stdout)) fprintf(stderr, "rank %d: cannot silence stdout\n", d->rank);
+}
+
+int dist_train_start(dist_train *d, const char *device, int64_t global_batch, int64_t *batch, int64_t *threads) {
+    memset(d, 0, sizeof *d);
+    d->size = 1;
+    int launched_size = 1;
+    if (!nn_dist_launched(&launched_size)) {
+        if (global_batch > 0) *batch = global_batch;
+        return EXIT_OK;
+    }
+    if (!nn_dist_available()) {
+        fprintf(stderr, "nnengine train: started by mpirun as one of %d processes, but this build of nn-engine has no "
+                        "MPI: install libopenmpi-dev and rebuild (make MPI=1), or run one process\n", launched_size);
+        return EXIT_BAD_INPUT;
+    }
+    if (nn_dist_init() != NN_OK) {
+        fprintf(stderr, "nnengine train: %s\n", library_error());
+        return EXIT_FAILURE_RUNTIME;
+    }
+    d->active = true;
+    d->rank = nn_dist_rank();
+    d->size = nn_dist_size();
+    if (d->rank > 0) quiet_rank(d);
+    if (global_batch > 0) {
+        if (global_batch % d->size) {
+            fprintf(stderr, "nnengine train: --global-batch %lld is not a multiple of the %d ranks\n",
+                    (long long)global_batch, d->size);
+            return EXIT_BAD_INPUT;
+        }
+        *batch = global_batch / d->size;
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (*threads == 0 && strcmp(device, "cpu") == 0 && cores > 0)
+        *threads = cores / nn_dist_local_size() > 0 ? cores / nn_dist_local_size() : 1;
+    pick_gpu(device);
+    fprintf(stderr, "data parallel: %d ranks (%s), %d on this host; this is rank %d\n", d->size, nn_dist_library(),
+            nn_dist_local_size(), d->rank);
+    return EXIT_OK;
+}
+
+bool dist_train_is_main(const dist_train *d) { return !d->active || d->rank == 0; }
+
+int64_t dist_train_shard_count(const dist_train *d, int64_t count, int64_t batch) {
+    if (!d->active) return count;
+    const int64_t global = batch * d->size, tail = count % global;
+    return count / global * batch + tail / d->size;
+}
+
+void dist_train_shard_order(const dist_train *d, int64_t *order, int64_t count, int64_t batch) {
+    if (!d->active) return;
+    const int64_t global = batch * d->size, full = count / global, share = count % global / d->size;
+    int64_t at = 0; /* this rank's images go to the front: each comes from a later position */
+    for (int64_t g = 0; g < full; g++)
+        for (int64_t i = 0; i < batch; i++) order[at++] = order[g * global + d->rank * batch + i];
+    for (int64_t i = 0; i < share; i++) order[at++] = order[full * global + d->rank * share + i];
+}
+
+nn_status dist_train_prepare(dist_train *d, nn_module *net, nn_optimizer *opt) {
+    if (!d->active) return NN_OK;
+    nn_status st = nn_dist_broadcast_module(net, 0);
+    return st == NN_OK ? nn_dist_data_parallel(opt) : st;
+}
+
+nn_status dist_train_sum(const dist_train *d, double *values, int count) {
+    return d->active ? nn_dist_all_reduce_host(values, count, NN_DIST_SUM) : NN_OK;
+}
+
+int dist_train_finish(dist_train *d, int status) {
+    if (!d->active) return status;
+    if (d->quiet) {
+        fflush(d->quiet);
+        stderr = d->real_stderr;
+        if (status != EXIT_OK && d->quiet_text)
+            fprintf(stderr, "rank %d of %d failed (exit %d):\n%s", d->rank, d->size, status, d->quiet_text);
+        fclose(d->quiet);
+        free(d->quiet_text);
+        d->quiet = NULL;
+    } else if (status != EXIT_OK) {
+        fprintf(stderr, "rank %d of %d failed (exit %d): the messages above say why\n", d->rank, d->size, status);
+    }
+    /* A failed rank leaves without MPI_Finalize: mpirun then ends the whole
+     * job (the others would wait for this rank forever) after passing its
+     * output on, which MPI_Abort's immediate kill can lose. */
+    fflush(NULL);
+    if (status != EXIT_OK) return status;
+    nn_dist_finalize();
+    return status;
+}
