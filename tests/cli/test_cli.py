@@ -300,6 +300,33 @@ def progress_bar_on_a_terminal():
 
 
 @test
+def eval_uses_the_normalization_saved_with_the_weights():
+    weights, log = path("norm.safetensors"), path("norm.jsonl")
+    # Not train's default: eval must find these values in the weights, not recompute "auto".
+    expect(["train", "lenet5", "--data", FASHION, "--limit", "1000", "--epochs", "1", "--quiet", "--seed", "7",
+            "--normalize", "0.4,0.2", "--log", log, "--save", weights], 0)
+    final = [json.loads(l) for l in open(log)][-1]
+    p = expect(["eval", "lenet5", "--weights", weights, "--data", FASHION], 0,
+               "normalisation saved with the weights: mean 0.4, std 0.2")
+    assert f"accuracy {100 * final['test_acc']:.2f}%" in p.stdout and f"loss {final['test_loss']:.4f}" in p.stdout, \
+        (p.stdout, final)
+    # --normalize overrides the saved values and says so.
+    p = expect(["eval", "lenet5", "--weights", weights, "--data", FASHION, "--normalize", "auto"], 0,
+               "--normalize auto overrides the normalisation saved with the weights (mean 0.4, std 0.2)")
+    assert f"loss {final['test_loss']:.4f}" not in p.stdout, p.stdout
+    # Weights without a normalisation (a plain state_dict) fall back to auto, saying so.
+    bare = path("bare.safetensors")
+    blob = open(weights, "rb").read()
+    size = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + size])
+    del header["__metadata__"]
+    text = json.dumps(header).encode()
+    open(bare, "wb").write(struct.pack("<Q", len(text)) + text + blob[8 + size:])
+    expect(["eval", "lenet5", "--weights", bare, "--data", FASHION], 0, "carries no normalisation; using --normalize auto")
+    expect(["eval", "--help"], 0, "instead of the normalisation saved with the weights", stream="stdout")
+
+
+@test
 def eval_refuses_bad_weights():
     bad = path("bad.safetensors")
     with open(bad, "wb") as f:
