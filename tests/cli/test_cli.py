@@ -479,6 +479,30 @@ def patience_stops_when_the_metric_stops_improving():
 
 
 @test
+def save_best_and_patience_survive_resume():
+    # This run's best test accuracy is epoch 4's; 5 and 6 are worse, so a
+    # resumed run that forgot the best epoch would save epoch 5 as "best".
+    base = ["train", "lenet5", "--data", FASHION, "--device", "cpu", "--threads", "1", "--limit", "1500",
+            "--epochs", "6", "--lr", "0.05", "--schedule", "constant", "--quiet", "--seed", "2"]
+    full_best, part_best, state = path("full-best.st"), path("part-best.st"), path("best-resume.state")
+    full = expect(base + ["--save-best", full_best], 0)
+    first = expect(base + ["--save-best", part_best, "--stop-after", "4", "--checkpoint", state], 0)
+    second = expect(base + ["--save-best", part_best, "--resume", state], 0, "resuming from")
+    assert saved_best_epochs(first.stderr) + saved_best_epochs(second.stderr) == saved_best_epochs(full.stderr), \
+        (full.stderr, first.stderr, second.stderr)
+    assert open(full_best, "rb").read() == open(part_best, "rb").read(), "the resumed run's best file differs"
+    expect(base + ["--resume", state, "--save-best-by", "loss"], 2, "kept its best epoch by accuracy",
+           "give the same --save-best-by")
+    # lr 0: no epoch beats the first; --patience 2 stops after epoch 3 across a resume too.
+    still = ["train", "lenet5", "--data", FASHION, "--device", "cpu", "--limit", "640", "--epochs", "9", "--lr", "0",
+             "--quiet", "--patience", "2"]
+    expect(still + ["--stop-after", "2", "--checkpoint", state], 0)
+    p = expect(still + ["--resume", state], 0, "early stopping after epoch 3: test accuracy has not improved for 2 "
+                                              "epochs (--patience 2; best: epoch 1")
+    assert len(p.stdout.splitlines()) == 1, p.stdout
+
+
+@test
 def csv_log_by_extension_or_flag():
     import csv as csv_module
     log = path("run.csv")

@@ -302,6 +302,11 @@ static int resume(trainer *t) {
                 c->resume, (long long)p.epoch, (long long)c->epochs);
         return EXIT_BAD_INPUT;
     }
+    if (!best_epoch_restore(&t->best, p.epoch, p.best_epoch, p.best_metric, p.best_by)) {
+        fprintf(stderr, "nnengine train: --resume %s kept its best epoch by %s; give the same --save-best-by\n",
+                c->resume, p.best_by);
+        return EXIT_BAD_INPUT;
+    }
     t->first_epoch = (int)p.epoch + 1;
     t->steps_done = p.step;
     t->resume_step = p.epoch_step;
@@ -607,6 +612,7 @@ static int write_checkpoint(trainer *t, int epoch) {
     if (!t->config.checkpoint) return EXIT_OK;
     nn_train_progress done = {.epoch = epoch, .step = t->steps_done, .seed = (uint64_t)t->config.seed,
                               .epoch_step = t->interrupted_at > 0 ? t->interrupted_at : 0};
+    best_epoch_save(&t->best, &done.best_epoch, &done.best_metric, done.best_by, sizeof done.best_by);
     nn_train_extras extras = {t->schedule, t->ema};
     if (nn_save_train_state_with(t->config.checkpoint, t->net, t->opt, &extras, &done) != NN_OK) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
@@ -644,9 +650,11 @@ static nn_status save_weights(trainer *t, const char *path) {
  * epochs passed without a better one. */
 static int keep_best(trainer *t, const epoch_stats *s, const char *test_name, bool *stop) {
     const train_config *c = &t->config;
+    /* Tracked on every run, so that a training state carries it to --resume. */
+    bool better = best_epoch_update(&t->best, s);
     if (!c->save_best && !c->patience) return EXIT_OK;
     char best[64];
-    if (best_epoch_update(&t->best, s) && c->save_best) {
+    if (better && c->save_best) {
         if (save_weights(t, c->save_best) != NN_OK) {
             fprintf(stderr, "nnengine train: --save-best: %s\n", library_error());
             return EXIT_FAILURE_RUNTIME;
@@ -790,7 +798,7 @@ int command_train(int argc, char **argv) {
         {"--val-fraction", OPTION_FLOAT, &c.validation_fraction, 0, 1, "F", "held out for validation when DIR has no test set (default 0.1)"},
         {"--save", OPTION_STRING, &c.save, 0, 0, "FILE", "write the trained weights (safetensors) at the end"},
         {"--log", OPTION_STRING, &c.log, 0, 0, "FILE", "write one JSON object per epoch"},
-        {"--checkpoint", OPTION_STRING, &c.checkpoint, 0, 0, "FILE", "after each epoch, write the training state (for --resume)"},
+        {"--checkpoint", OPTION_STRING, &c.checkpoint, 0, 0, "FILE", "after each epoch, write the training state (for --resume; it keeps the best epoch for --save-best and --patience)"},
         {"--resume", OPTION_STRING, &c.resume, 0, 0, "FILE", "continue from a --checkpoint file (same flags as that run)"},
         {"--workers", OPTION_INT, &c.workers, 0, 1024, "N", "photos: decoding threads (default 0: one per core but one)"},
         {"--flip", OPTION_SWITCH, &c.flip, 0, 0, NULL, "random horizontal flips (resnet18-cifar: on)"},
