@@ -327,6 +327,42 @@ def eval_uses_the_normalization_saved_with_the_weights():
 
 
 @test
+def class_names_file_names_idx_classes_in_the_weights_and_the_confusion_matrix():
+    names_file = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "fashion-mnist.names")
+    names = open(names_file, encoding="utf-8").read().splitlines()
+    assert len(names) == 10 and names[0] == "T-shirt/top" and names[9] == "Ankle boot"
+    weights = path("named.safetensors")
+    expect(["train", "lenet5", "--data", FASHION, "--limit", "640", "--epochs", "1", "--quiet", "--save", weights,
+            "--class-names", names_file], 0)
+    blob = open(weights, "rb").read()
+    metadata = json.loads(blob[8:8 + struct.unpack("<Q", blob[:8])[0]])["__metadata__"]
+    assert json.loads(metadata["nn_engine.classes"]) == names, metadata
+    p = expect(["eval", "lenet5", "--weights", weights, "--data", FASHION, "--confusion"], 0, stream="stdout")
+    assert "  0 T-shirt/top " in p.stdout and "  9 Ankle boot " in p.stdout, p.stdout
+    # --class-names overrides the saved names; Windows line ends and a missing last newline are taken.
+    other = path("other.names")
+    open(other, "wb").write("\r\n".join(f"Klasse {i} \u00e4" for i in range(10)).encode())
+    p = expect(["eval", "lenet5", "--weights", weights, "--data", FASHION, "--confusion", "--class-names", other], 0,
+               stream="stdout")
+    assert "  3 Klasse 3 \u00e4 " in p.stdout and "T-shirt" not in p.stdout, p.stdout
+    # Bad files are refused before training, naming the file and the line.
+    bad = path("bad.names")
+    for content, words in [("a\nb\n", "2 names for the data's 10 classes"),
+                           ("\n".join(names + ["extra"]), "line 11: more than the data's 10 classes"),
+                           ("a\nb\n\nd", "line 3: an empty name"),
+                           ("a\tb\n", "line 1: not UTF-8 text (or a control character)"),
+                           (b"\xff\xfe\n", "line 1: not UTF-8 text"),
+                           ("x" * 300, "line 1: a name longer than 255 bytes")]:
+        open(bad, "wb").write(content if isinstance(content, bytes) else content.encode())
+        expect(["train", "lenet5", "--data", FASHION, "--limit", "64", "--epochs", "1", "--class-names", bad], 2,
+               "nnengine train: --class-names " + bad, words)
+    expect(["eval", "lenet5", "--weights", weights, "--data", FASHION, "--class-names", path("absent.names")], 2,
+           "absent.names", "No such file")
+    expect(["train", "--help"], 0, "--class-names FILE", stream="stdout")
+    expect(["eval", "--help"], 0, "--class-names FILE", stream="stdout")
+
+
+@test
 def eval_refuses_bad_weights():
     bad = path("bad.safetensors")
     with open(bad, "wb") as f:

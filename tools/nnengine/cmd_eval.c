@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "class_names.h"
 #include "evaluate.h"
 #include "models.h"
 #include "nn_io.h"
@@ -12,7 +13,7 @@
 #include "setup.h"
 
 typedef struct eval_config {
-    const char *model, *weights, *data, *device, *normalize;
+    const char *model, *weights, *data, *device, *normalize, *class_names;
     int64_t threads, seed;
     double validation_fraction;
     bool confusion; /* per-class accuracy and the confusion matrix */
@@ -71,8 +72,10 @@ static int eval(const eval_config *c) {
     float mean[3], std[3];
     const char *normalize;
     int status = choose_normalization(c, &info, &saved, mean, std, &normalize);
-    nn_model_info_free(&info);
-    if (status != EXIT_OK) return status;
+    if (status != EXIT_OK) {
+        nn_model_info_free(&info);
+        return status;
+    }
     int channels, height, width;
     bool photos = model_input(c->model, &channels, &height, &width) && channels == 3;
     data_setup data = {0};
@@ -96,12 +99,20 @@ static int eval(const eval_config *c) {
         channels = data.train.channels, height = data.train.height, width = data.train.width;
     }
     if (status != EXIT_OK) {
+        nn_model_info_free(&info);
         data_setup_free(&data);
         photo_data_free(&photo);
         return status;
     }
     int classes = photos ? photo.classes : data.classes;
-    nn_ctx *ctx = open_device("eval", c->device, (int)c->threads, (uint64_t)c->seed);
+    /* The names the confusion matrix shows: --class-names, else those saved
+     * with the weights (train --class-names, or class folders), else the data's. */
+    char *const *names = photos ? photo.test.class_names : data.test.class_names;
+    char **file_names = c->class_names ? class_names_read("eval", c->class_names, classes) : NULL;
+    if (file_names) names = file_names;
+    else if (info.class_count == classes) names = info.class_names;
+    nn_ctx *ctx = c->class_names && !file_names ? NULL
+                                                : open_device("eval", c->device, (int)c->threads, (uint64_t)c->seed);
     char why[512];
     nn_module *net = ctx ? model_build(ctx, c->model, channels, height, width, classes, why, sizeof why) : NULL;
     if (!ctx) {
@@ -128,12 +139,14 @@ static int eval(const eval_config *c) {
         } else {
             printf("%s on %lld %s images: loss %.4f  accuracy %.2f%%\n", c->model, (long long)count,
                    validation ? "validation" : "test", loss, 100 * accuracy);
-            if (counts) confusion_print(counts, photos ? photo.test.class_names : data.test.class_names, stdout);
+            if (counts) confusion_print(counts, names, stdout);
         }
         confusion_free(&matrix);
     }
     nn_module_free(net);
     nn_ctx_free(ctx);
+    class_names_free(file_names, classes);
+    nn_model_info_free(&info);
     data_setup_free(&data);
     photo_data_free(&photo);
     return status;
@@ -151,6 +164,7 @@ int command_eval(int argc, char **argv) {
         {"--seed", OPTION_INT, &c.seed, 0, 9.2e18, "S", "as given to train: picks the validation split of a folder without a test set"},
         {"--val-fraction", OPTION_FLOAT, &c.validation_fraction, 0, 1, "F", "as given to train (default 0.1)"},
         {"--confusion", OPTION_SWITCH, &c.confusion, 0, 0, NULL, "also print each class's accuracy and the confusion matrix (rows: true class)"},
+        {"--class-names", OPTION_STRING, &c.class_names, 0, 0, "FILE", "the classes' names, one per line, for --confusion (default: those saved with the weights)"},
     };
     static const char *const required[] = {"--weights", "--data", NULL};
     const command_spec spec = {

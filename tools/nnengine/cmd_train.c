@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "best_epoch.h"
+#include "class_names.h"
 #include "commands.h"
 #include "device_steps.h"
 #include "epoch_log.h"
@@ -49,6 +50,7 @@ typedef struct train_config {
     const char *save_best, *save_best_by, *log_format, *tensorboard;
     int64_t patience;      /* 0, or stop after this many epochs without a better one */
     bool quiet;            /* no model summary */
+    const char *class_names; /* a file naming the data's classes, one per line (saved with the weights) */
 } train_config;
 
 /* The defaults reach 89% test accuracy on Fashion-MNIST with LeNet-5 in 10
@@ -88,6 +90,7 @@ typedef struct trainer {
     log_format log_as;
     best_epoch best;       /* --save-best, --patience */
     tensorboard tb;        /* --tensorboard */
+    char **class_names;    /* --class-names, for the data's training classes */
 } trainer;
 
 /* What --save keeps besides the weights (nn_io.h's model info): the
@@ -101,12 +104,14 @@ static nn_model_info saved_info(const trainer *t) {
         memcpy(info.std, t->photo.std, sizeof t->photo.std);
         info.class_count = t->photo.train.class_names ? t->photo.train.classes : 0;
         info.class_names = t->photo.train.class_names;
+        if (t->class_names) info.class_count = t->photo.train.classes, info.class_names = t->class_names;
     } else {
         info.channels = 1; /* one mean and std for every channel */
         info.mean[0] = t->data.norm.mean;
         info.std[0] = t->data.norm.std;
         info.class_count = t->data.train.class_names ? t->data.train.classes : 0;
         info.class_names = t->data.train.class_names;
+        if (t->class_names) info.class_count = t->data.train.classes, info.class_names = t->class_names;
     }
     return info;
 }
@@ -121,6 +126,7 @@ static void trainer_free(trainer *t) {
     nn_ctx_free(t->ctx);
     if (t->log) fclose(t->log);
     tensorboard_close(&t->tb);
+    class_names_free(t->class_names, t->photos ? t->photo.train.classes : t->data.train.classes);
     data_setup_free(&t->data);
     photo_data_free(&t->photo);
 }
@@ -510,6 +516,10 @@ static int setup(trainer *t) {
         if (why[0]) fprintf(stderr, "nnengine train: %s\n", why);
         return status;
     }
+    if (c->class_names &&
+        !(t->class_names = class_names_read("train", c->class_names, t->photos ? t->photo.train.classes
+                                                                                : t->data.train.classes)))
+        return EXIT_BAD_INPUT;
     if (c->init && (status = load_initial_weights(t)) != EXIT_OK) return status;
     nn_precision precision;
     if (nn_precision_parse(c->precision, &precision) != NN_OK || nn_ctx_set_precision(t->ctx, precision) != NN_OK) {
@@ -813,6 +823,7 @@ int command_train(int argc, char **argv) {
         {"--freeze", OPTION_STRING_LIST, &c.freeze, 0, 0, "PREFIX", "parameters whose name starts with PREFIX are not trained (repeatable)"},
         {"--save-best", OPTION_STRING, &c.save_best, 0, 0, "FILE", "after each epoch that beats the previous ones on the test (or validation) set, write the weights"},
         {"--save-best-by", OPTION_STRING, &c.save_best_by, 0, 0, "M", "what --save-best and --patience compare: accuracy (default) or loss"},
+        {"--class-names", OPTION_STRING, &c.class_names, 0, 0, "FILE", "the data's class names, one per line (IDX files have none; examples/fashion-mnist.names), saved with the weights"},
         {"--patience", OPTION_INT, &c.patience, 0, 1e6, "N", "stop early after N epochs without a better one (default 0: never)"},
         {"--tensorboard", OPTION_STRING, &c.tensorboard, 0, 0, "DIR", "write each epoch's losses and accuracies as TensorBoard scalars to an event file in DIR"},
         {"--quiet", OPTION_SWITCH, &c.quiet, 0, 0, NULL, "no model summary (layers, output shapes, parameters, memory) before training"},
