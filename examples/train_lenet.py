@@ -66,13 +66,14 @@ def main():
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--limit", type=int, default=0, help="use only this many images")
     parser.add_argument("--device", default=None, help="cpu | vulkan | auto")
+    parser.add_argument("--threads", type=int, default=0, help="CPU worker threads (default 0: one per core)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--export", help="write the trained model as ONNX here (takes raw pixels 0..255)")
     parser.add_argument("--save", help="write the trained weights (safetensors) here")
     args = parser.parse_args()
 
-    if args.device:
-        nn.set_device(args.device)
+    if args.device or args.threads:
+        nn.set_device(args.device or "auto", threads=args.threads)
     nn.manual_seed(args.seed)
     x_train, y_train, x_test, y_test = load(args)
     print(f"{len(x_train)} training and {len(x_test)} test images on {nn.get_device()}")

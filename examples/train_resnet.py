@@ -2,7 +2,8 @@
 resnet18-cifar`'s network) written in Python with nn_engine's PyTorch-style
 API, trained on an IDX pair (Fashion-MNIST, MNIST) with SGD and Nesterov
 momentum, weight decay, a one-cycle learning rate and 2-pixel shifts and
-flips done with NumPy on the host.
+flips done with NumPy on the host, in nn_engine.data.DataLoader's
+background thread while the model trains.
 
     PYTHONPATH=python python3 examples/train_resnet.py --idx /usr/share/datasets/fashion-mnist --device vulkan
 """
@@ -14,6 +15,7 @@ import numpy as np
 import nn_engine as nn
 from nn_engine import functional as F
 from nn_engine import optim
+from nn_engine.data import DataLoader, TensorDataset
 from nn_engine.datasets import load_idx_pair
 
 
@@ -70,6 +72,24 @@ def augment(images, rng, pad=2):
     return out
 
 
+class ShiftedAndFlipped:
+    """The training set for DataLoader, each batch augmented afresh (augment)
+    around `black`, the normalised value of a black pixel that shifts bring in."""
+
+    def __init__(self, images, labels, black, seed):
+        self.images, self.labels, self.black = images, labels, np.float32(black)
+        self.rng = np.random.default_rng(seed)
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, index):
+        return self.batch(np.array([index]))
+
+    def batch(self, indices):
+        return augment(self.images[indices] - self.black, self.rng) + self.black, self.labels[indices]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idx", required=True, help="folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz]")
@@ -100,36 +120,35 @@ def main():
     steps = (len(x_train) + args.batch - 1) // args.batch
     schedule = optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, epochs=args.epochs, steps_per_epoch=steps,
                                              cycle_momentum=False)
-    rng = np.random.default_rng(args.seed)
+    # One worker thread: the augmentation of the next batches overlaps the model's step.
+    train_loader = DataLoader(ShiftedAndFlipped(x_train, y_train, black, args.seed), batch_size=args.batch,
+                              shuffle=True, seed=args.seed, num_workers=1)
+    test_loader = DataLoader(TensorDataset(x_test, y_test), batch_size=256)
     for epoch in range(1, args.epochs + 1):
         model.train()
-        start, loss_sum, correct = time.perf_counter(), 0.0, 0
-        order = rng.permutation(len(x_train))
-        for i in range(0, len(order), args.batch):
-            idx = order[i:i + args.batch]
-            xb = nn.Tensor(augment(x_train[idx] - black, rng) + black)  # pads with black, not 0
-            yb = nn.Tensor(y_train[idx], dtype=np.int32)
+        start = time.perf_counter()
+        metrics = nn.Metrics()
+        for xb, yb in train_loader:
             logits = model(xb)
             loss = F.cross_entropy(logits, yb)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
             schedule.step()
-            loss_sum += loss.item() * len(idx)
-            correct += int((logits.argmax(1).numpy() == y_train[idx]).sum())
+            metrics.update(loss, logits, yb)
             nn.end_batch()
+        train_loss, train_acc = metrics.collect(len(x_train))
         seconds = time.perf_counter() - start
         model.eval()
-        test_correct = 0
+        metrics = nn.Metrics()
         with nn.no_grad():
-            for i in range(0, len(x_test), 256):
-                logits = model(nn.Tensor(x_test[i:i + 256]))
-                test_correct += int((logits.argmax(1).numpy() == y_test[i:i + 256]).sum())
+            for xb, yb in test_loader:
+                logits = model(xb)
+                metrics.update(F.cross_entropy(logits, yb), logits, yb)
                 nn.end_batch()
-        print(f"epoch {epoch:2d}  train loss {loss_sum / len(x_train):.4f}  acc {correct / len(x_train):6.2%}  "
-              f"test acc {test_correct / len(x_test):6.2%}  {seconds:6.1f} s  {len(x_train) / seconds:7.0f} images/s",
-              flush=True)
-
+        _, test_acc = metrics.collect(len(x_test))
+        print(f"epoch {epoch:2d}  train loss {train_loss:.4f}  acc {train_acc:6.2%}  "
+              f"test acc {test_acc:6.2%}  {seconds:6.1f} s  {len(x_train) / seconds:7.0f} images/s", flush=True)
 
 if __name__ == "__main__":
     main()

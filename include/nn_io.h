@@ -82,6 +82,14 @@ typedef struct nn_train_progress {
     /* Steps of epoch + 1 already done: a run stopped part way (Ctrl+C);
      * 0 for a state written after a whole epoch (and in older files). */
     int64_t epoch_step;
+    /* The best epoch so far by a held-out metric, for early stopping and for
+     * keeping the best weights across a resume: best_epoch in [1, epoch]
+     * with its finite best_metric, compared by best_by ("accuracy", "loss":
+     * printable, at most 15 characters); best_epoch 0 when none (and in
+     * older files). */
+    int64_t best_epoch;
+    double best_metric;
+    char best_by[16];
 } nn_train_progress;
 
 /* `opt` must be the optimizer over exactly the module's parameters, in the

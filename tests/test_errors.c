@@ -133,7 +133,8 @@ TEST(errors_ops_shapes) {
     CHECK_ERROR(!nn_matmul(a, b, false, false), NN_ERR_SHAPE, "nn_matmul", "[2, 3]", "[4, 5]");
     CHECK_ERROR(!nn_matmul(a, v3, false, false), NN_ERR_SHAPE, "nn_matmul", "2-D");
     CHECK_ERROR(!nn_matmul(NULL, b, false, false), NN_ERR_ARGUMENT, "nn_matmul", "a is NULL");
-    CHECK_ERROR(!nn_matmul(b, foreign, true, false), NN_ERR_STATE, "different contexts");
+    CHECK_ERROR(!nn_matmul(b, foreign, true, false), NN_ERR_STATE,
+                "nn_matmul: b and a belong to two different contexts, both on cpu");
     CHECK_ERROR(!nn_add_bias(a, v4), NN_ERR_SHAPE, "nn_add_bias", "[4]", "[2, 3]");
     CHECK_ERROR(!nn_add_bias(v3, v3), NN_ERR_SHAPE, "nn_add_bias");
     CHECK_ERROR(!nn_linear(a, b, NULL), NN_ERR_SHAPE, "nn_linear", "3 features", "[4, 5]");

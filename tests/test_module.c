@@ -289,7 +289,8 @@ TEST(module_misuse_is_refused_with_its_name) {
     nn_tensor *sum = nn_add(t, t);
     CHECK_ERROR(nn_module_register_parameter(m, "sum", sum) != NN_OK, NN_ERR_ARGUMENT, "an operation's result");
     nn_tensor *foreign = filled(other, 3, 0.0f);
-    CHECK_ERROR(nn_module_register_buffer(m, "f", foreign) != NN_OK, NN_ERR_ARGUMENT, "another context");
+    CHECK_ERROR(nn_module_register_buffer(m, "f", foreign) != NN_OK, NN_ERR_ARGUMENT,
+                "tensor 'f' and the Block belong to two different contexts");
     nn_tensor *ints = nn_tensor_from_data(ctx, NN_I32, 1, (int64_t[]){1}, (int32_t[]){4});
     CHECK_ERROR(nn_module_register_parameter(m, "count", ints) != NN_OK, NN_ERR_ARGUMENT, "float32");
     CHECK(nn_tensor_set_requires_grad(t, true) == NN_OK);
@@ -304,7 +305,8 @@ TEST(module_misuse_is_refused_with_its_name) {
     CHECK_ERROR(nn_module_add_child(m, "up", root) != NN_OK, NN_ERR_ARGUMENT, "contains it");
     CHECK_ERROR(nn_module_add_child(root, "bad", nn_linear_layer(ctx, 0, 1, NN_INIT_KAIMING_UNIFORM)) != NN_OK,
                 NN_ERR_ARGUMENT, "nn_linear_layer");
-    CHECK_ERROR(nn_module_add_child(root, "x", nn_relu_layer(other)) != NN_OK, NN_ERR_ARGUMENT, "another context");
+    CHECK_ERROR(nn_module_add_child(root, "x", nn_relu_layer(other)) != NN_OK, NN_ERR_ARGUMENT,
+                "child 'x' and the Root belong to two different contexts");
     CHECK(nn_module_child(root, "block") == m && freed == 1);
 
     /* A forward function that fails without saying why is still reported. */

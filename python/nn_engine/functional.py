@@ -21,6 +21,8 @@ def _tensor(value, fn, name):
 
 
 def _int(value, fn, name, minimum):
+    if type(value) is int and minimum <= value <= _INT_MAX:  # the common case, without the ABC check
+        return value
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
         raise TypeError(f"{fn}: {name} must be an int, got {type(value).__name__}")
     if not minimum <= value <= _INT_MAX:
@@ -29,6 +31,8 @@ def _int(value, fn, name, minimum):
 
 
 def _float(value, fn, name):
+    if type(value) is float:  # the common case, without the ABC check
+        return value
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise TypeError(f"{fn}: {name} must be a number, got {type(value).__name__}")
     return float(value)
@@ -39,8 +43,9 @@ def _result(ptr, like, what):
 
 
 def _same_shape(ptr, like, what):
-    """The result of an elementwise operation: like's shape and dtype."""
-    return Tensor._result(ptr, like._h.ctx, what, like._shape, like._dtype)
+    """The result of an elementwise operation: like's shape and dtype (asked
+    of the library later, if ever, when like has not learnt them yet)."""
+    return Tensor._result(ptr, like._h.ctx, what, like._known_shape, like._known_dtype)
 
 
 def relu(x):
@@ -378,12 +383,14 @@ def _string_padding(padding, weight, stride, dilation):
     return tuple((t + 1) // 2 for t in totals), tuple(t % 2 for t in totals)
 
 
-def _labels_ptr(labels, logits_shape, device=None):
+def _labels_ptr(labels, logits, device=None):
     """An int32 C tensor of class indices: the labels Tensor itself when it is
     int32, else a converted copy (float labels, as the seed stored them, or a
-    NumPy array). Returns (pointer, keepalive)."""
+    NumPy array) checked against the logits' classes. Returns (pointer,
+    keepalive)."""
     if isinstance(labels, Tensor) and labels.dtype == np.int32:
         return labels._ptr(), labels
+    logits_shape = logits.shape
     values = labels.sync() if isinstance(labels, Tensor) else labels
     array = as_host_array(values, np.int32, "softmax_ce: labels")
     classes = logits_shape[-1] if logits_shape else 0
@@ -402,8 +409,9 @@ def softmax_ce(logits, labels):
     if not isinstance(labels, (Tensor, np.ndarray, list, tuple)):
         raise TypeError(f"softmax_ce: labels must be a Tensor or an array of class indices, "
                         f"got {type(labels).__name__}")
-    py, keep = _labels_ptr(labels, logits.shape, logits._h.ctx)
-    result = _result(lib.nn_softmax_cross_entropy(pl, py), logits, "nn_softmax_cross_entropy")
+    py, keep = _labels_ptr(labels, logits, logits._h.ctx)
+    result = Tensor._result(lib.nn_softmax_cross_entropy(pl, py), logits._h.ctx, "nn_softmax_cross_entropy", (1,),
+                            np.dtype(np.float32))
     del keep  # the tape holds its own reference to the labels
     return result
 
@@ -495,7 +503,7 @@ def _pair(value, fn, name, minimum):
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
             raise ValueError(f"{fn}: {name} must be an int or a pair of ints, got {value!r}")
-        return tuple(_int(v, fn, name, minimum) for v in value)
+        return _int(value[0], fn, name, minimum), _int(value[1], fn, name, minimum)
     v = _int(value, fn, name, minimum)
     return v, v
 

@@ -62,7 +62,7 @@ class Tensor:
     garbage-collected. By default a tensor that requires grad is a parameter
     and is kept; any other is tracked.
     """
-    __slots__ = ("_h", "_shape", "_dtype")
+    __slots__ = ("_h", "_known_shape", "_known_dtype")
 
     def __init__(self, data, requires_grad=False, track=None, dtype=None, device=None):
         array = as_host_array(data, dtype, "Tensor")
@@ -73,8 +73,8 @@ class Tensor:
         ptr = check_ptr(lib.nn_tensor_from_data(ctx.ptr, _DTYPES[array.dtype], array.ndim,
                                                 shape, array.ctypes.data), "nn_tensor_from_data")
         self._h = Handle(ptr, ctx, OWNED)
-        self._shape = tuple(array.shape)
-        self._dtype = array.dtype
+        self._known_shape = tuple(array.shape)
+        self._known_dtype = array.dtype
         if track:
             ctx.tracked.add(self._h)
         if requires_grad:
@@ -82,13 +82,28 @@ class Tensor:
 
     @classmethod
     def _wrap(cls, handle, shape=None, dtype=None):
-        """A Tensor over a handle; shape and dtype are asked of the library
-        unless the caller knows them (which saves two calls per operation)."""
+        """A Tensor over a handle; shape and dtype not given are asked of the
+        library when first needed (most results of a training step never
+        are: two calls saved per operation)."""
         t = object.__new__(cls)
         t._h = handle
-        t._shape = shape if shape is not None else shape_tuple(handle.ptr)
-        t._dtype = dtype if dtype is not None else _NP_DTYPES[lib.nn_tensor_dtype(handle.ptr)]
+        t._known_shape = shape
+        t._known_dtype = dtype
         return t
+
+    @property
+    def _shape(self):
+        shape = self._known_shape
+        if shape is None:
+            shape = self._known_shape = shape_tuple(self._h.get())
+        return shape
+
+    @property
+    def _dtype(self):
+        dtype = self._known_dtype
+        if dtype is None:
+            dtype = self._known_dtype = _NP_DTYPES[lib.nn_tensor_dtype(self._h.get())]
+        return dtype
 
     @classmethod
     def _result(cls, ptr, ctx, what, shape=None, dtype=None):
@@ -460,8 +475,10 @@ class Tensor:
         return getitem(self, index)
 
     def __repr__(self):
-        state = "" if self._h.valid() else ", freed"
-        return f"Tensor(shape={self._shape}, dtype={self._dtype}{state})"
+        if not self._h.valid():  # a freed result may never have learnt its shape
+            shape, dtype = self._known_shape or "?", self._known_dtype or "?"
+            return f"Tensor(shape={shape}, dtype={dtype}, freed)"
+        return f"Tensor(shape={self._shape}, dtype={self._dtype})"
 
 
 class ReusableTensor:

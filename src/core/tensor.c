@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "context_mismatch.h"
 
 #define ELEMENT_BYTES 4 /* float32 and int32 */
 
@@ -319,7 +320,7 @@ nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes) {
 nn_status nn_tensor_copy(nn_tensor *dst, const nn_tensor *src) {
     if (!dst || !src) return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_copy: a tensor is NULL");
     if (dst->ctx != src->ctx)
-        return nn_set_error(NN_ERR_STATE, "nn_tensor_copy: the tensors belong to different contexts");
+        return nn_error_other_context(NN_ERR_STATE, "nn_tensor_copy", "dst", dst->ctx, "src", src->ctx);
     if (dst->dtype != src->dtype || dst->numel != src->numel) {
         char a[96], b[96];
         return nn_set_error(NN_ERR_SHAPE, "nn_tensor_copy: %s %s from %s %s: dtype or element count differs",

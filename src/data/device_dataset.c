@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/op_common.h"
+#include "core/context_mismatch.h"
 
 struct nn_device_dataset {
     nn_ctx *ctx;
@@ -154,8 +155,11 @@ nn_status nn_device_dataset_gather(nn_device_dataset *d, nn_tensor *counter, int
     NN_TRY(nn_check_tensor_ndim(op, "x", x, NN_F32, 4));
     NN_TRY(nn_check_tensor_ndim(op, "labels", labels, NN_I32, 1));
     NN_TRY(nn_check_counter(op, counter));
-    if (x->ctx != d->ctx || labels->ctx != d->ctx || (counter && counter->ctx != d->ctx))
-        return nn_set_error(NN_ERR_STATE, "%s: the tensors and the dataset belong to different contexts", op);
+    const nn_tensor *foreign = x->ctx != d->ctx ? x : labels->ctx != d->ctx ? labels
+                             : counter && counter->ctx != d->ctx ? counter : NULL;
+    if (foreign)
+        return nn_error_other_context(NN_ERR_STATE, op, "the dataset", d->ctx, foreign == x ? "x" : foreign == labels ? "labels"
+                                                                                       : "counter", foreign->ctx);
     int64_t n = x->shape[0];
     if (x->shape[1] != d->channels || x->shape[2] != d->height || x->shape[3] != d->width || labels->shape[0] != n) {
         char a[96], b[96];

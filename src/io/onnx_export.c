@@ -16,6 +16,7 @@
 #include "atomic_file.h"
 #include "model_info.h"
 #include "onnx_graph.h"
+#include "core/context_mismatch.h"
 
 #define DEFAULT_OPSET 17
 #define MIN_OPSET 13 /* Softmax over one axis, ReduceSum with optional axes */
@@ -186,7 +187,7 @@ static nn_status check_options(const char *who, nn_tensor *input, nn_tensor *out
     if (!input || !output)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s is NULL", who, !input ? "input" : "output");
     if (input->ctx != output->ctx)
-        return nn_set_error(NN_ERR_STATE, "%s: input and output belong to different contexts", who);
+        return nn_error_other_context(NN_ERR_STATE, who, "input", input->ctx, "output", output->ctx);
     if (input->dtype != NN_F32)
         return nn_set_error(NN_ERR_DTYPE, "%s: the input must be float32", who);
     if (o->opset != 0 && (o->opset < MIN_OPSET || o->opset > DEFAULT_OPSET))

@@ -14,6 +14,9 @@
  * __metadata__ (all values are strings, as safetensors requires):
  *   format "nn-engine-train-state", format_version "1",
  *   epoch, step, seed, rng_state, rng_increment (decimal integers),
+ *   epoch_step (only for a run stopped part way), best_epoch, best_metric
+ *   (%.17g: the double read back exactly) and best_by (only when a best
+ *   epoch is recorded),
  *   optimizer (nn_optimizer_name) and its options (informational: a
  *   resumed run may change the learning rate; the optimizer and the state
  *   it keeps must match).
@@ -21,6 +24,7 @@
  * "ema.<name>" (the moving average's shadow of each state_dict entry). */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +123,31 @@ static void free_names(char **names, int n) {
     free(names);
 }
 
+/* best_by: what a metric name may be (it is written into JSON metadata and
+ * compared by name), so "" and control characters are refused. */
+static bool metric_name_ok(const char *name, size_t capacity) {
+    size_t n = strnlen(name, capacity);
+    if (n == 0 || n == capacity) return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)name[i] < 0x20 || name[i] == '"' || name[i] == '\\' || (unsigned char)name[i] >= 0x7f)
+            return false;
+    return true;
+}
+
+static nn_status check_best(const char *who, const nn_train_progress *p) {
+    if (p->best_epoch == 0) return NN_OK;
+    if (p->best_epoch < 0 || p->best_epoch > p->epoch)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: best_epoch must be in [0, epoch %" PRId64 "], got %" PRId64, who,
+                            p->epoch, p->best_epoch);
+    if (!isfinite(p->best_metric))
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: best_metric of best_epoch %" PRId64 " must be finite, got %g", who,
+                            p->best_epoch, p->best_metric);
+    if (!metric_name_ok(p->best_by, sizeof p->best_by))
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: best_by must name the metric in 1 to %zu printable ASCII characters "
+                                             "(no quotes or backslashes)", who, sizeof p->best_by - 1);
+    return NN_OK;
+}
+
 nn_status nn_save_train_state(const char *path, const nn_module *module, const nn_optimizer *opt,
                               const nn_train_progress *progress) {
     return nn_save_train_state_with(path, module, opt, NULL, progress);
@@ -136,22 +165,30 @@ nn_status nn_save_train_state_with(const char *path, const nn_module *module, co
         return nn_set_error(NN_ERR_ARGUMENT, "%s: epoch, step and epoch_step must be in [0, %d], [0, 2^53] and [0, "
                                              "step], got %" PRId64 ", %" PRId64 " and %" PRId64, who, MAX_EPOCHS,
                             progress->epoch, progress->step, progress->epoch_step);
+    NN_TRY(check_best(who, progress));
     NN_TRY(check_pairing(who, module, opt));
     const nn_rng *rng = &nn_module_ctx(module)->rng;
-    char values[6][32];
+    char values[8][32];
     snprintf(values[0], 32, "%" PRId64, progress->epoch);
     snprintf(values[1], 32, "%" PRId64, progress->step);
     snprintf(values[2], 32, "%" PRIu64, progress->seed);
     snprintf(values[3], 32, "%" PRIu64, rng->state);
     snprintf(values[4], 32, "%" PRIu64, rng->increment);
     snprintf(values[5], 32, "%" PRId64, progress->epoch_step);
-    nn_st_meta meta[9 + MAX_OPTIONS] = {
+    snprintf(values[6], 32, "%" PRId64, progress->best_epoch);
+    snprintf(values[7], 32, "%.17g", progress->best_metric);
+    nn_st_meta meta[12 + MAX_OPTIONS] = {
         {"format", FORMAT_NAME}, {"format_version", FORMAT_VERSION},
         {"epoch", values[0]}, {"step", values[1]}, {"seed", values[2]},
         {"rng_state", values[3]}, {"rng_increment", values[4]}, {"optimizer", (char *)nn_optimizer_name(opt)},
     };
     int meta_count = 8;
     if (progress->epoch_step) meta[meta_count++] = (nn_st_meta){"epoch_step", values[5]}; /* only when stopped part way */
+    if (progress->best_epoch) {
+        meta[meta_count++] = (nn_st_meta){"best_epoch", values[6]};
+        meta[meta_count++] = (nn_st_meta){"best_metric", values[7]};
+        meta[meta_count++] = (nn_st_meta){"best_by", (char *)progress->best_by};
+    }
     nn_optimizer_option options[MAX_OPTIONS];
     const int option_count = nn_optimizer_describe(opt, options, MAX_OPTIONS);
     for (int i = 0; i < option_count; i++) meta[meta_count + i] = (nn_st_meta){(char *)options[i].name, options[i].value};
@@ -179,6 +216,37 @@ static nn_status meta_u64(const char *who, const char *path, const nn_st_header 
         return nn_set_error(NN_ERR_IO, "%s: %s: metadata \"%s\" = \"%.40s\" is not an integer in "
                                        "[0, %" PRIu64 "]", who, path, key, text, max);
     *out = v;
+    return NN_OK;
+}
+
+/* best_epoch, best_metric and best_by (all three, or none: an older file or
+ * a run without a best epoch yet) into *progress. */
+static nn_status read_best(const char *who, const char *path, const nn_st_header *h, uint64_t epoch,
+                           nn_train_progress *progress) {
+    progress->best_epoch = 0;
+    progress->best_metric = 0;
+    memset(progress->best_by, 0, sizeof progress->best_by);
+    if (!nn_st_meta_get(h, "best_epoch")) return NN_OK;
+    uint64_t best_epoch;
+    NN_TRY(meta_u64(who, path, h, "best_epoch", epoch, &best_epoch));
+    const char *metric = nn_st_meta_get(h, "best_metric"), *by = nn_st_meta_get(h, "best_by");
+    if (!metric || !by)
+        return nn_set_error(NN_ERR_IO, "%s: %s: training state has \"best_epoch\" but lacks metadata \"%s\"", who,
+                            path, !metric ? "best_metric" : "best_by");
+    char *end;
+    errno = 0;
+    double value = strtod(metric, &end);
+    if (end == metric || *end || !isfinite(value))
+        return nn_set_error(NN_ERR_IO, "%s: %s: metadata \"best_metric\" = \"%.40s\" is not a finite number", who,
+                            path, metric);
+    if (!metric_name_ok(by, sizeof progress->best_by))
+        return nn_set_error(NN_ERR_IO, "%s: %s: metadata \"best_by\" = \"%.40s\" is not a metric name (1 to %zu "
+                                       "printable characters)", who, path, by, sizeof progress->best_by - 1);
+    if (best_epoch == 0)
+        return nn_set_error(NN_ERR_IO, "%s: %s: metadata \"best_epoch\" is 0 (epochs count from 1)", who, path);
+    progress->best_epoch = (int64_t)best_epoch;
+    progress->best_metric = value;
+    snprintf(progress->best_by, sizeof progress->best_by, "%s", by);
     return NN_OK;
 }
 
@@ -212,6 +280,7 @@ static nn_status read_metadata(const char *who, const char *path, const nn_st_he
     NN_TRY(meta_u64(who, path, h, "rng_increment", UINT64_MAX, &increment));
     uint64_t epoch_step = 0;
     if (nn_st_meta_get(h, "epoch_step")) NN_TRY(meta_u64(who, path, h, "epoch_step", step, &epoch_step));
+    NN_TRY(read_best(who, path, h, epoch, progress));
     if (increment % 2 == 0) /* PCG32 needs an odd increment */
         return nn_set_error(NN_ERR_IO, "%s: %s: metadata rng_increment must be odd", who, path);
     progress->epoch = (int64_t)epoch;

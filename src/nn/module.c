@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "module.h"
+#include "core/context_mismatch.h"
 
 static nn_module *module_create(nn_ctx *ctx, const char *kind, nn_module_forward_fn forward, void *data,
                                 void (*free_data)(void *)) {
@@ -75,8 +76,12 @@ static nn_status check_new_name(const char *fn, const nn_module *m, const char *
 /* A tensor a module may keep: its own (not an operation's result). */
 static nn_status check_kept_tensor(const char *fn, const nn_module *m, const char *name, const nn_tensor *t) {
     if (!t) return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: tensor '%s' is NULL", fn, m->kind, name);
-    if (t->ctx != m->ctx)
-        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: tensor '%s' belongs to another context", fn, m->kind, name);
+    if (t->ctx != m->ctx) {
+        char module[64], tensor[96];
+        snprintf(module, sizeof module, "the %s", m->kind);
+        snprintf(tensor, sizeof tensor, "tensor '%.80s'", name);
+        return nn_error_other_context(NN_ERR_ARGUMENT, fn, module, m->ctx, tensor, t->ctx);
+    }
     if (t->step_slot >= 0 || t->is_result)
         return nn_set_error(NN_ERR_ARGUMENT,
                             "%s: %s: tensor '%s' is an operation's result; register a tensor of its own "
@@ -129,8 +134,12 @@ static nn_status check_child(const char *fn, const nn_module *m, const char *nam
     }
     if (!m) return nn_set_error(NN_ERR_ARGUMENT, "%s: container is NULL", fn);
     NN_TRY(check_new_name(fn, m, name));
-    if (child->ctx != m->ctx)
-        return nn_set_error(NN_ERR_ARGUMENT, "%s: child '%s' belongs to another context", fn, name);
+    if (child->ctx != m->ctx) {
+        char container[64], named[96];
+        snprintf(container, sizeof container, "the %s", m->kind);
+        snprintf(named, sizeof named, "child '%.80s'", name);
+        return nn_error_other_context(NN_ERR_ARGUMENT, fn, container, m->ctx, named, child->ctx);
+    }
     if (child->parent)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: child '%s' is a part of a %s already", fn, name,
                             child->parent->kind);
@@ -185,9 +194,12 @@ const char *nn_module_child_name(const nn_module *m, int i) {
 nn_tensor *nn_module_forward(nn_module *m, nn_tensor *x) {
     if (!m) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_module_forward: module is NULL");
     if (!x) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_module_forward: %s input is NULL", m->kind);
-    if (x->ctx != m->ctx)
-        return NN_FAIL_NULL(NN_ERR_STATE, "nn_module_forward: %s and its input belong to different contexts",
-                            m->kind);
+    if (x->ctx != m->ctx) {
+        char module[64];
+        snprintf(module, sizeof module, "%s's parameters", m->kind);
+        nn_error_other_context(NN_ERR_STATE, "nn_module_forward", module, m->ctx, "its input", x->ctx);
+        return NULL;
+    }
     /* A module's forward may change its own state (running statistics). */
     if (nn_ctx_enter(m->ctx, "nn_module_forward") != NN_OK) return NULL;
     nn_tensor *y = m->forward(m, x);
@@ -210,9 +222,12 @@ nn_tensor *nn_module_forward_loss(nn_module *m, nn_tensor *x, nn_tensor *labels,
     if (!m) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_module_forward_loss: module is NULL");
     if (!x || !labels)
         return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_module_forward_loss: %s %s is NULL", m->kind, x ? "labels" : "input");
-    if (labels->ctx != m->ctx)
-        return NN_FAIL_NULL(NN_ERR_STATE, "nn_module_forward_loss: %s and its labels belong to different contexts",
-                            m->kind);
+    if (labels->ctx != m->ctx) {
+        char module[64];
+        snprintf(module, sizeof module, "%s's parameters", m->kind);
+        nn_error_other_context(NN_ERR_STATE, "nn_module_forward_loss", module, m->ctx, "its labels", labels->ctx);
+        return NULL;
+    }
     nn_tensor *y = nn_module_forward(m, x);
     nn_tensor *loss = y ? nn_softmax_cross_entropy(y, labels) : NULL;
     if (loss && logits) *logits = y;

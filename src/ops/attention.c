@@ -25,8 +25,8 @@ static nn_status check_shapes(const char *op, const nn_tensor *q, const nn_tenso
     NN_TRY(nn_check_tensor(op, "query", q, NN_F32));
     NN_TRY(nn_check_tensor(op, "key", k, NN_F32));
     NN_TRY(nn_check_tensor(op, "value", v, NN_F32));
-    NN_TRY(nn_check_same_ctx(op, q, k));
-    NN_TRY(nn_check_same_ctx(op, q, v));
+    NN_TRY(nn_check_same_ctx(op, "q", q, "k", k));
+    NN_TRY(nn_check_same_ctx(op, "q", q, "v", v));
     char sq[96], sk[96], sv[96];
     nn_format_shape(q->ndim, q->shape, sq, sizeof sq);
     nn_format_shape(k->ndim, k->shape, sk, sizeof sk);
@@ -46,7 +46,7 @@ static nn_status check_shapes(const char *op, const nn_tensor *q, const nn_tenso
 /* The mask broadcasts to the scores' shape without growing it. */
 static nn_status check_mask(const char *op, const nn_tensor *mask, const nn_tensor *scores) {
     NN_TRY(nn_check_tensor(op, "mask", mask, NN_F32));
-    NN_TRY(nn_check_same_ctx(op, mask, scores));
+    NN_TRY(nn_check_same_ctx(op, "q", scores, "mask", mask));
     int ndim;
     int64_t shape[NN_MAX_DIMS];
     char sm[96], ss[96];

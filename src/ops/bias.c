@@ -63,7 +63,7 @@ const nn_op nn_op_add_bias = {
 nn_tensor *nn_add_bias(nn_tensor *x, nn_tensor *bias) {
     const char *op = "nn_add_bias";
     if (nn_check_tensor(op, "x", x, NN_F32) || nn_check_tensor_ndim(op, "bias", bias, NN_F32, 1) ||
-        nn_check_same_ctx(op, x, bias))
+        nn_check_same_ctx(op, "x", x, "bias", bias))
         return NULL;
     char sx[96], sb[96];
     if (x->ndim < 2 || x->shape[1] != bias->shape[0])

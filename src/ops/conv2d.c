@@ -104,7 +104,7 @@ nn_status nn_conv2d_check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_te
                                const nn_conv2d_params *params) {
     NN_TRY(nn_check_tensor_ndim(op, "x", x, NN_F32, 4));
     NN_TRY(nn_check_tensor_ndim(op, "weight", w, NN_F32, 4));
-    NN_TRY(nn_check_same_ctx(op, x, w));
+    NN_TRY(nn_check_same_ctx(op, "x", x, "weight", w));
     if (!params) return nn_set_error(NN_ERR_ARGUMENT, "%s: params is NULL", op);
     const nn_conv2d_params p = nn_conv2d_params_normalised(params);
     char sx[96], sw[96], sb[96];
@@ -142,7 +142,7 @@ nn_status nn_conv2d_check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_te
                             (long long)extent_w, sx, p.pad_h, p.pad_w);
     if (bias) {
         NN_TRY(nn_check_tensor_ndim(op, "bias", bias, NN_F32, 1));
-        NN_TRY(nn_check_same_ctx(op, x, bias));
+        NN_TRY(nn_check_same_ctx(op, "x", x, "bias", bias));
         if (bias->shape[0] != w->shape[0])
             return nn_set_error(NN_ERR_SHAPE, "%s: bias %s does not match weight %s (%lld filters)",
                                 op, nn_format_shape(1, bias->shape, sb, sizeof sb), sw,

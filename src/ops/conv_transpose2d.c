@@ -84,7 +84,7 @@ static nn_status check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tenso
                             const nn_conv_transpose2d_params *p) {
     NN_TRY(nn_check_tensor_ndim(op, "x", x, NN_F32, 4));
     NN_TRY(nn_check_tensor_ndim(op, "weight", w, NN_F32, 4));
-    NN_TRY(nn_check_same_ctx(op, x, w));
+    NN_TRY(nn_check_same_ctx(op, "x", x, "weight", w));
     char sx[96], sw[96], sb[96];
     nn_format_shape(4, x->shape, sx, sizeof sx);
     nn_format_shape(4, w->shape, sw, sizeof sw);
@@ -120,7 +120,7 @@ static nn_status check_args(const char *op, nn_tensor *x, nn_tensor *w, nn_tenso
                             (long long)out_h, (long long)out_w);
     if (bias) {
         NN_TRY(nn_check_tensor_ndim(op, "bias", bias, NN_F32, 1));
-        NN_TRY(nn_check_same_ctx(op, x, bias));
+        NN_TRY(nn_check_same_ctx(op, "x", x, "bias", bias));
         if (bias->shape[0] != w->shape[1] * p->groups)
             return nn_set_error(NN_ERR_SHAPE, "%s: bias %s does not match weight %s with groups %d (%lld outputs)",
                                 op, nn_format_shape(1, bias->shape, sb, sizeof sb), sw, p->groups,

@@ -46,8 +46,8 @@ nn_tensor *nn_cross_entropy(nn_tensor *input, nn_tensor *target, nn_tensor *weig
     const char *op = "nn_cross_entropy";
     if (nn_check_tensor(op, "input", input, NN_F32)) return NULL;
     if (!target) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: target is NULL", op);
-    if (nn_check_same_ctx(op, input, target) || (weight && nn_check_tensor(op, "weight", weight, NN_F32)) ||
-        (weight && nn_check_same_ctx(op, input, weight)))
+    if (nn_check_same_ctx(op, "input", input, "target", target) || (weight && nn_check_tensor(op, "weight", weight, NN_F32)) ||
+        (weight && nn_check_same_ctx(op, "input", input, "weight", weight)))
         return NULL;
     if (reduction != NN_REDUCTION_NONE && reduction != NN_REDUCTION_MEAN && reduction != NN_REDUCTION_SUM)
         return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: reduction %d is not NN_REDUCTION_NONE, _MEAN or _SUM", op,

@@ -27,8 +27,8 @@ nn_status nn_table_lookup(nn_tensor *table, nn_tensor *counter, int64_t first, n
     if (!table || !out) return nn_set_error(NN_ERR_ARGUMENT, "%s: table and out must not be NULL", op);
     NN_TRY(nn_check_tensor(op, "out", out, table->dtype));
     NN_TRY(nn_check_counter(op, counter));
-    NN_TRY(nn_check_same_ctx(op, table, out));
-    NN_TRY(nn_check_same_ctx(op, table, counter));
+    NN_TRY(nn_check_same_ctx(op, "table", table, "out", out));
+    NN_TRY(nn_check_same_ctx(op, "table", table, "counter", counter));
     NN_TRY(nn_check_int32(op, "table elements", table->numel));
     NN_TRY(nn_check_int32(op, "out elements", out->numel));
     if (first < 0 || first > INT32_MAX)
@@ -47,9 +47,9 @@ nn_status nn_accumulate_metrics(nn_tensor *logits, nn_tensor *labels, nn_tensor 
     NN_TRY(nn_check_tensor_ndim(op, "labels", labels, NN_I32, 1));
     NN_TRY(nn_check_tensor(op, "loss", loss, NN_F32));
     NN_TRY(nn_check_tensor(op, "sums", sums, NN_F32));
-    NN_TRY(nn_check_same_ctx(op, logits, labels));
-    NN_TRY(nn_check_same_ctx(op, logits, loss));
-    NN_TRY(nn_check_same_ctx(op, logits, sums));
+    NN_TRY(nn_check_same_ctx(op, "logits", logits, "labels", labels));
+    NN_TRY(nn_check_same_ctx(op, "logits", logits, "loss", loss));
+    NN_TRY(nn_check_same_ctx(op, "logits", logits, "sums", sums));
     char a[96], b[96];
     if (labels->shape[0] != logits->shape[0] || loss->numel != 1 || sums->numel != 2)
         return nn_set_error(NN_ERR_SHAPE, "%s: logits %s and labels %s must have the same rows, loss one element "

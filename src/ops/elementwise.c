@@ -93,7 +93,7 @@ static nn_status binary_onnx(exporter *x, op_io *io, const char *out, const char
 
 static nn_tensor *binary(const nn_op *op, nn_broadcast_op code, nn_tensor *a, nn_tensor *b) {
     if (nn_check_tensor(op->name, "a", a, NN_F32) || nn_check_tensor(op->name, "b", b, NN_F32) ||
-        nn_check_same_ctx(op->name, a, b))
+        nn_check_same_ctx(op->name, "a", a, "b", b))
         return NULL;
     int ndim;
     int64_t shape[NN_MAX_DIMS];

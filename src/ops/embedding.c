@@ -54,7 +54,7 @@ const nn_op nn_op_embedding = {
 nn_tensor *nn_embedding(nn_tensor *indices, nn_tensor *weight, int padding_idx) {
     const char *op = "nn_embedding";
     if (nn_check_tensor(op, "indices", indices, NN_I32) || nn_check_tensor_ndim(op, "weight", weight, NN_F32, 2) ||
-        nn_check_same_ctx(op, indices, weight))
+        nn_check_same_ctx(op, "indices", indices, "weight", weight))
         return NULL;
     char si[96];
     if (indices->ndim >= NN_MAX_DIMS)

@@ -294,7 +294,7 @@ nn_tensor *nn_cat(nn_tensor *const *tensors, int count, int dim) {
     for (int i = 0; i < count; i++) {
         char what[32];
         snprintf(what, sizeof what, "tensors[%d]", i);
-        if (nn_check_tensor(op, what, tensors[i], NN_F32) || nn_check_same_ctx(op, tensors[0], tensors[i])) return NULL;
+        if (nn_check_tensor(op, what, tensors[i], NN_F32) || nn_check_same_ctx(op, "tensors[0]", tensors[0], what, tensors[i])) return NULL;
     }
     const nn_tensor *first = tensors[0];
     if (check_dim(op, "dim", first, dim, first->ndim)) return NULL;

@@ -79,14 +79,14 @@ nn_status nn_linear_layer_check(const char *op, const char *layer, nn_tensor *x,
                                 nn_tensor *bias) {
     char sw[96], sb[96];
     NN_TRY(nn_check_tensor_ndim(op, "weight", w, NN_F32, 2));
-    NN_TRY(nn_check_same_ctx(op, x, w));
+    NN_TRY(nn_check_same_ctx(op, "x", x, "weight", w));
     if (w->shape[1] != features)
         return nn_set_error(NN_ERR_SHAPE, "%s: the %s layer's weight %s expects %lld features, its input has %lld",
                             op, layer, nn_format_shape(2, w->shape, sw, sizeof sw), (long long)w->shape[1],
                             (long long)features);
     if (!bias) return nn_check_int32(op, "features", w->shape[0]);
     NN_TRY(nn_check_tensor_ndim(op, "bias", bias, NN_F32, 1));
-    NN_TRY(nn_check_same_ctx(op, x, bias));
+    NN_TRY(nn_check_same_ctx(op, "x", x, "bias", bias));
     if (bias->shape[0] != w->shape[0])
         return nn_set_error(NN_ERR_SHAPE, "%s: the %s layer's bias %s does not match its weight %s", op, layer,
                             nn_format_shape(1, bias->shape, sb, sizeof sb),
@@ -99,7 +99,7 @@ nn_tensor *nn_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias) {
     if (nn_check_tensor(op, "x", x, NN_F32)) return NULL;
     if (x->ndim != 2) return nn_linear_nd(x, weight, bias); /* [..., in]: linear_nd.c */
     if (nn_check_tensor_ndim(op, "x", x, NN_F32, 2) || nn_check_tensor_ndim(op, "weight", weight, NN_F32, 2) ||
-        nn_check_same_ctx(op, x, weight))
+        nn_check_same_ctx(op, "x", x, "weight", weight))
         return NULL;
     char sx[96], sw[96], sb[96];
     if (x->shape[1] != weight->shape[1])
@@ -107,7 +107,7 @@ nn_tensor *nn_linear(nn_tensor *x, nn_tensor *weight, nn_tensor *bias) {
                             nn_format_shape(2, x->shape, sx, sizeof sx), (long long)x->shape[1],
                             nn_format_shape(2, weight->shape, sw, sizeof sw), (long long)weight->shape[1]);
     if (bias) {
-        if (nn_check_tensor_ndim(op, "bias", bias, NN_F32, 1) || nn_check_same_ctx(op, x, bias)) return NULL;
+        if (nn_check_tensor_ndim(op, "bias", bias, NN_F32, 1) || nn_check_same_ctx(op, "x", x, "bias", bias)) return NULL;
         if (bias->shape[0] != weight->shape[0])
             return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: bias %s does not match weight %s (%lld outputs)", op,
                                 nn_format_shape(1, bias->shape, sb, sizeof sb),

@@ -42,7 +42,7 @@ const nn_op nn_op_softmax_cross_entropy = {
 nn_tensor *nn_softmax_cross_entropy(nn_tensor *logits, nn_tensor *labels) {
     const char *op = "nn_softmax_cross_entropy";
     if (nn_check_tensor_ndim(op, "logits", logits, NN_F32, 2) ||
-        nn_check_tensor_ndim(op, "labels", labels, NN_I32, 1) || nn_check_same_ctx(op, logits, labels))
+        nn_check_tensor_ndim(op, "labels", labels, NN_I32, 1) || nn_check_same_ctx(op, "logits", logits, "labels", labels))
         return NULL;
     char sl[96], sy[96];
     if (labels->shape[0] != logits->shape[0])

@@ -24,7 +24,7 @@ nn_tensor *nn_loss_named(const char *op, nn_tensor *result) {
 nn_status nn_loss_check(const char *op, nn_tensor *input, nn_tensor *target, nn_reduction reduction) {
     NN_TRY(nn_check_tensor(op, "input", input, NN_F32));
     NN_TRY(nn_check_tensor(op, "target", target, NN_F32));
-    NN_TRY(nn_check_same_ctx(op, input, target));
+    NN_TRY(nn_check_same_ctx(op, "input", input, "target", target));
     if (reduction != NN_REDUCTION_NONE && reduction != NN_REDUCTION_MEAN && reduction != NN_REDUCTION_SUM)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: reduction %d is not NN_REDUCTION_NONE, _MEAN or _SUM", op,
                             (int)reduction);

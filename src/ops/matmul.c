@@ -67,7 +67,7 @@ const nn_op nn_op_matmul = {
 nn_tensor *nn_matmul(nn_tensor *a, nn_tensor *b, bool transpose_a, bool transpose_b) {
     const char *op = "nn_matmul";
     if (nn_check_tensor_ndim(op, "a", a, NN_F32, 2) || nn_check_tensor_ndim(op, "b", b, NN_F32, 2) ||
-        nn_check_same_ctx(op, a, b))
+        nn_check_same_ctx(op, "a", a, "b", b))
         return NULL;
     int64_t m = transpose_a ? a->shape[1] : a->shape[0];
     int64_t k = transpose_a ? a->shape[0] : a->shape[1];

@@ -175,7 +175,7 @@ static int batch_mode_of(int64_t numel, int64_t full) {
 
 nn_tensor *nn_matmul_batched(nn_tensor *a, nn_tensor *b) {
     const char *op = "nn_matmul_batched";
-    if (nn_check_tensor(op, "a", a, NN_F32) || nn_check_tensor(op, "b", b, NN_F32) || nn_check_same_ctx(op, a, b))
+    if (nn_check_tensor(op, "a", a, NN_F32) || nn_check_tensor(op, "b", b, NN_F32) || nn_check_same_ctx(op, "a", a, "b", b))
         return NULL;
     const bool row = a->ndim == 1, column = b->ndim == 1;
     /* Matrix sizes (a 1-D a is [1, K], a 1-D b is [K, 1]); the rest is batch. */

@@ -45,7 +45,7 @@ const nn_op nn_op_nll_loss = {
 nn_tensor *nn_class_nll(const char *op, nn_tensor *input, nn_tensor *target, nn_tensor *weight,
                         nn_reduction reduction, int ignore_index, float label_smoothing) {
     if (nn_check_tensor(op, "input", input, NN_F32) || nn_check_tensor(op, "target", target, NN_I32) ||
-        nn_check_same_ctx(op, input, target) || (weight && nn_check_same_ctx(op, input, weight)))
+        nn_check_same_ctx(op, "input", input, "target", target) || (weight && nn_check_same_ctx(op, "input", input, "weight", weight)))
         return NULL;
     char si[96], st[96];
     nn_format_shape(input->ndim, input->shape, si, sizeof si);

@@ -252,7 +252,7 @@ static nn_status check_optional(const char *op, const char *what, const nn_tenso
                                 const int64_t *shape) {
     if (!t) return NN_OK;
     NN_TRY(nn_check_tensor(op, what, t, NN_F32));
-    NN_TRY(nn_check_same_ctx(op, x, t));
+    NN_TRY(nn_check_same_ctx(op, "x", x, what, t));
     bool same = t->ndim == ndim;
     for (int i = 0; same && i < ndim; i++) same = t->shape[i] == shape[i];
     if (same) return NN_OK;
@@ -291,7 +291,7 @@ nn_tensor *nn_batch_norm_counted(nn_tensor *x, nn_tensor *running_mean, nn_tenso
         return NULL;
     if (!running_mean != !running_var)
         return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: running_mean and running_var are given together or not at all", op);
-    if (num_batches_tracked && (nn_check_counter(op, num_batches_tracked) || nn_check_same_ctx(op, x, num_batches_tracked)))
+    if (num_batches_tracked && (nn_check_counter(op, num_batches_tracked) || nn_check_same_ctx(op, "x", x, "num_batches_tracked", num_batches_tracked)))
         return NULL;
     const bool cumulative = momentum < 0.0f;
     if (!(momentum <= 1.0f) || (cumulative && momentum != NN_BATCH_NORM_CUMULATIVE))

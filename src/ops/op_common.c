@@ -2,6 +2,8 @@
 
 #include <limits.h>
 
+#include "core/context_mismatch.h"
+
 static const char *dtype_name(nn_dtype dtype) { return dtype == NN_F32 ? "float32" : "int32"; }
 
 nn_status nn_check_tensor(const char *op, const char *what, const nn_tensor *t, nn_dtype dtype) {
@@ -23,9 +25,9 @@ nn_status nn_check_tensor_ndim(const char *op, const char *what, const nn_tensor
     return NN_OK;
 }
 
-nn_status nn_check_same_ctx(const char *op, const nn_tensor *a, const nn_tensor *b) {
-    if (a && b && a->ctx != b->ctx)
-        return nn_set_error(NN_ERR_STATE, "%s: the inputs belong to different contexts", op);
+nn_status nn_check_same_ctx(const char *op, const char *a_name, const nn_tensor *a, const char *b_name,
+                            const nn_tensor *b) {
+    if (a && b && a->ctx != b->ctx) return nn_error_other_context(NN_ERR_STATE, op, a_name, a->ctx, b_name, b->ctx);
     return NN_OK;
 }
 

@@ -11,8 +11,10 @@ nn_status nn_check_tensor(const char *op, const char *what, const nn_tensor *t, 
 /* As nn_check_tensor, and t has exactly `ndim` dimensions. */
 nn_status nn_check_tensor_ndim(const char *op, const char *what, const nn_tensor *t,
                                nn_dtype dtype, int ndim);
-/* Both tensors belong to the same context. */
-nn_status nn_check_same_ctx(const char *op, const nn_tensor *a, const nn_tensor *b);
+/* Both tensors belong to the same context; otherwise an error naming the
+ * arguments (a: the leading one) and their devices. */
+nn_status nn_check_same_ctx(const char *op, const char *a_name, const nn_tensor *a, const char *b_name,
+                            const nn_tensor *b);
 /* Whether a and b have the same dimensions and sizes. */
 bool nn_same_shape(const nn_tensor *a, const nn_tensor *b);
 /* Same shape, for elementwise ops. */

@@ -1,7 +1,9 @@
 /* The flat buffers every optimizer keeps its parameters in (param_set.h). */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "param_set.h"
+#include "core/context_mismatch.h"
 
 static nn_status check_params(const char *fn, nn_tensor *const *params, int count) {
     if (!params || count < 1)
@@ -12,8 +14,11 @@ static nn_status check_params(const char *fn, nn_tensor *const *params, int coun
         if (!p) return nn_set_error(NN_ERR_ARGUMENT, "%s: parameter %d is NULL", fn, i);
         if (p->dtype != NN_F32 || !p->requires_grad)
             return nn_set_error(NN_ERR_ARGUMENT, "%s: parameter %d must be float32 and require grad", fn, i);
-        if (p->ctx != params[0]->ctx)
-            return nn_set_error(NN_ERR_STATE, "%s: parameters %d and 0 belong to different contexts", fn, i);
+        if (p->ctx != params[0]->ctx) {
+            char name[32];
+            snprintf(name, sizeof name, "parameter %d", i);
+            return nn_error_other_context(NN_ERR_STATE, fn, "parameter 0", params[0]->ctx, name, p->ctx);
+        }
         for (int j = 0; j < i; j++)
             if (params[j] == p)
                 return nn_set_error(NN_ERR_ARGUMENT, "%s: parameter %d appears twice (also at %d)", fn, i, j);

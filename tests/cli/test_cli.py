@@ -300,6 +300,69 @@ def progress_bar_on_a_terminal():
 
 
 @test
+def eval_uses_the_normalization_saved_with_the_weights():
+    weights, log = path("norm.safetensors"), path("norm.jsonl")
+    # Not train's default: eval must find these values in the weights, not recompute "auto".
+    expect(["train", "lenet5", "--data", FASHION, "--limit", "1000", "--epochs", "1", "--quiet", "--seed", "7",
+            "--normalize", "0.4,0.2", "--log", log, "--save", weights], 0)
+    final = [json.loads(l) for l in open(log)][-1]
+    p = expect(["eval", "lenet5", "--weights", weights, "--data", FASHION], 0,
+               "normalisation saved with the weights: mean 0.4, std 0.2")
+    assert f"accuracy {100 * final['test_acc']:.2f}%" in p.stdout and f"loss {final['test_loss']:.4f}" in p.stdout, \
+        (p.stdout, final)
+    # --normalize overrides the saved values and says so.
+    p = expect(["eval", "lenet5", "--weights", weights, "--data", FASHION, "--normalize", "auto"], 0,
+               "--normalize auto overrides the normalisation saved with the weights (mean 0.4, std 0.2)")
+    assert f"loss {final['test_loss']:.4f}" not in p.stdout, p.stdout
+    # Weights without a normalisation (a plain state_dict) fall back to auto, saying so.
+    bare = path("bare.safetensors")
+    blob = open(weights, "rb").read()
+    size = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + size])
+    del header["__metadata__"]
+    text = json.dumps(header).encode()
+    open(bare, "wb").write(struct.pack("<Q", len(text)) + text + blob[8 + size:])
+    expect(["eval", "lenet5", "--weights", bare, "--data", FASHION], 0, "carries no normalisation; using --normalize auto")
+    expect(["eval", "--help"], 0, "instead of the normalisation saved with the weights", stream="stdout")
+
+
+@test
+def class_names_file_names_idx_classes_in_the_weights_and_the_confusion_matrix():
+    names_file = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "fashion-mnist.names")
+    names = open(names_file, encoding="utf-8").read().splitlines()
+    assert len(names) == 10 and names[0] == "T-shirt/top" and names[9] == "Ankle boot"
+    weights = path("named.safetensors")
+    expect(["train", "lenet5", "--data", FASHION, "--limit", "640", "--epochs", "1", "--quiet", "--save", weights,
+            "--class-names", names_file], 0)
+    blob = open(weights, "rb").read()
+    metadata = json.loads(blob[8:8 + struct.unpack("<Q", blob[:8])[0]])["__metadata__"]
+    assert json.loads(metadata["nn_engine.classes"]) == names, metadata
+    p = expect(["eval", "lenet5", "--weights", weights, "--data", FASHION, "--confusion"], 0, stream="stdout")
+    assert "  0 T-shirt/top " in p.stdout and "  9 Ankle boot " in p.stdout, p.stdout
+    # --class-names overrides the saved names; Windows line ends and a missing last newline are taken.
+    other = path("other.names")
+    open(other, "wb").write("\r\n".join(f"Klasse {i} \u00e4" for i in range(10)).encode())
+    p = expect(["eval", "lenet5", "--weights", weights, "--data", FASHION, "--confusion", "--class-names", other], 0,
+               stream="stdout")
+    assert "  3 Klasse 3 \u00e4 " in p.stdout and "T-shirt" not in p.stdout, p.stdout
+    # Bad files are refused before training, naming the file and the line.
+    bad = path("bad.names")
+    for content, words in [("a\nb\n", "2 names for the data's 10 classes"),
+                           ("\n".join(names + ["extra"]), "line 11: more than the data's 10 classes"),
+                           ("a\nb\n\nd", "line 3: an empty name"),
+                           ("a\tb\n", "line 1: not UTF-8 text (or a control character)"),
+                           (b"\xff\xfe\n", "line 1: not UTF-8 text"),
+                           ("x" * 300, "line 1: a name longer than 255 bytes")]:
+        open(bad, "wb").write(content if isinstance(content, bytes) else content.encode())
+        expect(["train", "lenet5", "--data", FASHION, "--limit", "64", "--epochs", "1", "--class-names", bad], 2,
+               "nnengine train: --class-names " + bad, words)
+    expect(["eval", "lenet5", "--weights", weights, "--data", FASHION, "--class-names", path("absent.names")], 2,
+           "absent.names", "No such file")
+    expect(["train", "--help"], 0, "--class-names FILE", stream="stdout")
+    expect(["eval", "--help"], 0, "--class-names FILE", stream="stdout")
+
+
+@test
 def eval_refuses_bad_weights():
     bad = path("bad.safetensors")
     with open(bad, "wb") as f:
@@ -449,6 +512,30 @@ def patience_stops_when_the_metric_stops_improving():
     p = expect(["train", "lenet5", "--data", FASHION, "--limit", "1500", "--epochs", "3", "--quiet",
                 "--patience", "1", "--save-best-by", "loss"], 0)
     assert "early stopping" not in p.stderr and len(p.stdout.splitlines()) == 3, p.stderr
+
+
+@test
+def save_best_and_patience_survive_resume():
+    # This run's best test accuracy is epoch 4's; 5 and 6 are worse, so a
+    # resumed run that forgot the best epoch would save epoch 5 as "best".
+    base = ["train", "lenet5", "--data", FASHION, "--device", "cpu", "--threads", "1", "--limit", "1500",
+            "--epochs", "6", "--lr", "0.05", "--schedule", "constant", "--quiet", "--seed", "2"]
+    full_best, part_best, state = path("full-best.st"), path("part-best.st"), path("best-resume.state")
+    full = expect(base + ["--save-best", full_best], 0)
+    first = expect(base + ["--save-best", part_best, "--stop-after", "4", "--checkpoint", state], 0)
+    second = expect(base + ["--save-best", part_best, "--resume", state], 0, "resuming from")
+    assert saved_best_epochs(first.stderr) + saved_best_epochs(second.stderr) == saved_best_epochs(full.stderr), \
+        (full.stderr, first.stderr, second.stderr)
+    assert open(full_best, "rb").read() == open(part_best, "rb").read(), "the resumed run's best file differs"
+    expect(base + ["--resume", state, "--save-best-by", "loss"], 2, "kept its best epoch by accuracy",
+           "give the same --save-best-by")
+    # lr 0: no epoch beats the first; --patience 2 stops after epoch 3 across a resume too.
+    still = ["train", "lenet5", "--data", FASHION, "--device", "cpu", "--limit", "640", "--epochs", "9", "--lr", "0",
+             "--quiet", "--patience", "2"]
+    expect(still + ["--stop-after", "2", "--checkpoint", state], 0)
+    p = expect(still + ["--resume", state], 0, "early stopping after epoch 3: test accuracy has not improved for 2 "
+                                              "epochs (--patience 2; best: epoch 1")
+    assert len(p.stdout.splitlines()) == 1, p.stdout
 
 
 @test

@@ -135,3 +135,25 @@ def test_backward_without_grad_is_an_error():
 def test_export_to_a_missing_folder(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         nn.Model().export(str(tmp_path / "no" / "such" / "m.onnx"), [1, 3])
+
+
+def test_mixed_devices_name_both_and_the_fix():
+    if "vulkan" not in {d.backend for d in nn.devices() if d.usable}:
+        pytest.skip("no usable Vulkan device")
+    on_cpu = t(3, 5)
+    on_gpu = nn.Tensor(np.ones((5, 2), dtype=np.float32), device="vulkan")
+    gpu_name = on_gpu._h.ctx.device_name
+    cpu_name = on_cpu._h.ctx.device_name
+    with pytest.raises(RuntimeError) as error:
+        nn.matmul(on_cpu, on_gpu)
+    message = str(error.value)
+    for words in [f"nn_matmul: b is on {gpu_name}", f"a on {cpu_name}", ".to()"]:
+        assert words in message, message
+    assert gpu_name.startswith("vulkan") and cpu_name.startswith("cpu"), (gpu_name, cpu_name)
+    # A layer on the CPU given a GPU input; .to() then makes it work.
+    layer = nn.Linear(5, 2)
+    x = nn.Tensor(np.ones((3, 5), dtype=np.float32), device="vulkan")
+    with pytest.raises(RuntimeError) as error:
+        layer(x)
+    assert f"is on {cpu_name}" in str(error.value) and f"x on {gpu_name}" in str(error.value), str(error.value)
+    np.testing.assert_allclose(layer(x.to("cpu")).numpy(), layer(t(3, 5)).numpy(), rtol=1e-6)

@@ -3,6 +3,7 @@ PetImages/Cat|Dog folder, LeNet on a synthetic mnist/0..9 folder and on an
 IDX pair; and the IDX and image-folder readers against what was written."""
 import gzip
 import os
+import re
 import subprocess
 import sys
 
@@ -101,6 +102,11 @@ def test_resnet_runs_on_idx_files(tmp_path):
     out = run_example("train_resnet.py", "--idx", str(tmp_path), "--epochs", "1", "--batch", "8")
     assert "20 training and 20 test images" in out
     assert "epoch  1" in out and "nan" not in out
+    # The DataLoader's worker thread augments in order: the same seed gives the same figures.
+    again = run_example("train_resnet.py", "--idx", str(tmp_path), "--epochs", "1", "--batch", "8")
+    figures = [re.sub(r"\s+[\d.]+ s\s+\d+ images/s$", "", line) for line in out.splitlines() if "epoch" in line]
+    assert figures and figures == [re.sub(r"\s+[\d.]+ s\s+\d+ images/s$", "", line)
+                                   for line in again.splitlines() if "epoch" in line], (out, again)
 
 
 def test_lenet_ctrl_c_finishes_the_step_exports_and_exits_130(tmp_path):

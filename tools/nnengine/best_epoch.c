@@ -30,3 +30,21 @@ void best_epoch_describe(const best_epoch *b, char *out, int size) {
     else if (b->by_loss) snprintf(out, (size_t)size, "loss %.4f", b->best);
     else snprintf(out, (size_t)size, "accuracy %.2f%%", 100 * b->best);
 }
+
+static const char *metric_name(const best_epoch *b) { return b->by_loss ? "loss" : "accuracy"; }
+
+void best_epoch_save(const best_epoch *b, int64_t *epoch, double *metric, char *by, int by_size) {
+    *epoch = b->any ? b->epoch : 0;
+    *metric = b->any ? b->best : 0;
+    snprintf(by, (size_t)by_size, "%s", b->any ? metric_name(b) : "");
+}
+
+bool best_epoch_restore(best_epoch *b, int64_t epochs_done, int64_t epoch, double metric, const char *by) {
+    if (epoch == 0) return true;
+    if (strcmp(by, metric_name(b)) != 0) return false;
+    b->any = true;
+    b->best = metric;
+    b->epoch = (int)epoch;
+    b->stale = epochs_done - epoch; /* every epoch after the best one was no better */
+    return true;
+}

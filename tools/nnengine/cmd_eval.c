@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "class_names.h"
 #include "evaluate.h"
 #include "models.h"
 #include "nn_io.h"
@@ -12,11 +13,47 @@
 #include "setup.h"
 
 typedef struct eval_config {
-    const char *model, *weights, *data, *device, *normalize;
+    const char *model, *weights, *data, *device, *normalize, *class_names;
     int64_t threads, seed;
     double validation_fraction;
     bool confusion; /* per-class accuracy and the confusion matrix */
 } eval_config;
+
+/* The normalisation eval feeds the model: --normalize when given (saying
+ * what it overrides), else the one train saved with the weights, else
+ * "auto" as train's default. On success *saved tells whether mean and std
+ * (3 per-channel values) hold the saved one; *text is what to parse
+ * otherwise. Returns an exit status, having printed why on failure. */
+static int choose_normalization(const eval_config *c, const nn_model_info *info, bool *saved, float mean[3],
+                                float std[3], const char **text) {
+    *saved = false;
+    *text = c->normalize ? c->normalize : "auto";
+    if (c->normalize) {
+        if (info->channels > 0)
+            fprintf(stderr, "nnengine eval: --normalize %s overrides the normalisation saved with the weights "
+                            "(mean %g, std %g%s)\n", c->normalize, (double)info->mean[0], (double)info->std[0],
+                    info->channels > 1 ? ", ..." : "");
+        return EXIT_OK;
+    }
+    if (info->channels == 0) {
+        fprintf(stderr, "nnengine eval: %s carries no normalisation; using --normalize auto, train's default\n",
+                c->weights);
+        return EXIT_OK;
+    }
+    if (info->channels != 1 && info->channels != 3) {
+        fprintf(stderr, "nnengine eval: %s saves a normalisation of %d channels; eval reads 1 or 3 (give "
+                        "--normalize)\n", c->weights, info->channels);
+        return EXIT_BAD_INPUT;
+    }
+    for (int ch = 0; ch < 3; ch++) { /* one saved channel stands for all */
+        mean[ch] = info->mean[info->channels == 1 ? 0 : ch];
+        std[ch] = info->std[info->channels == 1 ? 0 : ch];
+    }
+    *saved = true;
+    fprintf(stderr, "normalisation saved with the weights: mean %g, std %g%s\n", (double)mean[0], (double)std[0],
+            info->channels > 1 ? ", ..." : "");
+    return EXIT_OK;
+}
 
 /* The weights loaded into `name`'s model, then the loss and accuracy on the
  * test images: in memory (LeNet, MLP) or decoded by the image loader
@@ -26,27 +63,56 @@ static int eval(const eval_config *c) {
         fprintf(stderr, "nnengine eval: unknown model '%s' (known: %s)\n", c->model, models_names());
         return EXIT_BAD_INPUT;
     }
+    nn_model_info info = {0};
+    if (nn_read_model_info(c->weights, &info) != NN_OK) {
+        fprintf(stderr, "nnengine eval: %s\n", library_error());
+        return EXIT_BAD_INPUT;
+    }
+    bool saved;
+    float mean[3], std[3];
+    const char *normalize;
+    int status = choose_normalization(c, &info, &saved, mean, std, &normalize);
+    if (status != EXIT_OK) {
+        nn_model_info_free(&info);
+        return status;
+    }
     int channels, height, width;
     bool photos = model_input(c->model, &channels, &height, &width) && channels == 3;
     data_setup data = {0};
     photo_data photo = {0};
-    int status;
     if (photos) {
         photo_options o = {.channels = channels, .height = height, .width = width, .batch = 32,
                            .validation_fraction = c->validation_fraction, .seed = (uint64_t)c->seed,
-                           .normalize = c->normalize};
+                           .normalize = normalize, .mean = saved ? mean : NULL, .std = saved ? std : NULL};
         status = photo_data_load("eval", c->data, &o, &photo);
     } else {
-        status = data_setup_load("eval", c->data, c->validation_fraction, (uint64_t)c->seed, 0, c->normalize,
-                                 &data);
+        /* "none" skips the pixel statistics that the saved values replace. */
+        status = data_setup_load("eval", c->data, c->validation_fraction, (uint64_t)c->seed, 0,
+                                 saved ? "none" : normalize, &data);
+        if (saved && (mean[1] != mean[0] || mean[2] != mean[0] || std[1] != std[0] || std[2] != std[0])) {
+            fprintf(stderr, "nnengine eval: %s saves a different normalisation per channel; %s takes one mean "
+                            "and std (give --normalize)\n", c->weights, c->model);
+            status = status == EXIT_OK ? EXIT_BAD_INPUT : status;
+        } else if (saved) {
+            data.norm = (normalization){mean[0], std[0]};
+        }
         channels = data.train.channels, height = data.train.height, width = data.train.width;
     }
     if (status != EXIT_OK) {
+        nn_model_info_free(&info);
+        data_setup_free(&data);
         photo_data_free(&photo);
         return status;
     }
     int classes = photos ? photo.classes : data.classes;
-    nn_ctx *ctx = open_device("eval", c->device, (int)c->threads, (uint64_t)c->seed);
+    /* The names the confusion matrix shows: --class-names, else those saved
+     * with the weights (train --class-names, or class folders), else the data's. */
+    char *const *names = photos ? photo.test.class_names : data.test.class_names;
+    char **file_names = c->class_names ? class_names_read("eval", c->class_names, classes) : NULL;
+    if (file_names) names = file_names;
+    else if (info.class_count == classes) names = info.class_names;
+    nn_ctx *ctx = c->class_names && !file_names ? NULL
+                                                : open_device("eval", c->device, (int)c->threads, (uint64_t)c->seed);
     char why[512];
     nn_module *net = ctx ? model_build(ctx, c->model, channels, height, width, classes, why, sizeof why) : NULL;
     if (!ctx) {
@@ -73,35 +139,40 @@ static int eval(const eval_config *c) {
         } else {
             printf("%s on %lld %s images: loss %.4f  accuracy %.2f%%\n", c->model, (long long)count,
                    validation ? "validation" : "test", loss, 100 * accuracy);
-            if (counts) confusion_print(counts, photos ? photo.test.class_names : data.test.class_names, stdout);
+            if (counts) confusion_print(counts, names, stdout);
         }
         confusion_free(&matrix);
     }
     nn_module_free(net);
     nn_ctx_free(ctx);
+    class_names_free(file_names, classes);
+    nn_model_info_free(&info);
     data_setup_free(&data);
     photo_data_free(&photo);
     return status;
 }
 
 int command_eval(int argc, char **argv) {
-    eval_config c = {.device = "auto", .normalize = "auto", .seed = 1, .validation_fraction = 0.1};
+    eval_config c = {.device = "auto", .seed = 1, .validation_fraction = 0.1};
     const char *positional[1] = {NULL};
     const option_spec options[] = {
         {"--weights", OPTION_STRING, &c.weights, 0, 0, "FILE", "weights written by nnengine train --save"},
         {"--data", OPTION_STRING, &c.data, 0, 0, "DIR", "dataset folder, as for train"},
         {"--device", OPTION_STRING, &c.device, 0, 0, "D", "auto, cpu or vulkan"},
         {"--threads", OPTION_INT, &c.threads, 0, 1024, "T", "CPU worker threads (default 0: one per core)"},
-        {"--normalize", OPTION_STRING, &c.normalize, 0, 0, "N", "as given to train (default auto)"},
+        {"--normalize", OPTION_STRING, &c.normalize, 0, 0, "N", "auto, none or MEAN,STD instead of the normalisation saved with the weights"},
         {"--seed", OPTION_INT, &c.seed, 0, 9.2e18, "S", "as given to train: picks the validation split of a folder without a test set"},
         {"--val-fraction", OPTION_FLOAT, &c.validation_fraction, 0, 1, "F", "as given to train (default 0.1)"},
         {"--confusion", OPTION_SWITCH, &c.confusion, 0, 0, NULL, "also print each class's accuracy and the confusion matrix (rows: true class)"},
+        {"--class-names", OPTION_STRING, &c.class_names, 0, 0, "FILE", "the classes' names, one per line, for --confusion (default: those saved with the weights)"},
     };
     static const char *const required[] = {"--weights", "--data", NULL};
     const command_spec spec = {
         "eval", "eval MODEL --weights FILE --data DIR [options]",
         "Evaluate saved weights on DIR's test set (or the validation split train held out).",
-        "Give the same --normalize, --seed and --val-fraction as the training run.",
+        "The images are normalised as train --save recorded in the weights (weights\n"
+        "without it: auto, train's default); --normalize overrides that. Give the\n"
+        "same --seed and --val-fraction as the training run.",
         1, positional, options, (int)(sizeof options / sizeof options[0]), required,
     };
     int status;

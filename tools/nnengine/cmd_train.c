@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "best_epoch.h"
+#include "class_names.h"
 #include "commands.h"
 #include "device_steps.h"
 #include "dist_train.h"
@@ -54,6 +55,7 @@ typedef struct train_config {
     int64_t global_batch;
     bool sync_bn;
     const char *log_steps; /* each step's mean loss (over every rank's images), one line per step */
+    const char *class_names; /* a file naming the data's classes, one per line (saved with the weights) */
 } train_config;
 
 /* The defaults reach 89% test accuracy on Fashion-MNIST with LeNet-5 in 10
@@ -95,6 +97,7 @@ typedef struct trainer {
     tensorboard tb;        /* --tensorboard */
     dist_train dist;       /* mpirun -n N: this rank */
     FILE *step_log;        /* --log-steps */
+    char **class_names;    /* --class-names, for the data's training classes */
 } trainer;
 
 /* What --save keeps besides the weights (nn_io.h's model info): the
@@ -108,12 +111,14 @@ static nn_model_info saved_info(const trainer *t) {
         memcpy(info.std, t->photo.std, sizeof t->photo.std);
         info.class_count = t->photo.train.class_names ? t->photo.train.classes : 0;
         info.class_names = t->photo.train.class_names;
+        if (t->class_names) info.class_count = t->photo.train.classes, info.class_names = t->class_names;
     } else {
         info.channels = 1; /* one mean and std for every channel */
         info.mean[0] = t->data.norm.mean;
         info.std[0] = t->data.norm.std;
         info.class_count = t->data.train.class_names ? t->data.train.classes : 0;
         info.class_names = t->data.train.class_names;
+        if (t->class_names) info.class_count = t->data.train.classes, info.class_names = t->class_names;
     }
     return info;
 }
@@ -129,6 +134,7 @@ static void trainer_free(trainer *t) {
     if (t->log) fclose(t->log);
     if (t->step_log) fclose(t->step_log);
     tensorboard_close(&t->tb);
+    class_names_free(t->class_names, t->photos ? t->photo.train.classes : t->data.train.classes);
     data_setup_free(&t->data);
     photo_data_free(&t->photo);
 }
@@ -330,6 +336,11 @@ static int resume(trainer *t) {
     if (p.epoch >= c->epochs) {
         fprintf(stderr, "nnengine train: --resume %s has already trained %lld epochs (--epochs %lld)\n",
                 c->resume, (long long)p.epoch, (long long)c->epochs);
+        return EXIT_BAD_INPUT;
+    }
+    if (!best_epoch_restore(&t->best, p.epoch, p.best_epoch, p.best_metric, p.best_by)) {
+        fprintf(stderr, "nnengine train: --resume %s kept its best epoch by %s; give the same --save-best-by\n",
+                c->resume, p.best_by);
         return EXIT_BAD_INPUT;
     }
     t->first_epoch = (int)p.epoch + 1;
@@ -540,6 +551,10 @@ static int setup(trainer *t) {
         if (why[0]) fprintf(stderr, "nnengine train: %s\n", why);
         return status;
     }
+    if (c->class_names &&
+        !(t->class_names = class_names_read("train", c->class_names, t->photos ? t->photo.train.classes
+                                                                                : t->data.train.classes)))
+        return EXIT_BAD_INPUT;
     if (c->init && (status = load_initial_weights(t)) != EXIT_OK) return status;
     nn_precision precision;
     if (nn_precision_parse(c->precision, &precision) != NN_OK || nn_ctx_set_precision(t->ctx, precision) != NN_OK) {
@@ -652,6 +667,7 @@ static int write_checkpoint(trainer *t, int epoch) {
     if (!t->config.checkpoint) return EXIT_OK;
     nn_train_progress done = {.epoch = epoch, .step = t->steps_done, .seed = (uint64_t)t->config.seed,
                               .epoch_step = t->interrupted_at > 0 ? t->interrupted_at : 0};
+    best_epoch_save(&t->best, &done.best_epoch, &done.best_metric, done.best_by, sizeof done.best_by);
     nn_train_extras extras = {t->schedule, t->ema};
     if (nn_save_train_state_with(t->config.checkpoint, t->net, t->opt, &extras, &done) != NN_OK) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
@@ -689,9 +705,11 @@ static nn_status save_weights(trainer *t, const char *path) {
  * epochs passed without a better one. */
 static int keep_best(trainer *t, const epoch_stats *s, const char *test_name, bool *stop) {
     const train_config *c = &t->config;
+    /* Tracked on every run, so that a training state carries it to --resume. */
+    bool better = best_epoch_update(&t->best, s);
     if (!c->save_best && !c->patience) return EXIT_OK;
     char best[64];
-    if (best_epoch_update(&t->best, s) && c->save_best) {
+    if (better && c->save_best) {
         if (save_weights(t, c->save_best) != NN_OK) {
             fprintf(stderr, "nnengine train: --save-best: %s\n", library_error());
             return EXIT_FAILURE_RUNTIME;
@@ -845,7 +863,7 @@ int command_train(int argc, char **argv) {
         {"--val-fraction", OPTION_FLOAT, &c.validation_fraction, 0, 1, "F", "held out for validation when DIR has no test set (default 0.1)"},
         {"--save", OPTION_STRING, &c.save, 0, 0, "FILE", "write the trained weights (safetensors) at the end"},
         {"--log", OPTION_STRING, &c.log, 0, 0, "FILE", "write one JSON object per epoch"},
-        {"--checkpoint", OPTION_STRING, &c.checkpoint, 0, 0, "FILE", "after each epoch, write the training state (for --resume)"},
+        {"--checkpoint", OPTION_STRING, &c.checkpoint, 0, 0, "FILE", "after each epoch, write the training state (for --resume; it keeps the best epoch for --save-best and --patience)"},
         {"--resume", OPTION_STRING, &c.resume, 0, 0, "FILE", "continue from a --checkpoint file (same flags as that run)"},
         {"--workers", OPTION_INT, &c.workers, 0, 1024, "N", "photos: decoding threads (default 0: one per core but one)"},
         {"--flip", OPTION_SWITCH, &c.flip, 0, 0, NULL, "random horizontal flips (resnet18-cifar: on)"},
@@ -860,6 +878,7 @@ int command_train(int argc, char **argv) {
         {"--freeze", OPTION_STRING_LIST, &c.freeze, 0, 0, "PREFIX", "parameters whose name starts with PREFIX are not trained (repeatable)"},
         {"--save-best", OPTION_STRING, &c.save_best, 0, 0, "FILE", "after each epoch that beats the previous ones on the test (or validation) set, write the weights"},
         {"--save-best-by", OPTION_STRING, &c.save_best_by, 0, 0, "M", "what --save-best and --patience compare: accuracy (default) or loss"},
+        {"--class-names", OPTION_STRING, &c.class_names, 0, 0, "FILE", "the data's class names, one per line (IDX files have none; examples/fashion-mnist.names), saved with the weights"},
         {"--patience", OPTION_INT, &c.patience, 0, 1e6, "N", "stop early after N epochs without a better one (default 0: never)"},
         {"--tensorboard", OPTION_STRING, &c.tensorboard, 0, 0, "DIR", "write each epoch's losses and accuracies as TensorBoard scalars to an event file in DIR"},
         {"--quiet", OPTION_SWITCH, &c.quiet, 0, 0, NULL, "no model summary (layers, output shapes, parameters, memory) before training"},

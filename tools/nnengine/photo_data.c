@@ -28,7 +28,10 @@ static int default_workers(void) {
 
 int photo_data_load(const char *command, const char *dir, const photo_options *o, photo_data *out) {
     memset(out, 0, sizeof *out);
-    if (!parse_normalize(o->normalize, out)) {
+    if (o->mean && o->std) {
+        memcpy(out->mean, o->mean, sizeof out->mean);
+        memcpy(out->std, o->std, sizeof out->std);
+    } else if (!parse_normalize(o->normalize, out)) {
         fprintf(stderr, "nnengine %s: --normalize takes auto, none or MEAN,STD (finite, STD >= 1e-6); got '%s': %s\n",
                 command, o->normalize, normalization_problem(o->normalize));
         return EXIT_BAD_INPUT;

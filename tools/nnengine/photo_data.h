@@ -16,6 +16,7 @@ typedef struct photo_options {
     double validation_fraction;
     uint64_t seed;
     const char *normalize;       /* auto (ImageNet's mean and std), none, or MEAN,STD */
+    const float *mean, *std;     /* when set: 3 per-channel values used instead of normalize */
     int workers;                 /* decoding threads; 0: one per core but one */
     bool flip, random_crop;
 } photo_options;
