@@ -301,6 +301,33 @@ TEST(hardening_overflow_convolution_sizes) {
     nn_ctx_free(ctx);
 }
 
+/* Batched products: the operands are deferred expansions (nothing is
+ * allocated), so only the recorded sizes are checked. */
+TEST(hardening_overflow_batched_products) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    nn_tensor *one = random_input(ctx, 4, (int64_t[]){1, 1, 1, 1});
+    /* a [2, 1, 2^15, 2^14] (2^30 elements) meets b's batch of 3: a is
+     * expanded to 6 matrices, 3 * 2^30 elements, beyond 32 bits. */
+    nn_tensor *a = nn_expand(one, 4, (int64_t[]){2, 1, 1 << 15, 1 << 14});
+    nn_tensor *b = nn_expand(one, 4, (int64_t[]){1, 3, 1 << 14, 1});
+    CHECK_MSG(a && b, "%s", nn_last_error());
+    expect_refused(nn_matmul_batched(a, b), "nn_matmul_batched", "expanded", "a expanded to 3 * 2^30 elements");
+    expect_refused(nn_matmul_batched(nn_transpose(b, 2, 3), nn_transpose(a, 2, 3)), "nn_matmul_batched",
+                   "expanded", "b expanded to 3 * 2^30 elements");
+    /* Batches of 2^32 and 2^32 broadcast to 2^64 entries: refused for the
+     * operands' sizes before that product is formed (UBSan checks). */
+    nn_tensor *wide = nn_expand(one, 4, (int64_t[]){1ll << 32, 1, 1, 1});
+    nn_tensor *tall = nn_expand(one, 4, (int64_t[]){1, 1ll << 32, 1, 1});
+    CHECK_MSG(wide && tall, "%s", nn_last_error());
+    expect_refused(nn_matmul_batched(wide, tall), "nn_matmul_batched", "elements of a", "batches 2^32 x 2^32");
+    /* Within the limits the same broadcast is recorded, with its shape. */
+    nn_tensor *y = nn_matmul_batched(nn_expand(one, 4, (int64_t[]){2, 1, 5, 3}), nn_expand(one, 4, (int64_t[]){1, 3, 3, 7}));
+    CHECK_MSG(y && nn_tensor_dim(y, 0) == 2 && nn_tensor_dim(y, 1) == 3 && nn_tensor_dim(y, 3) == 7, "%s",
+              y ? "wrong shape" : nn_last_error());
+    nn_ctx_free(ctx);
+}
+
 TEST(hardening_overflow_resampling_and_rearranging) {
     nn_ctx *ctx = ref_ctx(1);
     if (!ctx) return;
