@@ -77,3 +77,8 @@ from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 
 __all__ += ["amp", "autocast"]
+
+# Output paths checked before training (issue 25): nn_engine.check_writable
+from .paths import check_writable  # noqa: E402
+
+__all__ += ["check_writable"]

@@ -294,6 +294,8 @@ _SIGNATURES = {
                                         ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ModelInfo)]),
     "nn_read_model_info": (c_status, [ctypes.c_char_p, ctypes.POINTER(ModelInfo)]),
     "nn_model_info_free": (None, [ctypes.POINTER(ModelInfo)]),
+    # nn_io.h: output paths checked before a run (nn_engine.check_writable)
+    "nn_check_writable_path": (c_status, [ctypes.c_char_p]),
 }
 
 # Symbols that a build may lack; callers check has_symbol() and say so.

@@ -14,6 +14,7 @@ from ._lib import lib
 from .layers import ConvLayer, Linear
 from .metrics import Metrics
 from .optim import Optimizer
+from .paths import check_writable
 from .tensor import Tensor
 
 # Objects never searched for parameters (an optimizer holds parameters but
@@ -74,6 +75,9 @@ def _check_path(path):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"export: folder {folder} does not exist")
+    # A directory or FIFO is refused before the graph is built; the onnx
+    # package's path would otherwise replace a FIFO with the file.
+    check_writable(path)
     return path
 
 
