@@ -2,11 +2,13 @@
 resnet18-cifar`'s network) written in Python with nn_engine's PyTorch-style
 API, trained on an IDX pair (Fashion-MNIST, MNIST) with SGD and Nesterov
 momentum, weight decay, a one-cycle learning rate and 2-pixel shifts and
-flips done with NumPy on the host.
+flips done with NumPy on the host. Ctrl+C finishes the current step, saves
+(--save) and exits 130.
 
     PYTHONPATH=python python3 examples/train_resnet.py --idx /usr/share/datasets/fashion-mnist --device vulkan
 """
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -15,6 +17,8 @@ import nn_engine as nn
 from nn_engine import functional as F
 from nn_engine import optim
 from nn_engine.datasets import load_idx_pair
+
+from ctrl_c import EXIT_INTERRUPTED, StopOnCtrlC
 
 
 class BasicBlock(nn.Model):
@@ -79,7 +83,13 @@ def main():
     parser.add_argument("--limit", type=int, default=0, help="use only this many images")
     parser.add_argument("--device", default=None, help="cpu | vulkan | auto")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--save", help="write the trained weights (safetensors) here")
     args = parser.parse_args()
+    if args.save:
+        try:  # a path that cannot be written fails now, not after training
+            nn.check_writable(args.save)
+        except OSError as err:
+            parser.error(str(err))
 
     if args.device:
         nn.set_device(args.device)
@@ -101,11 +111,25 @@ def main():
     schedule = optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, epochs=args.epochs, steps_per_epoch=steps,
                                              cycle_momentum=False)
     rng = np.random.default_rng(args.seed)
+    # Ctrl+C: the first finishes the step, saves what there is, exits 130; a second exits at once.
+    with StopOnCtrlC() as stop:
+        train(args, model, optimizer, schedule, x_train, y_train, x_test, y_test, black, rng, stop)
+    if args.save:
+        model.save(args.save)
+        print(f"saved {args.save}")
+    if stop.requested:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def train(args, model, optimizer, schedule, x_train, y_train, x_test, y_test, black, rng, stop):
     for epoch in range(1, args.epochs + 1):
         model.train()
         start, loss_sum, correct = time.perf_counter(), 0.0, 0
         order = rng.permutation(len(x_train))
-        for i in range(0, len(order), args.batch):
+        for step, i in enumerate(range(0, len(order), args.batch)):
+            if stop.requested:
+                print(f"stopped by Ctrl+C in epoch {epoch} after step {step}", file=sys.stderr)
+                return
             idx = order[i:i + args.batch]
             xb = nn.Tensor(augment(x_train[idx] - black, rng) + black)  # pads with black, not 0
             yb = nn.Tensor(y_train[idx], dtype=np.int32)
