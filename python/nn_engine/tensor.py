@@ -45,6 +45,7 @@ def as_host_array(data, dtype, where):
 
 
 def shape_tuple(ptr):
+    """The shape of a C tensor (a pointer or a handle)."""
     dims = (ctypes.c_int64 * NN_MAX_DIMS)()
     ndim = lib.nn_tensor_shape(ptr, dims)
     return tuple(dims[:ndim])
@@ -86,8 +87,8 @@ class Tensor:
         unless the caller knows them (which saves two calls per operation)."""
         t = object.__new__(cls)
         t._h = handle
-        t._shape = shape if shape is not None else shape_tuple(handle.ptr)
-        t._dtype = dtype if dtype is not None else _NP_DTYPES[lib.nn_tensor_dtype(handle.ptr)]
+        t._shape = shape if shape is not None else shape_tuple(handle)
+        t._dtype = dtype if dtype is not None else _NP_DTYPES[lib.nn_tensor_dtype(handle)]
         return t
 
     @classmethod
@@ -118,7 +119,11 @@ class Tensor:
         return self._dtype
 
     def _ptr(self):
-        return self._h.get()
+        """The argument for a library function: the handle, which the call
+        checks and turns into the C pointer under the library lock (a freed
+        tensor raises RuntimeError there). Where a pointer itself is needed
+        (a C array), take self._h.get() under _lib.LOCK through the call."""
+        return self._h
 
     @property
     def device(self):
