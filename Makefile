@@ -185,6 +185,9 @@ $(BUILD)/tests/nn_io_fixture $(BUILD)/tests/nn_blocks $(BUILD)/tests/nn_zoo_fixt
 # `make fuzz-regress` replays tests/fuzz/corpus/ once (run by make test).
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
+# One input taking longer is a finding (libFuzzer saves it as timeout-*),
+# not a run that hangs: its default is 20 minutes.
+FUZZ_UNIT_SECONDS ?= 30
 FUZZ_BIN := $(BUILD)/fuzz/fuzz_safetensors_header
 FUZZ_SRC := tests/fuzz/fuzz_safetensors_header.c src/io/safetensors_header.c src/core/error.c
 .PHONY: fuzz fuzz-regress
@@ -198,7 +201,7 @@ fuzz-regress: $(FUZZ_BIN)
 	$(BUILD)/fuzz/fuzz_image_decode -runs=0 tests/fuzz/corpus_image
 fuzz: $(FUZZ_BIN)
 	@mkdir -p $(BUILD)/fuzz/found
-	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=4096 $(BUILD)/fuzz/found tests/fuzz/corpus
+	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=4096 $(BUILD)/fuzz/found tests/fuzz/corpus
 
 # ---- files (issue 25): libFuzzer targets for the IDX reader and the image
 # decoders; `make fuzz-idx` / `make fuzz-image` fuzz for FUZZ_SECONDS,
@@ -218,10 +221,10 @@ $(BUILD)/fuzz/fuzz_image_decode: tests/fuzz/fuzz_image_decode.c $(FUZZ_IMAGE_SRC
 fuzz-regress: $(BUILD)/fuzz/fuzz_idx $(BUILD)/fuzz/fuzz_image_decode
 fuzz-idx: $(BUILD)/fuzz/fuzz_idx
 	@mkdir -p $(BUILD)/fuzz/found_idx
-	$< -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -malloc_limit_mb=512 $(BUILD)/fuzz/found_idx tests/fuzz/corpus_idx
+	$< -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=4096 -malloc_limit_mb=512 $(BUILD)/fuzz/found_idx tests/fuzz/corpus_idx
 fuzz-image: $(BUILD)/fuzz/fuzz_image_decode
 	@mkdir -p $(BUILD)/fuzz/found_image
-	$< -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -malloc_limit_mb=512 $(BUILD)/fuzz/found_image tests/fuzz/corpus_image
+	$< -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=8192 -malloc_limit_mb=512 $(BUILD)/fuzz/found_image tests/fuzz/corpus_image
 
 clean:
 	rm -rf build

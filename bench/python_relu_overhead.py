@@ -38,7 +38,7 @@ def main():
     data = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
 
     x = nn.Tensor(data, track=False)
-    xp = x._ptr()
+    xp = x._h.get()  # the raw pointer: no handle check in the bare calls
 
     def bare():
         lib.nn_tensor_free(lib.nn_relu(xp))

@@ -4,8 +4,10 @@ on an image folder PetImages/Cat|Dog/, as the seed's train_alexnet script.
     PYTHONPATH=python python3 examples/train_alexnet.py --folder PetImages --limit 2000
 
 Images are decoded with Pillow and resized to --size (224 as in the seed).
+Ctrl+C finishes the current step, saves (--save) and exits 130.
 """
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -14,6 +16,8 @@ import nn_engine as nn
 from nn_engine import (ConvLayer, Linear, Metrics, Model, SGD, Tensor, end_batch, flatten,
                        maxpool2d, softmax_ce)
 from nn_engine.datasets import load_image_folder
+
+from ctrl_c import EXIT_INTERRUPTED, StopOnCtrlC
 
 
 class AlexNet(Model):
@@ -64,7 +68,13 @@ def main():
     parser.add_argument("--max-steps", type=int, default=0, help="stop after this many batches")
     parser.add_argument("--device", default=None, help="cpu | vulkan | auto")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--save", help="write the trained weights (safetensors) here")
     args = parser.parse_args()
+    if args.save:
+        try:  # a path that cannot be written fails now, not after training
+            nn.check_writable(args.save)
+        except OSError as err:
+            parser.error(str(err))
 
     if args.device:
         nn.set_device(args.device)
@@ -82,12 +92,26 @@ def main():
     model = AlexNet(len(classes), args.size)
     optimizer = SGD(model.parameters(), lr=args.lr)
     metrics = Metrics()
+    # Ctrl+C: the first finishes the step, saves what there is, exits 130; a second exits at once.
+    with StopOnCtrlC() as stop:
+        train(args, model, optimizer, metrics, x_train, y_train, x_val, y_val, stop)
+    if args.save:
+        model.save(args.save)
+        print(f"saved {args.save}")
+    if stop.requested:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def train(args, model, optimizer, metrics, x_train, y_train, x_val, y_val, stop):
     batches = 0
     for epoch in range(1, args.epochs + 1):
         start = time.perf_counter()
         metrics.reset()
         seen = 0
         for step, i in enumerate(range(0, len(x_train), args.batch)):
+            if stop.requested:
+                print(f"stopped by Ctrl+C in epoch {epoch} after step {step}", file=sys.stderr)
+                return
             if step % args.accum == 0:
                 optimizer.zero_grad()
             xb = Tensor(x_train[i:i + args.batch])
@@ -114,7 +138,7 @@ def main():
                 end_batch()
         val_loss, val_acc = metrics.collect(len(x_val))
         print(f"epoch {epoch:2d}  loss {train_loss:.4f}  train acc {train_acc:.4f}  "
-              f"val acc {val_acc:.4f}  {time.perf_counter() - start:.1f} s")
+              f"val acc {val_acc:.4f}  {time.perf_counter() - start:.1f} s", flush=True)
         if args.max_steps and batches >= args.max_steps:
             break
 

@@ -71,6 +71,11 @@ def main():
     parser.add_argument("--export", help="write the trained model as ONNX here (takes raw pixels 0..255)")
     parser.add_argument("--save", help="write the trained weights (safetensors) here")
     args = parser.parse_args()
+    for path in filter(None, (args.save, args.export)):
+        try:  # a path that cannot be written fails now, not after training
+            nn.check_writable(path)
+        except OSError as err:
+            parser.error(str(err))
 
     if args.device or args.threads:
         nn.set_device(args.device or "auto", threads=args.threads)

@@ -3,11 +3,13 @@ resnet18-cifar`'s network) written in Python with nn_engine's PyTorch-style
 API, trained on an IDX pair (Fashion-MNIST, MNIST) with SGD and Nesterov
 momentum, weight decay, a one-cycle learning rate and 2-pixel shifts and
 flips done with NumPy on the host, in nn_engine.data.DataLoader's
-background thread while the model trains.
+background thread while the model trains. Ctrl+C finishes the current step,
+saves (--save) and exits 130.
 
     PYTHONPATH=python python3 examples/train_resnet.py --idx /usr/share/datasets/fashion-mnist --device vulkan
 """
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -17,6 +19,8 @@ from nn_engine import functional as F
 from nn_engine import optim
 from nn_engine.data import DataLoader, TensorDataset
 from nn_engine.datasets import load_idx_pair
+
+from ctrl_c import EXIT_INTERRUPTED, StopOnCtrlC
 
 
 class BasicBlock(nn.Model):
@@ -99,7 +103,13 @@ def main():
     parser.add_argument("--limit", type=int, default=0, help="use only this many images")
     parser.add_argument("--device", default=None, help="cpu | vulkan | auto")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--save", help="write the trained weights (safetensors) here")
     args = parser.parse_args()
+    if args.save:
+        try:  # a path that cannot be written fails now, not after training
+            nn.check_writable(args.save)
+        except OSError as err:
+            parser.error(str(err))
 
     if args.device:
         nn.set_device(args.device)
@@ -124,11 +134,25 @@ def main():
     train_loader = DataLoader(ShiftedAndFlipped(x_train, y_train, black, args.seed), batch_size=args.batch,
                               shuffle=True, seed=args.seed, num_workers=1)
     test_loader = DataLoader(TensorDataset(x_test, y_test), batch_size=256)
+    # Ctrl+C: the first finishes the step, saves what there is, exits 130; a second exits at once.
+    with StopOnCtrlC() as stop:
+        train(args, model, optimizer, schedule, train_loader, test_loader, len(x_train), len(x_test), stop)
+    if args.save:
+        model.save(args.save)
+        print(f"saved {args.save}")
+    if stop.requested:
+        sys.exit(EXIT_INTERRUPTED)
+
+
+def train(args, model, optimizer, schedule, train_loader, test_loader, train_count, test_count, stop):
     for epoch in range(1, args.epochs + 1):
         model.train()
         start = time.perf_counter()
         metrics = nn.Metrics()
-        for xb, yb in train_loader:
+        for step, (xb, yb) in enumerate(train_loader):
+            if stop.requested:
+                print(f"stopped by Ctrl+C in epoch {epoch} after step {step}", file=sys.stderr)
+                return
             logits = model(xb)
             loss = F.cross_entropy(logits, yb)
             optimizer.zero_grad()
@@ -137,7 +161,7 @@ def main():
             schedule.step()
             metrics.update(loss, logits, yb)
             nn.end_batch()
-        train_loss, train_acc = metrics.collect(len(x_train))
+        train_loss, train_acc = metrics.collect(train_count)
         seconds = time.perf_counter() - start
         model.eval()
         metrics = nn.Metrics()
@@ -146,9 +170,10 @@ def main():
                 logits = model(xb)
                 metrics.update(F.cross_entropy(logits, yb), logits, yb)
                 nn.end_batch()
-        _, test_acc = metrics.collect(len(x_test))
+        _, test_acc = metrics.collect(test_count)
         print(f"epoch {epoch:2d}  train loss {train_loss:.4f}  acc {train_acc:6.2%}  "
-              f"test acc {test_acc:6.2%}  {seconds:6.1f} s  {len(x_train) / seconds:7.0f} images/s", flush=True)
+              f"test acc {test_acc:6.2%}  {seconds:6.1f} s  {train_count / seconds:7.0f} images/s", flush=True)
+
 
 if __name__ == "__main__":
     main()

@@ -54,7 +54,10 @@ nn_status nn_ctx_sync(nn_ctx *ctx);
 nn_status nn_ctx_manual_seed(nn_ctx *ctx, uint64_t seed);
 
 /* Grad mode: when disabled, operations record nothing on the tape (inference,
- * evaluation). Returns the previous setting. */
+ * evaluation). Returns the previous setting. These setters follow the
+ * threading rule: called while another thread is inside the context, they
+ * change nothing, return the current setting and set NN_ERR_STATE
+ * (nn_last_status). */
 bool nn_ctx_set_grad_enabled(nn_ctx *ctx, bool enabled);
 bool nn_ctx_grad_enabled(const nn_ctx *ctx);
 /* Whether chains of operations run as fused kernels where the device has
@@ -71,7 +74,8 @@ bool nn_ctx_set_fusion(nn_ctx *ctx, bool enabled);
  * rounded products; a Vulkan device with fp16 matrix cores (see
  * nn_ctx_matrix_cores) runs FP16 products on them. An operation takes the
  * setting when it is recorded, and its backward products use the same.
- * Fails (NN_ERR_ARGUMENT) for a value not in the enum. */
+ * Fails (NN_ERR_ARGUMENT) for a value not in the enum, NN_ERR_STATE while
+ * another thread is inside the context. */
 typedef enum nn_precision { NN_PRECISION_FP32 = 0, NN_PRECISION_FP16 = 1, NN_PRECISION_BF16 = 2 } nn_precision;
 nn_status nn_ctx_set_precision(nn_ctx *ctx, nn_precision precision);
 nn_precision nn_ctx_precision(const nn_ctx *ctx);

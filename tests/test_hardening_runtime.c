@@ -126,6 +126,57 @@ TEST(hardening_threads_refusal_names_function_and_context) {
     nn_ctx_free(ctx);
 }
 
+/* The settings are part of the context: another thread's setter is
+ * refused while the context is in use, and changes nothing. */
+typedef struct {
+    nn_ctx *ctx;
+    bool grad_previous, fusion_previous;
+    nn_status grad_status, fusion_status, precision_status;
+    char precision_message[256];
+} other_thread_settings;
+
+static void *set_from_other_thread(void *arg) {
+    other_thread_settings *c = arg;
+    nn_clear_error();
+    c->grad_previous = nn_ctx_set_grad_enabled(c->ctx, false);
+    c->grad_status = nn_last_status();
+    nn_clear_error();
+    c->fusion_previous = nn_ctx_set_fusion(c->ctx, false);
+    c->fusion_status = nn_last_status();
+    c->precision_status = nn_ctx_set_precision(c->ctx, NN_PRECISION_BF16);
+    snprintf(c->precision_message, sizeof c->precision_message, "%s", nn_last_error());
+    return NULL;
+}
+
+static nn_status settings_from_other_thread(void *user) {
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, set_from_other_thread, user) != 0) return NN_ERR_STATE;
+    pthread_join(thread, NULL);
+    return NN_OK;
+}
+
+TEST(hardening_threads_settings_refused_from_another_thread) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    other_thread_settings call = {.ctx = ctx};
+    nn_step_runner *runner = nn_step_runner_new(ctx, settings_from_other_thread, &call,
+                                                &(nn_step_options){.warmup = 1, .eager = true});
+    CHECK_MSG(runner && nn_step_runner_run(runner, 1) == NN_OK, "%s", nn_last_error());
+    CHECK(call.grad_status == NN_ERR_STATE && call.grad_previous);
+    CHECK(call.fusion_status == NN_ERR_STATE && call.fusion_previous);
+    CHECK_MSG(call.precision_status == NN_ERR_STATE && strstr(call.precision_message, "nn_ctx_set_precision") &&
+                  strstr(call.precision_message, "in use by another thread"),
+              "%s", call.precision_message);
+    CHECK(nn_ctx_grad_enabled(ctx) && nn_ctx_precision(ctx) == NN_PRECISION_FP32);
+    CHECK(nn_ctx_set_fusion(ctx, true)); /* still on: the refused call changed nothing */
+    nn_step_runner_free(runner);
+    /* Once the context is free, another thread's setters work. */
+    settings_from_other_thread(&call);
+    CHECK(call.grad_status == NN_OK && call.fusion_status == NN_OK && call.precision_status == NN_OK);
+    CHECK(!nn_ctx_grad_enabled(ctx) && nn_ctx_precision(ctx) == NN_PRECISION_BF16 && !nn_ctx_set_fusion(ctx, true));
+    nn_ctx_free(ctx);
+}
+
 /* Separate contexts on separate threads give what one thread gives. */
 typedef struct {
     int seed;
@@ -247,6 +298,33 @@ TEST(hardening_overflow_convolution_sizes) {
     t = (nn_conv_transpose2d_params){.stride_h = 1, .stride_w = 1, .dilation_h = INT32_MAX};
     expect_refused(nn_conv_transpose2d(x, wt, NULL, &t), "nn_conv_transpose2d", "output height",
                    "conv_transpose2d dilation 2^31-1");
+    nn_ctx_free(ctx);
+}
+
+/* Batched products: the operands are deferred expansions (nothing is
+ * allocated), so only the recorded sizes are checked. */
+TEST(hardening_overflow_batched_products) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    nn_tensor *one = random_input(ctx, 4, (int64_t[]){1, 1, 1, 1});
+    /* a [2, 1, 2^15, 2^14] (2^30 elements) meets b's batch of 3: a is
+     * expanded to 6 matrices, 3 * 2^30 elements, beyond 32 bits. */
+    nn_tensor *a = nn_expand(one, 4, (int64_t[]){2, 1, 1 << 15, 1 << 14});
+    nn_tensor *b = nn_expand(one, 4, (int64_t[]){1, 3, 1 << 14, 1});
+    CHECK_MSG(a && b, "%s", nn_last_error());
+    expect_refused(nn_matmul_batched(a, b), "nn_matmul_batched", "expanded", "a expanded to 3 * 2^30 elements");
+    expect_refused(nn_matmul_batched(nn_transpose(b, 2, 3), nn_transpose(a, 2, 3)), "nn_matmul_batched",
+                   "expanded", "b expanded to 3 * 2^30 elements");
+    /* Batches of 2^32 and 2^32 broadcast to 2^64 entries: refused for the
+     * operands' sizes before that product is formed (UBSan checks). */
+    nn_tensor *wide = nn_expand(one, 4, (int64_t[]){1ll << 32, 1, 1, 1});
+    nn_tensor *tall = nn_expand(one, 4, (int64_t[]){1, 1ll << 32, 1, 1});
+    CHECK_MSG(wide && tall, "%s", nn_last_error());
+    expect_refused(nn_matmul_batched(wide, tall), "nn_matmul_batched", "elements of a", "batches 2^32 x 2^32");
+    /* Within the limits the same broadcast is recorded, with its shape. */
+    nn_tensor *y = nn_matmul_batched(nn_expand(one, 4, (int64_t[]){2, 1, 5, 3}), nn_expand(one, 4, (int64_t[]){1, 3, 3, 7}));
+    CHECK_MSG(y && nn_tensor_dim(y, 0) == 2 && nn_tensor_dim(y, 1) == 3 && nn_tensor_dim(y, 3) == 7, "%s",
+              y ? "wrong shape" : nn_last_error());
     nn_ctx_free(ctx);
 }
 

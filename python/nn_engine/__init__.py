@@ -82,3 +82,8 @@ __all__ += ["amp", "autocast"]
 from . import distributed  # noqa: E402
 
 __all__ += ["distributed"]
+
+# Output paths checked before training (issue 25): nn_engine.check_writable
+from .paths import check_writable  # noqa: E402
+
+__all__ += ["check_writable"]

@@ -8,6 +8,11 @@ the C memory it points at (using it would crash the interpreter):
   it. The handle remembers the step generation it was made in and refuses to
   be used in a later one.
 - BORROWED: a gradient, owned by its tensor; valid while its parent is.
+
+Threads: a handle is passed to library functions as itself (a _lib.Deferred),
+checked and turned into its pointer inside the call under the library lock;
+end_batch() holds that lock throughout, so it never frees a tensor between
+another thread's check and call.
 """
 import atexit
 import ctypes
@@ -51,11 +56,13 @@ class Context:
         return lib.nn_ctx_device_name(self.ptr).decode("utf-8", "replace")
 
     def end_step(self):
-        for handle in list(self.tracked):
-            handle.release()
-        self.tracked = weakref.WeakSet()
-        check(lib.nn_ctx_step_end(self.ptr), "nn_ctx_step_end")
-        self.generation += 1
+        with _lib.LOCK:
+            _lib.note_step_end()
+            for handle in list(self.tracked):
+                handle.release()
+            self.tracked = weakref.WeakSet()
+            check(lib.nn_ctx_step_end(self.ptr), "nn_ctx_step_end")
+            self.generation += 1
 
     def __del__(self):
         # Handles, layers and optimizers hold a reference to their context,
@@ -68,7 +75,7 @@ class Context:
 _contexts = weakref.WeakSet()
 
 
-class Handle:
+class Handle(_lib.Deferred):
     """A C tensor pointer with its lifetime rule (see the module docstring)."""
     __slots__ = ("ptr", "ctx", "kind", "generation", "parent", "__weakref__")
 
@@ -76,8 +83,12 @@ class Handle:
         self.ptr = ptr
         self.ctx = ctx
         self.kind = kind
-        self.generation = ctx.generation
         self.parent = parent
+        with _lib.LOCK:
+            # A step result whose step another thread ended since the call
+            # that returned it is born freed.
+            alive = kind != STEP or _lib.last_results_alive()
+            self.generation = ctx.generation if alive else -1
 
     def valid(self):
         if self.ptr is None:
@@ -89,7 +100,9 @@ class Handle:
         return True
 
     def get(self):
-        """The pointer, or a RuntimeError explaining why it is gone."""
+        """The pointer, or a RuntimeError explaining why it is gone. Valid
+        until the library lock is released: called by the library call
+        itself (Deferred), or under _lib.LOCK."""
         ptr = self.ptr
         if ptr is not None and (self.kind == OWNED or self.valid()):  # OWNED: the fast path
             return ptr
@@ -113,14 +126,15 @@ class Handle:
     def persist(self):
         """Keep the tensor past end_batch(): a STEP tensor becomes OWNED, a
         tracked OWNED one is no longer tracked."""
-        ptr = self.get()
-        if self.kind == OWNED:
-            self.ctx.tracked.discard(self)
-            return
-        if self.kind == BORROWED:
-            raise RuntimeError("a gradient belongs to its tensor and cannot be persisted")
-        check(lib.nn_tensor_persist(ptr), "nn_tensor_persist")
-        self.kind = OWNED
+        with _lib.LOCK:
+            self.get()
+            if self.kind == OWNED:
+                self.ctx.tracked.discard(self)
+                return
+            if self.kind == BORROWED:
+                raise RuntimeError("a gradient belongs to its tensor and cannot be persisted")
+            check(lib.nn_tensor_persist(self), "nn_tensor_persist")
+            self.kind = OWNED
 
     def __del__(self):
         # A context freed first (a garbage-collected cycle finalises in any
@@ -128,14 +142,15 @@ class Handle:
         if _shutting_down or self.ptr is None or getattr(self.ctx, "ptr", None) is None:
             return
         try:
-            kind = self.kind
-            if kind == OWNED or (kind == STEP and self.generation == self.ctx.generation):
-                # Freeing a step tensor early is allowed (the tape keeps what
-                # backward needs) and returns its memory before the step ends.
-                lib.nn_tensor_free(self.ptr)
+            with _lib.LOCK:  # not while another thread's end_batch() frees the step
+                kind = self.kind
+                if kind == OWNED or (kind == STEP and self.generation == self.ctx.generation):
+                    # Freeing a step tensor early is allowed (the tape keeps what
+                    # backward needs) and returns its memory before the step ends.
+                    lib.nn_tensor_free(self.ptr)
+                self.ptr = None
         except Exception:  # interpreter teardown: ctypes may be half gone
-            pass
-        self.ptr = None
+            self.ptr = None
 
 
 # ---- the default context -------------------------------------------------

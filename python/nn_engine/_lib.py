@@ -294,6 +294,8 @@ _SIGNATURES = {
                                         ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ModelInfo)]),
     "nn_read_model_info": (c_status, [ctypes.c_char_p, ctypes.POINTER(ModelInfo)]),
     "nn_model_info_free": (None, [ctypes.POINTER(ModelInfo)]),
+    # nn_io.h: output paths checked before a run (nn_engine.check_writable)
+    "nn_check_writable_path": (c_status, [ctypes.c_char_p]),
 }
 
 # Symbols that a build may lack; callers check has_symbol() and say so.
@@ -334,8 +336,48 @@ def _load():
         "NN_ENGINE_LIBRARY at the file.")
 
 
+class Deferred:
+    """An argument that becomes its pointer inside the call, under the
+    library lock (a tensor handle, _context.Handle; a PointerArray): its
+    validity check and the call are one step, so another thread's
+    end_batch() cannot free the tensor between them. Subclasses define
+    get(), which returns the pointer or raises."""
+    __slots__ = ()
+
+
+class PointerArray(Deferred):
+    """An nn_tensor ** argument: the handles' pointers, gathered inside the
+    call."""
+    __slots__ = ("handles",)
+
+    def __init__(self, handles):
+        self.handles = list(handles)
+
+    def get(self):
+        return (c_tensor_p * max(len(self.handles), 1))(*[h.get() for h in self.handles])
+
+
+# Step ends (end_batch) so far, and per thread the count at its last call:
+# the step results a call returned are alive while the two are equal.
+_steps_ended = 0
+_calls = threading.local()
+
+
+def note_step_end():
+    """Count a step end; called under LOCK before its tensors are freed."""
+    global _steps_ended
+    _steps_ended += 1
+
+
+def last_results_alive():
+    """Whether no step has ended since this thread's last library call, so
+    that the step tensors it returned still exist (call under LOCK)."""
+    return getattr(_calls, "steps_ended", -1) == _steps_ended
+
+
 class _SerialisedFunction:
-    """A C function called under the library lock (see _SerialisedLibrary)."""
+    """A C function called under the library lock (see _SerialisedLibrary),
+    its Deferred arguments resolved there."""
     __slots__ = ("_fn",)
 
     def __init__(self, fn):
@@ -345,8 +387,9 @@ class _SerialisedFunction:
     argtypes = property(lambda self: self._fn.argtypes, lambda self, value: setattr(self._fn, "argtypes", value))
 
     def __call__(self, *args):
-        with _LOCK:
-            return self._fn(*args)
+        with LOCK:
+            _calls.steps_ended = _steps_ended
+            return self._fn(*[a.get() if isinstance(a, Deferred) else a for a in args])
 
 
 class _SerialisedLibrary:
@@ -365,7 +408,7 @@ class _SerialisedLibrary:
         return function
 
 
-_LOCK = threading.RLock()
+LOCK = threading.RLock()
 _cdll, library_path = _load()
 lib = _SerialisedLibrary(_cdll)
 

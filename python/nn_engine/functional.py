@@ -51,7 +51,7 @@ def _same_shape(ptr, like, what):
 def relu(x):
     if type(x) is not Tensor:  # the common case stays a single check
         _tensor(x, "relu", "x")
-    return _same_shape(lib.nn_relu(x._h.get()), x, "nn_relu")
+    return _same_shape(lib.nn_relu(x._h), x, "nn_relu")
 
 
 def _elementwise(name, doc):
@@ -63,7 +63,7 @@ def _elementwise(name, doc):
     def operation(x):
         if type(x) is not Tensor:
             _tensor(x, name, "x")
-        return _same_shape(function(x._h.get()), x, what)
+        return _same_shape(function(x._h), x, what)
 
     operation.__name__ = operation.__qualname__ = name
     operation.__doc__ = doc

@@ -14,6 +14,7 @@ from ._lib import lib
 from .layers import ConvLayer, Linear
 from .metrics import Metrics
 from .optim import Optimizer
+from .paths import check_writable
 from .tensor import Tensor
 
 # Objects never searched for parameters (an optimizer holds parameters but
@@ -74,6 +75,9 @@ def _check_path(path):
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"export: folder {folder} does not exist")
+    # A directory or FIFO is refused before the graph is built; the onnx
+    # package's path would otherwise replace a FIFO with the file.
+    check_writable(path)
     return path
 
 
@@ -224,7 +228,7 @@ class Model:
             raise TypeError(f"{where}: path must be a str or os.PathLike, got {type(path).__name__}")
         state = self._state()
         n = len(state)
-        tensors = (_lib.c_tensor_p * max(n, 1))(*[t._ptr() for _, t in state])
+        tensors = _lib.PointerArray(t._ptr() for _, t in state)
         names = (ctypes.c_char_p * max(n, 1))(*[key.encode() for key, _ in state])
         return state, tensors, names
 
@@ -424,13 +428,14 @@ def _export_native(model, path, shape, name, include_preprocessing):
     if not isinstance(y, Tensor):
         raise TypeError(f"export: forward returned {type(y).__name__}, not a Tensor")
     n = len(named)
-    tensors = (_lib.c_tensor_p * max(n, 1))(*[t._ptr() for _, t in named])
     names = (ctypes.c_char_p * max(n, 1))(*[key.encode() for key, _ in named])
     info = _model_info(model, "export", include_preprocessing)
-    options = _lib.OnnxOptions(name.encode(), 0, False, n, tensors, names,
-                               ctypes.pointer(info.struct) if info else None)
-    check(lib.nn_onnx_export(os.fsencode(path), x._ptr(), y._ptr(), ctypes.byref(options)),
-          "nn_onnx_export")
+    with _lib.LOCK:  # the options hold the parameters' pointers until the call
+        tensors = _lib.PointerArray(t._ptr() for _, t in named).get()
+        options = _lib.OnnxOptions(name.encode(), 0, False, n, tensors, names,
+                                   ctypes.pointer(info.struct) if info else None)
+        check(lib.nn_onnx_export(os.fsencode(path), x._ptr(), y._ptr(), ctypes.byref(options)),
+              "nn_onnx_export")
     return path
 
 

@@ -82,7 +82,7 @@ class SGD(Optimizer):
         options = _lib.SgdOptions(_number(lr, "lr", "SGD"), _number(momentum, "momentum", "SGD"),
                                   _number(weight_decay, "weight_decay", "SGD"), bool(nesterov), 0.0,
                                   _number(max_grad_norm, "max_grad_norm", "SGD"))
-        ptrs = (_lib.c_tensor_p * max(len(params), 1))(*[p._ptr() for p in params])
+        ptrs = _lib.PointerArray(p._ptr() for p in params)
         super().__init__(params, check_ptr(lib.nn_sgd_new(ptrs, len(params), ctypes.byref(options)),
                                            "nn_sgd_new"), options.lr)
         self._clip = 0.0
@@ -147,12 +147,13 @@ class _GroupOptimizer(Optimizer):
         for g, group in enumerate(groups):
             group["lr"] = _number(group["lr"], "lr", owner)
             group["weight_decay"] = _number(group["weight_decay"], "weight_decay", owner)
-        arrays = [(_lib.c_tensor_p * len(g["params"]))(*[p._ptr() for p in g["params"]]) for g in groups]
-        c_groups = (_lib.ParamGroup * len(groups))(*[
-            _lib.ParamGroup(arrays[i], len(g["params"]), g["lr"], g["weight_decay"],
-                            bool(adamw_of(g)) if adamw_of else False) for i, g in enumerate(groups)])
         name = make.__name__ if hasattr(make, "__name__") else owner
-        ptr = check_ptr(make(c_groups, len(groups), ctypes.byref(options)), name)
+        with _lib.LOCK:  # the groups hold the parameters' pointers until the call
+            arrays = [_lib.PointerArray(p._ptr() for p in g["params"]).get() for g in groups]
+            c_groups = (_lib.ParamGroup * len(groups))(*[
+                _lib.ParamGroup(arrays[i], len(g["params"]), g["lr"], g["weight_decay"],
+                                bool(adamw_of(g)) if adamw_of else False) for i, g in enumerate(groups)])
+            ptr = check_ptr(make(c_groups, len(groups), ctypes.byref(options)), name)
         super().__init__([p for g in groups for p in g["params"]], ptr, groups[0]["lr"])
         self.param_groups = groups
         self.defaults = options

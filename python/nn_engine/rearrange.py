@@ -5,6 +5,7 @@ Ellipsis). Each result is a new tensor; its gradient flows back."""
 import ctypes
 import numbers
 
+from . import _lib
 from ._lib import lib
 from .functional import _result, _tensor, reshape
 from .tensor import Tensor
@@ -44,7 +45,7 @@ def _tensor_array(tensors, fn):
     ptrs = [_tensor(t, fn, f"tensors[{i}]") for i, t in enumerate(tensors)]
     if not ptrs:
         raise ValueError(f"{fn}: needs at least one tensor")
-    return (ctypes.c_void_p * len(ptrs))(*ptrs), len(ptrs)
+    return _lib.PointerArray(ptrs), len(ptrs)
 
 
 def cat(tensors, dim=0):

@@ -45,6 +45,7 @@ def as_host_array(data, dtype, where):
 
 
 def shape_tuple(ptr):
+    """The shape of a C tensor (a pointer or a handle)."""
     dims = (ctypes.c_int64 * NN_MAX_DIMS)()
     ndim = lib.nn_tensor_shape(ptr, dims)
     return tuple(dims[:ndim])
@@ -95,14 +96,14 @@ class Tensor:
     def _shape(self):
         shape = self._known_shape
         if shape is None:
-            shape = self._known_shape = shape_tuple(self._h.get())
+            shape = self._known_shape = shape_tuple(self._h)  # the handle: checked inside the call
         return shape
 
     @property
     def _dtype(self):
         dtype = self._known_dtype
         if dtype is None:
-            dtype = self._known_dtype = _NP_DTYPES[lib.nn_tensor_dtype(self._h.get())]
+            dtype = self._known_dtype = _NP_DTYPES[lib.nn_tensor_dtype(self._h)]
         return dtype
 
     @classmethod
@@ -133,7 +134,11 @@ class Tensor:
         return self._dtype
 
     def _ptr(self):
-        return self._h.get()
+        """The argument for a library function: the handle, which the call
+        checks and turns into the C pointer under the library lock (a freed
+        tensor raises RuntimeError there). Where a pointer itself is needed
+        (a C array), take self._h.get() under _lib.LOCK through the call."""
+        return self._h
 
     @property
     def device(self):

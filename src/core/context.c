@@ -88,10 +88,15 @@ nn_status nn_ctx_manual_seed(nn_ctx *ctx, uint64_t seed) {
     return NN_OK;
 }
 
+/* The setters enter the guard as any call that changes the context: the
+ * owning thread reads these flags while recording, so a write from another
+ * thread would race with it. Refused, they keep the setting and return it. */
 bool nn_ctx_set_grad_enabled(nn_ctx *ctx, bool enabled) {
     if (!ctx) return false;
     bool previous = ctx->grad_enabled;
+    if (nn_ctx_enter(ctx, "nn_ctx_set_grad_enabled") != NN_OK) return previous;
     ctx->grad_enabled = enabled;
+    nn_ctx_leave(ctx);
     return previous;
 }
 
@@ -100,7 +105,9 @@ bool nn_ctx_grad_enabled(const nn_ctx *ctx) { return ctx && ctx->grad_enabled; }
 bool nn_ctx_set_fusion(nn_ctx *ctx, bool enabled) {
     if (!ctx) return false;
     bool previous = !ctx->fusion_off;
+    if (nn_ctx_enter(ctx, "nn_ctx_set_fusion") != NN_OK) return previous;
     ctx->fusion_off = !enabled;
+    nn_ctx_leave(ctx);
     return previous;
 }
 
@@ -252,7 +259,9 @@ nn_status nn_ctx_set_precision(nn_ctx *ctx, nn_precision precision) {
     if (!nn_precision_name(precision))
         return nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_set_precision: precision %d is not fp32 (0), fp16 (1) or bf16 (2)",
                             (int)precision);
+    NN_TRY(nn_ctx_enter(ctx, "nn_ctx_set_precision"));
     ctx->precision = precision;
+    nn_ctx_leave(ctx);
     return NN_OK;
 }
 

@@ -51,8 +51,7 @@ static void whole_box(int width, int height, nn_box *box) {
 typedef struct jpeg_error_trap {
     struct jpeg_error_mgr manager;
     jmp_buf escape;
-    char message[JMSG_LENGTH_MAX];
-    int data_missing; /* libjpeg warned that the data ended early */
+    char message[JMSG_LENGTH_MAX + 16];
 } jpeg_error_trap;
 
 /* libjpeg's default handler exits the process; this one jumps back instead. */
@@ -62,16 +61,20 @@ static void jpeg_error_exit(j_common_ptr cinfo) {
     longjmp(trap->escape, 1);
 }
 
-/* Warnings are quiet, except that missing data is remembered: libjpeg
- * fills the missing rows with grey and goes on, which must not reach
- * training as if it were the photo. Other warnings (extraneous bytes
- * before a marker, common in real photos) are harmless, as in Pillow. */
+/* Warnings are quiet, except that missing data ends the decode: libjpeg
+ * would fill the missing rows with grey and go on, which must not reach
+ * training as if it were the photo, and its skip over the rest of a
+ * truncated progressive file can loop for minutes (the fuzzer's input in
+ * tests/fuzz/corpus_image/). Other warnings (extraneous bytes before a
+ * marker, common in real photos) are harmless, as in Pillow. */
 static void jpeg_warning(j_common_ptr cinfo, int level) {
     jpeg_error_trap *trap = (jpeg_error_trap *)cinfo->err;
     int code = cinfo->err->msg_code;
     if (level < 0 && (code == JWRN_JPEG_EOF || code == JWRN_HIT_MARKER)) {
-        if (!trap->data_missing) cinfo->err->format_message(cinfo, trap->message);
-        trap->data_missing = 1;
+        char text[JMSG_LENGTH_MAX];
+        cinfo->err->format_message(cinfo, text);
+        snprintf(trap->message, sizeof trap->message, "truncated: %s", text);
+        longjmp(trap->escape, 1);
     }
 }
 
@@ -104,7 +107,6 @@ static nn_status decode_jpeg(const uint8_t *data, size_t size, const nn_decode_r
                              nn_image *out, nn_box *box, char *why, size_t why_size) {
     struct jpeg_decompress_struct cinfo;
     jpeg_error_trap trap;
-    trap.data_missing = 0;
     cinfo.err = jpeg_std_error(&trap.manager);
     trap.manager.error_exit = jpeg_error_exit;
     trap.manager.emit_message = jpeg_warning;
@@ -185,12 +187,8 @@ static nn_status decode_jpeg(const uint8_t *data, size_t size, const nn_decode_r
     }
     boolean finished = jpeg_finish_decompress(&cinfo);
     jpeg_destroy_decompress(&cinfo);
-    if (!finished && !trap.data_missing) {
+    if (!finished) {
         snprintf(why, why_size, "JPEG data ends before its end marker");
-        return NN_ERR_IO;
-    }
-    if (trap.data_missing) {
-        snprintf(why, why_size, "truncated or damaged JPEG (%s)", trap.message);
         return NN_ERR_IO;
     }
     out->width = width;

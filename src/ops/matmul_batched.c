@@ -187,6 +187,9 @@ nn_tensor *nn_matmul_batched(nn_tensor *a, nn_tensor *b) {
         return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: a %s has %lld columns, b %s has %lld rows", op,
                             nn_format_shape(a->ndim, a->shape, sa, sizeof sa), (long long)k,
                             nn_format_shape(b->ndim, b->shape, sb, sizeof sb), (long long)kb);
+    /* Operands within 32 bits first: the broadcast batch is then at most the
+     * product of their batches, below 2^62, so no size below overflows. */
+    if (nn_check_int32(op, "elements of a", a->numel) || nn_check_int32(op, "elements of b", b->numel)) return NULL;
     int batch_ndim;
     int64_t shape[NN_MAX_DIMS + 2];
     if (nn_broadcast_shapes(op, a_batch, a->shape, b_batch, b->shape, &batch_ndim, shape)) {
@@ -206,9 +209,14 @@ nn_tensor *nn_matmul_batched(nn_tensor *a, nn_tensor *b) {
         gemm_batch = 1;
         p.mode_a = BATCH_SHARED;
     }
+    /* An operand repeated along some batch dimensions is expanded to the
+     * whole batch (and so is its gradient): that copy must fit too. */
+    const int64_t expanded_a = p.mode_a == BATCH_PARTIAL ? batch * m * k : 0;
+    const int64_t expanded_b = p.mode_b == BATCH_PARTIAL ? batch * k * n : 0;
     if (nn_check_int32(op, "rows", rows) || nn_check_int32(op, "columns", n) || nn_check_int32(op, "inner", k) ||
-        nn_check_int32(op, "batch", gemm_batch) || nn_check_int32(op, "elements of a", a->numel) ||
-        nn_check_int32(op, "elements of b", b->numel) || nn_check_int32(op, "elements of the result", batch * m * n))
+        nn_check_int32(op, "batch", gemm_batch) || nn_check_int32(op, "elements of the result", batch * m * n) ||
+        nn_check_int32(op, "elements of a expanded to the batch", expanded_a) ||
+        nn_check_int32(op, "elements of b expanded to the batch", expanded_b))
         return NULL;
     p.m = (int32_t)rows;
     p.n = (int32_t)n;

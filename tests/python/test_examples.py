@@ -109,19 +109,71 @@ def test_resnet_runs_on_idx_files(tmp_path):
                                    for line in again.splitlines() if "epoch" in line], (out, again)
 
 
-def test_lenet_ctrl_c_finishes_the_step_exports_and_exits_130(tmp_path):
+def interrupt_after_first_epoch(name, *args):
+    """Run an example until it prints its first epoch line, press Ctrl+C
+    once, and return its exit code, stdout and stderr."""
     import signal
-    root = tmp_path / "mnist"
-    write_images(root, [str(d) for d in range(10)], 3, (28, 28), "L")
-    onnx_file = tmp_path / "lenet.onnx"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), PYTHONUNBUFFERED="1")
-    p = subprocess.Popen([sys.executable, os.path.join(ROOT, "examples", "train_lenet.py"), "--folder", str(root),
-                          "--epochs", "100000", "--batch", "7", "--export", str(onnx_file)],
+    p = subprocess.Popen([sys.executable, os.path.join(ROOT, "examples", name), *args],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     while not p.stdout.readline().startswith("epoch"):
         assert p.poll() is None, p.stderr.read()
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=120)
-    assert p.returncode == 130, err
+    return p.returncode, out, err
+
+
+def test_lenet_ctrl_c_finishes_the_step_exports_and_exits_130(tmp_path):
+    root = tmp_path / "mnist"
+    write_images(root, [str(d) for d in range(10)], 3, (28, 28), "L")
+    onnx_file = tmp_path / "lenet.onnx"
+    code, out, err = interrupt_after_first_epoch("train_lenet.py", "--folder", str(root), "--epochs", "100000",
+                                                 "--batch", "7", "--export", str(onnx_file))
+    assert code == 130, err
     assert "stopped by Ctrl+C in epoch" in err and f"exported {onnx_file}" in out, (out, err)
     assert onnx_file.stat().st_size > 0
+
+
+def assert_saved_weights(path, *names):
+    from safetensors.numpy import load_file
+    weights = load_file(str(path))
+    for name in names:
+        assert name in weights and np.isfinite(weights[name]).all() and np.abs(weights[name]).max() > 0, name
+
+
+def test_alexnet_ctrl_c_finishes_the_step_saves_and_exits_130(tmp_path):
+    root = tmp_path / "PetImages"
+    write_images(root, ["Cat", "Dog"], 3, (70, 60), "RGB")
+    saved = tmp_path / "alexnet.safetensors"
+    code, out, err = interrupt_after_first_epoch("train_alexnet.py", "--folder", str(root), "--size", "67",
+                                                 "--batch", "2", "--accum", "1", "--epochs", "100000",
+                                                 "--save", str(saved))
+    assert code == 130, err
+    assert "stopped by Ctrl+C in epoch" in err and f"saved {saved}" in out, (out, err)
+    assert_saved_weights(saved, "c1.weight", "l3.weight", "l3.bias")
+
+
+def test_resnet_ctrl_c_finishes_the_step_saves_and_exits_130(tmp_path):
+    images = RNG.integers(0, 256, (5, 28, 28), dtype=np.uint8)
+    labels = RNG.integers(0, 10, 5).astype(np.uint8)
+    for split in ("train", "t10k"):
+        write_idx(tmp_path / f"{split}-images-idx3-ubyte.gz", images)
+        write_idx(tmp_path / f"{split}-labels-idx1-ubyte.gz", labels)
+    saved = tmp_path / "resnet.safetensors"
+    code, out, err = interrupt_after_first_epoch("train_resnet.py", "--idx", str(tmp_path), "--epochs", "100000",
+                                                 "--batch", "3", "--save", str(saved))
+    assert code == 130, err
+    assert "stopped by Ctrl+C in epoch" in err and f"saved {saved}" in out, (out, err)
+    assert_saved_weights(saved, "conv1.weight", "layer4.1.bn2.running_var", "fc.weight")
+
+
+@pytest.mark.parametrize("name", ["train_lenet.py", "train_alexnet.py", "train_resnet.py"])
+def test_examples_refuse_a_save_path_they_cannot_write_before_training(tmp_path, name):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    source = {"train_lenet.py": "--idx", "train_alexnet.py": "--folder", "train_resnet.py": "--idx"}[name]
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name), source, str(tmp_path / "none"),
+                           "--save", str(folder)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"{folder} is a folder, not a regular file" in done.stderr and "epoch" not in done.stdout

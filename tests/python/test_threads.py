@@ -65,3 +65,71 @@ def test_threads_share_the_default_context(tmp_path):
     # the gradient's scale at worst.
     error = np.abs(np.load(grad_file) - want_grad).max() / np.abs(want_grad).max()
     assert error < 1e-4, error
+
+
+# Another thread's end_batch() between a handle's check and its C call: the
+# check is hooked to let the other thread run right there (it waits for the
+# library lock, which the call holds) and then a stress of both at random.
+END_BATCH_RACE = r"""
+import sys, threading
+import numpy as np
+import nn_engine as nn
+from nn_engine import _context
+
+rng = np.random.default_rng(3)
+host = rng.standard_normal((37, 11)).astype(np.float32)
+want = np.maximum(host, 0)
+x = nn.Tensor(host, track=False)
+y = nn.relu(x)
+ender = threading.Thread(target=nn.end_batch)
+original_get = _context.Handle.get
+
+def get_then_let_the_other_thread_end_the_step(handle):
+    ptr = original_get(handle)
+    if handle is y._h and not ender.is_alive():
+        ender.start()
+        ender.join(timeout=0.5)  # ends the step now unless the call holds the lock
+    return ptr
+
+_context.Handle.get = get_then_let_the_other_thread_end_the_step
+read = y.sync()
+_context.Handle.get = original_get
+ender.join()
+assert np.array_equal(read, want), "read a freed tensor"
+try:
+    y.sync()
+    raise AssertionError("a result of an ended step was read")
+except RuntimeError as error:
+    assert "end_batch" in str(error), error
+
+sys.setswitchinterval(1e-6)
+stop, reads, refused = threading.Event(), [0], [0]
+
+def reader():
+    while not stop.is_set():
+        try:
+            z = nn.relu(x)
+            assert np.array_equal(z.sync(), want)
+            assert z.shape == (37, 11)
+            reads[0] += 1
+        except RuntimeError as error:  # the other thread ended the step first
+            assert "end_batch" in str(error), error
+            refused[0] += 1
+
+def ender_loop():
+    for _ in range(3000):
+        nn.end_batch()
+    stop.set()
+
+threads = [threading.Thread(target=reader), threading.Thread(target=reader), threading.Thread(target=ender_loop)]
+for t in threads: t.start()
+for t in threads: t.join()
+print("reads", reads[0], "refused", refused[0])
+"""
+
+
+def test_end_batch_in_another_thread_never_frees_a_tensor_under_a_call():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    run = subprocess.run([sys.executable, "-c", END_BATCH_RACE], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"exit {run.returncode}: {run.stdout[-1000:]} {run.stderr[-2000:]}"
+    assert run.stdout.startswith("reads ") and int(run.stdout.split()[1]) > 0, run.stdout
