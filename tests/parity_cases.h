@@ -100,6 +100,7 @@ void parity_muon_normalize_case(nn_backend *o);
 void parity_muon_apply_case(nn_backend *o);
 void parity_lr_schedule_case(nn_backend *o);
 void parity_ema_update_case(nn_backend *o);
+void parity_loss_scale_case(nn_backend *o);
 
 /* parity_cases_conv_implicit.c: the Vulkan convolution routes (implicit
  * GEMM forced, the default's choice, the column route forced), run from

@@ -180,6 +180,8 @@
     /* learning-rate schedule (nn_lr_schedule_params). counter (int32[1]), lr[1] */                            \
     X(LR_SCHEDULE, lr_schedule, nn_lr_schedule_params, 2, NN_ARG(0) | NN_ARG(1), 0)                            \
     /* moving average of weights (nn_ema_params). shadow, value (32-bit words) */                              \
-    X(EMA_UPDATE, ema_update, nn_ema_params, 2, NN_ARG(0) | NN_ARG(1), 0)
+    X(EMA_UPDATE, ema_update, nn_ema_params, 2, NN_ARG(0) | NN_ARG(1), 0)                                      \
+    /* dynamic loss scaling (nn_loss_scale_params). x (32-bit words), saved, state[4] */                        \
+    X(LOSS_SCALE, loss_scale, nn_loss_scale_params, 3, NN_ARG(0) | NN_ARG(2), NN_ARG(0) | NN_ARG(1))
 
 #endif
