@@ -6,7 +6,8 @@
 # command-line tests and the Python tests (scripts/run-tests.sh).
 #
 # Variables: BUILD (output folder), BLAS (auto|0|1), MPI (auto|0|1), SANITIZE (0|1), CC,
-# GEMM_KERNELS (auto: AVX2+FMA when the CPU has them | baseline: SSE2 only).
+# GEMM_KERNELS (auto: AVX2+FMA when the CPU has them | baseline: SSE2 only),
+# IMAGE_CODECS (1: libpng + libjpeg | 0: image folders refused).
 
 BUILD ?= build
 BLAS ?= auto
@@ -24,8 +25,13 @@ CFLAGS += -std=c11 -fPIC -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread
 LDLIBS += -lm -pthread
 
 # Datasets: zlib (gzip'd IDX files), libpng and libjpeg (image folders).
+IMAGE_CODECS ?= 1
+ifeq ($(IMAGE_CODECS),1)
 CPPFLAGS += $(shell pkg-config --cflags zlib libpng libjpeg 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs zlib libpng libjpeg 2>/dev/null || echo -lz -lpng16 -ljpeg)
+else
+LDLIBS += -lz
+endif
 
 ifeq ($(BLAS),1)
   CPPFLAGS += -DNN_USE_OPENBLAS $(shell pkg-config --cflags openblas)
@@ -85,6 +91,14 @@ ifeq ($(VULKAN),1)
   COOPMAT_SPIRV := $(COOPMAT_SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
   VK_GEN_OBJ := $(BUILD)/obj/gen/vk_shaders.o
 endif
+# ---- platform layer (src/platform/) and the image decoders ----------------
+LIB_SRC += $(sort $(wildcard src/platform/*.c))
+ifeq ($(IMAGE_CODECS),1)
+  LIB_SRC := $(filter-out src/data/image_codecs_absent.c,$(LIB_SRC))
+else
+  LIB_SRC := $(filter-out src/data/image_decode.c src/data/image_png.c,$(LIB_SRC))
+endif
+# ------------------------------------------------------------------------------
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(VK_GEN_OBJ)
 CLI_SRC := $(sort $(wildcard tools/nnengine/*.c))
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
