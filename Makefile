@@ -8,6 +8,7 @@
 # Variables: BUILD (output folder), BLAS (auto|0|1), MPI (auto|0|1), SANITIZE (0|1), CC,
 # GEMM_KERNELS (auto: AVX2+FMA when the CPU has them | baseline: SSE2 only),
 # IMAGE_CODECS (1: libpng + libjpeg | 0: image folders refused).
+# `make windows`: the Windows x86-64 build in build-win/ (mk/windows.mk).
 
 BUILD ?= build
 BLAS ?= auto
@@ -74,7 +75,7 @@ VULKAN ?= 1
 GLSLC ?= glslc
 ifeq ($(VULKAN),1)
   CPPFLAGS += -DNN_WITH_VULKAN
-  LDLIBS += -ldl
+  LDLIBS += $(if $(filter 1,$(WINDOWS)),,-ldl)
   LIB_SRC += $(sort $(wildcard src/backends/vulkan/*.c))
   SHADERS := $(sort $(wildcard shaders/*.comp))
   # Shaders on matrix cores (GL_KHR_cooperative_matrix) need glslang 13 or
@@ -163,7 +164,7 @@ bench-images: $(BUILD)/bench/bench_image_pipeline
 $(BUILD)/libnnengine.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 
 $(BUILD)/libnnengine.so: $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -242,6 +243,10 @@ fuzz-image: $(BUILD)/fuzz/fuzz_image_decode
 
 clean:
 	rm -rf build
+
+# ---- Windows (issue 27): cross-compiled with mingw-w64 ----
+WINDOWS ?= 0
+include mk/windows.mk
 
 # Every object's header dependencies (-MMD), the io fixtures' and benchmarks' too.
 IO_FIXTURE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/io/*.c))
