@@ -43,7 +43,13 @@ $(BUILD)/nnengine.exe: $(CLI_OBJ) $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libnnengine.a $(LDLIBS)
 
-$(BUILD)/tests/nn_tests.exe: $(TEST_OBJ) $(BUILD)/libnnengine.a
+# The C tests, but those that write PNG/JPEG files (no libpng/libjpeg here)
+# or test POSIX file kinds (FIFOs, symbolic links, permissions).
+WINDOWS_TEST_EXCLUDED := test_files test_hardening_files test_data test_image_loader test_image_resize
+WINDOWS_TEST_OBJ := $(filter-out $(WINDOWS_TEST_EXCLUDED:%=$(BUILD)/obj/tests/%.o),$(TEST_OBJ)) \
+                    $(BUILD)/obj/tests/windows/posix_compat.o
+$(TEST_OBJ): CPPFLAGS += -include tests/windows/posix_compat.h
+$(BUILD)/tests/nn_tests.exe: $(WINDOWS_TEST_OBJ) $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $(TEST_OBJ) $(BUILD)/libnnengine.a $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $(WINDOWS_TEST_OBJ) $(BUILD)/libnnengine.a $(LDLIBS)
 endif

@@ -23,7 +23,12 @@ int nn_open_regular_fd(const char *path, int64_t *size, char *why, size_t why_si
      * stat of the name). */
     int fd = nn_file_open_for_inspection(path);
     if (fd < 0) {
-        snprintf(why, why_size, "cannot open (%s)", strerror(errno));
+        int err = errno;
+        nn_file_status st; /* Windows refuses to open a folder (EACCES): say what it is */
+        if (nn_file_stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            snprintf(why, why_size, "is %s, not a regular file", nn_file_kind_name(st.st_mode));
+        else
+            snprintf(why, why_size, "cannot open (%s)", strerror(err));
         return -1;
     }
     nn_file_status st;
