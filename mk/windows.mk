@@ -27,7 +27,7 @@ VULKAN_HEADERS := $(BUILD)/vulkan-include
 CPPFLAGS += -I$(VULKAN_HEADERS) -D__USE_MINGW_ANSI_STDIO=1 # C99 printf: %zu, %lld
 # -static: zlib, winpthreads and libgcc inside; Windows 8 and later (WaitOnAddress).
 LDFLAGS += -static
-LDLIBS += -lsynchronization
+LDLIBS += -lsynchronization -lshell32 # WaitOnAddress; CommandLineToArgvW
 
 $(LIB_OBJ) $(CLI_OBJ) $(TEST_OBJ): | $(VULKAN_HEADERS)
 $(VULKAN_HEADERS):

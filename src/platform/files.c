@@ -90,6 +90,13 @@ int nn_file_make_folder(const char *path) {
     return result;
 }
 
+int nn_file_remove_folder(const char *path) {
+    wchar_t *wide = widen(path);
+    int result = wide ? _wrmdir(wide) : -1;
+    free(wide);
+    return result;
+}
+
 char *nn_file_resolve(const char *path) {
     wchar_t *wide = widen(path);
     wchar_t *full = wide ? _wfullpath(NULL, wide, 0) : NULL;
@@ -158,6 +165,7 @@ int nn_file_sync_folder_of(const char *path) {
 
 int nn_file_remove(const char *path) { return unlink(path); }
 int nn_file_make_folder(const char *path) { return mkdir(path, 0777); }
+int nn_file_remove_folder(const char *path) { return rmdir(path); }
 char *nn_file_resolve(const char *path) { return realpath(path, NULL); }
 const char *nn_file_last_separator(const char *path) { return strrchr(path, '/'); }
 #endif

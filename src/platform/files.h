@@ -49,6 +49,8 @@ int nn_file_replace(const char *from, const char *to);
 int nn_file_sync_folder_of(const char *path);
 int nn_file_remove(const char *path);
 int nn_file_make_folder(const char *path);
+/* Removes an empty folder. */
+int nn_file_remove_folder(const char *path);
 /* The absolute path with links resolved, malloc'd; NULL with errno set. */
 char *nn_file_resolve(const char *path);
 /* The position of the last path separator in `path` ('/', and '\\' on Windows), or NULL. */
