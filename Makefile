@@ -225,7 +225,7 @@ FUZZ_FLAGS := -std=c11 -g -O1 -Iinclude -Isrc -D_GNU_SOURCE -fno-omit-frame-poin
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_IMAGE_SRC := src/data/image_decode.c src/data/image_png.c
 FUZZ_IDX_SRC := src/data/idx.c src/data/dataset.c src/data/class_folders.c src/data/image_folder.c \
-	$(FUZZ_IMAGE_SRC) src/io/file_read.c src/core/error.c src/core/rng.c
+	$(FUZZ_IMAGE_SRC) src/io/file_read.c src/platform/files.c src/core/error.c src/core/rng.c
 .PHONY: fuzz-idx fuzz-image
 $(BUILD)/fuzz/fuzz_idx: tests/fuzz/fuzz_idx.c $(FUZZ_IDX_SRC)
 	@mkdir -p $(@D)
