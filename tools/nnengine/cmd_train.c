@@ -21,6 +21,7 @@
 #include "optimizers.h"
 #include "options.h"
 #include "photo_data.h"
+#include "platform/files.h"
 #include "progress.h"
 #include "setup.h"
 #include "tensorboard.h"
@@ -618,12 +619,12 @@ static int setup(trainer *t) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
         return EXIT_FAILURE_RUNTIME;
     }
-    if (c->log_steps && dist_train_is_main(&t->dist) && !(t->step_log = fopen(c->log_steps, c->resume ? "a" : "w"))) {
+    if (c->log_steps && dist_train_is_main(&t->dist) && !(t->step_log = nn_file_fopen(c->log_steps, c->resume ? "a" : "w"))) {
         perror(c->log_steps);
         return EXIT_BAD_INPUT;
     }
     /* A resumed run continues its log. */
-    if (c->log && !(t->log = fopen(c->log, c->resume ? "a" : "w"))) {
+    if (c->log && !(t->log = nn_file_fopen(c->log, c->resume ? "a" : "w"))) {
         perror(c->log);
         fprintf(stderr, "nnengine train: cannot write the log file %s\n", c->log);
         return EXIT_BAD_INPUT;

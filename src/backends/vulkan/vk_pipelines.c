@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "vk_backend.h"
 #include "vk_pipeline_list.h"
+#include "platform/files.h"
 
 #define MAX_SETS 4096
 
@@ -119,7 +120,7 @@ static uint32_t *shader_override(const char *name, size_t *size) {
     if (!dir || !*dir) return NULL;
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.spv", dir, name);
-    FILE *f = fopen(path, "rb");
+    FILE *f = nn_file_fopen(path, "rb");
     if (!f) return NULL;
     uint32_t *code = NULL;
     long bytes = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
