@@ -48,6 +48,8 @@ TEST(platform_non_ascii_paths_save_replace_and_load) {
     CHECK(nn_file_remove(inner) == 0);
     CHECK(nn_file_remove_folder(folder) == 0);
     CHECK(nn_file_stat(folder, &st) != 0);
+    nn_module_free(a);
+    nn_module_free(b);
     nn_ctx_free(ctx);
     io_test_rmdir(dir);
 }
