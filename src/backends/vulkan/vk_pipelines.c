@@ -200,7 +200,8 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
     memcpy(constants, spec->spec, sizeof spec->spec);
     constants[7] = (variant & 1) != 0; /* VEC_A */
     constants[8] = (variant & 2) != 0; /* VEC_B */
-    constants[9] = (variant >> 2) & 3; /* ROUND: the operands' nn_precision (shaders/precision.glsl) */
+    /* ROUND, the operands' nn_precision (shaders/precision.glsl); gemm_coopmat.comp: TRANSPOSES */
+    constants[9] = (variant >> 2) & 3;
     NN_TRY(build_pipeline(vk, spec, constants, spec->spec[0] ? 10 : 0, slot));
     *out = *slot;
     return NN_OK;
