@@ -1,8 +1,9 @@
 """PyTorch DistributedDataParallel, the peer of bench/run-dp.sh: images/s of
 LeNet-5 and a CIFAR-style ResNet-18 at N GPUs on random Fashion-MNIST-sized
-data (1x28x28, 10 classes), the same per-rank batches.
+data (1x28x28, 10 classes), and torchvision's AlexNet on random 3x224x224
+photos (10 classes), the same per-rank batches as bench/bench_data_parallel.
 
-    torchrun --nproc_per_node 2 bench/torch_ddp.py [--model lenet5|resnet18-cifar] [--steps 200]
+    torchrun --nproc_per_node 2 bench/torch_ddp.py [--model lenet5|resnet18-cifar|alexnet] [--steps 200]
 """
 import argparse
 import os
@@ -29,8 +30,8 @@ def resnet18_cifar():
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="lenet5", choices=["lenet5", "resnet18-cifar"])
-    p.add_argument("--batch", type=int, default=0, help="per rank (default: lenet5 64, resnet18-cifar 128)")
+    p.add_argument("--model", default="lenet5", choices=["lenet5", "resnet18-cifar", "alexnet"])
+    p.add_argument("--batch", type=int, default=0, help="per rank (default: lenet5 64, the others 128)")
     p.add_argument("--steps", type=int, default=200)
     args = p.parse_args()
     dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
@@ -39,10 +40,15 @@ def main():
     if device.type == "cuda":
         torch.cuda.set_device(device)
     batch = args.batch or (64 if args.model == "lenet5" else 128)
-    model = (lenet5() if args.model == "lenet5" else resnet18_cifar()).to(device)
+    if args.model == "alexnet":
+        import torchvision
+        model, shape = torchvision.models.alexnet(num_classes=10), (3, 224, 224)
+    else:
+        model, shape = (lenet5() if args.model == "lenet5" else resnet18_cifar()), (1, 28, 28)
+    model = model.to(device)
     model = tnn.parallel.DistributedDataParallel(model, device_ids=[local] if device.type == "cuda" else None)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    x = torch.randn(batch, 1, 28, 28, device=device)
+    x = torch.randn(batch, *shape, device=device)
     y = torch.randint(0, 10, (batch,), device=device)
     for step in range(args.steps + 20):
         if step == 20:  # warm-up done

@@ -64,6 +64,14 @@ struct nn_backend {
     nn_status (*read)(nn_backend *self, nn_buffer_ref src, void *dst, size_t bytes);
     nn_status (*fill)(nn_backend *self, nn_buffer_ref dst, float value, size_t count);
     nn_status (*copy)(nn_backend *self, nn_buffer_ref dst, nn_buffer_ref src, size_t bytes);
+    /* A buffer over host memory the caller owns and keeps until the buffer is
+     * freed (free releases the buffer, never the memory): kernels and copies
+     * read and write that memory in place, so another process mapping it (MPI's
+     * shared windows, src/dist/) sees what the device wrote. host must be
+     * aligned to host_import_alignment and bytes a multiple of it. NULL (and the
+     * error says why) where the device cannot; NULL hook: never. */
+    nn_buffer *(*import_host)(nn_backend *self, void *host, size_t bytes);
+    size_t host_import_alignment;
 
     /* Launch one kernel. args: as kernel_list.h lists them; params: that
      * kernel's parameter struct. Every backend implements every kernel of

@@ -115,6 +115,14 @@ nn_buffer_ref nn_optional_ref(const nn_tensor *t);
 /* A caller-owned (not step-owned) tensor over `source`'s storage starting
  * `offset` bytes after source's own offset; offset + its size must fit. */
 nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const int64_t *shape);
+/* A caller-owned float32 tensor of `numel` values over host memory the
+ * caller owns and keeps until the tensor is freed: the device reads and
+ * writes it in place (backend.h, import_host). NULL with the error where the
+ * backend cannot, or host and its size are not nn_ctx_host_import_alignment
+ * aligned. */
+nn_tensor *nn_tensor_over_host(nn_ctx *ctx, void *host, int64_t numel);
+/* The alignment nn_tensor_over_host needs, or 0 where the backend cannot. */
+size_t nn_ctx_host_import_alignment(const nn_ctx *ctx);
 /* Copy t's data to `target`'s storage at `offset` bytes past target's
  * offset (a device copy) and make t live there from now on; t's old storage
  * is released. Views made of t before keep the old storage, so callers move

@@ -156,6 +156,41 @@ nn_tensor *nn_tensor_view_at(nn_tensor *source, size_t offset, int ndim, const i
     return t;
 }
 
+size_t nn_ctx_host_import_alignment(const nn_ctx *ctx) {
+    return ctx->backend->import_host ? ctx->backend->host_import_alignment : 0;
+}
+
+static nn_tensor *over_host_entered(nn_ctx *ctx, void *host, int64_t numel) {
+    if (!ctx->backend->import_host)
+        return NN_FAIL_NULL(NN_ERR_BACKEND, "nn_tensor_over_host: %s cannot use host memory in place",
+                            ctx->backend->description);
+    if (numel < 1) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_tensor_over_host: numel must be >= 1, got %lld",
+                                       (long long)numel);
+    nn_storage *storage = calloc(1, sizeof *storage);
+    if (!storage) return NN_FAIL_NULL(NN_ERR_MEMORY, "out of host memory for a tensor");
+    storage->bytes = (size_t)numel * ELEMENT_BYTES;
+    storage->buffer = ctx->backend->import_host(ctx->backend, host, storage->bytes);
+    if (!storage->buffer) {
+        free(storage);
+        return NULL; /* the backend said why */
+    }
+    storage->refcount = 1;
+    nn_tensor *t = tensor_struct(ctx, NN_F32, 1, &numel, numel);
+    if (!t) {
+        nn_storage_destroy(ctx, storage);
+        return NULL;
+    }
+    t->storage = storage;
+    return t;
+}
+
+nn_tensor *nn_tensor_over_host(nn_ctx *ctx, void *host, int64_t numel) {
+    if (nn_ctx_enter(ctx, "nn_tensor_over_host") != NN_OK) return NULL;
+    nn_tensor *t = over_host_entered(ctx, host, numel);
+    nn_ctx_leave(ctx);
+    return t;
+}
+
 nn_status nn_tensor_move_into(nn_tensor *t, nn_tensor *target, size_t offset) {
     if (!target->storage) NN_TRY(nn_tensor_materialize(target));
     size_t bytes = (size_t)t->numel * ELEMENT_BYTES;

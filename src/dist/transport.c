@@ -4,7 +4,9 @@
 #include "transport.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifdef NN_WITH_MPI
 #include <mpi.h>
@@ -12,6 +14,7 @@
 static struct {
     bool ready;
     dist_group group;
+    MPI_Comm local; /* this host's ranks */
     char library[256];
     MPI_Request requests[DIST_MAX_IN_FLIGHT];
     bool used[DIST_MAX_IN_FLIGHT];
@@ -47,12 +50,11 @@ nn_status dist_transport_init(void) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_mpi.group.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_mpi.group.size);
-    MPI_Comm local;
     MPI_TRY("MPI_Comm_split_type", MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_mpi.group.rank,
-                                                       MPI_INFO_NULL, &local));
-    MPI_Comm_rank(local, &g_mpi.group.local_rank);
-    MPI_Comm_size(local, &g_mpi.group.local_size);
-    MPI_Comm_free(&local);
+                                                       MPI_INFO_NULL, &g_mpi.local));
+    MPI_Comm_set_errhandler(g_mpi.local, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(g_mpi.local, &g_mpi.group.local_rank);
+    MPI_Comm_size(g_mpi.local, &g_mpi.group.local_size);
     g_mpi.ready = true;
     return NN_OK;
 }
@@ -104,6 +106,11 @@ nn_status dist_all_reduce_doubles(double *values, int64_t count) {
     return NN_OK;
 }
 
+nn_status dist_max_doubles(double *values, int count) {
+    MPI_TRY("MPI_Allreduce (max)", MPI_Allreduce(MPI_IN_PLACE, values, count, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    return NN_OK;
+}
+
 nn_status dist_broadcast_bytes(void *bytes, size_t count, int root) {
     for (size_t at = 0; at < count; at += (size_t)DIST_MAX_COUNT) {
         int n = (int)(count - at < (size_t)DIST_MAX_COUNT ? count - at : (size_t)DIST_MAX_COUNT);
@@ -117,6 +124,72 @@ nn_status dist_transport_barrier(void) {
     return NN_OK;
 }
 
+nn_status dist_shared_memory_new(size_t piece_bytes, size_t align, dist_shared_memory **out) {
+    *out = NULL;
+    if (align == 0 || piece_bytes % align != 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "dist_shared_memory_new: %zu bytes per rank are not a multiple of %zu",
+                            piece_bytes, align);
+    dist_shared_memory *m = calloc(1, sizeof *m);
+    char **pieces = calloc((size_t)g_mpi.group.local_size, sizeof *pieces);
+    MPI_Win *window = malloc(sizeof *window);
+    if (!m || !pieces || !window) {
+        free(m);
+        free(pieces);
+        free(window);
+        return nn_set_error(NN_ERR_MEMORY, "dist_shared_memory_new: out of host memory");
+    }
+    /* MPI places the pieces at any byte; each process maps the window at a
+     * page boundary, so a page boundary inside a piece is one in every
+     * process, and a piece one alignment longer holds an aligned one. */
+    const long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0 || align > (size_t)page) {
+        free(m);
+        free(pieces);
+        free(window);
+        return nn_set_error(NN_ERR_ARGUMENT, "dist_shared_memory_new: an alignment of %zu bytes is more than a page "
+                            "(%ld bytes), which the processes' mappings do not share", align, page);
+    }
+    void *mine = NULL;
+    int code = MPI_Win_allocate_shared((MPI_Aint)(piece_bytes + align), 1, MPI_INFO_NULL, g_mpi.local, &mine, window);
+    if (code != MPI_SUCCESS) {
+        free(m);
+        free(pieces);
+        free(window);
+        return mpi_failed("MPI_Win_allocate_shared", code);
+    }
+    for (int r = 0; code == MPI_SUCCESS && r < g_mpi.group.local_size; r++) {
+        MPI_Aint size = 0;
+        int unit = 0;
+        char *raw = NULL;
+        code = MPI_Win_shared_query(*window, r, &size, &unit, &raw);
+        pieces[r] = raw + (align - (uintptr_t)raw % align) % align;
+    }
+    m->window = window;
+    m->pieces = pieces;
+    m->piece_bytes = piece_bytes;
+    m->count = g_mpi.group.local_size;
+    if (code != MPI_SUCCESS) {
+        dist_shared_memory_free(m);
+        return mpi_failed("MPI_Win_shared_query", code);
+    }
+    *out = m;
+    return NN_OK;
+}
+
+void dist_shared_memory_free(dist_shared_memory *m) {
+    if (!m) return;
+    /* After MPI_Finalize the window is gone with the job. */
+    if (g_mpi.ready) MPI_Win_free((MPI_Win *)m->window);
+    free(m->window);
+    free(m->pieces);
+    free(m);
+}
+
+nn_status dist_local_barrier(void) {
+    MPI_TRY("MPI_Barrier (this host's ranks)", MPI_Barrier(g_mpi.local));
+    return NN_OK;
+}
+
 void dist_transport_abort(int code) {
     if (g_mpi.ready) MPI_Abort(MPI_COMM_WORLD, code);
 }
@@ -124,6 +197,7 @@ void dist_transport_abort(int code) {
 nn_status dist_transport_finalize(void) {
     if (!g_mpi.ready) return NN_OK;
     g_mpi.ready = false;
+    MPI_Comm_free(&g_mpi.local);
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_TRY("MPI_Finalize", MPI_Finalize());
@@ -153,8 +227,15 @@ nn_status dist_all_reduce_start(float *values, int64_t count, dist_request *requ
 }
 nn_status dist_all_reduce_wait(dist_request *request) { return NN_OK; }
 nn_status dist_all_reduce_doubles(double *values, int64_t count) { return not_built("dist_all_reduce_doubles"); }
+nn_status dist_max_doubles(double *values, int count) { return not_built("dist_max_doubles"); }
 nn_status dist_broadcast_bytes(void *bytes, size_t count, int root) { return not_built("dist_broadcast_bytes"); }
 nn_status dist_transport_barrier(void) { return not_built("dist_transport_barrier"); }
+nn_status dist_shared_memory_new(size_t piece_bytes, size_t align, dist_shared_memory **out) {
+    *out = NULL;
+    return not_built("dist_shared_memory_new");
+}
+void dist_shared_memory_free(dist_shared_memory *memory) {}
+nn_status dist_local_barrier(void) { return not_built("dist_local_barrier"); }
 void dist_transport_abort(int code) {}
 nn_status dist_transport_finalize(void) { return NN_OK; }
 

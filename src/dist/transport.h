@@ -36,9 +36,27 @@ nn_status dist_all_reduce_start(float *values, int64_t count, dist_request *requ
 nn_status dist_all_reduce_wait(dist_request *request);
 /* Sums doubles (in place) over the ranks, finished on return. */
 nn_status dist_all_reduce_doubles(double *values, int64_t count);
+/* The ranks' largest values, in place. */
+nn_status dist_max_doubles(double *values, int count);
 /* Rank root's bytes to every rank. */
 nn_status dist_broadcast_bytes(void *bytes, size_t count, int root);
 nn_status dist_transport_barrier(void);
+
+/* Memory every rank of this host maps (MPI_Win_allocate_shared): a piece of
+ * piece_bytes per local rank, each piece's address a multiple of `align`
+ * (at most a page). Collective over the host's ranks, which must all ask
+ * for the same sizes. */
+typedef struct dist_shared_memory {
+    void *window; /* the MPI_Win */
+    char **pieces; /* pieces[r]: local rank r's */
+    size_t piece_bytes;
+    int count;
+} dist_shared_memory;
+nn_status dist_shared_memory_new(size_t piece_bytes, size_t align, dist_shared_memory **out);
+void dist_shared_memory_free(dist_shared_memory *memory);
+/* Waits until every rank of this host has called it. */
+nn_status dist_local_barrier(void);
+
 void dist_transport_abort(int code);
 nn_status dist_transport_finalize(void);
 

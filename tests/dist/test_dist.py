@@ -2,10 +2,11 @@
 """Data-parallel training through MPI (issue 24), on the CPU with 2 ranks
 started by `mpirun --oversubscribe`: 2 ranks at batch 32 follow 1 process at
 batch 64 (same seed and data order) to 1e-5 relative loss at every one of
-20 steps and end with the same weights; ranks talking over TCP train to the
-losses they reach over shared memory; a resumed 2-rank run ends where an
-uninterrupted one does; a rank that fails ends the job naming itself and its
-cause, leaving the checkpoint on disk as it was.
+20 steps and end with the same weights; gradients averaged through MPI over
+TCP (as between hosts) give the same bits as through the host's shared
+memory; a resumed 2-rank run ends where an uninterrupted one does; a rank
+that fails ends the job naming itself and its cause, leaving the checkpoint
+on disk as it was.
 
 usage: tests/dist/test_dist.py BUILD/nnengine [NAME-SUBSTRING]
 Standard library only; the last line is "N passed, N failed". Without
@@ -118,6 +119,21 @@ def lenet_two_ranks_of_32_follow_one_process_of_64():
 
 
 @test
+def three_ranks_of_21_follow_one_process_of_63():
+    # Three pieces summed in shared memory: ((p0 + p1) + p2) / 3 on every rank.
+    # 630 images: 10 whole global batches (a partial last one is each rank's
+    # own mean, averaged, as in PyTorch's DDP).
+    common = [*COMMON, "--limit", "630"]
+    ok(single("train", "lenet5", *common, "--epochs", "1", "--batch", "63", "--log-steps", path("one63.jsonl")),
+       "1 process")
+    ok(mpirun(3, "train", "lenet5", *common, "--epochs", "1", "--batch", "21", "--log-steps", path("three.jsonl")),
+       "3 ranks")
+    one, three = step_losses("one63.jsonl"), step_losses("three.jsonl")
+    assert len(one) == 10, one
+    close_lists(three, one, 1e-5, "3x21 loss")
+
+
+@test
 def global_batch_splits_over_the_ranks():
     # One epoch: the cosine schedule spans --epochs.
     ok(single("train", "lenet5", *COMMON, "--epochs", "1", "--batch", "64", "--log-steps", path("one-epoch.jsonl")),
@@ -132,13 +148,20 @@ def global_batch_splits_over_the_ranks():
 
 @test
 def tcp_between_ranks_trains_as_shared_memory_does():
-    ok(mpirun(2, "train", "lenet5", *COMMON, "--epochs", "1", "--batch", "32", "--log-steps", path("shm.jsonl"),
-              mca=["--mca", "btl", "vader,self"]), "shared memory")
-    ok(mpirun(2, "train", "lenet5", *COMMON, "--epochs", "1", "--batch", "32", "--log-steps", path("tcp.jsonl"),
-              mca=["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"]), "TCP")
+    # Gradients through the host's shared memory (the default on one host),
+    # and through MPI over TCP as between two hosts: the same sums in the
+    # same order, so the same bits.
+    shm = ok(mpirun(2, "train", "lenet5", *COMMON, "--epochs", "1", "--batch", "32", "--log-steps",
+                    path("shm.jsonl"), mca=["--mca", "btl", "vader,self"]), "shared memory")
+    assert "through MPI" not in shm.stderr, shm.stderr
+    tcp = ok(mpirun(2, "train", "lenet5", *COMMON, "--epochs", "1", "--batch", "32", "--log-steps",
+                    path("tcp.jsonl"), mca=["--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo",
+                                            "-x", "NN_ENGINE_DIST_SHARED_MEMORY=0"]), "TCP")
+    assert "gradients averaged through MPI, not shared memory: NN_ENGINE_DIST_SHARED_MEMORY=0" in tcp.stderr, \
+        tcp.stderr
     shm, tcp = step_losses("shm.jsonl"), step_losses("tcp.jsonl")
     assert len(shm) == 10
-    close_lists(tcp, shm, 1e-6, "TCP loss")
+    assert tcp == shm, f"TCP losses {tcp} differ from shared memory's {shm}"
 
 
 @test

@@ -130,8 +130,23 @@ static nn_buffer *cpu_alloc(nn_backend *self, size_t bytes) {
 
 static void cpu_free(nn_backend *self, nn_buffer *buffer) {
     if (!buffer) return;
+    if (buffer->borrowed) {
+        free(buffer);
+        return;
+    }
     as_cpu(self)->bytes_in_use -= buffer->bytes;
     if (!cache_put(as_cpu(self), buffer)) release_buffer(buffer);
+}
+
+/* Host memory is the CPU's own: the buffer is the caller's memory itself. */
+static nn_buffer *cpu_import_host(nn_backend *self, void *host, size_t bytes) {
+    if (!host || (uintptr_t)host % self->host_import_alignment != 0)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "cpu: host memory used in place must be %zu-byte aligned, got %p",
+                            self->host_import_alignment, host);
+    nn_buffer *buffer = calloc(1, sizeof *buffer);
+    if (!buffer) return NN_FAIL_NULL(NN_ERR_MEMORY, "cpu: out of host memory");
+    *buffer = (nn_buffer){.bytes = bytes, .data = host, .borrowed = true};
+    return buffer;
 }
 
 static void cpu_memory_stats(nn_backend *self, uint64_t *current, uint64_t *peak, uint64_t *reserved) {
@@ -214,6 +229,8 @@ nn_backend *nn_cpu_backend_new(int threads) {
     b->alloc = cpu_alloc;
     b->memory_stats = cpu_memory_stats;
     b->free = cpu_free;
+    b->import_host = cpu_import_host;
+    b->host_import_alignment = 64;
     b->conv_keeps_columns = nn_cpu_conv_keeps_columns;
     /* No `supports`: here the fused kernels are the unfused ones run one
      * after another (the reference for the other backends), no faster. */

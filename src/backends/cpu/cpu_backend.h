@@ -2,12 +2,14 @@
 #ifndef NN_CPU_BACKEND_H
 #define NN_CPU_BACKEND_H
 
+#include <stdbool.h>
 #include "backends/backend.h"
 #include "thread_pool.h"
 
 struct nn_buffer {
     size_t bytes;
     void *data;             /* 64-byte aligned */
+    bool borrowed;          /* data is the caller's (import_host): never freed or cached here */
     struct nn_buffer *next; /* in the free cache */
 };
 

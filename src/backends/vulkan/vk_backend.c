@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "vk_backend.h"
+#include "vk_host_memory.h"
 #include "vk_matrix_cores.h"
 #include "backends/registry.h"
 #include "vulkan_backend.h"
@@ -175,7 +176,9 @@ static nn_status open_device(vk_backend *vk) {
         snprintf(vk->matrix_cores_note, sizeof vk->matrix_cores_note, "%s", vk->phys->matrix_cores_note);
     }
     nn_vk_matrix_core_features core_features;
-    const char *extensions[2];
+    const char *extensions[3];
+    const char *host_memory = vk_host_memory_extension(vk->vi, vk->phys);
+    if (host_memory) extensions[info.enabledExtensionCount++] = host_memory;
     if (vk->matrix_cores) {
         info.pNext = nn_vk_matrix_core_features_chain(&core_features, NULL);
         extensions[info.enabledExtensionCount++] = core_features.extension;
@@ -217,6 +220,7 @@ static nn_status open_device(vk_backend *vk) {
         return nn_set_error(NN_ERR_BACKEND, "vulkan: the driver of %s lacks %s", vk->phys->props.deviceName, missing);
     }
     vk->fn.vkGetDeviceQueue(vk->device, vk->phys->queue_family, 0, &vk->queue);
+    if (host_memory) vk_host_memory_init(vk);
     NN_TRY(vk_memory_init(vk));
     NN_TRY(vk_pipelines_init(vk));
     NN_TRY(vk_stream_init(vk));

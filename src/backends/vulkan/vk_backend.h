@@ -31,6 +31,7 @@ typedef struct vk_block {
     VkDeviceMemory memory;
     VkDeviceSize size;
     vk_range *free_list;      /* sorted by offset, neighbours merged */
+    bool imported;            /* the caller's host memory (vk_host_memory.h): never allocated from */
 } vk_block;
 
 struct nn_buffer {
@@ -135,6 +136,7 @@ typedef struct vk_set_entry {
 typedef struct vk_backend {
     nn_backend base;
     const nn_vk_instance *vi; /* the process's (vk_probe.h) */
+    PFN_vkGetMemoryHostPointerPropertiesEXT host_pointer_properties; /* vk_host_memory.h, or NULL */
     const nn_vk_physical *phys;
     VkDevice device;
     VkQueue queue;

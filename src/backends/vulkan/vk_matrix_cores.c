@@ -7,19 +7,6 @@
 
 #include "vk_probe.h"
 
-static bool has_extension(const nn_vk_instance *vi, VkPhysicalDevice device, const char *name) {
-    PFN_vkEnumerateDeviceExtensionProperties enumerate = (PFN_vkEnumerateDeviceExtensionProperties)
-        vi->loader->vkGetInstanceProcAddr(vi->instance, "vkEnumerateDeviceExtensionProperties");
-    uint32_t count = 0;
-    if (!enumerate || enumerate(device, NULL, &count, NULL) != VK_SUCCESS || count == 0) return false;
-    VkExtensionProperties *list = calloc(count, sizeof *list);
-    bool found = false;
-    if (list && enumerate(device, NULL, &count, list) == VK_SUCCESS)
-        for (uint32_t i = 0; i < count && !found; i++) found = strcmp(list[i].extensionName, name) == 0;
-    free(list);
-    return found;
-}
-
 /* A subgroup-scope 16 x 16 x 16 shape with fp16 inputs and fp32 sums. */
 static bool has_fp16_shape(const nn_vk_instance *vi, VkPhysicalDevice device) {
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR query =
@@ -47,7 +34,7 @@ void nn_vk_describe_matrix_cores(const nn_vk_instance *vi, nn_vk_physical *d) {
     const char *why = NULL;
     if (d->props.apiVersion < VK_API_VERSION_1_2 || vi->api_version < VK_API_VERSION_1_2)
         why = "needs Vulkan 1.2";
-    else if (!has_extension(vi, d->handle, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME))
+    else if (!nn_vk_device_has_extension(vi, d->handle, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME))
         why = "no " VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
     if (!why) {
         PFN_vkGetPhysicalDeviceFeatures2 features2 = (PFN_vkGetPhysicalDeviceFeatures2)

@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "vk_backend.h"
+#include "vk_host_memory.h"
 
 #define ALIGNMENT 256 /* sub-buffer alignment: >= any minStorageBufferOffsetAlignment */
 #define DEFAULT_BLOCK_BYTES ((VkDeviceSize)256 << 20)
@@ -121,6 +122,7 @@ static void free_ranges(vk_range *r) {
 void vk_memory_destroy(vk_backend *vk) {
     for (uint32_t i = 0; i < vk->block_count; i++) {
         vk_block *b = vk->blocks[i];
+        if (!b) continue; /* an imported block already given back */
         vk->fn.vkDestroyBuffer(vk->device, b->buffer, NULL);
         vk->fn.vkFreeMemory(vk->device, b->memory, NULL);
         free_ranges(b->free_list);
@@ -202,6 +204,7 @@ nn_buffer *vk_buffer_alloc(nn_backend *self, size_t bytes) {
     int64_t offset = -1;
     vk_block *block = NULL;
     for (uint32_t i = 0; i < vk->block_count && offset < 0; i++) {
+        if (!vk->blocks[i] || vk->blocks[i]->imported) continue;
         offset = take_range(vk->blocks[i], size);
         if (offset >= 0) block = vk->blocks[i];
     }
@@ -231,6 +234,10 @@ void vk_memory_stats(nn_backend *self, uint64_t *current, uint64_t *peak, uint64
 
 void vk_buffer_free(nn_backend *self, nn_buffer *buffer) {
     if (!buffer) return;
+    if (buffer->block->imported) {
+        vk_imported_free(as_vk(self), buffer);
+        return;
+    }
     vk_block *b = buffer->block;
     VkDeviceSize start = buffer->offset, size = buffer->reserved;
     as_vk(self)->bytes_in_use -= size;

@@ -17,6 +17,19 @@ void nn_vk_version_string(uint32_t v, char *buf, size_t size) {
              VK_API_VERSION_PATCH(v));
 }
 
+bool nn_vk_device_has_extension(const nn_vk_instance *vi, VkPhysicalDevice device, const char *name) {
+    PFN_vkEnumerateDeviceExtensionProperties enumerate = (PFN_vkEnumerateDeviceExtensionProperties)
+        vi->loader->vkGetInstanceProcAddr(vi->instance, "vkEnumerateDeviceExtensionProperties");
+    uint32_t count = 0;
+    if (!enumerate || enumerate(device, NULL, &count, NULL) != VK_SUCCESS || count == 0) return false;
+    VkExtensionProperties *list = calloc(count, sizeof *list);
+    bool found = false;
+    if (list && enumerate(device, NULL, &count, list) == VK_SUCCESS)
+        for (uint32_t i = 0; i < count && !found; i++) found = strcmp(list[i].extensionName, name) == 0;
+    free(list);
+    return found;
+}
+
 static void describe_kind(nn_vk_physical *d) {
     static const struct { VkPhysicalDeviceType type; const char *name; int rank; } kinds[] = {
         {VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU, "discrete gpu", 0},

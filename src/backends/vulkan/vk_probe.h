@@ -47,6 +47,9 @@ const nn_vk_instance *nn_vk_instance_get(char *why, size_t why_size);
  * skips software implementations (what "auto" wants). Returns -1 with `why`. */
 int nn_vk_choose_device(const nn_vk_instance *vi, bool hardware_only, char *why, size_t why_size);
 
+/* Whether the physical device offers the device extension `name`. */
+bool nn_vk_device_has_extension(const nn_vk_instance *vi, VkPhysicalDevice device, const char *name);
+
 /* "1.3.230" */
 void nn_vk_version_string(uint32_t version, char *buf, size_t size);
 
