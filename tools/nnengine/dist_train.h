@@ -31,10 +31,8 @@ int dist_train_start(dist_train *d, const char *device, int64_t global_batch, in
 bool dist_train_is_main(const dist_train *d);
 /* This rank's images of an epoch of `count` images at `batch` per rank. */
 int64_t dist_train_shard_count(const dist_train *d, int64_t count, int64_t batch);
-/* order (a permutation of count images) becomes this rank's shard, in place:
- * of each global batch of size x batch images, images [rank x batch,
- * (rank + 1) x batch); of the last, smaller one an equal share (the at most
- * size - 1 left over are skipped this epoch). */
+/* order (a permutation of count images) becomes this rank's shard, in place
+ * (nn_shard_indices: the rule the image loader's nn_loader_shard follows too). */
 void dist_train_shard_order(const dist_train *d, int64_t *order, int64_t count, int64_t batch);
 /* Rank 0's weights and buffers to every rank, and opt's gradients averaged
  * over the ranks from now on. */
