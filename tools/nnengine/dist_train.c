@@ -98,6 +98,13 @@ nn_status dist_train_sum(const dist_train *d, double *values, int count) {
     return d->active ? nn_dist_all_reduce_host(values, count, NN_DIST_SUM) : NN_OK;
 }
 
+nn_status dist_train_from_main(const dist_train *d, double *values, int count) {
+    if (!d->active) return NN_OK;
+    if (d->rank != 0) /* a sum of rank 0's values and zeros is rank 0's values, bit for bit */
+        for (int i = 0; i < count; i++) values[i] = 0;
+    return nn_dist_all_reduce_host(values, count, NN_DIST_SUM);
+}
+
 int dist_train_finish(dist_train *d, int status) {
     if (!d->active) return status;
     if (d->quiet) {

@@ -39,6 +39,8 @@ void dist_train_shard_order(const dist_train *d, int64_t *order, int64_t count, 
 nn_status dist_train_prepare(dist_train *d, nn_module *net, nn_optimizer *opt);
 /* Sums count doubles over the ranks (no job: unchanged). */
 nn_status dist_train_sum(const dist_train *d, double *values, int count);
+/* Rank 0's count doubles to every rank, replacing theirs (no job: unchanged). */
+nn_status dist_train_from_main(const dist_train *d, double *values, int count);
 /* The end: a rank that failed prints its messages naming itself and exits
  * without leaving the job, which makes mpirun end it; otherwise leaves it. */
 int dist_train_finish(dist_train *d, int status);
