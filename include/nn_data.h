@@ -66,6 +66,16 @@ void nn_dataset_free(nn_dataset *ds);
  * (seed, epoch), so a run resumed at an epoch sees the same order. */
 nn_status nn_shuffle_indices(int64_t *indices, int64_t n, uint64_t seed, uint64_t epoch);
 
+/* Data parallelism: rank `rank` of `ranks` trains on its share of every
+ * global batch of ranks x batch images of the epoch's order: positions
+ * [rank x batch, (rank + 1) x batch) of each full global batch and, of the
+ * last, smaller one, an equal share (the at most ranks - 1 images left over
+ * are skipped that epoch). nn_shard_indices moves this rank's images of
+ * order (count entries) to its front, in order; nn_shard_count says how
+ * many there are (the same on every rank; -1 for bad arguments). */
+nn_status nn_shard_indices(int64_t *order, int64_t count, int64_t batch, int rank, int ranks);
+int64_t nn_shard_count(int64_t count, int64_t batch, int ranks);
+
 /* Gather images indices[0..n-1] into x (n x channels x height x width,
  * value = (pixel / 255 - mean) / std) and their labels into y (may be NULL). */
 nn_status nn_dataset_gather(const nn_dataset *ds, const int64_t *indices, int64_t n, float mean,

@@ -160,9 +160,23 @@ nn_status nn_loader_start_epoch(nn_loader *loader, int64_t epoch);
  * loader only reports it; free it. */
 nn_status nn_loader_next(nn_loader *loader, nn_batch *out);
 
-/* Batches of a full epoch: ceil(count / batch) (one fewer for each batch
- * whose every file failed to decode). */
+/* Batches of a full epoch: ceil(count / batch), or of this rank's share
+ * after nn_loader_shard (one fewer for each batch whose every file failed
+ * to decode). */
 int64_t nn_loader_batches(const nn_loader *loader);
+
+/* Data parallelism: from the first epoch on, the loader gives rank `rank`
+ * of `ranks` only its share of each epoch's order (nn_shard_indices at the
+ * loader's batch: of every global batch of ranks x batch images, positions
+ * [rank x batch, (rank + 1) x batch); of the last an equal share), and
+ * decodes only those. Every rank computes the same order from the seed, and
+ * an image's crop and flip depend on (seed, epoch, image) alone, so N ranks
+ * at batch B decode exactly the images one loader at batch N x B would, with
+ * the same pixels. nn_loader_batches then counts this rank's batches (the
+ * same on every rank). Call it before the first nn_loader_start_epoch
+ * (NN_ERR_STATE after); NN_ERR_ARGUMENT for a rank outside [0, ranks) or
+ * when the ranks would get no image. */
+nn_status nn_loader_shard(nn_loader *loader, int rank, int ranks);
 
 /* Files that failed to decode so far (each counted once over all epochs; a
  * failed file is not retried), and the earliest of them in epoch order,

@@ -432,3 +432,82 @@ TEST(image_index_split_matches_dataset_split) {
     nn_clear_error();
     tf_remove_tree(dir);
 }
+
+/* nn_loader_shard: N ranks at batch B decode, step by step, exactly the
+ * images (pixels after random crops and flips included) one loader at batch
+ * N x B gives, each once; the last global batch's left-over images are
+ * skipped as nn_shard_indices says; misuse is refused. */
+TEST(image_loader_shards_follow_one_loader_of_the_global_batch) {
+    char dir[64];
+    CHECK(tf_make_temp_dir(dir, sizeof dir));
+    enum { N = 23, B = 3, FLOATS = 3 * 5 * 6 };
+    write_id_folder(dir, N, 3);
+    nn_image_index index;
+    CHECK(nn_image_index_load(dir, &index) == NN_OK);
+    nn_loader_options o = nn_loader_defaults();
+    o.width = 6, o.height = 5, o.threads = 2, o.prefetch = 2, o.seed = 5, o.shuffle = true, o.flip = true;
+    o.crop = NN_CROP_RANDOM_RESIZED;
+    static float whole[N * FLOATS], part[N * FLOATS];
+    int32_t whole_labels[N], part_labels[N];
+    for (int ranks = 1; ranks <= 3; ranks++) {
+        nn_loader_options global = o;
+        global.batch = (int64_t)ranks * B;
+        nn_loader *one = nn_loader_new(&index, NULL, N, &global);
+        nn_loader *shards[3];
+        for (int r = 0; r < ranks; r++) {
+            nn_loader_options per_rank = o;
+            per_rank.batch = B;
+            shards[r] = nn_loader_new(&index, NULL, N, &per_rank);
+            CHECK(shards[r] && nn_loader_shard(shards[r], r, ranks) == NN_OK);
+        }
+        const int64_t share = nn_shard_count(N, B, ranks), steps = (share + B - 1) / B;
+        CHECK(nn_loader_batches(shards[0]) == steps);
+        for (int epoch = 1; epoch <= 2; epoch++) {
+            CHECK(run_epoch(one, epoch, FLOATS, whole, whole_labels) == N);
+            for (int r = 0; r < ranks; r++) CHECK(nn_loader_start_epoch(shards[r], epoch) == NN_OK);
+            /* Step s of every rank, in rank order, is the front of global batch s. */
+            int64_t at = 0;
+            for (int64_t s = 0; s < steps; s++) {
+                int64_t step_images = 0;
+                for (int r = 0; r < ranks; r++) {
+                    nn_batch b;
+                    CHECK(nn_loader_next(shards[r], &b) == NN_OK && b.count > 0);
+                    CHECK(b.count == (s < N / (ranks * B) ? B : share - s * B));
+                    memcpy(part + (at + step_images) * FLOATS, b.images, sizeof(float) * FLOATS * (size_t)b.count);
+                    memcpy(part_labels + at + step_images, b.labels, sizeof(int32_t) * (size_t)b.count);
+                    step_images += b.count;
+                }
+                CHECK_MSG(memcmp(part + at * FLOATS, whole + s * ranks * B * FLOATS,
+                                 sizeof(float) * FLOATS * (size_t)step_images) == 0,
+                          "%d ranks, epoch %d, step %lld: the ranks' images differ from the global batch's", ranks,
+                          epoch, (long long)s);
+                CHECK(memcmp(part_labels + at, whole_labels + s * ranks * B, sizeof(int32_t) * (size_t)step_images) == 0);
+                at += step_images;
+            }
+            for (int r = 0; r < ranks; r++) {
+                nn_batch b;
+                CHECK(nn_loader_next(shards[r], &b) == NN_OK && b.count == 0);
+            }
+            /* Every image but the left-over ones, once: 23 at 1 rank, 22 at 2 (global 6, tail 5), 21 at 3 (tail 5). */
+            CHECK_MSG(at == N - N % (ranks * B) % ranks, "%d ranks: %lld images", ranks, (long long)at);
+        }
+        nn_loader_free(one);
+        for (int r = 0; r < ranks; r++) nn_loader_free(shards[r]);
+    }
+    /* Misuse: a rank outside the job, ranks with no image, sharding a started loader. */
+    nn_loader_options small = o;
+    small.batch = 4;
+    nn_loader *loader = nn_loader_new(&index, NULL, 2, &small);
+    CHECK(nn_loader_shard(loader, 2, 2) == NN_ERR_ARGUMENT && strstr(nn_last_error(), "rank 2 of 2"));
+    CHECK(nn_loader_shard(loader, 0, 3) == NN_ERR_ARGUMENT && strstr(nn_last_error(), "2 images at batch 4"));
+    CHECK(nn_loader_shard(loader, 0, 2) == NN_OK && nn_loader_batches(loader) == 1);
+    CHECK(nn_loader_start_epoch(loader, 0) == NN_OK);
+    CHECK(nn_loader_shard(loader, 1, 2) == NN_ERR_STATE && strstr(nn_last_error(), "before its first"));
+    nn_batch b;
+    CHECK(nn_loader_next(loader, &b) == NN_OK && b.count == 1);
+    CHECK(nn_loader_shard(NULL, 0, 1) == NN_ERR_ARGUMENT);
+    nn_loader_free(loader);
+    nn_clear_error();
+    nn_image_index_free(&index);
+    tf_remove_tree(dir);
+}

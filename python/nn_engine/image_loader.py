@@ -85,6 +85,7 @@ for _name, _restype, _argtypes in [
     ("nn_loader_batches", ctypes.c_int64, [ctypes.c_void_p]),
     ("nn_loader_failures", ctypes.c_int64, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]),
     ("nn_loader_free", None, [ctypes.c_void_p]),
+    ("nn_loader_shard", c_status, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]),
 ]:
     _fn = getattr(lib, _name)
     _fn.restype = _restype
@@ -160,11 +161,15 @@ class ImageLoader:
     "none" (whole image stretched), "random-resized" (torchvision's
     RandomResizedCrop) or "center" (Resize(256)+CenterCrop(224) scaled).
     The order of epoch e is nn_shuffle_indices(seed, e) when shuffle; the
-    crop and flip of an image depend only on (seed, epoch, image)."""
+    crop and flip of an image depend only on (seed, epoch, image).
+    Data parallel (DistributedSampler's num_replicas and rank): this rank's
+    share of every global batch of num_replicas x batch images
+    (nn_loader_shard), so the ranks together see what one loader at that
+    batch gives."""
 
     def __init__(self, index, subset=None, size=(224, 224), channels=3, batch=128, threads=None,
                  prefetch=3, seed=1, shuffle=False, flip=False, crop="none",
-                 mean=IMAGENET_MEAN, std=IMAGENET_STD):
+                 mean=IMAGENET_MEAN, std=IMAGENET_STD, num_replicas=1, rank=0):
         if crop not in CROPS:
             raise ValueError(f"crop must be one of {sorted(CROPS)}, got {crop!r}")
         if threads is None:
@@ -186,6 +191,12 @@ class ImageLoader:
             count, subset_p = len(self._subset), self._subset.ctypes.data_as(_i64_p)
         self._loader = check_ptr(lib.nn_loader_new(ctypes.byref(index._index), subset_p, count,
                                                    ctypes.byref(o)), "nn_loader_new")
+        if num_replicas != 1 or rank != 0:
+            try:
+                check(lib.nn_loader_shard(self._loader, rank, num_replicas), "nn_loader_shard")
+            except Exception:
+                self.close()
+                raise
 
     def __len__(self):
         """Batches in a full epoch."""

@@ -40,6 +40,8 @@ struct nn_loader {
     const nn_image_index *index;
     int64_t *subset; /* count images of the index */
     int64_t count, batches;
+    int rank, ranks;   /* nn_loader_shard: this rank's share of each epoch (1 rank: all of it) */
+    int64_t positions; /* images an epoch gives: count, or the rank's share (nn_shard_count) */
     size_t image_floats;
     nn_loader_options o;
 
@@ -156,7 +158,7 @@ static slot *slot_for_batch(nn_loader *l, int64_t b) {
         s->state = SLOT_FILLING;
         s->batch = b;
         s->first = b * l->o.batch;
-        s->size = l->count - s->first < l->o.batch ? l->count - s->first : l->o.batch;
+        s->size = l->positions - s->first < l->o.batch ? l->positions - s->first : l->o.batch;
         s->done = 0;
         return s;
     }
@@ -171,7 +173,7 @@ static void *worker_main(void *arg) {
     for (;;) {
         slot *s = NULL;
         while (!l->stopping &&
-               !(l->active && l->error == NN_OK && l->next_position < l->count &&
+               !(l->active && l->error == NN_OK && l->next_position < l->positions &&
                  (s = slot_for_batch(l, l->next_position / l->o.batch))))
             pthread_cond_wait(&l->work, &l->mutex);
         if (l->stopping) break;
@@ -306,6 +308,8 @@ nn_loader *nn_loader_new(const nn_image_index *index, const int64_t *subset, int
     l->index = index;
     l->o = *options;
     l->count = count;
+    l->ranks = 1;
+    l->positions = count;
     l->batches = (count + options->batch - 1) / options->batch;
     l->image_floats = (size_t)options->channels * options->height * options->width;
     l->slot_count = options->prefetch + 1;
@@ -373,6 +377,8 @@ nn_status nn_loader_start_epoch(nn_loader *l, int64_t epoch) {
         } else {
             memcpy(l->order, l->subset, (size_t)l->count * sizeof *l->order);
         }
+        /* The whole epoch's order on every rank, then this rank's share at its front. */
+        if (l->ranks > 1) nn_shard_indices(l->order, l->count, l->o.batch, l->rank, l->ranks);
         l->epoch = (uint64_t)epoch;
         l->next_position = 0;
         l->next_batch = 0;
@@ -430,7 +436,7 @@ nn_status nn_loader_next(nn_loader *l, nn_batch *out) {
         l->delivered == 0)
         status = nn_set_error(NN_ERR_IO,
                               "image loader: none of the epoch's %lld files could be decoded (first: %s)",
-                              (long long)l->count, l->first_failure);
+                              (long long)l->positions, l->first_failure);
     if (status == NN_OK && l->error != NN_OK)
         status = nn_set_error(l->error, "%s", l->error_message);
     pthread_mutex_unlock(&l->mutex);
@@ -438,6 +444,32 @@ nn_status nn_loader_next(nn_loader *l, nn_batch *out) {
 }
 
 int64_t nn_loader_batches(const nn_loader *l) { return l ? l->batches : 0; }
+
+nn_status nn_loader_shard(nn_loader *l, int rank, int ranks) {
+    if (!l) return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_shard: NULL loader");
+    if (ranks < 1 || rank < 0 || rank >= ranks)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_loader_shard: rank %d of %d ranks is not in [0, ranks) with ranks >= 1",
+                            rank, ranks);
+    const int64_t share = nn_shard_count(l->count, l->o.batch, ranks);
+    if (share < 1)
+        return nn_set_error(NN_ERR_ARGUMENT,
+                            "nn_loader_shard: %lld images at batch %lld give each of %d ranks no image",
+                            (long long)l->count, (long long)l->o.batch, ranks);
+    pthread_mutex_lock(&l->mutex);
+    /* generation counts started epochs: the share must not change under one. */
+    const bool started = l->generation > 0;
+    if (!started) {
+        l->rank = rank;
+        l->ranks = ranks;
+        l->positions = share;
+        l->batches = (share + l->o.batch - 1) / l->o.batch;
+    }
+    pthread_mutex_unlock(&l->mutex);
+    if (started)
+        return nn_set_error(NN_ERR_STATE, "nn_loader_shard: an epoch has started; shard the loader before its first "
+                                          "nn_loader_start_epoch");
+    return NN_OK;
+}
 
 int64_t nn_loader_failures(nn_loader *l, char *first, int first_size) {
     if (!l) return 0;

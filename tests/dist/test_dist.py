@@ -2,11 +2,16 @@
 """Data-parallel training through MPI (issue 24), on the CPU with 2 ranks
 started by `mpirun --oversubscribe`: 2 ranks at batch 32 follow 1 process at
 batch 64 (same seed and data order) to 1e-5 relative loss at every one of
-20 steps and end with the same weights; gradients averaged through MPI over
-TCP (as between hosts) give the same bits as through the host's shared
-memory; a resumed 2-rank run ends where an uninterrupted one does; a rank
-that fails ends the job naming itself and its cause, leaving the checkpoint
-on disk as it was.
+20 steps and end with the same weights (3 ranks too); gradients averaged
+through MPI over TCP (as between hosts) give the same bits as through the
+host's shared memory; a resumed 2-rank run ends where an uninterrupted one
+does; a rank that fails ends the job naming itself and its cause, leaving
+the checkpoint on disk as it was. Photos (class folders of PNGs written
+here, decoded by the image loader): 2 ranks at global batch 8 follow 1
+process at batch 8 with random crops and flips on, every image of an epoch
+counted once, the last global batch's odd image left over as the in-memory
+data's is, resume, --save-best, and a BatchNorm model with --patience that
+stops on every rank alike.
 
 usage: tests/dist/test_dist.py BUILD/nnengine [NAME-SUBSTRING]
 Standard library only; the last line is "N passed, N failed". Without
@@ -15,9 +20,11 @@ import json
 import os
 import shutil
 import struct
+import random
 import subprocess
 import sys
 import tempfile
+import zlib
 
 FASHION = "/usr/share/datasets/fashion-mnist"
 binary = os.path.abspath(sys.argv[1])
@@ -50,6 +57,49 @@ def ok(p, what):
 def step_losses(name):
     with open(path(name)) as f:
         return [json.loads(line)["loss"] for line in f]
+
+
+def step_images(name):
+    """--log-steps: the images of each step over all ranks, by epoch."""
+    by_epoch = {}
+    with open(path(name)) as f:
+        for line in f:
+            step = json.loads(line)
+            by_epoch.setdefault(step["epoch"], []).append(step["images"])
+    return by_epoch
+
+
+def write_rgb_png(file, width, height, rgb):
+    """8-bit RGB PNG (rgb: width * height * 3 values), written with zlib alone (as tests/cli's)."""
+    def chunk(kind, body):
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+    stride = width * 3
+    rows = b"".join(b"\0" + bytes(rgb[y * stride:(y + 1) * stride]) for y in range(height))
+    with open(file, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def photo_folder(name, train, test):
+    """DIR/train and DIR/test of 3 colour classes: small PNGs of awkward sizes
+    (resized to the model's 224x224), each a noisy gradient in its class's channel."""
+    root = path(name)
+    if os.path.isdir(root):
+        return root
+    rng = random.Random(5)
+    for split, count in (("train", train), ("test", test)):
+        for i in range(count):
+            folder = os.path.join(root, split, ("red", "green", "blue")[i % 3])
+            os.makedirs(folder, exist_ok=True)
+            width, height = 11 + i % 5, 9 + i % 3
+            rgb = []
+            for y in range(height):
+                for x in range(width):
+                    pixel = [rng.randrange(0, 90) for _ in range(3)]
+                    pixel[i % 3] += 100 + (x * 7 + y * 3) % 60
+                    rgb += pixel
+            write_rgb_png(os.path.join(folder, f"{i:03d}.png"), width, height, rgb)
+    return root
 
 
 def weights(name):
@@ -201,6 +251,77 @@ def sync_bn_is_refused_with_a_reason():
 def devices_shows_the_mpi_library_and_rank():
     p = ok(mpirun(2, "devices"), "devices")
     assert "Open MPI" in p.stdout and "rank 0 of 2" in p.stdout and "rank 1 of 2" in p.stdout, p.stdout
+
+
+# 38 training images at global batch 8: 4 full steps and one of 6 (3 a rank),
+# so 2 ranks and 1 process see the same images at every step.
+PHOTOS = ["--device", "cpu", "--quiet", "--seed", "3", "--epochs", "2"]
+AUGMENT = ["--flip", "--random-crop"]
+
+
+@test
+def photos_two_ranks_follow_one_process_with_augmentation():
+    data = photo_folder("photos", 38, 7)
+    ok(single("train", "alexnet", "--data", data, *PHOTOS, *AUGMENT, "--batch", "8", "--log-steps",
+              path("photo-one.jsonl"), "--save", path("photo-one.safetensors")), "1 process")
+    p = ok(mpirun(2, "train", "alexnet", "--data", data, *PHOTOS, *AUGMENT, "--global-batch", "8", "--log-steps",
+                  path("photo-two.jsonl"), "--save", path("photo-two.safetensors"), "--save-best",
+                  path("photo-best.safetensors")), "2 ranks")
+    assert "each of the 2 ranks decodes its share of every global batch of 8 images (5 batches" in p.stderr, p.stderr
+    assert p.stderr.count("saved the best weights so far (epoch 1") == 1, p.stderr
+    assert os.path.exists(path("photo-best.safetensors"))
+    one, two = step_losses("photo-one.jsonl"), step_losses("photo-two.jsonl")
+    assert len(one) == 10 and len(set(one)) == 10, one
+    close_lists(two, one, 1e-5, "2 ranks' photo loss")
+    # Every image of an epoch once over the ranks: the steps' images add up to the 38.
+    assert step_images("photo-two.jsonl") == {1: [8, 8, 8, 8, 6], 2: [8, 8, 8, 8, 6]}, step_images("photo-two.jsonl")
+    # Weights to 1e-4: a unit at ReLU's threshold amplifies the rounding of a batch summed as 2 x 4, not 8
+    # (one bias of AlexNet's 9M values is 2.5e-5 off after these 10 steps; the rest within 8e-6).
+    close_weights(weights("photo-two.safetensors"), weights("photo-one.safetensors"), 1e-4, "2 ranks' photo weights")
+
+
+@test
+def photos_odd_count_leaves_the_last_odd_image_out_as_in_memory_data_does():
+    data = photo_folder("photos", 38, 7)
+    # --limit 37: the last global batch has 5 images; each rank takes 2, the fifth waits for the next epoch.
+    ok(single("train", "alexnet", "--data", data, *PHOTOS, "--limit", "37", "--batch", "8", "--log-steps",
+              path("odd-one.jsonl")), "1 process")
+    ok(mpirun(2, "train", "alexnet", "--data", data, *PHOTOS, "--limit", "37", "--batch", "4", "--log-steps",
+              path("odd-two.jsonl")), "2 ranks")
+    ok(mpirun(2, "train", "lenet5", *COMMON[:-2], "--seed", "3", "--epochs", "2", "--limit", "37", "--batch", "4",
+              "--log-steps", path("odd-idx.jsonl")), "2 ranks on data held on the device")
+    photos, in_memory = step_images("odd-two.jsonl"), step_images("odd-idx.jsonl")
+    assert photos == in_memory == {1: [8, 8, 8, 8, 4], 2: [8, 8, 8, 8, 4]}, (photos, in_memory)
+    assert step_images("odd-one.jsonl") == {1: [8, 8, 8, 8, 5], 2: [8, 8, 8, 8, 5]}
+    # Until the last step of the first epoch the images and losses are the single process's.
+    close_lists(step_losses("odd-two.jsonl")[:4], step_losses("odd-one.jsonl")[:4], 1e-5, "odd count's loss")
+
+
+@test
+def photos_resumed_two_rank_run_ends_where_an_uninterrupted_one_does():
+    data = photo_folder("photos", 38, 7)
+    args = ["train", "alexnet", "--data", data, *PHOTOS, *AUGMENT, "--global-batch", "8"]
+    ok(mpirun(2, *args, "--save", path("photo-whole.safetensors")), "uninterrupted")
+    ok(mpirun(2, *args, "--stop-after", "1", "--checkpoint", path("photo-state.safetensors")), "first epoch")
+    p = ok(mpirun(2, *args, "--resume", path("photo-state.safetensors"), "--save", path("photo-resumed.safetensors")),
+           "resumed")
+    assert "resuming from" in p.stderr, p.stderr
+    close_weights(weights("photo-resumed.safetensors"), weights("photo-whole.safetensors"), 0.0, "resumed weights")
+
+
+@test
+def photos_batchnorm_model_stops_early_on_every_rank_alike():
+    # MobileNetV2's BatchNorm statistics differ by rank; rank 0 evaluates and
+    # every rank takes its figures, so --patience stops all of them together
+    # (a rank that went on would wait for the others forever: the timeout).
+    data = photo_folder("photos", 38, 7)
+    p = ok(mpirun(2, "train", "mobilenet_v2", "--data", data, "--device", "cpu", "--quiet", "--seed", "3",
+                  "--epochs", "3", "--limit", "16", "--global-batch", "8", "--patience", "1", "--save-best-by",
+                  "loss", "--log", path("mobilenet.jsonl"), timeout=240), "mobilenet_v2")
+    losses = [json.loads(line)["test_loss"] for line in open(path("mobilenet.jsonl"))]
+    # The test loss rises after epoch 1 on this data and seed (1.25, then 1.62).
+    assert len(losses) == 2 and losses[1] >= losses[0], losses
+    assert p.stderr.count("early stopping after epoch 2") == 1, p.stderr
 
 
 if shutil.which("mpirun") is None:

@@ -109,3 +109,27 @@ def test_split_shuffle_and_errors(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(OSError, match="empty: class folder has no PNG or JPEG image"):
         ImageIndex.load(str(tmp_path))
+
+
+def test_ranks_share_the_global_batch(tmp_path):
+    """2 ranks at batch 2 (num_replicas, rank) give, step by step, the images
+    of one loader at batch 4, augmentation included; the odd image left over
+    in the last global batch is skipped."""
+    write_folder(tmp_path)
+    (tmp_path / "cat" / "bad.jpg").unlink()  # a file failing to decode would shorten its batch
+    index = ImageIndex.load(str(tmp_path))
+    assert len(index) == 9
+    kw = dict(size=(7, 5), threads=2, shuffle=True, flip=True, crop="random-resized", seed=4)
+    whole = list(ImageLoader(index, batch=4, **kw).epoch(3))
+    ranks = [list(ImageLoader(index, batch=2, num_replicas=2, rank=r, **kw).epoch(3)) for r in range(2)]
+    assert len(ranks[0]) == len(ranks[1]) == 2
+    for step, ((x0, y0), (x1, y1)) in enumerate(zip(*ranks)):
+        x, y = np.concatenate([x0, x1]), np.concatenate([y0, y1])
+        assert np.array_equal(x, whole[step][0][:len(x)]) and np.array_equal(y, whole[step][1][:len(y)])
+    assert [len(y) for _, y in whole] == [4, 4, 1]
+    assert sum(len(y) for r in ranks for _, y in r) == 8  # the last global batch's 1 image is left over
+    odd = [list(ImageLoader(index, subset=list(range(7)), batch=2, num_replicas=2, rank=r, **kw).epoch(0))
+           for r in range(2)]
+    assert [len(y) for _, y in odd[0]] == [2, 1] and sum(len(y) for r in odd for _, y in r) == 6
+    with pytest.raises(ValueError, match="rank 2 of 2 ranks"):
+        ImageLoader(index, batch=2, num_replicas=2, rank=2)

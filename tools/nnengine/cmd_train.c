@@ -166,12 +166,14 @@ static nn_status run_steps(trainer *t, int64_t from, int64_t to) {
 }
 
 /* --log-steps: step `step` of the epoch, its loss summed over `images`
- * images of this rank; rank 0's line gives the mean over every rank's images. */
+ * images of this rank; rank 0's line gives the mean over every rank's images
+ * and their number. */
 static nn_status log_step(trainer *t, int epoch, int64_t step, double loss_sum, int64_t images) {
     double v[2] = {loss_sum, (double)images};
     nn_status st = dist_train_sum(&t->dist, v, 2); /* every rank takes part; rank 0 writes */
-    if (st == NN_OK && t->step_log && fprintf(t->step_log, "{\"epoch\": %d, \"step\": %lld, \"loss\": %.9g}\n", epoch,
-                               (long long)step, v[0] / (v[1] > 0 ? v[1] : 1)) < 0)
+    if (st == NN_OK && t->step_log &&
+        fprintf(t->step_log, "{\"epoch\": %d, \"step\": %lld, \"loss\": %.9g, \"images\": %lld}\n", epoch,
+                (long long)step, v[0] / (v[1] > 0 ? v[1] : 1), (long long)v[1]) < 0)
         st = NN_ERR_IO;
     return st;
 }
@@ -211,7 +213,8 @@ static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *imag
     nn_status st = device_steps_begin_host_epoch(&t->steps);
     if (st == NN_OK) st = nn_loader_start_epoch(t->photo.train_loader, epoch - 1);
     nn_batch b;
-    int64_t step = 0, seen = 0;
+    int64_t step = 0, seen = 0, logged_seen = 0;
+    double logged_sum = 0;
     /* A resumed interrupted epoch: its first batches were trained on. */
     while (st == NN_OK && step < t->resume_step && (st = nn_loader_next(t->photo.train_loader, &b)) == NN_OK &&
            b.count > 0)
@@ -221,6 +224,11 @@ static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *imag
         st = device_steps_host_step(&t->steps, b.images, b.labels, b.count);
         seen += b.count;
         step++;
+        if (st == NN_OK && t->config.log_steps) { /* every rank takes part: it sums over the ranks */
+            st = device_steps_sums(&t->steps, loss_sum, correct);
+            if (st == NN_OK) st = log_step(t, epoch, step, *loss_sum - logged_sum, seen - logged_seen);
+            logged_sum = *loss_sum, logged_seen = seen;
+        }
         if (st == NN_OK && bar->enabled && step % PHOTO_STEPS_PER_TICK == 0) {
             st = device_steps_sums(&t->steps, loss_sum, correct);
             if (st == NN_OK && !loss_guard_check(&t->guard, epoch, step, *loss_sum)) st = NN_ERR_STATE;
@@ -283,9 +291,17 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
         return EXIT_FAILURE_RUNTIME;
     }
-    st = t->photos ? photo_evaluate(t->ctx, t->net, &t->photo, &stats->test_loss, &stats->test_acc, NULL)
-                   : evaluate(t->ctx, t->net, &t->data.test, t->data.norm, t->data.classes, &stats->test_loss,
-                              &stats->test_acc, NULL);
+    /* mpirun: rank 0 evaluates the whole test set and every rank takes its
+     * figures (BatchNorm statistics differ by rank), so that --save-best and
+     * --patience decide alike on every rank. */
+    stats->test_loss = stats->test_acc = 0;
+    if (dist_train_is_main(&t->dist))
+        st = t->photos ? photo_evaluate(t->ctx, t->net, &t->photo, &stats->test_loss, &stats->test_acc, NULL)
+                       : evaluate(t->ctx, t->net, &t->data.test, t->data.norm, t->data.classes, &stats->test_loss,
+                                  &stats->test_acc, NULL);
+    double figures[2] = {stats->test_loss, stats->test_acc};
+    if (st == NN_OK) st = dist_train_from_main(&t->dist, figures, 2);
+    stats->test_loss = figures[0], stats->test_acc = figures[1];
     if (st == NN_OK && t->ema) st = nn_ema_swap(t->ema);
     if (st != NN_OK) {
         fprintf(stderr, "nnengine train: evaluation after epoch %d failed: %s\n", epoch, library_error());
@@ -463,7 +479,7 @@ static int setup_photo_data(trainer *t, int channels, int height, int width, cha
     photo_options o = {.channels = channels, .height = height, .width = width, .batch = c->batch,
                        .limit = c->limit, .validation_fraction = c->validation_fraction, .seed = (uint64_t)c->seed,
                        .normalize = c->normalize, .workers = (int)c->workers, .flip = c->flip,
-                       .random_crop = c->random_crop};
+                       .random_crop = c->random_crop, .rank = t->dist.rank, .ranks = t->dist.size};
     int status = photo_data_load("train", c->data, &o, &t->photo);
     if (status == EXIT_OK) status = fine_tuning_classes(c, t->photo.classes);
     if (status != EXIT_OK) return status;
@@ -479,6 +495,10 @@ static int setup_photo_data(trainer *t, int channels, int height, int width, cha
             channels, height, width, t->photo.workers, c->random_crop ? "random resized crops" : "whole images",
             c->flip ? ", random flips" : "", t->photo.mean[0], t->photo.mean[1], t->photo.mean[2],
             t->photo.std[0], t->photo.std[1], t->photo.std[2]);
+    if (t->dist.active)
+        fprintf(stderr, "data parallel: each of the %d ranks decodes its share of every global batch of %lld images "
+                        "(%lld batches an epoch)\n", t->dist.size, (long long)(c->batch * t->dist.size),
+                (long long)nn_loader_batches(t->photo.train_loader));
     return EXIT_OK;
 }
 
@@ -537,11 +557,6 @@ static int setup(trainer *t) {
         return EXIT_BAD_INPUT;
     }
     char why[512] = "";
-    if (t->photos && t->dist.active) {
-        fprintf(stderr, "nnengine train: data parallelism (mpirun) needs a dataset held on the device; %s takes photos "
-                        "from the image loader, which does not shard them yet\n", c->model);
-        return EXIT_BAD_INPUT;
-    }
     if (t->photos && c->accumulate > 1) {
         fprintf(stderr, "nnengine train: --accumulate needs a dataset held on the device; %s takes photos batch by "
                         "batch from the host\n", c->model);
@@ -896,7 +911,7 @@ int command_train(int argc, char **argv) {
         {"--quiet", OPTION_SWITCH, &c.quiet, 0, 0, NULL, "no model summary (layers, output shapes, parameters, memory) before training"},
         {"--global-batch", OPTION_INT, &c.global_batch, 1, 1 << 24, "G", "under mpirun -n N: G images per step over all ranks (--batch G/N each; default N x --batch)"},
         {"--sync-bn", OPTION_SWITCH, &c.sync_bn, 0, 0, NULL, "under mpirun: BatchNorm statistics over all ranks (not available yet: refused)"},
-        {"--log-steps", OPTION_STRING, &c.log_steps, 0, 0, "FILE", "write each step's mean loss (over all ranks) as one JSON object per line"},
+        {"--log-steps", OPTION_STRING, &c.log_steps, 0, 0, "FILE", "write each step's mean loss and its images (over all ranks) as one JSON object per line"},
         {"--log-format", OPTION_STRING, &c.log_format, 0, 0, "F", "--log as json (one object per line) or csv (default: csv for a FILE ending in .csv, else json)"},
     };
     static const char *const required[] = {"--data", NULL};

@@ -81,18 +81,11 @@ int dist_train_start(dist_train *d, const char *device, int64_t global_batch, in
 bool dist_train_is_main(const dist_train *d) { return !d->active || d->rank == 0; }
 
 int64_t dist_train_shard_count(const dist_train *d, int64_t count, int64_t batch) {
-    if (!d->active) return count;
-    const int64_t global = batch * d->size, tail = count % global;
-    return count / global * batch + tail / d->size;
+    return d->active ? nn_shard_count(count, batch, d->size) : count;
 }
 
 void dist_train_shard_order(const dist_train *d, int64_t *order, int64_t count, int64_t batch) {
-    if (!d->active) return;
-    const int64_t global = batch * d->size, full = count / global, share = count % global / d->size;
-    int64_t at = 0; /* this rank's images go to the front: each comes from a later position */
-    for (int64_t g = 0; g < full; g++)
-        for (int64_t i = 0; i < batch; i++) order[at++] = order[g * global + d->rank * batch + i];
-    for (int64_t i = 0; i < share; i++) order[at++] = order[full * global + d->rank * share + i];
+    if (d->active) nn_shard_indices(order, count, batch, d->rank, d->size);
 }
 
 nn_status dist_train_prepare(dist_train *d, nn_module *net, nn_optimizer *opt) {
@@ -103,6 +96,13 @@ nn_status dist_train_prepare(dist_train *d, nn_module *net, nn_optimizer *opt) {
 
 nn_status dist_train_sum(const dist_train *d, double *values, int count) {
     return d->active ? nn_dist_all_reduce_host(values, count, NN_DIST_SUM) : NN_OK;
+}
+
+nn_status dist_train_from_main(const dist_train *d, double *values, int count) {
+    if (!d->active) return NN_OK;
+    if (d->rank != 0) /* a sum of rank 0's values and zeros is rank 0's values, bit for bit */
+        for (int i = 0; i < count; i++) values[i] = 0;
+    return nn_dist_all_reduce_host(values, count, NN_DIST_SUM);
 }
 
 int dist_train_finish(dist_train *d, int status) {

@@ -31,16 +31,16 @@ int dist_train_start(dist_train *d, const char *device, int64_t global_batch, in
 bool dist_train_is_main(const dist_train *d);
 /* This rank's images of an epoch of `count` images at `batch` per rank. */
 int64_t dist_train_shard_count(const dist_train *d, int64_t count, int64_t batch);
-/* order (a permutation of count images) becomes this rank's shard, in place:
- * of each global batch of size x batch images, images [rank x batch,
- * (rank + 1) x batch); of the last, smaller one an equal share (the at most
- * size - 1 left over are skipped this epoch). */
+/* order (a permutation of count images) becomes this rank's shard, in place
+ * (nn_shard_indices: the rule the image loader's nn_loader_shard follows too). */
 void dist_train_shard_order(const dist_train *d, int64_t *order, int64_t count, int64_t batch);
 /* Rank 0's weights and buffers to every rank, and opt's gradients averaged
  * over the ranks from now on. */
 nn_status dist_train_prepare(dist_train *d, nn_module *net, nn_optimizer *opt);
 /* Sums count doubles over the ranks (no job: unchanged). */
 nn_status dist_train_sum(const dist_train *d, double *values, int count);
+/* Rank 0's count doubles to every rank, replacing theirs (no job: unchanged). */
+nn_status dist_train_from_main(const dist_train *d, double *values, int count);
 /* The end: a rank that failed prints its messages naming itself and exits
  * without leaving the job, which makes mpirun end it; otherwise leaves it. */
 int dist_train_finish(dist_train *d, int status);

@@ -75,6 +75,11 @@ int photo_data_load(const char *command, const char *dir, const photo_options *o
     int64_t count = o->limit > 0 && o->limit < out->train.count ? o->limit : out->train.count;
     out->train_loader = nn_loader_new(&out->train, NULL, count, &lo);
     out->test_loader = out->train_loader ? nn_loader_new(&out->test, NULL, out->test.count, &eval) : NULL;
+    if (out->test_loader && o->ranks > 1 && nn_loader_shard(out->train_loader, o->rank, o->ranks) != NN_OK) {
+        fprintf(stderr, "nnengine %s: %s (give fewer ranks, a smaller --batch or more images)\n", command,
+                library_error());
+        return EXIT_BAD_INPUT;
+    }
     if (!out->test_loader) {
         fprintf(stderr, "nnengine %s: %s\n", command, library_error());
         return EXIT_FAILURE_RUNTIME;

@@ -19,6 +19,7 @@ typedef struct photo_options {
     const float *mean, *std;     /* when set: 3 per-channel values used instead of normalize */
     int workers;                 /* decoding threads; 0: one per core but one */
     bool flip, random_crop;
+    int rank, ranks;             /* mpirun: the training loader gives this rank its share (nn_loader_shard) */
 } photo_options;
 
 typedef struct photo_data {
