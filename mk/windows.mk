@@ -1,6 +1,7 @@
 # The Windows x86-64 build (issue 27), cross-compiled with mingw-w64
 # (Debian: gcc-mingw-w64-x86-64, libz-mingw-w64-dev; `make windows-deps`).
 #
+#   make wheel-windows  build-win/nn_engine-<version>-py3-none-win_amd64.whl
 #   make windows    build-win/nnengine.exe, nnengine.dll (+ libnnengine.dll.a, the
 #                   import library), libnnengine.a and tests/nn_tests.exe
 #
@@ -53,3 +54,8 @@ $(BUILD)/tests/nn_tests.exe: $(WINDOWS_TEST_OBJ) $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(WINDOWS_TEST_OBJ) $(BUILD)/libnnengine.a $(LDLIBS)
 endif
+
+# The Windows Python wheel: nn_engine with nnengine.dll inside (scripts/build-wheel.py).
+.PHONY: wheel-windows
+wheel-windows: windows
+	python3 scripts/build-wheel.py --library $(WINDOWS_BUILD)/nnengine.dll --platform win_amd64 --out $(WINDOWS_BUILD)
