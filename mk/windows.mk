@@ -1,9 +1,9 @@
 # The Windows x86-64 build (issue 27), cross-compiled with mingw-w64
 # (Debian: gcc-mingw-w64-x86-64, libz-mingw-w64-dev; `make windows-deps`).
 #
-#   make wheel-windows  build-win/nn_engine-<version>-py3-none-win_amd64.whl
 #   make windows    build-win/nnengine.exe, nnengine.dll (+ libnnengine.dll.a, the
 #                   import library), libnnengine.a and tests/nn_tests.exe
+#   make wheel-windows  build-win/nn_engine-<version>-py3-none-win_amd64.whl
 #
 # Everything is linked statically (zlib, winpthreads, libgcc): the DLL and the
 # programs need only Windows' own DLLs. The Vulkan backend loads vulkan-1.dll
