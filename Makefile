@@ -7,7 +7,7 @@
 #
 # Variables: BUILD (output folder), BLAS (auto|0|1), MPI (auto|0|1), SANITIZE (0|1), CC,
 # GEMM_KERNELS (auto: AVX2+FMA when the CPU has them | baseline: SSE2 only),
-# IMAGE_CODECS (1: libpng + libjpeg | 0: image folders refused).
+# IMAGE_CODECS (1: libpng + libjpeg | wic: Windows Imaging Component | 0: image folders refused).
 # `make windows`: the Windows x86-64 build in build-win/ (mk/windows.mk).
 
 BUILD ?= build
@@ -94,10 +94,16 @@ ifeq ($(VULKAN),1)
 endif
 # ---- platform layer (src/platform/) and the image decoders ----------------
 LIB_SRC += $(sort $(wildcard src/platform/*.c))
+# IMAGE_CODECS=wic: the Windows Imaging Component decodes (mk/windows.mk).
+WIC_DECODER_SRC := src/data/image_wic.c src/data/image_jpeg_end.c
+LIBRARY_DECODER_SRC := src/data/image_png.c src/data/image_jpeg.c
 ifeq ($(IMAGE_CODECS),1)
-  LIB_SRC := $(filter-out src/data/image_codecs_absent.c,$(LIB_SRC))
+  LIB_SRC := $(filter-out src/data/image_codecs_absent.c $(WIC_DECODER_SRC),$(LIB_SRC))
+else ifeq ($(IMAGE_CODECS),wic)
+  LIB_SRC := $(filter-out src/data/image_codecs_absent.c $(LIBRARY_DECODER_SRC),$(LIB_SRC))
 else
-  LIB_SRC := $(filter-out src/data/image_decode.c src/data/image_png.c,$(LIB_SRC))
+  LIB_SRC := $(filter-out src/data/image_decode.c src/data/image_jpeg_region.c $(LIBRARY_DECODER_SRC) \
+                          $(WIC_DECODER_SRC),$(LIB_SRC))
 endif
 # ------------------------------------------------------------------------------
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(VK_GEN_OBJ)

@@ -3,19 +3,20 @@
 #
 #   make windows    build-win/nnengine.exe, nnengine.dll (+ libnnengine.dll.a, the
 #                   import library), libnnengine.a and tests/nn_tests.exe
+#   make wheel-windows  build-win/nn_engine-<version>-py3-none-win_amd64.whl
 #
 # Everything is linked statically (zlib, winpthreads, libgcc): the DLL and the
 # programs need only Windows' own DLLs. The Vulkan backend loads vulkan-1.dll
 # (every GPU driver installs it) at run time, as on Linux. Without MPI, OpenBLAS
-# (the built-in GEMM) or libpng/libjpeg (image folders are refused with a
-# message; IDX files work): IMAGE_CODECS=0.
+# (the built-in GEMM) or libpng/libjpeg: PNG and JPEG are decoded by the
+# Windows Imaging Component (IMAGE_CODECS=wic, src/data/image_wic.c).
 MINGW ?= x86_64-w64-mingw32
 WINDOWS_BUILD ?= build-win
 
 .PHONY: windows windows-deps
 windows:
 	@command -v $(MINGW)-gcc >/dev/null || { echo "make windows: $(MINGW)-gcc not found: make windows-deps"; exit 1; }
-	$(MAKE) WINDOWS=1 BUILD=$(WINDOWS_BUILD) CC=$(MINGW)-gcc AR=$(MINGW)-ar BLAS=0 MPI=0 IMAGE_CODECS=0 \
+	$(MAKE) WINDOWS=1 BUILD=$(WINDOWS_BUILD) CC=$(MINGW)-gcc AR=$(MINGW)-ar BLAS=0 MPI=0 IMAGE_CODECS=wic \
 		$(WINDOWS_BUILD)/nnengine.dll $(WINDOWS_BUILD)/nnengine.exe $(WINDOWS_BUILD)/tests/nn_tests.exe
 
 windows-deps:
@@ -28,6 +29,7 @@ CPPFLAGS += -I$(VULKAN_HEADERS) -D__USE_MINGW_ANSI_STDIO=1 # C99 printf: %zu, %l
 # -static: zlib, winpthreads and libgcc inside; Windows 8 and later (WaitOnAddress).
 LDFLAGS += -static
 LDLIBS += -lsynchronization -lshell32 # WaitOnAddress; CommandLineToArgvW
+LDLIBS += -lwindowscodecs -lole32 -loleaut32 -luuid # WIC (image_wic.c), COM
 
 $(LIB_OBJ) $(CLI_OBJ) $(TEST_OBJ): | $(VULKAN_HEADERS)
 $(VULKAN_HEADERS):
@@ -43,13 +45,17 @@ $(BUILD)/nnengine.exe: $(CLI_OBJ) $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libnnengine.a $(LDLIBS)
 
-# The C tests, but those that write PNG/JPEG files (no libpng/libjpeg here)
-# or test POSIX file kinds (FIFOs, symbolic links, permissions).
-WINDOWS_TEST_EXCLUDED := test_files test_hardening_files test_data test_image_loader test_image_resize
-WINDOWS_TEST_OBJ := $(filter-out $(WINDOWS_TEST_EXCLUDED:%=$(BUILD)/obj/tests/%.o),$(TEST_OBJ)) \
-                    $(BUILD)/obj/tests/windows/posix_compat.o
+# The C tests, with the Windows image writers (tests/windows/image_writers.c)
+# for the libpng/libjpeg ones.
+WINDOWS_TEST_OBJ := $(filter-out $(BUILD)/obj/tests/image_writers.o,$(TEST_OBJ)) \
+                    $(BUILD)/obj/tests/windows/posix_compat.o $(BUILD)/obj/tests/windows/image_writers.o
 $(TEST_OBJ): CPPFLAGS += -include tests/windows/posix_compat.h
 $(BUILD)/tests/nn_tests.exe: $(WINDOWS_TEST_OBJ) $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(WINDOWS_TEST_OBJ) $(BUILD)/libnnengine.a $(LDLIBS)
 endif
+
+# The Windows Python wheel: nn_engine with nnengine.dll inside (scripts/build-wheel.py).
+.PHONY: wheel-windows
+wheel-windows: windows
+	python3 scripts/build-wheel.py --library $(WINDOWS_BUILD)/nnengine.dll --platform win_amd64 --out $(WINDOWS_BUILD)

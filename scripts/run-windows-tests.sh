@@ -3,7 +3,8 @@
 # runs build-win/tests/nn_tests.exe under wine64 (on Vulkan too where Wine's
 # Vulkan reaches a driver, else the Vulkan tests are skipped and it says so),
 # then trains LeNet-5 with nnengine.exe and with the Linux build of the same
-# GEMM (built-in, 1 thread, same seed) and compares their losses. Skips, with
+# GEMM (built-in, 1 thread, same seed) and compares their losses; builds and
+# checks the win_amd64 wheel; and stops a training run with Ctrl+C. Skips, with
 # the reason, where mingw-w64 or Wine is missing. Last line: "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +54,20 @@ else
     passed=$((passed + $(echo "$summary" | cut -d' ' -f1)))
     failed=$((failed + $(echo "$summary" | cut -d' ' -f3)))
 fi
+
+# The wheel (nnengine.dll inside nn_engine) and Ctrl+C through the console handler.
+run_check() { # name, command...
+    local name=$1
+    shift
+    echo "== Windows build: $name"
+    if "$@"; then passed=$((passed + 1)); else echo "FAIL $name"; failed=$((failed + 1)); fi
+}
+wheel_python=$(command -v python3)
+[ -x build/py-env/bin/python ] && wheel_python=build/py-env/bin/python
+run_check "the win_amd64 wheel" sh -c "make -s wheel-windows >/dev/null &&
+    $wheel_python scripts/check-windows-wheel.py build-win/nn_engine-*-py3-none-win_amd64.whl \
+        '$WINEPREFIX/drive_c/windows/system32'"
+run_check "Ctrl+C stops training after the step and saves" python3 scripts/windows-ctrl-c.py "$wine" build-win/nnengine.exe
 
 # LeNet-5 on Fashion-MNIST: nnengine.exe against the Linux build with the
 # same built-in GEMM, one thread, the same seed, step by step.

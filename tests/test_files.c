@@ -1,16 +1,48 @@
 #define _XOPEN_SOURCE 700
 #include "test_files.h"
 
-#include <ftw.h>
-#include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
-#include <jpeglib.h>
+#ifdef _WIN32
+#include <windows.h>
+
+/* Under Windows' own temporary folder (GetTempPath), which Wine maps too. */
+int tf_make_temp_dir(char *out, size_t size) {
+    char base[MAX_PATH + 1];
+    DWORD n = GetTempPathA(sizeof base, base);
+    if (n == 0 || n >= sizeof base) return 0;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        snprintf(out, size, "%snn_test_%06x", base, (unsigned)(GetTickCount() * 2654435761u + attempt) & 0xFFFFFF);
+        if (CreateDirectoryA(out, NULL)) return 1;
+        if (GetLastError() != ERROR_ALREADY_EXISTS) return 0;
+    }
+    return 0;
+}
+
+void tf_remove_tree(const char *path) {
+    char pattern[MAX_PATH + 4];
+    snprintf(pattern, sizeof pattern, "%s/*", path);
+    WIN32_FIND_DATAA entry;
+    HANDLE find = FindFirstFileA(pattern, &entry);
+    if (find != INVALID_HANDLE_VALUE) {
+        do {
+            if (!strcmp(entry.cFileName, ".") || !strcmp(entry.cFileName, "..")) continue;
+            char child[MAX_PATH + 4];
+            snprintf(child, sizeof child, "%s/%s", path, entry.cFileName);
+            if (entry.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) tf_remove_tree(child);
+            else DeleteFileA(child);
+        } while (FindNextFileA(find, &entry));
+        FindClose(find);
+    }
+    RemoveDirectoryA(path);
+}
+#else
+#include <ftw.h>
+#include <unistd.h>
 
 int tf_make_temp_dir(char *out, size_t size) {
     snprintf(out, size, "/tmp/nn_test_XXXXXX");
@@ -23,6 +55,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 }
 
 void tf_remove_tree(const char *path) { nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS); }
+#endif
 
 int tf_subdir(const char *dir, const char *name, char *out, size_t size) {
     snprintf(out, size, "%s/%s", dir, name);
@@ -56,60 +89,4 @@ int tf_write_idx(const char *path, uint32_t magic, const uint32_t *dims, int ndi
     }
     free(all);
     return ok;
-}
-
-int tf_write_png(const char *path, const uint8_t *pixels, int width, int height, int channels) {
-    png_image image;
-    memset(&image, 0, sizeof image);
-    image.version = PNG_IMAGE_VERSION;
-    image.width = (png_uint_32)width;
-    image.height = (png_uint_32)height;
-    image.format = channels == 4 ? PNG_FORMAT_RGBA
-                   : channels == 3 ? PNG_FORMAT_RGB
-                   : channels == 2 ? PNG_FORMAT_GA
-                                   : PNG_FORMAT_GRAY;
-    return png_image_write_to_file(&image, path, 0, pixels, 0, NULL) != 0;
-}
-
-int tf_write_jpeg_gray(const char *path, const uint8_t *pixels, int width, int height, int quality) {
-    return tf_write_jpeg(path, pixels, width, height, 1, quality);
-}
-
-static int write_jpeg(const char *path, const uint8_t *pixels, int width, int height,
-                      int channels, int quality, int progressive);
-
-int tf_write_jpeg(const char *path, const uint8_t *pixels, int width, int height, int channels,
-                  int quality) {
-    return write_jpeg(path, pixels, width, height, channels, quality, 0);
-}
-
-int tf_write_jpeg_progressive(const char *path, const uint8_t *pixels, int width, int height,
-                              int channels, int quality) {
-    return write_jpeg(path, pixels, width, height, channels, quality, 1);
-}
-
-static int write_jpeg(const char *path, const uint8_t *pixels, int width, int height,
-                      int channels, int quality, int progressive) {
-    FILE *f = fopen(path, "wb");
-    if (!f) return 0;
-    struct jpeg_compress_struct cinfo;
-    struct jpeg_error_mgr err;
-    cinfo.err = jpeg_std_error(&err);
-    jpeg_create_compress(&cinfo);
-    jpeg_stdio_dest(&cinfo, f);
-    cinfo.image_width = (JDIMENSION)width;
-    cinfo.image_height = (JDIMENSION)height;
-    cinfo.input_components = channels;
-    cinfo.in_color_space = channels == 3 ? JCS_RGB : JCS_GRAYSCALE;
-    jpeg_set_defaults(&cinfo);
-    jpeg_set_quality(&cinfo, quality, TRUE);
-    if (progressive) jpeg_simple_progression(&cinfo);
-    jpeg_start_compress(&cinfo, TRUE);
-    while (cinfo.next_scanline < cinfo.image_height) {
-        JSAMPROW row = (JSAMPROW)(pixels + (size_t)cinfo.next_scanline * width * channels);
-        jpeg_write_scanlines(&cinfo, &row, 1);
-    }
-    jpeg_finish_compress(&cinfo);
-    jpeg_destroy_compress(&cinfo);
-    return fclose(f) == 0;
 }

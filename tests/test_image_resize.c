@@ -229,7 +229,13 @@ TEST(image_jpeg_partial_decode_matches_full) {
     char dir[64], path[128], why[256];
     CHECK(tf_make_temp_dir(dir, sizeof dir));
     uint8_t *data = malloc(1 << 20);
-    for (int progressive = 0; progressive <= 1; progressive++) {
+#ifdef _WIN32
+    printf("  skipped on Windows: %s: the progressive JPEG (WIC's encoder writes baseline files alone)\n", __func__);
+    const int last_kind = 0;
+#else
+    const int last_kind = 1;
+#endif
+    for (int progressive = 0; progressive <= last_kind; progressive++) {
         snprintf(path, sizeof path, "%s/photo.jpg", dir);
         CHECK(progressive ? tf_write_jpeg_progressive(path, px, W, H, 3, 90) : tf_write_jpeg(path, px, W, H, 3, 90));
         FILE *f = fopen(path, "rb");

@@ -6,6 +6,7 @@ whatever it is given: a wrong declaration is how ctypes code crashes.
 """
 import ctypes
 import os
+import sys
 import threading
 
 c_tensor_p = ctypes.c_void_p  # nn_tensor * (opaque)
@@ -306,17 +307,22 @@ _OPTIONAL = {
 }
 
 
+# The library's file name: Linux's shared object, or the Windows wheel's DLL
+# (it needs only Windows' own DLLs, so no os.add_dll_directory is needed).
+LIBRARY_NAME = "nnengine.dll" if sys.platform == "win32" else "libnnengine.so"
+
+
 def _candidates():
     """Where to look for the library, in order: NN_ENGINE_LIBRARY, the copy
-    shipped inside the installed package, then build/ of the source tree this
-    package sits in (the development path: PYTHONPATH=python)."""
+    shipped inside the installed package (the wheel), then build/ of the
+    source tree this package sits in (the development path: PYTHONPATH=python)."""
     env = os.environ.get("NN_ENGINE_LIBRARY")
     if env:
         return [env]
     here = os.path.dirname(os.path.abspath(__file__))
     return [
-        os.path.join(here, "libnnengine.so"),
-        os.path.join(os.path.dirname(os.path.dirname(here)), "build", "libnnengine.so"),
+        os.path.join(here, LIBRARY_NAME),
+        os.path.join(os.path.dirname(os.path.dirname(here)), "build", LIBRARY_NAME),
     ]
 
 
@@ -331,7 +337,7 @@ def _load():
         except OSError as err:
             tried.append(f"{path} ({err})")
     raise ImportError(
-        "nn_engine: cannot load libnnengine.so; tried: " + "; ".join(tried) +
+        f"nn_engine: cannot load {LIBRARY_NAME}; tried: " + "; ".join(tried) +
         ". Build it with `make lib` in the nn-engine source tree, or point "
         "NN_ENGINE_LIBRARY at the file.")
 

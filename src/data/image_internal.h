@@ -58,9 +58,27 @@ nn_status nn_decode_image(const uint8_t *data, size_t size, const nn_decode_requ
 nn_status nn_decode_png(const uint8_t *data, size_t size, const nn_decode_request *request, nn_image *out,
                         nn_box *box, char *why, size_t why_size);
 
+/* nn_decode_image's JPEG half (image_jpeg.c: libjpeg-turbo; image_wic.c:
+ * the Windows Imaging Component). */
+nn_status nn_decode_jpeg(const uint8_t *data, size_t size, const nn_decode_request *request, nn_image *out,
+                         nn_box *box, char *why, size_t why_size);
+
+/* The scale n (of n/8) a JPEG is decoded at: the smallest of 1, 2, 4 at
+ * which `box` scaled by n/8 still measures min_w x min_h, else 8. */
+int nn_jpeg_choose_scale(const nn_box *box, int min_w, int min_h);
+
+/* The rows (or columns) [first, last] of a decoded image of `size` that the
+ * bilinear taps of [start, start + length) read. */
+void nn_jpeg_tap_span(double start, double length, int size, int *first, int *last);
+
+/* 1 when the JPEG's markers, followed from SOI over each segment and scan,
+ * reach EOI within `size` bytes; else 0 with the reason in `why` (for a
+ * decoder that, like WIC's, fills data missing at the end with grey). */
+int nn_jpeg_reaches_end(const uint8_t *data, size_t size, char *why, size_t why_size);
+
 /* NN_OK where this build decodes PNG and JPEG; else sets the error, naming
- * `who` and `dir`, and returns NN_ERR_IO (image_codecs_absent.c:
- * the Windows build, whose libpng and libjpeg are not built yet). */
+ * `who` and `dir`, and returns NN_ERR_IO (image_codecs_absent.c: a build
+ * made with IMAGE_CODECS=0). */
 nn_status nn_image_codecs_check(const char *who, const char *dir);
 
 /* 1 when the first bytes (at least 8 of them, or the whole file) are a PNG

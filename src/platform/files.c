@@ -55,8 +55,25 @@ static int open_wide(const char *path, int flags, int mode) {
 int nn_file_open_for_inspection(const char *path) { return open_wide(path, _O_RDONLY, 0); }
 int nn_file_make_blocking(int fd) { return 0; }
 
+/* FILE_SHARE_DELETE: the Ctrl+C handler's nn_atomic_cleanup_all can delete
+ * a temporary file while its save still holds it open (it goes with the
+ * last handle, at the process's exit), as unlink does on Linux. */
 int nn_file_create_new(const char *path, int mode) {
-    return open_wide(path, _O_WRONLY | _O_CREAT | _O_EXCL, _S_IREAD | _S_IWRITE);
+    wchar_t *wide = widen(path);
+    HANDLE handle = wide ? CreateFileW(wide, GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_DELETE, NULL, CREATE_NEW,
+                                       FILE_ATTRIBUTE_NORMAL, NULL)
+                         : INVALID_HANDLE_VALUE;
+    free(wide);
+    if (handle == INVALID_HANDLE_VALUE) {
+        DWORD error = GetLastError();
+        if (wide) errno = error == ERROR_FILE_EXISTS || error == ERROR_ALREADY_EXISTS ? EEXIST
+                          : error == ERROR_PATH_NOT_FOUND || error == ERROR_FILE_NOT_FOUND ? ENOENT
+                                                                                             : EACCES;
+        return -1;
+    }
+    int fd = _open_osfhandle((intptr_t)handle, _O_WRONLY | _O_BINARY);
+    if (fd < 0) CloseHandle(handle);
+    return fd;
 }
 
 int nn_file_keep_mode(int fd, const nn_file_status *old) { return 0; }
