@@ -180,6 +180,11 @@
     /* learning-rate schedule (nn_lr_schedule_params). counter (int32[1]), lr[1] */                            \
     X(LR_SCHEDULE, lr_schedule, nn_lr_schedule_params, 2, NN_ARG(0) | NN_ARG(1), 0)                            \
     /* moving average of weights (nn_ema_params). shadow, value (32-bit words) */                              \
-    X(EMA_UPDATE, ema_update, nn_ema_params, 2, NN_ARG(0) | NN_ARG(1), 0)
+    X(EMA_UPDATE, ema_update, nn_ema_params, 2, NN_ARG(0) | NN_ARG(1), 0)                                      \
+    /* NORM_BACKWARD_DATA in two, for sums reduced in between (SyncBatchNorm):                                 \
+     * x, mean, var, weight, dy, sums [2 * groups] */                                                          \
+    X(NORM_BACKWARD_SUMS, norm_backward_sums, nn_norm_params, 6, NN_ARG(5), NN_ARG(3))                          \
+    /* x, mean, var, weight, dy, dx, sums [2 * groups] */                                                      \
+    X(NORM_BACKWARD_FROM_SUMS, norm_backward_from_sums, nn_norm_params, 7, NN_ARG(5), NN_ARG(3))
 
 #endif

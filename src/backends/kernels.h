@@ -448,7 +448,14 @@ int nn_kernel_arg_count(nn_kernel kernel);
  *                    var came from x), rstd * (w dy - mean_g(w dy) - xhat
  *                    mean_g(w dy xhat)), else (constants) rstd * w dy;
  *   BACKWARD_AFFINE  dweight[c] (+)= sum of dy xhat, dbias[c] (+)= sum of
- *                    dy over channel c's elements (either may be absent). */
+ *                    dy over channel c's elements (either may be absent);
+ *   BACKWARD_SUMS    sums[2 g], sums[2 g + 1] = the sums of w dy and of
+ *                    w dy xhat over group g (BACKWARD_DATA's reductions);
+ *   BACKWARD_FROM_SUMS  dx (+)= rstd * (w dy - sums[2 g] / n - xhat
+ *                    sums[2 g + 1] / n), n = outer * inner: BACKWARD_DATA
+ *                    with batch statistics from given sums, so sums reduced
+ *                    over several processes in between (SyncBatchNorm, sums
+ *                    scaled by n / the processes' count) act as the batch's. */
 typedef struct nn_norm_params {
     int64_t outer, inner;
     int64_t channel_inner;
