@@ -84,6 +84,8 @@ nn_status nn_dist_data_parallel(nn_optimizer *opt);
  * running statistics agree. *converted (may be NULL) gets the number of
  * layers. Every rank converts the same model. */
 nn_status nn_dist_sync_batch_norm(nn_module *m, int *converted);
+/* One such sync object (for nn_batch_norm_synced on ctx, `channels`). */
+nn_batch_norm_sync *nn_dist_batch_norm_sync_new(nn_ctx *ctx, int channels);
 
 /* Ends the whole job at once with this exit code (MPI_Abort): for a rank that
  * cannot go on while the others wait for it. Returns only without a job. */

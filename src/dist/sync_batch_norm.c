@@ -11,10 +11,21 @@ static nn_status all_reduce(double *values, int64_t count, void *user) {
     return dist_all_reduce_doubles(values, count);
 }
 
+static nn_status check_ready(const char *fn) {
+    if (dist_transport_ready()) return NN_OK;
+    return nn_set_error(NN_ERR_STATE, "%s: not in a job: call nn_dist_init first%s", fn,
+                        dist_transport_built() ? "" : " (and this build of nn-engine has no MPI)");
+}
+
+nn_batch_norm_sync *nn_dist_batch_norm_sync_new(nn_ctx *ctx, int channels) {
+    if (check_ready("nn_dist_batch_norm_sync_new") != NN_OK) return NULL;
+    return nn_batch_norm_sync_new(ctx, channels, all_reduce, NULL);
+}
+
 static nn_status convert(nn_module *m, int *converted) {
     const int channels = nn_batchnorm_channels(m);
     if (channels > 0) {
-        nn_batch_norm_sync *sync = nn_batch_norm_sync_new(nn_module_ctx(m), channels, all_reduce, NULL);
+        nn_batch_norm_sync *sync = nn_dist_batch_norm_sync_new(nn_module_ctx(m), channels);
         if (!sync) return nn_last_status();
         NN_TRY(nn_batchnorm_set_sync(m, sync));
         (*converted)++;
@@ -26,9 +37,7 @@ static nn_status convert(nn_module *m, int *converted) {
 nn_status nn_dist_sync_batch_norm(nn_module *m, int *converted) {
     const char *fn = "nn_dist_sync_batch_norm";
     if (!m) return nn_set_error(NN_ERR_ARGUMENT, "%s: module is NULL", fn);
-    if (!dist_transport_ready())
-        return nn_set_error(NN_ERR_STATE, "%s: not in a job: call nn_dist_init first%s", fn,
-                            dist_transport_built() ? "" : " (and this build of nn-engine has no MPI)");
+    NN_TRY(check_ready(fn));
     int count = 0;
     nn_status st = convert(m, &count);
     if (converted) *converted = count;

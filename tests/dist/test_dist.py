@@ -10,6 +10,7 @@ cause, leaving the checkpoint on disk as it was.
 usage: tests/dist/test_dist.py BUILD/nnengine [NAME-SUBSTRING]
 Standard library only; the last line is "N passed, N failed". Without
 mpirun (or in a build without MPI) it says so and counts nothing."""
+import gzip
 import json
 import os
 import shutil
@@ -168,10 +169,59 @@ def a_failing_rank_ends_the_job_naming_itself_and_keeps_the_checkpoint():
         assert f.read() == before, "the checkpoint changed"
 
 
+def small_fashion(size=14, train=640, test=64):
+    """A folder of IDX files: the first images of Fashion-MNIST, every 2nd pixel (14x14), so ResNet-18 runs fast."""
+    folder = path("small-fashion")
+    if os.path.isdir(folder):
+        return folder
+    os.makedirs(folder)
+    for split, count in (("train", train), ("t10k", test)):
+        with gzip.open(os.path.join(FASHION, f"{split}-images-idx3-ubyte.gz")) as f:
+            raw = f.read(16 + count * 28 * 28)[16:]
+        pixels = bytearray()
+        for i in range(count):
+            image = raw[i * 784:(i + 1) * 784]
+            pixels += bytes(image[r * 28 + c] for r in range(0, 28, 28 // size) for c in range(0, 28, 28 // size))
+        with gzip.open(os.path.join(FASHION, f"{split}-labels-idx1-ubyte.gz")) as f:
+            labels = f.read(8 + count)[8:]
+        with gzip.open(os.path.join(folder, f"{split}-images-idx3-ubyte.gz"), "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, count, size, size) + bytes(pixels))
+        with gzip.open(os.path.join(folder, f"{split}-labels-idx1-ubyte.gz"), "wb") as f:
+            f.write(struct.pack(">II", 0x801, count) + labels)
+    return folder
+
+
+@test
+def sync_bn_two_ranks_of_32_normalise_as_one_process_of_64():
+    # resnet18-cifar (20 BatchNorm layers), one step at global batch 64, no augmentation (whose draws would differ
+    # between the ranks and one process): the loss and every layer's running statistics are the global batch's.
+    args = ["train", "resnet18-cifar", "--data", small_fashion(), "--device", "cpu", "--quiet", "--seed", "3",
+            "--epochs", "1", "--limit", "64", "--no-augment", "--schedule", "constant", "--lr", "0.01"]
+    ok(single(*args, "--batch", "64", "--log-steps", path("bn-one.jsonl"), "--save", path("bn-one.safetensors")),
+       "1 process")
+    p = ok(mpirun(2, *args, "--batch", "32", "--sync-bn", "--log-steps", path("bn-two.jsonl"), "--save",
+                  path("bn-two.safetensors")), "2 ranks --sync-bn")
+    assert "sync-bn: 20 BatchNorm layers" in p.stderr, p.stderr
+    ok(mpirun(2, *args, "--batch", "32", "--save", path("bn-local.safetensors")), "2 ranks without --sync-bn")
+    close_lists(step_losses("bn-two.jsonl"), step_losses("bn-one.jsonl"), 1e-5, "2x32 --sync-bn loss")
+    one, two, local = (weights(f"bn-{name}.safetensors") for name in ("one", "two", "local"))
+    running = [k for k in one if k.endswith(("running_mean", "running_var"))]
+    assert len(running) == 40, sorted(one)
+    close_weights({k: two[k] for k in running}, {k: one[k] for k in running}, 1e-5, "--sync-bn running statistics")
+    try:  # without --sync-bn each rank's statistics are its half's: the check above can fail
+        close_weights({k: local[k] for k in running}, {k: one[k] for k in running}, 1e-5, "per-rank statistics")
+    except AssertionError:
+        pass
+    else:
+        raise AssertionError("the running statistics without --sync-bn equal the global batch's: the test proves nothing")
+
+
 @test
 def sync_bn_is_refused_with_a_reason():
     p = mpirun(2, "train", "lenet5", *COMMON, "--sync-bn")
-    assert p.returncode != 0 and "--sync-bn is not available yet" in p.stderr, p.stderr
+    assert p.returncode != 0 and "--sync-bn: lenet5 has no BatchNorm layers" in p.stderr, p.stderr
+    p = single("train", "resnet18-cifar", *COMMON, "--sync-bn")
+    assert p.returncode != 0 and "--sync-bn takes BatchNorm statistics over the ranks of mpirun" in p.stderr, p.stderr
 
 
 @test

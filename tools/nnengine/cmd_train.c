@@ -613,6 +613,10 @@ static int setup(trainer *t) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
         return EXIT_FAILURE_RUNTIME;
     }
+    if (c->sync_bn) {
+        const int synced = dist_train_sync_batch_norm(&t->dist, t->net, c->model);
+        if (synced != EXIT_OK) return synced;
+    }
     if (c->log_steps && dist_train_is_main(&t->dist) && !(t->step_log = fopen(c->log_steps, c->resume ? "a" : "w"))) {
         perror(c->log_steps);
         return EXIT_BAD_INPUT;
@@ -759,11 +763,6 @@ static int train(train_config config) {
         fprintf(stderr, "nnengine train: --schedule multistep needs --milestones\n");
         return EXIT_BAD_INPUT;
     }
-    if (config.sync_bn) {
-        fprintf(stderr, "nnengine train: --sync-bn is not available yet: BatchNorm statistics stay per rank, as "
-                        "PyTorch's DistributedDataParallel keeps them (leave out --sync-bn)\n");
-        return EXIT_BAD_INPUT;
-    }
     trainer t = {.config = config, .interrupted_at = -1, .guard = {.allow_nan = config.allow_nan}};
     train_config *c = &t.config;
     int started = dist_train_start(&t.dist, c->device, c->global_batch, &c->batch, &c->threads);
@@ -883,7 +882,7 @@ int command_train(int argc, char **argv) {
         {"--tensorboard", OPTION_STRING, &c.tensorboard, 0, 0, "DIR", "write each epoch's losses and accuracies as TensorBoard scalars to an event file in DIR"},
         {"--quiet", OPTION_SWITCH, &c.quiet, 0, 0, NULL, "no model summary (layers, output shapes, parameters, memory) before training"},
         {"--global-batch", OPTION_INT, &c.global_batch, 1, 1 << 24, "G", "under mpirun -n N: G images per step over all ranks (--batch G/N each; default N x --batch)"},
-        {"--sync-bn", OPTION_SWITCH, &c.sync_bn, 0, 0, NULL, "under mpirun: BatchNorm statistics over all ranks (not available yet: refused)"},
+        {"--sync-bn", OPTION_SWITCH, &c.sync_bn, 0, 0, NULL, "under mpirun: BatchNorm statistics over all ranks (PyTorch's SyncBatchNorm)"},
         {"--log-steps", OPTION_STRING, &c.log_steps, 0, 0, "FILE", "write each step's mean loss (over all ranks) as one JSON object per line"},
         {"--log-format", OPTION_STRING, &c.log_format, 0, 0, "F", "--log as json (one object per line) or csv (default: csv for a FILE ending in .csv, else json)"},
     };
