@@ -6,7 +6,9 @@
 # command-line tests and the Python tests (scripts/run-tests.sh).
 #
 # Variables: BUILD (output folder), BLAS (auto|0|1), MPI (auto|0|1), SANITIZE (0|1), CC,
-# GEMM_KERNELS (auto: AVX2+FMA when the CPU has them | baseline: SSE2 only).
+# GEMM_KERNELS (auto: AVX2+FMA when the CPU has them | baseline: SSE2 only),
+# IMAGE_CODECS (1: libpng + libjpeg | 0: image folders refused).
+# `make windows`: the Windows x86-64 build in build-win/ (mk/windows.mk).
 
 BUILD ?= build
 BLAS ?= auto
@@ -24,8 +26,13 @@ CFLAGS += -std=c11 -fPIC -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread
 LDLIBS += -lm -pthread
 
 # Datasets: zlib (gzip'd IDX files), libpng and libjpeg (image folders).
+IMAGE_CODECS ?= 1
+ifeq ($(IMAGE_CODECS),1)
 CPPFLAGS += $(shell pkg-config --cflags zlib libpng libjpeg 2>/dev/null)
 LDLIBS += $(shell pkg-config --libs zlib libpng libjpeg 2>/dev/null || echo -lz -lpng16 -ljpeg)
+else
+LDLIBS += -lz
+endif
 
 ifeq ($(BLAS),1)
   CPPFLAGS += -DNN_USE_OPENBLAS $(shell pkg-config --cflags openblas)
@@ -68,7 +75,7 @@ VULKAN ?= 1
 GLSLC ?= glslc
 ifeq ($(VULKAN),1)
   CPPFLAGS += -DNN_WITH_VULKAN
-  LDLIBS += -ldl
+  LDLIBS += $(if $(filter 1,$(WINDOWS)),,-ldl)
   LIB_SRC += $(sort $(wildcard src/backends/vulkan/*.c))
   SHADERS := $(sort $(wildcard shaders/*.comp))
   # Shaders on matrix cores (GL_KHR_cooperative_matrix) need glslang 13 or
@@ -85,6 +92,14 @@ ifeq ($(VULKAN),1)
   COOPMAT_SPIRV := $(COOPMAT_SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
   VK_GEN_OBJ := $(BUILD)/obj/gen/vk_shaders.o
 endif
+# ---- platform layer (src/platform/) and the image decoders ----------------
+LIB_SRC += $(sort $(wildcard src/platform/*.c))
+ifeq ($(IMAGE_CODECS),1)
+  LIB_SRC := $(filter-out src/data/image_codecs_absent.c,$(LIB_SRC))
+else
+  LIB_SRC := $(filter-out src/data/image_decode.c src/data/image_png.c,$(LIB_SRC))
+endif
+# ------------------------------------------------------------------------------
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(VK_GEN_OBJ)
 CLI_SRC := $(sort $(wildcard tools/nnengine/*.c))
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
@@ -149,7 +164,7 @@ bench-images: $(BUILD)/bench/bench_image_pipeline
 $(BUILD)/libnnengine.a: $(LIB_OBJ)
 	@mkdir -p $(@D)
 	rm -f $@
-	ar rcs $@ $^
+	$(AR) rcs $@ $^
 
 $(BUILD)/libnnengine.so: $(LIB_OBJ)
 	@mkdir -p $(@D)
@@ -210,7 +225,7 @@ FUZZ_FLAGS := -std=c11 -g -O1 -Iinclude -Isrc -D_GNU_SOURCE -fno-omit-frame-poin
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_IMAGE_SRC := src/data/image_decode.c src/data/image_png.c
 FUZZ_IDX_SRC := src/data/idx.c src/data/dataset.c src/data/class_folders.c src/data/image_folder.c \
-	$(FUZZ_IMAGE_SRC) src/io/file_read.c src/core/error.c src/core/rng.c
+	$(FUZZ_IMAGE_SRC) src/io/file_read.c src/platform/files.c src/core/error.c src/core/rng.c
 .PHONY: fuzz-idx fuzz-image
 $(BUILD)/fuzz/fuzz_idx: tests/fuzz/fuzz_idx.c $(FUZZ_IDX_SRC)
 	@mkdir -p $(@D)
@@ -228,6 +243,10 @@ fuzz-image: $(BUILD)/fuzz/fuzz_image_decode
 
 clean:
 	rm -rf build
+
+# ---- Windows (issue 27): cross-compiled with mingw-w64 ----
+WINDOWS ?= 0
+include mk/windows.mk
 
 # Every object's header dependencies (-MMD), the io fixtures' and benchmarks' too.
 IO_FIXTURE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/io/*.c))

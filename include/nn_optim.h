@@ -53,6 +53,27 @@ const char *nn_optimizer_state_name(const nn_optimizer *opt, int state);
 nn_tensor *nn_optimizer_state(const nn_optimizer *opt, int param, int state);
 void nn_optimizer_free(nn_optimizer *opt);
 
+/* Dynamic loss scaling for fp16 products (nn_ctx_set_precision), as
+ * torch.amp.GradScaler, on the device (a captured step replays it with no
+ * host round trip). nn_optimizer_scale_loss(opt, loss) multiplies the loss
+ * by the scale; the next nn_optimizer_step first divides every gradient by
+ * it, and when one is then infinite or NaN the step leaves the parameters
+ * and the optimizer's state as they were (skipped and counted) and the
+ * scale is multiplied by backoff_factor; after growth_interval steps in a
+ * row without, by growth_factor. Zeros in the options take torch's
+ * defaults: 65536, 2, 0.5, 2000. The parameters must live in the
+ * optimizer's flat buffers (none shared with another tensor). Costs a copy
+ * of the parameters and the state per step (to restore a skipped one). */
+typedef struct nn_loss_scale_options {
+    float init_scale, growth_factor, backoff_factor;
+    int growth_interval;
+} nn_loss_scale_options;
+nn_status nn_optimizer_enable_loss_scaling(nn_optimizer *opt, const nn_loss_scale_options *options);
+/* loss times the current scale (a step tensor), for nn_backward. */
+nn_tensor *nn_optimizer_scale_loss(nn_optimizer *opt, nn_tensor *loss);
+/* The scale now and the steps skipped so far (reads the device: a sync). */
+nn_status nn_optimizer_loss_scale_stats(nn_optimizer *opt, float *scale, int64_t *skipped);
+
 /* ---- SGD ----
  * Stochastic gradient descent, with PyTorch's semantics (torch.optim.SGD,
  * dampening 0) plus the seed engine's per-element gradient clamp and a

@@ -11,6 +11,8 @@ needed=(gcc make pkg-config libopenblas-dev zlib1g-dev libpng-dev libjpeg62-turb
 needed+=(libopenmpi-dev openmpi-bin)
 # io: clang and its libFuzzer runtime for the safetensors fuzz regression.
 needed+=(clang libclang-rt-14-dev)
+# Windows (issue 27): the mingw-w64 cross compiler, its zlib, and Wine to run the tests.
+needed+=(gcc-mingw-w64-x86-64 libz-mingw-w64-dev wine64)
 missing=()
 for pkg in "${needed[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" ||

@@ -153,6 +153,18 @@ run_io_tests() {
 }
 run_io_tests
 
+# ---- Windows (issue 27): the mingw-w64 build's C tests and LeNet-5 under
+# Wine (scripts/run-windows-tests.sh says what it skips and why).
+run_windows_tests() {
+    echo "== Windows build under Wine"
+    local log
+    log=$(mktemp)
+    scripts/run-windows-tests.sh 2>&1 | tee "$log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    count_summary "Windows build under Wine" "$log"
+}
+run_windows_tests
+
 echo "all variants:"
 echo "$total_passed passed, $total_failed failed"
 exit $status

@@ -209,6 +209,9 @@
     F(float, phase_end2) F(int, anneal_linear) F(int, three_phase)
 /* nn_ema_params: mode 0 average, 1 copy, 2 swap */
 #define PUSH_EMA_UPDATE(F) F(uint, off[4]) F(uint, n) F(int, mode) F(float, decay) F(float, weight)
+#define PUSH_LOSS_SCALE(F)                                                                                    \
+    F(uint, off[4]) F(uint, n) F(int, mode) F(int, growth_interval) F(float, growth_factor)                  \
+    F(float, backoff_factor)
 
 /* ---- implicit-GEMM convolution (conv_implicit.comp) ---- */
 /* The geometry (cg, fg: channels and filters per group), the product's m,

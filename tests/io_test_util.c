@@ -6,11 +6,29 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef _WIN32
+#include <windows.h>
+
+/* A new folder in Windows' temporary folder (Windows has no mkdtemp). */
+const char *io_test_dir(void) {
+    static char dir[MAX_PATH + 32];
+    char temp[MAX_PATH];
+    DWORD length = GetTempPathA(sizeof temp, temp);
+    if (length == 0 || length >= sizeof temp) return NULL;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        snprintf(dir, sizeof dir, "%snn-io-test-XXXXXX", temp);
+        if (_mktemp_s(dir, strlen(dir) + 1) != 0) return NULL;
+        if (_mkdir(dir) == 0) return dir;
+    }
+    return NULL;
+}
+#else
 const char *io_test_dir(void) {
     static char dir[64];
     snprintf(dir, sizeof dir, "/tmp/nn-io-test-XXXXXX");
     return mkdtemp(dir);
 }
+#endif
 
 const char *io_test_path(const char *dir, const char *name) {
     static char paths[4][512];

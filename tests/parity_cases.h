@@ -100,6 +100,7 @@ void parity_muon_normalize_case(nn_backend *o);
 void parity_muon_apply_case(nn_backend *o);
 void parity_lr_schedule_case(nn_backend *o);
 void parity_ema_update_case(nn_backend *o);
+void parity_loss_scale_case(nn_backend *o);
 
 /* parity_cases_norm.c: NORM_BACKWARD_DATA in two (SyncBatchNorm) */
 void parity_norm_backward_sums_case(nn_backend *o);

@@ -2,6 +2,7 @@
  * (parity_cases.h): every schedule kind at steps around its turning
  * points (warm-up's end, milestones, one-cycle's phase ends, past the
  * total), advancing and not; the average, copy and swap of odd sizes. */
+#include <math.h>
 #include <stdint.h>
 
 #include "nn_schedule.h"
@@ -57,4 +58,37 @@ void parity_ema_update_case(nn_backend *o) {
             };
             parity_check(o, NN_KERNEL_EMA_UPDATE, a, 2, &p, "mode %d n %zu", mode, n);
         }
+}
+
+/* Dynamic loss scaling: unscaling by a power of two is exact, so every mode
+ * compares bit for bit; the inputs hold an infinity and a NaN in some runs
+ * (found set), none in others (found left as it was). */
+void parity_loss_scale_case(nn_backend *o) {
+    static const int64_t sizes[] = {1, 7, 1031};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (int bad = 0; bad < 2; bad++) {
+            const size_t n = (size_t)sizes[s];
+            float *x = (float *)parity_randoms(n, -3e4, 3e4);
+            if (bad) x[n / 2] = n > 2 ? INFINITY : NAN;
+            const float state[4] = {65536.0f, 0.0f, 5.0f, 2.0f};
+            const nn_loss_scale_params unscale = {.n = sizes[s], .mode = NN_LOSS_SCALE_UNSCALE};
+            /* near with no tolerance: the same floats, any NaN as any NaN (GPUs write their own NaN) */
+            parity_arg a[3] = {arg_near(x, n, 4, 0.0), arg_none(), arg_exact(state, 4, 8)};
+            parity_check(o, NN_KERNEL_LOSS_SCALE, a, 3, &unscale, "unscale n %zu, %s", n, bad ? "not finite" : "finite");
+            const float found[4] = {1024.0f, (float)bad, 3.0f, 0.0f};
+            const nn_loss_scale_params restore = {.n = sizes[s], .mode = NN_LOSS_SCALE_RESTORE};
+            parity_arg r[3] = {arg_exact(parity_randoms(n, -1, 1), n, 0), arg_in(parity_randoms(n, -1, 1), n, 12),
+                               arg_exact(found, 4, 4)}; /* state: read here, written by the other modes */
+            parity_check(o, NN_KERNEL_LOSS_SCALE, r, 3, &restore, "restore n %zu, found %d", n, bad);
+        }
+    /* The update after a good step (growing at the interval, or not yet) and after a bad one. */
+    static const float states[][4] = {{65536.0f, 0.0f, 1999.0f, 0.0f}, {256.0f, 0.0f, 3.0f, 1.0f},
+                                      {65536.0f, 1.0f, 17.0f, 4.0f}};
+    for (int i = 0; i < 3; i++) {
+        const nn_loss_scale_params update = {.mode = NN_LOSS_SCALE_UPDATE, .growth_interval = 2000,
+                                             .growth_factor = 2.0f, .backoff_factor = 0.5f};
+        parity_arg u[3] = {arg_none(), arg_none(), arg_exact(states[i], 4, 8)};
+        parity_check(o, NN_KERNEL_LOSS_SCALE, u, 3, &update, "update from scale %g found %g good %g", states[i][0],
+                     states[i][1], states[i][2]);
+    }
 }

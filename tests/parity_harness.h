@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "backends/backend.h"
+#include "core/error.h"
 
 /* ---- the backends compared with the CPU ---- */
 
@@ -94,7 +95,7 @@ extern int parity_runs;
  * `what` (printf-style) names the run in failures. The arguments the case
  * declares written must be the ones nn_kernel_written_args lists (among
  * those given), so every written argument is compared. */
-__attribute__((format(printf, 6, 7))) void parity_check(nn_backend *other, nn_kernel kernel, parity_arg *args,
+NN_PRINTF_FORMAT(6, 7) void parity_check(nn_backend *other, nn_kernel kernel, parity_arg *args,
                                                          int nargs, const void *params, const char *fmt, ...);
 
 /* The kernel on the CPU alone, for a later case's inputs (cpu_after). */

@@ -8,10 +8,12 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "core/error.h" /* NN_PRINTF_FORMAT */
+
 typedef void (*nn_test_fn)(void);
 void nn_test_register(const char *name, nn_test_fn fn);
 void nn_test_fail(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+    NN_PRINTF_FORMAT(3, 4);
 /* Failures recorded so far in the running test (to stop early if wanted). */
 int nn_test_failures(void);
 

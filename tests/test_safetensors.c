@@ -261,7 +261,11 @@ TEST(safetensors_failed_writes_leave_old_file_intact) {
     const char *missing = io_test_path(dir, "no-such-dir/model.safetensors");
     CHECK_ERROR(nn_save_module(b, missing), NN_ERR_IO, missing, "cannot create a temporary file");
     const char *under_file = io_test_path(dir, "model.safetensors/x.safetensors");
+#ifdef _WIN32 /* Windows reports a file used as a folder as a missing path */
+    CHECK_ERROR(nn_save_module(b, under_file), NN_ERR_IO, under_file, "No such file or directory");
+#else
     CHECK_ERROR(nn_save_module(b, under_file), NN_ERR_IO, under_file, "Not a directory");
+#endif
     const char *subdir = io_test_path(dir, "sub");
     CHECK(mkdir(subdir, 0755) == 0);
     CHECK_ERROR(nn_save_module(b, subdir), NN_ERR_IO, subdir, "is a folder, not a regular file");

@@ -180,6 +180,22 @@ typedef struct nn_counter_params {
     int32_t delta;
 } nn_counter_params;
 
+/* LOSS_SCALE: dynamic loss scaling (torch.amp.GradScaler) on the device.
+ * state[4] floats = {scale, found (0 or 1), good steps, skipped steps}.
+ *   UNSCALE  x[0, n) *= 1 / scale (floats); found = 1 if any result is
+ *            infinite or NaN (else left as it was);
+ *   RESTORE  x[0, n) = saved[0, n) (32-bit words) when found is set;
+ *   UPDATE   found: scale *= backoff, good = 0, skipped += 1; else good
+ *            += 1 and at growth_interval scale *= growth, good = 0; then
+ *            found = 0 (x and saved absent). */
+typedef enum nn_loss_scale_mode { NN_LOSS_SCALE_UNSCALE = 0, NN_LOSS_SCALE_RESTORE = 1, NN_LOSS_SCALE_UPDATE = 2 } nn_loss_scale_mode;
+typedef struct nn_loss_scale_params {
+    int64_t n;
+    int32_t mode;
+    int32_t growth_interval;
+    float growth_factor, backoff_factor;
+} nn_loss_scale_params;
+
 /* FILL: out[0, count) = bits, as 32-bit words: what nn_backend.fill
  * does, which the Vulkan backend runs as this kernel (vk_backend.c). */
 typedef struct nn_fill_params {

@@ -8,7 +8,13 @@
 
 /* Record a failure and return `status`, so callers can write
  * `return nn_set_error(NN_ERR_SHAPE, "nn_matmul: ...", ...);` */
-nn_status nn_set_error(nn_status status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#ifdef __MINGW32__
+/* The Windows build uses mingw's C99 printf (__USE_MINGW_ANSI_STDIO): %zu, %lld. */
+#define NN_PRINTF_FORMAT(fmt, args) __attribute__((format(gnu_printf, fmt, args)))
+#else
+#define NN_PRINTF_FORMAT(fmt, args) __attribute__((format(printf, fmt, args)))
+#endif
+nn_status nn_set_error(nn_status status, const char *fmt, ...) NN_PRINTF_FORMAT(2, 3);
 
 /* Record a failure and return NULL, for functions returning pointers. */
 #define NN_FAIL_NULL(status, ...) (nn_set_error((status), __VA_ARGS__), NULL)

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/error.h"
 #include "data/dataset_internal.h"
+#include "platform/files.h"
 
 /* Names of folder entries. */
 typedef struct name_list {
@@ -45,10 +45,10 @@ typedef struct odd_entries {
 /* What a skipped entry is: an entry that stat could not follow, or one of
  * the wrong type (-1 for one that is skipped silently: a plain file among
  * the class folders, such as a README). */
-static int odd_kind(const char *path, int stat_errno, const struct stat *st, bool want_dirs) {
+static int odd_kind(const char *path, int stat_errno, const nn_file_status *st, bool want_dirs) {
     if (stat_errno) {
-        struct stat link;
-        if (lstat(path, &link) == 0 && S_ISLNK(link.st_mode))
+        nn_file_status link;
+        if (nn_file_lstat(path, &link) == 0 && S_ISLNK(link.st_mode))
             return stat_errno == ELOOP ? ODD_LINK_LOOP : ODD_DANGLING;
         return ODD_UNREADABLE;
     }
@@ -59,7 +59,8 @@ static int odd_kind(const char *path, int stat_errno, const struct stat *st, boo
     return -1;
 }
 
-static bool is_top_or_ancestor(const odd_entries *odd, const struct stat *st) {
+static bool is_top_or_ancestor(const odd_entries *odd, const nn_file_status *st) {
+    if (st->st_ino == 0) return false; /* no file numbers (Windows): loops cannot be told apart */
     for (int i = 0; i < odd->top_count; i++)
         if (st->st_dev == odd->top_dev && st->st_ino == odd->top_ino[i]) return true;
     return false;
@@ -67,16 +68,16 @@ static bool is_top_or_ancestor(const odd_entries *odd, const struct stat *st) {
 
 /* Records DIR and the folders above it (a link to any of them would walk in circles). */
 static void note_top(odd_entries *odd, const char *dir) {
-    char *real = realpath(dir, NULL);
+    char *real = nn_file_resolve(dir);
     if (!real) return;
-    struct stat st;
+    nn_file_status st;
     for (size_t len = strlen(real); odd->top_count < 64; ) {
         real[len] = '\0';
-        if (stat(len ? real : "/", &st) != 0) break;
+        if (nn_file_stat(len ? real : "/", &st) != 0) break;
         odd->top_dev = st.st_dev;
         odd->top_ino[odd->top_count++] = st.st_ino;
         if (len == 0) break;
-        char *slash = strrchr(real, '/');
+        const char *slash = nn_file_last_separator(real);
         len = slash ? (size_t)(slash - real) : 0;
     }
     free(real);
@@ -105,8 +106,8 @@ static bool is_idx_name(const char *name) {
 }
 
 bool nn_folder_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    nn_file_status st;
+    return nn_file_stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* Sorted entries of `dir` (hidden ones skipped) that are folders when
@@ -124,8 +125,8 @@ static nn_status list_entries(const char *dir, bool want_dirs, name_list *out, o
             status = NN_ERR_ARGUMENT;
             break;
         }
-        struct stat st;
-        int stat_errno = stat(path, &st) == 0 ? 0 : errno;
+        nn_file_status st;
+        int stat_errno = nn_file_stat(path, &st) == 0 ? 0 : errno;
         int odd_kind_of = odd_kind(path, stat_errno, &st, want_dirs);
         if (odd_kind_of < 0 && want_dirs && S_ISDIR(st.st_mode) && is_top_or_ancestor(odd, &st))
             odd_kind_of = ODD_FOLDER_LOOP;

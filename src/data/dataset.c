@@ -4,12 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "core/error.h"
 #include "core/rng.h"
 #include "data/class_folders.h"
 #include "data/dataset_internal.h"
+#include "platform/files.h"
 
 /* The shuffle stream of the validation split, apart from every epoch's. */
 #define SPLIT_STREAM UINT64_MAX
@@ -177,8 +177,8 @@ static nn_status split_validation(nn_dataset *all, double fraction, uint64_t see
 }
 
 static int file_exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    nn_file_status st;
+    return nn_file_stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* DIR/NAME.gz if present, else DIR/NAME; returns 0 when neither exists. */

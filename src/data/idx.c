@@ -36,7 +36,12 @@ static nn_status idx_open(idx_file *f, const char *path) {
     int fd = nn_open_regular_fd(path, &f->file_size, why, sizeof why);
     if (fd < 0) return nn_set_error(NN_ERR_IO, "%s: %s", path, why);
     uint8_t magic[2] = {0, 0};
-    f->compressed = pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    /* read and seek back rather than pread, which Windows lacks */
+    f->compressed = read(fd, magic, 2) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        close(fd);
+        return nn_set_error(NN_ERR_IO, "%s: cannot read (it does not seek)", path);
+    }
     f->gz = gzdopen(fd, "rb");
     if (!f->gz) {
         close(fd);

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "data/class_folders.h"
 #include "data/dataset_internal.h"
+#include "data/image_internal.h"
 #include "io/file_read.h"
 
 /* Whole file into memory; a failure is a reason (the file is skipped). */
@@ -85,6 +86,7 @@ _Static_assert(sizeof((nn_dataset *)0)->first_skipped == NN_CLASS_WALK_WHY, "the
 nn_status nn_dataset_load_folders(const char *dir, nn_dataset *out) {
     if (!dir || !out) return nn_set_error(NN_ERR_ARGUMENT, "nn_dataset_load_folders: NULL argument");
     memset(out, 0, sizeof *out);
+    NN_TRY(nn_image_codecs_check("nn_dataset_load_folders", dir));
     folder_loader loader = {out, 0};
     /* The dataset keeps the sorted class names. */
     nn_class_walk walk = {.take = take_image, .user = &loader, .example = "mnist/0",

@@ -76,6 +76,7 @@ _Static_assert(sizeof((nn_image_index *)0)->first_skipped == NN_CLASS_WALK_WHY, 
 nn_status nn_image_index_load(const char *dir, nn_image_index *out) {
     if (!dir || !out) return nn_set_error(NN_ERR_ARGUMENT, "nn_image_index_load: NULL argument");
     memset(out, 0, sizeof *out);
+    NN_TRY(nn_image_codecs_check("nn_image_index_load", dir));
     indexer ix = {out, 0};
     /* The index owns the sorted class names (freed with it). */
     nn_class_walk walk = {.take = take_image, .user = &ix, .example = "PetImages/Cat", .wanted = "PNG or JPEG image",

@@ -58,6 +58,11 @@ nn_status nn_decode_image(const uint8_t *data, size_t size, const nn_decode_requ
 nn_status nn_decode_png(const uint8_t *data, size_t size, const nn_decode_request *request, nn_image *out,
                         nn_box *box, char *why, size_t why_size);
 
+/* NN_OK where this build decodes PNG and JPEG; else sets the error, naming
+ * `who` and `dir`, and returns NN_ERR_IO (image_codecs_absent.c:
+ * the Windows build, whose libpng and libjpeg are not built yet). */
+nn_status nn_image_codecs_check(const char *who, const char *dir);
+
 /* 1 when the first bytes (at least 8 of them, or the whole file) are a PNG
  * or JPEG signature; else writes the reason to `why`. */
 int nn_image_signature_ok(const uint8_t *head, size_t size, char *why, size_t why_size);

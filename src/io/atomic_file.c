@@ -1,17 +1,16 @@
 #include "atomic_file.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/file_read.h"
 #include "nn_io.h"
+#include "platform/files.h"
 
 int64_t nn_atomic_fail_after_bytes = -1;
 
@@ -59,7 +58,7 @@ static void unregister_temp(int slot) {
 
 void nn_atomic_cleanup_all(void) {
     for (int i = 0; i < IN_FLIGHT_SLOTS; i++)
-        if (__atomic_load_n(&in_flight[i].state, __ATOMIC_ACQUIRE) == SLOT_PUBLISHED) unlink(in_flight[i].path);
+        if (__atomic_load_n(&in_flight[i].state, __ATOMIC_ACQUIRE) == SLOT_PUBLISHED) nn_file_remove(in_flight[i].path);
 }
 
 static void free_file(nn_atomic_file *f) {
@@ -75,21 +74,21 @@ static void free_file(nn_atomic_file *f) {
  * and most tools, which write through it). Only a regular file or nothing
  * may be there: *old says which (with its mode and owner). NULL with the
  * error set otherwise. */
-static char *replaced_file(const char *who, const char *path, struct stat *old, bool *exists) {
-    struct stat st;
+static char *replaced_file(const char *who, const char *path, nn_file_status *old, bool *exists) {
+    nn_file_status st;
     *exists = false;
-    if (lstat(path, &st) != 0) {
+    if (nn_file_lstat(path, &st) != 0) {
         if (errno != ENOENT)
             return NN_FAIL_NULL(NN_ERR_IO, "%s: %s: cannot inspect it: %s", who, path, strerror(errno));
         return strdup(path);
     }
-    char *target = S_ISLNK(st.st_mode) ? realpath(path, NULL) : strdup(path);
+    char *target = S_ISLNK(st.st_mode) ? nn_file_resolve(path) : strdup(path);
     if (!target && S_ISLNK(st.st_mode))
         return NN_FAIL_NULL(NN_ERR_IO, "%s: %s: a symbolic link whose target cannot be resolved (%s); "
                                        "refusing to replace it", who, path, strerror(errno));
     if (!target) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: %s: out of host memory", who, path);
-    if (stat(target, &st) != 0 || !S_ISREG(st.st_mode)) {
-        const char *kind = stat(target, &st) == 0 ? nn_file_kind_name(st.st_mode) : strerror(errno);
+    if (nn_file_stat(target, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const char *kind = nn_file_stat(target, &st) == 0 ? nn_file_kind_name(st.st_mode) : strerror(errno);
         free(target);
         return NN_FAIL_NULL(NN_ERR_IO, "%s: %s is %s, not a regular file; refusing to replace it", who,
                             path, kind);
@@ -102,24 +101,22 @@ static char *replaced_file(const char *who, const char *path, struct stat *old, 
 /* Creates the temporary file next to `target`: O_EXCL with a fresh name (not
  * mkstemp), so that a new file gets the usual 0666 & ~umask permissions and
  * a replaced one keeps its own. */
-static int create_temp(nn_atomic_file *f, size_t room, const struct stat *old, bool replaces) {
+static int create_temp(nn_atomic_file *f, size_t room, const nn_file_status *old, bool replaces) {
     static int counter;
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         snprintf(f->tmp_path, room, "%s.tmp.%ld.%d", f->target, (long)getpid(),
                  __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-        fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, replaces ? 0600 : 0666);
+        fd = nn_file_create_new(f->tmp_path, replaces ? 0600 : 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
     if (fd < 0) return -1;
     f->slot = register_temp(f->tmp_path);
     if (replaces) {
-        /* The owner only where permitted (root, or the same owner already). */
-        if (fchown(fd, old->st_uid, old->st_gid) != 0) (void)0;
-        if (fchmod(fd, old->st_mode & 07777) != 0) {
+        if (nn_file_keep_mode(fd, old) != 0) {
             int err = errno;
             close(fd);
-            unlink(f->tmp_path);
+            nn_file_remove(f->tmp_path);
             errno = err;
             return -1;
         }
@@ -129,7 +126,7 @@ static int create_temp(nn_atomic_file *f, size_t room, const struct stat *old, b
 
 nn_atomic_file *nn_atomic_open(const char *who, const char *path) {
     if (!path || !*path) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
-    struct stat old;
+    nn_file_status old;
     bool replaces;
     char *target = replaced_file(who, path, &old, &replaces);
     if (!target) return NULL;
@@ -158,7 +155,7 @@ nn_atomic_file *nn_atomic_open(const char *who, const char *path) {
     if (!f->stream) {
         int err = errno;
         close(fd);
-        unlink(f->tmp_path);
+        nn_file_remove(f->tmp_path);
         free_file(f);
         return NN_FAIL_NULL(NN_ERR_IO, "%s: %s: %s", who, path, strerror(err));
     }
@@ -179,29 +176,14 @@ nn_status nn_atomic_write(nn_atomic_file *f, const void *data, size_t size) {
 void nn_atomic_abort(nn_atomic_file *f) {
     if (!f) return;
     if (f->stream) fclose(f->stream);
-    unlink(f->tmp_path);
+    nn_file_remove(f->tmp_path);
     free_file(f);
-}
-
-/* The directory holding `path` ("." when it has no slash). */
-static int open_parent_dir(const char *path) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) return open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (slash == path) return open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    size_t len = (size_t)(slash - path);
-    char *dir = malloc(len + 1);
-    if (!dir) return -1;
-    memcpy(dir, path, len);
-    dir[len] = '\0';
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(dir);
-    return fd;
 }
 
 nn_status nn_atomic_commit(nn_atomic_file *f) {
     const char *step = NULL;
     if (fflush(f->stream) != 0) step = "flush";
-    else if (fsync(fileno(f->stream)) != 0) step = "fsync";
+    else if (nn_file_sync(fileno(f->stream)) != 0) step = "fsync";
     int err = errno;
     int closed = fclose(f->stream);
     f->stream = NULL;
@@ -209,12 +191,12 @@ nn_status nn_atomic_commit(nn_atomic_file *f) {
         step = "close";
         err = errno;
     }
-    if (!step && rename(f->tmp_path, f->target) != 0) {
+    if (!step && nn_file_replace(f->tmp_path, f->target) != 0) {
         step = "rename";
         err = errno;
     }
     if (step) {
-        unlink(f->tmp_path);
+        nn_file_remove(f->tmp_path);
         nn_status s = nn_set_error(NN_ERR_IO, "%s: %s: %s of the temporary file failed: %s",
                                    f->who, f->path, step, strerror(err));
         nn_atomic_abort(f);
@@ -223,11 +205,9 @@ nn_status nn_atomic_commit(nn_atomic_file *f) {
     /* The new file is in place; make the directory entry durable too. A
      * failure here is reported: the caller cannot be sure it survives a crash. */
     nn_status status = NN_OK;
-    int dir = open_parent_dir(f->target);
-    if (dir < 0 || fsync(dir) != 0)
+    if (nn_file_sync_folder_of(f->target) != 0)
         status = nn_set_error(NN_ERR_IO, "%s: %s: written, but syncing its directory failed: %s",
                               f->who, f->path, strerror(errno));
-    if (dir >= 0) close(dir);
     free_file(f);
     return status;
 }
@@ -235,7 +215,7 @@ nn_status nn_atomic_commit(nn_atomic_file *f) {
 nn_status nn_check_writable_path(const char *path) {
     const char *who = "nn_check_writable_path";
     if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
-    struct stat old;
+    nn_file_status old;
     bool exists;
     char *target = replaced_file(who, path, &old, &exists);
     if (!target) return nn_last_status();
@@ -248,15 +228,15 @@ nn_status nn_check_writable_path(const char *path) {
         status = nn_set_error(NN_ERR_MEMORY, "%s: %s: out of host memory", who, path);
     } else {
         snprintf(probe, room, "%s.tmp.%ld.probe", target, (long)getpid());
-        int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        int fd = nn_file_create_new(probe, 0600);
         if (fd < 0) {
-            const char *slash = strrchr(target, '/');
+            const char *slash = nn_file_last_separator(target);
             int dir_len = !slash ? 1 : slash == target ? 1 : (int)(slash - target);
             status = nn_set_error(NN_ERR_IO, "%s: cannot write %s: cannot create files in the folder %.*s (%s)", who,
                                   path, dir_len, slash ? target : ".", strerror(errno));
         } else {
             close(fd);
-            unlink(probe);
+            nn_file_remove(probe);
         }
     }
     free(probe);

@@ -1,10 +1,10 @@
 #include "file_read.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include "platform/files.h"
 
 const char *nn_file_kind_name(unsigned mode) {
     if (S_ISREG(mode)) return "a regular file";
@@ -21,13 +21,18 @@ int nn_open_regular_fd(const char *path, int64_t *size, char *why, size_t why_si
     /* O_NONBLOCK: opening a FIFO with no writer returns at once instead of
      * waiting; fstat of the opened descriptor then decides (no race with a
      * stat of the name). */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    int fd = nn_file_open_for_inspection(path);
     if (fd < 0) {
-        snprintf(why, why_size, "cannot open (%s)", strerror(errno));
+        int err = errno;
+        nn_file_status st; /* Windows refuses to open a folder (EACCES): say what it is */
+        if (nn_file_stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+            snprintf(why, why_size, "is %s, not a regular file", nn_file_kind_name(st.st_mode));
+        else
+            snprintf(why, why_size, "cannot open (%s)", strerror(err));
         return -1;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
+    nn_file_status st;
+    if (nn_file_fstat(fd, &st) != 0) {
         snprintf(why, why_size, "cannot read its status (%s)", strerror(errno));
         close(fd);
         return -1;
@@ -37,8 +42,7 @@ int nn_open_regular_fd(const char *path, int64_t *size, char *why, size_t why_si
         close(fd);
         return -1;
     }
-    int flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    if (nn_file_make_blocking(fd) != 0) {
         snprintf(why, why_size, "cannot read (%s)", strerror(errno));
         close(fd);
         return -1;

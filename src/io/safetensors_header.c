@@ -42,7 +42,7 @@ typedef struct parser {
 } parser;
 
 /* "who: path: <message> (header byte <pos>)" */
-__attribute__((format(printf, 2, 3))) static nn_status fail(parser *p, const char *fmt, ...) {
+NN_PRINTF_FORMAT(2, 3) static nn_status fail(parser *p, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);

@@ -212,7 +212,9 @@ nn_status nn_optimizer_step(nn_optimizer *opt) {
     nn_status status = nn_param_set_adopt_grads(&opt->set);
     if (status == NN_OK && opt->grad_hook.before_update)
         status = opt->grad_hook.before_update(opt, opt->grad_hook.user);
+    if (status == NN_OK && opt->loss_scaler) status = nn_loss_scaler_before_update(opt);
     if (status == NN_OK) status = opt->cls->step(opt, nn_param_set_is_flat(&opt->set));
+    if (status == NN_OK && opt->loss_scaler) status = nn_loss_scaler_after_update(opt);
     nn_ctx_leave(opt->set.ctx);
     return status;
 }
@@ -303,6 +305,7 @@ nn_status nn_optimizer_set_grad_hook(nn_optimizer *opt, const nn_grad_hook *hook
 void nn_optimizer_free(nn_optimizer *opt) {
     if (!opt) return;
     if (opt->grad_hook.release) opt->grad_hook.release(opt->grad_hook.user);
+    nn_loss_scaler_free(opt->loss_scaler);
     if (opt->cls && opt->cls->release) opt->cls->release(opt);
     for (int i = 0; i < opt->state_count; i++) nn_param_set_state_free(&opt->set, &opt->states[i]);
     for (int g = 1; g < opt->group_count; g++)

@@ -47,9 +47,12 @@ typedef struct nn_grad_hook {
     void *user;
 } nn_grad_hook;
 
+typedef struct nn_loss_scaler nn_loss_scaler;
+
 struct nn_optimizer {
     const nn_optimizer_class *cls;
     nn_grad_hook grad_hook; /* zeroed: none */
+    nn_loss_scaler *loss_scaler; /* nn_optimizer_enable_loss_scaling, or NULL (loss_scale.c) */
     nn_param_set set;
     float lr;
     int state_count;
@@ -110,6 +113,12 @@ int nn_optimizer_describe_numbers(nn_optimizer_option *out, int capacity, const 
                                   int count);
 /* Installs the optimizer's one gradient hook; refused when it has one. */
 nn_status nn_optimizer_set_grad_hook(nn_optimizer *opt, const nn_grad_hook *hook);
+/* Dynamic loss scaling around an update (loss_scale.c): before, the
+ * gradients divided by the scale and the parameters and state saved; after,
+ * both restored if a gradient was not finite, and the scale updated. */
+nn_status nn_loss_scaler_before_update(nn_optimizer *opt);
+nn_status nn_loss_scaler_after_update(nn_optimizer *opt);
+void nn_loss_scaler_free(nn_loss_scaler *scaler);
 /* The class's options (for the training state's metadata). */
 int nn_optimizer_describe(const nn_optimizer *opt, nn_optimizer_option *out, int capacity);
 

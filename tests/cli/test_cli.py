@@ -768,5 +768,20 @@ def resume_refuses_out_of_range_progress():
     expect(["train", "mlp", "--data", d, "--device", "cpu", "--epochs", "3", "--resume", state], 2, "\"epoch\"",
            "[0, 2147483647]")
 
+# ---- issue 23: products in reduced precision, dynamic loss scaling for fp16 ----
+
+@test
+def precision_flag_trains_and_scales_fp16_losses():
+    base = ["train", "lenet5", "--data", FASHION, "--limit", "640", "--epochs", "1", "--device", "cpu"]
+    p = expect(base + ["--precision", "fp16"], 0, "take fp16 operands with fp32 sums",
+               "fp16 loss scaling: 0 steps skipped", "scale now 65536")
+    assert "epoch 1/1" in p.stdout, p.stdout
+    p = expect(base + ["--precision", "fp16", "--no-loss-scale"], 0)
+    assert "loss scaling" not in p.stderr, p.stderr
+    p = expect(base + ["--precision", "bf16"], 0, "take bf16 operands")
+    assert "loss scaling" not in p.stderr, p.stderr
+    expect(base + ["--precision", "fp8"], 2, "--precision", "'fp8' is not fp32, fp16 or bf16")
+
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

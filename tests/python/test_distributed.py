@@ -60,7 +60,7 @@ RANKS_SCRIPT = textwrap.dedent("""
     want = w0 - 0.5 * (xs[0] + xs[1]) / 2
     assert np.allclose(w.numpy(), want, rtol=1e-6, atol=1e-6), (w.numpy(), want)
     dist.destroy_process_group()
-    print("rank", r, "ok")
+    print(f"rank {r} ok", flush=True)  # one write: the ranks share mpirun's stdout
 """)
 
 

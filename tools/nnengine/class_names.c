@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/files.h"
+
 #define MAX_FILE_BYTES (1 << 20) /* a million bytes of names is no class list */
 #define MAX_NAME_BYTES 255
 
@@ -39,7 +41,7 @@ static char **refuse(const char *command, const char *path, char *text, char **n
 }
 
 char **class_names_read(const char *command, const char *path, int classes) {
-    FILE *f = fopen(path, "rb");
+    FILE *f = nn_file_fopen(path, "rb");
     if (!f) return refuse(command, path, NULL, NULL, 0, strerror(errno), 0);
     char *text = malloc(MAX_FILE_BYTES + 1);
     size_t size = text ? fread(text, 1, MAX_FILE_BYTES + 1, f) : 0;

@@ -21,6 +21,7 @@
 #include "optimizers.h"
 #include "options.h"
 #include "photo_data.h"
+#include "platform/files.h"
 #include "progress.h"
 #include "setup.h"
 #include "tensorboard.h"
@@ -40,6 +41,7 @@ typedef struct train_config {
     bool no_augment;        /* none of a model's default augmentation */
     const char *optimizer;  /* optimizers.h */
     const char *precision;  /* of the products: fp32, fp16, bf16 (nn_ctx_set_precision) */
+    bool no_loss_scale;     /* fp16 without dynamic loss scaling */
     bool nesterov;
     double lr, momentum, weight_decay, beta1, beta2, eps, validation_fraction;
     /* the schedule (nn_schedule.h), in optimizer steps; accumulation; the weights' average */
@@ -576,6 +578,9 @@ static int setup(trainer *t) {
     free(params);
     nn_status st = !t->opt ? nn_last_status() : NN_OK;
     if (st == NN_OK && c->ema > 0 && !(t->ema = nn_ema_new(t->net, (float)c->ema))) st = nn_last_status();
+    /* fp16 operands lose gradients below 2^-24: the loss is scaled up, steps that overflow are skipped. */
+    const bool loss_scale = strcmp(c->precision, "fp16") == 0 && !c->no_loss_scale;
+    if (st == NN_OK && loss_scale) st = nn_optimizer_enable_loss_scaling(t->opt, NULL);
     if (st == NN_OK && !c->quiet) {
         const nn_dataset *d = &t->data.train;
         st = t->photos ? model_summary_print(t->ctx, t->net, c->model, channels, height, width, c->batch, t->opt,
@@ -585,7 +590,8 @@ static int setup(trainer *t) {
     }
     step_extras extras = {.ema = t->ema, .accumulate = c->accumulate, .crop_pad = c->crop_pad > 0 ? (int)c->crop_pad : 0,
                           .flip = c->flip, .seed = (uint64_t)c->seed,
-                          .shard_count = t->photos ? 0 : dist_train_shard_count(&t->dist, t->data.train.count, c->batch)};
+                          .shard_count = t->photos ? 0 : dist_train_shard_count(&t->dist, t->data.train.count, c->batch),
+                          .loss_scale = loss_scale};
     if (st == NN_OK)
         st = t->photos ? device_steps_open_host(&t->steps, t->ctx, t->net, t->opt, channels, height, width, c->batch,
                                                 nn_loader_batches(t->photo.train_loader), &extras, !c->no_capture)
@@ -617,12 +623,12 @@ static int setup(trainer *t) {
         const int synced = dist_train_sync_batch_norm(&t->dist, t->net, c->model);
         if (synced != EXIT_OK) return synced;
     }
-    if (c->log_steps && dist_train_is_main(&t->dist) && !(t->step_log = fopen(c->log_steps, c->resume ? "a" : "w"))) {
+    if (c->log_steps && dist_train_is_main(&t->dist) && !(t->step_log = nn_file_fopen(c->log_steps, c->resume ? "a" : "w"))) {
         perror(c->log_steps);
         return EXIT_BAD_INPUT;
     }
     /* A resumed run continues its log. */
-    if (c->log && !(t->log = fopen(c->log, c->resume ? "a" : "w"))) {
+    if (c->log && !(t->log = nn_file_fopen(c->log, c->resume ? "a" : "w"))) {
         perror(c->log);
         fprintf(stderr, "nnengine train: cannot write the log file %s\n", c->log);
         return EXIT_BAD_INPUT;
@@ -809,6 +815,11 @@ static int train(train_config config) {
                 (long long)t.interrupted_at, (long long)device_steps_per_epoch(&t.steps));
         if (write_checkpoint(&t, epoch - 1) != EXIT_OK) status = EXIT_FAILURE_RUNTIME;
     }
+    float scale;
+    int64_t skipped;
+    if (status == EXIT_OK && t.opt && nn_optimizer_loss_scale_stats(t.opt, &scale, &skipped) == NN_OK)
+        fprintf(stderr, "fp16 loss scaling: %lld step%s skipped (gradients not finite), scale now %g\n",
+                (long long)skipped, skipped == 1 ? "" : "s", scale);
     uint64_t current, peak, reserved;
     if (status == EXIT_OK && nn_ctx_memory_stats(t.ctx, &current, &peak, &reserved) == NN_OK)
         fprintf(stderr, "peak device memory %.1f MiB allocated, %.1f MiB reserved (%s)\n", peak / 1048576.0,
@@ -855,6 +866,7 @@ int command_train(int argc, char **argv) {
         {"--eps", OPTION_FLOAT, &c.eps, 0, 1, "E", "adam, adamw, rmsprop: eps (default 1e-8)"},
         {"--device", OPTION_STRING, &c.device, 0, 0, "D", "auto (a GPU when usable, else the CPU), cpu or vulkan"},
         {"--precision", OPTION_STRING, &c.precision, 0, 0, "P", "fp32 (default), fp16 or bf16: the operands of convolutions and Linear layers, rounded (fp16 on matrix cores where the GPU has them); sums, weights and the rest stay fp32"},
+        {"--no-loss-scale", OPTION_SWITCH, &c.no_loss_scale, 0, 0, NULL, "fp16: no dynamic loss scaling (default: the loss scaled by 65536, halved after a step that overflows, which is skipped; doubled after 2000 good ones)"},
         {"--threads", OPTION_INT, &c.threads, 0, 1024, "T", "CPU worker threads (default 0: one per core)"},
         {"--seed", OPTION_INT, &c.seed, 0, 9.2e18, "S", "seed of the initial weights and the shuffles (default 1)"},
         {"--limit", OPTION_INT, &c.limit, 0, 9.2e18, "N", "train on the first N images only (default 0: all)"},

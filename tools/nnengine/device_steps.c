@@ -47,6 +47,7 @@ static nn_status init(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer
     s->opt = opt;
     s->schedule = extras->schedule;
     s->ema = extras->ema;
+    s->loss_scale = extras->loss_scale;
     s->accumulate = extras->accumulate > 1 ? extras->accumulate : 1;
     s->full_batches = nn_step_runner_new(ctx, full_batch_step, s, &(nn_step_options){.eager = !use_capture});
     return s->full_batches ? NN_OK : nn_last_status();
@@ -132,6 +133,7 @@ static nn_status micro_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool co
      * of its own. */
     if (st == NN_OK && counted) st = nn_counter_add(s->counter, 1);
     nn_tensor *scaled = st == NN_OK && scale != 1.0f ? nn_scale(loss, scale) : loss;
+    if (st == NN_OK && scaled && s->loss_scale) scaled = nn_optimizer_scale_loss(s->opt, scaled);
     if (st == NN_OK && !scaled) st = nn_last_status();
     if (st == NN_OK) st = nn_backward(scaled);
     /* After backward: the sums read the loss, which the last kernel of the

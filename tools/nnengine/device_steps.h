@@ -32,6 +32,7 @@ typedef struct step_extras {
     bool flip;
     uint64_t seed;
     int64_t shard_count; /* data parallel: this rank's images of an epoch (dist_train.h); 0: all */
+    bool loss_scale;     /* the optimizer scales the loss (nn_optimizer_enable_loss_scaling) */
 } step_extras;
 
 typedef struct device_steps {
@@ -41,6 +42,7 @@ typedef struct device_steps {
     nn_device_dataset *data;
     nn_schedule *schedule;
     nn_ema *ema;
+    bool loss_scale;
     int64_t accumulate;              /* batches per optimizer step */
     int64_t images;                  /* of an epoch (this rank's shard when data parallel) */
     int64_t batch, full_batches_per_epoch;

@@ -3,9 +3,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
 #include "options.h"
+#include "platform/host_info.h"
 #include "setup.h"
 
 /* --device auto or vulkan: rank r on its host takes that host's GPU r (mod
@@ -22,15 +21,23 @@ static void pick_gpu(const char *device) {
     if (gpus == 0) return;
     char index[16];
     snprintf(index, sizeof index, "%d", nn_dist_local_rank() % gpus);
+#ifdef _WIN32
+    _putenv_s("NN_ENGINE_VULKAN_DEVICE", index);
+#else
     setenv("NN_ENGINE_VULKAN_DEVICE", index, 1);
+#endif
 }
 
 /* Ranks > 0 keep what they print: shown only if they fail. */
 static void quiet_rank(dist_train *d) {
+#ifdef _WIN32
+    (void)d; /* ranks exist only with MPI, which the Windows build has not */
+#else
     d->real_stderr = stderr;
     d->quiet = open_memstream(&d->quiet_text, &d->quiet_size);
     if (d->quiet) stderr = d->quiet;
     if (!freopen("/dev/null", "w", stdout)) fprintf(stderr, "rank %d: cannot silence stdout\n", d->rank);
+#endif
 }
 
 int dist_train_start(dist_train *d, const char *device, int64_t global_batch, int64_t *batch, int64_t *threads) {
@@ -62,8 +69,8 @@ int dist_train_start(dist_train *d, const char *device, int64_t global_batch, in
         }
         *batch = global_batch / d->size;
     }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    if (*threads == 0 && strcmp(device, "cpu") == 0 && cores > 0)
+    int cores = nn_host_online_cores();
+    if (*threads == 0 && strcmp(device, "cpu") == 0)
         *threads = cores / nn_dist_local_size() > 0 ? cores / nn_dist_local_size() : 1;
     pick_gpu(device);
     fprintf(stderr, "data parallel: %d ranks (%s), %d on this host; this is rank %d\n", d->size, nn_dist_library(),
@@ -121,7 +128,9 @@ int dist_train_finish(dist_train *d, int status) {
     if (!d->active) return status;
     if (d->quiet) {
         fflush(d->quiet);
+#ifndef _WIN32 /* its stderr is not assignable; quiet_rank never runs there */
         stderr = d->real_stderr;
+#endif
         if (status != EXIT_OK && d->quiet_text)
             fprintf(stderr, "rank %d of %d failed (exit %d):\n%s", d->rank, d->size, status, d->quiet_text);
         fclose(d->quiet);

@@ -10,7 +10,6 @@
 #include "nn_io.h"
 
 static volatile sig_atomic_t requested;
-static struct sigaction previous_int, previous_term;
 
 static void say(const char *text) {
     ssize_t ignored = write(STDERR_FILENO, text, strlen(text));
@@ -27,6 +26,26 @@ static void on_signal(int signo) {
     say("\nnnengine: interrupted: finishing the current step, then saving (Ctrl+C again to stop at once)\n");
 }
 
+#ifdef _WIN32
+#include <windows.h>
+
+/* Ctrl+C, Ctrl+Break or the console window closing: the console calls
+ * this on a thread of its own, where any call is safe. */
+static BOOL WINAPI on_console_event(DWORD event) {
+    if (event != CTRL_C_EVENT && event != CTRL_BREAK_EVENT && event != CTRL_CLOSE_EVENT) return FALSE;
+    on_signal(SIGINT);
+    return TRUE;
+}
+
+void interrupt_install(void) {
+    requested = 0;
+    SetConsoleCtrlHandler(on_console_event, TRUE);
+}
+
+void interrupt_restore(void) { SetConsoleCtrlHandler(on_console_event, FALSE); }
+#else
+static struct sigaction previous_int, previous_term;
+
 void interrupt_install(void) {
     struct sigaction action;
     memset(&action, 0, sizeof action);
@@ -41,5 +60,6 @@ void interrupt_restore(void) {
     sigaction(SIGINT, &previous_int, NULL);
     sigaction(SIGTERM, &previous_term, NULL);
 }
+#endif
 
 bool interrupt_requested(void) { return requested != 0; }

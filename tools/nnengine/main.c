@@ -7,6 +7,7 @@
 #include "models.h"
 #include "nn_engine.h"
 #include "options.h"
+#include "platform/arguments.h"
 
 typedef struct command_entry {
     const char *name;
@@ -38,6 +39,7 @@ static void print_usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    nn_utf8_arguments(&argc, &argv);
     if (argc < 2) {
         print_usage(stderr);
         return EXIT_BAD_INPUT;

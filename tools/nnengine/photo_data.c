@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "options.h"
+#include "platform/host_info.h"
 #include "setup.h"
 
 static bool parse_normalize(const char *text, photo_data *d) {
@@ -22,8 +22,8 @@ static bool parse_normalize(const char *text, photo_data *d) {
 }
 
 static int default_workers(void) {
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    return cores > 2 ? (int)cores - 1 : 1; /* one core stays with the training loop */
+    int cores = nn_host_online_cores();
+    return cores > 2 ? cores - 1 : 1; /* one core stays with the training loop */
 }
 
 int photo_data_load(const char *command, const char *dir, const photo_options *o, photo_data *out) {

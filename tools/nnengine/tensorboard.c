@@ -2,12 +2,12 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "crc32c.h"
 #include "io/protobuf.h"
+#include "platform/files.h"
+#include "platform/host_info.h"
 
 /* tensorflow/core/util/event.proto and summary.proto: the fields used. */
 enum { EVENT_WALL_TIME = 1, EVENT_STEP = 2, EVENT_FILE_VERSION = 3, EVENT_SUMMARY = 5 };
@@ -48,15 +48,15 @@ static bool write_record(tensorboard *tb, const nn_pb *event) {
 
 bool tensorboard_open(tensorboard *tb, const char *dir) {
     memset(tb, 0, sizeof *tb);
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+    if (nn_file_make_folder(dir) != 0 && errno != EEXIST) {
         fprintf(stderr, "nnengine train: --tensorboard %s: cannot create the folder: %s\n", dir, strerror(errno));
         return false;
     }
-    char host[256] = "localhost";
-    gethostname(host, sizeof host - 1);
+    char host[256];
+    nn_host_name(host, sizeof host);
     double now = wall_time();
     snprintf(tb->path, sizeof tb->path, "%s/events.out.tfevents.%lld.%s", dir, (long long)now, host);
-    if (!(tb->file = fopen(tb->path, "wb"))) {
+    if (!(tb->file = nn_file_fopen(tb->path, "wb"))) {
         fprintf(stderr, "nnengine train: --tensorboard: cannot write %s: %s\n", tb->path, strerror(errno));
         return false;
     }

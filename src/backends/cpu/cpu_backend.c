@@ -1,15 +1,15 @@
 /* The CPU backend: host buffers, a cache of freed buffers, and the
  * nn_backend table (its kernels: cpu_kernels.c). */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/error.h"
 #include "cpu_backend.h"
 #include "cpu_gemm.h"
 #include "backends/registry.h"
+#include "platform/aligned_memory.h"
+#include "platform/host_info.h"
 
 /* A training step frees and re-allocates buffers of the same sizes every
  * step; keeping freed buffers by exact size makes that allocation free of
@@ -43,7 +43,7 @@ typedef struct cpu_backend {
 static cpu_backend *as_cpu(nn_backend *self) { return (cpu_backend *)self; }
 
 static void release_buffer(nn_buffer *buffer) {
-    free(buffer->data);
+    nn_aligned_free(buffer->data);
     free(buffer);
 }
 
@@ -97,10 +97,7 @@ static nn_buffer *count_in_use(cpu_backend *cpu, nn_buffer *buffer) {
 
 /* The host's physical memory: Linux promises any allocation and kills the
  * process when it is touched, so the bound is checked here instead. */
-static uint64_t host_memory_bytes(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
-}
+static uint64_t host_memory_bytes(void) { return nn_host_memory_bytes(); }
 
 static nn_buffer *cpu_alloc(nn_backend *self, size_t bytes) {
     cpu_backend *cpu = as_cpu(self);
@@ -116,10 +113,10 @@ static nn_buffer *cpu_alloc(nn_backend *self, size_t bytes) {
     buffer = calloc(1, sizeof *buffer);
     /* Round up to the alignment; never ask for 0 bytes. */
     size_t rounded = ((bytes ? bytes : 1) + 63) & ~(size_t)63;
-    void *data = buffer ? aligned_alloc(64, rounded) : NULL;
+    void *data = buffer ? nn_aligned_alloc(64, rounded) : NULL;
     if (!data && buffer && cpu->cached_bytes) {
         cache_flush(cpu); /* give the cached memory back and try once more */
-        data = aligned_alloc(64, rounded);
+        data = nn_aligned_alloc(64, rounded);
     }
     if (!data) {
         free(buffer);
@@ -193,22 +190,11 @@ static void cpu_destroy(nn_backend *self) {
     free(cpu);
 }
 
-/* The cores this process may run on: the affinity mask (taskset, cgroups'
- * cpusets), never more than the online ones. */
-static int usable_cores(void) {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t set;
-    int allowed = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-    int cores = online > 0 ? (int)online : 1;
-    if (allowed > 0 && allowed < cores) cores = allowed;
-    return cores;
-}
-
 nn_backend *nn_cpu_backend_new(int threads) {
     /* threads 0: one per usable core, in a pool that drops its workers while
      * they do not pay (a busy host); an explicit count is always used. */
     bool adaptive = threads <= 0;
-    if (adaptive) threads = usable_cores();
+    if (adaptive) threads = nn_host_usable_cores();
     if (threads > NN_THREAD_POOL_MAX)
         return NN_FAIL_NULL(NN_ERR_ARGUMENT, "cpu backend: threads must be at most %d, got %d", NN_THREAD_POOL_MAX,
                             threads);
@@ -252,8 +238,7 @@ static void list_cpu(void (*add)(void *ctx, const nn_device_info *info), void *c
     snprintf(info.backend, sizeof info.backend, "cpu");
     snprintf(info.name, sizeof info.name, "host CPU");
     snprintf(info.kind, sizeof info.kind, "cpu");
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    snprintf(info.detail, sizeof info.detail, "%ld cores, %s", cores > 0 ? cores : 1, nn_cpu_gemm_library());
+    snprintf(info.detail, sizeof info.detail, "%d cores, %s", nn_host_online_cores(), nn_cpu_gemm_library());
     info.usable = true;
     add(ctx, &info);
 }

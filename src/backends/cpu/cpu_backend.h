@@ -196,5 +196,7 @@ nn_status nn_cpu_muon_apply(const nn_muon_params *p, float *param, const float *
 /* cpu_schedule.c */
 nn_status nn_cpu_lr_schedule(const nn_lr_schedule_params *p, int32_t *counter, float *lr);
 nn_status nn_cpu_ema_update(nn_thread_pool *pool, const nn_ema_params *p, uint32_t *shadow, uint32_t *value);
+/* LOSS_SCALE (kernels.h), all three modes; a: x, saved, state. */
+nn_status nn_cpu_loss_scale(const nn_loss_scale_params *p, const nn_buffer_ref *a);
 
 #endif

@@ -15,6 +15,7 @@
  * private partial C; the partials are added in worker order. */
 #include "cpu_gemm.h"
 #include "cpu_precision.h"
+#include "platform/aligned_memory.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -678,7 +679,7 @@ static nn_status gemm_fp32(nn_thread_pool *pool, const nn_gemm_params *p, const 
     size_t bytes = floats * sizeof(float) + (size_t)pool_size * sizeof(int);
     void *mem = NULL;
     if (floats > 0 || plan == SUMMED_BATCH) {
-        mem = aligned_alloc(64, (size_t)round_up((int64_t)bytes, 64));
+        mem = nn_aligned_alloc(64, (size_t)round_up((int64_t)bytes, 64));
         if (!mem) return NN_ERR_MEMORY;
         job.scratch = per_worker ? mem : NULL;
         job.partials = (float *)mem + (size_t)pool_size * per_worker;
@@ -703,7 +704,7 @@ static nn_status gemm_fp32(nn_thread_pool *pool, const nn_gemm_params *p, const 
         break;
     }
     }
-    free(mem);
+    nn_aligned_free(mem);
     return NN_OK;
 }
 

@@ -122,6 +122,12 @@ SERIAL(muon_normalize, nn_muon_params, F32(0), F32(1))
 SERIAL(muon_apply, nn_muon_params, F32(0), F32(1), F32(2))
 SERIAL(lr_schedule, nn_lr_schedule_params, I32(0), F32(1))
 POOLED(ema_update, nn_ema_params, (uint32_t *)I32(0), (uint32_t *)I32(1))
+
+nn_status nn_cpu_run_loss_scale(nn_backend *self, const nn_loss_scale_params *p, const nn_buffer_ref *a) {
+    (void)self;
+    return nn_cpu_loss_scale(p, a);
+}
+
 POOLED(norm_backward_sums, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5))
 POOLED(norm_backward_from_sums, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5), F32(6))
 #undef POOLED

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "cpu_backend.h"
+#include "platform/float_math.h"
 
 typedef struct softmax_job {
     const nn_softmax_params *p;
@@ -23,7 +24,7 @@ static double softmax_row(const float *x, float *y, int cols) {
     for (int j = 1; j < cols; j++) max = x[j] > max ? x[j] : max;
     double sum = 0.0;
     for (int j = 0; j < cols; j++) {
-        float e = expf(x[j] - max);
+        float e = nn_expf(x[j] - max);
         y[j] = e;
         sum += e;
     }

@@ -1,14 +1,13 @@
 #include "thread_pool.h"
 
 #include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
+
+#include "platform/wait_word.h"
 
 /* One job at a time. A job is split into `active` fixed ranges (range r is
  * always the same items, run with worker index r), so a reduction's partials
@@ -88,14 +87,6 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static void futex_wait(_Atomic uint32_t *word, uint32_t expected) {
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
-}
-
-static void futex_wake(_Atomic uint32_t *word, int count) {
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
-}
-
 /* Spins until *word != seen or SPIN_NS pass; true when it changed. The clock
  * is read every 64 rounds only. */
 static bool spin_until_changed(_Atomic uint32_t *word, uint32_t seen, const _Atomic int *stop) {
@@ -135,7 +126,7 @@ static void run_ranges(nn_thread_pool *pool, uint32_t gen) {
             atomic_fetch_add_explicit(&pool->range_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - start, memory_order_relaxed);
         /* seq_cst pairs with the caller's store of caller_sleeping. */
         if (atomic_fetch_add(&pool->done, 1) + 1 == (uint32_t)active && atomic_load(&pool->caller_sleeping))
-            futex_wake(&pool->done, 1);
+            nn_wake_word(&pool->done, 1);
         w = atomic_load_explicit(&pool->claim, memory_order_acquire);
     }
 }
@@ -153,7 +144,7 @@ static void wait_for_ranges(nn_thread_pool *pool, uint32_t active) {
     for (uint32_t d; (d = atomic_load(&pool->done)) != active;) {
         /* seq_cst store then load, against the worker's increment then load. */
         atomic_store(&pool->caller_sleeping, 1);
-        if (atomic_load(&pool->done) == d) futex_wait(&pool->done, d);
+        if (atomic_load(&pool->done) == d) nn_wait_word(&pool->done, d);
         atomic_store(&pool->caller_sleeping, 0);
     }
 }
@@ -165,7 +156,7 @@ static void *worker_main(void *raw) {
         if (!spin_until_changed(&pool->generation, seen, &pool->shutting_down)) {
             atomic_fetch_add(&pool->sleepers, 1);
             while (atomic_load(&pool->generation) == seen && !atomic_load(&pool->shutting_down))
-                futex_wait(&pool->generation, seen);
+                nn_wait_word(&pool->generation, seen);
             atomic_fetch_sub(&pool->sleepers, 1);
         }
         if (atomic_load(&pool->shutting_down)) break;
@@ -209,7 +200,7 @@ void nn_thread_pool_free(nn_thread_pool *pool) {
     if (!pool) return;
     atomic_store(&pool->shutting_down, 1);
     atomic_fetch_add(&pool->generation, 1);
-    futex_wake(&pool->generation, INT_MAX);
+    nn_wake_word(&pool->generation, INT_MAX);
     for (int i = 1; i < pool->size; i++) pthread_join(pool->threads[i], NULL);
     free(pool->threads);
     free(pool);
@@ -278,7 +269,7 @@ void nn_parallel_for(nn_thread_pool *pool, int64_t count, int64_t min_chunk, nn_
     /* seq_cst: a worker going to sleep either sees the new generation or is
      * counted in sleepers here. */
     atomic_store(&pool->generation, gen);
-    if (atomic_load(&pool->sleepers) > 0) futex_wake(&pool->generation, active - 1);
+    if (atomic_load(&pool->sleepers) > 0) nn_wake_word(&pool->generation, active - 1);
 
     run_ranges(pool, gen);
     wait_for_ranges(pool, (uint32_t)active);

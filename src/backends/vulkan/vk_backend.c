@@ -252,7 +252,8 @@ nn_backend *nn_vulkan_backend_new(bool hardware_only, bool *no_device) {
     b->name = "vulkan";
     b->kind = NN_DEVICE_GPU;
     b->threads = 1;
-    b->matrix_core_precisions = vk->matrix_cores ? 1u << NN_PRECISION_FP16 : 0;
+    for (int32_t precision = NN_PRECISION_FP32; precision <= NN_PRECISION_BF16; precision++)
+        if (vk_on_matrix_cores(vk, precision)) b->matrix_core_precisions |= 1u << precision;
     snprintf(b->description, sizeof b->description, "vulkan %d: %.60s (%.16s, %.40s)", index,
              vk->phys->props.deviceName, vk->phys->kind, vk->phys->driver);
     b->alloc = vk_buffer_alloc;

@@ -111,9 +111,10 @@ typedef enum vk_pipeline_id {
     VK_PIPE_COUNT
 } vk_pipeline_id;
 
-/* GEMM pipeline variants: bit 0 / bit 1 vec4 loads of A / B
- * (specialization constants, not push-constant branches: a branch costs
- * every variant registers). */
+/* GEMM pipeline variants: bit 0 / bit 1 vec4 loads of A / B, bits 2-3
+ * specialization constant 9 (the operands' rounding, or on the matrix cores
+ * the transposes) (specialization constants, not push-constant branches: a
+ * branch costs every variant registers). */
 #define VK_PIPE_VARIANTS 16
 /* Kernel arguments sit at bindings 0-7 and, past the eighth, at 9 and up:
  * binding 8 is the status buffer, where the first kernels put it. A kernel
@@ -189,6 +190,12 @@ typedef struct vk_backend {
 } vk_backend;
 
 static inline vk_backend *as_vk(nn_backend *b) { return (vk_backend *)b; }
+/* Whether products of `precision` (nn_precision) run on the matrix cores:
+ * fp16, where the device has them (the one rule the GEMM, the convolution
+ * routes and nn_ctx_matrix_cores follow). */
+static inline bool vk_on_matrix_cores(const vk_backend *vk, int32_t precision) {
+    return precision == NN_PRECISION_FP16 && vk->matrix_cores;
+}
 
 /* vk_memory.c */
 nn_status vk_memory_init(vk_backend *vk);

@@ -170,7 +170,7 @@ static vk_conv_route_id vk_conv_route(const vk_backend *vk, nn_kernel kernel, co
         /* Rounded operands: fp16 on matrix cores through the column route's
          * GEMM; otherwise the latency kernels or that GEMM round them as they
          * stage them (the implicit GEMM does not round). */
-        const bool cores = cp->precision == NN_PRECISION_FP16 && vk->matrix_cores;
+        const bool cores = vk_on_matrix_cores(vk, cp->precision);
         return plain && !cores && vk_latency_wanted(multiply_adds(cp)) ? VK_CONV_LATENCY : VK_CONV_COLUMNS;
     }
     if (force && strcmp(force, "implicit") == 0) return VK_CONV_IMPLICIT;

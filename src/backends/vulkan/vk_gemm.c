@@ -296,7 +296,7 @@ nn_status vk_gemm_record(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_p
     /* A long walk over k (in slices of 16) into one output may be split. */
     bool long_k = outputs == 1 && products * ceil_div(k, 16) >= 64;
     /* fp16 products on matrix cores where the device has them, whatever their size. */
-    const bool cores = p->precision == NN_PRECISION_FP16 && vk->matrix_cores;
+    const bool cores = vk_on_matrix_cores(vk, p->precision);
     vk_pipeline_id pipe = cores ? choose_coopmat(p->m, p->n, outputs, long_k) : choose_gemm(p->m, p->n, outputs, long_k);
     uint32_t bm, bn, bk;
     vk_gemm_tiles(pipe, &bm, &bn, &bk);

@@ -1,31 +1,43 @@
-/* Opening libvulkan.so.1 at run time and fetching the entry points. */
+/* Opening the Vulkan loader (libvulkan.so.1, vulkan-1.dll) at run time and
+ * fetching the entry points. */
 #include "vk_loader.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "platform/dynamic_library.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static nn_vk_loader g_loader;
 static int g_loaded;
 static char g_why[256];
 
+#ifdef _WIN32
+/* Every Windows GPU driver installs it in System32. */
+#define VULKAN_LOADER "vulkan-1.dll"
+#define VULKAN_LOADER_NAMES {VULKAN_LOADER}
+#define VULKAN_LOADER_HINT "vulkan-1.dll not found: install your GPU vendor's driver (it brings the Vulkan loader)"
+#else
+#define VULKAN_LOADER "libvulkan.so.1"
+/* The soname first (what libvulkan1 installs), then the unversioned name
+ * some systems have only through -dev packages. */
+#define VULKAN_LOADER_NAMES {VULKAN_LOADER, "libvulkan.so"}
+#define VULKAN_LOADER_HINT \
+    "libvulkan.so.1 not found: install libvulkan1 and a driver such as mesa-vulkan-drivers (or your GPU vendor's)"
+#endif
+
 static void open_loader(void) {
-    /* The soname first (what libvulkan1 installs), then the unversioned
-     * name some systems have only through -dev packages. */
-    const char *names[] = {"libvulkan.so.1", "libvulkan.so"};
+    const char *names[] = VULKAN_LOADER_NAMES;
     void *lib = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++) lib = nn_library_open(names[i]);
     if (!lib) {
-        snprintf(g_why, sizeof g_why,
-                 "libvulkan.so.1 not found: install libvulkan1 and a driver such as "
-                 "mesa-vulkan-drivers (or your GPU vendor's)");
+        snprintf(g_why, sizeof g_why, "%s", VULKAN_LOADER_HINT);
         return;
     }
-    g_loader.vkGetInstanceProcAddr = (PFN_vkGetInstanceProcAddr)dlsym(lib, "vkGetInstanceProcAddr");
+    g_loader.vkGetInstanceProcAddr = (PFN_vkGetInstanceProcAddr)nn_library_symbol(lib, "vkGetInstanceProcAddr");
     if (!g_loader.vkGetInstanceProcAddr) {
-        snprintf(g_why, sizeof g_why, "libvulkan.so.1 has no vkGetInstanceProcAddr (not a Vulkan loader?)");
+        snprintf(g_why, sizeof g_why, "%s has no vkGetInstanceProcAddr (not a Vulkan loader?)", VULKAN_LOADER);
         return;
     }
 #define LOAD_GLOBAL(name) g_loader.name = (PFN_##name)g_loader.vkGetInstanceProcAddr(NULL, #name);

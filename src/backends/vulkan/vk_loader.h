@@ -1,6 +1,6 @@
 /* The Vulkan loader, opened at run time: the library never links against
  * libvulkan, so it loads (and runs on the CPU) where Vulkan is absent. As in
- * volk: dlopen("libvulkan.so.1"), fetch vkGetInstanceProcAddr, then every
+ * volk: open libvulkan.so.1 (vulkan-1.dll on Windows), fetch vkGetInstanceProcAddr, then every
  * other entry point through it (instance level) or vkGetDeviceProcAddr
  * (device level, which skips the loader's dispatch trampoline). */
 #ifndef NN_VK_LOADER_H

@@ -106,6 +106,7 @@
     /* learning-rate schedules and weight averages (vk_schedule.c) */                                          \
     P(LR_SCHEDULE, lr_schedule, "lr_schedule", 0, 0, 0, 0, 0, 0, 0)                                            \
     P(EMA_UPDATE, ema_update, "ema_update", 0, 0, 0, 0, 0, 0, 0)                                            \
+    P(LOSS_SCALE, loss_scale, "loss_scale", 0, 0, 0, 0, 0, 0, 0)                                            \
     /* implicit-GEMM convolution (vk_conv_implicit.c): variant = mode (0 forward, 1 data, 2 weight) */         \
     P(CONV_IMPLICIT_LARGE, conv_implicit, "conv2d (implicit GEMM)", 128, 128, 8, 8, 8, 256, 1)                 \
     P(CONV_IMPLICIT_MEDIUM, conv_implicit, "conv2d (implicit GEMM)", 64, 64, 16, 4, 4, 256, 1)

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "vk_backend.h"
 #include "vk_pipeline_list.h"
+#include "platform/files.h"
 
 #define MAX_SETS 4096
 
@@ -119,7 +120,7 @@ static uint32_t *shader_override(const char *name, size_t *size) {
     if (!dir || !*dir) return NULL;
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.spv", dir, name);
-    FILE *f = fopen(path, "rb");
+    FILE *f = nn_file_fopen(path, "rb");
     if (!f) return NULL;
     uint32_t *code = NULL;
     long bytes = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
@@ -199,7 +200,8 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
     memcpy(constants, spec->spec, sizeof spec->spec);
     constants[7] = (variant & 1) != 0; /* VEC_A */
     constants[8] = (variant & 2) != 0; /* VEC_B */
-    constants[9] = (variant >> 2) & 3; /* ROUND: the operands' nn_precision (shaders/precision.glsl) */
+    /* ROUND, the operands' nn_precision (shaders/precision.glsl); gemm_coopmat.comp: TRANSPOSES */
+    constants[9] = (variant >> 2) & 3;
     NN_TRY(build_pipeline(vk, spec, constants, spec->spec[0] ? 10 : 0, slot));
     *out = *slot;
     return NN_OK;

@@ -1,0 +1,112 @@
+/* Dynamic loss scaling (include/nn_optim.h: nn_optimizer_enable_loss_scaling):
+ * a scale and its counters on the device, the LOSS_SCALE kernel's three
+ * modes around each update, and saved copies of the flat parameters and
+ * states for the step that must be undone. Everything is a kernel or a
+ * device copy, so a captured step carries it. */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "nn_ops.h"
+#include "optimizer.h"
+
+struct nn_loss_scaler {
+    nn_tensor *state; /* [4]: scale, found, good steps, skipped steps */
+    nn_tensor *scale; /* state[0] as a [1] tensor, for the loss's product */
+    nn_tensor *saved_params;
+    nn_tensor *saved_states[NN_OPTIMIZER_MAX_STATES];
+    nn_loss_scale_options options;
+};
+
+void nn_loss_scaler_free(nn_loss_scaler *s) {
+    if (!s) return;
+    nn_tensor_free(s->scale);
+    nn_tensor_free(s->state);
+    nn_tensor_free(s->saved_params);
+    for (int i = 0; i < NN_OPTIMIZER_MAX_STATES; i++) nn_tensor_free(s->saved_states[i]);
+    free(s);
+}
+
+nn_status nn_optimizer_enable_loss_scaling(nn_optimizer *opt, const nn_loss_scale_options *options) {
+    if (!opt) return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_enable_loss_scaling: optimizer is NULL");
+    if (opt->loss_scaler)
+        return nn_set_error(NN_ERR_STATE, "nn_optimizer_enable_loss_scaling: the optimizer scales its loss already");
+    nn_loss_scale_options o = options ? *options : (nn_loss_scale_options){0};
+    if (o.init_scale == 0.0f) o.init_scale = 65536.0f;
+    if (o.growth_factor == 0.0f) o.growth_factor = 2.0f;
+    if (o.backoff_factor == 0.0f) o.backoff_factor = 0.5f;
+    if (o.growth_interval == 0) o.growth_interval = 2000;
+    if (!(o.init_scale > 0.0f && o.init_scale < 3e38f) || !(o.growth_factor > 1.0f && o.growth_factor < 1e6f) ||
+        !(o.backoff_factor > 0.0f && o.backoff_factor < 1.0f) || o.growth_interval < 1 || o.growth_interval > (1 << 24))
+        return nn_set_error(NN_ERR_ARGUMENT,
+                            "nn_optimizer_enable_loss_scaling: init_scale %g (> 0), growth_factor %g (> 1), "
+                            "backoff_factor %g (in (0, 1)) or growth_interval %d (in [1, 2^24]) out of range",
+                            o.init_scale, o.growth_factor, o.backoff_factor, o.growth_interval);
+    nn_loss_scaler *s = calloc(1, sizeof *s);
+    if (!s) return nn_set_error(NN_ERR_MEMORY, "nn_optimizer_enable_loss_scaling: out of host memory");
+    s->options = o;
+    const float initial[4] = {o.init_scale, 0.0f, 0.0f, 0.0f};
+    s->state = nn_tensor_from_data(opt->set.ctx, NN_F32, 1, (int64_t[]){4}, initial);
+    s->scale = s->state ? nn_tensor_view_at(s->state, 0, 1, (int64_t[]){1}) : NULL;
+    if (!s->scale) {
+        nn_loss_scaler_free(s);
+        return nn_last_status();
+    }
+    opt->loss_scaler = s;
+    return NN_OK;
+}
+
+nn_tensor *nn_optimizer_scale_loss(nn_optimizer *opt, nn_tensor *loss) {
+    if (!opt || !loss) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_optimizer_scale_loss: %s is NULL", opt ? "loss" : "optimizer");
+    if (!opt->loss_scaler)
+        return NN_FAIL_NULL(NN_ERR_STATE, "nn_optimizer_scale_loss: loss scaling is not enabled "
+                                          "(nn_optimizer_enable_loss_scaling)");
+    return nn_mul(loss, opt->loss_scaler->scale);
+}
+
+nn_status nn_optimizer_loss_scale_stats(nn_optimizer *opt, float *scale, int64_t *skipped) {
+    if (!opt || !opt->loss_scaler)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_loss_scale_stats: %s",
+                            opt ? "loss scaling is not enabled" : "optimizer is NULL");
+    float state[4];
+    NN_TRY(nn_tensor_read(opt->loss_scaler->state, state, sizeof state));
+    if (scale) *scale = state[0];
+    if (skipped) *skipped = (int64_t)state[3];
+    return NN_OK;
+}
+
+static nn_status run(nn_optimizer *opt, int mode, nn_tensor *x, nn_tensor *saved, int64_t n) {
+    const nn_loss_scale_params p = {.n = n, .mode = mode, .growth_interval = opt->loss_scaler->options.growth_interval,
+                                    .growth_factor = opt->loss_scaler->options.growth_factor,
+                                    .backoff_factor = opt->loss_scaler->options.backoff_factor};
+    nn_buffer_ref args[3] = {nn_optional_ref(x), nn_optional_ref(saved), nn_tensor_ref(opt->loss_scaler->state)};
+    return nn_ctx_run(opt->set.ctx, NN_KERNEL_LOSS_SCALE, args, 3, &p);
+}
+
+/* A device copy of `t` into *saved (made the first time). */
+static nn_status save(nn_tensor *t, nn_tensor **saved) {
+    if (!*saved) {
+        *saved = nn_tensor_new(t->ctx, t->dtype, t->ndim, t->shape);
+        if (!*saved) return nn_last_status();
+    }
+    return nn_tensor_copy(*saved, t);
+}
+
+nn_status nn_loss_scaler_before_update(nn_optimizer *opt) {
+    nn_loss_scaler *s = opt->loss_scaler;
+    if (!nn_param_set_is_flat(&opt->set))
+        return nn_set_error(NN_ERR_STATE, "nn_optimizer_step: loss scaling needs every parameter and gradient in the "
+                                          "optimizer's flat buffers (a parameter shared with another tensor, or one "
+                                          "without a gradient yet, is not)");
+    NN_TRY(run(opt, NN_LOSS_SCALE_UNSCALE, opt->set.flat_grads, NULL, opt->set.total));
+    NN_TRY(save(opt->set.flat_params, &s->saved_params));
+    for (int i = 0; i < opt->state_count; i++) NN_TRY(save(opt->states[i].flat, &s->saved_states[i]));
+    return NN_OK;
+}
+
+nn_status nn_loss_scaler_after_update(nn_optimizer *opt) {
+    nn_loss_scaler *s = opt->loss_scaler;
+    NN_TRY(run(opt, NN_LOSS_SCALE_RESTORE, opt->set.flat_params, s->saved_params, opt->set.total));
+    for (int i = 0; i < opt->state_count; i++)
+        NN_TRY(run(opt, NN_LOSS_SCALE_RESTORE, opt->states[i].flat, s->saved_states[i], opt->states[i].flat->numel));
+    return run(opt, NN_LOSS_SCALE_UPDATE, NULL, NULL, 0);
+}

@@ -1,0 +1,132 @@
+/* Dynamic loss scaling (nn_optimizer_enable_loss_scaling) on the CPU and
+ * Vulkan: with a power-of-two scale the steps equal unscaled steps bit for
+ * bit (SGD with momentum, Adam with its step count); a step whose scaled
+ * gradients overflow leaves the parameters and every state as they were,
+ * is counted and halves the scale; good steps double it at the interval.
+ * The CLI's test of --precision fp16 runs it in a captured step. */
+#include <string.h>
+
+#include "nn_engine.h"
+#include "test.h"
+#include "vulkan_harness.h"
+
+enum { IN = 5, OUT = 3, ROWS = 4 };
+
+typedef struct run {
+    nn_ctx *ctx;
+    nn_tensor *w, *b, *x;
+    nn_optimizer *opt;
+} run;
+
+static bool open_run(run *r, int device, bool adam) {
+    memset(r, 0, sizeof *r);
+    r->ctx = nn_ctx_new(&(nn_ctx_options){.device = device ? "vulkan" : "cpu", .threads = 1});
+    if (!r->ctx) return false;
+    float w[OUT * IN], b[OUT], x[ROWS * IN];
+    for (int i = 0; i < OUT * IN; i++) w[i] = 0.1f * (float)((i * 7) % 11) - 0.5f;
+    for (int i = 0; i < OUT; i++) b[i] = 0.25f * (float)i;
+    for (int i = 0; i < ROWS * IN; i++) x[i] = 0.3f * (float)((i * 5) % 13) - 1.7f;
+    r->w = nn_tensor_from_data(r->ctx, NN_F32, 2, (int64_t[]){OUT, IN}, w);
+    r->b = nn_tensor_from_data(r->ctx, NN_F32, 1, (int64_t[]){OUT}, b);
+    r->x = nn_tensor_from_data(r->ctx, NN_F32, 2, (int64_t[]){ROWS, IN}, x);
+    nn_tensor_set_requires_grad(r->w, true);
+    nn_tensor_set_requires_grad(r->b, true);
+    nn_tensor *params[2] = {r->w, r->b};
+    r->opt = adam ? nn_adam_new(params, 2, &(nn_adam_options){.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f})
+                  : nn_sgd_new(params, 2, &(nn_sgd_options){.lr = 0.05f, .momentum = 0.9f});
+    return r->opt != NULL;
+}
+
+static void close_run(run *r) {
+    nn_optimizer_free(r->opt);
+    nn_ctx_free(r->ctx);
+}
+
+/* One step of the loss sum((x w^T + b)^2) * factor, scaled when enabled. */
+static nn_status step(run *r, bool scaled, float factor) {
+    nn_status st = nn_optimizer_zero_grad(r->opt);
+    nn_tensor *y = st == NN_OK ? nn_linear(r->x, r->w, r->b) : NULL;
+    nn_tensor *loss = y ? nn_sum(nn_mul_scalar(nn_mul(y, y), factor)) : NULL;
+    if (scaled && loss) loss = nn_optimizer_scale_loss(r->opt, loss);
+    if (st == NN_OK) st = loss ? nn_backward(loss) : nn_last_status();
+    if (st == NN_OK) st = nn_optimizer_step(r->opt);
+    nn_status end = nn_ctx_step_end(r->ctx);
+    return st == NN_OK ? end : st;
+}
+
+/* The parameters and every state, as 32-bit words. */
+static int snapshot(run *r, uint32_t *out) {
+    int n = 0;
+    bool ok = nn_tensor_read(r->w, out + n, sizeof(float) * OUT * IN) == NN_OK;
+    n += OUT * IN;
+    ok = ok && nn_tensor_read(r->b, out + n, sizeof(float) * OUT) == NN_OK;
+    n += OUT;
+    for (int s = 0; s < nn_optimizer_state_count(r->opt); s++)
+        for (int p = 0; p < 2; p++) {
+            nn_tensor *t = nn_optimizer_state(r->opt, p, s);
+            const int64_t count = nn_tensor_numel(t);
+            ok = ok && nn_tensor_read(t, out + n, sizeof(uint32_t) * (size_t)count) == NN_OK;
+            n += (int)count;
+        }
+    return ok ? n : -1;
+}
+
+TEST(loss_scale_steps_equal_unscaled_ones_and_skip_overflows) {
+    for (int device = 0; device < 2; device++) {
+        if (device && vkt_skipped()) continue;
+        for (int adam = 0; adam < 2; adam++) {
+            const char *what = adam ? "adam" : "sgd";
+            run plain, scaled;
+            if (!open_run(&plain, device, adam) || !open_run(&scaled, device, adam)) {
+                CHECK_MSG(false, "%s: %s", what, nn_last_error());
+                return;
+            }
+            CHECK(nn_optimizer_enable_loss_scaling(scaled.opt, &(nn_loss_scale_options){.init_scale = 1024.0f,
+                                                                                           .growth_interval = 2}) ==
+                  NN_OK);
+            for (int i = 0; i < 3; i++) {
+                CHECK(step(&plain, false, 1.0f) == NN_OK);
+                CHECK_MSG(step(&scaled, true, 1.0f) == NN_OK, "%s: %s", what, nn_last_error());
+            }
+            uint32_t a[256], b[256];
+            const int n = snapshot(&plain, a);
+            CHECK(snapshot(&scaled, b) == n && n > 0);
+            CHECK_MSG(memcmp(a, b, sizeof(uint32_t) * (size_t)n) == 0, "%s on %s: scaled steps differ from plain ones",
+                      what, device ? "vulkan" : "cpu");
+            float scale;
+            int64_t skipped;
+            CHECK(nn_optimizer_loss_scale_stats(scaled.opt, &scale, &skipped) == NN_OK);
+            CHECK_MSG(scale == 2048.0f && skipped == 0, "%s: scale %g after 3 good steps (interval 2), %lld skipped",
+                      what, scale, (long long)skipped);
+            /* A loss whose scaled gradients overflow: nothing moves, the step is counted, the scale halves. */
+            CHECK(step(&scaled, true, 1e36f) == NN_OK);
+            CHECK(snapshot(&scaled, b) == n);
+            CHECK_MSG(memcmp(a, b, sizeof(uint32_t) * (size_t)n) == 0, "%s on %s: a skipped step changed the state",
+                      what, device ? "vulkan" : "cpu");
+            CHECK(nn_optimizer_loss_scale_stats(scaled.opt, &scale, &skipped) == NN_OK);
+            CHECK_MSG(scale == 1024.0f && skipped == 1, "%s: scale %g, %lld skipped after an overflow", what, scale,
+                      (long long)skipped);
+            /* And the next good step matches the plain run's next one. */
+            CHECK(step(&plain, false, 1.0f) == NN_OK && step(&scaled, true, 1.0f) == NN_OK);
+            snapshot(&plain, a);
+            snapshot(&scaled, b);
+            CHECK(memcmp(a, b, sizeof(uint32_t) * (size_t)n) == 0);
+            close_run(&plain);
+            close_run(&scaled);
+        }
+    }
+}
+
+TEST(loss_scale_refuses_bad_use) {
+    run r;
+    if (!open_run(&r, 0, false)) return;
+    CHECK(nn_optimizer_scale_loss(r.opt, r.w) == NULL && nn_last_status() == NN_ERR_STATE);
+    CHECK(nn_optimizer_loss_scale_stats(r.opt, NULL, NULL) == NN_ERR_ARGUMENT);
+    CHECK(nn_optimizer_enable_loss_scaling(r.opt, &(nn_loss_scale_options){.backoff_factor = 1.5f}) == NN_ERR_ARGUMENT);
+    CHECK(strstr(nn_last_error(), "backoff_factor 1.5") != NULL);
+    CHECK(nn_optimizer_enable_loss_scaling(r.opt, NULL) == NN_OK);
+    CHECK(nn_optimizer_enable_loss_scaling(r.opt, NULL) == NN_ERR_STATE);
+    float scale;
+    CHECK(nn_optimizer_loss_scale_stats(r.opt, &scale, NULL) == NN_OK && scale == 65536.0f);
+    close_run(&r);
+}
