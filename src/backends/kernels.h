@@ -168,11 +168,14 @@ typedef struct nn_gather_params {
      * each sample shifted by (dy, dx) in [-crop_pad, crop_pad]^2 with zero
      * pixels coming in (torchvision's RandomCrop with padding) and mirrored
      * left to right when flipped (RandomHorizontalFlip), both drawn from
-     * word nn_philox_word(i, draws[0], seed) (dropout_philox.h) of output
-     * row i and the draw counter (argument 4, required then; its owner
-     * advances it after each gather); width: the images' width. */
+     * word nn_philox_word(draw_row + i, draws[0], seed) (dropout_philox.h) of
+     * output row i and the draw counter (argument 4, required then; its
+     * owner advances it after each gather); width: the images' width. */
     int32_t width, crop_pad, flip;
     uint32_t seed_lo, seed_hi;
+    /* the row of the global batch that output row 0 is (a rank's first,
+     * rank * rows), so a sample draws alike however the batch is split */
+    int32_t draw_row;
 } nn_gather_params;
 
 /* COUNTER_ADD: counter[0] += delta. */

@@ -591,6 +591,7 @@ static int setup(trainer *t) {
     step_extras extras = {.ema = t->ema, .accumulate = c->accumulate, .crop_pad = c->crop_pad > 0 ? (int)c->crop_pad : 0,
                           .flip = c->flip, .seed = (uint64_t)c->seed,
                           .shard_count = t->photos ? 0 : dist_train_shard_count(&t->dist, t->data.train.count, c->batch),
+                          .rank = t->dist.rank, .ranks = t->dist.size,
                           .loss_scale = loss_scale};
     if (st == NN_OK)
         st = t->photos ? device_steps_open_host(&t->steps, t->ctx, t->net, t->opt, channels, height, width, c->batch,
