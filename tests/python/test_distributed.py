@@ -121,7 +121,7 @@ SYNC_BN_SCRIPT = textwrap.dedent("""
     assert np.allclose(bn.running_var.numpy(), tbn.running_var.numpy(), atol=1e-6), "running_var"
     nn.end_batch()
     dist.destroy_process_group()
-    print("rank", r, "ok")
+    print(f"rank {r} ok", flush=True)  # one write: the ranks share mpirun's stdout
 """)
 
 
