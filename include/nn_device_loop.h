@@ -51,6 +51,12 @@ nn_status nn_device_dataset_set_augment(nn_device_dataset *d, int crop_pad, bool
 /* Sets the draw counter (0 when made; each gather adds 1): where a resumed
  * run's draws continue. */
 nn_status nn_device_dataset_set_draw(nn_device_dataset *d, int64_t draw);
+/* This process is rank `rank` of `ranks` that split every global batch:
+ * a gather of n samples is its share, rows rank * n .. rank * n + n - 1 of
+ * a global batch of ranks * n. Its samples draw their augmentation as those
+ * rows, so N ranks at batch n augment each sample as one process at batch
+ * N * n does (given the same order and draw counter). Default 0 of 1. */
+nn_status nn_device_dataset_set_shard(nn_device_dataset *d, int rank, int ranks);
 
 /* x [n, C, H, W] (float32) and labels [n] (int32) <- the samples at order
  * positions first + counter[0] * n + i, i < n (counter NULL: 0). Positions

@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "nn_layers.h"
 #include "nn_module.h"
 #include "nn_optim.h"
 #include "nn_tensor.h"
@@ -75,6 +76,16 @@ nn_status nn_dist_barrier(void);
  * then runs the update. Freed with opt; set once per optimizer. */
 #define NN_DIST_BUCKET_FLOATS (1 << 20)
 nn_status nn_dist_data_parallel(nn_optimizer *opt);
+
+/* SyncBatchNorm (PyTorch's convert_sync_batchnorm): every BatchNorm1d/2d
+ * in m's tree takes its batch statistics in training over every rank's
+ * batch (nn_layers.h's nn_batchnorm_set_sync with MPI's all-reduce), so
+ * N ranks at batch B normalise as one process at batch N * B and their
+ * running statistics agree. *converted (may be NULL) gets the number of
+ * layers. Every rank converts the same model. */
+nn_status nn_dist_sync_batch_norm(nn_module *m, int *converted);
+/* One such sync object (for nn_batch_norm_synced on ctx, `channels`). */
+nn_batch_norm_sync *nn_dist_batch_norm_sync_new(nn_ctx *ctx, int channels);
 
 /* Ends the whole job at once with this exit code (MPI_Abort): for a rank that
  * cannot go on while the others wait for it. Returns only without a job. */

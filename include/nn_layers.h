@@ -130,6 +130,14 @@ nn_module *nn_resnet18_cifar(nn_ctx *ctx, int in_channels, int num_classes);
  * pool, classifier.0 Dropout(0.2), classifier.1 Linear 1280->num_classes. */
 nn_module *nn_mobilenet_v2(nn_ctx *ctx, int num_classes);
 
+/* SyncBatchNorm: the BatchNorm1d/2d m takes its batch statistics through
+ * sync (nn_ops.h's nn_batch_norm_synced), which it owns from now on (freed
+ * with m, or at once on failure); NULL returns it to its own batch's.
+ * nn_dist_sync_batch_norm does this for every BatchNorm of a model. */
+nn_status nn_batchnorm_set_sync(nn_module *m, nn_batch_norm_sync *sync);
+/* The channels of a BatchNorm1d or BatchNorm2d; 0 for any other module. */
+int nn_batchnorm_channels(const nn_module *m);
+
 #ifdef __cplusplus
 }
 #endif

@@ -314,6 +314,27 @@ typedef enum nn_interpolate_mode {
 nn_tensor *nn_interpolate(nn_tensor *x, int out_h, int out_w, double scale_h, double scale_w,
                           nn_interpolate_mode mode, bool align_corners);
 
+/* ---- SyncBatchNorm: BatchNorm's batch statistics over several processes ----
+ * nn_batch_norm_synced is nn_batch_norm_counted whose batch statistics (in
+ * training, or without running statistics) are those of every process's
+ * batch together, as PyTorch's SyncBatchNorm: the forward reduces each
+ * channel's count, sum and sum of squares, the backward the sums of
+ * weight * dy and weight * dy * xhat (the weight's and bias's gradients stay
+ * this process's). `reduce` sums count doubles in place over the processes,
+ * every process getting the same values, and is called by every process at
+ * the same points (nn_dist_sync_batch_norm gives MPI's). It runs through
+ * nn_capture_host_call, so a captured step reduces again at every replay.
+ * The sync object serves one BatchNorm layer of `channels` on ctx. */
+typedef nn_status (*nn_stats_reduce_fn)(double *values, int64_t count, void *user);
+typedef struct nn_batch_norm_sync nn_batch_norm_sync;
+nn_batch_norm_sync *nn_batch_norm_sync_new(nn_ctx *ctx, int channels, nn_stats_reduce_fn reduce, void *user);
+void nn_batch_norm_sync_free(nn_batch_norm_sync *sync);
+int nn_batch_norm_sync_channels(const nn_batch_norm_sync *sync);
+nn_ctx *nn_batch_norm_sync_ctx(const nn_batch_norm_sync *sync);
+nn_tensor *nn_batch_norm_synced(nn_batch_norm_sync *sync, nn_tensor *x, nn_tensor *running_mean,
+                                nn_tensor *running_var, nn_tensor *num_batches_tracked, nn_tensor *weight,
+                                nn_tensor *bias, bool training, float momentum, float eps);
+
 #ifdef __cplusplus
 }
 #endif

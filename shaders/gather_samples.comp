@@ -23,7 +23,7 @@ void main() {
             int c = j / p.plane, source = j;
             bool inside = true;
             if (p.crop_pad != 0 || p.flip != 0) {
-                uint w = philox_word(uint(i), uint(draws[p.off[4]]), p.seed_lo, p.seed_hi);
+                uint w = philox_word(uint(p.draw_row + i), uint(draws[p.off[4]]), p.seed_lo, p.seed_hi);
                 uint span = 2u * uint(p.crop_pad) + 1u;
                 int dy = int((w & 255u) % span) - p.crop_pad, dx = int(((w >> 8) & 255u) % span) - p.crop_pad;
                 bool mirrored = p.flip != 0 && ((w >> 16) & 1u) != 0u;

@@ -67,7 +67,8 @@
 #define PUSH_GATHER(F)                                                                                        \
     F(uint, off[5]) F(int, rows) F(int, row_elems) F(int, first) F(int, stride) F(int, positions)           \
     F(int, table_rows) F(int, plane) F(float, scale[4]) F(float, shift[4]) F(int, has_order)                \
-    F(int, has_counter) F(int, width) F(int, crop_pad) F(int, flip) F(uint, seed_lo) F(uint, seed_hi)
+    F(int, has_counter) F(int, width) F(int, crop_pad) F(int, flip) F(uint, seed_lo) F(uint, seed_hi)        \
+    F(int, draw_row)
 
 /* ---- pooling, columns ---- */
 #define PUSH_POOL(F)                                                                                          \

@@ -102,6 +102,10 @@ void parity_lr_schedule_case(nn_backend *o);
 void parity_ema_update_case(nn_backend *o);
 void parity_loss_scale_case(nn_backend *o);
 
+/* parity_cases_norm.c: NORM_BACKWARD_DATA in two (SyncBatchNorm) */
+void parity_norm_backward_sums_case(nn_backend *o);
+void parity_norm_backward_from_sums_case(nn_backend *o);
+
 /* parity_cases_conv_implicit.c: the Vulkan convolution routes (implicit
  * GEMM forced, the default's choice, the column route forced), run from
  * parity_conv_forward_case, parity_conv_data_case and parity_conv_weight_case */

@@ -575,8 +575,10 @@ void parity_sgd_update_device_lr_case(nn_backend *o) {
  * zeros). GATHER_SAMPLES reads uint8 values packed four to a word, rows
  * not on word boundaries, and scales them per channel of `plane` values. */
 /* augment: GATHER_SAMPLES' shifts of up to crop_pad pixels and mirroring
- * (width: the images' width), keyed by a seed */
-static void gather_run(nn_backend *o, nn_kernel kernel, int row_elems, int plane, int width, int crop_pad, int flip) {
+ * (width: the images' width), keyed by a seed and drawn as the rows from
+ * draw_row of a global batch */
+static void gather_run(nn_backend *o, nn_kernel kernel, int row_elems, int plane, int width, int crop_pad, int flip,
+                       int draw_row) {
     const int table_rows = 11, positions = 14, rows = 5;
     int32_t *order = parity_array((size_t)positions * 4);
     for (int i = 0; i < table_rows; i++) order[i] = (i * 7 + 3) % table_rows;
@@ -590,7 +592,7 @@ static void gather_run(nn_backend *o, nn_kernel kernel, int row_elems, int plane
                                 .positions = positions, .table_rows = table_rows, .plane = plane,
                                 .scale = {1.0f / 255.0f, 0.5f, -2.0f, 0.125f}, .shift = {-0.5f, 1.0f, 0.25f, 3.0f},
                                 .width = width, .crop_pad = crop_pad, .flip = flip, .seed_lo = 0x2545f491u,
-                                .seed_hi = 17u};
+                                .seed_hi = 17u, .draw_row = draw_row};
     const size_t out = (size_t)rows * row_elems;
     for (int with_order = 0; with_order < 2; with_order++)
         for (int32_t counter = 0; counter <= 2; counter++) { /* 0: no counter */
@@ -600,22 +602,24 @@ static void gather_run(nn_backend *o, nn_kernel kernel, int row_elems, int plane
                                samples ? arg_near(parity_randoms(out, -1, 1), out, 0, ROUNDING)
                                        : arg_exact(parity_randoms(out, -1, 1), out, 0),
                                given(crop_pad || flip, arg_in(&draw, 1, 4))};
-            parity_check(o, kernel, a, samples ? 5 : 4, &p, "row elements %d plane %d order %s counter %d crop %d flip %d", row_elems,
-                         plane, with_order ? "given" : "absent", counter, crop_pad, flip);
+            parity_check(o, kernel, a, samples ? 5 : 4, &p,
+                         "row elements %d plane %d order %s counter %d crop %d flip %d draw row %d", row_elems, plane,
+                         with_order ? "given" : "absent", counter, crop_pad, flip, draw_row);
         }
 }
 
 void parity_gather_samples_case(nn_backend *o) {
-    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 27, 9, 3, 0, 0); /* three channels of 3x3 */
-    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 10, 3, 3, 0, 0); /* four channels, the last of one value */
-    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 27, 9, 3, 2, 0); /* shifted */
-    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 27, 9, 3, 1, 1); /* shifted and mirrored */
-    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 90, 30, 6, 0, 1); /* mirrored 5x6 planes */
+    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 27, 9, 3, 0, 0, 0); /* three channels of 3x3 */
+    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 10, 3, 3, 0, 0, 0); /* four channels, the last of one value */
+    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 27, 9, 3, 2, 0, 0); /* shifted */
+    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 27, 9, 3, 1, 1, 0); /* shifted and mirrored */
+    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 90, 30, 6, 0, 1, 0); /* mirrored 5x6 planes */
+    gather_run(o, NN_KERNEL_GATHER_SAMPLES, 27, 9, 3, 1, 1, 10); /* a rank's rows from 10 of the global batch */
 }
 
 void parity_gather_rows_case(nn_backend *o) {
-    gather_run(o, NN_KERNEL_GATHER_ROWS, 1, 1, 1, 0, 0); /* labels */
-    gather_run(o, NN_KERNEL_GATHER_ROWS, 3, 3, 3, 0, 0);
+    gather_run(o, NN_KERNEL_GATHER_ROWS, 1, 1, 1, 0, 0, 0); /* labels */
+    gather_run(o, NN_KERNEL_GATHER_ROWS, 3, 3, 3, 0, 0, 0);
 }
 
 void parity_counter_add_case(nn_backend *o) {

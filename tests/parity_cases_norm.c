@@ -115,6 +115,40 @@ void parity_norm_backward_affine_case(nn_backend *o) {
         }
 }
 
+/* NORM_BACKWARD_DATA in two (SyncBatchNorm): the sums, then dx from sums
+ * that need not be this batch's (random ones, as reduced over processes). */
+void parity_norm_backward_sums_case(nn_backend *o) {
+    for (size_t i = 0; i < LAYOUTS; i++)
+        for (int weighted = 0; weighted < 2; weighted++) {
+            const norm_layout *l = &kLayouts[i];
+            const nn_norm_params p = params_of(l, 0, 1);
+            const size_t n = elements(l), c = (size_t)l->channels, g2 = 2 * (size_t)l->groups;
+            parity_arg a[6] = {arg_in(parity_randoms(n, -2, 2), n, 8), means(l, 0), variances(l, 4),
+                               given(weighted, arg_in(parity_randoms(c, -2, 2), c, 12)),
+                               arg_in(parity_randoms(n, -1, 1), n, 4),
+                               arg_near(parity_randoms(g2, -1, 1), g2, 4, 4 * sums_tol((double)group_size(l)))};
+            parity_check(o, NN_KERNEL_NORM_BACKWARD_SUMS, a, 6, &p, "%s weight %d", l->what, weighted);
+        }
+}
+
+void parity_norm_backward_from_sums_case(nn_backend *o) {
+    for (size_t i = 0; i < LAYOUTS; i++)
+        for (int variant = 0; variant < 8; variant++) { /* bits: accumulate, weight, aligned */
+            const norm_layout *l = &kLayouts[i];
+            const int acc = variant & 1, weighted = (variant >> 1) & 1, aligned = variant >> 2;
+            const nn_norm_params p = params_of(l, acc, 1);
+            const size_t n = elements(l), c = (size_t)l->channels, g2 = 2 * (size_t)l->groups;
+            const double span = (double)group_size(l); /* sums of that many terms in [-2, 2] */
+            parity_arg a[7] = {arg_in(parity_randoms(n, -2, 2), n, aligned ? 0 : 8), means(l, 0), variances(l, 4),
+                               given(weighted, arg_in(parity_randoms(c, -2, 2), c, 12)),
+                               arg_in(parity_randoms(n, -1, 1), n, aligned ? 16 : 4),
+                               arg_near(parity_randoms(n, -1, 1), n, aligned ? 32 : 0, 1e-5),
+                               arg_in(parity_randoms(g2, (float)-span, (float)span), g2, 4)};
+            parity_check(o, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, a, 7, &p, "%s accumulate %d weight %d aligned %d",
+                         l->what, acc, weighted, aligned);
+        }
+}
+
 void parity_norm_running_update_case(nn_backend *o) {
     static const int32_t counts[] = {1, 4};
     static const float momenta[] = {0.1f, 0.0f, 1.0f, -1.0f, -1.0f};

@@ -4,7 +4,9 @@
  * RandomCrop(padding) and RandomHorizontalFlip give; the shifts and mirrors
  * vary over samples and steps, cover the whole range, and repeat for the
  * same seed. Checked on the CPU and on Vulkan by finding, for each output,
- * the transform of its stored image that gives it exactly. */
+ * the transform of its stored image that gives it exactly. A rank's share
+ * of each global batch (nn_device_dataset_set_shard) augments its samples
+ * as the whole batch in one process does. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,3 +121,87 @@ static void check_device(const char *device) {
 
 TEST(augment_shifts_and_mirrors_cpu) { check_device("cpu"); }
 TEST(augment_shifts_and_mirrors_vulkan) { check_device("vulkan"); }
+
+/* ---- data parallel: a rank's share of each global batch (nn_device_dataset_set_shard) ---- */
+
+/* The images of `order` gathered at batch `batch`, augmented with the draw
+ * counter at `draw`, as rank `rank` of `ranks` (ranks 0: no shard set). */
+static bool gather_shard(nn_ctx *ctx, const int64_t *order, int64_t batch, int rank, int ranks, int32_t draw,
+                         float *out) {
+    static uint8_t pixels[COUNT * C * H * W];
+    static int32_t labels[COUNT];
+    for (int i = 0; i < COUNT; i++)
+        for (int c = 0; c < C; c++)
+            for (int y = 0; y < H; y++)
+                for (int x = 0; x < W; x++) pixels[((i * C + c) * H + y) * W + x] = pixel(i, c, y, x);
+    nn_dataset data = {.count = COUNT, .channels = C, .height = H, .width = W, .classes = COUNT,
+                       .pixels = pixels, .labels = labels};
+    const float mean[C] = {0, 0}, std[C] = {1, 1};
+    nn_device_dataset *d = nn_device_dataset_new(ctx, &data, mean, std);
+    nn_tensor *x = nn_tensor_new(ctx, NN_F32, 4, (int64_t[]){batch, C, H, W});
+    nn_tensor *y = nn_tensor_new(ctx, NN_I32, 1, (int64_t[]){batch});
+    bool ok = d && x && y && nn_device_dataset_set_augment(d, PAD, true, 7) == NN_OK &&
+              nn_device_dataset_set_order(d, order, batch) == NN_OK && nn_device_dataset_set_draw(d, draw) == NN_OK &&
+              (ranks == 0 || nn_device_dataset_set_shard(d, rank, ranks) == NN_OK) &&
+              nn_device_dataset_gather(d, NULL, 0, x, y) == NN_OK &&
+              nn_tensor_read(x, out, sizeof(float) * (size_t)(batch * C * H * W)) == NN_OK;
+    CHECK_MSG(ok, "gathering rank %d of %d at batch %lld: %s", rank, ranks, (long long)batch, nn_last_error());
+    nn_tensor_free(x);
+    nn_tensor_free(y);
+    nn_device_dataset_free(d);
+    return ok;
+}
+
+/* N ranks at batch B, each given its slice of the global order, gather every
+ * sample augmented exactly (same bits) as one process at batch N * B does;
+ * a rank that does not say where it sits draws other augmentations. */
+static void check_shards(const char *device) {
+    if (strcmp(device, "vulkan") == 0 && vkt_skipped()) return;
+    nn_ctx *ctx = vkt_open_device(device);
+    if (!ctx) return;
+    const int64_t order[COUNT] = {4, 1, 5, 0, 3, 2};
+    enum { IMAGE = C * H * W };
+    static float whole[COUNT * IMAGE], share[COUNT * IMAGE];
+    int unsharded_differ = 0;
+    for (int32_t draw = 0; draw < 12; draw += 5)
+        for (int ranks = 2; ranks <= 3; ranks++) {
+            const int64_t batch = COUNT / ranks;
+            if (!gather_shard(ctx, order, COUNT, 0, 0, draw, whole)) break;
+            for (int rank = 0; rank < ranks; rank++) {
+                if (!gather_shard(ctx, order + rank * batch, batch, rank, ranks, draw, share)) break;
+                CHECK_MSG(memcmp(share, whole + rank * batch * IMAGE, sizeof(float) * (size_t)(batch * IMAGE)) == 0,
+                          "%s: rank %d of %d (batch %lld, draw %d) augments its samples unlike the global batch",
+                          device, rank, ranks, (long long)batch, draw);
+                if (rank > 0 && gather_shard(ctx, order + rank * batch, batch, 0, 0, draw, share))
+                    unsharded_differ +=
+                        memcmp(share, whole + rank * batch * IMAGE, sizeof(float) * (size_t)(batch * IMAGE)) != 0;
+            }
+        }
+    /* 9 rank slices past the first: the rows' own draws are another stream */
+    CHECK_MSG(unsharded_differ >= 8, "%s: only %d of 9 unsharded slices drew differently: the check proves nothing",
+              device, unsharded_differ);
+    nn_device_dataset *d = NULL;
+    CHECK(nn_device_dataset_set_shard(d, 0, 1) == NN_ERR_ARGUMENT && strstr(nn_last_error(), "dataset is NULL"));
+    nn_ctx_free(ctx);
+}
+
+TEST(augment_rank_shards_draw_as_the_global_batch_cpu) { check_shards("cpu"); }
+TEST(augment_rank_shards_draw_as_the_global_batch_vulkan) { check_shards("vulkan"); }
+
+TEST(augment_shard_arguments_are_refused_by_name) {
+    nn_ctx *ctx = vkt_open_device("cpu");
+    static uint8_t pixels[2 * H * W];
+    static int32_t labels[2];
+    nn_dataset data = {.count = 2, .channels = 1, .height = H, .width = W, .classes = 2, .pixels = pixels,
+                       .labels = labels};
+    const float mean[1] = {0}, std[1] = {1};
+    nn_device_dataset *d = ctx ? nn_device_dataset_new(ctx, &data, mean, std) : NULL;
+    CHECK(d != NULL);
+    CHECK(nn_device_dataset_set_shard(d, 2, 2) == NN_ERR_ARGUMENT &&
+          strstr(nn_last_error(), "nn_device_dataset_set_shard: rank 2 of 2 ranks"));
+    CHECK(nn_device_dataset_set_shard(d, -1, 4) == NN_ERR_ARGUMENT && strstr(nn_last_error(), "rank -1 of 4"));
+    CHECK(nn_device_dataset_set_shard(d, 0, 0) == NN_ERR_ARGUMENT && strstr(nn_last_error(), "rank 0 of 0"));
+    CHECK(nn_device_dataset_set_shard(d, 1, 2) == NN_OK);
+    nn_device_dataset_free(d);
+    nn_ctx_free(ctx);
+}

@@ -125,6 +125,8 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_LR_SCHEDULE] = {parity_lr_schedule_case},
     [NN_KERNEL_EMA_UPDATE] = {parity_ema_update_case},
     [NN_KERNEL_LOSS_SCALE] = {parity_loss_scale_case},
+    [NN_KERNEL_NORM_BACKWARD_SUMS] = {parity_norm_backward_sums_case},
+    [NN_KERNEL_NORM_BACKWARD_FROM_SUMS] = {parity_norm_backward_from_sums_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

@@ -19,8 +19,9 @@ collective: every rank makes them in the same order.
 import ctypes
 import os
 
-from ._errors import check
+from ._errors import check, check_ptr
 from ._lib import c_optimizer_p, c_status, c_tensor_p, declare
+from .tensor import Tensor
 
 # Open MPI's plug-ins resolve their symbols in libmpi, which ctypes loaded
 # privately with libnnengine: made global here, as mpi4py does.
@@ -137,3 +138,108 @@ def DistributedOptimizer(optimizer):
 def destroy_process_group():
     """Leaves the job (MPI_Finalize); no collective works afterwards."""
     check(_finalize(), "nn_dist_finalize")
+
+
+# ---- SyncBatchNorm (nn_dist_batch_norm_sync_new, nn_batch_norm_synced) ----
+
+_sync_new = declare("nn_dist_batch_norm_sync_new", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_int])
+_sync_free = declare("nn_batch_norm_sync_free", None, [ctypes.c_void_p])
+_synced = declare("nn_batch_norm_synced", c_tensor_p,
+                  [ctypes.c_void_p] + [c_tensor_p] * 6 + [ctypes.c_bool, ctypes.c_float, ctypes.c_float])
+
+
+def _sync_batch_norm_class():
+    from . import functional as F
+    from .layers import _BatchNorm
+
+    class SyncBatchNorm(_BatchNorm):
+        """torch.nn.SyncBatchNorm: BatchNorm over [N, C, ...] whose batch
+        statistics in training are those of every rank's batch together (the
+        library reduces each channel's count, sum and sum of squares, and in
+        backward the gradient's sums, over MPI); the weight's and bias's
+        gradients stay this rank's, for DistributedOptimizer to average. In
+        eval mode it is BatchNorm with the running statistics."""
+        _dims = (2, 3, 4, 5, 6)
+
+        def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                     process_group=None):
+            if process_group is not None:
+                raise ValueError("SyncBatchNorm: process_group must be None (the whole job: nn_engine's only group)")
+            super().__init__(num_features, eps, momentum, affine, track_running_stats)
+            self._sync = None  # (library handle, context), made at the first training call
+
+        def _sync_for(self, ctx):
+            if self._sync is None or self._sync[1] is not ctx:
+                self._release()
+                self._sync = (check_ptr(_sync_new(ctx.ptr, self.num_features), "nn_dist_batch_norm_sync_new"), ctx)
+            return self._sync[0]
+
+        def _release(self):
+            if getattr(self, "_sync", None) is not None:
+                _sync_free(self._sync[0])
+                self._sync = None
+
+        def __del__(self):
+            try:
+                self._release()
+            except Exception:  # the library may be gone at interpreter exit
+                pass
+
+        def __call__(self, x):
+            b = self._buffers
+            if not self.training and b.get("running_mean") is not None:
+                return super().__call__(x)
+            name = type(self).__name__
+            px = F._tensor(x, name, "input")
+            if x.ndim not in self._dims:
+                raise ValueError(f"{name}: expected at least 2D input (got {x.ndim}D input)")
+            if not is_initialized():
+                raise RuntimeError(f"{name}: not in a job: call nn_engine.distributed.init_process_group first")
+            rate = -1.0 if self.momentum is None else float(self.momentum)
+            ptr = _synced(self._sync_for(x._h.ctx), px, F._optional(b.get("running_mean"), name, "running_mean"),
+                          F._optional(b.get("running_var"), name, "running_var"),
+                          F._optional(b.get("num_batches_tracked"), name, "num_batches_tracked"),
+                          F._optional(self.weight, name, "weight"), F._optional(self.bias, name, "bias"),
+                          bool(self.training), rate, float(self.eps))
+            return F._same_shape(ptr, x, "nn_batch_norm_synced")
+
+        @classmethod
+        def convert_sync_batchnorm(cls, module, process_group=None):
+            """Every BatchNorm1d/2d in module (itself, or nested in its
+            attributes, lists and dicts) replaced by a SyncBatchNorm holding
+            the same weight, bias and buffers; returns module (or its
+            replacement), as torch's."""
+            return _convert(cls, module, process_group, set())
+
+    return SyncBatchNorm
+
+
+def _convert(cls, value, process_group, seen):
+    from .layers import _BatchNorm
+    if isinstance(value, _BatchNorm) and not isinstance(value, cls):
+        synced = cls(value.num_features, value.eps, value.momentum, value.affine, value.track_running_stats,
+                     process_group)
+        synced.weight, synced.bias = value.weight, value.bias
+        synced._buffers = value._buffers
+        synced.training = value.training
+        return synced
+    if id(value) in seen or isinstance(value, (type, str, bytes, Tensor)):
+        return value
+    if not isinstance(value, (list, dict)) and not hasattr(value, "__dict__"):
+        return value
+    seen.add(id(value))
+    if isinstance(value, list):
+        value[:] = [_convert(cls, item, process_group, seen) for item in value]
+    elif isinstance(value, dict):
+        for key in list(value):
+            value[key] = _convert(cls, value[key], process_group, seen)
+    elif not isinstance(value, _BatchNorm):
+        for key, item in list(vars(value).items()):
+            if key != "_buffers":
+                converted = _convert(cls, item, process_group, seen)
+                if converted is not item:
+                    setattr(value, key, converted)
+    return value
+
+
+SyncBatchNorm = _sync_batch_norm_class()

@@ -182,6 +182,11 @@
     /* moving average of weights (nn_ema_params). shadow, value (32-bit words) */                              \
     X(EMA_UPDATE, ema_update, nn_ema_params, 2, NN_ARG(0) | NN_ARG(1), 0)                                      \
     /* dynamic loss scaling (nn_loss_scale_params). x (32-bit words), saved, state[4] */                        \
-    X(LOSS_SCALE, loss_scale, nn_loss_scale_params, 3, NN_ARG(0) | NN_ARG(2), NN_ARG(0) | NN_ARG(1))
+    X(LOSS_SCALE, loss_scale, nn_loss_scale_params, 3, NN_ARG(0) | NN_ARG(2), NN_ARG(0) | NN_ARG(1))  \
+    /* NORM_BACKWARD_DATA in two, for sums reduced in between (SyncBatchNorm):                                 \
+     * x, mean, var, weight, dy, sums [2 * groups] */                                                          \
+    X(NORM_BACKWARD_SUMS, norm_backward_sums, nn_norm_params, 6, NN_ARG(5), NN_ARG(3))                          \
+    /* x, mean, var, weight, dy, dx, sums [2 * groups] */                                                      \
+    X(NORM_BACKWARD_FROM_SUMS, norm_backward_from_sums, nn_norm_params, 7, NN_ARG(5), NN_ARG(3))
 
 #endif

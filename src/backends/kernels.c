@@ -49,6 +49,9 @@ nn_status nn_gather_check_augment(const char *backend, nn_kernel kernel, const n
         p->crop_pad >= height || (p->flip != 0 && p->flip != 1))
         return nn_set_error(NN_ERR_ARGUMENT, "%s %s: augmentation crop_pad %d, flip %d does not fit images of width %d "
                             "and %d pixels", backend, nn_kernel_name(kernel), p->crop_pad, p->flip, p->width, p->plane);
+    if (p->draw_row < 0 || (int64_t)p->draw_row + p->rows > INT32_MAX)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s %s: draw_row %d with %d rows is outside [0, %d]", backend,
+                            nn_kernel_name(kernel), p->draw_row, p->rows, INT32_MAX);
     return NN_OK;
 }
 

@@ -168,11 +168,14 @@ typedef struct nn_gather_params {
      * each sample shifted by (dy, dx) in [-crop_pad, crop_pad]^2 with zero
      * pixels coming in (torchvision's RandomCrop with padding) and mirrored
      * left to right when flipped (RandomHorizontalFlip), both drawn from
-     * word nn_philox_word(i, draws[0], seed) (dropout_philox.h) of output
-     * row i and the draw counter (argument 4, required then; its owner
-     * advances it after each gather); width: the images' width. */
+     * word nn_philox_word(draw_row + i, draws[0], seed) (dropout_philox.h) of
+     * output row i and the draw counter (argument 4, required then; its
+     * owner advances it after each gather); width: the images' width. */
     int32_t width, crop_pad, flip;
     uint32_t seed_lo, seed_hi;
+    /* the row of the global batch that output row 0 is (a rank's first,
+     * rank * rows), so a sample draws alike however the batch is split */
+    int32_t draw_row;
 } nn_gather_params;
 
 /* COUNTER_ADD: counter[0] += delta. */
@@ -464,7 +467,14 @@ int nn_kernel_arg_count(nn_kernel kernel);
  *                    var came from x), rstd * (w dy - mean_g(w dy) - xhat
  *                    mean_g(w dy xhat)), else (constants) rstd * w dy;
  *   BACKWARD_AFFINE  dweight[c] (+)= sum of dy xhat, dbias[c] (+)= sum of
- *                    dy over channel c's elements (either may be absent). */
+ *                    dy over channel c's elements (either may be absent);
+ *   BACKWARD_SUMS    sums[2 g], sums[2 g + 1] = the sums of w dy and of
+ *                    w dy xhat over group g (BACKWARD_DATA's reductions);
+ *   BACKWARD_FROM_SUMS  dx (+)= rstd * (w dy - sums[2 g] / n - xhat
+ *                    sums[2 g + 1] / n), n = outer * inner: BACKWARD_DATA
+ *                    with batch statistics from given sums, so sums reduced
+ *                    over several processes in between (SyncBatchNorm, sums
+ *                    scaled by n / the processes' count) act as the batch's. */
 typedef struct nn_norm_params {
     int64_t outer, inner;
     int64_t channel_inner;

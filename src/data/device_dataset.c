@@ -18,6 +18,7 @@ struct nn_device_dataset {
     float scale[4], shift[4];
     int crop_pad, flip; /* augmentation (nn_device_dataset_set_augment) */
     uint64_t seed;
+    int shard_rank; /* nn_device_dataset_set_shard: this rank's place in every global batch */
 };
 
 void nn_device_dataset_free(nn_device_dataset *d) {
@@ -148,6 +149,15 @@ nn_status nn_device_dataset_set_draw(nn_device_dataset *d, int64_t draw) {
     return nn_ctx_write(d->ctx, nn_tensor_ref(d->draws), &value, sizeof value);
 }
 
+nn_status nn_device_dataset_set_shard(nn_device_dataset *d, int rank, int ranks) {
+    const char *fn = "nn_device_dataset_set_shard";
+    if (!d) return nn_set_error(NN_ERR_ARGUMENT, "%s: dataset is NULL", fn);
+    if (ranks < 1 || rank < 0 || rank >= ranks)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: rank %d of %d ranks (want 0 <= rank < ranks)", fn, rank, ranks);
+    d->shard_rank = rank;
+    return NN_OK;
+}
+
 nn_status nn_device_dataset_gather(nn_device_dataset *d, nn_tensor *counter, int64_t first, nn_tensor *x,
                                    nn_tensor *labels) {
     const char *op = "nn_device_dataset_gather";
@@ -171,11 +181,15 @@ nn_status nn_device_dataset_gather(nn_device_dataset *d, nn_tensor *counter, int
     if (first < 0 || first > INT32_MAX || n > INT32_MAX)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: first = %lld, batch %lld outside 32 bits", op, (long long)first,
                             (long long)n);
+    const int64_t draw_row = (int64_t)d->shard_rank * n;
+    if (draw_row + n > INT32_MAX)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: rank %d's rows of a batch of %lld exceed 32 bits", op, d->shard_rank,
+                            (long long)n);
     nn_gather_params p = {.rows = (int32_t)n, .row_elems = (int32_t)(x->numel / n), .first = (int32_t)first,
                           .stride = (int32_t)n, .positions = (int32_t)d->order_count,
                           .table_rows = (int32_t)d->count, .plane = d->height * d->width, .width = d->width,
                           .crop_pad = d->crop_pad, .flip = d->flip, .seed_lo = (uint32_t)d->seed,
-                          .seed_hi = (uint32_t)(d->seed >> 32)};
+                          .seed_hi = (uint32_t)(d->seed >> 32), .draw_row = (int32_t)draw_row};
     memcpy(p.scale, d->scale, sizeof p.scale);
     memcpy(p.shift, d->shift, sizeof p.shift);
     const bool augment = d->crop_pad || d->flip;

@@ -2,7 +2,9 @@
  * and GroupNorm: modules over nn_batch_norm_counted, nn_layer_norm and
  * nn_group_norm, with PyTorch's state_dict names (weight, bias,
  * running_mean, running_var, num_batches_tracked). BatchNorm reads the
- * module's training flag (nn_module_set_training) as Dropout does. */
+ * module's training flag (nn_module_set_training) as Dropout does, and
+ * through its sync object, when set (nn_batchnorm_set_sync), takes its
+ * batch statistics over several processes (SyncBatchNorm). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,7 +18,15 @@ typedef struct norm_config {
     int groups;                           /* GroupNorm */
     int normalized_ndim;                  /* LayerNorm */
     int64_t normalized_shape[NN_MAX_DIMS]; /* LayerNorm */
+    int channels;                         /* BatchNorm */
+    nn_batch_norm_sync *sync;             /* BatchNorm: owned, or NULL */
 } norm_config;
+
+static void free_config(void *data) {
+    norm_config *c = data;
+    nn_batch_norm_sync_free(c->sync);
+    free(c);
+}
 
 /* The module's own parameter or buffer `name`, or NULL. */
 static nn_tensor *own(const nn_module *m, const char *name) {
@@ -32,6 +42,10 @@ static nn_tensor *batch_norm_forward(nn_module *m, nn_tensor *x) {
         return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: expected %dD or %dD input (got %dD input)", m->kind, c->min_ndim,
                             c->max_ndim, x->ndim);
     }
+    if (c->sync)
+        return nn_batch_norm_synced(c->sync, x, own(m, "running_mean"), own(m, "running_var"),
+                                    own(m, "num_batches_tracked"), own(m, "weight"), own(m, "bias"), m->training,
+                                    c->momentum, c->eps);
     return nn_batch_norm_counted(x, own(m, "running_mean"), own(m, "running_var"), own(m, "num_batches_tracked"),
                                  own(m, "weight"), own(m, "bias"), m->training, c->momentum, c->eps);
 }
@@ -66,7 +80,7 @@ static nn_module *make(nn_ctx *ctx, const char *kind, nn_module_forward_fn forwa
     norm_config *data = malloc(sizeof *data);
     if (!data) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory", kind);
     *data = *config;
-    nn_module *m = nn_module_new(ctx, kind, forward, data, free);
+    nn_module *m = nn_module_new(ctx, kind, forward, data, free_config);
     if (!m) return NULL;
     nn_status s = NN_OK;
     if (weight) s = add_filled(m, "weight", NN_F32, ndim, shape, 1.0f, true);
@@ -97,7 +111,8 @@ static nn_module *batch_norm_layer(const char *fn, const char *kind, int min_ndi
     if (!(momentum >= 0.0f && momentum <= 1.0f) && momentum != NN_BATCH_NORM_CUMULATIVE)
         return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: momentum must be in [0, 1] or NN_BATCH_NORM_CUMULATIVE, got %g", fn,
                             (double)momentum);
-    norm_config c = {.min_ndim = min_ndim, .max_ndim = max_ndim, .eps = eps, .momentum = momentum};
+    norm_config c = {.min_ndim = min_ndim, .max_ndim = max_ndim, .eps = eps, .momentum = momentum,
+                     .channels = channels};
     const int64_t shape = channels;
     return make(ctx, kind, batch_norm_forward, &c, 1, &shape, affine, affine, track_running_stats ? channels : 0);
 }
@@ -110,6 +125,31 @@ nn_module *nn_batchnorm1d(nn_ctx *ctx, int channels, float eps, float momentum, 
 nn_module *nn_batchnorm2d(nn_ctx *ctx, int channels, float eps, float momentum, bool affine, bool track_running_stats) {
     return batch_norm_layer("nn_batchnorm2d", "BatchNorm2d", 4, 4, ctx, channels, eps, momentum, affine,
                             track_running_stats);
+}
+
+int nn_batchnorm_channels(const nn_module *m) {
+    return m && m->forward == batch_norm_forward ? ((const norm_config *)nn_module_data(m))->channels : 0;
+}
+
+nn_status nn_batchnorm_set_sync(nn_module *m, nn_batch_norm_sync *sync) {
+    const char *fn = "nn_batchnorm_set_sync";
+    if (!nn_batchnorm_channels(m)) {
+        nn_batch_norm_sync_free(sync);
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: module is %s, not a BatchNorm1d or BatchNorm2d", fn,
+                            m ? m->kind : "NULL");
+    }
+    norm_config *c = nn_module_data(m);
+    const int channels = c->channels;
+    const bool other_ctx = sync && nn_batch_norm_sync_ctx(sync) != m->ctx;
+    if (other_ctx || (sync && nn_batch_norm_sync_channels(sync) != channels)) {
+        const int sync_channels = nn_batch_norm_sync_channels(sync);
+        nn_batch_norm_sync_free(sync);
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: the sync object is for %d channels%s, the %s has %d", fn,
+                            sync_channels, other_ctx ? " of another context" : "", m->kind, channels);
+    }
+    nn_batch_norm_sync_free(c->sync);
+    c->sync = sync;
+    return NN_OK;
 }
 
 nn_module *nn_layernorm(nn_ctx *ctx, int ndim, const int64_t *shape, float eps, bool affine, bool bias) {

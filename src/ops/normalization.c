@@ -10,13 +10,16 @@
  * statistics it also updates them on the device (NORM_RUNNING_UPDATE,
  * after advancing num_batches_tracked with COUNTER_ADD), so a captured
  * step replays the update. In evaluation it is the affine of the running
- * statistics, whose backward treats them as constants. */
+ * statistics, whose backward treats them as constants. With a sync object
+ * (nn_batch_norm_synced) the batch statistics and the data gradient's sums
+ * are reduced over processes in between (batch_norm_sync.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "io/onnx_graph.h"
+#include "batch_norm_sync.h"
 #include "ops.h"
 
 enum { IN_X, IN_WEIGHT, IN_BIAS, IN_RUNNING_MEAN, IN_RUNNING_VAR, IN_COUNT };
@@ -32,6 +35,7 @@ typedef struct norm_node {
     bool update_running;    /* BatchNorm in training with running statistics */
     float momentum;         /* < 0: the cumulative average (NN_BATCH_NORM_CUMULATIVE) */
     int64_t per_channel;    /* BatchNorm: elements per channel in the batch */
+    nn_batch_norm_sync *sync; /* BatchNorm: statistics over several processes, or NULL */
 } norm_node;
 
 /* The node's saved tensors: the batch counter first when one was given
@@ -46,6 +50,7 @@ static nn_status norm_forward(nn_node *node) {
     nn_tensor *x = node->inputs[IN_X];
     nn_ctx *ctx = x->ctx;
     nn_tensor *mean = node->inputs[IN_RUNNING_MEAN], *var = node->inputs[IN_RUNNING_VAR];
+    int64_t running_count = n->per_channel; /* the batch's elements per channel, over every process */
     if (n->batch_stats) {
         const int64_t groups = n->layout.groups;
         mean = nn_node_save_new(node, NN_F32, 1, &groups);
@@ -53,6 +58,7 @@ static nn_status norm_forward(nn_node *node) {
         if (!var) return nn_last_status();
         nn_buffer_ref stats[3] = {nn_tensor_ref(x), nn_tensor_ref(mean), nn_tensor_ref(var)};
         NN_TRY(nn_ctx_run(ctx, NN_KERNEL_NORM_STATS, stats, 3, &n->layout));
+        if (n->sync) NN_TRY(nn_batch_norm_sync_statistics(n->sync, mean, var, n->per_channel, &running_count));
     }
     if (n->update_running) {
         nn_tensor *counter = counter_saved(node) ? node->saved[0] : NULL;
@@ -61,7 +67,7 @@ static nn_status norm_forward(nn_node *node) {
             nn_buffer_ref advance[1] = {nn_tensor_ref(counter)};
             NN_TRY(nn_ctx_run(ctx, NN_KERNEL_COUNTER_ADD, advance, 1, &one));
         }
-        nn_norm_running_params r = {.count = n->per_channel, .channels = n->layout.channels, .momentum = n->momentum};
+        nn_norm_running_params r = {.count = running_count, .channels = n->layout.channels, .momentum = n->momentum};
         nn_buffer_ref update[5] = {nn_tensor_ref(mean), nn_tensor_ref(var),
                                    nn_tensor_ref(node->inputs[IN_RUNNING_MEAN]),
                                    nn_tensor_ref(node->inputs[IN_RUNNING_VAR]), ref_or_none(counter)};
@@ -90,7 +96,10 @@ static nn_status norm_backward(nn_node *node) {
         p.accumulate = acc;
         nn_buffer_ref args[6] = {nn_tensor_ref(x),  nn_tensor_ref(mean), nn_tensor_ref(var),
                                  ref_or_none(weight), nn_tensor_ref(dy), nn_tensor_ref(grad)};
-        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_DATA, args, 6, &p));
+        if (n->sync && n->batch_stats)
+            NN_TRY(nn_batch_norm_sync_backward_data(n->sync, &p, x, mean, var, weight, dy, grad));
+        else
+            NN_TRY(nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_DATA, args, 6, &p));
     }
     /* The weight's and the bias's gradients, each with its own accumulate. */
     nn_tensor *affine[2] = {nn_wants_grad(weight) ? weight : NULL, nn_wants_grad(bias) ? bias : NULL};
@@ -275,10 +284,9 @@ static nn_tensor *record(const nn_op *op, nn_tensor *x, nn_tensor *weight, nn_te
     return nn_op_result(op, inputs, IN_COUNT, n, sizeof *n, x->ndim, x->shape);
 }
 
-nn_tensor *nn_batch_norm_counted(nn_tensor *x, nn_tensor *running_mean, nn_tensor *running_var,
-                                 nn_tensor *num_batches_tracked, nn_tensor *weight, nn_tensor *bias, bool training,
-                                 float momentum, float eps) {
-    const char *op = "nn_batch_norm";
+static nn_tensor *batch_norm(const char *op, nn_batch_norm_sync *sync, nn_tensor *x, nn_tensor *running_mean,
+                             nn_tensor *running_var, nn_tensor *num_batches_tracked, nn_tensor *weight,
+                             nn_tensor *bias, bool training, float momentum, float eps) {
     if (nn_check_tensor(op, "x", x, NN_F32)) return NULL;
     char sx[96];
     nn_format_shape(x->ndim, x->shape, sx, sizeof sx);
@@ -289,6 +297,11 @@ nn_tensor *nn_batch_norm_counted(nn_tensor *x, nn_tensor *running_mean, nn_tenso
         check_optional(op, "running_mean", running_mean, x, 1, &channels) ||
         check_optional(op, "running_var", running_var, x, 1, &channels) || check_eps(op, eps))
         return NULL;
+    if (sync && (nn_batch_norm_sync_ctx(sync) != x->ctx || nn_batch_norm_sync_channels(sync) != channels))
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: the sync object is for %d channels%s, x %s has %lld", op,
+                            nn_batch_norm_sync_channels(sync),
+                            nn_batch_norm_sync_ctx(sync) != x->ctx ? " of another context" : "", sx,
+                            (long long)channels);
     if (!running_mean != !running_var)
         return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: running_mean and running_var are given together or not at all", op);
     if (num_batches_tracked && (nn_check_counter(op, num_batches_tracked) || nn_check_same_ctx(op, "x", x, "num_batches_tracked", num_batches_tracked)))
@@ -309,7 +322,7 @@ nn_tensor *nn_batch_norm_counted(nn_tensor *x, nn_tensor *running_mean, nn_tenso
         return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: expected more than 1 value per channel when training, got input size %s",
                             op, sx);
     norm_node n = {.kind = NORM_BATCH, .batch_stats = batch_stats, .update_running = update_running,
-                   .momentum = momentum, .per_channel = per_channel};
+                   .momentum = momentum, .per_channel = per_channel, .sync = batch_stats ? sync : NULL};
     n.layout = (nn_norm_params){.outer = x->shape[0], .inner = per_channel / x->shape[0], .groups = (int32_t)channels,
                                 .channels = (int32_t)channels, .eps = eps};
     n.layout.channel_inner = n.layout.inner;
@@ -320,6 +333,21 @@ nn_tensor *nn_batch_norm_counted(nn_tensor *x, nn_tensor *running_mean, nn_tenso
      * pending operations, so the update runs now. */
     if (update_running && nn_ctx_flush(x->ctx, y) != NN_OK) return NULL;
     return y;
+}
+
+nn_tensor *nn_batch_norm_counted(nn_tensor *x, nn_tensor *running_mean, nn_tensor *running_var,
+                                 nn_tensor *num_batches_tracked, nn_tensor *weight, nn_tensor *bias, bool training,
+                                 float momentum, float eps) {
+    return batch_norm("nn_batch_norm", NULL, x, running_mean, running_var, num_batches_tracked, weight, bias, training,
+                      momentum, eps);
+}
+
+nn_tensor *nn_batch_norm_synced(nn_batch_norm_sync *sync, nn_tensor *x, nn_tensor *running_mean,
+                                nn_tensor *running_var, nn_tensor *num_batches_tracked, nn_tensor *weight,
+                                nn_tensor *bias, bool training, float momentum, float eps) {
+    if (!sync) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_batch_norm_synced: sync is NULL");
+    return batch_norm("nn_batch_norm_synced", sync, x, running_mean, running_var, num_batches_tracked, weight, bias,
+                      training, momentum, eps);
 }
 
 nn_tensor *nn_batch_norm(nn_tensor *x, nn_tensor *running_mean, nn_tensor *running_var, nn_tensor *weight,

@@ -75,3 +75,64 @@ def test_two_ranks_reduce_broadcast_and_average_gradients(tmp_path):
                        capture_output=True, text=True, timeout=180, env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "rank 0 ok" in p.stdout and "rank 1 ok" in p.stdout, p.stdout
+
+
+def test_sync_batch_norm_converts_models_and_needs_a_job_to_train():
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())
+    names = sorted(model.state_dict())
+    converted = dist.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert converted is model and isinstance(model[1], dist.SyncBatchNorm), model
+    assert sorted(model.state_dict()) == names  # torch's state_dict names stay
+    x = nn.Tensor(np.random.default_rng(0).standard_normal((2, 3, 7, 5)).astype(np.float32))
+    with pytest.raises(RuntimeError, match="SyncBatchNorm: not in a job"):
+        model(x)
+    model.eval()  # the running statistics: plain BatchNorm, no job needed
+    bn = nn.BatchNorm2d(4)
+    bn.training = False
+    h = model[0](x)
+    assert np.allclose(model[1](h).numpy(), bn(h).numpy(), atol=1e-6)
+    with pytest.raises(ValueError, match="process_group must be None"):
+        dist.SyncBatchNorm(4, process_group="group")
+
+
+SYNC_BN_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import torch
+    import nn_engine as nn
+    import nn_engine.distributed as dist
+    dist.init_process_group("mpi")
+    r = dist.get_rank()
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((6, 3, 5, 7)) * 2 + 1).astype(np.float32)  # the global batch; 3 images a rank
+    g = rng.standard_normal(x.shape).astype(np.float32)
+    bn = dist.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm2d(3))
+    bn.weight = nn.Tensor(np.array([0.5, -1.5, 2.0], np.float32), requires_grad=True, track=False)
+    mine = nn.Tensor(x[3 * r:3 * r + 3].copy(), requires_grad=True)
+    y = bn(mine)
+    (y * nn.Tensor(g[3 * r:3 * r + 3])).sum().backward()
+    tbn = torch.nn.BatchNorm2d(3)
+    tbn.weight.data = torch.tensor(bn.weight.numpy())
+    tx = torch.tensor(x, requires_grad=True)
+    ty = tbn(tx)
+    (ty * torch.tensor(g)).sum().backward()
+    assert np.allclose(y.numpy(), ty.detach().numpy()[3 * r:3 * r + 3], atol=1e-5), "y"
+    assert np.allclose(mine.grad.numpy(), tx.grad.numpy()[3 * r:3 * r + 3], atol=1e-5), "dx"
+    assert np.allclose(bn.running_mean.numpy(), tbn.running_mean.numpy(), atol=1e-6), "running_mean"
+    assert np.allclose(bn.running_var.numpy(), tbn.running_var.numpy(), atol=1e-6), "running_var"
+    nn.end_batch()
+    dist.destroy_process_group()
+    print(f"rank {r} ok", flush=True)  # one write: the ranks share mpirun's stdout
+""")
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not found (openmpi-bin)")
+def test_sync_batch_norm_over_two_ranks_is_torch_batch_norm_over_both_halves(tmp_path):
+    if not dist.is_available():
+        pytest.skip("libnnengine was built without MPI")
+    script = tmp_path / "sync_bn.py"
+    script.write_text(SYNC_BN_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    p = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2", sys.executable, str(script)],
+                       capture_output=True, text=True, timeout=180, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "rank 0 ok" in p.stdout and "rank 1 ok" in p.stdout, p.stdout

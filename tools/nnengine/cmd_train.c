@@ -606,6 +606,7 @@ static int setup(trainer *t) {
     step_extras extras = {.ema = t->ema, .accumulate = c->accumulate, .crop_pad = c->crop_pad > 0 ? (int)c->crop_pad : 0,
                           .flip = c->flip, .seed = (uint64_t)c->seed,
                           .shard_count = t->photos ? 0 : dist_train_shard_count(&t->dist, t->data.train.count, c->batch),
+                          .rank = t->dist.rank, .ranks = t->dist.size,
                           .loss_scale = loss_scale};
     if (st == NN_OK)
         st = t->photos ? device_steps_open_host(&t->steps, t->ctx, t->net, t->opt, channels, height, width, c->batch,
@@ -633,6 +634,10 @@ static int setup(trainer *t) {
     if (dist_train_prepare(&t->dist, t->net, t->opt) != NN_OK) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
         return EXIT_FAILURE_RUNTIME;
+    }
+    if (c->sync_bn) {
+        const int synced = dist_train_sync_batch_norm(&t->dist, t->net, c->model);
+        if (synced != EXIT_OK) return synced;
     }
     if (c->log_steps && dist_train_is_main(&t->dist) && !(t->step_log = nn_file_fopen(c->log_steps, c->resume ? "a" : "w"))) {
         perror(c->log_steps);
@@ -780,11 +785,6 @@ static int train(train_config config) {
         fprintf(stderr, "nnengine train: --schedule multistep needs --milestones\n");
         return EXIT_BAD_INPUT;
     }
-    if (config.sync_bn) {
-        fprintf(stderr, "nnengine train: --sync-bn is not available yet: BatchNorm statistics stay per rank, as "
-                        "PyTorch's DistributedDataParallel keeps them (leave out --sync-bn)\n");
-        return EXIT_BAD_INPUT;
-    }
     trainer t = {.config = config, .interrupted_at = -1, .guard = {.allow_nan = config.allow_nan}};
     train_config *c = &t.config;
     int started = dist_train_start(&t.dist, c->device, c->global_batch, &c->batch, &c->threads);
@@ -910,7 +910,7 @@ int command_train(int argc, char **argv) {
         {"--tensorboard", OPTION_STRING, &c.tensorboard, 0, 0, "DIR", "write each epoch's losses and accuracies as TensorBoard scalars to an event file in DIR"},
         {"--quiet", OPTION_SWITCH, &c.quiet, 0, 0, NULL, "no model summary (layers, output shapes, parameters, memory) before training"},
         {"--global-batch", OPTION_INT, &c.global_batch, 1, 1 << 24, "G", "under mpirun -n N: G images per step over all ranks (--batch G/N each; default N x --batch)"},
-        {"--sync-bn", OPTION_SWITCH, &c.sync_bn, 0, 0, NULL, "under mpirun: BatchNorm statistics over all ranks (not available yet: refused)"},
+        {"--sync-bn", OPTION_SWITCH, &c.sync_bn, 0, 0, NULL, "under mpirun: BatchNorm statistics over all ranks (PyTorch's SyncBatchNorm)"},
         {"--log-steps", OPTION_STRING, &c.log_steps, 0, 0, "FILE", "write each step's mean loss and its images (over all ranks) as one JSON object per line"},
         {"--log-format", OPTION_STRING, &c.log_format, 0, 0, "F", "--log as json (one object per line) or csv (default: csv for a FILE ending in .csv, else json)"},
     };

@@ -69,6 +69,8 @@ nn_status device_steps_open(device_steps *s, nn_ctx *ctx, nn_module *net, nn_opt
     if (!s->data) return nn_last_status();
     if (extras && (extras->crop_pad || extras->flip))
         TRY(nn_device_dataset_set_augment(s->data, extras->crop_pad, extras->flip, extras->seed));
+    /* a rank's samples draw their augmentation as in one process at the global batch */
+    if (extras && extras->ranks > 1) TRY(nn_device_dataset_set_shard(s->data, extras->rank, extras->ranks));
     return open_tensors(s, train->channels, train->height, train->width);
 }
 

@@ -32,6 +32,7 @@ typedef struct step_extras {
     bool flip;
     uint64_t seed;
     int64_t shard_count; /* data parallel: this rank's images of an epoch (dist_train.h); 0: all */
+    int rank, ranks;     /* data parallel: where this rank's images sit in each global batch (0 of 1: alone) */
     bool loss_scale;     /* the optimizer scales the loss (nn_optimizer_enable_loss_scaling) */
 } step_extras;
 

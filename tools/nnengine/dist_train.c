@@ -94,6 +94,25 @@ nn_status dist_train_prepare(dist_train *d, nn_module *net, nn_optimizer *opt) {
     return st == NN_OK ? nn_dist_data_parallel(opt) : st;
 }
 
+int dist_train_sync_batch_norm(const dist_train *d, nn_module *net, const char *model) {
+    if (!d->active) {
+        fprintf(stderr, "nnengine train: --sync-bn takes BatchNorm statistics over the ranks of mpirun -n N; this "
+                        "is one process (leave out --sync-bn)\n");
+        return EXIT_BAD_INPUT;
+    }
+    int layers = 0;
+    if (nn_dist_sync_batch_norm(net, &layers) != NN_OK) {
+        fprintf(stderr, "nnengine train: --sync-bn: %s\n", nn_last_error());
+        return EXIT_FAILURE_RUNTIME;
+    }
+    if (layers == 0) {
+        fprintf(stderr, "nnengine train: --sync-bn: %s has no BatchNorm layers\n", model);
+        return EXIT_BAD_INPUT;
+    }
+    fprintf(stderr, "sync-bn: %d BatchNorm layers take their statistics over the %d ranks\n", layers, d->size);
+    return EXIT_OK;
+}
+
 nn_status dist_train_sum(const dist_train *d, double *values, int count) {
     return d->active ? nn_dist_all_reduce_host(values, count, NN_DIST_SUM) : NN_OK;
 }

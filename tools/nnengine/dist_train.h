@@ -37,6 +37,10 @@ void dist_train_shard_order(const dist_train *d, int64_t *order, int64_t count, 
 /* Rank 0's weights and buffers to every rank, and opt's gradients averaged
  * over the ranks from now on. */
 nn_status dist_train_prepare(dist_train *d, nn_module *net, nn_optimizer *opt);
+/* --sync-bn: every BatchNorm of net takes its statistics over all ranks
+ * (nn_dist_sync_batch_norm). EXIT_OK or an exit code after saying why: a
+ * run without mpirun, or a model without BatchNorm. */
+int dist_train_sync_batch_norm(const dist_train *d, nn_module *net, const char *model);
 /* Sums count doubles over the ranks (no job: unchanged). */
 nn_status dist_train_sum(const dist_train *d, double *values, int count);
 /* Rank 0's count doubles to every rank, replacing theirs (no job: unchanged). */

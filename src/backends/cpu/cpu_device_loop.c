@@ -31,7 +31,7 @@ static nn_status check_gather(const char *name, const nn_gather_params *p) {
 }
 
 /* Output row i's augmentation (nn_gather_params): a shift in [-pad, pad]
- * each way and a mirror bit from one Philox word of (i, the draw). */
+ * each way and a mirror bit from one Philox word of (draw_row + i, the draw). */
 typedef struct augment {
     int dy, dx, flip;
 } augment;
@@ -39,7 +39,7 @@ typedef struct augment {
 static augment augment_of(const nn_gather_params *p, int64_t i, int32_t draw) {
     augment a = {0, 0, 0};
     if (!p->crop_pad && !p->flip) return a;
-    const uint32_t w = nn_philox_word((uint32_t)i, (uint32_t)draw, p->seed_lo, p->seed_hi);
+    const uint32_t w = nn_philox_word((uint32_t)(p->draw_row + i), (uint32_t)draw, p->seed_lo, p->seed_hi);
     const uint32_t span = 2u * (uint32_t)p->crop_pad + 1u;
     a.dy = (int)((w & 0xffu) % span) - p->crop_pad;
     a.dx = (int)(((w >> 8) & 0xffu) % span) - p->crop_pad;

@@ -11,7 +11,7 @@
 
 typedef struct norm_job {
     const nn_norm_params *p;
-    const float *x, *mean, *var, *weight, *bias, *dy;
+    const float *x, *mean, *var, *weight, *bias, *dy, *sums;
     float *out, *out2;
 } norm_job;
 
@@ -82,28 +82,44 @@ nn_status nn_cpu_norm_apply(nn_thread_pool *pool, const nn_norm_params *p, const
     return NN_OK;
 }
 
+/* Group g's sums of w dy and of w dy xhat. */
+static void group_sums(const norm_job *job, int64_t g, double *sum_wdy, double *sum_wdy_xhat) {
+    const nn_norm_params *p = job->p;
+    const double mean = job->mean[g], rstd = rstd_of(job, g);
+    double a = 0.0, b = 0.0;
+    FOR_GROUP_ELEMENTS(p, g, e) {
+        const double wdy = job->dy[e] * (job->weight ? job->weight[channel_of(p, e)] : 1.0f);
+        a += wdy;
+        b += wdy * (job->x[e] - mean) * rstd;
+    }
+    *sum_wdy = a;
+    *sum_wdy_xhat = b;
+}
+
+/* Group g's dx (+)= rstd (w dy - mean_wdy - xhat mean_wdy_xhat). */
+static void group_dx(const norm_job *job, int64_t g, double mean_wdy, double mean_wdy_xhat) {
+    const nn_norm_params *p = job->p;
+    const double mean = job->mean[g], rstd = rstd_of(job, g);
+    FOR_GROUP_ELEMENTS(p, g, e) {
+        const double wdy = job->dy[e] * (job->weight ? job->weight[channel_of(p, e)] : 1.0f);
+        const double xhat = (job->x[e] - mean) * rstd;
+        const float dx = (float)(rstd * (wdy - mean_wdy - xhat * mean_wdy_xhat));
+        job->out[e] = p->accumulate ? job->out[e] + dx : dx;
+    }
+}
+
 static void backward_data_groups(void *arg, int64_t begin, int64_t end, int worker) {
     const norm_job *job = arg;
     const nn_norm_params *p = job->p;
     const double n = (double)(p->outer * p->inner);
     for (int64_t g = begin; g < end; g++) {
-        const double mean = job->mean[g], rstd = rstd_of(job, g);
         double mean_wdy = 0.0, mean_wdy_xhat = 0.0; /* over the group, when the statistics came from x */
         if (p->batch_stats && n > 0) {
-            FOR_GROUP_ELEMENTS(p, g, e) {
-                const double wdy = job->dy[e] * (job->weight ? job->weight[channel_of(p, e)] : 1.0f);
-                mean_wdy += wdy;
-                mean_wdy_xhat += wdy * (job->x[e] - mean) * rstd;
-            }
+            group_sums(job, g, &mean_wdy, &mean_wdy_xhat);
             mean_wdy /= n;
             mean_wdy_xhat /= n;
         }
-        FOR_GROUP_ELEMENTS(p, g, e) {
-            const double wdy = job->dy[e] * (job->weight ? job->weight[channel_of(p, e)] : 1.0f);
-            const double xhat = (job->x[e] - mean) * rstd;
-            const float dx = (float)(rstd * (wdy - mean_wdy - xhat * mean_wdy_xhat));
-            job->out[e] = p->accumulate ? job->out[e] + dx : dx;
-        }
+        group_dx(job, g, mean_wdy, mean_wdy_xhat);
     }
 }
 
@@ -112,6 +128,41 @@ nn_status nn_cpu_norm_backward_data(nn_thread_pool *pool, const nn_norm_params *
     NN_TRY(nn_norm_check("cpu", NN_KERNEL_NORM_BACKWARD_DATA, p));
     norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .dy = dy, .out = dx};
     nn_parallel_for(pool, p->groups, min_groups(p), backward_data_groups, &job);
+    return NN_OK;
+}
+
+static void backward_sums_groups(void *arg, int64_t begin, int64_t end, int worker) {
+    const norm_job *job = arg;
+    for (int64_t g = begin; g < end; g++) {
+        double a, b;
+        group_sums(job, g, &a, &b);
+        job->out2[2 * g] = (float)a;
+        job->out2[2 * g + 1] = (float)b;
+    }
+}
+
+nn_status nn_cpu_norm_backward_sums(nn_thread_pool *pool, const nn_norm_params *p, const float *x, const float *mean,
+                                    const float *var, const float *weight, const float *dy, float *sums) {
+    NN_TRY(nn_norm_check("cpu", NN_KERNEL_NORM_BACKWARD_SUMS, p));
+    norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .dy = dy, .out2 = sums};
+    nn_parallel_for(pool, p->groups, min_groups(p), backward_sums_groups, &job);
+    return NN_OK;
+}
+
+static void backward_from_sums_groups(void *arg, int64_t begin, int64_t end, int worker) {
+    const norm_job *job = arg;
+    const double n = (double)(job->p->outer * job->p->inner);
+    for (int64_t g = begin; g < end; g++)
+        group_dx(job, g, job->sums[2 * g] / n, job->sums[2 * g + 1] / n);
+}
+
+nn_status nn_cpu_norm_backward_from_sums(nn_thread_pool *pool, const nn_norm_params *p, const float *x,
+                                         const float *mean, const float *var, const float *weight, const float *dy,
+                                         float *dx, const float *sums) {
+    NN_TRY(nn_norm_check("cpu", NN_KERNEL_NORM_BACKWARD_FROM_SUMS, p));
+    if (p->outer * p->inner == 0) return NN_OK; /* no elements */
+    norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .dy = dy, .out = dx, .sums = sums};
+    nn_parallel_for(pool, p->groups, min_groups(p), backward_from_sums_groups, &job);
     return NN_OK;
 }
 

@@ -301,7 +301,7 @@ static nn_status gather(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, c
                             .positions = p->positions, .table_rows = p->table_rows, .plane = p->plane,
                             .has_order = a[1].buffer != NULL, .has_counter = a[2].buffer != NULL,
                             .width = p->width, .crop_pad = p->crop_pad, .flip = p->flip, .seed_lo = p->seed_lo,
-                            .seed_hi = p->seed_hi};
+                            .seed_hi = p->seed_hi, .draw_row = p->draw_row};
     memcpy(push.scale, p->scale, sizeof push.scale);
     memcpy(push.shift, p->shift, sizeof push.shift);
     const int nargs = kernel == NN_KERNEL_GATHER_SAMPLES ? 5 : 4;

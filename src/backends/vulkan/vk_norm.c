@@ -171,3 +171,26 @@ nn_status vk_run_norm_running_update(vk_backend *vk, const nn_norm_running_param
     return vk_record(vk, NN_KERNEL_NORM_RUNNING_UPDATE, VK_PIPE_NORM_RUNNING_UPDATE, 0, a, 5, VK_PUSH_REF(push),
                      vk_groups_for((uint64_t)p->channels), 1, 1);
 }
+
+/* NORM_BACKWARD_DATA's two passes as kernels of their own (SyncBatchNorm
+ * reduces the sums over processes in between): the same pipelines. */
+nn_status vk_run_norm_backward_sums(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a) {
+    const nn_kernel kernel = NN_KERNEL_NORM_BACKWARD_SUMS;
+    norm_block push;
+    NN_TRY(norm_push(kernel, p, &push));
+    push.has_weight = a[3].buffer != NULL;
+    nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], a[5], {NULL, 0, 0}};
+    return record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_SUMS, args, 7, 6, NN_ARG(5), &push,
+                        split_of(p->groups, p->outer * p->inner, PIECE, MIN_CHUNK, 2), p->groups, 2);
+}
+
+nn_status vk_run_norm_backward_from_sums(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a) {
+    const nn_kernel kernel = NN_KERNEL_NORM_BACKWARD_FROM_SUMS;
+    norm_block push;
+    NN_TRY(norm_push(kernel, p, &push));
+    if (nn_norm_elements(p) == 0) return NN_OK;
+    push.has_weight = a[3].buffer != NULL;
+    push.batch_stats = 1; /* the pointwise pass subtracts the sums' terms */
+    return vk_record_ex(vk, kernel, VK_PIPE_NORM_BACKWARD_POINTWISE, 0, a, 7, NN_ARG(5), VK_PUSH_REF(push),
+                        pointwise_groups(p), 1, 1);
+}
