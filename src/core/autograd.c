@@ -57,7 +57,8 @@ static void consume_walked_nodes(nn_ctx *ctx, int64_t start) {
 
 int nn_tape_consumers(const nn_tensor *t) { return t->tape_readers; }
 
-/* How many nodes up to `start` read each tensor (nn_tape_consumers). */
+/* How many nodes up to `start` read each tensor (nn_tape_consumers), and
+ * for leaves how many are still to run their backward. */
 static void count_readers(nn_ctx *ctx, int64_t start) {
     for (int64_t i = 0; i <= start; i++)
         for (int k = 0; k < ctx->tape[i]->input_count; k++)
@@ -65,6 +66,38 @@ static void count_readers(nn_ctx *ctx, int64_t start) {
     for (int64_t i = 0; i <= start; i++)
         for (int k = 0; k < ctx->tape[i]->input_count; k++)
             if (ctx->tape[i]->inputs[k]) ctx->tape[i]->inputs[k]->tape_readers++;
+    for (int64_t i = 0; i <= start; i++)
+        for (int k = 0; k < ctx->tape[i]->input_count; k++)
+            if (ctx->tape[i]->inputs[k]) ctx->tape[i]->inputs[k]->readers_left = ctx->tape[i]->inputs[k]->tape_readers;
+}
+
+/* A node's backward has run: its leaf inputs have one reader fewer to
+ * wait for, and one whose last reader it was has its whole gradient. */
+static nn_status tell_leaves(nn_ctx *ctx, nn_node *node) {
+    if (node->leaves_told) return NN_OK;
+    node->leaves_told = true;
+    for (int k = 0; k < node->input_count; k++) {
+        nn_tensor *t = node->inputs[k];
+        if (!t || t->grad_fn || !t->requires_grad || t->readers_left <= 0) continue;
+        if (--t->readers_left == 0) NN_TRY(ctx->grad_ready(ctx->grad_ready_user, t));
+    }
+    return NN_OK;
+}
+
+static nn_status tell_grad_ready(nn_ctx *ctx, nn_node *node) {
+    if (!ctx->grad_ready) return NN_OK;
+    if (!node->segment) return tell_leaves(ctx, node);
+    for (int i = 0; i < node->segment->count; i++)
+        if (node->segment->members[i]) NN_TRY(tell_leaves(ctx, node->segment->members[i]));
+    return NN_OK;
+}
+
+nn_status nn_ctx_set_grad_ready(nn_ctx *ctx, nn_grad_ready_fn fn, void *user) {
+    if (fn && ctx->grad_ready && (ctx->grad_ready != fn || ctx->grad_ready_user != user))
+        return nn_set_error(NN_ERR_STATE, "nn_ctx_set_grad_ready: the context's gradients are already watched");
+    ctx->grad_ready = fn;
+    ctx->grad_ready_user = fn ? user : NULL;
+    return NN_OK;
 }
 
 nn_status nn_grad_target(nn_tensor *t, nn_tensor **grad, int32_t *accumulate) {
@@ -147,6 +180,7 @@ static nn_status backward_entered(nn_tensor *loss) {
         node->output->grad_written = false;
         node->walked = false;
         node->premasked = false;
+        node->leaves_told = false;
         if (node->segment) node->segment->done = false;
     }
     count_readers(ctx, start);
@@ -159,6 +193,7 @@ static nn_status backward_entered(nn_tensor *loss) {
     for (int64_t i = start; i >= 0 && status == NN_OK; i--) {
         nn_node *node = ctx->tape[i];
         if (node->output->grad_written) status = node_backward(node);
+        if (node->output->grad_written && status == NN_OK) status = tell_grad_ready(ctx, node);
     }
     loss->grad_seeded = false;
     consume_walked_nodes(ctx, start);

@@ -56,10 +56,15 @@ struct nn_tensor {
      * exactly the seed 1 (a loss's gradient can be handed on, no kernel). */
     bool grad_seeded;
     int tape_readers; /* during nn_backward: the tape's nodes that read it (nn_tape_consumers) */
+    int readers_left; /* during nn_backward, for a leaf: those whose backward has not run yet */
     int pending_readers;    /* during a flush: the pending nodes that read it (core/fusion.c) */
     nn_node *pending_reader; /* ... the last of them */
     nn_tensor *live_prev, *live_next; /* every live tensor of the context */
 };
+
+/* A leaf's gradient is complete: every node of the tape that reads it has
+ * run its backward (its kernels are issued, maybe not finished). */
+typedef nn_status (*nn_grad_ready_fn)(void *user, nn_tensor *leaf);
 
 struct nn_ctx {
     nn_ctx_guard guard; /* the threading rule (ctx_guard.h) */
@@ -92,7 +97,15 @@ struct nn_ctx {
     nn_tensor *dropout_counter;
     uint32_t dropout_key[2];
     uint64_t dropout_generation;
+    /* Hears of each leaf whose gradient a backward pass has completed, while
+     * the pass goes on (autograd.c), or NULL: nn_ctx_set_grad_ready. */
+    nn_grad_ready_fn grad_ready;
+    void *grad_ready_user;
 };
+
+/* Sets the context's grad-ready hook (fn NULL clears it); refused while
+ * another user's is set. */
+nn_status nn_ctx_set_grad_ready(nn_ctx *ctx, nn_grad_ready_fn fn, void *user);
 
 /* ---- tensors (tensor.c) ---- */
 

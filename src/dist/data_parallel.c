@@ -4,21 +4,17 @@
  *
  * - Every rank on one host, on devices that use host memory in place (the
  *   CPU; Vulkan with VK_EXT_external_memory_host): through memory the ranks
- *   share (an MPI shared window, a piece per rank). Each device copies its
- *   gradients into its own piece, and after a barrier sums all pieces
- *   itself, reading the others' pieces where they lie. The gradients cross
- *   the bus once each way and no CPU touches them: MPI's own reductions run
- *   on one CPU core and were the step's largest cost (bench/README.md).
+ *   share (shared_memory_route.h), the copies started during backward.
  * - Otherwise (ranks on several hosts, or NN_ENGINE_DIST_SHARED_MEMORY=0):
  *   device -> host staging (one buffer, reused) -> MPI all-reduce -> host ->
  *   device, in buckets: each bucket's reduction is started as soon as it is
  *   on the host, while the next one is read.
  *
- * Inside a captured step the hook is a host call (nn_capture_host_call), so
- * a replay splits there: forward and backward replayed, the average, then
- * the optimizer's captured update. A command buffer cannot wait for other
- * processes, and splitting at the one point where the step needs other
- * ranks keeps everything else replayed as before.
+ * Inside a captured step the average is a host call (nn_capture_host_call),
+ * so a replay splits there: forward and backward replayed, the average,
+ * then the optimizer's captured update. A command buffer cannot wait for
+ * other processes, and splitting where the step needs other ranks keeps
+ * everything else replayed as before.
  *
  * Determinism: every rank must get the same bits, or the copies drift
  * apart. Through shared memory every rank adds the pieces in rank order and
@@ -30,10 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/kernels.h"
-#include "core/internal.h"
 #include "nn_dist.h"
 #include "optim/optimizer.h"
+#include "shared_memory_route.h"
 #include "transport.h"
 
 typedef struct data_parallel {
@@ -42,10 +37,8 @@ typedef struct data_parallel {
     float *staging; /* the gradients on the host, reused every step */
     nn_tensor **buckets; /* views of the flat gradient buffer, made once */
     int bucket_count;
-    /* Through this host's shared memory: */
-    dist_shared_memory *shared;
-    nn_tensor **pieces;  /* pieces[r]: local rank r's piece, as this device sees it */
-    bool shared_decided; /* the route is chosen (once the gradients are flat) */
+    shared_route *shared; /* through this host's shared memory, once open */
+    bool route_chosen;    /* once the gradients are flat */
 } data_parallel;
 
 /* One piece of the gradients reduced as a unit: a bucket of the flat
@@ -57,17 +50,9 @@ typedef struct piece {
     dist_request request;
 } piece;
 
-static void free_pieces(data_parallel *dp) {
-    for (int r = 0; dp->pieces && r < dp->shared->count; r++) nn_tensor_free(dp->pieces[r]);
-    free(dp->pieces);
-    dp->pieces = NULL;
-    dist_shared_memory_free(dp->shared); /* after the devices let go of it */
-    dp->shared = NULL;
-}
-
 static void release(void *user) {
     data_parallel *dp = user;
-    if (dp->shared) free_pieces(dp);
+    shared_route_free(dp->shared);
     for (int i = 0; i < dp->bucket_count; i++) nn_tensor_free(dp->buckets[i]);
     free(dp->buckets);
     free(dp->staging);
@@ -124,104 +109,14 @@ static nn_status finish(piece *p, float scale) {
     return nn_tensor_write(p->grad, p->host, sizeof(float) * (size_t)p->n);
 }
 
-/* Whether every rank agrees (a logical and over the job). */
-static nn_status all_agree(bool mine, bool *all) {
-    double votes = mine ? 1.0 : 0.0;
-    NN_TRY(dist_all_reduce_doubles(&votes, 1));
-    *all = votes == (double)dist_transport_group().size;
-    return NN_OK;
-}
-
-static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
-
-/* Shared memory over every rank's device, or a reason why not (then MPI).
- * Collective: every rank takes the same route. */
-static nn_status open_shared_route(data_parallel *dp, bool *opened, char *why, size_t why_size) {
-    const dist_group group = dist_transport_group();
-    nn_ctx *ctx = dp->opt->set.ctx;
-    const char *env = getenv("NN_ENGINE_DIST_SHARED_MEMORY");
-    *opened = false;
-    if (group.local_size != group.size || (env && strcmp(env, "0") == 0)) {
-        snprintf(why, why_size, "%s", group.local_size != group.size ? "the ranks are on several hosts"
-                                                                     : "NN_ENGINE_DIST_SHARED_MEMORY=0");
-        return NN_OK;
-    }
-    /* The strictest of the ranks' devices' alignments (powers of two). */
-    double align = (double)nn_ctx_host_import_alignment(ctx);
-    bool all = false;
-    NN_TRY(all_agree(align > 0, &all));
-    if (!all) {
-        snprintf(why, why_size, "a rank's device cannot use host memory in place");
-        return NN_OK;
-    }
-    NN_TRY(dist_max_doubles(&align, 1));
-    const size_t alignment = (size_t)align;
-    const size_t bytes = round_up((size_t)dp->opt->set.total * sizeof(float), alignment);
-    NN_TRY(dist_shared_memory_new(bytes, alignment, &dp->shared));
-    dp->pieces = calloc((size_t)dp->shared->count, sizeof *dp->pieces);
-    bool imported = dp->pieces != NULL;
-    for (int r = 0; imported && r < dp->shared->count; r++) {
-        dp->pieces[r] = nn_tensor_over_host(ctx, dp->shared->pieces[r], (int64_t)(bytes / sizeof(float)));
-        if (!dp->pieces[r]) {
-            snprintf(why, why_size, "rank %d: %s", group.rank, nn_last_error());
-            imported = false;
-        }
-    }
-    nn_status st = all_agree(imported, &all);
-    if (st != NN_OK || !all) {
-        if (st == NN_OK && imported) snprintf(why, why_size, "another rank could not map the shared memory");
-        free_pieces(dp);
-        return st;
-    }
-    *opened = true;
-    return NN_OK;
-}
-
-static nn_buffer_ref gradient_ref(const nn_tensor *t, int64_t n) {
-    nn_buffer_ref ref = nn_tensor_ref(t);
-    ref.bytes = (size_t)n * sizeof(float);
-    return ref;
-}
-
-/* The host call through shared memory. The first barrier: every rank's
- * device has finished reading the pieces for the last step, so they may be
- * written; the second: every piece holds this step's gradients. */
-static nn_status average_in_shared_memory(data_parallel *dp) {
-    const nn_param_set *set = &dp->opt->set;
-    nn_ctx *ctx = set->ctx;
-    const int64_t n = set->total;
-    const nn_buffer_ref grads = gradient_ref(set->flat_grads, n);
-    NN_TRY(nn_ctx_sync(ctx));
-    NN_TRY(dist_local_barrier());
-    NN_TRY(nn_ctx_copy(ctx, gradient_ref(dp->pieces[dist_transport_group().local_rank], n), grads,
-                       (size_t)n * sizeof(float)));
-    NN_TRY(nn_ctx_sync(ctx));
-    NN_TRY(dist_local_barrier());
-    /* ((p0 + p1) + p2) + ... then * 1/N, on every rank alike. The first sum
-     * reads this rank's own piece from the device, where the same values
-     * still are (half the bus traffic with 2 ranks); later ones read the
-     * sum so far there. */
-    const int me = dist_transport_group().local_rank;
-    const nn_pointwise_params add = {.n = n, .op = NN_EW_ADD};
-    for (int r = 1; r < dp->shared->count; r++) {
-        const nn_buffer_ref first = r > 1 || me == 0 ? grads : gradient_ref(dp->pieces[0], n);
-        const nn_buffer_ref second = r == 1 && me == 1 ? grads : gradient_ref(dp->pieces[r], n);
-        const nn_buffer_ref args[3] = {first, second, grads};
-        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, args, 3, &add));
-    }
-    const nn_pointwise_params scale = {.n = n, .op = NN_EW_SCALE, .alpha = 1.0f / (float)dp->shared->count};
-    const nn_buffer_ref args[3] = {grads, nn_optional_ref(NULL), grads};
-    return nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, args, 3, &scale);
-}
-
 /* The route is chosen once the gradients are flat (the first step makes
  * them so); until then, and where shared memory is not possible, MPI. */
 static nn_status choose_route(data_parallel *dp) {
-    if (dp->shared_decided || !nn_param_set_is_flat(&dp->opt->set)) return NN_OK;
+    if (dp->route_chosen || !nn_param_set_is_flat(&dp->opt->set)) return NN_OK;
     char why[320] = "";
-    bool opened = false;
-    NN_TRY(open_shared_route(dp, &opened, why, sizeof why));
-    dp->shared_decided = true;
+    NN_TRY(shared_route_open(&dp->opt->set, &dp->shared, why, sizeof why));
+    dp->route_chosen = true;
+    const bool opened = dp->shared != NULL;
     /* The slower route is not taken silently: said by rank 0, and by a rank
      * whose own device refused. Several hosts take it by design. */
     const dist_group group = dist_transport_group();
@@ -237,7 +132,7 @@ static nn_status choose_route(data_parallel *dp) {
 static nn_status average_gradients(void *user) {
     data_parallel *dp = user;
     NN_TRY(choose_route(dp));
-    if (dp->shared) return average_in_shared_memory(dp);
+    if (dp->shared) return shared_route_average_all(dp->shared);
     const nn_param_set *set = &dp->opt->set;
     const int capacity = set->count > (int)(set->total / NN_DIST_BUCKET_FLOATS) + 1
                              ? set->count : (int)(set->total / NN_DIST_BUCKET_FLOATS) + 1;
@@ -258,6 +153,8 @@ static nn_status average_gradients(void *user) {
 }
 
 static nn_status before_update(nn_optimizer *opt, void *user) {
+    data_parallel *dp = user;
+    if (dp->shared) return shared_route_before_update(dp->shared);
     return nn_capture_host_call(opt->set.ctx, average_gradients, user);
 }
 
