@@ -10,12 +10,10 @@
  * parameters is copied as soon as all of its gradients are, while the
  * device goes on with the layers below. Before the first copy of a step, a
  * host call waits until every rank's device has finished reading the
- * pieces for the step before (a sync and a barrier). Once half of the
- * gradients are copied, a host call waits until every rank has copied them
- * (a sync and a barrier) and issues their sums, which read the other ranks'
- * pieces over the bus while the device goes on with backward; at the end
- * the rest are summed the same way. In a captured step the copies and sums
- * are recorded or issued by host calls, so replays do the same. */
+ * pieces for the step before (a sync and a barrier); after the last, the
+ * average waits until every piece is written (a sync and a barrier), then
+ * sums. In a captured step the copies are recorded commands and both waits
+ * are host calls, so replays do the same. */
 #include "shared_memory_route.h"
 
 #include <stdio.h>
@@ -31,12 +29,8 @@
 /* Which buckets one step's backward copied early. A captured step keeps
  * its record for its replays. */
 typedef struct early_copies {
-    bool *copied;   /* per bucket */
-    bool *averaged; /* per bucket: summed in the first half's host call */
-    int64_t copied_floats;
-    bool waited;    /* the readers' wait ran before the first copy */
-    bool halfway;   /* the first half's host call is recorded */
-    shared_route *route;
+    bool *copied;  /* per bucket; NULL: none */
+    bool waited;   /* the readers' wait ran before the first copy */
     struct early_copies *next;
 } early_copies;
 
@@ -87,13 +81,8 @@ static nn_status wait_for_readers(void *user) {
 
 static early_copies *new_early_copies(shared_route *r) {
     early_copies *e = calloc(1, sizeof *e);
-    if (e) {
-        e->route = r;
-        e->copied = calloc((size_t)r->bucket_count, sizeof *e->copied);
-        e->averaged = calloc((size_t)r->bucket_count, sizeof *e->averaged);
-    }
-    if (!e || !e->copied || !e->averaged) {
-        if (e) free(e->copied);
+    if (e) e->copied = calloc((size_t)r->bucket_count, sizeof *e->copied);
+    if (!e || !e->copied) {
         free(e);
         return NN_FAIL_NULL(NN_ERR_MEMORY, "nn_dist_data_parallel: out of host memory");
     }
@@ -103,53 +92,7 @@ static early_copies *new_early_copies(shared_route *r) {
 static void free_early_copies(early_copies *e) {
     if (!e) return;
     free(e->copied);
-    free(e->averaged);
     free(e);
-}
-
-/* ((p0 + p1) + p2) + ... and * 1/N over elements [first, first + n), on
- * every rank alike. The first sum reads this rank's own piece from the
- * device, where the same values still are (half the bus traffic with 2
- * ranks); later ones read the sum so far there. */
-static nn_status sum_range(shared_route *r, int64_t first, int64_t n) {
-    nn_ctx *ctx = r->set->ctx;
-    const nn_buffer_ref grads = range_ref(r->set->flat_grads, first, n);
-    const nn_pointwise_params add = {.n = n, .op = NN_EW_ADD};
-    for (int q = 1; q < r->shared->count; q++) {
-        const nn_buffer_ref a = q > 1 || r->me == 0 ? grads : range_ref(r->pieces[0], first, n);
-        const nn_buffer_ref b = q == 1 && r->me == 1 ? grads : range_ref(r->pieces[q], first, n);
-        const nn_buffer_ref args[3] = {a, b, grads};
-        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, args, 3, &add));
-    }
-    const nn_pointwise_params scale = {.n = n, .op = NN_EW_SCALE, .alpha = 1.0f / (float)r->shared->count};
-    const nn_buffer_ref args[3] = {grads, nn_optional_ref(NULL), grads};
-    return nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, args, 3, &scale);
-}
-
-/* Sums the buckets whose flag is `which` (NULL flags: all false), a run
- * of neighbouring buckets at a time. */
-static nn_status sum_buckets(shared_route *r, const bool *flags, bool which) {
-    for (int b = 0; b < r->bucket_count;) {
-        int end = b;
-        while (end < r->bucket_count && (flags ? flags[end] : false) == which) end++;
-        if (end > b) {
-            const int64_t first = r->bucket_first[b];
-            NN_TRY(sum_range(r, first, r->bucket_first[end - 1] + r->bucket_size[end - 1] - first));
-            b = end;
-        } else {
-            b++;
-        }
-    }
-    return NN_OK;
-}
-
-/* The first half's host call: every rank has copied those buckets. */
-static nn_status average_first_half(void *user) {
-    early_copies *e = user;
-    shared_route *r = e->route;
-    NN_TRY(nn_ctx_sync(r->set->ctx));
-    NN_TRY(dist_local_barrier());
-    return sum_buckets(r, e->averaged, true);
 }
 
 /* The grad-ready hook: a bucket whose parameters are all complete is
@@ -167,27 +110,34 @@ static nn_status gradient_complete(void *user, nn_tensor *leaf) {
         NN_TRY(nn_capture_host_call(r->set->ctx, wait_for_readers, r));
         r->current->waited = true;
     }
-    early_copies *e = r->current;
     NN_TRY(copy_bucket(r, b));
-    e->copied[b] = true;
-    e->copied_floats += r->bucket_size[b];
-    if (!e->halfway && 2 * e->copied_floats >= r->set->total && e->copied_floats < r->set->total) {
-        for (int k = 0; k < r->bucket_count; k++) e->averaged[k] = e->copied[k];
-        NN_TRY(nn_capture_host_call(r->set->ctx, average_first_half, e));
-        e->halfway = true;
-    }
+    r->current->copied[b] = true;
     return NN_OK;
 }
 
-/* The average at the end: every piece written, then the buckets the first
- * half's call did not sum. */
+/* The average: every piece written, then ((p0 + p1) + p2) + ... and * 1/N
+ * on every rank alike. The first sum reads this rank's own piece from the
+ * device, where the same values still are (half the bus traffic with 2
+ * ranks); later ones read the sum so far there. */
 static nn_status average(shared_route *r, const early_copies *early) {
+    nn_ctx *ctx = r->set->ctx;
+    const int64_t n = r->set->total;
     if (!early || !early->waited) NN_TRY(wait_for_readers(r));
     for (int b = 0; b < r->bucket_count; b++)
-        if (!early || !early->copied[b]) NN_TRY(copy_bucket(r, b));
-    NN_TRY(nn_ctx_sync(r->set->ctx));
+        if (!early || !early->copied || !early->copied[b]) NN_TRY(copy_bucket(r, b));
+    NN_TRY(nn_ctx_sync(ctx));
     NN_TRY(dist_local_barrier());
-    return sum_buckets(r, early ? early->averaged : NULL, false);
+    const nn_buffer_ref grads = range_ref(r->set->flat_grads, 0, n);
+    const nn_pointwise_params add = {.n = n, .op = NN_EW_ADD};
+    for (int q = 1; q < r->shared->count; q++) {
+        const nn_buffer_ref first = q > 1 || r->me == 0 ? grads : range_ref(r->pieces[0], 0, n);
+        const nn_buffer_ref second = q == 1 && r->me == 1 ? grads : range_ref(r->pieces[q], 0, n);
+        const nn_buffer_ref args[3] = {first, second, grads};
+        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, args, 3, &add));
+    }
+    const nn_pointwise_params scale = {.n = n, .op = NN_EW_SCALE, .alpha = 1.0f / (float)r->shared->count};
+    const nn_buffer_ref args[3] = {grads, nn_optional_ref(NULL), grads};
+    return nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, args, 3, &scale);
 }
 
 static nn_status average_step(void *user) {
