@@ -358,6 +358,25 @@ def sync_bn_is_refused_with_a_reason():
 
 
 @test
+def vulkan_ranks_average_through_shared_memory_and_exit():
+    # Two ranks on one Vulkan device (lavapipe in CI): the devices use the
+    # shared pieces in place, follow one process at 2x the batch, and both
+    # exit (a rank once hung at exit: a driver kept the stderr FILE that a
+    # quiet rank had swapped and closed).
+    common = ["--data", FASHION, "--device", "vulkan", "--limit", "256", "--quiet", "--seed", "3", "--epochs", "1"]
+    env = ["-x", "NN_ENGINE_VULKAN_DEVICE=0"]
+    one = single("train", "lenet5", *common, "--batch", "64", "--log-steps", path("vk-one.jsonl"))
+    if one.returncode != 0 and "vulkan" in one.stderr.lower() and "no " in one.stderr.lower():
+        print("     (skipped: no Vulkan device)")
+        return
+    ok(one, "1 process on Vulkan")
+    two = ok(mpirun(2, "train", "lenet5", *common, "--batch", "32", "--log-steps", path("vk-two.jsonl"), mca=env,
+                    timeout=240), "2 ranks on Vulkan")
+    assert "through MPI" not in two.stderr, two.stderr
+    close_lists(step_losses("vk-two.jsonl"), step_losses("vk-one.jsonl"), 1e-5, "Vulkan 2x32 loss")
+
+
+@test
 def devices_shows_the_mpi_library_and_rank():
     p = ok(mpirun(2, "devices"), "devices")
     assert "Open MPI" in p.stdout and "rank 0 of 2" in p.stdout and "rank 1 of 2" in p.stdout, p.stdout

@@ -3,6 +3,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
+#include <unistd.h>
+#endif
 #include "options.h"
 #include "platform/host_info.h"
 #include "setup.h"
@@ -33,16 +36,35 @@ static void quiet_rank(dist_train *d) {
 #ifdef _WIN32
     (void)d; /* ranks exist only with MPI, which the Windows build has not */
 #else
-    d->real_stderr = stderr;
-    d->quiet = open_memstream(&d->quiet_text, &d->quiet_size);
-    if (d->quiet) stderr = d->quiet;
+    FILE *kept = tmpfile();
+    fflush(stderr);
+    d->real_stderr_fd = kept ? dup(STDERR_FILENO) : -1;
+    if (d->real_stderr_fd >= 0 && dup2(fileno(kept), STDERR_FILENO) >= 0) {
+        d->quiet_fd = dup(fileno(kept));
+    } else {
+        if (d->real_stderr_fd >= 0) close(d->real_stderr_fd);
+        d->real_stderr_fd = -1;
+    }
+    if (kept) fclose(kept);
     if (!freopen("/dev/null", "w", stdout)) fprintf(stderr, "rank %d: cannot silence stdout\n", d->rank);
 #endif
 }
 
+#ifndef _WIN32
+/* What the rank printed while quiet, to the real stderr. */
+static void replay_quiet(int from, int to) {
+    char buffer[4096];
+    ssize_t n;
+    if (lseek(from, 0, SEEK_SET) < 0) return;
+    while ((n = read(from, buffer, sizeof buffer)) > 0)
+        if (write(to, buffer, (size_t)n) != n) return;
+}
+#endif
+
 int dist_train_start(dist_train *d, const char *device, int64_t global_batch, int64_t *batch, int64_t *threads) {
     memset(d, 0, sizeof *d);
     d->size = 1;
+    d->real_stderr_fd = d->quiet_fd = -1;
     int launched_size = 1;
     if (!nn_dist_launched(&launched_size)) {
         if (global_batch > 0) *batch = global_batch;
@@ -126,17 +148,21 @@ nn_status dist_train_from_main(const dist_train *d, double *values, int count) {
 
 int dist_train_finish(dist_train *d, int status) {
     if (!d->active) return status;
-    if (d->quiet) {
-        fflush(d->quiet);
-#ifndef _WIN32 /* its stderr is not assignable; quiet_rank never runs there */
-        stderr = d->real_stderr;
+#ifndef _WIN32
+    if (d->real_stderr_fd >= 0) {
+        fflush(stderr);
+        dup2(d->real_stderr_fd, STDERR_FILENO);
+        close(d->real_stderr_fd);
+        d->real_stderr_fd = -1;
+        if (status != EXIT_OK) {
+            fprintf(stderr, "rank %d of %d failed (exit %d):\n", d->rank, d->size, status);
+            fflush(stderr);
+            replay_quiet(d->quiet_fd, STDERR_FILENO);
+        }
+        close(d->quiet_fd);
+    } else
 #endif
-        if (status != EXIT_OK && d->quiet_text)
-            fprintf(stderr, "rank %d of %d failed (exit %d):\n%s", d->rank, d->size, status, d->quiet_text);
-        fclose(d->quiet);
-        free(d->quiet_text);
-        d->quiet = NULL;
-    } else if (status != EXIT_OK) {
+    if (status != EXIT_OK) {
         fprintf(stderr, "rank %d of %d failed (exit %d): the messages above say why\n", d->rank, d->size, status);
     }
     /* A failed rank leaves without MPI_Finalize: mpirun then ends the whole

@@ -16,10 +16,11 @@
 typedef struct dist_train {
     bool active;   /* launched as one of several ranks */
     int rank, size;
-    FILE *quiet;   /* ranks > 0: their stderr until they fail (a memory stream) */
-    char *quiet_text;
-    size_t quiet_size;
-    FILE *real_stderr;
+    /* Ranks > 0: file descriptor 2 goes to a temporary file until they
+     * finish, shown only if they fail; quiet_fd is that file, real_stderr_fd
+     * the original (-1: none). Descriptors, not stderr's FILE, because
+     * libraries (Vulkan drivers) keep the FILE they saw at start. */
+    int quiet_fd, real_stderr_fd;
 } dist_train;
 
 /* Joins the job when mpirun started this process (else d->active is false
