@@ -16,7 +16,8 @@
  * without MPI has these functions too: nn_dist_init then fails saying so,
  * and the rest refuse to run before it. Process-wide, like MPI: one thread at
  * a time (MPI_THREAD_SERIALIZED). Tensors go through host memory (device to
- * host, MPI, host to device), so any backend works. */
+ * host, MPI, host to device), so any backend works; nn_dist_data_parallel
+ * has a faster route on one host (below). */
 #ifndef NN_DIST_H
 #define NN_DIST_H
 
@@ -68,12 +69,18 @@ nn_status nn_dist_broadcast_module(nn_module *m, int root);
 nn_status nn_dist_barrier(void);
 
 /* Makes opt data-parallel: from now on each nn_optimizer_step first
- * averages the gradients over the ranks (sum / N, in buckets of at most
- * NN_DIST_BUCKET_FLOATS, each reduction started while the next bucket comes
- * from the device), then updates as before. Host staging buffers are made
- * once and reused. Inside a captured step the average is a host call
- * (nn_capture_host_call): a replay runs forward and backward, waits, reduces,
- * then runs the update. Freed with opt; set once per optimizer. */
+ * averages the gradients over the ranks (sum / N, the same bits on every
+ * rank), then updates as before. When every rank is on one host, through
+ * memory they share: each device copies its gradients, in buckets of at
+ * most NN_DIST_BUCKET_FLOATS as backward completes them, into its piece of
+ * an MPI shared window that every device uses in place, and sums all
+ * pieces itself (devices that cannot use host memory in place, and
+ * NN_ENGINE_DIST_SHARED_MEMORY=0, take the next route, saying so on
+ * stderr). Otherwise through MPI's all-reduce, in buckets, each started
+ * while the next comes from the device, through host staging made once and
+ * reused. Inside a captured step the waits for the other ranks are host
+ * calls (nn_capture_host_call): a replay runs forward and backward, waits,
+ * averages, then runs the update. Freed with opt; set once per optimizer. */
 #define NN_DIST_BUCKET_FLOATS (1 << 20)
 nn_status nn_dist_data_parallel(nn_optimizer *opt);
 
