@@ -204,6 +204,8 @@ nn_status vk_memory_init(vk_backend *vk);
 void vk_memory_destroy(vk_backend *vk);
 void vk_memory_stats(nn_backend *self, uint64_t *current, uint64_t *peak, uint64_t *reserved);
 nn_buffer *vk_buffer_alloc(nn_backend *self, size_t bytes);
+/* Room for one more block in the block table (vk_memory.c). */
+nn_status vk_block_table_reserve(vk_backend *vk);
 void vk_buffer_free(nn_backend *self, nn_buffer *buffer);
 /* A host-visible, coherent buffer (staging, status), mapped. */
 nn_status vk_host_buffer_create(vk_backend *vk, VkDeviceSize size, VkBufferUsageFlags usage,

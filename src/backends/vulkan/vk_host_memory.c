@@ -32,19 +32,6 @@ void vk_host_memory_init(vk_backend *vk) {
     vk->base.host_import_alignment = (size_t)host.minImportedHostPointerAlignment;
 }
 
-static nn_status register_block(vk_backend *vk, vk_block *b) {
-    if (vk->block_count == vk->block_capacity) {
-        uint32_t cap = vk->block_capacity ? vk->block_capacity * 2 : 16;
-        vk_block **grown = realloc(vk->blocks, cap * sizeof *grown);
-        if (!grown) return nn_set_error(NN_ERR_MEMORY, "vulkan: out of host memory");
-        vk->blocks = grown;
-        vk->block_capacity = cap;
-    }
-    b->id = vk->block_count;
-    vk->blocks[vk->block_count++] = b;
-    return NN_OK;
-}
-
 static nn_buffer *import_failed(vk_backend *vk, vk_block *b, nn_buffer *buffer, const char *call, VkResult r) {
     free(buffer);
     if (b->buffer) vk->fn.vkDestroyBuffer(vk->device, b->buffer, NULL);
@@ -100,8 +87,10 @@ nn_buffer *vk_buffer_import_host(nn_backend *self, void *host, size_t bytes) {
     if (r != VK_SUCCESS) return import_failed(vk, b, buffer, "vkAllocateMemory", r);
     r = vk->fn.vkBindBufferMemory(vk->device, b->buffer, b->memory, 0);
     if (r != VK_SUCCESS) return import_failed(vk, b, buffer, "vkBindBufferMemory", r);
-    if (register_block(vk, b) != NN_OK)
+    if (vk_block_table_reserve(vk) != NN_OK)
         return import_failed(vk, b, buffer, "registering the block", VK_ERROR_OUT_OF_HOST_MEMORY);
+    b->id = vk->block_count;
+    vk->blocks[vk->block_count++] = b;
     *buffer = (nn_buffer){.block = b, .offset = 0, .reserved = 0, .bytes = bytes};
     return buffer;
 }

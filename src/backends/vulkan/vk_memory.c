@@ -133,14 +133,18 @@ void vk_memory_destroy(vk_backend *vk) {
     vk->block_count = vk->block_capacity = 0;
 }
 
+nn_status vk_block_table_reserve(vk_backend *vk) {
+    if (vk->block_count < vk->block_capacity) return NN_OK;
+    uint32_t cap = vk->block_capacity ? vk->block_capacity * 2 : 16;
+    vk_block **grown = realloc(vk->blocks, cap * sizeof *grown);
+    if (!grown) return nn_set_error(NN_ERR_MEMORY, "vulkan: out of host memory");
+    vk->blocks = grown;
+    vk->block_capacity = cap;
+    return NN_OK;
+}
+
 static vk_block *new_block(vk_backend *vk, VkDeviceSize size) {
-    if (vk->block_count == vk->block_capacity) {
-        uint32_t cap = vk->block_capacity ? vk->block_capacity * 2 : 16;
-        vk_block **grown = realloc(vk->blocks, cap * sizeof *grown);
-        if (!grown) return NN_FAIL_NULL(NN_ERR_MEMORY, "vulkan: out of host memory");
-        vk->blocks = grown;
-        vk->block_capacity = cap;
-    }
+    if (vk_block_table_reserve(vk) != NN_OK) return NULL;
     vk_block *b = calloc(1, sizeof *b);
     vk_range *all = calloc(1, sizeof *all);
     if (!b || !all) {
