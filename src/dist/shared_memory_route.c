@@ -31,6 +31,7 @@
 typedef struct early_copies {
     bool *copied;  /* per bucket; NULL: none */
     bool waited;   /* the readers' wait ran before the first copy */
+    bool recopy;   /* a gradient was not in the flat buffer yet: copy every bucket at the end */
     struct early_copies *next;
 } early_copies;
 
@@ -103,9 +104,11 @@ static nn_status gradient_complete(void *user, nn_tensor *leaf) {
     int p = 0;
     while (p < r->set->count && r->set->params[p] != leaf) p++;
     if (p == r->set->count) return NN_OK; /* not one of ours */
-    const int b = r->param_bucket[p];
-    if (++r->ready[b] % r->bucket_params[b] != 0) return NN_OK;
     if (!r->current && !(r->current = new_early_copies(r))) return nn_last_status();
+    /* A gradient made anew joins the flat buffer only at the update. */
+    if (!leaf->grad || leaf->grad->storage != r->set->flat_grads->storage) r->current->recopy = true;
+    const int b = r->param_bucket[p];
+    if (++r->ready[b] % r->bucket_params[b] != 0 || r->current->recopy) return NN_OK;
     if (!r->current->waited) {
         NN_TRY(nn_capture_host_call(r->set->ctx, wait_for_readers, r));
         r->current->waited = true;
@@ -124,7 +127,7 @@ static nn_status average(shared_route *r, const early_copies *early) {
     const int64_t n = r->set->total;
     if (!early || !early->waited) NN_TRY(wait_for_readers(r));
     for (int b = 0; b < r->bucket_count; b++)
-        if (!early || !early->copied || !early->copied[b]) NN_TRY(copy_bucket(r, b));
+        if (!early || early->recopy || !early->copied[b]) NN_TRY(copy_bucket(r, b));
     NN_TRY(nn_ctx_sync(ctx));
     NN_TRY(dist_local_barrier());
     const nn_buffer_ref grads = range_ref(r->set->flat_grads, 0, n);
