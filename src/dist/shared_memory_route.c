@@ -29,7 +29,7 @@
 /* Which buckets one step's backward copied early. A captured step keeps
  * its record for its replays. */
 typedef struct early_copies {
-    bool *copied;  /* per bucket; NULL: none */
+    bool *copied;  /* per bucket */
     bool waited;   /* the readers' wait ran before the first copy */
     bool recopy;   /* a gradient was not in the flat buffer yet: copy every bucket at the end */
     struct early_copies *next;
