@@ -229,7 +229,7 @@ fuzz: $(FUZZ_BIN)
 # fuzz-regress replays their corpora too.
 FUZZ_FLAGS := -std=c11 -g -O1 -Iinclude -Isrc -D_GNU_SOURCE -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-FUZZ_IMAGE_SRC := src/data/image_decode.c src/data/image_png.c
+FUZZ_IMAGE_SRC := src/data/image_decode.c $(LIBRARY_DECODER_SRC) src/data/image_jpeg_region.c
 FUZZ_IDX_SRC := src/data/idx.c src/data/dataset.c src/data/class_folders.c src/data/image_folder.c \
 	$(FUZZ_IMAGE_SRC) src/io/file_read.c src/platform/files.c src/core/error.c src/core/rng.c
 .PHONY: fuzz-idx fuzz-image
