@@ -40,13 +40,16 @@ static nn_status step(nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor
     return nn_optimizer_step(opt);
 }
 
-/* The median over the ranks' medians would hide a slow rank: the slowest. */
+/* The median over the ranks' medians would hide a slow rank: the slowest
+ * (each rank's time in its own slot of a sum). */
 static double slowest(double ms) {
-    double all[64] = {0};
-    all[nn_dist_rank() < 64 ? nn_dist_rank() : 0] = ms;
-    nn_dist_all_reduce_host(all, 64, NN_DIST_SUM);
+    double *all = calloc((size_t)nn_dist_size(), sizeof *all);
+    if (!all) die("out of host memory");
+    all[nn_dist_rank()] = ms;
+    if (nn_dist_all_reduce_host(all, nn_dist_size(), NN_DIST_SUM) != NN_OK) die("reducing the times");
     double worst = 0;
-    for (int r = 0; r < nn_dist_size() && r < 64; r++) worst = all[r] > worst ? all[r] : worst;
+    for (int r = 0; r < nn_dist_size(); r++) worst = all[r] > worst ? all[r] : worst;
+    free(all);
     return worst;
 }
 
