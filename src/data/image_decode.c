@@ -35,6 +35,15 @@ nn_status nn_decode_image(const uint8_t *data, size_t size, const nn_decode_requ
     return NN_ERR_IO;
 }
 
+int nn_image_reserve(nn_image *out, size_t bytes) {
+    if (bytes <= out->capacity) return 1;
+    uint8_t *grown = realloc(out->pixels, bytes);
+    if (!grown) return 0;
+    out->pixels = grown;
+    out->capacity = bytes;
+    return 1;
+}
+
 nn_status nn_decode_gray(const uint8_t *data, size_t size, nn_gray_image *out, char *why,
                          size_t why_size) {
     memset(out, 0, sizeof *out);

@@ -48,6 +48,10 @@ typedef struct nn_decode_request {
 nn_status nn_decode_image(const uint8_t *data, size_t size, const nn_decode_request *request,
                           nn_image *out, nn_box *box, char *why, size_t why_size);
 
+/* Room for `bytes` of pixels in out's buffer (kept or grown); 0 when out
+ * of memory. The decoders' one way to size their output. */
+int nn_image_reserve(nn_image *out, size_t bytes);
+
 /* Images beyond this many pixels are refused from their header, before any
  * allocation: Pillow's limit (its DecompressionBombWarning), 0.25 GiB of
  * 24-bit pixels. */

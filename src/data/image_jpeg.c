@@ -17,15 +17,6 @@
 
 #include "data/image_internal.h"
 
-static int reserve(nn_image *out, size_t bytes) {
-    if (bytes <= out->capacity) return 1;
-    uint8_t *grown = realloc(out->pixels, bytes);
-    if (!grown) return 0;
-    out->pixels = grown;
-    out->capacity = bytes;
-    return 1;
-}
-
 static void whole_box(int width, int height, nn_box *box) {
     *box = (nn_box){0, 0, width, height};
 }
@@ -120,7 +111,7 @@ nn_status nn_decode_jpeg(const uint8_t *data, size_t size, const nn_decode_reque
     int channels = request->channels;
     int width = (int)cinfo.output_width, height = row_last - row_first + 1;
     size_t row_bytes = (size_t)width * channels;
-    if (!reserve(out, row_bytes * (height + 1))) { /* + a scratch row */
+    if (!nn_image_reserve(out, row_bytes * (height + 1))) { /* + a scratch row */
         snprintf(why, why_size, "out of memory for a %dx%d JPEG", width, height);
         jpeg_destroy_decompress(&cinfo);
         return NN_ERR_MEMORY;

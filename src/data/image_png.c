@@ -88,11 +88,7 @@ nn_status nn_decode_png(const uint8_t *data, size_t size, const nn_decode_reques
     int has_alpha = (png_get_color_type(png, info) & PNG_COLOR_MASK_ALPHA) != 0;
     size_t row_bytes = png_get_rowbytes(png, info);
     size_t bytes = row_bytes * (size_t)height;
-    if (bytes > out->capacity) {
-        uint8_t *grown = realloc(out->pixels, bytes);
-        if (grown) out->pixels = grown, out->capacity = bytes;
-    }
-    reader.rows = bytes <= out->capacity ? malloc((size_t)height * sizeof *reader.rows) : NULL;
+    reader.rows = nn_image_reserve(out, bytes) ? malloc((size_t)height * sizeof *reader.rows) : NULL;
     if (!reader.rows) {
         png_destroy_read_struct(&png, &info, NULL);
         snprintf(why, why_size, "out of memory for a %dx%d PNG", width, height);

@@ -136,15 +136,6 @@ static void to_output(const pixel_layout *layout, const uint8_t *from, size_t pi
     }
 }
 
-static int reserve(nn_image *out, size_t bytes) {
-    if (bytes <= out->capacity) return 1;
-    uint8_t *grown = realloc(out->pixels, bytes);
-    if (!grown) return 0;
-    out->pixels = grown;
-    out->capacity = bytes;
-    return 1;
-}
-
 /* The region of the frame to copy, in full-size pixels, and how it maps to
  * the output: `factor` (8/n) source pixels per output pixel. */
 typedef struct copy_region {
@@ -261,7 +252,7 @@ static nn_status decode(image_kind kind, const uint8_t *data, size_t size, const
     size_t out_bytes = (size_t)region.out_width * region.out_height * channels;
     size_t reduced_bytes = region.factor > 1 ? (size_t)region.width * region.height * channels : 0;
     w.scratch = malloc(copied + reduced_bytes);
-    if (!w.scratch || !reserve(out, out_bytes) || stride > 0xFFFFFFFFu || copied > 0xFFFFFFFFu) {
+    if (!w.scratch || !nn_image_reserve(out, out_bytes) || stride > 0xFFFFFFFFu || copied > 0xFFFFFFFFu) {
         snprintf(why, why_size, "out of memory for a %dx%d %s", region.width, region.height, kind_name(kind));
         wic_release(&w);
         return NN_ERR_MEMORY;
