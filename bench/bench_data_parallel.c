@@ -5,13 +5,14 @@
  * the gradients' bytes read from the device, all-reduced in host memory
  * through MPI, written back. Rank 0 prints the medians of --steps.
  *
- *   mpirun -n 2 build/bench/bench_data_parallel [--model resnet18-cifar|alexnet|lenet5]
+ *   mpirun -n 2 build/bench/bench_data_parallel [--model resnet18-cifar|alexnet|lenet5|... (bench_step.h)]
  *                                               [--batch 128] [--size 28] [--channels 1] [--steps 20]
  *                                               [--device vulkan|cpu] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_step.h"
 #include "bench_timing.h"
 #include "nn_capture.h"
 #include "nn_dist.h"
@@ -24,20 +25,11 @@ static void die(const char *what) {
 }
 
 static nn_module *model(nn_ctx *ctx, const char *name, int channels, int classes) {
-    if (strcmp(name, "resnet18-cifar") == 0) return nn_resnet18_cifar(ctx, channels, classes);
-    if (strcmp(name, "resnet18") == 0) return nn_resnet18(ctx, classes);
-    if (strcmp(name, "alexnet") == 0) return nn_alexnet_tv(ctx, classes, NN_INIT_KAIMING_UNIFORM);
-    if (strcmp(name, "lenet5") == 0) return nn_lenet5(ctx, NN_INIT_KAIMING_UNIFORM);
-    fprintf(stderr, "bench_data_parallel: unknown model %s\n", name);
+    bool known;
+    nn_module *m = bench_model(ctx, name, channels, classes, &known);
+    if (known) return m;
+    fprintf(stderr, "%s: unknown model %s\n", "bench_data_parallel", name);
     exit(2);
-}
-
-static nn_status step(nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y) {
-    nn_status st = nn_optimizer_zero_grad(opt);
-    nn_tensor *loss = st == NN_OK ? nn_softmax_cross_entropy(nn_module_forward(net, x), y) : NULL;
-    if (!loss) return nn_last_status();
-    if ((st = nn_backward(loss)) != NN_OK) return st;
-    return nn_optimizer_step(opt);
 }
 
 /* The median over the ranks' medians would hide a slow rank: the slowest
@@ -65,10 +57,10 @@ static double time_replays(nn_capture *captured, nn_ctx *ctx, double *times, int
 
 static nn_capture *capture_step(nn_ctx *ctx, nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y) {
     for (int i = 0; i < 2; i++)
-        if (step(net, opt, x, y) != NN_OK || nn_ctx_sync(ctx) != NN_OK || nn_ctx_step_end(ctx) != NN_OK)
+        if (bench_step(net, opt, x, y) != NN_OK || nn_ctx_sync(ctx) != NN_OK || nn_ctx_step_end(ctx) != NN_OK)
             die("eager step");
     if (nn_capture_begin(ctx) != NN_OK) die("capture begin");
-    nn_status st = step(net, opt, x, y);
+    nn_status st = bench_step(net, opt, x, y);
     nn_ctx_step_end(ctx);
     nn_capture *captured = nn_capture_end(ctx);
     if (st != NN_OK || !captured) die("capturing the step");

@@ -5,13 +5,14 @@
  * --steps after warm-up. bench/torch_resnet18_cifar_step.py is PyTorch's
  * peer.
  *
- *   build/bench/bench_zoo_step [--model resnet18-cifar|resnet18|resnet34|resnet50|mobilenet_v2]
+ *   build/bench/bench_zoo_step [--model resnet18-cifar|resnet18|resnet34|resnet50|mobilenet_v2|alexnet|lenet5]
  *                              [--device vulkan|cpu] [--batch 128] [--size 28] [--channels 1]
  *                              [--classes 10] [--steps 30] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_step.h"
 #include "bench_timing.h"
 #include "nn_capture.h"
 #include "nn_engine.h"
@@ -22,21 +23,11 @@ static void die(const char *what) {
 }
 
 static nn_module *model(nn_ctx *ctx, const char *name, int channels, int classes) {
-    if (strcmp(name, "resnet18-cifar") == 0) return nn_resnet18_cifar(ctx, channels, classes);
-    if (strcmp(name, "resnet18") == 0) return nn_resnet18(ctx, classes);
-    if (strcmp(name, "resnet34") == 0) return nn_resnet34(ctx, classes);
-    if (strcmp(name, "resnet50") == 0) return nn_resnet50(ctx, classes);
-    if (strcmp(name, "mobilenet_v2") == 0) return nn_mobilenet_v2(ctx, classes);
-    fprintf(stderr, "bench_zoo_step: unknown model %s\n", name);
+    bool known;
+    nn_module *m = bench_model(ctx, name, channels, classes, &known);
+    if (known) return m;
+    fprintf(stderr, "%s: unknown model %s\n", "bench_zoo_step", name);
     exit(2);
-}
-
-static nn_status step(nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y) {
-    nn_status st = nn_optimizer_zero_grad(opt);
-    nn_tensor *loss = st == NN_OK ? nn_softmax_cross_entropy(nn_module_forward(net, x), y) : NULL;
-    if (!loss) return nn_last_status();
-    if ((st = nn_backward(loss)) != NN_OK) return st;
-    return nn_optimizer_step(opt);
 }
 
 int main(int argc, char **argv) {
@@ -83,13 +74,13 @@ int main(int argc, char **argv) {
     double *times = malloc(sizeof(double) * (size_t)steps);
     for (int i = 0; i < steps + 3; i++) {
         const double t0 = now_ms();
-        if (step(net, opt, x, y) != NN_OK || nn_ctx_sync(ctx) != NN_OK || nn_ctx_step_end(ctx) != NN_OK)
+        if (bench_step(net, opt, x, y) != NN_OK || nn_ctx_sync(ctx) != NN_OK || nn_ctx_step_end(ctx) != NN_OK)
             die("eager step");
         if (i >= 3) times[i - 3] = now_ms() - t0;
     }
     const double eager = median(times, steps);
     if (nn_capture_begin(ctx) != NN_OK) die("capture begin");
-    nn_status st = step(net, opt, x, y);
+    nn_status st = bench_step(net, opt, x, y);
     nn_ctx_step_end(ctx);
     nn_capture *captured = nn_capture_end(ctx);
     if (st != NN_OK || !captured) die("capturing the step");
