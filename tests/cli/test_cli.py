@@ -17,7 +17,9 @@ import struct
 import subprocess
 import sys
 import tempfile
-import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from png_files import write_png, write_rgb_png  # noqa: E402
 
 FASHION = "/usr/share/datasets/fashion-mnist"
 EPOCH_LINE = re.compile(
@@ -71,26 +73,6 @@ def write_idx(file, magic, dims, data, gz=False):
     with (gzip.open if gz else open)(file, "wb") as f:
         f.write(blob)
 
-
-def write_png(file, width, height, pixels):
-    """8-bit grayscale PNG, written with zlib alone."""
-    def chunk(kind, body):
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-    rows = b"".join(b"\0" + bytes(pixels[y * width:(y + 1) * width]) for y in range(height))
-    with open(file, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
-                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
-
-
-def write_rgb_png(file, width, height, rgb):
-    """8-bit RGB PNG (rgb: width * height * 3 values), written with zlib alone."""
-    def chunk(kind, body):
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-    stride = width * 3
-    rows = b"".join(b"\0" + bytes(rgb[y * stride:(y + 1) * stride]) for y in range(height))
-    with open(file, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
 def shape_image(kind, rng, size=48):

@@ -26,7 +26,9 @@ import random
 import subprocess
 import sys
 import tempfile
-import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from png_files import write_rgb_png  # noqa: E402
 
 FASHION = "/usr/share/datasets/fashion-mnist"
 binary = os.path.abspath(sys.argv[1])
@@ -70,16 +72,6 @@ def step_images(name):
             by_epoch.setdefault(step["epoch"], []).append(step["images"])
     return by_epoch
 
-
-def write_rgb_png(file, width, height, rgb):
-    """8-bit RGB PNG (rgb: width * height * 3 values), written with zlib alone (as tests/cli's)."""
-    def chunk(kind, body):
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-    stride = width * 3
-    rows = b"".join(b"\0" + bytes(rgb[y * stride:(y + 1) * stride]) for y in range(height))
-    with open(file, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-                + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
 def photo_folder(name, train, test):
