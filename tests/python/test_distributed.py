@@ -64,17 +64,21 @@ RANKS_SCRIPT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not found (openmpi-bin)")
-def test_two_ranks_reduce_broadcast_and_average_gradients(tmp_path):
-    if not dist.is_available():
-        pytest.skip("libnnengine was built without MPI")
-    script = tmp_path / "ranks.py"
-    script.write_text(RANKS_SCRIPT)
+def run_two_ranks(script, text):
+    """Runs the script under mpirun -n 2; each rank prints "rank R ok" when its checks pass."""
+    script.write_text(text)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     p = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2", sys.executable, str(script)],
                        capture_output=True, text=True, timeout=180, env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "rank 0 ok" in p.stdout and "rank 1 ok" in p.stdout, p.stdout
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not found (openmpi-bin)")
+def test_two_ranks_reduce_broadcast_and_average_gradients(tmp_path):
+    if not dist.is_available():
+        pytest.skip("libnnengine was built without MPI")
+    run_two_ranks(tmp_path / "ranks.py", RANKS_SCRIPT)
 
 
 def test_sync_batch_norm_converts_models_and_needs_a_job_to_train():
@@ -129,10 +133,4 @@ SYNC_BN_SCRIPT = textwrap.dedent("""
 def test_sync_batch_norm_over_two_ranks_is_torch_batch_norm_over_both_halves(tmp_path):
     if not dist.is_available():
         pytest.skip("libnnengine was built without MPI")
-    script = tmp_path / "sync_bn.py"
-    script.write_text(SYNC_BN_SCRIPT)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    p = subprocess.run(["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "2", sys.executable, str(script)],
-                       capture_output=True, text=True, timeout=180, env=env)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "rank 0 ok" in p.stdout and "rank 1 ok" in p.stdout, p.stdout
+    run_two_ranks(tmp_path / "sync_bn.py", SYNC_BN_SCRIPT)
