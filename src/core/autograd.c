@@ -61,14 +61,18 @@ int nn_tape_consumers(const nn_tensor *t) { return t->tape_readers; }
  * for leaves how many are still to run their backward. */
 static void count_readers(nn_ctx *ctx, int64_t start) {
     for (int64_t i = 0; i <= start; i++)
-        for (int k = 0; k < ctx->tape[i]->input_count; k++)
-            if (ctx->tape[i]->inputs[k]) ctx->tape[i]->inputs[k]->tape_readers = 0;
+        for (int k = 0; k < ctx->tape[i]->input_count; k++) {
+            nn_tensor *t = ctx->tape[i]->inputs[k];
+            if (t) t->tape_readers = t->readers_left = 0;
+        }
     for (int64_t i = 0; i <= start; i++)
-        for (int k = 0; k < ctx->tape[i]->input_count; k++)
-            if (ctx->tape[i]->inputs[k]) ctx->tape[i]->inputs[k]->tape_readers++;
-    for (int64_t i = 0; i <= start; i++)
-        for (int k = 0; k < ctx->tape[i]->input_count; k++)
-            if (ctx->tape[i]->inputs[k]) ctx->tape[i]->inputs[k]->readers_left = ctx->tape[i]->inputs[k]->tape_readers;
+        for (int k = 0; k < ctx->tape[i]->input_count; k++) {
+            nn_tensor *t = ctx->tape[i]->inputs[k];
+            if (t) {
+                t->tape_readers++;
+                t->readers_left++;
+            }
+        }
 }
 
 /* A node's backward has run: its leaf inputs have one reader fewer to
