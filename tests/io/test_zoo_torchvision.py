@@ -7,6 +7,7 @@ are torchvision's; resnet18-cifar matches a torch reference built here;
 training-mode losses and gradients are PyTorch's; the initialisation
 follows torchvision's (kaiming_normal_ fan_out)."""
 import copy
+import zlib
 
 import numpy as np
 import pytest
@@ -57,17 +58,19 @@ def compare_logits(tmp_path, name, model, channels, size, seed):
     x.tofile(inp)
     zoo("forward", name, 10, channels, weights, inp, 2, size, size, out)
     got = np.fromfile(out, dtype="<f4").reshape(2, 10)
+    # The reference in float64: float32 rounding through 50 layers differs
+    # between CPUs (BLAS kernels) by about 1e-4 of the logits on either side.
     with torch.no_grad():
-        want = model(torch.from_numpy(x)).numpy()
+        want = copy.deepcopy(model).double()(torch.from_numpy(x).double()).numpy()
     scale = np.abs(want).max()
     assert scale > 1e-3 and np.abs(want[0] - want[1]).max() > 1e-3 * scale  # not trivially equal
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * scale)
+    np.testing.assert_allclose(got, want, rtol=0, atol=3e-4 * scale)
 
 
 @pytest.mark.parametrize("name,size", [("resnet18", 224), ("resnet34", 224), ("resnet50", 96),
                                        ("mobilenet_v2", 224)])
 def test_torchvision_weights_load_strictly_and_give_its_eval_logits(tmp_path, name, size):
-    torch.manual_seed(hash(name) % 1000)
+    torch.manual_seed(zlib.crc32(name.encode()))  # hash() differs per process
     model = scrambled(getattr(torchvision.models, name)(num_classes=10), len(name), 3, size)
     compare_logits(tmp_path, name, model, 3, size, seed=size)
 
