@@ -74,13 +74,16 @@ nn_status nn_dist_barrier(void);
  * memory they share: each device copies its gradients, in buckets of at
  * most NN_DIST_BUCKET_FLOATS as backward completes them, into its piece of
  * an MPI shared window that every device uses in place, and sums all
- * pieces itself (devices that cannot use host memory in place, and
- * NN_ENGINE_DIST_SHARED_MEMORY=0, take the next route, saying so on
- * stderr). Otherwise through MPI's all-reduce, in buckets, each started
- * while the next comes from the device, through host staging made once and
- * reused. Inside a captured step the waits for the other ranks are host
- * calls (nn_capture_host_call): a replay runs forward and backward, waits,
- * averages, then runs the update. Freed with opt; set once per optimizer. */
+ * pieces itself: the buckets copied by the middle of backward while the
+ * rest of backward runs, the others before the update (devices that cannot
+ * use host memory in place, and NN_ENGINE_DIST_SHARED_MEMORY=0, take the
+ * next route, saying so on stderr). Otherwise through MPI's all-reduce, in
+ * buckets, each started while the next comes from the device, through
+ * host staging made once and reused. Gradients accumulated over several
+ * backward passes before the update are averaged as PyTorch's DDP does.
+ * Inside a captured step the waits for the other ranks are host calls
+ * (nn_capture_host_call), where a replay splits. Freed with opt; set once
+ * per optimizer. */
 #define NN_DIST_BUCKET_FLOATS (1 << 20)
 nn_status nn_dist_data_parallel(nn_optimizer *opt);
 

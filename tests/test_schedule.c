@@ -94,6 +94,29 @@ TEST(schedule_longest_gemms_first_and_deferred_commands_late) {
         CHECK_MSG((int)list[i].count == want[i], "position %d: command %d, want %d", i, (int)list[i].count, want[i]);
 }
 
+TEST(schedule_spreads_background_commands_over_the_busiest_levels) {
+    /* Buffers: 0 inputs, 1 a chain of layers, 2 a gradient, 3 host memory.
+     * Levels 0, 2 and 3 hold a GEMM each, level 1 a light command. The
+     * gradient (command 4, level 0) is read only by two background copies
+     * to host memory: it stays in level 0 rather than going to the last
+     * level, and the copies go beside the GEMMs of levels 2 and 3 (the
+     * busiest from level 1 on, taken in turn), not to the light level. */
+    nn_command list[7] = {
+        gemm(ref(0, 0, 4096), ref(0, 0, 4096), ref(1, 0, 4096), 100, 100, 1000, 0),
+        elementwise(ref(1, 0, 4096), ref(1, 0, 4096), ref(1, 4096, 4096), 1),
+        gemm(ref(1, 4096, 4096), ref(0, 0, 4096), ref(1, 8192, 4096), 100, 100, 1000, 2),
+        gemm(ref(1, 8192, 4096), ref(0, 0, 4096), ref(1, 12288, 4096), 100, 100, 1000, 3),
+        elementwise(ref(0, 0, 4096), ref(0, 0, 4096), ref(2, 0, 4096), 4),
+        copy(ref(3, 0, 4096), ref(2, 0, 4096), 5),
+        copy(ref(3, 4096, 4096), ref(2, 0, 4096), 6),
+    };
+    list[5].background = list[6].background = true;
+    CHECK(nn_schedule_commands(list, 7) == NN_OK);
+    const int want[7] = {0, 4, 1, 2, 5, 3, 6};
+    for (int i = 0; i < 7; i++)
+        CHECK_MSG((int)list[i].count == want[i], "position %d: command %d, want %d", i, (int)list[i].count, want[i]);
+}
+
 /* The test's own conflict rule: one of the two writes a range the other
  * touches (bytes 0: to the buffer's end). */
 static unsigned writes(const nn_command *c) {
@@ -128,6 +151,7 @@ TEST(schedule_keeps_every_conflicts_order) {
                       : kind == 1 ? copy(r[0], r[1], i)
                       : kind == 2 ? reduce_sum(r[0], r[1], i)
                                   : elementwise(r[0], r[1], r[2], i);
+            list[i].background = rand() % 4 == 0;
         }
         memcpy(original, list, sizeof list);
         CHECK(nn_schedule_commands(list, n) == NN_OK);

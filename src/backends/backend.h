@@ -43,6 +43,10 @@ typedef struct nn_command {
     float value;
     size_t count;
     void *data; /* WRITE: owned by the capture */
+    /* Moves data over the bus (to or from host memory) rather than working
+     * the GPU's units: the scheduler spreads such commands over the step
+     * beside other work (core/schedule.c). */
+    bool background;
 } nn_command;
 
 typedef enum nn_device_kind { NN_DEVICE_CPU, NN_DEVICE_GPU } nn_device_kind;

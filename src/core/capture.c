@@ -114,6 +114,7 @@ void nn_capture_record(nn_ctx *ctx, const nn_command *command, const void *data)
     nn_command *copy = &c->commands[c->count];
     *copy = *command;
     copy->data = NULL;
+    copy->background = ctx->background;
     if (command->kind == NN_COMMAND_WRITE) {
         copy->data = malloc(command->count ? command->count : 1);
         if (!copy->data) {

@@ -178,7 +178,10 @@ bool nn_ctx_supports(nn_ctx *ctx, nn_kernel kernel, const void *params) {
 
 /* A command from outside the operations (an optimizer, a device loop)
  * runs after what the operations recorded before it. */
-static nn_status before_command(nn_ctx *ctx) { return ctx->pending_count ? nn_ctx_flush(ctx, NULL) : NN_OK; }
+static nn_status before_command(nn_ctx *ctx) {
+    ctx->commands_issued++;
+    return ctx->pending_count ? nn_ctx_flush(ctx, NULL) : NN_OK;
+}
 
 static nn_status run_entered(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, int nargs, const void *params) {
     NN_TRY(before_command(ctx));

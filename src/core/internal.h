@@ -101,11 +101,18 @@ struct nn_ctx {
      * the pass goes on (autograd.c), or NULL: nn_ctx_set_grad_ready. */
     nn_grad_ready_fn grad_ready;
     void *grad_ready_user;
+    bool background; /* nn_ctx_set_background */
+    int64_t commands_issued; /* kernels, fills, copies and writes, ever */
 };
 
 /* Sets the context's grad-ready hook (fn NULL clears it); refused while
  * another user's is set. */
 nn_status nn_ctx_set_grad_ready(nn_ctx *ctx, nn_grad_ready_fn fn, void *user);
+
+/* Commands recorded from now until it is set false again are background
+ * ones (nn_command.background): they move data over the bus and may run
+ * anywhere their dependencies allow. */
+static inline void nn_ctx_set_background(nn_ctx *ctx, bool background) { ctx->background = background; }
 
 /* ---- tensors (tensor.c) ---- */
 

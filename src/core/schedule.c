@@ -83,6 +83,67 @@ static int by_slot(const void *x, const void *y) {
     return a->index < b->index ? -1 : a->index > b->index;
 }
 
+/* Roughly how long a command keeps the GPU busy, in nanoseconds on a GPU
+ * of about 20 TFLOP/s and 2 TB/s: only how the levels of one step compare
+ * matters. GEMMs and convolutions by their products, other kernels by the
+ * bytes they touch. */
+static double busy_estimate(const nn_command *c) {
+    if (c->kind == NN_COMMAND_RUN && (c->kernel == NN_KERNEL_GEMM || c->kernel == NN_KERNEL_GEMM_EPILOGUE)) {
+        const nn_gemm_params *p = (const nn_gemm_params *)(const void *)c->params;
+        return 2.0 * p->m * p->n * p->k * (p->batch > 1 ? p->batch : 1) / 20e3;
+    }
+    if (c->kind == NN_COMMAND_RUN && (c->kernel == NN_KERNEL_CONV2D_FORWARD ||
+                                      c->kernel == NN_KERNEL_CONV2D_BACKWARD_DATA ||
+                                      c->kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT)) {
+        const nn_conv_params *p = (const nn_conv_params *)(const void *)c->params;
+        const nn_conv_geometry *g = &p->g;
+        return 2.0 * g->batch * p->filters * g->channels / nn_conv_groups(p) * g->kernel_h * g->kernel_w * g->out_h *
+               g->out_w / 20e3;
+    }
+    double bytes = c->kind == NN_COMMAND_RUN ? 0 : (double)c->count;
+    for (int i = 0; c->kind == NN_COMMAND_RUN && i < c->nargs; i++) bytes += (double)c->args[i].bytes;
+    return bytes / 2e3;
+}
+
+/* How long a background command keeps the bus busy (about 25 GB/s): a
+ * copy's bytes, or a kernel's largest argument (the one in host memory). */
+static double bus_estimate(const nn_command *c) {
+    double bytes = c->kind == NN_COMMAND_RUN ? 0 : (double)c->count;
+    for (int i = 0; c->kind == NN_COMMAND_RUN && i < c->nargs; i++)
+        if ((double)c->args[i].bytes > bytes) bytes = (double)c->args[i].bytes;
+    return bytes / 25.0;
+}
+
+/* Background commands (nn_command.background), in order, each to the level
+ * between the commands it conflicts with that has the most work not yet
+ * matched by background work: the bus then moves data while the GPU's units
+ * compute, where at one level the barrier after it would wait for all of it.
+ * Each is issued after its level's own kernels, as deferred ones are. */
+static nn_status spread_background(const nn_command *commands, slot *slots, int64_t count, int64_t last) {
+    double *room = calloc((size_t)last + 1, sizeof *room);
+    if (!room) return nn_set_error(NN_ERR_MEMORY, "capture: out of host memory ordering %lld commands", (long long)count);
+    for (int64_t i = 0; i < count; i++)
+        if (!commands[i].background) room[slots[i].level] += busy_estimate(&commands[i]);
+    for (int64_t i = 0; i < count; i++) {
+        if (!commands[i].background) continue;
+        int64_t lo = 0, hi = last;
+        for (int64_t j = 0; j < count; j++) {
+            if (j == i || !conflict(&commands[j < i ? j : i], &commands[j < i ? i : j])) continue;
+            if (j < i && slots[j].level + 1 > lo) lo = slots[j].level + 1;
+            if (j > i && slots[j].level - 1 < hi) hi = slots[j].level - 1;
+        }
+        if (lo > hi) continue; /* cannot happen: the levels above allow its own */
+        int64_t best = lo;
+        for (int64_t level = lo + 1; level <= hi; level++)
+            if (room[level] > room[best]) best = level;
+        room[best] -= bus_estimate(&commands[i]);
+        slots[i].level = best;
+        slots[i].deferred = true; /* after the level's own kernels */
+    }
+    free(room);
+    return NN_OK;
+}
+
 /* Levels: each command first in the earliest level its conflicts allow,
  * which fixes how many levels (stretches) the step has and which commands
  * must be in each; then each in the latest level the commands after it
@@ -93,7 +154,9 @@ static int by_slot(const void *x, const void *y) {
  * first (deferred commands after them, trailing ones last), so the level's
  * critical kernels start first: deferring shortened the step, and issuing
  * deferred commands ahead of a level's own kernels lengthened it
- * (bench/README.md). */
+ * (bench/README.md). Background commands stay in their earliest level
+ * there, so that what they read is not deferred, and are then spread
+ * (spread_background). */
 nn_status nn_schedule_commands(nn_command *commands, int64_t count) {
     if (count < 2) return NN_OK;
     slot *slots = malloc((size_t)count * sizeof *slots);
@@ -115,10 +178,15 @@ nn_status nn_schedule_commands(nn_command *commands, int64_t count) {
      * it conflicts with, else in the last (later ones first, so each sees
      * where those it precedes went). */
     for (int64_t i = count - 1; i >= 0; i--) {
+        if (commands[i].background) continue;
         int64_t level = last;
         for (int64_t j = i + 1; j < count; j++)
             if (slots[j].level - 1 < level && conflict(&commands[i], &commands[j])) level = slots[j].level - 1;
         if (level > slots[i].level) slots[i].level = level, slots[i].deferred = !slots[i].trailing;
+    }
+    if (spread_background(commands, slots, count, last) != NN_OK) {
+        free(slots), free(ordered);
+        return nn_last_status();
     }
     qsort(slots, (size_t)count, sizeof *slots, by_slot);
     for (int64_t i = 0; i < count; i++) ordered[i] = commands[slots[i].index];

@@ -10,11 +10,11 @@
  *   device, in buckets: each bucket's reduction is started as soon as it is
  *   on the host, while the next one is read.
  *
- * Inside a captured step the average is a host call (nn_capture_host_call),
- * so a replay splits there: forward and backward replayed, the average,
- * then the optimizer's captured update. A command buffer cannot wait for
- * other processes, and splitting where the step needs other ranks keeps
- * everything else replayed as before.
+ * Inside a captured step, where the ranks must wait for each other is a
+ * host call (nn_capture_host_call), so a replay splits there: MPI's
+ * all-reduce, or the shared-memory route's meetings. A command buffer
+ * cannot wait for other processes, and splitting where the step needs
+ * other ranks keeps everything else replayed as before.
  *
  * Determinism: every rank must get the same bits, or the copies drift
  * apart. Through shared memory every rank adds the pieces in rank order and

@@ -5,15 +5,17 @@
  * MPI's own reductions run on one CPU core and were the step's largest
  * cost (bench/README.md).
  *
- * The copies start during backward: the context tells us when each
+ * The work starts during backward: the context tells us when each
  * parameter's gradient is complete (nn_ctx_set_grad_ready), and a bucket of
- * parameters is copied as soon as all of its gradients are, while the
- * device goes on with the layers below. Before the first copy of a step, a
- * host call waits until every rank's device has finished reading the
- * pieces for the step before (a sync and a barrier); after the last, the
- * average waits until every piece is written (a sync and a barrier), then
- * sums. In a captured step the copies are recorded commands and both waits
- * are host calls, so replays do the same. */
+ * parameters is copied as soon as all of its gradients are. Once half the
+ * values are copied, at the first later bucket that needed more backward
+ * work, the ranks meet (a host call: a sync and a barrier) and the buckets
+ * copied by halfway are summed while backward goes on below; the rest are
+ * summed after the update's meeting. One more meeting, before the first copy of a step,
+ * waits until every rank's device has finished reading the pieces of the
+ * step before. The copies and sums are background commands: a captured
+ * step spreads them over the levels of backward that they may run beside
+ * (core/schedule.c), so the bus works while the GPU computes. */
 #include "shared_memory_route.h"
 
 #include <stdio.h>
@@ -21,24 +23,15 @@
 #include <string.h>
 
 #include "backends/kernels.h"
+#include "core/graph.h"
 #include "core/internal.h"
 #include "nn_capture.h"
 #include "nn_dist.h"
 #include "transport.h"
 
-/* Which buckets one step's backward copied early. A captured step keeps
- * its record for its replays. */
-typedef struct early_copies {
-    bool *copied;  /* per bucket */
-    bool waited;   /* the readers' wait ran before the first copy */
-    bool recopy;   /* a gradient was not in the flat buffer yet: copy every bucket at the end */
-    struct early_copies *next;
-} early_copies;
-
-typedef struct step_average {
-    shared_route *route;
-    early_copies *early;
-} step_average;
+/* Copies and sums go in pieces of at most this many values, so that the
+ * scheduler can spread one large parameter's over several levels. */
+#define CHUNK_FLOATS NN_DIST_BUCKET_FLOATS
 
 struct shared_route {
     const nn_param_set *set;
@@ -52,12 +45,17 @@ struct shared_route {
     int *bucket_params;     /* parameters per bucket */
     int64_t *bucket_first;  /* first element */
     int64_t *bucket_size;   /* elements */
-    int *ready;             /* parameters told complete this step, per bucket */
     bool watching;          /* the context's grad-ready hook is ours */
-    early_copies *current;  /* this step's, while its backward runs */
-    early_copies *kept;     /* captured steps' */
-    step_average **averages; /* host calls' user data, kept while captures may call them */
-    int average_count, average_capacity;
+    /* This step's, while its backward runs (recorded once in a capture): */
+    int *ready;             /* parameters told complete, per bucket */
+    bool *copied, *summed;  /* per bucket */
+    bool *by_halfway;       /* per bucket: copied by halfway, averaged at its meeting (the same on every rank) */
+    int64_t copied_floats;
+    bool waited;            /* the readers' meeting ran before the first copy */
+    bool halfway;           /* half the values are copied: meet at a later bucket */
+    int64_t last_copy_mark; /* the context's commands issued after the last copy */
+    bool met;               /* the halfway meeting ran */
+    bool recopy;            /* a gradient was not in the flat buffer yet: copy every bucket at the end */
 };
 
 static nn_buffer_ref range_ref(const nn_tensor *t, int64_t first, int64_t n) {
@@ -68,32 +66,79 @@ static nn_buffer_ref range_ref(const nn_tensor *t, int64_t first, int64_t n) {
 }
 
 static nn_status copy_bucket(shared_route *r, int b) {
-    const int64_t first = r->bucket_first[b], n = r->bucket_size[b];
-    return nn_ctx_copy(r->set->ctx, range_ref(r->pieces[r->me], first, n), range_ref(r->set->flat_grads, first, n),
-                       (size_t)n * sizeof(float));
+    nn_ctx *ctx = r->set->ctx;
+    nn_status st = NN_OK;
+    nn_ctx_set_background(ctx, true);
+    for (int64_t first = r->bucket_first[b], end = first + r->bucket_size[b]; first < end && st == NN_OK;
+         first += CHUNK_FLOATS) {
+        const int64_t n = end - first < CHUNK_FLOATS ? end - first : CHUNK_FLOATS;
+        st = nn_ctx_copy(ctx, range_ref(r->pieces[r->me], first, n), range_ref(r->set->flat_grads, first, n),
+                         (size_t)n * sizeof(float));
+    }
+    nn_ctx_set_background(ctx, false);
+    r->copied[b] = true;
+    r->copied_floats += r->bucket_size[b];
+    return st;
 }
 
-/* Every rank's device has finished reading the pieces of the step before. */
-static nn_status wait_for_readers(void *user) {
+/* (((p0 + p1) + p2) + ...) * 1/N over one range, on every rank alike. The
+ * first sum reads this rank's own piece from the device, where the same
+ * values still are (half the bus traffic with 2 ranks); later ones read the
+ * sum so far there. */
+static nn_status average_range(shared_route *r, int64_t first, int64_t n) {
+    const nn_buffer_ref grads = range_ref(r->set->flat_grads, first, n);
+    const nn_pointwise_params add = {.n = n, .op = NN_EW_ADD};
+    nn_status st = NN_OK;
+    nn_ctx_set_background(r->set->ctx, true); /* the sums read over the bus, the scaling does not */
+    for (int q = 1; q < r->shared->count && st == NN_OK; q++) {
+        const nn_buffer_ref a = q > 1 || r->me == 0 ? grads : range_ref(r->pieces[0], first, n);
+        const nn_buffer_ref b = q == 1 && r->me == 1 ? grads : range_ref(r->pieces[q], first, n);
+        const nn_buffer_ref args[3] = {a, b, grads};
+        st = nn_ctx_run(r->set->ctx, NN_KERNEL_ELEMENTWISE, args, 3, &add);
+    }
+    nn_ctx_set_background(r->set->ctx, false);
+    NN_TRY(st);
+    const nn_pointwise_params scale = {.n = n, .op = NN_EW_SCALE, .alpha = 1.0f / (float)r->shared->count};
+    const nn_buffer_ref args[3] = {grads, nn_optional_ref(NULL), grads};
+    return nn_ctx_run(r->set->ctx, NN_KERNEL_ELEMENTWISE, args, 3, &scale);
+}
+
+/* The buckets copied and not yet averaged (only_by_halfway: of those, the
+ * ones copied by halfway), in chunks. */
+static nn_status average_copied(shared_route *r, bool only_by_halfway) {
+    nn_status st = NN_OK;
+    for (int b = 0; b < r->bucket_count && st == NN_OK; b++) {
+        if (!r->copied[b] || r->summed[b] || (only_by_halfway && !r->by_halfway[b])) continue;
+        for (int64_t first = r->bucket_first[b], end = first + r->bucket_size[b]; first < end && st == NN_OK;
+             first += CHUNK_FLOATS)
+            st = average_range(r, first, end - first < CHUNK_FLOATS ? end - first : CHUNK_FLOATS);
+        r->summed[b] = true;
+    }
+    return st;
+}
+
+/* Every rank's device has done what was issued before: the pieces it
+ * wrote are there, and it has finished reading the others'. */
+static nn_status meet(void *user) {
     shared_route *r = user;
     NN_TRY(nn_ctx_sync(r->set->ctx));
     return dist_local_barrier();
 }
 
-static early_copies *new_early_copies(shared_route *r) {
-    early_copies *e = calloc(1, sizeof *e);
-    if (e) e->copied = calloc((size_t)r->bucket_count, sizeof *e->copied);
-    if (!e || !e->copied) {
-        free(e);
-        return NN_FAIL_NULL(NN_ERR_MEMORY, "nn_dist_data_parallel: out of host memory");
-    }
-    return e;
+static nn_status meet_in_step(shared_route *r) { return nn_capture_host_call(r->set->ctx, meet, r); }
+
+/* Forgets what the step's backward did (the counts of complete parameters
+ * stay: they tell later passes apart). */
+static void pass_done(shared_route *r) {
+    for (int b = 0; b < r->bucket_count; b++) r->copied[b] = r->summed[b] = r->by_halfway[b] = false;
+    r->copied_floats = 0;
+    r->waited = r->halfway = r->met = false;
 }
 
-static void free_early_copies(early_copies *e) {
-    if (!e) return;
-    free(e->copied);
-    free(e);
+static void step_done(shared_route *r) {
+    pass_done(r);
+    for (int b = 0; b < r->bucket_count; b++) r->ready[b] = 0;
+    r->recopy = false;
 }
 
 /* The grad-ready hook: a bucket whose parameters are all complete is
@@ -104,89 +149,65 @@ static nn_status gradient_complete(void *user, nn_tensor *leaf) {
     int p = 0;
     while (p < r->set->count && r->set->params[p] != leaf) p++;
     if (p == r->set->count) return NN_OK; /* not one of ours */
-    if (!r->current && !(r->current = new_early_copies(r))) return nn_last_status();
     /* A gradient made anew joins the flat buffer only at the update. */
-    if (!leaf->grad || leaf->grad->storage != r->set->flat_grads->storage) r->current->recopy = true;
+    if (!leaf->grad || leaf->grad->storage != r->set->flat_grads->storage) r->recopy = true;
     const int b = r->param_bucket[p];
-    if (++r->ready[b] % r->bucket_params[b] != 0 || r->current->recopy) return NN_OK;
-    if (!r->current->waited) {
-        NN_TRY(nn_capture_host_call(r->set->ctx, wait_for_readers, r));
-        r->current->waited = true;
+    if (++r->ready[b] % r->bucket_params[b] != 0 || r->recopy) return NN_OK;
+    if (r->copied[b]) {
+        /* A second backward before the update: the values averaged so far
+         * now hold averages plus this rank's new gradients, and averaging
+         * them again gives the average of the sums (as PyTorch's DDP). Once
+         * nobody reads the pieces any more, the pass starts over. */
+        NN_TRY(meet_in_step(r));
+        pass_done(r);
+        r->waited = true;
+    }
+    if (!r->waited) {
+        NN_TRY(meet_in_step(r));
+        r->waited = true;
+    }
+    /* At the first bucket past halfway that needed more backward work, so
+     * that the copies before run beside at least one more layer's. Every
+     * rank runs the same operations, so every rank meets here (devices that
+     * split an operation into other kernels meet at the same bucket still),
+     * and averages the same buckets then. */
+    nn_ctx *ctx = r->set->ctx;
+    if (r->halfway && !r->met) {
+        NN_TRY(nn_ctx_flush(ctx, NULL));
+        if (ctx->commands_issued > r->last_copy_mark) {
+            NN_TRY(meet_in_step(r));
+            NN_TRY(average_copied(r, true));
+            r->met = true;
+        }
     }
     NN_TRY(copy_bucket(r, b));
-    r->current->copied[b] = true;
+    if (!r->halfway && 2 * r->copied_floats >= r->set->total) {
+        r->halfway = true;
+        for (int c = 0; c < r->bucket_count; c++) r->by_halfway[c] = r->copied[c];
+    }
+    r->last_copy_mark = ctx->commands_issued;
     return NN_OK;
 }
 
-/* The average: every piece written, then ((p0 + p1) + p2) + ... and * 1/N
- * on every rank alike. The first sum reads this rank's own piece from the
- * device, where the same values still are (half the bus traffic with 2
- * ranks); later ones read the sum so far there. */
-static nn_status average(shared_route *r, const early_copies *early) {
-    nn_ctx *ctx = r->set->ctx;
-    const int64_t n = r->set->total;
-    if (!early || !early->waited) NN_TRY(wait_for_readers(r));
-    for (int b = 0; b < r->bucket_count; b++)
-        if (!early || early->recopy || !early->copied[b]) NN_TRY(copy_bucket(r, b));
-    NN_TRY(nn_ctx_sync(ctx));
-    NN_TRY(dist_local_barrier());
-    const nn_buffer_ref grads = range_ref(r->set->flat_grads, 0, n);
-    const nn_pointwise_params add = {.n = n, .op = NN_EW_ADD};
-    for (int q = 1; q < r->shared->count; q++) {
-        const nn_buffer_ref first = q > 1 || r->me == 0 ? grads : range_ref(r->pieces[0], 0, n);
-        const nn_buffer_ref second = q == 1 && r->me == 1 ? grads : range_ref(r->pieces[q], 0, n);
-        const nn_buffer_ref args[3] = {first, second, grads};
-        NN_TRY(nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, args, 3, &add));
-    }
-    const nn_pointwise_params scale = {.n = n, .op = NN_EW_SCALE, .alpha = 1.0f / (float)r->shared->count};
-    const nn_buffer_ref args[3] = {grads, nn_optional_ref(NULL), grads};
-    return nn_ctx_run(ctx, NN_KERNEL_ELEMENTWISE, args, 3, &scale);
-}
-
-static nn_status average_step(void *user) {
-    step_average *s = user;
-    return average(s->route, s->early);
-}
-
-nn_status shared_route_average_all(shared_route *r) { return average(r, NULL); }
-
-static nn_status keep_average(shared_route *r, step_average *s) {
-    if (r->average_count == r->average_capacity) {
-        int cap = r->average_capacity ? 2 * r->average_capacity : 8;
-        step_average **grown = realloc(r->averages, (size_t)cap * sizeof *grown);
-        if (!grown) return nn_set_error(NN_ERR_MEMORY, "nn_dist_data_parallel: out of host memory");
-        r->averages = grown;
-        r->average_capacity = cap;
-    }
-    r->averages[r->average_count++] = s;
-    return NN_OK;
-}
-
+/* The rest of the average. A gradient that was not in the flat buffer
+ * during backward is there now: every bucket is copied and averaged again
+ * (averaging an average gives its own bits back). */
 nn_status shared_route_before_update(shared_route *r) {
-    nn_ctx *ctx = r->set->ctx;
-    early_copies *early = r->current;
-    r->current = NULL;
-    for (int b = 0; b < r->bucket_count; b++) r->ready[b] = 0;
-    if (!ctx->recording) { /* eager: the call runs now */
-        step_average s = {r, early};
-        nn_status st = nn_capture_host_call(ctx, average_step, &s);
-        free_early_copies(early);
-        return st;
+    nn_status st = NN_OK;
+    if (!r->waited || r->recopy) st = meet_in_step(r);
+    for (int b = 0; b < r->bucket_count && st == NN_OK; b++) {
+        if (r->recopy) r->copied[b] = r->summed[b] = false;
+        if (!r->copied[b]) st = copy_bucket(r, b);
     }
-    /* Recorded: replays call it again, with this step's record. */
-    if (early) {
-        early->next = r->kept;
-        r->kept = early;
-    }
-    step_average *s = malloc(sizeof *s);
-    if (!s) return nn_set_error(NN_ERR_MEMORY, "nn_dist_data_parallel: out of host memory");
-    *s = (step_average){r, early};
-    nn_status st = keep_average(r, s);
-    if (st != NN_OK) {
-        free(s);
-        return st;
-    }
-    return nn_capture_host_call(ctx, average_step, s);
+    if (st == NN_OK) st = meet_in_step(r);
+    if (st == NN_OK) st = average_copied(r, false);
+    step_done(r);
+    return st;
+}
+
+nn_status shared_route_average_all(shared_route *r) {
+    r->recopy = true;
+    return shared_route_before_update(r);
 }
 
 static nn_status make_buckets(shared_route *r) {
@@ -196,7 +217,11 @@ static nn_status make_buckets(shared_route *r) {
     r->bucket_first = calloc((size_t)set->count, sizeof *r->bucket_first);
     r->bucket_size = calloc((size_t)set->count, sizeof *r->bucket_size);
     r->ready = calloc((size_t)set->count, sizeof *r->ready);
-    if (!r->param_bucket || !r->bucket_params || !r->bucket_first || !r->bucket_size || !r->ready)
+    r->copied = calloc((size_t)set->count, sizeof *r->copied);
+    r->summed = calloc((size_t)set->count, sizeof *r->summed);
+    r->by_halfway = calloc((size_t)set->count, sizeof *r->by_halfway);
+    if (!r->param_bucket || !r->bucket_params || !r->bucket_first || !r->bucket_size || !r->ready || !r->copied ||
+        !r->summed || !r->by_halfway)
         return nn_set_error(NN_ERR_MEMORY, "nn_dist_data_parallel: out of host memory");
     int b = -1;
     for (int p = 0; p < set->count; p++) {
@@ -287,18 +312,13 @@ void shared_route_free(shared_route *r) {
     for (int q = 0; r->pieces && q < r->shared->count; q++) nn_tensor_free(r->pieces[q]);
     free(r->pieces);
     dist_shared_memory_free(r->shared); /* after the devices let go of it */
-    free_early_copies(r->current);
-    while (r->kept) {
-        early_copies *next = r->kept->next;
-        free_early_copies(r->kept);
-        r->kept = next;
-    }
-    for (int i = 0; i < r->average_count; i++) free(r->averages[i]);
-    free(r->averages);
     free(r->param_bucket);
     free(r->bucket_params);
     free(r->bucket_first);
     free(r->bucket_size);
     free(r->ready);
+    free(r->copied);
+    free(r->summed);
+    free(r->by_halfway);
     free(r);
 }

@@ -81,6 +81,47 @@ def test_two_ranks_reduce_broadcast_and_average_gradients(tmp_path):
     run_two_ranks(tmp_path / "ranks.py", RANKS_SCRIPT)
 
 
+ACCUMULATE_SCRIPT = textwrap.dedent("""
+    import numpy as np
+    import nn_engine as nn
+    import nn_engine.distributed as dist
+    from nn_engine import SGD
+    dist.init_process_group("mpi")
+    r, n = dist.get_rank(), dist.get_world_size()
+    # Four parameters of 700,001 values: four buckets, the first two averaged during backward once half the
+    # values are copied. Loss sum(w_i * x_i): each gradient is its x_i; x of each rank and pass its own.
+    sizes = [700001] * 4
+    w0 = [np.random.default_rng(i).standard_normal(m).astype(np.float32) for i, m in enumerate(sizes)]
+    ws = [nn.Tensor(w.copy(), requires_grad=True, track=False) for w in w0]
+    opt = dist.DistributedOptimizer(SGD(ws, lr=0.5))
+    def xs(step, rank, backward):
+        return [np.random.default_rng((step, rank, backward, i)).standard_normal(m).astype(np.float32)
+                for i, m in enumerate(sizes)]
+    want = [w.astype(np.float64) for w in w0]
+    for step, passes in enumerate([1, 2, 1, 3]):
+        opt.zero_grad()
+        for backward in range(passes):  # several backward passes accumulate before the update
+            loss = sum((w * nn.Tensor(x)).sum() for w, x in zip(ws, xs(step, r, backward)))
+            loss.backward()
+        opt.step()
+        nn.end_batch()
+        for i in range(len(sizes)):
+            mean = sum(xs(step, q, b)[i].astype(np.float64) for q in range(n) for b in range(passes)) / n
+            want[i] -= 0.5 * mean
+            got = ws[i].numpy()
+            assert np.allclose(got, want[i], rtol=0, atol=1e-5), (step, i, np.abs(got - want[i]).max())
+    dist.destroy_process_group()
+    print(f"rank {r} ok", flush=True)
+""")
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not found (openmpi-bin)")
+def test_two_ranks_average_gradients_accumulated_over_several_backward_passes(tmp_path):
+    if not dist.is_available():
+        pytest.skip("libnnengine was built without MPI")
+    run_two_ranks(tmp_path / "accumulate.py", ACCUMULATE_SCRIPT)
+
+
 def test_sync_batch_norm_converts_models_and_needs_a_job_to_train():
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())
     names = sorted(model.state_dict())
