@@ -73,8 +73,12 @@ void nn_model_info_free(nn_model_info *info);
  * optimizer's state ("optimizer.<param name>.<state name>", e.g. SGD's
  * "momentum_buffer": nn_optimizer_state_name), and in __metadata__ the
  * progress below, the context's random-generator state, the optimizer's
- * name and, for information, its options. The data order of epoch e must depend on
- * (seed, e) alone for a resumed run to match an uninterrupted one. */
+ * name and, for information, its options; with dynamic loss scaling
+ * (nn_optimizer_enable_loss_scaling) also its scale and counters
+ * ("loss_scale.state", float [4]: a file without them resumes at the run's
+ * initial scale; a run without loss scaling refuses a file with them). The
+ * data order of epoch e must depend on (seed, e) alone for a resumed run to
+ * match an uninterrupted one. */
 typedef struct nn_train_progress {
     int64_t epoch; /* epochs completed */
     int64_t step;  /* optimizer steps completed */

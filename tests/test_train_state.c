@@ -7,6 +7,7 @@
 #include "core/internal.h"
 #include "io_test_util.h"
 #include "nn_optim.h"
+#include "optim/optimizer.h"
 #include "test.h"
 
 #define SAMPLES 37 /* batches of 8: the last one has 5 */
@@ -25,11 +26,13 @@ typedef struct run {
     nn_ctx *ctx;
     nn_module *net;
     nn_optimizer *opt;
+    bool scaled; /* the loss goes through dynamic loss scaling */
     float x[SAMPLES * FEATURES];
     int32_t y[SAMPLES];
 } run;
 
 static void run_open(run *r, uint64_t ctx_seed) {
+    memset(r, 0, sizeof *r);
     nn_ctx_options o = {.device = "cpu", .threads = 1, .seed = ctx_seed};
     r->ctx = nn_ctx_new(&o);
     r->net = io_test_mlp(r->ctx);
@@ -71,6 +74,7 @@ static void run_epoch(run *r, uint64_t seed, int64_t epoch, int64_t *step) {
         nn_tensor *x = nn_tensor_from_data(r->ctx, NN_F32, 2, xs, xb);
         nn_tensor *y = nn_tensor_from_data(r->ctx, NN_I32, 1, ys, yb);
         nn_tensor *loss = nn_softmax_cross_entropy(nn_module_forward(r->net, x), y);
+        if (r->scaled) loss = nn_optimizer_scale_loss(r->opt, loss);
         CHECK(nn_optimizer_zero_grad(r->opt) == NN_OK);
         CHECK(nn_backward(loss) == NN_OK);
         CHECK(nn_optimizer_step(r->opt) == NN_OK);
@@ -129,6 +133,73 @@ TEST(train_state_resume_is_bit_exact) {
     run_close(&full);
     run_close(&first);
     run_close(&resumed);
+    io_test_rmdir(dir);
+}
+
+/* The scaler's state: scale, overflow flag, good steps, skipped steps. */
+static void loss_scale_state(const run *r, float out[4]) {
+    memset(out, 0, 4 * sizeof(float));
+    CHECK(nn_tensor_read(nn_loss_scaler_state(r->opt), out, 4 * sizeof(float)) == NN_OK);
+}
+
+static void run_open_scaled(run *r, uint64_t ctx_seed) {
+    run_open(r, ctx_seed);
+    r->scaled = true;
+    CHECK(nn_optimizer_enable_loss_scaling(r->opt, &(nn_loss_scale_options){.init_scale = 1024.0f,
+                                                                             .growth_interval = 3}) == NN_OK);
+}
+
+TEST(train_state_keeps_the_dynamic_loss_scale) {
+    const char *dir = io_test_dir();
+    const char *path = io_test_path(dir, "scaled.safetensors");
+    const char *unscaled_path = io_test_path(dir, "unscaled.safetensors");
+    const uint64_t seed = 5;
+    run full, first, resumed, plain, old;
+    run_open_scaled(&full, seed);
+    int64_t step = 0;
+    for (int64_t e = 0; e < 2; e++) run_epoch(&full, seed, e, &step);
+    run_open_scaled(&first, seed);
+    int64_t step1 = 0;
+    run_epoch(&first, seed, 0, &step1);
+    float saved[4];
+    loss_scale_state(&first, saved);
+    CHECK_MSG(saved[0] == 2048.0f && saved[2] == 2.0f, "after 5 good steps at interval 3: scale %g, %g good steps",
+              saved[0], saved[2]);
+    nn_train_progress p = {.epoch = 1, .step = step1, .seed = seed};
+    CHECK_MSG(nn_save_train_state(path, first.net, first.opt, &p) == NN_OK, "%s", nn_last_error());
+
+    /* Resumed at the saved scale and count, it ends where the whole run does. */
+    run_open_scaled(&resumed, 77);
+    nn_train_progress got = {0};
+    CHECK_MSG(nn_load_train_state(path, resumed.net, resumed.opt, &got) == NN_OK, "%s", nn_last_error());
+    float loaded[4], whole[4], ended[4];
+    loss_scale_state(&resumed, loaded);
+    CHECK(memcmp(loaded, saved, sizeof saved) == 0);
+    int64_t step2 = got.step;
+    run_epoch(&resumed, seed, 1, &step2);
+    loss_scale_state(&full, whole);
+    loss_scale_state(&resumed, ended);
+    CHECK_MSG(memcmp(whole, ended, sizeof whole) == 0, "scale %g and %g good steps resumed, %g and %g whole",
+              ended[0], ended[2], whole[0], whole[2]);
+    CHECK(io_test_same_params(full.net, resumed.net));
+
+    /* A run that does not scale its loss refuses the file; one that does
+     * resumes a file from a run without scaling at its initial scale. */
+    run_open(&plain, 3);
+    CHECK(nn_load_train_state(path, plain.net, plain.opt, &got) == NN_ERR_ARGUMENT);
+    CHECK_MSG(strstr(nn_last_error(), "the file holds a dynamic loss scale (\"loss_scale.state\") but the run does "
+                                      "not scale its loss"), "%s", nn_last_error());
+    CHECK(nn_save_train_state(unscaled_path, plain.net, plain.opt, &p) == NN_OK);
+    run_open_scaled(&old, 4);
+    CHECK_MSG(nn_load_train_state(unscaled_path, old.net, old.opt, &got) == NN_OK, "%s", nn_last_error());
+    loss_scale_state(&old, loaded);
+    CHECK(loaded[0] == 1024.0f && loaded[2] == 0.0f);
+
+    run_close(&full);
+    run_close(&first);
+    run_close(&resumed);
+    run_close(&plain);
+    run_close(&old);
     io_test_rmdir(dir);
 }
 

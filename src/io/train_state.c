@@ -21,7 +21,11 @@
  *   resumed run may change the learning rate; the optimizer and the state
  *   it keeps must match).
  * With nn_train_extras, also "schedule.step" (the schedule's counter) and
- * "ema.<name>" (the moving average's shadow of each state_dict entry). */
+ * "ema.<name>" (the moving average's shadow of each state_dict entry). With
+ * dynamic loss scaling (nn_optimizer_enable_loss_scaling), "loss_scale.state":
+ * the scale, the overflow flag, the good steps since the scale last changed
+ * and the steps skipped; a file without it (written before it was saved)
+ * resumes at the run's initial scale. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -41,6 +45,7 @@
 #define MAX_EPOCHS INT32_MAX        /* epochs are counted in int by training loops */
 #define MAX_STEPS (INT64_C(1) << 53) /* optimizer steps, exact as doubles too */
 #define EMA_PREFIX "ema."
+#define LOSS_SCALE_NAME "loss_scale.state"
 #define MAX_OPTIONS 16
 
 static nn_status check_pairing(const char *who, const nn_module *m, const nn_optimizer *opt) {
@@ -83,13 +88,15 @@ static char *ema_name(const nn_ema *ema, int i) {
 /* The module's state_dict (parameters and buffers), then each state of the
  * optimizer for every parameter, then the extras' tensors. The names made
  * here are allocated into names[] (caller frees, allocated_names of them). */
+/* What the file holds or will hold, bound to the run's tensors; the loss
+ * scale's state only with_loss_scale. */
 static nn_st_binding *state_bindings(const char *who, const nn_module *m, const nn_optimizer *opt,
-                                     const nn_train_extras *extras, int *count, char ***names) {
+                                     const nn_train_extras *extras, bool with_loss_scale, int *count, char ***names) {
     const int kept = nn_module_state_count(m), n = nn_module_param_count(m), states = nn_optimizer_state_count(opt);
     nn_schedule *schedule = extras ? extras->schedule : NULL;
     const nn_ema *ema = extras ? extras->ema : NULL;
     const int averaged = nn_ema_count(ema), allocated = allocated_names(m, opt, extras);
-    const int total = kept + n * states + (schedule ? 1 : 0) + averaged;
+    const int total = kept + n * states + (schedule ? 1 : 0) + averaged + (with_loss_scale ? 1 : 0);
     nn_st_binding *b = calloc((size_t)total + 1, sizeof *b);
     char **state_names = calloc((size_t)allocated + 1, sizeof *state_names);
     bool ok = b && state_names;
@@ -102,6 +109,7 @@ static nn_st_binding *state_bindings(const char *who, const nn_module *m, const 
         }
     int next = kept + n * states;
     if (ok && schedule) b[next++] = (nn_st_binding){SCHEDULE_NAME, nn_schedule_counter(schedule)};
+    if (ok && with_loss_scale) b[next++] = (nn_st_binding){LOSS_SCALE_NAME, nn_loss_scaler_state(opt)};
     for (int i = 0; ok && i < averaged; i++) {
         char **name = &state_names[n * states + i];
         ok = (*name = ema_name(ema, i)) != NULL;
@@ -194,7 +202,7 @@ nn_status nn_save_train_state_with(const char *path, const nn_module *module, co
     for (int i = 0; i < option_count; i++) meta[meta_count + i] = (nn_st_meta){(char *)options[i].name, options[i].value};
     int count;
     char **names;
-    nn_st_binding *b = state_bindings(who, module, opt, extras, &count, &names);
+    nn_st_binding *b = state_bindings(who, module, opt, extras, nn_loss_scaler_state(opt) != NULL, &count, &names);
     if (!b) return nn_last_status();
     nn_status status = nn_st_save(who, path, b, count, meta, meta_count + option_count);
     free(b);
@@ -328,8 +336,11 @@ nn_status nn_load_train_state(const char *path, nn_module *module, nn_optimizer 
 }
 
 /* The file's extras must be the run's: a schedule's counter or a moving
- * average that only one side has would be dropped or left at its start. */
-static nn_status check_extras(const char *who, const char *path, const nn_st_header *h, const nn_train_extras *extras) {
+ * average that only one side has would be dropped or left at its start; so
+ * would a loss scale the run does not use (one the file lacks starts at the
+ * run's initial scale: files from before it was saved). */
+static nn_status check_extras(const char *who, const char *path, const nn_st_header *h, const nn_train_extras *extras,
+                            const nn_optimizer *opt) {
     bool schedule = extras && extras->schedule, file_schedule = nn_st_find(h, SCHEDULE_NAME) != NULL;
     if (schedule != file_schedule)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: the file %s a learning-rate schedule's step (\"%s\") but the run "
@@ -342,6 +353,9 @@ static nn_status check_extras(const char *who, const char *path, const nn_st_hea
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: the file %s moving-average weights (\"%s*\") but the run %s "
                                              "them", who, path, file_ema ? "holds" : "lacks", EMA_PREFIX,
                             ema ? "keeps" : "does not keep");
+    if (nn_st_find(h, LOSS_SCALE_NAME) && !nn_loss_scaler_state(opt))
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: the file holds a dynamic loss scale (\"%s\") but the run does "
+                                             "not scale its loss", who, path, LOSS_SCALE_NAME);
     return NN_OK;
 }
 
@@ -358,12 +372,13 @@ nn_status nn_load_train_state_with(const char *path, nn_module *module, nn_optim
     nn_rng rng;
     nn_status status = read_metadata(who, path, &file.header, opt, &loaded, &rng);
     if (status == NN_OK) status = check_states(who, path, &file.header, module, opt);
-    if (status == NN_OK) status = check_extras(who, path, &file.header, extras);
+    if (status == NN_OK) status = check_extras(who, path, &file.header, extras, opt);
     int count = 0;
     char **names = NULL;
     nn_st_binding *b = NULL;
     if (status == NN_OK) {
-        b = state_bindings(who, module, opt, extras, &count, &names);
+        const bool loss_scale = nn_loss_scaler_state(opt) && nn_st_find(&file.header, LOSS_SCALE_NAME);
+        b = state_bindings(who, module, opt, extras, loss_scale, &count, &names);
         if (!b) status = nn_last_status();
     }
     if (status == NN_OK) status = nn_st_assign(who, path, &file, b, count);

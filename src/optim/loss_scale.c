@@ -55,6 +55,8 @@ nn_status nn_optimizer_enable_loss_scaling(nn_optimizer *opt, const nn_loss_scal
     return NN_OK;
 }
 
+nn_tensor *nn_loss_scaler_state(const nn_optimizer *opt) { return opt->loss_scaler ? opt->loss_scaler->state : NULL; }
+
 nn_tensor *nn_optimizer_scale_loss(nn_optimizer *opt, nn_tensor *loss) {
     if (!opt || !loss) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_optimizer_scale_loss: %s is NULL", opt ? "loss" : "optimizer");
     if (!opt->loss_scaler)

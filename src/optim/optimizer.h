@@ -119,6 +119,9 @@ nn_status nn_optimizer_set_grad_hook(nn_optimizer *opt, const nn_grad_hook *hook
 nn_status nn_loss_scaler_before_update(nn_optimizer *opt);
 nn_status nn_loss_scaler_after_update(nn_optimizer *opt);
 void nn_loss_scaler_free(nn_loss_scaler *scaler);
+/* The scaler's state [4] (scale, overflow found, good steps, skipped
+ * steps), which a training state saves; NULL without loss scaling. */
+nn_tensor *nn_loss_scaler_state(const nn_optimizer *opt);
 /* The class's options (for the training state's metadata). */
 int nn_optimizer_describe(const nn_optimizer *opt, nn_optimizer_option *out, int capacity);
 
