@@ -98,6 +98,7 @@ typedef struct trainer {
     best_epoch best;       /* --save-best, --patience */
     tensorboard tb;        /* --tensorboard */
     dist_train dist;       /* mpirun -n N: this rank */
+    char epoch_failure[800]; /* why an epoch failed, where the library did not say */
     FILE *step_log;        /* --log-steps */
     char **class_names;    /* --class-names, for the data's training classes */
 } trainer;
@@ -206,6 +207,21 @@ static nn_status device_epoch(trainer *t, progress *bar, int epoch, int64_t step
     return st;
 }
 
+/* The loader leaves out a batch whose every image failed to decode: under
+ * mpirun this rank would then take a step fewer than the others and the
+ * job would wait for it forever, so it stops the job instead. `got` is the
+ * batch the loader delivered (the batch count at the epoch's end), `want`
+ * the one this step expects. */
+static nn_status every_rank_has_the_batch(trainer *t, int64_t got, int64_t want) {
+    if (!t->dist.active || got == want) return NN_OK;
+    char first[600];
+    nn_loader_failures(t->photo.train_loader, first, sizeof first);
+    snprintf(t->epoch_failure, sizeof t->epoch_failure,
+             "rank %d: every image of its share of global batch %lld failed to decode (the first failure: %s); "
+             "the other ranks would wait for its step forever", t->dist.rank, (long long)want + 1, first);
+    return NN_ERR_IO;
+}
+
 /* An epoch of photos decoded by the loader's threads while the device
  * trains on the previous batch. */
 static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *images, double *loss_sum,
@@ -221,7 +237,8 @@ static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *imag
         step++;
     while (st == NN_OK && !interrupt_requested() && (st = nn_loader_next(t->photo.train_loader, &b)) == NN_OK &&
            b.count > 0) {
-        st = device_steps_host_step(&t->steps, b.images, b.labels, b.count);
+        st = every_rank_has_the_batch(t, b.first / t->steps.batch, step);
+        if (st == NN_OK) st = device_steps_host_step(&t->steps, b.images, b.labels, b.count);
         seen += b.count;
         step++;
         if (st == NN_OK && t->config.log_steps) { /* every rank takes part: it sums over the ranks */
@@ -236,6 +253,8 @@ static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *imag
         }
     }
     if (st == NN_OK && interrupt_requested()) t->interrupted_at = step;
+    if (st == NN_OK && t->interrupted_at < 0)
+        st = every_rank_has_the_batch(t, nn_loader_batches(t->photo.train_loader), step);
     if (st == NN_OK) st = device_steps_sums(&t->steps, loss_sum, correct);
     if (st == NN_OK && !loss_guard_check(&t->guard, epoch, step, *loss_sum)) st = NN_ERR_STATE;
     char first[600];
@@ -269,7 +288,9 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     if (st == NN_OK && count == 0) st = NN_ERR_STATE;
     if (st != NN_OK) {
         progress_clear(bar);
-        if (isfinite(loss_sum)) fprintf(stderr, "nnengine train: epoch %d failed: %s\n", epoch, library_error());
+        if (isfinite(loss_sum))
+            fprintf(stderr, "nnengine train: epoch %d failed: %s\n", epoch,
+                    t->epoch_failure[0] ? t->epoch_failure : library_error());
         return EXIT_FAILURE_RUNTIME; /* a non-finite loss: the guard said so */
     }
     t->steps_done += steps - first;
