@@ -24,14 +24,6 @@ static void die(const char *what) {
     exit(1);
 }
 
-static nn_module *model(nn_ctx *ctx, const char *name, int channels, int classes) {
-    bool known;
-    nn_module *m = bench_model(ctx, name, channels, classes, &known);
-    if (known) return m;
-    fprintf(stderr, "%s: unknown model %s\n", "bench_data_parallel", name);
-    exit(2);
-}
-
 /* The median over the ranks' medians would hide a slow rank: the slowest
  * (each rank's time in its own slot of a sum). */
 static double slowest(double ms) {
@@ -97,7 +89,8 @@ int main(int argc, char **argv) {
     nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .seed = 1});
     if (!ctx) die("context");
     /* Two copies of the model: an optimizer owns its parameters' flat buffers. */
-    nn_module *net = model(ctx, name, channels, classes), *net2 = model(ctx, name, channels, classes);
+    nn_module *net = bench_model(ctx, name, channels, classes, "bench_data_parallel"),
+              *net2 = bench_model(ctx, name, channels, classes, "bench_data_parallel");
     if (!net || !net2) die(name);
     nn_tensor *params[512], *params2[512];
     const int count = nn_module_param_count(net);

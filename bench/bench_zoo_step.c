@@ -22,14 +22,6 @@ static void die(const char *what) {
     exit(1);
 }
 
-static nn_module *model(nn_ctx *ctx, const char *name, int channels, int classes) {
-    bool known;
-    nn_module *m = bench_model(ctx, name, channels, classes, &known);
-    if (known) return m;
-    fprintf(stderr, "%s: unknown model %s\n", "bench_zoo_step", name);
-    exit(2);
-}
-
 int main(int argc, char **argv) {
     const char *name = "resnet18-cifar", *device = "vulkan", *precision = "fp32";
     int batch = 128, size = 28, channels = 1, classes = 10, steps = 30;
@@ -55,7 +47,7 @@ int main(int argc, char **argv) {
     nn_precision chosen;
     if (nn_precision_parse(precision, &chosen) != NN_OK || nn_ctx_set_precision(ctx, chosen) != NN_OK)
         die("--precision");
-    nn_module *net = model(ctx, name, channels, classes);
+    nn_module *net = bench_model(ctx, name, channels, classes, "bench_zoo_step");
     if (!net) die(name);
     nn_tensor *params[512];
     const int count = nn_module_param_count(net);
