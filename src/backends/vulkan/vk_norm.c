@@ -108,6 +108,22 @@ nn_status vk_run_norm_apply(vk_backend *vk, const nn_norm_params *p, const nn_bu
                      1, 1);
 }
 
+/* The data gradient's first pass: the sums of w dy and w dy xhat per group
+ * (two floats each, into args[5]), split over workgroups. */
+static nn_status record_backward_sums(vk_backend *vk, nn_kernel kernel, const nn_norm_params *p,
+                                      nn_buffer_ref *args, norm_block *push) {
+    return record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_SUMS, args, 7, 6, NN_ARG(5), push,
+                        split_of(p->groups, p->outer * p->inner, PIECE, MIN_CHUNK, 2), p->groups, 2);
+}
+
+/* Its pointwise pass: dx (args[5]) from dy, the statistics and, with batch
+ * statistics, the sums (args[6]). */
+static nn_status record_backward_pointwise(vk_backend *vk, nn_kernel kernel, const nn_norm_params *p,
+                                           const nn_buffer_ref *args, norm_block *push) {
+    return vk_record_ex(vk, kernel, VK_PIPE_NORM_BACKWARD_POINTWISE, 0, args, 7, NN_ARG(5), VK_PUSH_REF(*push),
+                        pointwise_groups(p), 1, 1);
+}
+
 /* Groups of many elements: the split sums into a scratch of two floats per
  * group, then the pointwise pass reading them. */
 static nn_status backward_data_split(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a,
@@ -117,12 +133,10 @@ static nn_status backward_data_split(vk_backend *vk, const nn_norm_params *p, co
     if (!sums) return nn_last_status();
     const nn_buffer_ref sums_ref = {sums, 0, (size_t)p->groups * 2 * sizeof(float)};
     nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], sums_ref, {NULL, 0, 0}};
-    nn_status st = record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_SUMS, args, 7, 6, NN_ARG(5), push,
-                                split_of(p->groups, p->outer * p->inner, PIECE, MIN_CHUNK, 2), p->groups, 2);
+    nn_status st = record_backward_sums(vk, kernel, p, args, push);
     if (st == NN_OK) {
-        nn_buffer_ref pointwise[7] = {a[0], a[1], a[2], a[3], a[4], a[5], sums_ref};
-        st = vk_record_ex(vk, kernel, VK_PIPE_NORM_BACKWARD_POINTWISE, 0, pointwise, 7, NN_ARG(5), VK_PUSH_REF(*push),
-                          pointwise_groups(p), 1, 1);
+        const nn_buffer_ref pointwise[7] = {a[0], a[1], a[2], a[3], a[4], a[5], sums_ref};
+        st = record_backward_pointwise(vk, kernel, p, pointwise, push);
     }
     vk_scratch_done(vk, sums); /* freed at once (vk_stream.c orders reuse), or kept by a plan */
     return st;
@@ -135,9 +149,8 @@ nn_status vk_run_norm_backward_data(vk_backend *vk, const nn_norm_params *p, con
     if (nn_norm_elements(p) == 0) return NN_OK;
     push.has_weight = a[3].buffer != NULL;
     if (!p->batch_stats) { /* constant statistics: dx = rstd w dy, pointwise */
-        nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], a[5], {NULL, 0, 0}};
-        return vk_record_ex(vk, kernel, VK_PIPE_NORM_BACKWARD_POINTWISE, 0, args, 7, NN_ARG(5), VK_PUSH_REF(push),
-                            pointwise_groups(p), 1, 1);
+        const nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], a[5], {NULL, 0, 0}};
+        return record_backward_pointwise(vk, kernel, p, args, &push);
     }
     if (p->outer * p->inner <= PIECE)
         return vk_record(vk, kernel, VK_PIPE_NORM_BACKWARD_DATA, 0, a, 6, VK_PUSH_REF(push), capped(p->groups), 1, 1);
@@ -180,8 +193,7 @@ nn_status vk_run_norm_backward_sums(vk_backend *vk, const nn_norm_params *p, con
     NN_TRY(norm_push(kernel, p, &push));
     push.has_weight = a[3].buffer != NULL;
     nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], a[5], {NULL, 0, 0}};
-    return record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_SUMS, args, 7, 6, NN_ARG(5), &push,
-                        split_of(p->groups, p->outer * p->inner, PIECE, MIN_CHUNK, 2), p->groups, 2);
+    return record_backward_sums(vk, kernel, p, args, &push);
 }
 
 nn_status vk_run_norm_backward_from_sums(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a) {
@@ -191,6 +203,5 @@ nn_status vk_run_norm_backward_from_sums(vk_backend *vk, const nn_norm_params *p
     if (nn_norm_elements(p) == 0) return NN_OK;
     push.has_weight = a[3].buffer != NULL;
     push.batch_stats = 1; /* the pointwise pass subtracts the sums' terms */
-    return vk_record_ex(vk, kernel, VK_PIPE_NORM_BACKWARD_POINTWISE, 0, a, 7, NN_ARG(5), VK_PUSH_REF(push),
-                        pointwise_groups(p), 1, 1);
+    return record_backward_pointwise(vk, kernel, p, a, &push);
 }
