@@ -48,10 +48,8 @@ static bool find_transform(const float *got, int image, int *dy, int *dx, int *m
     return false;
 }
 
-/* The transforms of every sample of `steps` batches, as a histogram. */
-static void gather_transforms(const char *device, uint64_t seed, int steps, int counts[2][2 * PAD + 1][2 * PAD + 1]) {
-    nn_ctx *ctx = vkt_open_device(device);
-    if (!ctx) return;
+/* COUNT images of pixel(), labelled by their index, held on ctx's device. */
+static nn_device_dataset *test_dataset(nn_ctx *ctx) {
     static uint8_t pixels[COUNT * C * H * W];
     static int32_t labels[COUNT];
     for (int i = 0; i < COUNT; i++)
@@ -62,7 +60,14 @@ static void gather_transforms(const char *device, uint64_t seed, int steps, int 
     nn_dataset data = {.count = COUNT, .channels = C, .height = H, .width = W, .classes = COUNT,
                        .pixels = pixels, .labels = labels};
     const float mean[C] = {0, 0}, std[C] = {1, 1};
-    nn_device_dataset *d = nn_device_dataset_new(ctx, &data, mean, std);
+    return nn_device_dataset_new(ctx, &data, mean, std);
+}
+
+/* The transforms of every sample of `steps` batches, as a histogram. */
+static void gather_transforms(const char *device, uint64_t seed, int steps, int counts[2][2 * PAD + 1][2 * PAD + 1]) {
+    nn_ctx *ctx = vkt_open_device(device);
+    if (!ctx) return;
+    nn_device_dataset *d = test_dataset(ctx);
     CHECK(d && nn_device_dataset_set_augment(d, PAD, true, seed) == NN_OK);
     nn_tensor *x = nn_tensor_new(ctx, NN_F32, 4, (int64_t[]){BATCH, C, H, W});
     nn_tensor *y = nn_tensor_new(ctx, NN_I32, 1, (int64_t[]){BATCH});
@@ -128,16 +133,7 @@ TEST(augment_shifts_and_mirrors_vulkan) { check_device("vulkan"); }
  * counter at `draw`, as rank `rank` of `ranks` (ranks 0: no shard set). */
 static bool gather_shard(nn_ctx *ctx, const int64_t *order, int64_t batch, int rank, int ranks, int32_t draw,
                          float *out) {
-    static uint8_t pixels[COUNT * C * H * W];
-    static int32_t labels[COUNT];
-    for (int i = 0; i < COUNT; i++)
-        for (int c = 0; c < C; c++)
-            for (int y = 0; y < H; y++)
-                for (int x = 0; x < W; x++) pixels[((i * C + c) * H + y) * W + x] = pixel(i, c, y, x);
-    nn_dataset data = {.count = COUNT, .channels = C, .height = H, .width = W, .classes = COUNT,
-                       .pixels = pixels, .labels = labels};
-    const float mean[C] = {0, 0}, std[C] = {1, 1};
-    nn_device_dataset *d = nn_device_dataset_new(ctx, &data, mean, std);
+    nn_device_dataset *d = test_dataset(ctx);
     nn_tensor *x = nn_tensor_new(ctx, NN_F32, 4, (int64_t[]){batch, C, H, W});
     nn_tensor *y = nn_tensor_new(ctx, NN_I32, 1, (int64_t[]){batch});
     bool ok = d && x && y && nn_device_dataset_set_augment(d, PAD, true, 7) == NN_OK &&
