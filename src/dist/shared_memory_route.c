@@ -33,23 +33,27 @@
  * scheduler can spread one large parameter's over several levels. */
 #define CHUNK_FLOATS NN_DIST_BUCKET_FLOATS
 
+/* A run of whole parameters in flat order, up to NN_DIST_BUCKET_FLOATS
+ * values (one parameter may be more). */
+typedef struct bucket {
+    int64_t first, size; /* elements */
+    int params;
+    /* This step's, while its backward runs (recorded once in a capture): */
+    int ready;           /* parameters told complete */
+    bool copied, summed;
+    bool by_halfway;     /* copied by halfway, averaged at its meeting (the same on every rank) */
+} bucket;
+
 struct shared_route {
     const nn_param_set *set;
     dist_shared_memory *shared;
     nn_tensor **pieces;     /* pieces[r]: local rank r's, as this device sees it */
     int me;                 /* this rank's piece */
-    /* Buckets: runs of whole parameters in flat order, up to
-     * NN_DIST_BUCKET_FLOATS each (one parameter may be more). */
+    bucket *buckets;
     int bucket_count;
     int *param_bucket;      /* per parameter */
-    int *bucket_params;     /* parameters per bucket */
-    int64_t *bucket_first;  /* first element */
-    int64_t *bucket_size;   /* elements */
     bool watching;          /* the context's grad-ready hook is ours */
     /* This step's, while its backward runs (recorded once in a capture): */
-    int *ready;             /* parameters told complete, per bucket */
-    bool *copied, *summed;  /* per bucket */
-    bool *by_halfway;       /* per bucket: copied by halfway, averaged at its meeting (the same on every rank) */
     int64_t copied_floats;
     bool waited;            /* the readers' meeting ran before the first copy */
     bool halfway;           /* half the values are copied: meet at a later bucket */
@@ -69,15 +73,15 @@ static nn_status copy_bucket(shared_route *r, int b) {
     nn_ctx *ctx = r->set->ctx;
     nn_status st = NN_OK;
     nn_ctx_set_background(ctx, true);
-    for (int64_t first = r->bucket_first[b], end = first + r->bucket_size[b]; first < end && st == NN_OK;
-         first += CHUNK_FLOATS) {
+    bucket *k = &r->buckets[b];
+    for (int64_t first = k->first, end = first + k->size; first < end && st == NN_OK; first += CHUNK_FLOATS) {
         const int64_t n = end - first < CHUNK_FLOATS ? end - first : CHUNK_FLOATS;
         st = nn_ctx_copy(ctx, range_ref(r->pieces[r->me], first, n), range_ref(r->set->flat_grads, first, n),
                          (size_t)n * sizeof(float));
     }
     nn_ctx_set_background(ctx, false);
-    r->copied[b] = true;
-    r->copied_floats += r->bucket_size[b];
+    k->copied = true;
+    r->copied_floats += k->size;
     return st;
 }
 
@@ -108,11 +112,11 @@ static nn_status average_range(shared_route *r, int64_t first, int64_t n) {
 static nn_status average_copied(shared_route *r, bool only_by_halfway) {
     nn_status st = NN_OK;
     for (int b = 0; b < r->bucket_count && st == NN_OK; b++) {
-        if (!r->copied[b] || r->summed[b] || (only_by_halfway && !r->by_halfway[b])) continue;
-        for (int64_t first = r->bucket_first[b], end = first + r->bucket_size[b]; first < end && st == NN_OK;
-             first += CHUNK_FLOATS)
+        bucket *k = &r->buckets[b];
+        if (!k->copied || k->summed || (only_by_halfway && !k->by_halfway)) continue;
+        for (int64_t first = k->first, end = first + k->size; first < end && st == NN_OK; first += CHUNK_FLOATS)
             st = average_range(r, first, end - first < CHUNK_FLOATS ? end - first : CHUNK_FLOATS);
-        r->summed[b] = true;
+        k->summed = true;
     }
     return st;
 }
@@ -130,14 +134,14 @@ static nn_status meet_in_step(shared_route *r) { return nn_capture_host_call(r->
 /* Forgets what the step's backward did (the counts of complete parameters
  * stay: they tell later passes apart). */
 static void pass_done(shared_route *r) {
-    for (int b = 0; b < r->bucket_count; b++) r->copied[b] = r->summed[b] = r->by_halfway[b] = false;
+    for (bucket *k = r->buckets; k < r->buckets + r->bucket_count; k++) k->copied = k->summed = k->by_halfway = false;
     r->copied_floats = 0;
     r->waited = r->halfway = r->met = false;
 }
 
 static void step_done(shared_route *r) {
     pass_done(r);
-    for (int b = 0; b < r->bucket_count; b++) r->ready[b] = 0;
+    for (int b = 0; b < r->bucket_count; b++) r->buckets[b].ready = 0;
     r->recopy = false;
 }
 
@@ -152,8 +156,8 @@ static nn_status gradient_complete(void *user, nn_tensor *leaf) {
     /* A gradient made anew joins the flat buffer only at the update. */
     if (!leaf->grad || leaf->grad->storage != r->set->flat_grads->storage) r->recopy = true;
     const int b = r->param_bucket[p];
-    if (++r->ready[b] % r->bucket_params[b] != 0 || r->recopy) return NN_OK;
-    if (r->copied[b]) {
+    if (++r->buckets[b].ready % r->buckets[b].params != 0 || r->recopy) return NN_OK;
+    if (r->buckets[b].copied) {
         /* A second backward before the update: the values averaged so far
          * now hold averages plus this rank's new gradients, and averaging
          * them again gives the average of the sums (as PyTorch's DDP). Once
@@ -183,7 +187,7 @@ static nn_status gradient_complete(void *user, nn_tensor *leaf) {
     NN_TRY(copy_bucket(r, b));
     if (!r->halfway && 2 * r->copied_floats >= r->set->total) {
         r->halfway = true;
-        for (int c = 0; c < r->bucket_count; c++) r->by_halfway[c] = r->copied[c];
+        for (int c = 0; c < r->bucket_count; c++) r->buckets[c].by_halfway = r->buckets[c].copied;
     }
     r->last_copy_mark = ctx->commands_issued;
     return NN_OK;
@@ -196,8 +200,8 @@ nn_status shared_route_before_update(shared_route *r) {
     nn_status st = NN_OK;
     if (!r->waited || r->recopy) st = meet_in_step(r);
     for (int b = 0; b < r->bucket_count && st == NN_OK; b++) {
-        if (r->recopy) r->copied[b] = r->summed[b] = false;
-        if (!r->copied[b]) st = copy_bucket(r, b);
+        if (r->recopy) r->buckets[b].copied = r->buckets[b].summed = false;
+        if (!r->buckets[b].copied) st = copy_bucket(r, b);
     }
     if (st == NN_OK) st = meet_in_step(r);
     if (st == NN_OK) st = average_copied(r, false);
@@ -213,26 +217,16 @@ nn_status shared_route_average_all(shared_route *r) {
 static nn_status make_buckets(shared_route *r) {
     const nn_param_set *set = r->set;
     r->param_bucket = calloc((size_t)set->count, sizeof *r->param_bucket);
-    r->bucket_params = calloc((size_t)set->count, sizeof *r->bucket_params);
-    r->bucket_first = calloc((size_t)set->count, sizeof *r->bucket_first);
-    r->bucket_size = calloc((size_t)set->count, sizeof *r->bucket_size);
-    r->ready = calloc((size_t)set->count, sizeof *r->ready);
-    r->copied = calloc((size_t)set->count, sizeof *r->copied);
-    r->summed = calloc((size_t)set->count, sizeof *r->summed);
-    r->by_halfway = calloc((size_t)set->count, sizeof *r->by_halfway);
-    if (!r->param_bucket || !r->bucket_params || !r->bucket_first || !r->bucket_size || !r->ready || !r->copied ||
-        !r->summed || !r->by_halfway)
+    r->buckets = calloc((size_t)set->count, sizeof *r->buckets); /* at most one per parameter */
+    if (!r->param_bucket || !r->buckets)
         return nn_set_error(NN_ERR_MEMORY, "nn_dist_data_parallel: out of host memory");
     int b = -1;
     for (int p = 0; p < set->count; p++) {
         const int64_t size = nn_tensor_numel(set->params[p]);
-        if (b < 0 || r->bucket_size[b] + size > NN_DIST_BUCKET_FLOATS) {
-            b++;
-            r->bucket_first[b] = set->offsets[p];
-        }
+        if (b < 0 || r->buckets[b].size + size > NN_DIST_BUCKET_FLOATS) r->buckets[++b].first = set->offsets[p];
         r->param_bucket[p] = b;
-        r->bucket_params[b]++;
-        r->bucket_size[b] = set->offsets[p] + size - r->bucket_first[b];
+        r->buckets[b].params++;
+        r->buckets[b].size = set->offsets[p] + size - r->buckets[b].first;
     }
     r->bucket_count = b + 1;
     return NN_OK;
@@ -313,12 +307,6 @@ void shared_route_free(shared_route *r) {
     free(r->pieces);
     dist_shared_memory_free(r->shared); /* after the devices let go of it */
     free(r->param_bucket);
-    free(r->bucket_params);
-    free(r->bucket_first);
-    free(r->bucket_size);
-    free(r->ready);
-    free(r->copied);
-    free(r->summed);
-    free(r->by_halfway);
+    free(r->buckets);
     free(r);
 }
