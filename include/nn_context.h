@@ -88,6 +88,26 @@ nn_status nn_precision_parse(const char *name, nn_precision *out);
  * (tensor cores) rather than its fp32 arithmetic units. */
 bool nn_ctx_matrix_cores(const nn_ctx *ctx, nn_precision precision);
 
+/* Where convolutional layers keep their activations. Every tensor keeps
+ * PyTorch's logical shape ([N, C, H, W]) whatever its memory holds: reads,
+ * writes, checkpoints and ONNX see that order, and operations that want
+ * another layout get a converted copy. AUTO (the default) lets the device
+ * choose per layer: channels-last (memory in N, H, W, C order, as PyTorch's
+ * torch.channels_last) where its convolution kernels run faster so, which
+ * a GPU backend does for most layers and the CPU for none. CONTIGUOUS and
+ * CHANNELS_LAST make every convolution's output take that layout (to
+ * compare, or to test). Takes effect for operations recorded after it;
+ * returns the previous setting. Another value is refused (NN_ERR_ARGUMENT,
+ * the setting unchanged), as is a call while another thread is inside the
+ * context (NN_ERR_STATE): both set nn_last_status. */
+typedef enum nn_memory_format {
+    NN_MEMORY_FORMAT_AUTO = 0,
+    NN_MEMORY_FORMAT_CONTIGUOUS = 1,
+    NN_MEMORY_FORMAT_CHANNELS_LAST = 2
+} nn_memory_format;
+nn_memory_format nn_ctx_set_memory_format(nn_ctx *ctx, nn_memory_format format);
+nn_memory_format nn_ctx_memory_format(const nn_ctx *ctx);
+
 /* End a training step: drop the autograd tape and free every tensor an
  * operation created since the previous call (the step's activations and
  * temporaries), except those handed to nn_tensor_persist(). Pointers to the

@@ -32,7 +32,7 @@ typedef enum nn_command_kind {
 } nn_command_kind;
 
 #define NN_COMMAND_MAX_ARGS 12 /* at least the most any kernel takes (kernels.h) */
-#define NN_COMMAND_MAX_PARAMS 192 /* at least the largest parameter struct (kernels.h) */
+#define NN_COMMAND_MAX_PARAMS 256 /* at least the largest parameter struct (kernels.h) */
 
 typedef struct nn_command {
     nn_command_kind kind;
@@ -105,6 +105,11 @@ struct nn_backend {
      * passes one, the forward fills it and the weight gradient reads it,
      * instead of running im2col a second time (memory for time). NULL: never. */
     bool (*conv_keeps_columns)(nn_backend *self, const nn_conv_params *p);
+    /* The layout of a convolution's output where the context leaves the
+     * choice to the backend (nn_ctx_set_memory_format's AUTO): channels-last
+     * where its kernels for the layer are faster so (p's layouts are the
+     * input's and the dense output's). NULL: dense. */
+    nn_layout (*conv_layout)(nn_backend *self, const nn_conv_params *p);
     /* The capability query: whether this backend runs a fused kernel
      * (kernels.h: CONV2D_POOL_FORWARD for the layer's three kernels,
      * CONV2D_POOL_CHAIN_WEIGHT, CONV2D_POOL_LINEAR_FORWARD,

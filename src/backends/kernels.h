@@ -232,6 +232,12 @@ typedef struct nn_gemm_epilogue_params {
     int32_t epilogue; /* NN_EPI_* bits */
 } nn_gemm_epilogue_params;
 
+/* Where a 4-D activation [N, C, H, W] keeps its elements: row-major, or
+ * channels-last (memory in N, H, W, C order, a channel's values strided
+ * by C). Operations that are not told otherwise see dense tensors; the
+ * core converts at the edges (core/layout.h). */
+typedef enum nn_layout { NN_LAYOUT_DENSE = 0, NN_LAYOUT_CHANNELS_LAST = 1 } nn_layout;
+
 /* The convolution kernels: x [batch, channels, height, width], weight
  * [filters, channels, kernel_h, kernel_w], y [batch, filters, out_h, out_w],
  * with g's geometry; with K = channels * kernel_h * kernel_w, P = out_h *
@@ -257,6 +263,10 @@ typedef struct nn_conv_params {
      * then channels / groups * kernel_h * kernel_w per group. */
     int32_t groups;
     int32_t precision; /* as nn_gemm_params's: for the products of the columns route */
+    /* The nn_layout of the image side (x; dx for BACKWARD_DATA) and of the
+     * output side (y; dy for the backward kernels). The columns (kept or
+     * not) are the same whatever the layouts; the weight is always dense. */
+    int32_t image_layout, output_layout;
 } nn_conv_params;
 
 static inline int32_t nn_conv_groups(const nn_conv_params *p) { return p->groups > 0 ? p->groups : 1; }

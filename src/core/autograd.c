@@ -116,6 +116,7 @@ nn_status nn_grad_target(nn_tensor *t, nn_tensor **grad, int32_t *accumulate) {
     if (!t->grad) {
         t->grad = nn_tensor_alloc(t->ctx, NN_F32, t->ndim, t->shape, false);
         if (!t->grad) return nn_last_status();
+        t->grad->layout = t->layout;
         /* A leaf's gradient is a running sum (until zeroed), so it starts at 0;
          * a non-leaf's is overwritten by the first rule that writes it. */
         if (leaf) NN_TRY(nn_tensor_fill(t->grad, 0.0f));

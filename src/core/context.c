@@ -291,3 +291,25 @@ nn_status nn_precision_parse(const char *name, nn_precision *out) {
 bool nn_ctx_matrix_cores(const nn_ctx *ctx, nn_precision precision) {
     return ctx && nn_precision_name(precision) && (ctx->backend->matrix_core_precisions >> precision & 1u);
 }
+
+nn_memory_format nn_ctx_set_memory_format(nn_ctx *ctx, nn_memory_format format) {
+    if (!ctx) {
+        nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_set_memory_format: ctx is NULL");
+        return NN_MEMORY_FORMAT_AUTO;
+    }
+    const nn_memory_format previous = (nn_memory_format)ctx->memory_format;
+    if (format != NN_MEMORY_FORMAT_AUTO && format != NN_MEMORY_FORMAT_CONTIGUOUS &&
+        format != NN_MEMORY_FORMAT_CHANNELS_LAST) {
+        nn_set_error(NN_ERR_ARGUMENT, "nn_ctx_set_memory_format: format %d is not AUTO (0), CONTIGUOUS (1) or "
+                                      "CHANNELS_LAST (2)", (int)format);
+        return previous;
+    }
+    if (nn_ctx_enter(ctx, "nn_ctx_set_memory_format") != NN_OK) return previous;
+    ctx->memory_format = format;
+    nn_ctx_leave(ctx);
+    return previous;
+}
+
+nn_memory_format nn_ctx_memory_format(const nn_ctx *ctx) {
+    return ctx ? (nn_memory_format)ctx->memory_format : NN_MEMORY_FORMAT_AUTO;
+}

@@ -6,6 +6,7 @@
 
 #include "fusion.h"
 #include "graph.h"
+#include "layout.h"
 
 void nn_node_retain(nn_node *node) { node->refs++; }
 
@@ -40,9 +41,36 @@ static nn_status pending_push(nn_ctx *ctx, nn_node *node) {
 }
 
 static nn_tensor *record_entered(nn_ctx *ctx, const nn_op *op, nn_tensor *const *inputs, int input_count, const void *params,
+                        size_t params_size, nn_dtype dtype, int ndim, const int64_t *shape);
+
+/* The inputs in the layouts op reads them (conversions recorded first:
+ * results of the step, as any operation's) and the output's layout. */
+static nn_status layouts_for(nn_ctx *ctx, const nn_op *op, nn_tensor *const *inputs, int count, const void *params,
+                             int ndim, const int64_t *shape, nn_tensor **read, nn_layout *output) {
+    nn_layout wanted[NN_NODE_MAX_TENSORS] = {NN_LAYOUT_DENSE};
+    *output = op->layouts ? nn_layout_for_shape(ndim, shape, op->layouts(inputs, count, params, ndim, shape, wanted))
+                          : NN_LAYOUT_DENSE;
+    for (int i = 0; i < count; i++) {
+        read[i] = inputs[i];
+        if (!inputs[i]) continue;
+        const nn_layout want = nn_layout_for_shape(inputs[i]->ndim, inputs[i]->shape, wanted[i]);
+        if (inputs[i]->layout == want) continue;
+        const nn_to_layout_node p = {want};
+        read[i] = record_entered(ctx, &nn_op_to_layout, &inputs[i], 1, &p, sizeof p, inputs[i]->dtype,
+                                 inputs[i]->ndim, inputs[i]->shape);
+        if (!read[i]) return nn_last_status();
+    }
+    return NN_OK;
+}
+
+static nn_tensor *record_entered(nn_ctx *ctx, const nn_op *op, nn_tensor *const *given, int input_count, const void *params,
                         size_t params_size, nn_dtype dtype, int ndim, const int64_t *shape) {
     if (input_count > NN_NODE_MAX_TENSORS || params_size > NN_NODE_MAX_PARAMS)
         return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: more inputs or parameters than a node holds", op->name);
+    nn_tensor *inputs[NN_NODE_MAX_TENSORS];
+    nn_layout layout;
+    /* Conversions made before a failure stay results of the step, freed with it. */
+    if (layouts_for(ctx, op, given, input_count, params, ndim, shape, inputs, &layout) != NN_OK) return NULL;
     nn_node *node = calloc(1, sizeof *node);
     if (!node) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory", op->name);
     node->op = op;
@@ -53,6 +81,7 @@ static nn_tensor *record_entered(nn_ctx *ctx, const nn_op *op, nn_tensor *const 
     for (int i = 0; i < input_count; i++) node->inputs[i] = nn_tensor_retain(inputs[i]);
     node->input_count = input_count;
     node->output = nn_tensor_deferred(ctx, dtype, ndim, shape);
+    if (node->output) node->output->layout = layout;
     nn_status st = node->output ? NN_OK : nn_last_status();
     if (node->output) nn_tensor_retain(node->output); /* the node's; the step holds the other */
     if (st == NN_OK && op->backward && nn_autograd_needed(ctx, inputs, input_count)) st = nn_tape_push(node);

@@ -32,6 +32,13 @@ struct nn_op {
      * naming the operation. */
     nn_status (*to_onnx)(struct exporter *x, struct op_io *io, const char *out);
     bool view;
+    /* The layouts (core/layout.h) for a call on these inputs and params
+     * with an output of ndim/shape: input_layouts[i] (preset to dense) is
+     * the layout the forward and backward read input i in, where recording
+     * converts it first if it has another; returns the output's. NULL:
+     * every input and the output are dense. */
+    nn_layout (*layouts)(nn_tensor *const *inputs, int count, const void *params, int ndim, const int64_t *shape,
+                         nn_layout *input_layouts);
 };
 
 /* The most inputs or saved tensors any operation has. */

@@ -36,6 +36,10 @@ struct nn_tensor {
     int ndim;
     int64_t shape[NN_MAX_DIMS];
     int64_t numel;
+    /* How the storage holds the elements (core/layout.h): dense (row-major
+     * over shape), or channels-last for a 4-D activation. Its gradient has
+     * the same layout. */
+    nn_layout layout;
     /* NULL until the kernels that compute it run (core/graph.h): while its
      * operation is pending (producer), or when fused kernels left it
      * unwritten (recipe). */
@@ -80,6 +84,7 @@ struct nn_ctx {
     bool flushing;
     bool fusion_off; /* nn_ctx_set_fusion(ctx, false) */
     int32_t precision;        /* nn_ctx_set_precision: what operations record */
+    int32_t memory_format;    /* nn_ctx_set_memory_format: the layout convolutions' outputs take */
     int32_t launch_precision; /* the precision of the node whose kernels are being issued */
 
     nn_tensor **step_tensors; /* slots may be NULL after an early free */

@@ -5,6 +5,7 @@
 
 #include "graph.h"
 #include "context_mismatch.h"
+#include "layout.h"
 
 #define ELEMENT_BYTES 4 /* float32 and int32 */
 
@@ -327,10 +328,25 @@ static nn_status check_copy(const char *fn, const nn_tensor *t, const void *data
     return NN_OK;
 }
 
+/* A host copy of `bytes` for reordering between the logical order and a
+ * channels-last storage. */
+static void *reorder_buffer(const char *fn, size_t bytes) {
+    void *buffer = malloc(bytes);
+    if (!buffer) nn_set_error(NN_ERR_MEMORY, "%s: out of host memory reordering %zu bytes of a channels-last tensor",
+                              fn, bytes);
+    return buffer;
+}
+
 nn_status nn_tensor_write(nn_tensor *t, const void *data, size_t bytes) {
     NN_TRY(check_copy("nn_tensor_write", t, data, bytes));
     NN_TRY(nn_tensor_materialize(t)); /* its storage, and what was to write it first */
-    return nn_ctx_write(t->ctx, nn_tensor_ref(t), data, bytes);
+    if (t->layout == NN_LAYOUT_DENSE) return nn_ctx_write(t->ctx, nn_tensor_ref(t), data, bytes);
+    void *stored = reorder_buffer("nn_tensor_write", bytes);
+    if (!stored) return nn_last_status();
+    nn_layout_from_logical(t, data, stored);
+    nn_status st = nn_ctx_write(t->ctx, nn_tensor_ref(t), stored, bytes);
+    free(stored);
+    return st;
 }
 
 static nn_status read_entered(const nn_tensor *t, void *data, size_t bytes) {
@@ -341,7 +357,13 @@ static nn_status read_entered(const nn_tensor *t, void *data, size_t bytes) {
         return NN_ERR_STATE;
     }
     NN_TRY(nn_tensor_materialize((nn_tensor *)t));
-    return t->ctx->backend->read(t->ctx->backend, nn_tensor_ref(t), data, bytes);
+    if (t->layout == NN_LAYOUT_DENSE) return t->ctx->backend->read(t->ctx->backend, nn_tensor_ref(t), data, bytes);
+    void *stored = reorder_buffer("nn_tensor_read", bytes);
+    if (!stored) return nn_last_status();
+    nn_status st = t->ctx->backend->read(t->ctx->backend, nn_tensor_ref(t), stored, bytes);
+    if (st == NN_OK) nn_layout_to_logical(t, stored, data);
+    free(stored);
+    return st;
 }
 
 nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes) {
@@ -350,6 +372,26 @@ nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes) {
     nn_status status = read_entered(t, data, bytes);
     nn_ctx_leave(t->ctx);
     return status;
+}
+
+/* Element by element in the logical order, one tensor channels-last (4-D)
+ * and the other dense, of the same number of elements: one STRIDED_COPY
+ * over the channels-last one's shape (sizes that fit the kernel's 32 bits:
+ * the convolution that made it checked them). */
+static nn_status copy_across_layouts(nn_tensor *dst, const nn_tensor *src) {
+    const nn_tensor *last = src->layout == NN_LAYOUT_CHANNELS_LAST ? src : dst;
+    int64_t strided[NN_MAX_DIMS];
+    nn_layout_strides(last, strided);
+    const int32_t dense[4] = {(int32_t)(last->shape[1] * last->shape[2] * last->shape[3]),
+                              (int32_t)(last->shape[2] * last->shape[3]), (int32_t)last->shape[3], 1};
+    nn_strided_copy_params p = {.ndim = 4};
+    for (int d = 0; d < 4; d++) {
+        p.shape[d] = (int32_t)last->shape[d];
+        p.src_stride[d] = last == src ? (int32_t)strided[d] : dense[d];
+        p.dst_stride[d] = last == dst ? (int32_t)strided[d] : dense[d];
+    }
+    const nn_buffer_ref args[2] = {nn_tensor_ref(src), nn_tensor_ref(dst)};
+    return nn_ctx_run(dst->ctx, NN_KERNEL_STRIDED_COPY, args, 2, &p);
 }
 
 nn_status nn_tensor_copy(nn_tensor *dst, const nn_tensor *src) {
@@ -365,6 +407,7 @@ nn_status nn_tensor_copy(nn_tensor *dst, const nn_tensor *src) {
     NN_TRY(nn_tensor_materialize(dst));
     NN_TRY(nn_tensor_materialize((nn_tensor *)src));
     if (dst->storage == src->storage && dst->offset == src->offset) return NN_OK;
+    if (dst->layout != src->layout) return copy_across_layouts(dst, src);
     return nn_ctx_copy(dst->ctx, nn_tensor_ref(dst), nn_tensor_ref(src), (size_t)dst->numel * ELEMENT_BYTES);
 }
 

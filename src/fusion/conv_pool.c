@@ -12,12 +12,14 @@
  * between them is never computed. */
 #include <string.h>
 
+#include "backends/conv_layout.h"
 #include "patterns.h"
 
 bool nn_conv_pool_chain_fits(nn_node *const *m, nn_conv_pool_params *out) {
     const nn_conv_params conv = nn_conv2d_params_of(m[0], 0);
     const nn_pool_params *pool = &NN_NODE_PARAMS(m[2], nn_maxpool_node)->pool;
     if (!nn_conv2d_is_plain(m[0])) return false; /* the fused kernels take no groups or dilation */
+    if (nn_conv_channels_last(&conv)) return false; /* nor channels-last tensors */
     if (pool->kernel != pool->stride || pool->pad != 0 || conv.g.out_h < pool->kernel || conv.g.out_w < pool->kernel)
         return false;
     *out = (nn_conv_pool_params){.conv = conv, .pool = pool->kernel, .pooled_h = conv.g.out_h / pool->kernel,

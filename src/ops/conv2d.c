@@ -15,7 +15,8 @@ nn_conv_params nn_conv2d_params_of(const nn_node *conv, int32_t epilogue) {
     const nn_conv2d_node *c = NN_NODE_PARAMS(conv, nn_conv2d_node);
     return (nn_conv_params){.g = c->g, .filters = c->filters, .groups = c->groups,
                             .epilogue = (conv->inputs[2] ? NN_EPI_BIAS_ROWS : 0) | epilogue,
-                            .precision = conv->precision};
+                            .precision = conv->precision, .image_layout = conv->inputs[0]->layout,
+                            .output_layout = conv->output->layout};
 }
 
 bool nn_conv2d_is_plain(const nn_node *conv) {
@@ -64,6 +65,7 @@ static nn_status conv_backward(nn_node *node) {
     if (nn_wants_grad(bias)) {
         NN_TRY(nn_grad_target(bias, &grad, &acc));
         nn_bias_params b = {.outer = p.g.batch, .channels = p.filters, .inner = positions, .accumulate = acc};
+        if (p.output_layout == NN_LAYOUT_CHANNELS_LAST) b.outer *= positions, b.inner = 1; /* dy [N * P, filters] */
         nn_buffer_ref args[2] = {nn_tensor_ref(dy), nn_tensor_ref(grad)};
         NN_TRY(nn_ctx_run(ctx, NN_KERNEL_BIAS_GRAD, args, 2, &b));
     }
@@ -89,8 +91,26 @@ static nn_status conv_onnx(exporter *x, op_io *io, const char *out) {
     return NN_OK;
 }
 
-const nn_op nn_op_conv2d = {
-    .name = "nn_conv2d", .forward = conv_forward, .backward = conv_backward, .to_onnx = conv_onnx};
+/* x is read in its layout (the kernels take either); the output's is the
+ * context's memory format, or under AUTO the backend's choice. */
+static nn_layout conv_layouts(nn_tensor *const *inputs, int count, const void *params, int ndim,
+                              const int64_t *shape, nn_layout *input_layouts) {
+    const nn_conv2d_node *c = params;
+    nn_ctx *ctx = inputs[0]->ctx;
+    input_layouts[0] = inputs[0]->layout;
+    switch ((nn_memory_format)ctx->memory_format) {
+    case NN_MEMORY_FORMAT_CHANNELS_LAST: return NN_LAYOUT_CHANNELS_LAST;
+    case NN_MEMORY_FORMAT_CONTIGUOUS: return NN_LAYOUT_DENSE;
+    case NN_MEMORY_FORMAT_AUTO: break;
+    }
+    if (!ctx->backend->conv_layout) return NN_LAYOUT_DENSE;
+    const nn_conv_params p = {.g = c->g, .filters = c->filters, .groups = c->groups, .precision = ctx->precision,
+                              .image_layout = inputs[0]->layout};
+    return ctx->backend->conv_layout(ctx->backend, &p);
+}
+
+const nn_op nn_op_conv2d = {.name = "nn_conv2d", .forward = conv_forward, .backward = conv_backward,
+                            .to_onnx = conv_onnx, .layouts = conv_layouts};
 
 nn_conv2d_params nn_conv2d_params_normalised(const nn_conv2d_params *params) {
     nn_conv2d_params p = *params;

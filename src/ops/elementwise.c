@@ -5,6 +5,7 @@
  * the dimensions it was broadcast along. */
 #include <stdio.h>
 
+#include "core/layout.h"
 #include "io/onnx_graph.h"
 #include "ops.h"
 #include "strided.h"
@@ -84,11 +85,19 @@ static nn_status binary_onnx(exporter *x, op_io *io, const char *out, const char
     return nn_onnx_simple(x, io, out, op_type);
 }
 
+/* Operands of one shape are read in a's layout (the output takes it); a
+ * broadcast runs on dense tensors, as the strided kernels read them. */
+static nn_layout binary_layouts(nn_tensor *const *inputs, int count, const void *params, int ndim,
+                                const int64_t *shape, nn_layout *input_layouts) {
+    if (!nn_same_shape(inputs[0], inputs[1])) return NN_LAYOUT_DENSE;
+    return nn_layouts_pointwise(inputs, count, params, ndim, shape, input_layouts);
+}
+
 /* (The macro's arguments are named apart from nn_op's fields.) */
 #define BINARY_OP(fn, ID, Onnx)                                                                                  \
     static nn_status fn##_onnx(exporter *x, op_io *io, const char *out) { return binary_onnx(x, io, out, #Onnx); } \
-    const nn_op nn_op_##fn = {                                                                                   \
-        .name = "nn_" #fn, .forward = binary_forward, .backward = binary_backward, .to_onnx = fn##_onnx};         \
+    const nn_op nn_op_##fn = {.name = "nn_" #fn, .forward = binary_forward, .backward = binary_backward,        \
+                              .to_onnx = fn##_onnx, .layouts = binary_layouts};                                  \
     nn_tensor *nn_##fn(nn_tensor *a, nn_tensor *b) { return binary(&nn_op_##fn, NN_BROADCAST_##ID, a, b); }
 
 static nn_tensor *binary(const nn_op *op, nn_broadcast_op code, nn_tensor *a, nn_tensor *b) {
@@ -142,8 +151,8 @@ static nn_status scale_onnx(exporter *x, op_io *io, const char *out) {
     return NN_OK;
 }
 
-const nn_op nn_op_scale = {
-    .name = "nn_scale", .forward = scale_forward, .backward = scale_backward, .to_onnx = scale_onnx};
+const nn_op nn_op_scale = {.name = "nn_scale", .forward = scale_forward, .backward = scale_backward,
+                           .to_onnx = scale_onnx, .layouts = nn_layouts_pointwise};
 
 nn_tensor *nn_scale(nn_tensor *x, float factor) {
     if (nn_check_tensor("nn_scale", "x", x, NN_F32)) return NULL;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/layout.h"
 #include "io/onnx_graph.h"
 #include "batch_norm_sync.h"
 #include "ops.h"
@@ -247,8 +248,8 @@ static nn_status group_norm_onnx(exporter *x, op_io *io, const char *out) {
     return NN_OK;
 }
 
-const nn_op nn_op_batch_norm = {
-    .name = "nn_batch_norm", .forward = norm_forward, .backward = norm_backward, .to_onnx = batch_norm_onnx};
+const nn_op nn_op_batch_norm = {.name = "nn_batch_norm", .forward = norm_forward, .backward = norm_backward,
+                                .to_onnx = batch_norm_onnx, .layouts = nn_layouts_pointwise};
 const nn_op nn_op_layer_norm = {
     .name = "nn_layer_norm", .forward = norm_forward, .backward = norm_backward, .to_onnx = layer_norm_onnx};
 const nn_op nn_op_group_norm = {
@@ -326,6 +327,10 @@ static nn_tensor *batch_norm(const char *op, nn_batch_norm_sync *sync, nn_tensor
     n.layout = (nn_norm_params){.outer = x->shape[0], .inner = per_channel / x->shape[0], .groups = (int32_t)channels,
                                 .channels = (int32_t)channels, .eps = eps};
     n.layout.channel_inner = n.layout.inner;
+    if (x->layout == NN_LAYOUT_CHANNELS_LAST) { /* [N * H * W, C]: the channels are the rows' elements */
+        n.layout.outer = per_channel;
+        n.layout.inner = n.layout.channel_inner = 1;
+    }
     nn_tensor *y = record(&nn_op_batch_norm, x, weight, bias, running_mean, running_var, &n);
     if (!y) return NULL;
     if (update_running && num_batches_tracked && nn_node_save(y->producer, num_batches_tracked) != NN_OK) return NULL;

@@ -99,6 +99,8 @@ nn_status nn_run_scalar_times(nn_ctx *ctx, nn_tensor *s, nn_tensor *x, nn_tensor
 }
 
 nn_status nn_grad_hand_on(nn_tensor *t, nn_tensor *g) {
+    if (t->layout != g->layout)
+        return nn_set_error(NN_ERR_STATE, "a gradient handed on in another layout than its tensor's");
     if (!t->grad && t->grad_fn) t->grad = nn_tensor_retain(g);
     nn_tensor *grad;
     int32_t acc;
@@ -108,10 +110,11 @@ nn_status nn_grad_hand_on(nn_tensor *t, nn_tensor *g) {
 }
 
 nn_status nn_grad_share(nn_tensor *x, nn_tensor *dy, bool *shared) {
-    *shared = x->grad_fn && !x->grad && x->numel == dy->numel;
+    *shared = x->grad_fn && !x->grad && x->numel == dy->numel && x->layout == dy->layout;
     if (!*shared) return NN_OK;
     x->grad = nn_tensor_view_at(dy, 0, x->ndim, x->shape);
     if (!x->grad) return nn_last_status();
+    x->grad->layout = dy->layout;
     x->grad_written = true;
     return NN_OK;
 }

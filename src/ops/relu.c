@@ -3,6 +3,7 @@
  * output's gradient already masked (nn_relu_mask_claim): a Linear's data
  * GEMM or a max pooling's backward applies the mask where it produces the
  * gradient, and the ReLU then costs no kernel in backward. */
+#include "core/layout.h"
 #include "io/onnx_graph.h"
 #include "ops.h"
 
@@ -25,8 +26,8 @@ static nn_status relu_backward(nn_node *node) {
 
 static nn_status relu_onnx(exporter *x, op_io *io, const char *out) { return nn_onnx_elementwise(x, io, out, "Relu"); }
 
-const nn_op nn_op_relu = {
-    .name = "nn_relu", .forward = relu_forward, .backward = relu_backward, .to_onnx = relu_onnx};
+const nn_op nn_op_relu = {.name = "nn_relu", .forward = relu_forward, .backward = relu_backward,
+                          .to_onnx = relu_onnx, .layouts = nn_layouts_pointwise};
 
 nn_tensor *nn_relu(nn_tensor *x) {
     if (nn_check_tensor("nn_relu", "x", x, NN_F32)) return NULL;

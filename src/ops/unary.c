@@ -4,6 +4,7 @@
  * exporter (unary_onnx.c). The rows whose public column is `of_x` get
  * their public function nn_<name>(x) here (nn_ops.h declares them); the
  * others get theirs in unary_scalars.c. */
+#include "core/layout.h"
 #include "unary.h"
 
 static nn_pointwise_params kernel_params(const nn_node *node, int64_t n) {
@@ -41,7 +42,8 @@ static nn_status unary_onnx(exporter *x, op_io *io, const char *out) {
 /* (The row's columns are named apart from nn_op's fields.) */
 static const nn_op kOps[NN_UNARY_COUNT] = {
 #define OP_ROW(ID, fn, Onnx, forward_expr, backward_expr, export, public)                                      \
-    [NN_UNARY_##ID] = {.name = "nn_" #fn, .forward = unary_forward, .backward = unary_backward, .to_onnx = unary_onnx},
+    [NN_UNARY_##ID] = {.name = "nn_" #fn, .forward = unary_forward, .backward = unary_backward,                \
+                       .to_onnx = unary_onnx, .layouts = nn_layouts_pointwise},
     NN_UNARY_OPS(OP_ROW)
 #undef OP_ROW
 };

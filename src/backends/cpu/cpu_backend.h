@@ -54,6 +54,9 @@ nn_status nn_cpu_col2im(nn_thread_pool *pool, const nn_conv_geometry *g, const f
 nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *p,
                         const nn_buffer_ref *args);
 bool nn_cpu_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);
+/* A CONV2D_* or DEPTHWISE_CONV2D_* kernel with a channels-last side, through
+ * the dense kernels and copies (conv_layout.h). */
+nn_status nn_cpu_conv_layouts(nn_backend *self, nn_kernel kernel, const nn_conv_params *p, const nn_buffer_ref *a);
 /* NN_KERNEL_CONV2D_POOL_* (cpu_conv_pool.c): the unfused kernels in turn. */
 nn_status nn_cpu_conv_pool(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_pool_params *p,
                            const nn_buffer_ref *args);

@@ -4,17 +4,30 @@
  * op's, the weight gradient reads it. Without one (no backward to come, or
  * the data gradient's) the columns go to a scratch buffer of the
  * backend's (its free cache makes the reuse cheap), never more than about
- * COLUMN_FLOATS of it at once: the images are taken in groups that fit. */
+ * COLUMN_FLOATS of it at once: the images are taken in groups that fit.
+ * Channels-last activations are copied to and from dense ones around them
+ * (conv_layout.h): the CPU computes in the dense layout. */
 #include "core/error.h"
 #include "cpu_backend.h"
 #include "cpu_gemm.h"
 #include "backends/conv_columns.h"
+#include "backends/conv_layout.h"
 
 #define COLUMN_FLOATS ((int64_t)1 << 24) /* 64 MiB */
+
+static nn_buffer *scratch(nn_backend *self, size_t bytes) { return self->alloc(self, bytes); }
+static void scratch_done(nn_backend *self, nn_buffer *buffer) { self->free(self, buffer); }
+
+nn_status nn_cpu_conv_layouts(nn_backend *self, nn_kernel kernel, const nn_conv_params *p, const nn_buffer_ref *a) {
+    static const nn_conv_dense_host host = {scratch, scratch_done};
+    NN_TRY(nn_conv_layout_check("cpu", kernel, p));
+    return nn_conv_through_dense(self, &host, kernel, p, a, nn_kernel_arg_count(kernel));
+}
 
 nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *cp,
                         const nn_buffer_ref *a) {
     NN_TRY(nn_conv_params_check("cpu", kernel, cp));
+    if (nn_conv_channels_last(cp)) return nn_cpu_conv_layouts(self, kernel, cp, a);
     const nn_conv_geometry g = cp->g;
     if (g.batch == 0) { /* the sum over no images */
         int64_t weights = (int64_t)cp->filters * (g.channels / nn_conv_groups(cp)) * g.kernel_h * g.kernel_w;

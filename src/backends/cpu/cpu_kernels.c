@@ -1,6 +1,7 @@
 /* run(): the registry's table of the CPU backend's entry points
  * (nn_cpu_run_<name>, kernel_list.h). Each unpacks its buffer arguments
  * into the typed pointers of its family's function (cpu_*.c). */
+#include "backends/conv_layout.h"
 #include "core/error.h"
 #include "cpu_backend.h"
 #include "cpu_gemm.h"
@@ -109,9 +110,16 @@ SERIAL(nll_forward, nn_nll_params, F32(0), I32(1), F32(2), F32(3), F32(4))
 POOLED(nll_backward, nn_nll_params, F32(0), I32(1), F32(2), F32(3), F32(4))
 POOLED(embedding_forward, nn_embedding_params, I32(0), F32(1), F32(2))
 POOLED(embedding_backward, nn_embedding_params, I32(0), F32(1), F32(2))
-POOLED(depthwise_conv2d_forward, nn_conv_params, F32(0), F32(1), F32(2), F32(3))
-POOLED(depthwise_conv2d_backward_data, nn_conv_params, F32(0), F32(1), F32(2))
-POOLED(depthwise_conv2d_backward_weight, nn_conv_params, F32(0), F32(1), F32(2))
+/* The depthwise kernels read dense tensors: channels-last ones go through
+ * copies (nn_cpu_conv_layouts). */
+#define DEPTHWISE(name, ID, ...)                                                                 \
+    nn_status nn_cpu_run_##name(nn_backend *self, const nn_conv_params *p, const nn_buffer_ref *a) { \
+        if (nn_conv_channels_last(p)) return nn_cpu_conv_layouts(self, NN_KERNEL_##ID, p, a);    \
+        return nn_cpu_##name(nn_cpu_pool(self), p, __VA_ARGS__);                                 \
+    }
+DEPTHWISE(depthwise_conv2d_forward, DEPTHWISE_CONV2D_FORWARD, F32(0), F32(1), F32(2), F32(3))
+DEPTHWISE(depthwise_conv2d_backward_data, DEPTHWISE_CONV2D_BACKWARD_DATA, F32(0), F32(1), F32(2))
+DEPTHWISE(depthwise_conv2d_backward_weight, DEPTHWISE_CONV2D_BACKWARD_WEIGHT, F32(0), F32(1), F32(2))
 POOLED(interpolate_forward, nn_interpolate_params, F32(0), F32(1))
 POOLED(interpolate_backward, nn_interpolate_params, F32(0), F32(1))
 POOLED(adam_update, nn_adam_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5), I32(6))

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "backends/conv_columns.h"
+#include "backends/conv_layout.h"
 #include "core/error.h"
 #include "vk_backend.h"
 
@@ -185,8 +186,18 @@ bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *cp) {
     return vk_conv_route((const vk_backend *)self, NN_KERNEL_CONV2D_FORWARD, cp) == VK_CONV_COLUMNS;
 }
 
+static nn_buffer *scratch(nn_backend *self, size_t bytes) { return vk_buffer_alloc(self, bytes); }
+static void scratch_done(nn_backend *self, nn_buffer *buffer) { vk_scratch_done((vk_backend *)self, buffer); }
+
+nn_status vk_conv_layouts(vk_backend *vk, nn_kernel kernel, const nn_conv_params *p, const nn_buffer_ref *a) {
+    static const nn_conv_dense_host host = {scratch, scratch_done};
+    NN_TRY(nn_conv_layout_check("vulkan", kernel, p));
+    return nn_conv_through_dense(&vk->base, &host, kernel, p, a, nn_kernel_arg_count(kernel));
+}
+
 static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
     NN_TRY(check(cp, a, kernel));
+    if (nn_conv_channels_last(cp)) return vk_conv_layouts(vk, kernel, cp, a);
     const nn_conv_geometry *g = &cp->g;
     int64_t k = (int64_t)g->channels / nn_conv_groups(cp) * g->kernel_h * g->kernel_w;
     if (g->batch == 0) {

@@ -4,12 +4,14 @@
  * weight gradient (a fixed-order tree, no atomics). Shaders:
  * depthwise_conv2d_*.comp. */
 #include "backends/conv_columns.h"
+#include "backends/conv_layout.h"
 #include "core/error.h"
 #include "vk_backend.h"
 
 static nn_status depthwise(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_conv_params *cp,
                            const nn_buffer_ref *a) {
     NN_TRY(nn_conv_params_check("vulkan", kernel, cp));
+    if (nn_conv_channels_last(cp)) return vk_conv_layouts(vk, kernel, cp, a);
     const nn_conv_geometry *g = &cp->g;
     if (!nn_conv_is_depthwise(cp))
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: %d groups over %d channels is not a depthwise convolution",
