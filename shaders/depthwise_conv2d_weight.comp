@@ -3,9 +3,14 @@
 #include "common.glsl"
 #include "depthwise_common.glsl"
 // Depthwise convolution's weight gradient (NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT):
-// one workgroup per weight tap. Its invocations stride over the (image,
-// output) pairs, then a tree in shared memory adds their partial sums in a
-// fixed order: no atomics, the same result every run.
+// workgroup (b, j) takes a block of filter_lanes filters at one tap (b =
+// block * taps + tap) over chunk j of the (image, output pixel) pairs; its
+// invocations are filter_lanes filters times 256 / filter_lanes lanes
+// striding over the pairs (channels-last tensors: neighbouring invocations
+// read neighbouring channels), then a tree in shared memory adds the lanes
+// in a fixed order. One chunk writes dw; several write their partial sums
+// [chunk][filter][tap] for gemm_splitk.comp to add in chunk order: no
+// atomics, the same result every run.
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer DY { float dy[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
@@ -15,35 +20,44 @@ shared float partial[256];
 
 void main() {
     uint taps = uint(p.kernel_h * p.kernel_w);
-    uint weights = uint(p.filters) * taps;
+    uint lanes_f = uint(p.filter_lanes), lanes_p = 256u / lanes_f;
+    uint blocks = (uint(p.filters) + lanes_f - 1u) / lanes_f;
     uint out_plane = uint(p.out_h * p.out_w);
     uint pairs = uint(p.batch) * out_plane;
-    uint lane = gl_LocalInvocationID.x;
+    uint tid = gl_LocalInvocationID.x, lane_f = tid % lanes_f, lane_p = tid / lanes_f;
+    uint j = gl_WorkGroupID.y, begin = j * p.chunk, end = min(pairs, begin + p.chunk);
     int mult = multiplier();
-    for (uint item = gl_WorkGroupID.x; item < weights; item += gl_NumWorkGroups.x) {
-        int f = int(item / taps);
-        int ki = int(item % taps) / p.kernel_w, kj = int(item % taps) % p.kernel_w;
+    for (uint item = gl_WorkGroupID.x; item < blocks * taps; item += gl_NumWorkGroups.x) {
+        uint tap = item % taps;
+        int f = int((item / taps) * lanes_f + lane_f);
+        int ki = int(tap) / p.kernel_w, kj = int(tap) % p.kernel_w;
         float sum = 0.0;
-        for (uint j = lane; j < pairs; j += 256u) {
-            uint n = j / out_plane;
-            int q = int(j % out_plane);
-            int oh = q / p.out_w, ow = q % p.out_w;
+        for (uint q = begin + lane_p; f < p.filters && q < end; q += lanes_p) {
+            uint n = q / out_plane, r = q % out_plane;
+            int oh = int(r) / p.out_w, ow = int(r) % p.out_w;
             int ih = oh * p.stride_h - p.pad_h + ki * p.dilation_h;
             int iw = ow * p.stride_w - p.pad_w + kj * p.dilation_w;
             if (ih < 0 || ih >= p.height || iw < 0 || iw >= p.width) continue;
-            sum += dy[p.off[0] + (n * uint(p.filters) + uint(f)) * out_plane + uint(q)] *
-                   x[p.off[1] + (n * uint(p.channels) + uint(f / mult)) * uint(p.height * p.width) +
-                     uint(ih * p.width + iw)];
+            uint at_y = element(p.output_last != 0, n, uint(f), uint(oh), uint(ow), uint(p.filters), uint(p.out_h),
+                                uint(p.out_w));
+            uint at_x = element(p.image_last != 0, n, uint(f / mult), uint(ih), uint(iw), uint(p.channels),
+                                uint(p.height), uint(p.width));
+            sum += dy[p.off[0] + at_y] * x[p.off[1] + at_x];
         }
-        partial[lane] = sum;
+        partial[tid] = sum;
         barrier();
-        for (uint half_ = 128u; half_ > 0u; half_ >>= 1) {
-            if (lane < half_) partial[lane] += partial[lane + half_];
+        for (uint half_ = lanes_p / 2u; half_ > 0u; half_ >>= 1) {
+            if (lane_p < half_) partial[tid] += partial[tid + half_ * lanes_f];
             barrier();
         }
-        if (lane == 0u) {
-            uint o = p.off[2] + item;
-            dw[o] = p.accumulate != 0 ? dw[o] + partial[0] : partial[0];
+        if (lane_p == 0u && f < p.filters) {
+            uint weight = uint(f) * taps + tap;
+            if (gl_NumWorkGroups.y > 1u) {
+                dw[p.off[2] + j * uint(p.filters) * taps + weight] = partial[tid];
+            } else {
+                uint o = p.off[2] + weight;
+                dw[o] = p.accumulate != 0 ? dw[o] + partial[tid] : partial[tid];
+            }
         }
         barrier();
     }

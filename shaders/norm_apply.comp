@@ -2,7 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 // NORM_APPLY: y = (x - mean[g]) * rsqrt(var[g] + eps) * weight[c] + bias[c],
-// four elements per invocation (vec4) where norm_quads allows, else one.
+// four elements per invocation (vec4) where norm_quads (one group and
+// channel) or norm_column_quads (four channels) allows, else one.
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_NORM)
 #include "norm_common.glsl"
@@ -15,10 +16,9 @@ layout(std430, binding = 4) readonly buffer B { float bias[]; };
 layout(std430, binding = 5) writeonly buffer Y { float y[]; };
 layout(std430, binding = 5) writeonly buffer Y4 { vec4 y4[]; };
 
-// Element e's y = (x - mean) scale + shift (x - mean first: no
-// cancellation where x sits far from zero).
-vec3 mean_scale_shift(uint e) {
-    uint g = group_of(e), c = channel_of(e);
+// Group g's and channel c's y = (x - mean) scale + shift (x - mean first:
+// no cancellation where x sits far from zero).
+vec3 mean_scale_shift(uint g, uint c) {
     float rstd = inversesqrt(var[p.off[2] + g] + p.eps);
     float w = p.has_weight != 0 ? weight[p.off[3] + c] : 1.0;
     return vec3(mean[p.off[1] + g], rstd * w, p.has_bias != 0 ? bias[p.off[4] + c] : 0.0);
@@ -28,13 +28,25 @@ void main() {
     uint total = p.outer * p.groups * p.inner;
     if (norm_quads(p.off[0], p.off[5], 0u)) {
         GRID_STRIDE_LOOP(q, total / 4u) {
-            vec3 f = mean_scale_shift(4u * q);
+            vec3 f = mean_scale_shift(group_of(4u * q), channel_of(4u * q));
             y4[p.off[5] / 4u + q] = (x4[p.off[0] / 4u + q] - f.x) * f.y + f.z;
         }
         return;
     }
+    if (norm_column_quads(p.off[0], p.off[5], 0u)) {
+        GRID_STRIDE_LOOP(q, total / 4u) {
+            uint c = (4u * q) % p.channels;
+            vec4 mu, scale, shift;
+            for (uint i = 0u; i < 4u; i++) {
+                vec3 f = mean_scale_shift(c + i, c + i);
+                mu[i] = f.x, scale[i] = f.y, shift[i] = f.z;
+            }
+            y4[p.off[5] / 4u + q] = (x4[p.off[0] / 4u + q] - mu) * scale + shift;
+        }
+        return;
+    }
     GRID_STRIDE_LOOP(e, total) {
-        vec3 f = mean_scale_shift(e);
+        vec3 f = mean_scale_shift(group_of(e), channel_of(e));
         y[p.off[5] + e] = (x[p.off[0] + e] - f.x) * f.y + f.z;
     }
 }

@@ -4,7 +4,8 @@
 // NORM_BACKWARD_DATA's pointwise pass (after norm_backward_sums.comp, or
 // alone for constant statistics): dx (+)= rstd (w dy - sums[2 g] / n -
 // xhat sums[2 g + 1] / n), or rstd w dy without batch statistics. Four
-// elements per invocation (vec4) where norm_quads allows, else one.
+// elements per invocation (vec4) where norm_quads (one group and channel)
+// or norm_column_quads (four channels) allows, else one.
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_NORM)
 #include "norm_common.glsl"
@@ -23,11 +24,10 @@ layout(std430, binding = 6) readonly buffer S { float sums[]; };
 // terms subtracted: dx = rstd (scale dy - shift - xhat slope).
 struct Terms { float mu, rstd, w, shift, slope; };
 
-Terms terms_of(uint e) {
-    uint g = group_of(e);
+Terms terms_of(uint g, uint c) {
     float inv_n = 1.0 / float(p.outer * p.inner);
     Terms t = Terms(mean[p.off[1] + g], inversesqrt(var[p.off[2] + g] + p.eps),
-                    p.has_weight != 0 ? weight[p.off[3] + channel_of(e)] : 1.0, 0.0, 0.0);
+                    p.has_weight != 0 ? weight[p.off[3] + c] : 1.0, 0.0, 0.0);
     if (p.batch_stats != 0) {
         t.shift = sums[p.off[6] + 2u * g] * inv_n;
         t.slope = sums[p.off[6] + 2u * g + 1u] * inv_n;
@@ -39,7 +39,7 @@ void main() {
     uint total = p.outer * p.groups * p.inner;
     if (norm_quads(p.off[0], p.off[4], p.off[5])) {
         GRID_STRIDE_LOOP(q, total / 4u) {
-            Terms t = terms_of(4u * q);
+            Terms t = terms_of(group_of(4u * q), channel_of(4u * q));
             vec4 xhat = (x4[p.off[0] / 4u + q] - t.mu) * t.rstd;
             vec4 v = t.rstd * (t.w * dy4[p.off[4] / 4u + q] - t.shift - xhat * t.slope);
             uint o = p.off[5] / 4u + q;
@@ -47,8 +47,23 @@ void main() {
         }
         return;
     }
+    if (norm_column_quads(p.off[0], p.off[4], p.off[5])) {
+        GRID_STRIDE_LOOP(q, total / 4u) {
+            uint c = (4u * q) % p.channels;
+            vec4 mu, rstd, w, shift, slope;
+            for (uint i = 0u; i < 4u; i++) {
+                Terms t = terms_of(c + i, c + i);
+                mu[i] = t.mu, rstd[i] = t.rstd, w[i] = t.w, shift[i] = t.shift, slope[i] = t.slope;
+            }
+            vec4 xhat = (x4[p.off[0] / 4u + q] - mu) * rstd;
+            vec4 v = rstd * (w * dy4[p.off[4] / 4u + q] - shift - xhat * slope);
+            uint o = p.off[5] / 4u + q;
+            dx4[o] = p.accumulate != 0 ? dx4[o] + v : v;
+        }
+        return;
+    }
     GRID_STRIDE_LOOP(e, total) {
-        Terms t = terms_of(e);
+        Terms t = terms_of(group_of(e), channel_of(e));
         float xhat = (x[p.off[0] + e] - t.mu) * t.rstd;
         float v = t.rstd * (t.w * dy[p.off[4] + e] - t.shift - xhat * t.slope);
         uint o = p.off[5] + e;

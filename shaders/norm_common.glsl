@@ -90,3 +90,12 @@ void kahan_add(inout Kahan k, float v) {
 bool norm_quads(uint off_a, uint off_b, uint off_c) {
     return p.inner % 4u == 0u && p.channel_inner % 4u == 0u && (off_a | off_b | off_c) % 4u == 0u;
 }
+
+// Whether x is rows of channels (BatchNorm over channels-last tensors or
+// [N, C]: a group per channel, inner 1) with channels in fours and the
+// tensors 16-byte aligned: then four consecutive elements from a multiple
+// of four are four channels of one row, channel e % channels onwards.
+bool norm_column_quads(uint off_a, uint off_b, uint off_c) {
+    return p.inner == 1u && p.channel_inner == 1u && p.groups == p.channels && p.channels % 4u == 0u &&
+           (off_a | off_b | off_c) % 4u == 0u;
+}

@@ -154,11 +154,12 @@
  * BACKWARD_AFFINE: dweight, dbias. The split reductions (vk_norm.c): each
  * group (or channel, or tile of columns) in `chunks` chunks of `chunk`
  * entries (rows for the columns kernel); counters (chunks > 1): the work
- * area's first counter (element index in the partials' block) */
+ * area's first counter (element index in the partials' block); mode: the
+ * columns kernel's reduction (norm_columns.comp) */
 #define PUSH_NORM(F)                                                                                          \
     F(uint, off[8]) F(uint, outer) F(uint, inner) F(uint, channel_inner) F(uint, groups) F(uint, channels)  \
     F(float, eps) F(int, batch_stats) F(int, accumulate) F(int, has_weight) F(int, has_bias)                \
-    F(uint, chunks) F(uint, chunk) F(uint, counters)
+    F(uint, chunks) F(uint, chunk) F(uint, counters) F(uint, mode)
 /* unbias: count / (count - 1), the unbiased variance's factor */
 #define PUSH_NORM_RUNNING(F) F(uint, off[8]) F(uint, channels) F(float, momentum) F(float, unbias)
 /* ---- 2-D pooling (nn_pool2d_geometry) ---- */
@@ -180,10 +181,16 @@
     F(float, smoothing) F(int, accumulate) F(int, has_weight) F(int, has_total)
 
 /* ---- depthwise convolution (nn_conv_params, groups == channels) and resampling ---- */
+/* image_last, output_last: x (dx) and y (dy) channels-last (then the
+ * forward and data gradient read the weight packed [tap][filter], so
+ * neighbouring invocations read neighbouring taps); the weight gradient's
+ * filter lanes per workgroup and its pairs (image, output pixel) per chunk
+ * (depthwise_conv2d_weight.comp) */
 #define PUSH_DEPTHWISE(F)                                                                                     \
     F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel_h)            \
     F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w) F(int, out_h)            \
-    F(int, out_w) F(int, dilation_h) F(int, dilation_w) F(int, filters) F(int, epilogue) F(int, accumulate)
+    F(int, out_w) F(int, dilation_h) F(int, dilation_w) F(int, filters) F(int, epilogue) F(int, accumulate) \
+    F(int, image_last) F(int, output_last) F(int, filter_lanes) F(uint, chunk)
 #define PUSH_INTERPOLATE(F)                                                                                   \
     F(uint, off[4]) F(int, planes) F(int, in_h) F(int, in_w) F(int, out_h) F(int, out_w) F(int, mode)       \
     F(int, align_corners) F(float, scale_h) F(float, scale_w) F(int, accumulate)
@@ -214,15 +221,26 @@
     F(uint, off[4]) F(uint, n) F(int, mode) F(int, growth_interval) F(float, growth_factor)                  \
     F(float, backoff_factor)
 
-/* ---- implicit-GEMM convolution (conv_implicit.comp) ---- */
-/* The geometry (cg, fg: channels and filters per group), the product's m,
- * n, k (conv_implicit.comp says which per mode), beta (1 adds into the
- * output), the forward's epilogue, and split_steps: k slices per split
- * (workgroup z / groups is the split) */
-#define PUSH_CONV_IMPLICIT(F)                                                                                 \
-    F(uint, off[4]) F(uint, channels) F(uint, height) F(uint, width) F(uint, kernel_h) F(uint, kernel_w)    \
-    F(uint, stride_h) F(uint, stride_w) F(uint, pad_h) F(uint, pad_w) F(uint, dilation_h) F(uint, dilation_w) \
-    F(uint, out_h) F(uint, out_w) F(uint, filters) F(uint, groups) F(uint, cg) F(uint, fg) F(uint, m)       \
-    F(uint, n) F(uint, k) F(float, beta) F(uint, epilogue) F(uint, split_steps)
+/* ---- implicit-GEMM convolution over strided activations (conv_gemm.comp) ---- */
+/* batch; the product's m and n for one group (conv_gemm.comp says which per
+ * mode); the gathered tensor (x, or dy for the data gradient): its height,
+ * width and element strides (n, channel, row, column); the other activation
+ * (y, dx, or dy for the weight gradient): its strides; the row space
+ * (out_h x out_w, or the data gradient's height x width); the window as
+ * pairs (height << 16 | width); groups, channels and filters per group;
+ * beta (1 adds into the output), the forward's epilogue (NN_EPI_BIAS_ROWS,
+ * NN_EPI_RELU), split_steps: k slices per split of the weight gradient */
+#define PUSH_CONV_GEMM(F)                                                                                     \
+    F(uint, off[4]) F(uint, batch) F(uint, m) F(uint, n) F(uint, in_h) F(uint, in_w) F(uint, in_sn)          \
+    F(uint, in_sc) F(uint, in_sh) F(uint, in_sw) F(uint, out_sn) F(uint, out_sc) F(uint, out_sh)             \
+    F(uint, out_sw) F(uint, rows_h) F(uint, rows_w) F(uint, kernel_hw) F(uint, stride_hw) F(uint, pad_hw)   \
+    F(uint, dilation_hw) F(uint, groups) F(uint, cg) F(uint, fg) F(float, beta) F(uint, epilogue)           \
+    F(uint, split_steps)
+/* The weight [filters, cg, kernel_h, kernel_w] packed for conv_gemm.comp
+ * (conv_gemm_pack.comp): mode 0 for the forward, 1 for the data gradient;
+ * the window's pairs as PUSH_CONV_GEMM's */
+#define PUSH_CONV_GEMM_PACK(F)                                                                                \
+    F(uint, off[4]) F(uint, count) F(uint, mode) F(uint, groups) F(uint, cg) F(uint, fg) F(uint, kernel_hw) \
+    F(uint, stride_hw) F(uint, pad_hw) F(uint, dilation_hw)
 
 #endif

@@ -1,6 +1,7 @@
 /* The kernel parity test's cases for convolution with groups and dilation
  * (the CONV2D_* kernels' column route, and im2col / col2im dilated), the
- * depthwise kernels (DEPTHWISE_CONV2D_*, with channel multipliers) and
+ * depthwise kernels (DEPTHWISE_CONV2D_*, with channel multipliers, dense
+ * and channels-last tensors, a weight gradient in chunks) and
  * resampling (INTERPOLATE_*: nearest and bilinear, align_corners off and
  * on, up and down, by size and by scale factor): awkward sizes, batch 1
  * and more, accumulate on and off. */
@@ -28,6 +29,8 @@ static const parity_conv_shape kDepthwise[] = {
     {3, 4, 9, 10, 3, 3, 2, 2, 2, 2, 2, 2, 8, 4},   /* dilation 2, stride 2 */
     {2, 2, 5, 17, 1, 5, 1, 3, 0, 2, 1, 2, 6, 2},   /* multiplier 3, a 1 x 5 kernel */
     {4, 7, 23, 19, 5, 5, 1, 1, 2, 2, 1, 1, 7, 7},  /* many pairs per weight tap */
+    {2, 64, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 64, 64}, /* a weight gradient in chunks, channels-last */
+    {2, 4, 130, 130, 3, 3, 1, 1, 1, 1, 1, 1, 4, 4},  /* a weight gradient in chunks, dense */
 };
 #define DEPTHWISE (sizeof kDepthwise / sizeof kDepthwise[0])
 
@@ -113,47 +116,69 @@ void parity_conv_grouped_weight_case(nn_backend *o) {
 
 /* ---- depthwise ---- */
 
+/* Each shape with dense and channels-last tensors, and one of each (image, output). */
+static const int kDepthwiseLayouts[][2] = {{NN_LAYOUT_DENSE, NN_LAYOUT_DENSE},
+                                           {NN_LAYOUT_CHANNELS_LAST, NN_LAYOUT_CHANNELS_LAST},
+                                           {NN_LAYOUT_DENSE, NN_LAYOUT_CHANNELS_LAST},
+                                           {NN_LAYOUT_CHANNELS_LAST, NN_LAYOUT_DENSE}};
+
+static nn_conv_params depthwise_params(size_t shape, int variant) {
+    nn_conv_params p = parity_conv_params_of(&kDepthwise[shape]);
+    const int layouts = variant < 2 ? variant : 2 + (int)(shape % 2); /* dense, channels-last, one mixed pair */
+    p.image_layout = kDepthwiseLayouts[layouts][0];
+    p.output_layout = kDepthwiseLayouts[layouts][1];
+    return p;
+}
+#define DEPTHWISE_FMT PARITY_CONV_FMT " layouts %d/%d"
+#define DEPTHWISE_ARGS(i, p) PARITY_CONV_ARGS(&kDepthwise[i]), (p).image_layout, (p).output_layout
+
 void parity_depthwise_forward_case(nn_backend *o) {
     for (size_t i = 0; i < DEPTHWISE; i++)
-        for (int epi = 0; epi < 3; epi++) {
-            nn_conv_params p = parity_conv_params_of(&kDepthwise[i]);
-            p.epilogue = epi == 0 ? 0 : epi == 1 ? NN_EPI_BIAS_ROWS : NN_EPI_BIAS_ROWS | NN_EPI_RELU;
-            const parity_conv_sizes s = parity_conv_sizes_of(&p);
-            const size_t f = (size_t)p.filters;
-            parity_arg a[4] = {arg_in(parity_randoms(s.x, -1, 1), s.x, 4), arg_in(parity_randoms(s.w, -1, 1), s.w, 0),
-                               arg_near(parity_randoms(s.y, -1, 1), s.y, 8, sums_tol(p.g.kernel_h * p.g.kernel_w + 1.0)),
-                               given(epi, arg_in(parity_randoms(f, -1, 1), f, 12))};
-            parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_FORWARD, a, 4, &p, PARITY_CONV_FMT " epilogue %#x",
-                         PARITY_CONV_ARGS(&kDepthwise[i]), p.epilogue);
-        }
+        for (int variant = 0; variant < 3; variant++)
+            for (int epi = 0; epi < 3; epi++) {
+                nn_conv_params p = depthwise_params(i, variant);
+                p.epilogue = epi == 0 ? 0 : epi == 1 ? NN_EPI_BIAS_ROWS : NN_EPI_BIAS_ROWS | NN_EPI_RELU;
+                const parity_conv_sizes s = parity_conv_sizes_of(&p);
+                const size_t f = (size_t)p.filters;
+                parity_arg a[4] = {
+                    arg_in(parity_randoms(s.x, -1, 1), s.x, 4), arg_in(parity_randoms(s.w, -1, 1), s.w, 0),
+                    arg_near(parity_randoms(s.y, -1, 1), s.y, 8, sums_tol(p.g.kernel_h * p.g.kernel_w + 1.0)),
+                    given(epi, arg_in(parity_randoms(f, -1, 1), f, 12))};
+                parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_FORWARD, a, 4, &p, DEPTHWISE_FMT " epilogue %#x",
+                             DEPTHWISE_ARGS(i, p), p.epilogue);
+            }
 }
 
 void parity_depthwise_data_case(nn_backend *o) {
     for (size_t i = 0; i < DEPTHWISE; i++)
-        for (int acc = 0; acc < 2; acc++) {
-            nn_conv_params p = parity_conv_params_of(&kDepthwise[i]);
-            p.g.accumulate = acc;
-            const parity_conv_sizes s = parity_conv_sizes_of(&p);
-            const double terms = (double)p.filters / p.g.channels * p.g.kernel_h * p.g.kernel_w + acc;
-            parity_arg a[3] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 0), arg_in(parity_randoms(s.w, -1, 1), s.w, 4),
-                               arg_near(parity_randoms(s.x, -1, 1), s.x, 8, sums_tol(terms))};
-            parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_DATA, a, 3, &p, PARITY_CONV_FMT " accumulate %d",
-                         PARITY_CONV_ARGS(&kDepthwise[i]), acc);
-        }
+        for (int variant = 0; variant < 3; variant++)
+            for (int acc = 0; acc < 2; acc++) {
+                nn_conv_params p = depthwise_params(i, variant);
+                p.g.accumulate = acc;
+                const parity_conv_sizes s = parity_conv_sizes_of(&p);
+                const double terms = (double)p.filters / p.g.channels * p.g.kernel_h * p.g.kernel_w + acc;
+                parity_arg a[3] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 0),
+                                   arg_in(parity_randoms(s.w, -1, 1), s.w, 4),
+                                   arg_near(parity_randoms(s.x, -1, 1), s.x, 8, sums_tol(terms))};
+                parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_DATA, a, 3, &p, DEPTHWISE_FMT " accumulate %d",
+                             DEPTHWISE_ARGS(i, p), acc);
+            }
 }
 
 void parity_depthwise_weight_case(nn_backend *o) {
     for (size_t i = 0; i < DEPTHWISE; i++)
-        for (int acc = 0; acc < 2; acc++) {
-            nn_conv_params p = parity_conv_params_of(&kDepthwise[i]);
-            p.g.accumulate = acc;
-            const parity_conv_sizes s = parity_conv_sizes_of(&p);
-            const double terms = (double)p.g.batch * s.positions + acc;
-            parity_arg a[3] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 4), arg_in(parity_randoms(s.x, -1, 1), s.x, 0),
-                               arg_near(parity_randoms(s.w, -1, 1), s.w, 12, sums_tol(terms))};
-            parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT, a, 3, &p, PARITY_CONV_FMT " accumulate %d",
-                         PARITY_CONV_ARGS(&kDepthwise[i]), acc);
-        }
+        for (int variant = 0; variant < 3; variant++)
+            for (int acc = 0; acc < 2; acc++) {
+                nn_conv_params p = depthwise_params(i, variant);
+                p.g.accumulate = acc;
+                const parity_conv_sizes s = parity_conv_sizes_of(&p);
+                const double terms = (double)p.g.batch * s.positions + acc;
+                parity_arg a[3] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 4),
+                                   arg_in(parity_randoms(s.x, -1, 1), s.x, 0),
+                                   arg_near(parity_randoms(s.w, -1, 1), s.w, 12, sums_tol(terms))};
+                parity_check(o, NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT, a, 3, &p, DEPTHWISE_FMT " accumulate %d",
+                             DEPTHWISE_ARGS(i, p), acc);
+            }
 }
 
 /* ---- resampling ---- */

@@ -1,12 +1,16 @@
 /* The kernel parity test's cases for the convolution kernels' routes on
- * Vulkan (vk_conv.c's vk_conv_route): the implicit GEMM
- * (conv_implicit.comp) forced with NN_ENGINE_VULKAN_CONV=implicit over
- * awkward shapes (batch 1 and 3, odd channels, 1x1, 3x3 and 7x7 kernels,
- * stride 2, padding, dilation 2, groups 2, sizes off every tile, both tile
- * sizes, a split weight gradient), accumulate on and off, bias and ReLU
- * epilogues; a layer large enough that NN_ENGINE_VULKAN_CONV=auto takes it; and
- * the column route forced with NN_ENGINE_VULKAN_CONV=columns, columns kept
- * and not. The CPU ignores the variable, so it stays the reference. */
+ * Vulkan (vk_conv.c's vk_conv_route): the implicit GEMM (conv_gemm.comp)
+ * forced with NN_ENGINE_VULKAN_CONV=implicit over awkward shapes (batch 1
+ * and 3, odd channels and channels in fours, 1x1, 3x3 and 7x7 kernels,
+ * stride 2 and 3 (phases of the data gradient that no tap reaches),
+ * padding, dilation 2 with and without stride, groups 2, sizes off every
+ * tile, a split weight gradient), dense and channels-last activations and
+ * one of each, accumulate on and off, bias and ReLU epilogues; each tile
+ * forced with NN_ENGINE_VULKAN_CONV_TILES; a layer large enough that the
+ * default route takes it; and the column route forced with
+ * NN_ENGINE_VULKAN_CONV=columns, columns kept and not, channels-last
+ * tensors through dense copies. The CPU ignores the variables, so it
+ * stays the reference. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +29,13 @@ static const parity_conv_shape kImplicit[] = {
     {2, 33, 20, 19, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1}, /* several row tiles and k slices; a split dW */
     {1, 3, 93, 95, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1},  /* enough tiles for the forward's large tile */
     {1, 130, 130, 131, 1, 1, 1, 1, 0, 0, 1, 1, 3, 1}, /* enough tiles for the data gradient's large tile */
+    {2, 16, 15, 14, 3, 3, 2, 2, 1, 1, 1, 1, 24, 1},  /* channels and filters in fours, stride 2 */
+    {3, 8, 13, 11, 3, 3, 2, 2, 2, 2, 2, 2, 12, 2},   /* groups of 4 channels and 6 filters, stride and dilation 2 */
+    {2, 64, 9, 10, 3, 3, 1, 1, 1, 1, 1, 1, 64, 1},   /* 64 to 64 channels (a ResNet's first stage) */
 };
 #define IMPLICIT_SHAPES (sizeof kImplicit / sizeof kImplicit[0])
 
-/* More multiply-adds than the latency kernels take: auto's implicit GEMM. */
+/* More multiply-adds than the latency kernels take: the default route's implicit GEMM. */
 static const parity_conv_shape kAutoImplicit = {2, 32, 34, 33, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1};
 
 /* The column route, kept columns and scratch, ungrouped and grouped with dilation. */
@@ -38,23 +45,34 @@ static const parity_conv_shape kColumns[] = {
 };
 #define COLUMN_SHAPES (sizeof kColumns / sizeof kColumns[0])
 
-#define ROUTE_FMT "%s route: " PARITY_CONV_FMT
-#define ROUTE_ARGS(route, c) route, PARITY_CONV_ARGS(c)
+/* The layouts of the image side and the output side (kernels.h's nn_layout). */
+typedef struct layouts {
+    int image, output;
+} layouts;
+static const layouts kDense = {NN_LAYOUT_DENSE, NN_LAYOUT_DENSE};
+static const layouts kLast = {NN_LAYOUT_CHANNELS_LAST, NN_LAYOUT_CHANNELS_LAST};
+static const layouts kMixed[2] = {{NN_LAYOUT_DENSE, NN_LAYOUT_CHANNELS_LAST}, {NN_LAYOUT_CHANNELS_LAST, NN_LAYOUT_DENSE}};
+
+#define ROUTE_FMT "%s route, layouts %d/%d: " PARITY_CONV_FMT
+#define ROUTE_ARGS(route, l, c) route, (l).image, (l).output, PARITY_CONV_ARGS(c)
 
 /* NN_ENGINE_VULKAN_CONV set to `route` for one case (NULL: unset), then restored. */
-static char *route_begin(const char *route) {
-    const char *before = getenv("NN_ENGINE_VULKAN_CONV");
+static char *variable_begin(const char *name, const char *value) {
+    const char *before = getenv(name);
     char *saved = before ? strdup(before) : NULL;
-    if (route) setenv("NN_ENGINE_VULKAN_CONV", route, 1);
-    else unsetenv("NN_ENGINE_VULKAN_CONV");
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
     return saved;
 }
 
-static void route_end(char *saved) {
-    if (saved) setenv("NN_ENGINE_VULKAN_CONV", saved, 1);
-    else unsetenv("NN_ENGINE_VULKAN_CONV");
+static void variable_end(const char *name, char *saved) {
+    if (saved) setenv(name, saved, 1);
+    else unsetenv(name);
     free(saved);
 }
+
+static char *route_begin(const char *route) { return variable_begin("NN_ENGINE_VULKAN_CONV", route); }
+static void route_end(char *saved) { variable_end("NN_ENGINE_VULKAN_CONV", saved); }
 
 /* The column matrix the op would keep for this layer, from the CPU's im2col. */
 static float *kept_columns(const nn_conv_params *p, const float *x) {
@@ -65,10 +83,11 @@ static float *kept_columns(const nn_conv_params *p, const float *x) {
     return cols;
 }
 
-static void forward_run(nn_backend *o, const char *route, const parity_conv_shape *c, int epilogue) {
+static void forward_run(nn_backend *o, const char *route, layouts l, const parity_conv_shape *c, int epilogue) {
     char *saved = route_begin(route);
     nn_conv_params p = parity_conv_params_of(c);
     p.epilogue = epilogue;
+    p.image_layout = l.image, p.output_layout = l.output;
     const parity_conv_sizes s = parity_conv_sizes_of(&p);
     const bool columns = parity_keeps_columns(o, &p);
     const size_t f = (size_t)p.filters;
@@ -76,27 +95,29 @@ static void forward_run(nn_backend *o, const char *route, const parity_conv_shap
                        arg_near(parity_randoms(s.y, -1, 1), s.y, 0, sums_tol(s.k + 1.0)),
                        given(epilogue & NN_EPI_BIAS_ROWS, arg_in(parity_randoms(f, -1, 1), f, 12)),
                        given(columns, arg_exact(parity_randoms(s.cols, -1, 1), s.cols, 4))};
-    parity_check(o, NN_KERNEL_CONV2D_FORWARD, a, 5, &p, ROUTE_FMT " epilogue %#x%s", ROUTE_ARGS(route, c), epilogue,
+    parity_check(o, NN_KERNEL_CONV2D_FORWARD, a, 5, &p, ROUTE_FMT " epilogue %#x%s", ROUTE_ARGS(route, l, c), epilogue,
                  columns ? ", columns kept" : "");
     route_end(saved);
 }
 
-static void data_run(nn_backend *o, const char *route, const parity_conv_shape *c, int acc) {
+static void data_run(nn_backend *o, const char *route, layouts l, const parity_conv_shape *c, int acc) {
     char *saved = route_begin(route);
     nn_conv_params p = parity_conv_params_of(c);
     p.g.accumulate = acc;
+    p.image_layout = l.image, p.output_layout = l.output;
     const parity_conv_sizes s = parity_conv_sizes_of(&p);
     const double terms = (double)p.filters * p.g.kernel_h * p.g.kernel_w + acc;
     parity_arg a[3] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 0), arg_in(parity_randoms(s.w, -1, 1), s.w, 4),
                        arg_near(parity_randoms(s.x, -1, 1), s.x, 8, sums_tol(terms))};
-    parity_check(o, NN_KERNEL_CONV2D_BACKWARD_DATA, a, 3, &p, ROUTE_FMT " accumulate %d", ROUTE_ARGS(route, c), acc);
+    parity_check(o, NN_KERNEL_CONV2D_BACKWARD_DATA, a, 3, &p, ROUTE_FMT " accumulate %d", ROUTE_ARGS(route, l, c), acc);
     route_end(saved);
 }
 
-static void weight_run(nn_backend *o, const char *route, const parity_conv_shape *c, int acc, bool keep) {
+static void weight_run(nn_backend *o, const char *route, layouts l, const parity_conv_shape *c, int acc, bool keep) {
     char *saved = route_begin(route);
     nn_conv_params p = parity_conv_params_of(c);
     p.g.accumulate = acc;
+    p.image_layout = l.image, p.output_layout = l.output;
     const parity_conv_sizes s = parity_conv_sizes_of(&p);
     const float *x = parity_randoms(s.x, -1, 1);
     const bool columns = keep && parity_keeps_columns(o, &p);
@@ -104,32 +125,74 @@ static void weight_run(nn_backend *o, const char *route, const parity_conv_shape
     parity_arg a[4] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 4), arg_in(x, s.x, 0),
                        arg_near(parity_randoms(s.w, -1, 1), s.w, 12, sums_tol(terms)),
                        given(columns, arg_in(columns ? kept_columns(&p, x) : NULL, s.cols, 8))};
-    parity_check(o, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, a, 4, &p, ROUTE_FMT " accumulate %d%s", ROUTE_ARGS(route, c),
+    parity_check(o, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, a, 4, &p, ROUTE_FMT " accumulate %d%s", ROUTE_ARGS(route, l, c),
                  acc, columns ? ", columns kept" : "");
     route_end(saved);
 }
 
+/* A shape with its tile forced to each of the implicit GEMM's. */
+static const parity_conv_shape kTiled = {2, 20, 17, 15, 3, 3, 1, 1, 1, 1, 1, 1, 36, 1};
+static const char *const kTiles[] = {"128x64", "64x128", "64x64", "32x32"};
+
+static void tiles_run(nn_backend *o, nn_kernel kernel) {
+    for (size_t t = 0; t < sizeof kTiles / sizeof kTiles[0]; t++) {
+        char *saved = variable_begin("NN_ENGINE_VULKAN_CONV_TILES", kTiles[t]);
+        if (kernel == NN_KERNEL_CONV2D_FORWARD) forward_run(o, "implicit", kLast, &kTiled, NN_EPI_BIAS_ROWS);
+        else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) data_run(o, "implicit", kLast, &kTiled, 1);
+        else weight_run(o, "implicit", kLast, &kTiled, 1, false);
+        variable_end("NN_ENGINE_VULKAN_CONV_TILES", saved);
+    }
+}
+
+/* Every implicit shape dense and channels-last with every epilogue or
+ * accumulate setting; mixed layouts once each; the column route (dense
+ * tensors: channels-last ones through copies) kept and not. */
 void parity_conv_routes_forward_case(nn_backend *o) {
     static const int kEpilogues[] = {0, NN_EPI_BIAS_ROWS, NN_EPI_RELU, NN_EPI_BIAS_ROWS | NN_EPI_RELU};
-    for (size_t i = 0; i < IMPLICIT_SHAPES; i++)
-        for (int e = 0; e < 4; e++) forward_run(o, "implicit", &kImplicit[i], kEpilogues[e]);
-    forward_run(o, "auto", &kAutoImplicit, NN_EPI_BIAS_ROWS | NN_EPI_RELU);
-    for (size_t i = 0; i < COLUMN_SHAPES; i++) forward_run(o, "columns", &kColumns[i], NN_EPI_BIAS_ROWS);
+    for (size_t i = 0; i < IMPLICIT_SHAPES; i++) {
+        for (int e = 0; e < 4; e++) {
+            forward_run(o, "implicit", kDense, &kImplicit[i], kEpilogues[e]);
+            forward_run(o, "implicit", kLast, &kImplicit[i], kEpilogues[e]);
+        }
+        forward_run(o, "implicit", kMixed[i % 2], &kImplicit[i], NN_EPI_BIAS_ROWS);
+    }
+    tiles_run(o, NN_KERNEL_CONV2D_FORWARD);
+    forward_run(o, NULL, kLast, &kAutoImplicit, NN_EPI_BIAS_ROWS | NN_EPI_RELU);
+    for (size_t i = 0; i < COLUMN_SHAPES; i++) {
+        forward_run(o, "columns", kDense, &kColumns[i], NN_EPI_BIAS_ROWS);
+        forward_run(o, "columns", kLast, &kColumns[i], NN_EPI_BIAS_ROWS);
+    }
 }
 
 void parity_conv_routes_data_case(nn_backend *o) {
-    for (size_t i = 0; i < IMPLICIT_SHAPES; i++)
-        for (int acc = 0; acc < 2; acc++) data_run(o, "implicit", &kImplicit[i], acc);
-    data_run(o, "auto", &kAutoImplicit, 1);
-    for (size_t i = 0; i < COLUMN_SHAPES; i++) data_run(o, "columns", &kColumns[i], 1);
+    for (size_t i = 0; i < IMPLICIT_SHAPES; i++) {
+        for (int acc = 0; acc < 2; acc++) {
+            data_run(o, "implicit", kDense, &kImplicit[i], acc);
+            data_run(o, "implicit", kLast, &kImplicit[i], acc);
+        }
+        data_run(o, "implicit", kMixed[i % 2], &kImplicit[i], 1);
+    }
+    tiles_run(o, NN_KERNEL_CONV2D_BACKWARD_DATA);
+    data_run(o, NULL, kLast, &kAutoImplicit, 1);
+    for (size_t i = 0; i < COLUMN_SHAPES; i++) {
+        data_run(o, "columns", kDense, &kColumns[i], 1);
+        data_run(o, "columns", kLast, &kColumns[i], 1);
+    }
 }
 
 void parity_conv_routes_weight_case(nn_backend *o) {
-    for (size_t i = 0; i < IMPLICIT_SHAPES; i++)
-        for (int acc = 0; acc < 2; acc++) weight_run(o, "implicit", &kImplicit[i], acc, false);
-    weight_run(o, "auto", &kAutoImplicit, 0, false);
+    for (size_t i = 0; i < IMPLICIT_SHAPES; i++) {
+        for (int acc = 0; acc < 2; acc++) {
+            weight_run(o, "implicit", kDense, &kImplicit[i], acc, false);
+            weight_run(o, "implicit", kLast, &kImplicit[i], acc, false);
+        }
+        weight_run(o, "implicit", kMixed[i % 2], &kImplicit[i], 1, false);
+    }
+    tiles_run(o, NN_KERNEL_CONV2D_BACKWARD_WEIGHT);
+    weight_run(o, NULL, kLast, &kAutoImplicit, 0, false);
     for (size_t i = 0; i < COLUMN_SHAPES; i++) {
-        weight_run(o, "columns", &kColumns[i], 1, true);
-        weight_run(o, "columns", &kColumns[i], 0, false);
+        weight_run(o, "columns", kDense, &kColumns[i], 1, true);
+        weight_run(o, "columns", kDense, &kColumns[i], 0, false);
+        weight_run(o, "columns", kLast, &kColumns[i], 1, true);
     }
 }

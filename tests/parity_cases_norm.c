@@ -3,7 +3,8 @@
  * awkward sizes, groups of one element, a group of 210,003 elements and
  * more groups (70,001) than one dispatch dimension holds, one channel,
  * rows of 1,024 and past 2,048 (the Vulkan kernels' split and one-pass
- * paths); weight and bias given and absent, accumulate on and off, tensors
+ * paths), rows of channels (channels-last BatchNorm, BatchNorm1d) in
+ * fours and not, one and two tiles of channels, chunks of rows; weight and bias given and absent, accumulate on and off, tensors
  * misaligned and 16-byte aligned (vec4 passes). */
 #include <stdio.h>
 
@@ -32,6 +33,11 @@ static const norm_layout kLayouts[] = {
     {"groupnorm [3, 8, 4100] in 2 groups", 1, 16400, 4100, 6, 8},
     {"layernorm [300, 1024]", 1, 1024, 1, 300, 1024},
     {"layernorm [3, 2053] (rows past one piece)", 1, 2053, 1, 3, 2053},
+    /* rows of channels (channels-last activations, [N, C]): norm_columns.comp */
+    {"batchnorm channels-last [12000 pixels, 12] (channels in fours, chunks of rows)", 12000, 1, 1, 12, 12},
+    {"batchnorm channels-last [7001 pixels, 5] (one channel an invocation, chunks of rows)", 7001, 1, 1, 5, 5},
+    {"batchnorm channels-last [37 pixels, 1100] (two tiles of channels)", 37, 1, 1, 1100, 1100},
+    {"batchnorm [129, 64] (BatchNorm1d)", 129, 1, 1, 64, 64},
 };
 #define LAYOUTS (sizeof kLayouts / sizeof kLayouts[0])
 
@@ -52,6 +58,22 @@ static parity_arg variances(const norm_layout *l, size_t offset) {
     return arg_in(parity_randoms((size_t)l->groups, 0.5f, 2.0f), (size_t)l->groups, offset);
 }
 
+/* Channels-last BatchNorm statistics of values that climb down the rows:
+ * chunks of rows and lanes of a workgroup have far apart means, so merging
+ * them must weigh their difference (Chan's formula), which independent
+ * draws would hide. */
+static void climbing_stats(nn_backend *o, int64_t rows, int32_t channels) {
+    const norm_layout l = {"climbing rows", rows, 1, 1, channels, channels};
+    const nn_norm_params p = params_of(&l, 0, 0);
+    const size_t n = elements(&l), g = (size_t)channels;
+    float *x = parity_randoms(n, -1.0f, 1.0f);
+    for (size_t e = 0; e < n; e++) x[e] += 8.0f * (float)(e / g) / (float)rows;
+    parity_arg a[3] = {arg_in(x, n, 4), arg_near(parity_randoms(g, -1, 1), g, 8, sums_tol((double)rows)),
+                       arg_near(parity_randoms(g, -1, 1), g, 0, sums_tol((double)rows))};
+    parity_check(o, NN_KERNEL_NORM_STATS, a, 3, &p, "channels-last batchnorm [%lld pixels, %d], values climbing "
+                 "down the rows", (long long)rows, channels);
+}
+
 void parity_norm_stats_case(nn_backend *o) {
     for (size_t i = 0; i < LAYOUTS; i++) {
         const norm_layout *l = &kLayouts[i];
@@ -63,6 +85,9 @@ void parity_norm_stats_case(nn_backend *o) {
                            arg_near(parity_randoms(g, -1, 1), g, 0, sums_tol((double)group_size(l)))};
         parity_check(o, NN_KERNEL_NORM_STATS, a, 3, &p, "%s", l->what);
     }
+    climbing_stats(o, 12000, 12);
+    climbing_stats(o, 7001, 5);
+    climbing_stats(o, 20000, 64); /* more chunks than lanes: a lane merges several */
 }
 
 void parity_norm_apply_case(nn_backend *o) {

@@ -102,15 +102,20 @@ static nn_status norm_backward(nn_node *node) {
         else
             NN_TRY(nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_DATA, args, 6, &p));
     }
-    /* The weight's and the bias's gradients, each with its own accumulate. */
+    /* The weight's and the bias's gradients: one pass for both where they
+     * add into their gradients alike (parameters' running sums), else one each. */
     nn_tensor *affine[2] = {nn_wants_grad(weight) ? weight : NULL, nn_wants_grad(bias) ? bias : NULL};
+    nn_tensor *grads[2] = {NULL, NULL};
+    int32_t accs[2] = {0, 0};
+    for (int k = 0; k < 2; k++)
+        if (affine[k]) NN_TRY(nn_grad_target(affine[k], &grads[k], &accs[k]));
+    const bool together = grads[0] && grads[1] && accs[0] == accs[1];
     for (int k = 0; k < 2; k++) {
-        if (!affine[k]) continue;
-        NN_TRY(nn_grad_target(affine[k], &grad, &acc));
-        p.accumulate = acc;
+        if (!grads[k] || (together && k == 1)) continue;
+        p.accumulate = accs[k];
         nn_buffer_ref args[6] = {nn_tensor_ref(x), nn_tensor_ref(mean), nn_tensor_ref(var), nn_tensor_ref(dy),
-                                 k == 0 ? nn_tensor_ref(grad) : (nn_buffer_ref){0},
-                                 k == 1 ? nn_tensor_ref(grad) : (nn_buffer_ref){0}};
+                                 k == 0 ? nn_tensor_ref(grads[0]) : (nn_buffer_ref){0},
+                                 k == 1 || together ? nn_tensor_ref(grads[1]) : (nn_buffer_ref){0}};
         NN_TRY(nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_AFFINE, args, 6, &p));
     }
     return NN_OK;

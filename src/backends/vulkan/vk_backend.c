@@ -264,6 +264,7 @@ nn_backend *nn_vulkan_backend_new(bool hardware_only, bool *no_device) {
     b->memory_stats = vk_memory_stats;
     b->free = vk_buffer_free;
     b->conv_keeps_columns = vk_conv_keeps_columns;
+    b->conv_layout = vk_conv_layout;
     b->supports = vk_supports;
     b->write = vk_write;
     b->read = vk_read;

@@ -369,12 +369,14 @@ nn_status vk_latency_record(vk_backend *vk, nn_kernel kernel, const vk_latency_p
 /* vk_conv.c: the convolution kernels and im2col / col2im. */
 /* The backend's conv_keeps_columns: the layers that take the column route. */
 bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);
+/* The backend's conv_layout: channels-last for the layers the implicit GEMM takes. */
+nn_layout vk_conv_layout(nn_backend *self, const nn_conv_params *p);
 /* A CONV2D_* or DEPTHWISE_CONV2D_* kernel with a channels-last side that
  * no shader of its route reads: through dense copies (conv_layout.h). */
 nn_status vk_conv_layouts(vk_backend *vk, nn_kernel kernel, const nn_conv_params *p, const nn_buffer_ref *a);
-/* vk_conv_implicit.c: a CONV2D_* kernel as one implicit GEMM over the batch. */
-nn_status vk_conv_implicit_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,
-                                  const nn_conv_params *cp);
+/* vk_conv_gemm.c: a CONV2D_* kernel as one implicit GEMM over the batch,
+ * its activations in either layout. */
+nn_status vk_conv_gemm_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp);
 
 /* vk_conv_pool.c: whether the fused convolution + ReLU + max pooling
  * kernels (and chained, and with the Linear after them) run these layers

@@ -7,16 +7,19 @@
  * so there is no im2col or col2im dispatch, no column buffer, and one
  * dispatch (and one barrier) where the column route needs two or three.
  *
- * Larger layers run the column route (im2col, the tiled GEMM, col2im) by
- * default, or conv_implicit.comp (vk_conv_implicit.c) when
- * NN_ENGINE_VULKAN_CONV asks for it: gemm.comp's register-blocked tiles
- * over the whole batch, the columns gathered as the tiles are staged, so
- * no column buffer (a third of the peak memory) but, so far, two to four
- * times the time on large layers (bench/README.md). Where the column route runs the forward, the op keeps
- * the column matrix from forward to backward (vk_conv_keeps_columns: the
- * forward fills it, the weight gradient reads it); without one the columns
- * go to scratch, in groups of images whose columns fit COLUMN_FLOATS,
- * freed as soon as the layer is done. */
+ * Larger layers in fp32 run the implicit GEMM (conv_gemm.comp,
+ * vk_conv_gemm.c): the batch folded into the product's rows, the columns
+ * gathered as the tiles are staged, no column buffer. It reads activations
+ * of either layout, channels-last ones four channels at a time, so the
+ * backend asks for channels-last outputs where it runs a layer
+ * (vk_conv_layout). Products in reduced precision run the column route
+ * (im2col, the tiled or matrix-core GEMM, col2im) on dense tensors; where
+ * it runs the forward, the op keeps the column matrix from forward to
+ * backward (vk_conv_keeps_columns: the forward fills it, the weight
+ * gradient reads it); without one the columns go to scratch, in groups of
+ * images whose columns fit COLUMN_FLOATS, freed as soon as the layer is
+ * done. A route that reads dense tensors gets channels-last ones through
+ * copies (vk_conv_layouts). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,23 +149,23 @@ static int64_t multiply_adds(const nn_conv_params *cp) {
 typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_COLUMNS } vk_conv_route_id;
 
 /* The route of `kernel` for this layer, the one place to tune it.
- * NN_ENGINE_VULKAN_CONV (read at each call):
- *   columns (or unset, the default) the latency kernels for small layers,
- *             im2col + GEMM (+ col2im) otherwise: the fastest until the
- *             implicit GEMM is tuned;
- *   implicit  conv_implicit.comp for every layer and kernel;
- *   auto      the choice below, which saves the column memory:
+ * NN_ENGINE_VULKAN_CONV (read at each call; for comparisons and tests):
+ *   unset     the choice below;
+ *   columns   the latency kernels for small layers, im2col + GEMM (+
+ *             col2im) for the others, on dense tensors;
+ *   implicit  conv_gemm.comp for every fp32 layer and kernel.
+ * The choice:
+ * - products in reduced precision (cp->precision) take the column route,
+ *   whose GEMMs round the operands (fp16 on matrix cores), or the latency
+ *   kernels for small layers where there are no matrix cores;
  * - small layers (vk_latency_wanted: few enough multiply-adds that
  *   latency, not arithmetic, bounds them), ungrouped and undilated, keep
  *   conv_latency.comp: one dispatch of small tiles;
- * - the data gradient of a strided layer keeps the column route: gathered
- *   from dy, a pixel meets only one in stride_h * stride_w of the (filter,
- *   tap) entries of its k walk, so the implicit product would multiply
- *   that many more zeros than the column route's GEMM computes;
- * - everything else is an implicit GEMM: it reads the image once per
- *   tile row instead of writing and reading a column matrix kernel_h *
- *   kernel_w times the image, and runs the batch in one dispatch.
- * Products in reduced precision (cp->precision) are routed first, below.
+ * - every other fp32 layer with a channels-last side (vk_conv_layout asks
+ *   for them) is an implicit GEMM: it reads the image once per tile row
+ *   instead of writing and reading a column matrix kernel_h * kernel_w
+ *   times the image, and runs the batch in one dispatch; dense ones take
+ *   the column route.
  * The LeNet layers that the fused conv + pool kernels take never get here. */
 static vk_conv_route_id vk_conv_route(const vk_backend *vk, nn_kernel kernel, const nn_conv_params *cp) {
     const char *force = getenv("NN_ENGINE_VULKAN_CONV");
@@ -176,14 +179,24 @@ static vk_conv_route_id vk_conv_route(const vk_backend *vk, nn_kernel kernel, co
     }
     if (force && strcmp(force, "implicit") == 0) return VK_CONV_IMPLICIT;
     if (plain && vk_latency_wanted(multiply_adds(cp))) return VK_CONV_LATENCY;
-    if (!force || strcmp(force, "auto") != 0) return VK_CONV_COLUMNS;
-    if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA && (cp->g.stride_h > 1 || cp->g.stride_w > 1)) return VK_CONV_COLUMNS;
-    return VK_CONV_IMPLICIT;
+    if (force && strcmp(force, "columns") == 0) return VK_CONV_COLUMNS;
+    return nn_conv_channels_last(cp) ? VK_CONV_IMPLICIT : VK_CONV_COLUMNS;
 }
 
 /* The op keeps columns only for layers whose forward takes the column route. */
 bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *cp) {
     return vk_conv_route((const vk_backend *)self, NN_KERNEL_CONV2D_FORWARD, cp) == VK_CONV_COLUMNS;
+}
+
+/* Channels-last for the layers whose forward takes the implicit GEMM, the
+ * route that reads and writes that layout as it is. Depthwise layers (whose
+ * kernels take either) keep their input's: the model's other layers decide. */
+nn_layout vk_conv_layout(nn_backend *self, const nn_conv_params *p) {
+    if (nn_conv_is_depthwise(p)) return (nn_layout)p->image_layout;
+    nn_conv_params last = *p;
+    last.output_layout = NN_LAYOUT_CHANNELS_LAST;
+    const bool implicit = vk_conv_route((const vk_backend *)self, NN_KERNEL_CONV2D_FORWARD, &last) == VK_CONV_IMPLICIT;
+    return implicit ? NN_LAYOUT_CHANNELS_LAST : NN_LAYOUT_DENSE;
 }
 
 static nn_buffer *scratch(nn_backend *self, size_t bytes) { return vk_buffer_alloc(self, bytes); }
@@ -197,7 +210,9 @@ nn_status vk_conv_layouts(vk_backend *vk, nn_kernel kernel, const nn_conv_params
 
 static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
     NN_TRY(check(cp, a, kernel));
-    if (nn_conv_channels_last(cp)) return vk_conv_layouts(vk, kernel, cp, a);
+    NN_TRY(nn_conv_layout_check("vulkan", kernel, cp));
+    const vk_conv_route_id route = vk_conv_route(vk, kernel, cp);
+    if (nn_conv_channels_last(cp) && route != VK_CONV_IMPLICIT) return vk_conv_layouts(vk, kernel, cp, a);
     const nn_conv_geometry *g = &cp->g;
     int64_t k = (int64_t)g->channels / nn_conv_groups(cp) * g->kernel_h * g->kernel_w;
     if (g->batch == 0) {
@@ -212,9 +227,9 @@ static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, 
     const nn_buffer_ref kept = kernel == NN_KERNEL_CONV2D_FORWARD ? a[4]
                                : kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT ? a[3] : (nn_buffer_ref){NULL, 0, 0};
     if (kept.buffer) return column_route(vk, kernel, a, cp);
-    switch (vk_conv_route(vk, kernel, cp)) {
+    switch (route) {
     case VK_CONV_LATENCY: return latency_route(vk, kernel, a, cp);
-    case VK_CONV_IMPLICIT: return vk_conv_implicit_record(vk, kernel, a, cp);
+    case VK_CONV_IMPLICIT: return vk_conv_gemm_record(vk, kernel, a, cp);
     default: return column_route(vk, kernel, a, cp);
     }
 }

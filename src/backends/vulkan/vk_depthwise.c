@@ -1,17 +1,79 @@
-/* The DEPTHWISE_CONV2D_* kernels on Vulkan: one dispatch
- * each, an invocation per output (forward) or per input element (data
- * gradient, gathering), and a workgroup per weight tap for the
- * weight gradient (a fixed-order tree, no atomics). Shaders:
- * depthwise_conv2d_*.comp. */
+/* The DEPTHWISE_CONV2D_* kernels on Vulkan, over dense or channels-last
+ * tensors: one dispatch each for the forward (an invocation per output)
+ * and the data gradient (an invocation per input element, gathering),
+ * invocations in the written tensor's memory order; the weight gradient
+ * takes blocks of filters at one tap per workgroup (neighbouring filters
+ * on neighbouring invocations where the tensors are channels-last) over
+ * chunks of the (image, pixel) pairs, added by fixed-order trees and, with
+ * several chunks, by gemm_splitk.comp in chunk order (no atomics).
+ * Shaders: depthwise_conv2d_*.comp. */
+#include <stdio.h>
+
 #include "backends/conv_columns.h"
 #include "backends/conv_layout.h"
 #include "core/error.h"
 #include "vk_backend.h"
 
+/* The weight gradient's workgroups to aim for (several per multiprocessor
+ * of a large GPU), and the fewest pairs a lane sums in a chunk. */
+#define WEIGHT_TARGET_GROUPS 1024
+#define WEIGHT_MIN_PAIRS_PER_LANE 64
+#define WEIGHT_MAX_CHUNKS 1024
+#define WEIGHT_MAX_PARTIALS ((int64_t)1 << 24)
+
+typedef VK_PUSH(DEPTHWISE) depthwise_block;
+
+static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+/* The weight gradient: filter lanes (a power of two; 1 for dense tensors,
+ * whose pairs are contiguous) and chunks, then one dispatch, or the
+ * partials and their sum in order. */
+static nn_status weight_gradient(vk_backend *vk, const nn_conv_params *cp, const nn_buffer_ref *a,
+                                 depthwise_block *push) {
+    const nn_kernel kernel = NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT;
+    const nn_conv_geometry *g = &cp->g;
+    const int64_t taps = (int64_t)g->kernel_h * g->kernel_w, weights = cp->filters * taps;
+    const int64_t pairs = (int64_t)g->batch * g->out_h * g->out_w;
+    int32_t lanes_f = 1;
+    if (cp->output_layout == NN_LAYOUT_CHANNELS_LAST)
+        while (lanes_f < 64 && lanes_f * 2 <= cp->filters) lanes_f *= 2;
+    const int64_t lanes_p = 256 / lanes_f, items = ceil_div(cp->filters, lanes_f) * taps;
+    int64_t chunks = ceil_div(WEIGHT_TARGET_GROUPS, items);
+    const int64_t most = pairs / (lanes_p * WEIGHT_MIN_PAIRS_PER_LANE);
+    if (chunks > most) chunks = most;
+    if (chunks > WEIGHT_MAX_CHUNKS) chunks = WEIGHT_MAX_CHUNKS;
+    if (chunks * weights > WEIGHT_MAX_PARTIALS) chunks = WEIGHT_MAX_PARTIALS / weights;
+    if (chunks < 1) chunks = 1;
+    const int64_t chunk = ceil_div(pairs > 0 ? pairs : 1, chunks);
+    chunks = pairs > 0 ? ceil_div(pairs, chunk) : 1;
+    push->filter_lanes = lanes_f;
+    push->chunk = (uint32_t)chunk;
+    const uint32_t gx = (uint32_t)(items < VK_MAX_GROUPS ? items : VK_MAX_GROUPS);
+    if (chunks == 1)
+        return vk_record(vk, kernel, VK_PIPE_DEPTHWISE_WEIGHT, 0, a, 3, VK_PUSH_REF(*push), gx, 1, 1);
+    nn_buffer *scratch = vk_buffer_alloc(&vk->base, (size_t)(chunks * weights) * sizeof(float));
+    if (!scratch) return nn_last_status();
+    const nn_buffer_ref parts[3] = {a[0], a[1], {scratch, 0, (size_t)(chunks * weights) * sizeof(float)}};
+    nn_status st = vk_record_ex(vk, kernel, VK_PIPE_DEPTHWISE_WEIGHT, 0, parts, 3, NN_ARG(2), VK_PUSH_REF(*push), gx,
+                                (uint32_t)chunks, 1);
+    if (st == NN_OK) {
+        if (vk->labels)
+            snprintf(vk->profile_label, sizeof vk->profile_label, "depthwise weight sum f%d of %d", cp->filters,
+                     (int)chunks);
+        VK_PUSH(GEMM_SPLITK) sum = {.m = (uint32_t)cp->filters, .n = (uint32_t)taps, .ldc = (uint32_t)taps,
+                                    .splits = (uint32_t)chunks, .alpha = 1.0f, .beta = g->accumulate ? 1.0f : 0.0f};
+        const nn_buffer_ref second[2] = {parts[2], a[2]};
+        st = vk_record_ex(vk, kernel, VK_PIPE_GEMM_SPLITK, 0, second, 2, NN_ARG(1), VK_PUSH_REF(sum),
+                          vk_groups_for((uint64_t)weights), 1, 1);
+    }
+    vk_scratch_done(vk, scratch);
+    return st;
+}
+
 static nn_status depthwise(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_conv_params *cp,
                            const nn_buffer_ref *a) {
     NN_TRY(nn_conv_params_check("vulkan", kernel, cp));
-    if (nn_conv_channels_last(cp)) return vk_conv_layouts(vk, kernel, cp, a);
+    NN_TRY(nn_conv_layout_check("vulkan", kernel, cp));
     const nn_conv_geometry *g = &cp->g;
     if (!nn_conv_is_depthwise(cp))
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: %d groups over %d channels is not a depthwise convolution",
@@ -24,22 +86,36 @@ static nn_status depthwise(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe
     const int64_t weights = (int64_t)cp->filters * g->kernel_h * g->kernel_w;
     NN_TRY(vk_fits32(kernel, "input entries", in));
     NN_TRY(vk_fits32(kernel, "output entries", out));
-    VK_PUSH(DEPTHWISE) push = {
+    depthwise_block push = {
         .batch = g->batch, .channels = g->channels, .height = g->height, .width = g->width, .kernel_h = g->kernel_h,
         .kernel_w = g->kernel_w, .stride_h = g->stride_h, .stride_w = g->stride_w, .pad_h = g->pad_h,
         .pad_w = g->pad_w, .out_h = g->out_h, .out_w = g->out_w, .dilation_h = nn_conv_dilation_h(g),
         .dilation_w = nn_conv_dilation_w(g), .filters = cp->filters, .epilogue = cp->epilogue,
-        .accumulate = g->accumulate};
-    uint32_t groups;
+        .accumulate = g->accumulate, .image_last = cp->image_layout == NN_LAYOUT_CHANNELS_LAST,
+        .output_last = cp->output_layout == NN_LAYOUT_CHANNELS_LAST};
     if (kernel == NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT) {
         if (weights == 0) return NN_OK;
-        groups = weights < VK_MAX_GROUPS ? (uint32_t)weights : VK_MAX_GROUPS;
-    } else {
-        const int64_t items = kernel == NN_KERNEL_DEPTHWISE_CONV2D_FORWARD ? out : in;
-        if (items == 0) return NN_OK;
-        groups = vk_groups_for((uint64_t)items);
+        return weight_gradient(vk, cp, a, &push);
     }
-    return vk_record(vk, kernel, pipe, 0, a, nn_kernel_arg_count(kernel), VK_PUSH_REF(push), groups, 1, 1);
+    const int64_t items = kernel == NN_KERNEL_DEPTHWISE_CONV2D_FORWARD ? out : in;
+    if (items == 0) return NN_OK;
+    if (!nn_conv_channels_last(cp))
+        return vk_record(vk, kernel, pipe, 0, a, nn_kernel_arg_count(kernel), VK_PUSH_REF(push),
+                         vk_groups_for((uint64_t)items), 1, 1);
+    /* Channels-last: the weight [filter][tap] packed [tap][filter] first. */
+    const int64_t taps = (int64_t)g->kernel_h * g->kernel_w;
+    nn_buffer *packed = vk_buffer_alloc(&vk->base, (size_t)weights * sizeof(float));
+    if (!packed) return nn_last_status();
+    const nn_strided_copy_params t = {.ndim = 2, .shape = {cp->filters, (int32_t)taps}, .src_stride = {(int32_t)taps, 1},
+                                      .dst_stride = {1, cp->filters}};
+    const nn_buffer_ref copy[2] = {a[1], {packed, 0, (size_t)weights * sizeof(float)}};
+    nn_status st = vk_run(&vk->base, NN_KERNEL_STRIDED_COPY, copy, 2, &t);
+    nn_buffer_ref args[4] = {a[0], copy[1], a[2], kernel == NN_KERNEL_DEPTHWISE_CONV2D_FORWARD ? a[3] : a[2]};
+    if (st == NN_OK)
+        st = vk_record(vk, kernel, pipe, 0, args, nn_kernel_arg_count(kernel), VK_PUSH_REF(push),
+                       vk_groups_for((uint64_t)items), 1, 1);
+    vk_scratch_done(vk, packed);
+    return st;
 }
 
 nn_status vk_run_depthwise_conv2d_forward(vk_backend *vk, const nn_conv_params *p, const nn_buffer_ref *a) {

@@ -13,8 +13,12 @@
  *                    (norm_backward_pointwise.comp);
  *   BACKWARD_AFFINE  split per channel over its runs
  *                    (norm_backward_affine.comp), or, where channel_inner is
- *                    1 (LayerNorm), over chunks of rows with an invocation
- *                    per channel (norm_backward_affine_columns.comp).
+ *                    1 (LayerNorm, BatchNorm over channels-last tensors or
+ *                    [N, C]), down the rows (norm_columns.comp).
+ * BatchNorm over rows of channels (channels-last activations, [N, C]: inner
+ * 1, a group per channel) takes norm_columns.comp for its STATS and its data
+ * gradient's sums too: lanes across the channels and down the rows, where
+ * the group-wise kernels would read each channel strided.
  * Splits finish in their last workgroup (vk_split_work.c) in a fixed order:
  * results depend on the sizes alone. */
 #include "backends/norm_layout.h"
@@ -25,6 +29,7 @@ typedef VK_PUSH(NORM) norm_block;
 
 #define PIECE 2048           /* norm_common.glsl: entries a workgroup reads per step */
 #define SPLIT_TARGET 1024    /* workgroups to aim for: several per multiprocessor of a large GPU */
+#define COLUMNS_TARGET 264   /* norm_columns.comp's: its workgroups keep eight rows in flight per invocation */
 #define MIN_CHUNK (4 * PIECE) /* below this a chunk's fixed costs (its tree, its partials) dominate */
 #define THREADS 256
 
@@ -36,6 +41,12 @@ static nn_status norm_push(nn_kernel kernel, const nn_norm_params *p, norm_block
                          .channels = (uint32_t)p->channels, .eps = p->eps, .batch_stats = p->batch_stats,
                          .accumulate = p->accumulate, .chunks = 1};
     return NN_OK;
+}
+
+/* A group per channel, a channel per element of a row: the channels are
+ * columns of [rows, channels] (BatchNorm over channels-last tensors or [N, C]). */
+static bool columnar(const nn_norm_params *p) {
+    return p->inner == 1 && p->channel_inner == 1 && p->groups == p->channels;
 }
 
 static uint32_t capped(int64_t workgroups) {
@@ -50,9 +61,10 @@ typedef struct norm_split {
     int64_t chunks, chunk;
 } norm_split;
 
-static norm_split split_of(int64_t tiles, int64_t count, int64_t step, int64_t min_chunk, int64_t floats_per_chunk) {
+static norm_split split_of(int64_t tiles, int64_t count, int64_t step, int64_t min_chunk, int64_t floats_per_chunk,
+                           int64_t target) {
     norm_split s = {1, count > 0 ? count : 1};
-    int64_t chunks = (SPLIT_TARGET + tiles - 1) / tiles;
+    int64_t chunks = (target + tiles - 1) / tiles;
     const int64_t most = count / min_chunk;
     if (chunks > most) chunks = most;
     if (chunks > (int64_t)VK_MAX_GROUPS) chunks = VK_MAX_GROUPS;
@@ -81,20 +93,53 @@ static nn_status record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id p
                            (uint32_t)split.chunks, capped(tiles), 1);
 }
 
+/* norm_columns.comp's modes. */
+enum { COLUMNS_STATS, COLUMNS_SUMS, COLUMNS_AFFINE };
+
+static bool aligned4(nn_buffer_ref ref) { return !ref.buffer || (ref.buffer->offset + ref.offset) % 16 == 0; }
+
+/* norm_columns.comp in `mode` over args (x, mean, var, weight, dy, out_a,
+ * out_b; the work area goes in slot 7): its tiles of channels (as the
+ * shader makes them: four channels an invocation where it reads vec4s)
+ * split into chunks of rows. */
+static nn_status record_columns(vk_backend *vk, nn_kernel kernel, const nn_norm_params *p, uint32_t mode,
+                                const nn_buffer_ref *in, unsigned written, norm_block *push) {
+    push->mode = mode;
+    const bool wide = p->channels % 4 == 0 && aligned4(in[0]) && (mode == COLUMNS_STATS || aligned4(in[4]));
+    const int64_t width = wide ? 4 : 1, rows = nn_norm_elements(p) / p->channels;
+    int64_t columns = (p->channels + width - 1) / width;
+    if (columns > 16) columns = 16; /* norm_columns.comp's COLUMN_LANES */
+    const int64_t lanes = THREADS / columns, per_tile = columns * width;
+    const int64_t tiles = (p->channels + per_tile - 1) / per_tile;
+    nn_buffer_ref args[8];
+    for (int i = 0; i < 7; i++) args[i] = in[i];
+    args[7] = (nn_buffer_ref){NULL, 0, 0};
+    /* Two workgroups per multiprocessor of a large GPU, at least 64 rows per
+     * lane: fewer, longer chunks than the group-wise kernels', so the last
+     * workgroup's merge of a tile's chunks stays short. */
+    return record_split(vk, kernel, VK_PIPE_NORM_COLUMNS, args, 8, 7, written, push,
+                        split_of(tiles, rows, lanes, 64 * lanes, 2 * per_tile, COLUMNS_TARGET), tiles, 2 * per_tile);
+}
+
 nn_status vk_run_norm_stats(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a) {
     norm_block push;
     NN_TRY(norm_push(NN_KERNEL_NORM_STATS, p, &push));
+    if (columnar(p)) {
+        const nn_buffer_ref none = {NULL, 0, 0};
+        const nn_buffer_ref args[7] = {a[0], none, none, none, none, a[1], a[2]};
+        return record_columns(vk, NN_KERNEL_NORM_STATS, p, COLUMNS_STATS, args, NN_ARG(5) | NN_ARG(6), &push);
+    }
     const int64_t n = p->outer * p->inner;
     nn_buffer_ref args[4] = {a[0], a[1], a[2], {NULL, 0, 0}};
     return record_split(vk, NN_KERNEL_NORM_STATS, VK_PIPE_NORM_STATS, args, 4, 3, NN_ARG(1) | NN_ARG(2), &push,
-                        split_of(p->groups, n, PIECE, MIN_CHUNK, 2), p->groups, 2);
+                        split_of(p->groups, n, PIECE, MIN_CHUNK, 2, SPLIT_TARGET), p->groups, 2);
 }
 
 /* Workgroups for a pointwise pass: four elements per invocation where
  * norm_quads may allow it (the shader decides by alignment), else one. */
 static uint32_t pointwise_groups(const nn_norm_params *p) {
     const int64_t n = nn_norm_elements(p);
-    const bool quads = p->inner % 4 == 0 && p->channel_inner % 4 == 0;
+    const bool quads = (p->inner % 4 == 0 && p->channel_inner % 4 == 0) || (columnar(p) && p->channels % 4 == 0);
     return vk_groups_for((uint64_t)(quads ? n / 4 : n));
 }
 
@@ -112,8 +157,12 @@ nn_status vk_run_norm_apply(vk_backend *vk, const nn_norm_params *p, const nn_bu
  * (two floats each, into args[5]), split over workgroups. */
 static nn_status record_backward_sums(vk_backend *vk, nn_kernel kernel, const nn_norm_params *p,
                                       nn_buffer_ref *args, norm_block *push) {
+    if (columnar(p)) { /* the same slots: x, mean, var, weight, dy, sums */
+        const nn_buffer_ref columns[7] = {args[0], args[1], args[2], args[3], args[4], args[5], {NULL, 0, 0}};
+        return record_columns(vk, kernel, p, COLUMNS_SUMS, columns, NN_ARG(5), push);
+    }
     return record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_SUMS, args, 7, 6, NN_ARG(5), push,
-                        split_of(p->groups, p->outer * p->inner, PIECE, MIN_CHUNK, 2), p->groups, 2);
+                        split_of(p->groups, p->outer * p->inner, PIECE, MIN_CHUNK, 2, SPLIT_TARGET), p->groups, 2);
 }
 
 /* Its pointwise pass: dx (args[5]) from dy, the statistics and, with batch
@@ -168,13 +217,12 @@ nn_status vk_run_norm_backward_affine(vk_backend *vk, const nn_norm_params *p, c
     const int64_t per_channel = nn_norm_elements(p) / p->channels;
     nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], a[5], {NULL, 0, 0}};
     const unsigned written = NN_ARG(4) | NN_ARG(5);
-    if (p->channel_inner == 1) { /* rows of channels: a tile of 256 columns per workgroup */
-        const int64_t tiles = (p->channels + THREADS - 1) / THREADS;
-        return record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_AFFINE_COLUMNS, args, 7, 6, written, &push,
-                            split_of(tiles, per_channel, 4, 16, 2 * THREADS), tiles, 2 * THREADS);
+    if (p->channel_inner == 1) { /* rows of channels: x, mean, var, (no weight), dy, dweight, dbias */
+        const nn_buffer_ref columns[7] = {a[0], a[1], a[2], {NULL, 0, 0}, a[3], a[4], a[5]};
+        return record_columns(vk, kernel, p, COLUMNS_AFFINE, columns, written, &push);
     }
     return record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_AFFINE, args, 7, 6, written, &push,
-                        split_of(p->channels, per_channel, PIECE, MIN_CHUNK, 2), p->channels, 2);
+                        split_of(p->channels, per_channel, PIECE, MIN_CHUNK, 2, SPLIT_TARGET), p->channels, 2);
 }
 
 nn_status vk_run_norm_running_update(vk_backend *vk, const nn_norm_running_params *p, const nn_buffer_ref *a) {

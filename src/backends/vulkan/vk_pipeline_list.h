@@ -94,8 +94,7 @@
     P(POOL2D_AVG_WINDOW, pool2d_avg_window, "pool2d_avg_forward (large windows)", 0, 0, 0, 0, 0, 0, 0)          \
     P(NORM_BACKWARD_SUMS, norm_backward_sums, "norm_backward_data (sums)", 0, 0, 0, 0, 0, 0, 0)                \
     P(NORM_BACKWARD_POINTWISE, norm_backward_pointwise, "norm_backward_data (pointwise)", 0, 0, 0, 0, 0, 0, 0) \
-    P(NORM_BACKWARD_AFFINE_COLUMNS, norm_backward_affine_columns, "norm_backward_affine (columns)", 0, 0, 0, 0, 0, \
-      0, 0)                                                                                                    \
+    P(NORM_COLUMNS, norm_columns, "normalisation (columns)", 0, 0, 0, 0, 0, 0, 0)                              \
     /* the optimizers beyond SGD (vk_optimizers.c) */                                                          \
     P(ADAM_UPDATE, adam_update, "adam_update", 0, 0, 0, 0, 0, 0, 0)                                            \
     P(RMSPROP_UPDATE, rmsprop_update, "rmsprop_update", 0, 0, 0, 0, 0, 0, 0)                                   \
@@ -107,8 +106,11 @@
     P(LR_SCHEDULE, lr_schedule, "lr_schedule", 0, 0, 0, 0, 0, 0, 0)                                            \
     P(EMA_UPDATE, ema_update, "ema_update", 0, 0, 0, 0, 0, 0, 0)                                            \
     P(LOSS_SCALE, loss_scale, "loss_scale", 0, 0, 0, 0, 0, 0, 0)                                            \
-    /* implicit-GEMM convolution (vk_conv_implicit.c): variant = mode (0 forward, 1 data, 2 weight) */         \
-    P(CONV_IMPLICIT_LARGE, conv_implicit, "conv2d (implicit GEMM)", 128, 128, 8, 8, 8, 256, 1)                 \
-    P(CONV_IMPLICIT_MEDIUM, conv_implicit, "conv2d (implicit GEMM)", 64, 64, 16, 4, 4, 256, 1)
+    /* implicit-GEMM convolution (vk_conv_gemm.c): variant bits 0, 1 the vec4 loads, 2-3 the mode */          \
+    P(CONV_GEMM_128X64, conv_gemm, "conv2d (implicit GEMM)", 128, 64, 16, 8, 4, 256, 0)                        \
+    P(CONV_GEMM_64X128, conv_gemm, "conv2d (implicit GEMM)", 64, 128, 16, 4, 8, 256, 0)                        \
+    P(CONV_GEMM_64X64, conv_gemm, "conv2d (implicit GEMM)", 64, 64, 16, 4, 4, 256, 0)                          \
+    P(CONV_GEMM_32X32, conv_gemm, "conv2d (implicit GEMM)", 32, 32, 16, 4, 4, 64, 0)                           \
+    P(CONV_GEMM_PACK, conv_gemm_pack, "conv2d (weight packing)", 0, 0, 0, 0, 0, 0, 0)
 
 #endif
