@@ -1,6 +1,7 @@
 // The body of maxpool_backward.comp and maxpool_backward_masked.comp.
 // The scatter dx[argmax] += dy as a gather: one invocation per input pixel
-// adds the dy of every window that covers it and chose it, in output order
+// (in dx's memory order, dense or channels-last) adds the dy of every
+// window that covers it and chose it, in output order
 // starting from the old value (accumulate) or zero -- the CPU's order, and
 // no two invocations write one pixel (overlapping windows are safe).
 // MASKED (the fused ReLU backward): a window adds its dy only where the pool
@@ -22,8 +23,9 @@ void main() {
     uint out_plane = uint(p.out_h * p.out_w);
     uint total = uint(p.batch * p.channels) * in_plane;
     GRID_STRIDE_LOOP(idx, total) {
-        uint nc = idx / in_plane;
-        int pix = int(idx % in_plane);
+        uint n, c, pixel;
+        pool_position(idx, in_plane, n, c, pixel);
+        int pix = int(pixel);
         int h = pix / p.width, w = pix % p.width;
         // Windows oh with oh*stride - pad <= h < oh*stride - pad + kernel.
         int oh0 = max(0, (h + p.pad - p.kernel + p.stride) / p.stride);
@@ -34,10 +36,9 @@ void main() {
         int ow1 = min(p.out_w - 1, (w + p.pad) / p.stride);
         uint o = DX_OFFSET + idx;
         float sum = p.accumulate != 0 ? dx[o] : 0.0;
-        uint base = nc * out_plane;
         for (int oh = oh0; oh <= oh1; oh++) {
             for (int ow = ow0; ow <= ow1; ow++) {
-                uint q = base + uint(oh * p.out_w + ow);
+                uint q = pool_element(n, c, uint(oh * p.out_w + ow), out_plane);
 #if MASKED
                 if (argmax[p.off[1] + q] == pix && y[p.off[2] + q] > 0.0) sum += dy[p.off[0] + q];
 #else

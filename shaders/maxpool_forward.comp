@@ -2,9 +2,10 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "pool_params.glsl"
-// One invocation per output. The window is clipped to the image (padding
-// never wins); the first maximum in row-major order wins ties; a NaN takes
-// over (as on the CPU). argmax is the winner's index within its plane.
+// One invocation per output, in y's memory order (dense or channels-last).
+// The window is clipped to the image (padding never wins); the first
+// maximum in row-major order wins ties; a NaN takes over (as on the CPU).
+// argmax is the winner's index within its plane.
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
@@ -13,20 +14,21 @@ layout(std430, binding = 2) writeonly buffer A { int argmax[]; };
 void main() {
     uint out_plane = uint(p.out_h * p.out_w);
     uint total = uint(p.batch * p.channels) * out_plane;
+    uint in_plane = uint(p.height * p.width);
     GRID_STRIDE_LOOP(idx, total) {
-        uint nc = idx / out_plane;
-        int q = int(idx % out_plane);
+        uint n, c, pixel;
+        pool_position(idx, out_plane, n, c, pixel);
+        int q = int(pixel);
         int oh = q / p.out_w, ow = q % p.out_w;
         int h0 = oh * p.stride - p.pad, w0 = ow * p.stride - p.pad;
         int h1 = min(h0 + p.kernel, p.height), w1 = min(w0 + p.kernel, p.width);
         h0 = max(h0, 0);
         w0 = max(w0, 0);
-        uint base = p.off[0] + nc * uint(p.height * p.width);
         int best_index = h0 * p.width + w0;
-        float best = x[base + uint(best_index)];
+        float best = x[p.off[0] + pool_element(n, c, uint(best_index), in_plane)];
         for (int h = h0; h < h1; h++) {
             for (int w = w0; w < w1; w++) {
-                float v = x[base + uint(h * p.width + w)];
+                float v = x[p.off[0] + pool_element(n, c, uint(h * p.width + w), in_plane)];
                 if (v > best || (isnan(v) && !isnan(best))) {
                     best = v;
                     best_index = h * p.width + w;

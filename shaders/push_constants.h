@@ -71,9 +71,10 @@
     F(int, draw_row)
 
 /* ---- pooling, columns ---- */
+/* channels_last: nn_pool_params.layout is channels-last */
 #define PUSH_POOL(F)                                                                                          \
     F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel) F(int, stride) \
-    F(int, pad) F(int, out_h) F(int, out_w) F(int, accumulate)
+    F(int, pad) F(int, out_h) F(int, out_w) F(int, accumulate) F(int, channels_last)
 #define PUSH_CONV_GEOMETRY(F)                                                                                 \
     F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel_h)            \
     F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w) F(int, out_h)            \

@@ -235,12 +235,20 @@ static float *pool_input(const nn_pool_params *p, bool relu) {
     return x;
 }
 
-#define POOL_FMT "%dx%dx%dx%d window %d stride %d pad %d"
-#define POOL_ARGS(p) (p)->batch, (p)->channels, (p)->height, (p)->width, (p)->kernel, (p)->stride, (p)->pad
+#define POOL_FMT "%dx%dx%dx%d window %d stride %d pad %d layout %d"
+#define POOL_ARGS(p) (p)->batch, (p)->channels, (p)->height, (p)->width, (p)->kernel, (p)->stride, (p)->pad, (p)->layout
+
+/* Each shape dense and channels-last. */
+#define POOL_CASES (2 * POOLS)
+static nn_pool_params pool_case(size_t i) {
+    nn_pool_params p = pool_of(i / 2);
+    p.layout = i % 2 ? NN_LAYOUT_CHANNELS_LAST : NN_LAYOUT_DENSE;
+    return p;
+}
 
 void parity_maxpool_forward_case(nn_backend *o) {
-    for (size_t i = 0; i < POOLS; i++) {
-        const nn_pool_params p = pool_of(i);
+    for (size_t i = 0; i < POOL_CASES; i++) {
+        const nn_pool_params p = pool_case(i);
         const size_t in = pool_in(&p), out = pool_out(&p);
         parity_arg a[3] = {arg_in(pool_input(&p, false), in, 12), arg_near(parity_randoms(out, -1, 1), out, 0, 0.0),
                            arg_exact(parity_randoms(out, -1, 1), out, 4)};
@@ -259,9 +267,9 @@ static void pool_forward_on_cpu(const nn_pool_params *p, const float *x, float *
 /* Plain (NN_KERNEL_MAXPOOL_BACKWARD) or masked by the pool output (x a
  * ReLU's output: windows of zeros pass no gradient). */
 static void maxpool_backward_run(nn_backend *o, bool masked) {
-    for (size_t i = 0; i < POOLS; i++)
+    for (size_t i = 0; i < POOL_CASES; i++)
         for (int acc = 0; acc < 2; acc++) {
-            nn_pool_params p = pool_of(i);
+            nn_pool_params p = pool_case(i);
             const size_t in = pool_in(&p), out = pool_out(&p);
             float *y = parity_array(out * 4);
             int32_t *argmax = parity_array(out * 4);

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/internal.h" /* the tensors' layouts */
+#include "core/graph.h" /* the tensors' layouts, the tape */
 #include "nn_engine.h"
 #include "test.h"
 #include "vulkan_harness.h"
@@ -69,7 +69,7 @@ typedef struct outcome {
     int count;
     float *values[PARAMS + 4];
     int64_t sizes[PARAMS + 4];
-    bool channels_last; /* the block's output was stored channels-last */
+    bool channels_last; /* the block's output and its max pooling's were stored channels-last */
 } outcome;
 
 static void keep(outcome *o, nn_tensor *t) {
@@ -89,7 +89,8 @@ static nn_tensor *forward(net *n, nn_tensor *x, nn_tensor **block) {
     h = nn_relu(nn_batch_norm(h, n->mean[0], n->var[0], n->p[2], n->p[3], true, 0.1f, 1e-5f));
     h = nn_batch_norm(nn_conv2d_ex(h, n->p[4], NULL, &same), n->mean[1], n->var[1], NULL, NULL, true, 0.1f, 1e-5f);
     *block = nn_relu(nn_add(h, nn_conv2d_ex(x, n->p[5], NULL, &shortcut)));
-    h = nn_maxpool2d_ex(nn_mul(*block, n->p[6]), 2, 1, 0);
+    h = nn_maxpool2d_ex(*block, 2, 1, 0);
+    h = nn_mul(h, n->p[6]);
     h = nn_conv2d_ex(h, n->p[7], NULL, &depthwise);
     h = nn_relu6(nn_batch_norm(h, n->mean[2], n->var[2], n->p[8], n->p[9], true, 0.1f, 1e-5f));
     return nn_linear(nn_flatten(nn_adaptive_avgpool2d(h, 1, 1)), n->p[10], n->p[11]);
@@ -109,7 +110,12 @@ static outcome run(const char *device, nn_memory_format format, bool fusion) {
     nn_tensor *block;
     nn_tensor *loss = nn_softmax_cross_entropy(forward(&n, x, &block), y);
     CHECK_MSG(loss != NULL, "%s forward: %s", device, nn_last_error());
-    o.channels_last = block->layout == NN_LAYOUT_CHANNELS_LAST;
+    const nn_tensor *pooled = NULL;
+    for (int64_t i = 0; i < ctx->tape_count && !pooled; i++)
+        if (ctx->tape[i]->inputs[0] == block && ctx->tape[i]->output->shape[2] < block->shape[2])
+            pooled = ctx->tape[i]->output;
+    CHECK_MSG(pooled != NULL, "%s: the max pooling is not on the tape", device);
+    o.channels_last = block->layout == NN_LAYOUT_CHANNELS_LAST && pooled && pooled->layout == NN_LAYOUT_CHANNELS_LAST;
     keep(&o, loss);
     keep(&o, block);
     CHECK_MSG(nn_backward(loss) == NN_OK, "%s backward: %s", device, nn_last_error());

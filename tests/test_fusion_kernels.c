@@ -182,8 +182,10 @@ TEST(fusion_vulkan_gemm_epilogue) {
 /* ---- max-pool backward masked by the pool output ---- */
 
 static const nn_pool_params kPoolCases[] = {
-    {1, 1, 5, 5, 2, 2, 0, 2, 2, 0}, {2, 3, 7, 9, 3, 2, 1, 4, 5, 0}, {1, 2, 6, 6, 3, 1, 1, 6, 6, 0},
-    {3, 6, 24, 24, 2, 2, 0, 12, 12, 0},
+    {1, 1, 5, 5, 2, 2, 0, 2, 2, 0, NN_LAYOUT_DENSE},
+    {2, 3, 7, 9, 3, 2, 1, 4, 5, 0, NN_LAYOUT_DENSE},
+    {1, 2, 6, 6, 3, 1, 1, 6, 6, 0, NN_LAYOUT_DENSE},
+    {3, 6, 24, 24, 2, 2, 0, 12, 12, 0, NN_LAYOUT_DENSE},
 };
 
 /* x is a ReLU output (zeros and positives); the pool's y and argmax come from

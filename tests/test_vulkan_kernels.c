@@ -258,9 +258,10 @@ TEST(vulkan_conv2d_kernels) {
 TEST(vulkan_maxpool_forward_backward) {
     NEED_VULKAN();
     static const nn_pool_params cases[] = {
-        /* batch, C, H, W, kernel, stride, pad, out_h, out_w */
-        {1, 1, 5, 5, 2, 2, 0, 2, 2, 0},  {2, 3, 7, 9, 3, 2, 1, 4, 5, 0}, {1, 2, 6, 6, 3, 1, 1, 6, 6, 0},
-        {2, 1, 5, 5, 2, 3, 0, 2, 2, 0},  {3, 6, 28, 28, 2, 2, 0, 14, 14, 0}, {1, 1, 1, 1, 1, 1, 0, 1, 1, 0},
+        /* batch, C, H, W, kernel, stride, pad, out_h, out_w, accumulate, layout */
+        {1, 1, 5, 5, 2, 2, 0, 2, 2, 0, NN_LAYOUT_DENSE},   {2, 3, 7, 9, 3, 2, 1, 4, 5, 0, NN_LAYOUT_DENSE},
+        {1, 2, 6, 6, 3, 1, 1, 6, 6, 0, NN_LAYOUT_DENSE},   {2, 1, 5, 5, 2, 3, 0, 2, 2, 0, NN_LAYOUT_DENSE},
+        {3, 6, 28, 28, 2, 2, 0, 14, 14, 0, NN_LAYOUT_DENSE}, {1, 1, 1, 1, 1, 1, 0, 1, 1, 0, NN_LAYOUT_DENSE},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         nn_pool_params p = cases[i];

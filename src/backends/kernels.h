@@ -60,6 +60,7 @@ typedef struct nn_pool_params {
     int32_t kernel, stride, pad;
     int32_t out_h, out_w;
     int32_t accumulate; /* backward only */
+    int32_t layout;     /* the nn_layout of x, y, dy, dx (argmax is y's layout; its values are in-plane indices) */
 } nn_pool_params;
 
 /* y[o, c, i] += bias[c] for o < outer, c < channels, i < inner (forward);

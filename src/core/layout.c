@@ -33,6 +33,13 @@ nn_layout nn_layouts_pointwise(nn_tensor *const *inputs, int count, const void *
     return first;
 }
 
+nn_layout nn_layouts_follow_input(nn_tensor *const *inputs, int count, const void *params, int ndim,
+                                  const int64_t *shape, nn_layout *input_layouts) {
+    (void)count, (void)params, (void)ndim, (void)shape;
+    input_layouts[0] = inputs[0]->layout;
+    return inputs[0]->layout;
+}
+
 /* Element i of the logical order (row-major over shape) and its offset in
  * the storage, for 4-byte elements. */
 static void reorder(const nn_tensor *t, const uint32_t *from, uint32_t *to, bool to_logical) {

@@ -32,6 +32,12 @@ extern const nn_op nn_op_to_layout;
 nn_layout nn_layouts_pointwise(nn_tensor *const *inputs, int count, const void *params, int ndim,
                                const int64_t *shape, nn_layout *input_layouts);
 
+/* The layouts of an operation that reads input 0 in the layout it has and
+ * gives its output that layout (pooling: another shape, the same kind of
+ * tensor); other inputs dense. */
+nn_layout nn_layouts_follow_input(nn_tensor *const *inputs, int count, const void *params, int ndim,
+                                  const int64_t *shape, nn_layout *input_layouts);
+
 /* Host copies between a storage in t's layout and the logical order. */
 void nn_layout_to_logical(const nn_tensor *t, const void *storage, void *logical);
 void nn_layout_from_logical(const nn_tensor *t, const void *logical, void *storage);

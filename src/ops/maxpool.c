@@ -1,7 +1,9 @@
-/* Max pooling; the winning index of each window is kept for backward.
+/* Max pooling, in its input's layout (dense or channels-last); the winning
+ * index of each window within its plane is kept for backward.
  * Where its input is a ReLU's output that it alone reads, its backward
  * applies the ReLU's mask itself (the pooled value is that ReLU's output at
  * the argmax, so the mask is y > 0): nn_relu_mask_claim. */
+#include "core/layout.h"
 #include "io/onnx_graph.h"
 #include "ops.h"
 
@@ -10,6 +12,7 @@ static nn_status maxpool_forward(nn_node *node) {
     nn_tensor *x = node->inputs[0], *y = node->output;
     nn_tensor *argmax = nn_node_save_new(node, NN_I32, 4, y->shape);
     if (!argmax) return nn_last_status();
+    argmax->layout = y->layout; /* its values are indices within a plane */
     nn_buffer_ref args[3] = {nn_tensor_ref(x), nn_tensor_ref(y), nn_tensor_ref(argmax)};
     return nn_ctx_run(x->ctx, NN_KERNEL_MAXPOOL_FORWARD, args, 3, p);
 }
@@ -40,8 +43,8 @@ static nn_status maxpool_onnx(exporter *x, op_io *io, const char *out) {
     return NN_OK;
 }
 
-const nn_op nn_op_maxpool2d = {
-    .name = "nn_maxpool2d", .forward = maxpool_forward, .backward = maxpool_backward, .to_onnx = maxpool_onnx};
+const nn_op nn_op_maxpool2d = {.name = "nn_maxpool2d", .forward = maxpool_forward, .backward = maxpool_backward,
+                               .to_onnx = maxpool_onnx, .layouts = nn_layouts_follow_input};
 
 nn_tensor *nn_maxpool2d_ex(nn_tensor *x, int kernel, int stride, int padding) {
     const char *op = "nn_maxpool2d";
@@ -63,7 +66,7 @@ nn_tensor *nn_maxpool2d_ex(nn_tensor *x, int kernel, int stride, int padding) {
     nn_maxpool_node p = {.pool = {
         .batch = (int32_t)x->shape[0], .channels = (int32_t)x->shape[1],
         .height = (int32_t)x->shape[2], .width = (int32_t)x->shape[3],
-        .kernel = kernel, .stride = stride, .pad = padding,
+        .kernel = kernel, .stride = stride, .pad = padding, .layout = x->layout,
     }};
     p.pool.out_h = (p.pool.height + 2 * padding - kernel) / stride + 1;
     p.pool.out_w = (p.pool.width + 2 * padding - kernel) / stride + 1;

@@ -1,5 +1,7 @@
 /* Max pooling over (image, channel) planes. The argmax is the index of the
- * winning input within its plane, so backward is a scatter inside one plane. */
+ * winning input within its plane, so backward is a scatter inside one plane.
+ * Channels-last tensors (p->layout) take the plain loops through their
+ * strides; dense ones the vectorized interior below. */
 #include <string.h>
 
 #include "cpu_backend.h"
@@ -36,8 +38,50 @@ static void pool_one(const nn_pool_params *p, const float *x, int oh, int ow, fl
     *argmax = best_index;
 }
 
+/* A plane (n, c) of a [batch, channels, rows, columns] tensor: its first
+ * element and the step between its pixels (1 dense, channels channels-last). */
+typedef struct plane {
+    int64_t base, step;
+} plane;
+
+static plane plane_of(const nn_pool_params *p, int64_t nc, int64_t pixels) {
+    const int64_t n = nc / p->channels, c = nc % p->channels;
+    if (p->layout == NN_LAYOUT_CHANNELS_LAST) return (plane){n * pixels * p->channels + c, p->channels};
+    return (plane){nc * pixels, 1};
+}
+
+static void forward_strided(const pool_job *job, int64_t begin, int64_t end) {
+    const nn_pool_params *p = job->p;
+    const int64_t in_plane = (int64_t)p->height * p->width, out_plane = (int64_t)p->out_h * p->out_w;
+    for (int64_t nc = begin; nc < end; nc++) {
+        const plane in = plane_of(p, nc, in_plane), out = plane_of(p, nc, out_plane);
+        for (int oh = 0; oh < p->out_h; oh++)
+            for (int ow = 0; ow < p->out_w; ow++) {
+                int h0 = oh * p->stride - p->pad, w0 = ow * p->stride - p->pad;
+                const int h1 = h0 + p->kernel < p->height ? h0 + p->kernel : p->height;
+                const int w1 = w0 + p->kernel < p->width ? w0 + p->kernel : p->width;
+                if (h0 < 0) h0 = 0;
+                if (w0 < 0) w0 = 0;
+                int32_t best_index = h0 * p->width + w0;
+                float best = job->in[in.base + best_index * in.step];
+                for (int h = h0; h < h1; h++)
+                    for (int w = w0; w < w1; w++) {
+                        const float v = job->in[in.base + (int64_t)(h * p->width + w) * in.step];
+                        if (takes_over(v, best)) best = v, best_index = h * p->width + w;
+                    }
+                const int64_t o = out.base + (int64_t)(oh * p->out_w + ow) * out.step;
+                job->out[o] = best;
+                job->argmax_out[o] = best_index;
+            }
+    }
+}
+
 static void forward_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const pool_job *job = arg;
+    if (job->p->layout == NN_LAYOUT_CHANNELS_LAST) {
+        forward_strided(job, begin, end);
+        return;
+    }
     const nn_pool_params params = *job->p, *p = &params; /* a local copy: stores cannot alias it */
     const int64_t in_plane = (int64_t)p->height * p->width;
     const int64_t out_plane = (int64_t)p->out_h * p->out_w;
@@ -87,11 +131,13 @@ static void backward_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const int64_t in_plane = (int64_t)p->height * p->width;
     const int64_t out_plane = (int64_t)p->out_h * p->out_w;
     for (int64_t nc = begin; nc < end; nc++) {
-        const float *restrict dy = job->in + nc * out_plane;
-        const int32_t *restrict argmax = job->argmax_in + nc * out_plane;
-        float *restrict dx = job->out + nc * in_plane;
-        if (!p->accumulate) memset(dx, 0, (size_t)in_plane * sizeof(float));
-        for (int64_t i = 0; i < out_plane; i++) dx[argmax[i]] += dy[i];
+        const plane in = plane_of(p, nc, in_plane), out = plane_of(p, nc, out_plane);
+        if (!p->accumulate)
+            for (int64_t i = 0; i < in_plane; i++) job->out[in.base + i * in.step] = 0.0f;
+        for (int64_t i = 0; i < out_plane; i++) {
+            const int64_t o = out.base + i * out.step;
+            job->out[in.base + job->argmax_in[o] * in.step] += job->in[o];
+        }
     }
 }
 

@@ -46,8 +46,8 @@ static vk_pipeline_id conv_gemm_tile(int64_t m, int64_t n, int64_t outputs, bool
         if (!strcmp(force, "64x64")) return VK_PIPE_CONV_GEMM_64X64;
         if (!strcmp(force, "32x32")) return VK_PIPE_CONV_GEMM_32X32;
     }
-    if (long_k) {
-        if (m >= 128) return VK_PIPE_CONV_GEMM_128X64;
+    if (long_k) { /* the filters are the rows: 64 x 128 up to 256 of them, 128 x 64 beyond (bench/README.md) */
+        if (m >= 512) return VK_PIPE_CONV_GEMM_128X64;
         if (m >= 64) return n >= 128 ? VK_PIPE_CONV_GEMM_64X128 : VK_PIPE_CONV_GEMM_64X64;
         return VK_PIPE_CONV_GEMM_32X32;
     }

@@ -200,7 +200,8 @@ static nn_status pool(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, con
     if (items == 0) return NN_OK;
     VK_PUSH(POOL) push = {.batch = p->batch, .channels = p->channels, .height = p->height, .width = p->width,
                           .kernel = p->kernel, .stride = p->stride, .pad = p->pad, .out_h = p->out_h,
-                          .out_w = p->out_w, .accumulate = p->accumulate};
+                          .out_w = p->out_w, .accumulate = p->accumulate,
+                          .channels_last = p->layout == NN_LAYOUT_CHANNELS_LAST};
     return vk_record(vk, kernel, pipe, 0, a, nn_kernel_arg_count(kernel), VK_PUSH_REF(push),
                      vk_groups_for((uint64_t)items), 1, 1);
 }
