@@ -4,35 +4,21 @@ and 10 classes (nnengine's resnet18-cifar) on 1x28x28 images, or with --tv
 torchvision's resnet18 itself on 3x224x224 (1000 classes); SGD with Nesterov
 momentum: ms per step eager (fp32, TF32 off), with the whole step in a CUDA
 graph, with TF32, and with bf16 autocast (channels-last for --tv); the median
-of --steps steps after warm-up. bench/bench_zoo_step.c is nn-engine's side.
+of --steps steps after warm-up. bench/bench_zoo_step.c is nn-engine's side;
+bench/torch_zoo_step.py (whose model, timing and graph capture this uses)
+times the other models of the zoo.
 
     python3 bench/torch_resnet18_cifar_step.py [--steps 50] [--batch 128] [--tv]
 """
 import argparse
-import time
 
 import torch
-import torchvision
+
+from torch_zoo_step import graphed, model as zoo_model, timed
 
 
 def model(tv):
-    if tv:
-        return torchvision.models.resnet18(num_classes=1000).cuda()
-    m = torchvision.models.resnet18(num_classes=10)
-    m.conv1 = torch.nn.Conv2d(1, 64, 3, 1, 1, bias=False)
-    m.maxpool = torch.nn.Identity()
-    return m.cuda()
-
-
-def timed(step, steps):
-    times = []
-    for _ in range(steps):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        step()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - start) * 1e3)
-    return sorted(times)[len(times) // 2]
+    return zoo_model("resnet18" if tv else "resnet18-cifar")[0].cuda()
 
 
 def main():
@@ -65,19 +51,7 @@ def main():
 
         for _ in range(10):
             step()
-        if mode == "fp32 CUDA graph":
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    step()
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                step()
-            ms = timed(graph.replay, args.steps)
-        else:
-            ms = timed(step, args.steps)
+        ms = timed(graphed(step) if mode == "fp32 CUDA graph" else step, args.steps)
         print(f"{mode:<16} {ms:8.2f} ms/step  {args.batch / ms * 1e3:9.0f} images/s", flush=True)
 
 

@@ -31,6 +31,7 @@ def model(name):
 
 
 def timed(step, steps):
+    """The median ms of `steps` synced calls of step."""
     times = []
     for _ in range(steps):
         torch.cuda.synchronize()
@@ -39,6 +40,21 @@ def timed(step, steps):
         torch.cuda.synchronize()
         times.append((time.perf_counter() - start) * 1e3)
     return sorted(times)[len(times) // 2]
+
+
+def graphed(step):
+    """step captured in a CUDA graph (after three warm-up calls on a side
+    stream, as torch.cuda.graphs asks): its replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
 
 
 def main():
@@ -76,19 +92,7 @@ def main():
         torch.cuda.reset_peak_memory_stats()
         for _ in range(5):
             step()
-        if mode == "fp32 CUDA graph":
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    step()
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                step()
-            ms = timed(graph.replay, args.steps)
-        else:
-            ms = timed(step, args.steps)
+        ms = timed(graphed(step) if mode == "fp32 CUDA graph" else step, args.steps)
         peak = torch.cuda.max_memory_allocated() / 2**20
         print(f"{mode:<16} {ms:8.2f} ms/step  {batch / ms * 1e3:9.0f} images/s  peak {peak:8.0f} MiB", flush=True)
         del net, opt, x, y
