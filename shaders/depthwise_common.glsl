@@ -13,6 +13,7 @@ uint weight_at(int f, int t) {
 
 int reader(int i, int k, int pad, int dilation, int stride, int outputs) {
     int t = i + pad - k * dilation;
+    if (stride == 1) return t >= 0 && t < outputs ? t : -1; // no division: most depthwise layers
     if (t < 0 || t % stride != 0 || t / stride >= outputs) return -1;
     return t / stride;
 }

@@ -32,17 +32,27 @@ void main() {
         int f = int((item / taps) * lanes_f + lane_f);
         int ki = int(tap) / p.kernel_w, kj = int(tap) % p.kernel_w;
         float sum = 0.0;
-        for (uint q = begin + lane_p; f < p.filters && q < end; q += lanes_p) {
-            uint n = q / out_plane, r = q % out_plane;
-            int oh = int(r) / p.out_w, ow = int(r) % p.out_w;
+        // The lane's pairs q = (n, oh, ow), stepped by lanes_p without a division per pair.
+        uint q = begin + lane_p, n = q / out_plane;
+        int oh = int(q % out_plane) / p.out_w, ow = int(q % out_plane) % p.out_w;
+        for (; f < p.filters && q < end; q += lanes_p) {
             int ih = oh * p.stride_h - p.pad_h + ki * p.dilation_h;
             int iw = ow * p.stride_w - p.pad_w + kj * p.dilation_w;
-            if (ih < 0 || ih >= p.height || iw < 0 || iw >= p.width) continue;
-            uint at_y = element(p.output_last != 0, n, uint(f), uint(oh), uint(ow), uint(p.filters), uint(p.out_h),
-                                uint(p.out_w));
-            uint at_x = element(p.image_last != 0, n, uint(f / mult), uint(ih), uint(iw), uint(p.channels),
-                                uint(p.height), uint(p.width));
-            sum += dy[p.off[0] + at_y] * x[p.off[1] + at_x];
+            if (ih >= 0 && ih < p.height && iw >= 0 && iw < p.width) {
+                uint at_y = element(p.output_last != 0, n, uint(f), uint(oh), uint(ow), uint(p.filters),
+                                    uint(p.out_h), uint(p.out_w));
+                uint at_x = element(p.image_last != 0, n, uint(f / mult), uint(ih), uint(iw), uint(p.channels),
+                                    uint(p.height), uint(p.width));
+                sum += dy[p.off[0] + at_y] * x[p.off[1] + at_x];
+            }
+            ow += int(lanes_p);
+            while (ow >= p.out_w) {
+                ow -= p.out_w;
+                if (++oh == p.out_h) {
+                    oh = 0;
+                    n++;
+                }
+            }
         }
         partial[tid] = sum;
         barrier();
