@@ -11,7 +11,7 @@ nn_status nn_conv_layout_check(const char *backend, nn_kernel kernel, const nn_c
     return NN_OK;
 }
 
-nn_strided_copy_params nn_conv_layout_copy(int32_t n, int32_t c, int32_t h, int32_t w, bool to_channels_last,
+nn_strided_copy_params nn_channels_last_copy(int32_t n, int32_t c, int32_t h, int32_t w, bool to_channels_last,
                                            int32_t accumulate) {
     const int32_t dense[4] = {c * h * w, h * w, w, 1}, last[4] = {h * w * c, 1, w * c, c};
     nn_strided_copy_params p = {.ndim = 4, .accumulate = accumulate, .shape = {n, c, h, w}};
@@ -37,7 +37,7 @@ static nn_status to_dense(nn_backend *self, const nn_conv_dense_host *host, cons
     *made = host->scratch(self, side_bytes(s));
     if (!*made) return nn_last_status();
     *dense = (nn_buffer_ref){*made, 0, side_bytes(s)};
-    const nn_strided_copy_params c = nn_conv_layout_copy(s->n, s->c, s->h, s->w, false, 0);
+    const nn_strided_copy_params c = nn_channels_last_copy(s->n, s->c, s->h, s->w, false, 0);
     const nn_buffer_ref args[2] = {from, *dense};
     return self->run(self, NN_KERNEL_STRIDED_COPY, args, 2, &c);
 }
@@ -74,7 +74,7 @@ nn_status nn_conv_through_dense(nn_backend *self, const nn_conv_dense_host *host
     if (st == NN_OK) st = self->run(self, kernel, dense, nargs, &q);
     if (st == NN_OK && made[2]) {
         const nn_strided_copy_params c =
-            nn_conv_layout_copy(written->n, written->c, written->h, written->w, true, data ? g->accumulate : 0);
+            nn_channels_last_copy(written->n, written->c, written->h, written->w, true, data ? g->accumulate : 0);
         const nn_buffer_ref back[2] = {dense[2], args[2]};
         st = self->run(self, NN_KERNEL_STRIDED_COPY, back, 2, &c);
     }

@@ -34,8 +34,9 @@ nn_status nn_conv_through_dense(nn_backend *self, const nn_conv_dense_host *host
                                 const nn_conv_params *p, const nn_buffer_ref *args, int nargs);
 
 /* STRIDED_COPY's parameters between the two layouts of [n, c, h, w]
- * (to_channels_last: dense -> channels-last, else the other way). */
-nn_strided_copy_params nn_conv_layout_copy(int32_t n, int32_t c, int32_t h, int32_t w, bool to_channels_last,
+ * (to_channels_last: dense -> channels-last, else the other way); a dense
+ * side may be any tensor of n * c * h * w elements in that order. */
+nn_strided_copy_params nn_channels_last_copy(int32_t n, int32_t c, int32_t h, int32_t w, bool to_channels_last,
                                            int32_t accumulate);
 
 #endif

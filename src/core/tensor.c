@@ -5,6 +5,7 @@
 
 #include "graph.h"
 #include "context_mismatch.h"
+#include "backends/conv_layout.h"
 #include "layout.h"
 
 #define ELEMENT_BYTES 4 /* float32 and int32 */
@@ -380,16 +381,9 @@ nn_status nn_tensor_read(const nn_tensor *t, void *data, size_t bytes) {
  * the convolution that made it checked them). */
 static nn_status copy_across_layouts(nn_tensor *dst, const nn_tensor *src) {
     const nn_tensor *last = src->layout == NN_LAYOUT_CHANNELS_LAST ? src : dst;
-    int64_t strided[NN_MAX_DIMS];
-    nn_layout_strides(last, strided);
-    const int32_t dense[4] = {(int32_t)(last->shape[1] * last->shape[2] * last->shape[3]),
-                              (int32_t)(last->shape[2] * last->shape[3]), (int32_t)last->shape[3], 1};
-    nn_strided_copy_params p = {.ndim = 4};
-    for (int d = 0; d < 4; d++) {
-        p.shape[d] = (int32_t)last->shape[d];
-        p.src_stride[d] = last == src ? (int32_t)strided[d] : dense[d];
-        p.dst_stride[d] = last == dst ? (int32_t)strided[d] : dense[d];
-    }
+    const nn_strided_copy_params p =
+        nn_channels_last_copy((int32_t)last->shape[0], (int32_t)last->shape[1], (int32_t)last->shape[2],
+                              (int32_t)last->shape[3], last == dst, 0);
     const nn_buffer_ref args[2] = {nn_tensor_ref(src), nn_tensor_ref(dst)};
     return nn_ctx_run(dst->ctx, NN_KERNEL_STRIDED_COPY, args, 2, &p);
 }

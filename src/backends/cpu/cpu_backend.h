@@ -72,6 +72,13 @@ nn_status nn_cpu_conv_pool_linear(nn_backend *self, nn_thread_pool *pool, const 
 /* NN_KERNEL_LINEAR_HEAD_* (cpu_linear_head.c): the unfused layers' GEMMs in turn. */
 nn_status nn_cpu_linear_head(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel,
                              const nn_linear_head_params *p, const nn_buffer_ref *a);
+/* Plane nc = (n, c) of a max pooling's [batch, channels, rows, columns]
+ * tensor of `pixels` per plane: its first element and the step between its
+ * pixels (1 dense, channels channels-last: nn_pool_params.layout). */
+typedef struct nn_cpu_pool_plane {
+    int64_t base, step;
+} nn_cpu_pool_plane;
+nn_cpu_pool_plane nn_cpu_pool_plane_of(const nn_pool_params *p, int64_t nc, int64_t pixels);
 nn_status nn_cpu_maxpool_forward(nn_thread_pool *pool, const nn_pool_params *p, const float *x,
                                  float *y, int32_t *argmax);
 nn_status nn_cpu_maxpool_backward(nn_thread_pool *pool, const nn_pool_params *p, const float *dy,

@@ -108,18 +108,14 @@ static void masked_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const pool_mask_job *job = arg;
     const int64_t in_plane = (int64_t)job->p->height * job->p->width;
     const int64_t out_plane = (int64_t)job->p->out_h * job->p->out_w;
-    const bool last = job->p->layout == NN_LAYOUT_CHANNELS_LAST;
-    const int64_t channels = job->p->channels;
     for (int64_t nc = begin; nc < end; nc++) {
-        /* The plane's first element and the step between its pixels (channels-last: the channels). */
-        const int64_t n = nc / channels, c = nc % channels, step = last ? channels : 1;
-        const int64_t in_base = last ? n * in_plane * channels + c : nc * in_plane;
-        const int64_t out_base = last ? n * out_plane * channels + c : nc * out_plane;
+        const nn_cpu_pool_plane in = nn_cpu_pool_plane_of(job->p, nc, in_plane);
+        const nn_cpu_pool_plane out = nn_cpu_pool_plane_of(job->p, nc, out_plane);
         if (!job->p->accumulate)
-            for (int64_t i = 0; i < in_plane; i++) job->dx[in_base + i * step] = 0.0f;
+            for (int64_t i = 0; i < in_plane; i++) job->dx[in.base + i * in.step] = 0.0f;
         for (int64_t i = 0; i < out_plane; i++) {
-            const int64_t o = out_base + i * step;
-            job->dx[in_base + job->argmax[o] * step] += job->y[o] > 0.0f ? job->dy[o] : 0.0f;
+            const int64_t o = out.base + i * out.step;
+            job->dx[in.base + job->argmax[o] * in.step] += job->y[o] > 0.0f ? job->dy[o] : 0.0f;
         }
     }
 }

@@ -38,23 +38,17 @@ static void pool_one(const nn_pool_params *p, const float *x, int oh, int ow, fl
     *argmax = best_index;
 }
 
-/* A plane (n, c) of a [batch, channels, rows, columns] tensor: its first
- * element and the step between its pixels (1 dense, channels channels-last). */
-typedef struct plane {
-    int64_t base, step;
-} plane;
-
-static plane plane_of(const nn_pool_params *p, int64_t nc, int64_t pixels) {
+nn_cpu_pool_plane nn_cpu_pool_plane_of(const nn_pool_params *p, int64_t nc, int64_t pixels) {
     const int64_t n = nc / p->channels, c = nc % p->channels;
-    if (p->layout == NN_LAYOUT_CHANNELS_LAST) return (plane){n * pixels * p->channels + c, p->channels};
-    return (plane){nc * pixels, 1};
+    if (p->layout == NN_LAYOUT_CHANNELS_LAST) return (nn_cpu_pool_plane){n * pixels * p->channels + c, p->channels};
+    return (nn_cpu_pool_plane){nc * pixels, 1};
 }
 
 static void forward_strided(const pool_job *job, int64_t begin, int64_t end) {
     const nn_pool_params *p = job->p;
     const int64_t in_plane = (int64_t)p->height * p->width, out_plane = (int64_t)p->out_h * p->out_w;
     for (int64_t nc = begin; nc < end; nc++) {
-        const plane in = plane_of(p, nc, in_plane), out = plane_of(p, nc, out_plane);
+        const nn_cpu_pool_plane in = nn_cpu_pool_plane_of(p, nc, in_plane), out = nn_cpu_pool_plane_of(p, nc, out_plane);
         for (int oh = 0; oh < p->out_h; oh++)
             for (int ow = 0; ow < p->out_w; ow++) {
                 int h0 = oh * p->stride - p->pad, w0 = ow * p->stride - p->pad;
@@ -131,7 +125,7 @@ static void backward_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const int64_t in_plane = (int64_t)p->height * p->width;
     const int64_t out_plane = (int64_t)p->out_h * p->out_w;
     for (int64_t nc = begin; nc < end; nc++) {
-        const plane in = plane_of(p, nc, in_plane), out = plane_of(p, nc, out_plane);
+        const nn_cpu_pool_plane in = nn_cpu_pool_plane_of(p, nc, in_plane), out = nn_cpu_pool_plane_of(p, nc, out_plane);
         if (!p->accumulate)
             for (int64_t i = 0; i < in_plane; i++) job->out[in.base + i * in.step] = 0.0f;
         for (int64_t i = 0; i < out_plane; i++) {

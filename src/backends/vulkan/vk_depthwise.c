@@ -110,7 +110,8 @@ static nn_status depthwise(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe
                                       .dst_stride = {1, cp->filters}};
     const nn_buffer_ref copy[2] = {a[1], {packed, 0, (size_t)weights * sizeof(float)}};
     nn_status st = vk_run(&vk->base, NN_KERNEL_STRIDED_COPY, copy, 2, &t);
-    nn_buffer_ref args[4] = {a[0], copy[1], a[2], kernel == NN_KERNEL_DEPTHWISE_CONV2D_FORWARD ? a[3] : a[2]};
+    const nn_buffer_ref none = {NULL, 0, 0};
+    nn_buffer_ref args[4] = {a[0], copy[1], a[2], kernel == NN_KERNEL_DEPTHWISE_CONV2D_FORWARD ? a[3] : none};
     if (st == NN_OK)
         st = vk_record(vk, kernel, pipe, 0, args, nn_kernel_arg_count(kernel), VK_PUSH_REF(push),
                        vk_groups_for((uint64_t)items), 1, 1);
