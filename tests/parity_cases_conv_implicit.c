@@ -9,8 +9,11 @@
  * forced with NN_ENGINE_VULKAN_CONV_TILES; a layer large enough that the
  * default route takes it; and the column route forced with
  * NN_ENGINE_VULKAN_CONV=columns, columns kept and not, channels-last
- * tensors through dense copies. The CPU ignores the variables, so it
- * stays the reference. */
+ * tensors through dense copies. Each shape also runs recorded in fp16
+ * (on matrix cores the implicit GEMM on them, conv_gemm_coopmat.comp;
+ * elsewhere the latency or column route, rounding as they stage), against
+ * the CPU's products of the same rounded operands. The CPU ignores the
+ * variables, so it stays the reference. */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,8 +56,19 @@ static const layouts kDense = {NN_LAYOUT_DENSE, NN_LAYOUT_DENSE};
 static const layouts kLast = {NN_LAYOUT_CHANNELS_LAST, NN_LAYOUT_CHANNELS_LAST};
 static const layouts kMixed[2] = {{NN_LAYOUT_DENSE, NN_LAYOUT_CHANNELS_LAST}, {NN_LAYOUT_CHANNELS_LAST, NN_LAYOUT_DENSE}};
 
-#define ROUTE_FMT "%s route, layouts %d/%d: " PARITY_CONV_FMT
-#define ROUTE_ARGS(route, l, c) route, (l).image, (l).output, PARITY_CONV_ARGS(c)
+/* A case's route: NN_ENGINE_VULKAN_CONV's value (NULL: unset, the
+ * default choice) and the precision the operation was recorded in. */
+typedef struct route {
+    const char *name;
+    int precision;
+} route;
+static const route kImplicitRoute = {"implicit", NN_PRECISION_FP32}, kAutoRoute = {NULL, NN_PRECISION_FP32},
+                   kColumnRoute = {"columns", NN_PRECISION_FP32};
+static const route kAutoFp16 = {NULL, NN_PRECISION_FP16}, kColumnFp16 = {"columns", NN_PRECISION_FP16};
+
+#define ROUTE_FMT "%s route, %s, layouts %d/%d: " PARITY_CONV_FMT
+#define ROUTE_ARGS(r, l, c) (r).name ? (r).name : "default", nn_precision_name((nn_precision)(r).precision), \
+    (l).image, (l).output, PARITY_CONV_ARGS(c)
 
 /* NN_ENGINE_VULKAN_CONV set to `route` for one case (NULL: unset), then restored. */
 static char *variable_begin(const char *name, const char *value) {
@@ -71,7 +85,7 @@ static void variable_end(const char *name, char *saved) {
     free(saved);
 }
 
-static char *route_begin(const char *route) { return variable_begin("NN_ENGINE_VULKAN_CONV", route); }
+static char *route_begin(const char *name) { return variable_begin("NN_ENGINE_VULKAN_CONV", name); }
 static void route_end(char *saved) { variable_end("NN_ENGINE_VULKAN_CONV", saved); }
 
 /* The column matrix the op would keep for this layer, from the CPU's im2col. */
@@ -83,9 +97,10 @@ static float *kept_columns(const nn_conv_params *p, const float *x) {
     return cols;
 }
 
-static void forward_run(nn_backend *o, const char *route, layouts l, const parity_conv_shape *c, int epilogue) {
-    char *saved = route_begin(route);
+static void forward_run(nn_backend *o, route r, layouts l, const parity_conv_shape *c, int epilogue) {
+    char *saved = route_begin(r.name);
     nn_conv_params p = parity_conv_params_of(c);
+    p.precision = r.precision;
     p.epilogue = epilogue;
     p.image_layout = l.image, p.output_layout = l.output;
     const parity_conv_sizes s = parity_conv_sizes_of(&p);
@@ -95,27 +110,29 @@ static void forward_run(nn_backend *o, const char *route, layouts l, const parit
                        arg_near(parity_randoms(s.y, -1, 1), s.y, 0, sums_tol(s.k + 1.0)),
                        given(epilogue & NN_EPI_BIAS_ROWS, arg_in(parity_randoms(f, -1, 1), f, 12)),
                        given(columns, arg_exact(parity_randoms(s.cols, -1, 1), s.cols, 4))};
-    parity_check(o, NN_KERNEL_CONV2D_FORWARD, a, 5, &p, ROUTE_FMT " epilogue %#x%s", ROUTE_ARGS(route, l, c), epilogue,
+    parity_check(o, NN_KERNEL_CONV2D_FORWARD, a, 5, &p, ROUTE_FMT " epilogue %#x%s", ROUTE_ARGS(r, l, c), epilogue,
                  columns ? ", columns kept" : "");
     route_end(saved);
 }
 
-static void data_run(nn_backend *o, const char *route, layouts l, const parity_conv_shape *c, int acc) {
-    char *saved = route_begin(route);
+static void data_run(nn_backend *o, route r, layouts l, const parity_conv_shape *c, int acc) {
+    char *saved = route_begin(r.name);
     nn_conv_params p = parity_conv_params_of(c);
+    p.precision = r.precision;
     p.g.accumulate = acc;
     p.image_layout = l.image, p.output_layout = l.output;
     const parity_conv_sizes s = parity_conv_sizes_of(&p);
     const double terms = (double)p.filters * p.g.kernel_h * p.g.kernel_w + acc;
     parity_arg a[3] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 0), arg_in(parity_randoms(s.w, -1, 1), s.w, 4),
                        arg_near(parity_randoms(s.x, -1, 1), s.x, 8, sums_tol(terms))};
-    parity_check(o, NN_KERNEL_CONV2D_BACKWARD_DATA, a, 3, &p, ROUTE_FMT " accumulate %d", ROUTE_ARGS(route, l, c), acc);
+    parity_check(o, NN_KERNEL_CONV2D_BACKWARD_DATA, a, 3, &p, ROUTE_FMT " accumulate %d", ROUTE_ARGS(r, l, c), acc);
     route_end(saved);
 }
 
-static void weight_run(nn_backend *o, const char *route, layouts l, const parity_conv_shape *c, int acc, bool keep) {
-    char *saved = route_begin(route);
+static void weight_run(nn_backend *o, route r, layouts l, const parity_conv_shape *c, int acc, bool keep) {
+    char *saved = route_begin(r.name);
     nn_conv_params p = parity_conv_params_of(c);
+    p.precision = r.precision;
     p.g.accumulate = acc;
     p.image_layout = l.image, p.output_layout = l.output;
     const parity_conv_sizes s = parity_conv_sizes_of(&p);
@@ -125,21 +142,28 @@ static void weight_run(nn_backend *o, const char *route, layouts l, const parity
     parity_arg a[4] = {arg_in(parity_randoms(s.y, -1, 1), s.y, 4), arg_in(x, s.x, 0),
                        arg_near(parity_randoms(s.w, -1, 1), s.w, 12, sums_tol(terms)),
                        given(columns, arg_in(columns ? kept_columns(&p, x) : NULL, s.cols, 8))};
-    parity_check(o, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, a, 4, &p, ROUTE_FMT " accumulate %d%s", ROUTE_ARGS(route, l, c),
+    parity_check(o, NN_KERNEL_CONV2D_BACKWARD_WEIGHT, a, 4, &p, ROUTE_FMT " accumulate %d%s", ROUTE_ARGS(r, l, c),
                  acc, columns ? ", columns kept" : "");
     route_end(saved);
 }
 
-/* A shape with its tile forced to each of the implicit GEMM's. */
+/* A shape with its tile forced to each of the implicit GEMM's, fp32 and
+ * (on matrix cores; elsewhere the variable is ignored) fp16. */
 static const parity_conv_shape kTiled = {2, 20, 17, 15, 3, 3, 1, 1, 1, 1, 1, 1, 36, 1};
-static const char *const kTiles[] = {"128x64", "64x128", "64x64", "32x32"};
+static const struct {
+    const char *tile;
+    const route *r;
+} kTiles[] = {{"128x64", &kImplicitRoute}, {"64x128", &kImplicitRoute}, {"64x64", &kImplicitRoute},
+              {"32x32", &kImplicitRoute},  {"128x128", &kAutoFp16},     {"128x64", &kAutoFp16},
+              {"64x128", &kAutoFp16},      {"64x64", &kAutoFp16}};
 
 static void tiles_run(nn_backend *o, nn_kernel kernel) {
     for (size_t t = 0; t < sizeof kTiles / sizeof kTiles[0]; t++) {
-        char *saved = variable_begin("NN_ENGINE_VULKAN_CONV_TILES", kTiles[t]);
-        if (kernel == NN_KERNEL_CONV2D_FORWARD) forward_run(o, "implicit", kLast, &kTiled, NN_EPI_BIAS_ROWS);
-        else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) data_run(o, "implicit", kLast, &kTiled, 1);
-        else weight_run(o, "implicit", kLast, &kTiled, 1, false);
+        char *saved = variable_begin("NN_ENGINE_VULKAN_CONV_TILES", kTiles[t].tile);
+        const route r = *kTiles[t].r;
+        if (kernel == NN_KERNEL_CONV2D_FORWARD) forward_run(o, r, kLast, &kTiled, NN_EPI_BIAS_ROWS);
+        else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) data_run(o, r, kLast, &kTiled, 1);
+        else weight_run(o, r, kLast, &kTiled, 1, false);
         variable_end("NN_ENGINE_VULKAN_CONV_TILES", saved);
     }
 }
@@ -151,48 +175,57 @@ void parity_conv_routes_forward_case(nn_backend *o) {
     static const int kEpilogues[] = {0, NN_EPI_BIAS_ROWS, NN_EPI_RELU, NN_EPI_BIAS_ROWS | NN_EPI_RELU};
     for (size_t i = 0; i < IMPLICIT_SHAPES; i++) {
         for (int e = 0; e < 4; e++) {
-            forward_run(o, "implicit", kDense, &kImplicit[i], kEpilogues[e]);
-            forward_run(o, "implicit", kLast, &kImplicit[i], kEpilogues[e]);
+            forward_run(o, kImplicitRoute, kDense, &kImplicit[i], kEpilogues[e]);
+            forward_run(o, kImplicitRoute, kLast, &kImplicit[i], kEpilogues[e]);
         }
-        forward_run(o, "implicit", kMixed[i % 2], &kImplicit[i], NN_EPI_BIAS_ROWS);
+        forward_run(o, kImplicitRoute, kMixed[i % 2], &kImplicit[i], NN_EPI_BIAS_ROWS);
+        forward_run(o, kAutoFp16, kDense, &kImplicit[i], kEpilogues[i % 4]);
+        forward_run(o, kAutoFp16, kLast, &kImplicit[i], kEpilogues[(i + 1) % 4]);
     }
     tiles_run(o, NN_KERNEL_CONV2D_FORWARD);
-    forward_run(o, NULL, kLast, &kAutoImplicit, NN_EPI_BIAS_ROWS | NN_EPI_RELU);
+    forward_run(o, kAutoRoute, kLast, &kAutoImplicit, NN_EPI_BIAS_ROWS | NN_EPI_RELU);
     for (size_t i = 0; i < COLUMN_SHAPES; i++) {
-        forward_run(o, "columns", kDense, &kColumns[i], NN_EPI_BIAS_ROWS);
-        forward_run(o, "columns", kLast, &kColumns[i], NN_EPI_BIAS_ROWS);
+        forward_run(o, kColumnRoute, kDense, &kColumns[i], NN_EPI_BIAS_ROWS);
+        forward_run(o, kColumnRoute, kLast, &kColumns[i], NN_EPI_BIAS_ROWS);
+        forward_run(o, kColumnFp16, kLast, &kColumns[i], NN_EPI_BIAS_ROWS);
     }
 }
 
 void parity_conv_routes_data_case(nn_backend *o) {
     for (size_t i = 0; i < IMPLICIT_SHAPES; i++) {
         for (int acc = 0; acc < 2; acc++) {
-            data_run(o, "implicit", kDense, &kImplicit[i], acc);
-            data_run(o, "implicit", kLast, &kImplicit[i], acc);
+            data_run(o, kImplicitRoute, kDense, &kImplicit[i], acc);
+            data_run(o, kImplicitRoute, kLast, &kImplicit[i], acc);
         }
-        data_run(o, "implicit", kMixed[i % 2], &kImplicit[i], 1);
+        data_run(o, kImplicitRoute, kMixed[i % 2], &kImplicit[i], 1);
+        data_run(o, kAutoFp16, kDense, &kImplicit[i], (int)(i % 2));
+        data_run(o, kAutoFp16, kLast, &kImplicit[i], (int)((i + 1) % 2));
     }
     tiles_run(o, NN_KERNEL_CONV2D_BACKWARD_DATA);
-    data_run(o, NULL, kLast, &kAutoImplicit, 1);
+    data_run(o, kAutoRoute, kLast, &kAutoImplicit, 1);
     for (size_t i = 0; i < COLUMN_SHAPES; i++) {
-        data_run(o, "columns", kDense, &kColumns[i], 1);
-        data_run(o, "columns", kLast, &kColumns[i], 1);
+        data_run(o, kColumnRoute, kDense, &kColumns[i], 1);
+        data_run(o, kColumnRoute, kLast, &kColumns[i], 1);
+        data_run(o, kColumnFp16, kLast, &kColumns[i], 1);
     }
 }
 
 void parity_conv_routes_weight_case(nn_backend *o) {
     for (size_t i = 0; i < IMPLICIT_SHAPES; i++) {
         for (int acc = 0; acc < 2; acc++) {
-            weight_run(o, "implicit", kDense, &kImplicit[i], acc, false);
-            weight_run(o, "implicit", kLast, &kImplicit[i], acc, false);
+            weight_run(o, kImplicitRoute, kDense, &kImplicit[i], acc, false);
+            weight_run(o, kImplicitRoute, kLast, &kImplicit[i], acc, false);
         }
-        weight_run(o, "implicit", kMixed[i % 2], &kImplicit[i], 1, false);
+        weight_run(o, kImplicitRoute, kMixed[i % 2], &kImplicit[i], 1, false);
+        weight_run(o, kAutoFp16, kDense, &kImplicit[i], (int)(i % 2), false);
+        weight_run(o, kAutoFp16, kLast, &kImplicit[i], (int)((i + 1) % 2), false);
     }
     tiles_run(o, NN_KERNEL_CONV2D_BACKWARD_WEIGHT);
-    weight_run(o, NULL, kLast, &kAutoImplicit, 0, false);
+    weight_run(o, kAutoRoute, kLast, &kAutoImplicit, 0, false);
     for (size_t i = 0; i < COLUMN_SHAPES; i++) {
-        weight_run(o, "columns", kDense, &kColumns[i], 1, true);
-        weight_run(o, "columns", kDense, &kColumns[i], 0, false);
-        weight_run(o, "columns", kLast, &kColumns[i], 1, true);
+        weight_run(o, kColumnRoute, kDense, &kColumns[i], 1, true);
+        weight_run(o, kColumnRoute, kDense, &kColumns[i], 0, false);
+        weight_run(o, kColumnRoute, kLast, &kColumns[i], 1, true);
+        weight_run(o, kColumnFp16, kDense, &kColumns[i], 1, true);
     }
 }

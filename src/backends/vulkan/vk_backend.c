@@ -168,7 +168,7 @@ static nn_status open_device(vk_backend *vk) {
         snprintf(vk->matrix_cores_note, sizeof vk->matrix_cores_note, "%s", vk->phys->matrix_cores_note);
     else if (cores && strcmp(cores, "0") == 0)
         snprintf(vk->matrix_cores_note, sizeof vk->matrix_cores_note, "NN_ENGINE_VULKAN_MATRIX_CORES=0");
-    else if (!vk_shader_built("gemm_coopmat"))
+    else if (!vk_shader_built("gemm_coopmat") || !vk_shader_built("conv_gemm_coopmat"))
         snprintf(vk->matrix_cores_note, sizeof vk->matrix_cores_note,
                  "this library was built without its cooperative-matrix shaders (COOPMAT=0)");
     else {

@@ -7,13 +7,15 @@
  * so there is no im2col or col2im dispatch, no column buffer, and one
  * dispatch (and one barrier) where the column route needs two or three.
  *
- * Larger layers in fp32 run the implicit GEMM (conv_gemm.comp,
+ * Larger layers in fp32, and every layer in fp16 on a device with matrix
+ * cores, run the implicit GEMM (conv_gemm.comp, conv_gemm_coopmat.comp;
  * vk_conv_gemm.c): the batch folded into the product's rows, the columns
  * gathered as the tiles are staged, no column buffer. It reads activations
  * of either layout, channels-last ones four channels at a time, so the
  * backend asks for channels-last outputs where it runs a layer
- * (vk_conv_layout). Products in reduced precision run the column route
- * (im2col, the tiled or matrix-core GEMM, col2im) on dense tensors; where
+ * (vk_conv_layout). Other products in reduced precision run the column
+ * route (im2col, the tiled GEMM rounding its operands, col2im) on dense
+ * tensors; where
  * it runs the forward, the op keeps the column matrix from forward to
  * backward (vk_conv_keeps_columns: the forward fills it, the weight
  * gradient reads it); without one the columns go to scratch, in groups of
@@ -152,12 +154,16 @@ typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_COLUM
  * NN_ENGINE_VULKAN_CONV (read at each call; for comparisons and tests):
  *   unset     the choice below;
  *   columns   the latency kernels for small layers, im2col + GEMM (+
- *             col2im) for the others, on dense tensors;
+ *             col2im) for the others, on dense tensors (fp16 on matrix
+ *             cores: the column route for every layer);
  *   implicit  conv_gemm.comp for every fp32 layer and kernel.
  * The choice:
- * - products in reduced precision (cp->precision) take the column route,
- *   whose GEMMs round the operands (fp16 on matrix cores), or the latency
- *   kernels for small layers where there are no matrix cores;
+ * - fp16 products on a device with matrix cores take the implicit GEMM on
+ *   them (conv_gemm_coopmat.comp), whatever their size: small layers are
+ *   still faster there than in fp32 latency kernels;
+ * - other products in reduced precision (bf16; fp16 without matrix cores)
+ *   take the column route, whose GEMMs round the operands, or the latency
+ *   kernels for small layers;
  * - small layers (vk_latency_wanted: few enough multiply-adds that
  *   latency, not arithmetic, bounds them), ungrouped and undilated, keep
  *   conv_latency.comp: one dispatch of small tiles;
@@ -171,11 +177,12 @@ static vk_conv_route_id vk_conv_route(const vk_backend *vk, nn_kernel kernel, co
     const char *force = getenv("NN_ENGINE_VULKAN_CONV");
     const bool plain = nn_conv_groups(cp) == 1 && nn_conv_dilation_h(&cp->g) == 1 && nn_conv_dilation_w(&cp->g) == 1;
     if (cp->precision != NN_PRECISION_FP32) {
-        /* Rounded operands: fp16 on matrix cores through the column route's
-         * GEMM; otherwise the latency kernels or that GEMM round them as they
-         * stage them (the implicit GEMM does not round). */
-        const bool cores = vk_on_matrix_cores(vk, cp->precision);
-        return plain && !cores && vk_latency_wanted(multiply_adds(cp)) ? VK_CONV_LATENCY : VK_CONV_COLUMNS;
+        /* Rounded operands: fp16 on the matrix cores by the implicit GEMM;
+         * otherwise the latency kernels or the column route's GEMM round them
+         * as they stage them (conv_gemm.comp does not round). */
+        if (vk_on_matrix_cores(vk, cp->precision)) return force && !strcmp(force, "columns") ? VK_CONV_COLUMNS
+                                                                                               : VK_CONV_IMPLICIT;
+        return plain && vk_latency_wanted(multiply_adds(cp)) ? VK_CONV_LATENCY : VK_CONV_COLUMNS;
     }
     if (force && strcmp(force, "implicit") == 0) return VK_CONV_IMPLICIT;
     if (plain && vk_latency_wanted(multiply_adds(cp))) return VK_CONV_LATENCY;

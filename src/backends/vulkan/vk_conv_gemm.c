@@ -10,7 +10,9 @@
  * asked; the weight gradient's long sum over the output pixels is split so
  * enough workgroups run, its partials added in split order by
  * gemm_splitk.comp (the same result on every run: no float atomics).
- * Which layers come here is vk_conv.c's choice (vk_conv_route). */
+ * Operations recorded in fp16 run the same products on the matrix cores
+ * (conv_gemm_coopmat.comp: operands rounded to fp16 as they are staged,
+ * fp32 sums). Which layers come here is vk_conv.c's choice (vk_conv_route). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,22 +32,31 @@
 
 static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
-/* The tile for a product of m rows and n columns per group, repeated
- * `outputs` times (groups, phases). NN_ENGINE_VULKAN_CONV_TILES=128x64|
- * 64x128|64x64|32x32 forces one (benchmarks). Otherwise 128 x 64 (8 x 4 per
- * invocation) where its tiles fill the device, smaller ones where they do
- * not. A sum that will be split (long_k, the weight gradient) fills the
- * device with its splits: its tile is the most efficient the sizes allow.
- * (A 128 x 128 tile of 8 x 8 ran no faster than 128 x 64 and, in one
- * variant, spilled registers: bench/README.md.) */
-static vk_pipeline_id conv_gemm_tile(int64_t m, int64_t n, int64_t outputs, bool long_k) {
+/* NN_ENGINE_VULKAN_CONV_TILES=BMxBN forces a tile of the kernel family in
+ * use (benchmarks, tests); a size that family lacks leaves the choice below. */
+static bool forced_tile(const char *const *names, const vk_pipeline_id *pipes, int count, vk_pipeline_id *out) {
     const char *force = getenv("NN_ENGINE_VULKAN_CONV_TILES");
-    if (force && *force) {
-        if (!strcmp(force, "128x64")) return VK_PIPE_CONV_GEMM_128X64;
-        if (!strcmp(force, "64x128")) return VK_PIPE_CONV_GEMM_64X128;
-        if (!strcmp(force, "64x64")) return VK_PIPE_CONV_GEMM_64X64;
-        if (!strcmp(force, "32x32")) return VK_PIPE_CONV_GEMM_32X32;
-    }
+    for (int i = 0; force && i < count; i++)
+        if (!strcmp(force, names[i])) {
+            *out = pipes[i];
+            return true;
+        }
+    return false;
+}
+
+/* The fp32 tile for a product of m rows and n columns per group, repeated
+ * `outputs` times (groups, phases): 128 x 64 (8 x 4 per invocation) where
+ * its tiles fill the device, smaller ones where they do not. A sum that
+ * will be split (long_k, the weight gradient) fills the device with its
+ * splits: its tile is the most efficient the sizes allow. (A 128 x 128
+ * tile of 8 x 8 ran no faster than 128 x 64 and, in one variant, spilled
+ * registers: bench/README.md.) */
+static vk_pipeline_id conv_gemm_tile(int64_t m, int64_t n, int64_t outputs, bool long_k) {
+    static const char *const names[] = {"128x64", "64x128", "64x64", "32x32"};
+    static const vk_pipeline_id pipes[] = {VK_PIPE_CONV_GEMM_128X64, VK_PIPE_CONV_GEMM_64X128,
+                                           VK_PIPE_CONV_GEMM_64X64, VK_PIPE_CONV_GEMM_32X32};
+    vk_pipeline_id forced;
+    if (forced_tile(names, pipes, 4, &forced)) return forced;
     if (long_k) { /* the filters are the rows: 64 x 128 up to 256 of them, 128 x 64 beyond (bench/README.md) */
         if (m >= 512) return VK_PIPE_CONV_GEMM_128X64;
         if (m >= 64) return n >= 128 ? VK_PIPE_CONV_GEMM_64X128 : VK_PIPE_CONV_GEMM_64X64;
@@ -55,6 +66,25 @@ static vk_pipeline_id conv_gemm_tile(int64_t m, int64_t n, int64_t outputs, bool
     if (m >= 64 && n >= 32 && ceil_div(m, 64) * ceil_div(n, 64) * outputs >= TARGET_GROUPS / 2)
         return VK_PIPE_CONV_GEMM_64X64;
     return VK_PIPE_CONV_GEMM_32X32;
+}
+
+/* The fp16 matrix-core tile (conv_gemm_coopmat.comp) of `mode` (0
+ * forward, 1 data, 2 weight), from the per-layer timings of ResNet-18's
+ * layers on the H200 (bench/README.md): the weight gradient 128 x 128
+ * from 128 filters up (its splits fill the device), 64 x 64 below; the
+ * forward and data gradient 64 x 128 from 128 columns up, and at 64 or
+ * fewer 128 x 64 (forward) or 64 x 64 (data); 64 x 64 wherever larger
+ * tiles would leave the device short of workgroups. */
+static vk_pipeline_id conv_gemm_coopmat_tile(int64_t m, int64_t n, int64_t outputs, int mode) {
+    static const char *const names[] = {"128x128", "128x64", "64x128", "64x64"};
+    static const vk_pipeline_id pipes[] = {VK_PIPE_CONV_GEMM_COOPMAT_128X128, VK_PIPE_CONV_GEMM_COOPMAT_128X64,
+                                           VK_PIPE_CONV_GEMM_COOPMAT_64X128, VK_PIPE_CONV_GEMM_COOPMAT_64X64};
+    vk_pipeline_id forced;
+    if (forced_tile(names, pipes, 4, &forced)) return forced;
+    if (mode == 2) return m >= 128 && n > 64 ? VK_PIPE_CONV_GEMM_COOPMAT_128X128 : VK_PIPE_CONV_GEMM_COOPMAT_64X64;
+    if (n > 64 && ceil_div(m, 64) * ceil_div(n, 128) * outputs >= TARGET_GROUPS) return VK_PIPE_CONV_GEMM_COOPMAT_64X128;
+    if (mode == 0 && ceil_div(m, 128) * ceil_div(n, 64) * outputs >= TARGET_GROUPS) return VK_PIPE_CONV_GEMM_COOPMAT_128X64;
+    return VK_PIPE_CONV_GEMM_COOPMAT_64X64;
 }
 
 /* Element strides (n, channel, row, column) of a [n, c, h, w] activation in `layout`. */
@@ -143,7 +173,14 @@ nn_status vk_conv_gemm_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_
                             nn_kernel_name(kernel), (long long)groups, g->kernel_h, g->kernel_w, g->stride_h,
                             g->stride_w, g->pad_h, g->pad_w, nn_conv_dilation_h(g), nn_conv_dilation_w(g));
     push.m = (uint32_t)m, push.n = (uint32_t)n;
-    const vk_pipeline_id pipe = conv_gemm_tile(m, n, groups * phases, !forward && !data);
+    /* fp16 operations on the matrix cores; vk_conv_route sends no other reduced precision here. */
+    const bool cores = cp->precision != NN_PRECISION_FP32;
+    if (cores && !vk_on_matrix_cores(vk, cp->precision))
+        return nn_set_error(NN_ERR_BACKEND, "vulkan %s: the implicit GEMM runs %s only on matrix cores, which %s "
+                            "lacks (%s)", nn_kernel_name(kernel), nn_precision_name((nn_precision)cp->precision),
+                            vk->phys->props.deviceName, vk->matrix_cores_note);
+    const vk_pipeline_id pipe = cores ? conv_gemm_coopmat_tile(m, n, groups * phases, mode)
+                                      : conv_gemm_tile(m, n, groups * phases, !forward && !data);
     uint32_t bm, bn, bk;
     vk_gemm_tiles(pipe, &bm, &bn, &bk);
     const int64_t row_tiles = ceil_div(m, bm), col_tiles = ceil_div(n, bn), slices = ceil_div(reduced, bk);
@@ -183,9 +220,9 @@ nn_status vk_conv_gemm_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_
     nn_buffer *packed = NULL;
     if (forward || data) NN_TRY(pack_weight(vk, kernel, cp, a[1], mode, &packed));
     if (vk->labels)
-        snprintf(vk->profile_label, sizeof vk->profile_label, "conv %s %dx%dx%dx%d f%d k%dx%d s%d %s%s", what,
-                 g->batch, g->channels, g->height, g->width, cp->filters, g->kernel_h, g->kernel_w, g->stride_h,
-                 cp->image_layout == NN_LAYOUT_CHANNELS_LAST ? "nhwc" : "nchw", splits > 1 ? " split" : "");
+        snprintf(vk->profile_label, sizeof vk->profile_label, "conv %s%s %dx%dx%dx%d f%d k%dx%d s%d %s%s", what,
+                 cores ? " fp16" : "", g->batch, g->channels, g->height, g->width, cp->filters, g->kernel_h,
+                 g->kernel_w, g->stride_h, cp->image_layout == NN_LAYOUT_CHANNELS_LAST ? "nhwc" : "nchw", splits > 1 ? " split" : "");
     const nn_buffer_ref none = {NULL, 0, 0};
     /* Always four arguments (the shader declares the bias binding). */
     nn_buffer_ref args[4] = {a[0], packed ? (nn_buffer_ref){packed, 0, 0} : a[1], a[2], forward ? a[3] : none};

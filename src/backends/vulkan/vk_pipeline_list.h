@@ -111,6 +111,11 @@
     P(CONV_GEMM_64X128, conv_gemm, "conv2d (implicit GEMM)", 64, 128, 16, 4, 8, 256, 0)                        \
     P(CONV_GEMM_64X64, conv_gemm, "conv2d (implicit GEMM)", 64, 64, 16, 4, 4, 256, 0)                          \
     P(CONV_GEMM_32X32, conv_gemm, "conv2d (implicit GEMM)", 32, 32, 16, 4, 4, 64, 0)                           \
-    P(CONV_GEMM_PACK, conv_gemm_pack, "conv2d (weight packing)", 0, 0, 0, 0, 0, 0, 0)
+    P(CONV_GEMM_PACK, conv_gemm_pack, "conv2d (weight packing)", 0, 0, 0, 0, 0, 0, 0)                         \
+    /* the same in fp16 on matrix cores: subgroup blocks of TM x TN (WM x WN), as GEMM_COOPMAT */              \
+    P(CONV_GEMM_COOPMAT_128X128, conv_gemm_coopmat, "conv2d (fp16 cores)", 128, 128, 32, 64, 32, 256, 1)       \
+    P(CONV_GEMM_COOPMAT_128X64, conv_gemm_coopmat, "conv2d (fp16 cores)", 128, 64, 32, 32, 32, 256, 1)         \
+    P(CONV_GEMM_COOPMAT_64X128, conv_gemm_coopmat, "conv2d (fp16 cores)", 64, 128, 32, 32, 32, 256, 1)         \
+    P(CONV_GEMM_COOPMAT_64X64, conv_gemm_coopmat, "conv2d (fp16 cores)", 64, 64, 32, 32, 32, 128, 1)
 
 #endif

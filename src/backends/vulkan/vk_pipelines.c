@@ -186,7 +186,8 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
     if (spec->spec[0]) { /* a GEMM tile: its shared memory must fit the device */
         const uint32_t bm = spec->spec[0], bn = spec->spec[1], bk = spec->spec[2], slices = 1 + spec->spec[6];
         uint32_t bytes = slices * bk * (bm + bn + 8) * 4;
-        if (strcmp(spec->shader, "gemm_coopmat") == 0) { /* fp16 slices in either layout, and the output squares */
+        if (strcmp(spec->shader, "gemm_coopmat") == 0 || strcmp(spec->shader, "conv_gemm_coopmat") == 0) {
+            /* fp16 slices in either layout, and the output squares */
             const uint32_t a = bm * (bk + 8) > bk * (bm + 8) ? bm * (bk + 8) : bk * (bm + 8);
             const uint32_t b = bn * (bk + 8) > bk * (bn + 8) ? bn * (bk + 8) : bk * (bn + 8);
             bytes = slices * (a + b) * 2 + spec->spec[5] / 32 * 16 * 16 * 4;
@@ -200,7 +201,8 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
     memcpy(constants, spec->spec, sizeof spec->spec);
     constants[7] = (variant & 1) != 0; /* VEC_A */
     constants[8] = (variant & 2) != 0; /* VEC_B */
-    /* ROUND, the operands' nn_precision (shaders/precision.glsl); gemm_coopmat.comp: TRANSPOSES */
+    /* ROUND, the operands' nn_precision (shaders/precision.glsl); gemm_coopmat.comp: TRANSPOSES;
+     * conv_gemm.comp and conv_gemm_coopmat.comp: MODE */
     constants[9] = (variant >> 2) & 3;
     NN_TRY(build_pipeline(vk, spec, constants, spec->spec[0] ? 10 : 0, slot));
     *out = *slot;
