@@ -179,8 +179,11 @@ int gather_index(pixel q, uint i, uint j, uint ch) {
 // Each invocation's A (or, WEIGHT, B) loads keep their k (or pixel)
 // positions from slice to slice, advanced by BK: no division per element.
 kpos a_k;          // FORWARD, DATA: this invocation's k for its A loads
-pixel a_rows[A_LOADS]; // FORWARD, DATA: its A rows' pixels; WEIGHT: its A loads' pixels
-bool a_row_ok[A_LOADS];
+// FORWARD, DATA: each A load's row (a pixel), fixed over the tile: the
+// element of its tap (0, 0), channel 0 of the group, and where that tap
+// falls; a row past the product's has y far outside, so it reads nothing.
+int a_base[A_LOADS], a_y[A_LOADS], a_x[A_LOADS];
+pixel a_rows[A_LOADS]; // WEIGHT: its A loads' pixels
 pixel b_pix[B_LOADS];  // WEIGHT: its B loads' pixels
 kpos b_k;          // WEIGHT: its B column's k (fixed over the tile)
 bool b_col_ok;
@@ -207,8 +210,12 @@ void tile_begin(uint row0, uint col0, uint k0) {
         a_k = kpos_at(k0 + a_kk());
         for (uint t = 0; t < A_LOADS; t++) {
             uint m = row0 + a_row_of(t);
-            a_row_ok[t] = m < m_rows;
-            a_rows[t] = pixel_at(a_row_ok[t] ? m : 0u);
+            pixel q = pixel_at(m < m_rows ? m : 0u);
+            int y = int(q.a) * origin_step_h + origin_h;
+            a_x[t] = int(q.b) * origin_step_w + origin_w;
+            a_base[t] = int(p.off[0] + q.n * p.in_sn + grp * channels_k * p.in_sc) + y * int(p.in_sh) +
+                        a_x[t] * int(p.in_sw);
+            a_y[t] = m < m_rows ? y : -0x40000000;
         }
     } else {
         for (uint t = 0; t < A_LOADS; t++) a_rows[t] = pixel_at(k0 + wa_kk(t));
@@ -240,12 +247,15 @@ float load1(uint binding, int index, bool ok) {
 // Fetch slice k0's A and B entries into registers (the k state is k0's).
 void fetch(uint row0, uint col0, uint k0) {
     if (MODE != WEIGHT) {
-        uint kk = a_kk();
-        bool k_ok = k0 + kk < k_len;
+        // The slice's tap and channel, the same for every row this invocation loads.
+        bool k_ok = k0 + a_kk() < k_len;
+        int dy = int(a_k.i) * tap_step_h, dx = int(a_k.j) * tap_step_w;
+        int k_offset = dy * int(p.in_sh) + dx * int(p.in_sw) + int(a_k.ch * p.in_sc);
         for (uint t = 0; t < A_LOADS; t++) {
-            int idx = gather_index(a_rows[t], a_k.i, a_k.j, a_k.ch);
-            if (VEC_A != 0) ra[t] = load4(0u, idx, k_ok && a_row_ok[t]);
-            else ra[t].x = load1(0u, idx, k_ok && a_row_ok[t]);
+            bool ok = k_ok && uint(a_y[t] + dy) < p.in_h && uint(a_x[t] + dx) < p.in_w;
+            int idx = a_base[t] + k_offset;
+            if (VEC_A != 0) ra[t] = load4(0u, idx, ok);
+            else ra[t].x = load1(0u, idx, ok);
         }
         // B: packed rows k, columns this group's filters (FORWARD) or channels (DATA).
         uint cols = p.n, col = col0 + b_col();

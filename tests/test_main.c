@@ -44,6 +44,9 @@ static int by_name(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
+    /* Kernel variants by the heuristic, the same on every run and machine;
+     * test_vulkan_tune.c turns the tuner on for itself. */
+    setenv("NN_ENGINE_VULKAN_TUNE", "off", 0);
     /* Constructors run in link order; sort so runs read the same everywhere. */
     qsort(tests, (size_t)test_count, sizeof tests[0], by_name);
     int passed = 0, failed = 0;

@@ -131,6 +131,7 @@ static void vk_destroy(nn_backend *self) {
     if (vk->device) {
         vk->fn.vkDeviceWaitIdle(vk->device);
         vk_split_work_destroy(vk);
+        vk_tune_destroy(vk);
         vk_stream_destroy(vk);
         vk_profile_destroy(vk);
         vk_pipelines_destroy(vk);
@@ -224,6 +225,7 @@ static nn_status open_device(vk_backend *vk) {
     NN_TRY(vk_memory_init(vk));
     NN_TRY(vk_pipelines_init(vk));
     NN_TRY(vk_stream_init(vk));
+    NN_TRY(vk_tune_init(vk));
     NN_TRY(vk_profile_init(vk));
     return NN_OK;
 }

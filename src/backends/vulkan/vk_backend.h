@@ -186,6 +186,10 @@ typedef struct vk_backend {
      * the time saved is what those commands cost in the pipelined step). */
     char skip[VK_PROFILE_LABEL];
     bool plans_in_flight;    /* a plan was submitted since the last full wait */
+    /* Kernel variants chosen by measurement (vk_tune.c); while it times
+     * candidates, commands go into `tuning` instead of a frame or plan. */
+    struct vk_tuner *tuner;
+    vk_target *tuning;
     /* Self-reducing splits' counters and partials (vk_split_work.c). */
     nn_buffer *split_work;
     uint64_t work_counter_cursor, work_partial_cursor;
@@ -374,6 +378,33 @@ nn_layout vk_conv_layout(nn_backend *self, const nn_conv_params *p);
 /* A CONV2D_* or DEPTHWISE_CONV2D_* kernel with a channels-last side that
  * no shader of its route reads: through dense copies (conv_layout.h). */
 nn_status vk_conv_layouts(vk_backend *vk, nn_kernel kernel, const nn_conv_params *p, const nn_buffer_ref *a);
+/* vk_tune.c: a kernel's variant chosen by measuring its candidates on the
+ * device (NN_ENGINE_VULKAN_TUNE), remembered in a cache file. A request
+ * names the candidates, the heuristic's pick and a function recording
+ * candidate c (on scratch outputs: it runs several times); the key is the
+ * kernel's shape, the same key meaning the same choice. */
+#define VK_TUNE_KEY_WORDS 32
+#define VK_TUNE_MAX_CANDIDATES 8
+typedef enum vk_tune_mode { VK_TUNE_OFF, VK_TUNE_CAPTURE, VK_TUNE_ALWAYS } vk_tune_mode;
+typedef enum vk_tune_source { VK_TUNE_FROM_HEURISTIC, VK_TUNE_FROM_CACHE, VK_TUNE_MEASURED } vk_tune_source;
+typedef nn_status (*vk_tune_record_fn)(vk_backend *vk, void *ctx, int candidate);
+typedef struct vk_tune_request {
+    uint32_t key[VK_TUNE_KEY_WORDS];
+    const char *const *names;
+    int count, heuristic;
+    vk_tune_record_fn record;
+    void *ctx;
+} vk_tune_request;
+nn_status vk_tune_init(vk_backend *vk);
+/* Whether vk_tune_choose will run the candidates (nothing cached for the
+ * key, measuring allowed now): the caller then gives them scratch outputs. */
+bool vk_tune_will_measure(vk_backend *vk, const vk_tune_request *req);
+nn_status vk_tune_choose(vk_backend *vk, const vk_tune_request *req, int *choice, vk_tune_source *source);
+const char *vk_tune_source_name(vk_tune_source source);
+void vk_tune_destroy(vk_backend *vk);
+/* A full barrier in `t`, its tracked hazards cleared (vk_stream.c). */
+void vk_target_barrier(vk_backend *vk, vk_target *t);
+
 /* vk_conv_gemm.c: a CONV2D_* kernel as one implicit GEMM over the batch,
  * its activations in either layout. */
 nn_status vk_conv_gemm_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp);

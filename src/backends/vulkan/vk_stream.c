@@ -87,10 +87,12 @@ static const VkMemoryBarrier kFullBarrier = {
 static void full_barrier(vk_backend *vk, vk_target *t) {
     if (vk->trace && vk->compiling) fprintf(stderr, "nn-engine trace:   -- barrier\n");
     vk->fn.vkCmdPipelineBarrier(t->cmd, kStages, kStages, 0, 1, &kFullBarrier, 0, NULL, 0, NULL);
-    vk_stretches_stamp(vk, t->cmd);
+    if (t != vk->tuning) vk_stretches_stamp(vk, t->cmd);
     t->hazards.count = 0;
     t->hazards.barriers++;
 }
+
+void vk_target_barrier(vk_backend *vk, vk_target *t) { full_barrier(vk, t); }
 
 void vk_target_begin(vk_backend *vk, vk_target *t) {
     t->hazards.barriers = t->hazards.commands = 0;
@@ -201,7 +203,9 @@ static nn_status current_recording(vk_backend *vk, vk_frame **out) {
 nn_status vk_begin_command(vk_backend *vk, const vk_access *accesses, int count, VkCommandBuffer *cmd) {
     vk_target *t;
     vk_frame *f = NULL;
-    if (vk->compiling) {
+    if (vk->tuning) {
+        t = vk->tuning;
+    } else if (vk->compiling) {
         t = &vk->compiling->target;
     } else {
         NN_TRY(current_recording(vk, &f));
@@ -217,6 +221,10 @@ nn_status vk_begin_command(vk_backend *vk, const vk_access *accesses, int count,
 }
 
 nn_status vk_end_command(vk_backend *vk) {
+    if (vk->tuning) { /* vk_tune.c times it; no plan or frame counts it */
+        vk->profile_label[0] = '\0';
+        return NN_OK;
+    }
     if (vk->compiling) { /* a plan is one command buffer, however long */
         if (vk->trace) fprintf(stderr, "nn-engine trace: %s\n", vk->profile_label);
         vk_stretches_name(vk, vk->profile_label);
