@@ -59,8 +59,15 @@ const char *nn_tensor_shape_str(const nn_tensor *t, char *buf, size_t size);
 nn_status nn_tensor_set_requires_grad(nn_tensor *t, bool requires_grad);
 bool nn_tensor_requires_grad(const nn_tensor *t);
 /* The accumulated gradient (same shape), or NULL when none has been computed.
- * Borrowed: valid while t lives; do not free. */
+ * Borrowed: valid while t lives; do not free. As in PyTorch, only leaves
+ * (tensors no recorded operation produced) keep their gradient after
+ * nn_backward; an operation's result keeps it only if nn_tensor_retain_grad
+ * was called on it before the backward pass. */
 nn_tensor *nn_tensor_grad(const nn_tensor *t);
+/* Keep the gradient of an operation's result after nn_backward (PyTorch's
+ * retain_grad); a no-op on leaves, which keep theirs anyway. Without it,
+ * each result's gradient is freed once the backward pass has used it. */
+nn_status nn_tensor_retain_grad(nn_tensor *t);
 /* Set the gradient to zero (a no-op when there is none yet). */
 nn_status nn_tensor_zero_grad(nn_tensor *t);
 

@@ -429,3 +429,60 @@ TEST(autograd_backward_from_a_leaf_scalar) {
     nn_tensor_free(x);
     nn_ctx_free(ctx);
 }
+
+TEST(autograd_result_grads_are_freed_unless_retained) {
+    fixture f;
+    if (fixture_open(&f, 1, 3090, false)) {
+        /* h = relu(x), g = h * c, loss = sum(3g): dh = 3c, dx = 3c [x > 0] */
+        nn_tensor *h = nn_relu(f.x);
+        nn_tensor *g = nn_mul(h, f.c);
+        CHECK(nn_tensor_retain_grad(h) == NN_OK);
+        CHECK(nn_tensor_retain_grad(NULL) == NN_ERR_ARGUMENT);
+        nn_tensor *loss = nn_sum(nn_scale(g, 3.0f));
+        if (backward_or_fail(loss, "retained") == NN_OK) {
+            float dh[N_X], dx[N_X];
+            for (int i = 0; i < N_X; i++) dh[i] = 3.0f * f.cv[i], dx[i] = f.xv[i] > 0 ? dh[i] : 0.0f;
+            expect_values("retained grad h", nn_tensor_grad(h), dh, 1, N_X);
+            expect_values("grad x", nn_tensor_grad(f.x), dx, 1, N_X);
+            CHECK_MSG(nn_tensor_grad(g) == NULL, "a result's gradient outlived the backward pass");
+            CHECK(nn_tensor_grad(loss) == NULL);
+        }
+    }
+    fixture_close(&f);
+}
+
+/* A chain of 16 operations on 1M floats: after backward the context holds
+ * the activations and the leaf's gradient, not 16 result gradients, and
+ * at its peak no more than a few gradients at once. */
+TEST(autograd_backward_holds_few_result_grads_at_once) {
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    const int64_t shape[1] = {1 << 20};
+    const uint64_t tensor = (uint64_t)sizeof(float) << 20;
+    nn_tensor *x = nn_tensor_new(ctx, NN_F32, 1, shape);
+    CHECK(x && nn_tensor_fill(x, 0.5f) == NN_OK && nn_tensor_set_requires_grad(x, true) == NN_OK);
+    uint64_t before, peak_before;
+    CHECK(nn_ctx_memory_stats(ctx, &before, &peak_before, NULL) == NN_OK);
+    nn_tensor *h = x;
+    for (int i = 0; i < 16; i++) h = i % 2 ? nn_scale(h, 1.01f) : nn_relu(h);
+    nn_tensor *loss = nn_sum(h);
+    float value = 0;
+    CHECK(loss && nn_tensor_read(loss, &value, sizeof value) == NN_OK); /* the forward pass runs */
+    uint64_t forward, after, peak;
+    CHECK(nn_ctx_memory_stats(ctx, &forward, NULL, NULL) == NN_OK);
+    if (backward_or_fail(loss, "chain") == NN_OK) {
+        CHECK(nn_ctx_memory_stats(ctx, &after, &peak, NULL) == NN_OK);
+        /* the leaf's gradient joins the activations; the rest went */
+        CHECK_MSG(after <= forward + tensor + 4096, "%llu bytes after backward, %llu after the forward pass",
+                  (unsigned long long)after, (unsigned long long)forward);
+        CHECK_MSG(peak <= forward + 4 * tensor, "backward's peak %llu bytes over the forward's %llu",
+                  (unsigned long long)peak, (unsigned long long)forward);
+        float *g = calloc((size_t)shape[0], sizeof *g);
+        CHECK_MSG(g && nn_tensor_read(nn_tensor_grad(x), g, tensor) == NN_OK, "grad x: %s", nn_last_error());
+        if (g) CHECK_MSG(g[12345] > 1.08f && g[12345] < 1.09f, "grad x = %g, want 1.01^8", g[12345]); /* 1.0829 */
+        free(g);
+    }
+    CHECK(nn_ctx_step_end(ctx) == NN_OK);
+    nn_tensor_free(x);
+    nn_ctx_free(ctx);
+}

@@ -216,6 +216,7 @@ _SIGNATURES = {
     "nn_tensor_requires_grad": (ctypes.c_bool, [c_tensor_p]),
     "nn_tensor_grad": (c_tensor_p, [c_tensor_p]),
     "nn_tensor_zero_grad": (c_status, [c_tensor_p]),
+    "nn_tensor_retain_grad": (c_status, [c_tensor_p]),
     "nn_backward": (c_status, [c_tensor_p]),
     # nn_ops.h
     "nn_matmul": (c_tensor_p, [c_tensor_p, c_tensor_p, ctypes.c_bool, ctypes.c_bool]),

@@ -203,7 +203,9 @@ class Tensor:
 
     @property
     def grad(self):
-        """The accumulated gradient as a Tensor, or None before any backward."""
+        """The accumulated gradient as a Tensor, or None before any backward.
+        As in PyTorch, an operation's result keeps no gradient after backward
+        unless retain_grad() was called on it first."""
         ptr = lib.nn_tensor_grad(self._ptr())
         if not ptr:
             return None
@@ -240,6 +242,10 @@ class Tensor:
 
     def zero_grad(self):
         check(lib.nn_tensor_zero_grad(self._ptr()), "nn_tensor_zero_grad")
+
+    def retain_grad(self):
+        """Keep this result's gradient after backward (torch.Tensor.retain_grad)."""
+        check(lib.nn_tensor_retain_grad(self._ptr()), "nn_tensor_retain_grad")
 
     def persist(self):
         """Keep the tensor past end_batch(): an operation's result, or one made

@@ -148,6 +148,27 @@ static nn_status backward_from_leaf(nn_tensor *loss) {
     return status;
 }
 
+/* A node's backward (or its segment's) has run: the gradients of its
+ * output (of every member's, for a segment), which nothing else reads, are
+ * freed unless retained (nn_tensor_retain_grad), as PyTorch frees a
+ * result's gradient; their memory serves the gradients still to come, so a
+ * step holds one layer's gradients at a time rather than all of them. */
+static void drop_output_grad(nn_tensor *t) {
+    if (!t->grad || t->retain_grad || !t->grad_fn) return;
+    nn_tensor_release(t->grad);
+    t->grad = NULL;
+}
+
+static void drop_consumed_grads(nn_node *node) {
+    if (!node->segment) {
+        drop_output_grad(node->output);
+        return;
+    }
+    if (!node->segment->done) return;
+    for (int i = 0; i < node->segment->count; i++)
+        if (node->segment->members[i]) drop_output_grad(node->segment->members[i]->output);
+}
+
 static nn_status node_backward(nn_node *node) {
     node->walked = true;
     node->output->ctx->launch_precision = node->precision;
@@ -197,8 +218,10 @@ static nn_status backward_entered(nn_tensor *loss) {
     loss->grad_seeded = true; /* the root's gradient is the seed 1: a loss may hand its own on */
     for (int64_t i = start; i >= 0 && status == NN_OK; i--) {
         nn_node *node = ctx->tape[i];
-        if (node->output->grad_written) status = node_backward(node);
-        if (node->output->grad_written && status == NN_OK) status = tell_grad_ready(ctx, node);
+        if (!node->output->grad_written) continue;
+        status = node_backward(node);
+        if (status == NN_OK) status = tell_grad_ready(ctx, node);
+        if (status == NN_OK) drop_consumed_grads(node);
     }
     loss->grad_seeded = false;
     consume_walked_nodes(ctx, start);

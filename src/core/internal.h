@@ -52,6 +52,7 @@ struct nn_tensor {
     bool requires_grad;
     nn_tensor *grad;     /* owned; same shape */
     bool grad_written;   /* non-leaf: this backward pass has written grad */
+    bool retain_grad;    /* non-leaf: keep grad after backward (nn_tensor_retain_grad) */
     nn_node *grad_fn;    /* the tape node that produced it; NULL for leaves */
     bool is_result;      /* produced by a recorded op (stays set after the tape is cleared) */
 

@@ -460,3 +460,9 @@ nn_status nn_tensor_zero_grad(nn_tensor *t) {
     if (!t->grad) return NN_OK;
     return nn_tensor_fill(t->grad, 0.0f);
 }
+
+nn_status nn_tensor_retain_grad(nn_tensor *t) {
+    if (!t) return nn_set_error(NN_ERR_ARGUMENT, "nn_tensor_retain_grad: tensor is NULL");
+    t->retain_grad = true;
+    return NN_OK;
+}

@@ -1,5 +1,7 @@
 """Every function against PyTorch on random inputs of awkward sizes (odd
 sizes, batch 1): forward values and the gradients backward gives."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -168,3 +170,18 @@ def test_manual_seed_repeats_initialisation():
     nn.manual_seed(124)
     c = nn.Linear(5, 4).w.sync()
     assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+def test_result_grads_kept_only_when_retained_as_in_torch():
+    a, ta = pair(rand(3, 5))
+    h, th = nn.relu(a), torch.relu(ta)
+    g, tg = h * 2.0, th * 2.0
+    h.retain_grad()
+    th.retain_grad()
+    backward_both(g, tg)
+    check(h.grad, th.grad)
+    check(a.grad, ta.grad)
+    assert g.grad is None
+    with warnings.catch_warnings():  # torch warns when a non-leaf's .grad is read
+        warnings.simplefilter("ignore")
+        assert tg.grad is None

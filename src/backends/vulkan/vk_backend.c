@@ -115,7 +115,7 @@ static nn_status vk_copy(nn_backend *self, nn_buffer_ref dst, nn_buffer_ref src,
     bool overlap = dst.buffer->block == src.buffer->block && d < s + bytes && s < d + bytes;
     if (!overlap) return copy_once(vk, dst, src, bytes);
     /* vkCmdCopyBuffer forbids overlapping regions; memmove through a temporary. */
-    nn_buffer *tmp = vk_buffer_alloc(self, bytes);
+    nn_buffer *tmp = vk_scratch_alloc(vk, bytes);
     if (!tmp) return nn_last_status();
     nn_buffer_ref t = {tmp, 0, 0};
     nn_status st = copy_once(vk, t, src, bytes);

@@ -97,6 +97,10 @@ typedef struct vk_plan {
     VkDeviceSize constants_used;
     nn_buffer **scratch;       /* the kernels' temporaries, kept with the plan */
     int scratch_count, scratch_capacity;
+    /* Those whose kernels are recorded: later kernels of the plan take them
+     * again (vk_scratch_alloc), the barriers keeping the uses apart. */
+    nn_buffer **spare;
+    int spare_count;
     vk_stretches *stretches;   /* NN_ENGINE_VULKAN_PROFILE=1: its stretches timed (vk_stretch_profile.c) */
 } vk_plan;
 
@@ -228,8 +232,11 @@ vk_access vk_access_of(nn_buffer_ref ref, bool write);
 /* Start tracking a fresh command buffer: one full barrier first. */
 void vk_target_begin(vk_backend *vk, vk_target *t);
 void vk_hazards_free(vk_hazards *h);
+/* A kernel's temporary: a spare one of the plan being recorded where one is
+ * large enough, else new memory. */
+nn_buffer *vk_scratch_alloc(vk_backend *vk, size_t bytes);
 /* A temporary a kernel used: freed now, or kept with the plan being recorded
- * (a replay will use it again). */
+ * (a replay will use it again) and offered to its later kernels. */
 void vk_scratch_done(vk_backend *vk, nn_buffer *buffer);
 /* Submit the eager commands recorded so far (without waiting). */
 nn_status vk_submit_pending(vk_backend *vk);

@@ -59,7 +59,7 @@ static nn_status column_route(vk_backend *vk, nn_kernel kernel, const nn_buffer_
     NN_TRY(vk_fits32(kernel, "column entries", c.group * c.per_image));
     nn_buffer *scratch = NULL;
     if (!kept.buffer) {
-        scratch = vk_buffer_alloc(&vk->base, (size_t)(c.group * c.per_image) * sizeof(float));
+        scratch = vk_scratch_alloc(vk, (size_t)(c.group * c.per_image) * sizeof(float));
         if (!scratch) return nn_last_status();
     }
     nn_buffer_ref cols = kept.buffer ? kept : (nn_buffer_ref){scratch, 0, 0};
@@ -206,7 +206,7 @@ nn_layout vk_conv_layout(nn_backend *self, const nn_conv_params *p) {
     return implicit ? NN_LAYOUT_CHANNELS_LAST : NN_LAYOUT_DENSE;
 }
 
-static nn_buffer *scratch(nn_backend *self, size_t bytes) { return vk_buffer_alloc(self, bytes); }
+static nn_buffer *scratch(nn_backend *self, size_t bytes) { return vk_scratch_alloc((vk_backend *)self, bytes); }
 static void scratch_done(nn_backend *self, nn_buffer *buffer) { vk_scratch_done((vk_backend *)self, buffer); }
 
 nn_status vk_conv_layouts(vk_backend *vk, nn_kernel kernel, const nn_conv_params *p, const nn_buffer_ref *a) {

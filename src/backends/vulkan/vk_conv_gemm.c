@@ -90,7 +90,7 @@ static nn_status pack_weight(vk_backend *vk, nn_kernel kernel, const nn_conv_par
     const nn_conv_geometry *g = &cp->g;
     const int64_t groups = nn_conv_groups(cp), count = (int64_t)cp->filters * (g->channels / groups) *
                                                          g->kernel_h * g->kernel_w;
-    *packed = vk_buffer_alloc(&vk->base, (size_t)(count > 0 ? count : 1) * sizeof(float));
+    *packed = vk_scratch_alloc(vk, (size_t)(count > 0 ? count : 1) * sizeof(float));
     if (!*packed) return nn_last_status();
     VK_PUSH(CONV_GEMM_PACK) push = {
         .count = (uint32_t)count, .mode = (uint32_t)mode, .groups = (uint32_t)groups,
@@ -135,7 +135,11 @@ static nn_status grid_of(const conv_gemm_layer *L, vk_pipeline_id pipe, conv_gem
                             nn_kernel_name(L->kernel), (long long)L->n, VK_MAX_GROUPS);
     int64_t splits = 1;
     if (L->mode == 2) {
-        const int64_t tiles = row_tiles * col_tiles * L->groups;
+        /* Counted in 128 x 128 tiles whichever tile runs: the splits, and so
+         * the order of the sums, are then the same for every tile (every
+         * tile of a family has the same k slice), so a measured tile gives
+         * the heuristic's results bit for bit. */
+        const int64_t tiles = ceil_div(L->m, 128) * ceil_div(L->n, 128) * L->groups;
         if (tiles < TARGET_GROUPS) splits = ceil_div(TARGET_GROUPS, tiles);
         if (splits > slices / MIN_SPLIT_SLICES) splits = slices / MIN_SPLIT_SLICES;
         if (splits > MAX_SPLITS) splits = MAX_SPLITS;
@@ -176,7 +180,7 @@ static nn_status record_tile(vk_backend *vk, const conv_gemm_layer *L, vk_pipeli
      * order, then their sum in order into dW. */
     const int64_t partial = (int64_t)L->cp->filters * L->n;
     NN_TRY(vk_fits32(L->kernel, "implicit GEMM partial entries", grid.splits * partial));
-    nn_buffer *scratch = partials ? NULL : vk_buffer_alloc(&vk->base, (size_t)(grid.splits * partial) * sizeof(float));
+    nn_buffer *scratch = partials ? NULL : vk_scratch_alloc(vk, (size_t)(grid.splits * partial) * sizeof(float));
     if (!partials && !scratch) return nn_last_status();
     a[2] = (nn_buffer_ref){partials ? partials : scratch, 0, (size_t)(grid.splits * partial) * sizeof(float)};
     nn_status st = vk_record_ex(vk, L->kernel, pipe, L->variant, a, 4, NN_ARG(2), VK_PUSH_REF(push), grid.gx, grid.gy,

@@ -51,7 +51,7 @@ static nn_status weight_gradient(vk_backend *vk, const nn_conv_params *cp, const
     const uint32_t gx = (uint32_t)(items < VK_MAX_GROUPS ? items : VK_MAX_GROUPS);
     if (chunks == 1)
         return vk_record(vk, kernel, VK_PIPE_DEPTHWISE_WEIGHT, 0, a, 3, VK_PUSH_REF(*push), gx, 1, 1);
-    nn_buffer *scratch = vk_buffer_alloc(&vk->base, (size_t)(chunks * weights) * sizeof(float));
+    nn_buffer *scratch = vk_scratch_alloc(vk, (size_t)(chunks * weights) * sizeof(float));
     if (!scratch) return nn_last_status();
     const nn_buffer_ref parts[3] = {a[0], a[1], {scratch, 0, (size_t)(chunks * weights) * sizeof(float)}};
     nn_status st = vk_record_ex(vk, kernel, VK_PIPE_DEPTHWISE_WEIGHT, 0, parts, 3, NN_ARG(2), VK_PUSH_REF(*push), gx,
@@ -104,7 +104,7 @@ static nn_status depthwise(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe
                          vk_groups_for((uint64_t)items), 1, 1);
     /* Channels-last: the weight [filter][tap] packed [tap][filter] first. */
     const int64_t taps = (int64_t)g->kernel_h * g->kernel_w;
-    nn_buffer *packed = vk_buffer_alloc(&vk->base, (size_t)weights * sizeof(float));
+    nn_buffer *packed = vk_scratch_alloc(vk, (size_t)weights * sizeof(float));
     if (!packed) return nn_last_status();
     const nn_strided_copy_params t = {.ndim = 2, .shape = {cp->filters, (int32_t)taps}, .src_stride = {(int32_t)taps, 1},
                                       .dst_stride = {1, cp->filters}};

@@ -111,7 +111,7 @@ static nn_status record_split(vk_backend *vk, const nn_buffer_ref *a, const nn_g
                               uint32_t gx, uint32_t gy, int64_t splits, int64_t split_steps) {
     int64_t partial = (int64_t)p->m * p->n;
     NN_TRY(vk_fits32(NN_KERNEL_GEMM, "split-K scratch entries", splits * partial));
-    nn_buffer *scratch = vk_buffer_alloc(&vk->base, (size_t)(splits * partial) * sizeof(float));
+    nn_buffer *scratch = vk_scratch_alloc(vk, (size_t)(splits * partial) * sizeof(float));
     if (!scratch) return nn_last_status();
     gemm_push push = tiled_push(product);
     push.ldc = (uint32_t)p->n;
@@ -242,7 +242,7 @@ static nn_status record_with_epilogue_pass(vk_backend *vk, const nn_buffer_ref *
     if (p->beta != 0.0f) {
         int64_t plane = (int64_t)p->m * p->n;
         NN_TRY(vk_fits32(NN_KERNEL_GEMM, "epilogue scratch entries", plane * outputs));
-        scratch = vk_buffer_alloc(&vk->base, (size_t)(plane * outputs) * sizeof(float));
+        scratch = vk_scratch_alloc(vk, (size_t)(plane * outputs) * sizeof(float));
         if (!scratch) return nn_last_status();
         t = (nn_buffer_ref){scratch, 0, 0};
         ld_t = (uint32_t)p->n;

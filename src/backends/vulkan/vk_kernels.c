@@ -115,7 +115,7 @@ static nn_status reduce(vk_backend *vk, nn_kernel kernel, const nn_pointwise_par
     uint64_t groups = ((uint64_t)p->n + 4095) / 4096;
     if (groups > 1024) groups = 1024;
     if (groups <= 1) return vk_record(vk, kernel, VK_PIPE_REDUCE, 0, a, 2, VK_PUSH_REF(push), 1, 1, 1);
-    nn_buffer *partials = vk_buffer_alloc(&vk->base, groups * sizeof(float));
+    nn_buffer *partials = vk_scratch_alloc(vk, groups * sizeof(float));
     if (!partials) return nn_last_status();
     nn_buffer_ref first[2] = {a[0], {partials, 0, 0}}, second[2] = {{partials, 0, 0}, a[1]};
     push.final = 0;

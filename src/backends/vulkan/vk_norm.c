@@ -178,7 +178,7 @@ static nn_status record_backward_pointwise(vk_backend *vk, nn_kernel kernel, con
 static nn_status backward_data_split(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a,
                                      norm_block *push) {
     const nn_kernel kernel = NN_KERNEL_NORM_BACKWARD_DATA;
-    nn_buffer *sums = vk_buffer_alloc(&vk->base, (size_t)p->groups * 2 * sizeof(float));
+    nn_buffer *sums = vk_scratch_alloc(vk, (size_t)p->groups * 2 * sizeof(float));
     if (!sums) return nn_last_status();
     const nn_buffer_ref sums_ref = {sums, 0, (size_t)p->groups * 2 * sizeof(float)};
     nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], sums_ref, {NULL, 0, 0}};

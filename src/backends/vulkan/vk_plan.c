@@ -9,8 +9,10 @@
  * host is a command buffer of its own, submitted once after the last replay
  * of a submit: at the end of every replay it made replaying slower than
  * eager work (bench/README.md). What its kernels allocate for themselves
- * (split-K partial sums, reduction partials) is kept with the plan, since
- * every replay writes it again. */
+ * (split-K partial sums, reduction partials, packed weights) is kept with
+ * the plan, since every replay writes it again; a temporary whose kernel is
+ * recorded serves the plan's later kernels (vk_scratch_alloc), so the plan
+ * holds about the largest few rather than all of them. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,24 +22,43 @@
 /* Replays per vkQueueSubmit: the array of command-buffer handles. */
 #define REPLAYS_PER_SUBMIT 64
 
+nn_buffer *vk_scratch_alloc(vk_backend *vk, size_t bytes) {
+    vk_plan *plan = vk->compiling;
+    int best = -1;
+    for (int i = 0; plan && i < plan->spare_count; i++)
+        if (plan->spare[i]->bytes >= bytes && (best < 0 || plan->spare[i]->bytes < plan->spare[best]->bytes)) best = i;
+    if (best < 0) return vk_buffer_alloc(&vk->base, bytes);
+    nn_buffer *buffer = plan->spare[best];
+    plan->spare[best] = plan->spare[--plan->spare_count];
+    return buffer;
+}
+
 void vk_scratch_done(vk_backend *vk, nn_buffer *buffer) {
     vk_plan *plan = vk->compiling;
     if (!plan) {
         vk_buffer_free(&vk->base, buffer);
         return;
     }
+    for (int i = 0; i < plan->scratch_count; i++)
+        if (plan->scratch[i] == buffer) { /* a spare taken again: owned already */
+            plan->spare[plan->spare_count++] = buffer;
+            return;
+        }
     if (plan->scratch_count == plan->scratch_capacity) {
         int capacity = plan->scratch_capacity ? plan->scratch_capacity * 2 : 8;
         nn_buffer **grown = realloc(plan->scratch, sizeof *grown * (size_t)capacity);
-        if (!grown) {
+        nn_buffer **spare = grown ? realloc(plan->spare, sizeof *spare * (size_t)capacity) : NULL;
+        if (grown) plan->scratch = grown;
+        if (!spare) {
             /* Cannot happen in practice (a few pointers); leaking the buffer
              * is safe, freeing it while the plan uses it is not. */
             return;
         }
-        plan->scratch = grown;
+        plan->spare = spare;
         plan->scratch_capacity = capacity;
     }
     plan->scratch[plan->scratch_count++] = buffer;
+    plan->spare[plan->spare_count++] = buffer;
 }
 
 void vk_plan_free(nn_backend *self, void *opaque) {
@@ -52,6 +73,7 @@ void vk_plan_free(nn_backend *self, void *opaque) {
     vk_stretches_free(vk, plan);
     for (int i = 0; i < plan->scratch_count; i++) vk_buffer_free(self, plan->scratch[i]);
     free(plan->scratch);
+    free(plan->spare);
     vk_host_buffer_destroy(vk, &plan->constants);
     if (plan->pool) vk->fn.vkDestroyCommandPool(vk->device, plan->pool, NULL);
     vk_hazards_free(&plan->target.hazards);

@@ -123,7 +123,7 @@ nn_status vk_run_reduce_dims(vk_backend *vk, const nn_reduce_dims_params *p, con
                          1, 1);
     /* first pass: each chunk's raw sum into partials [chunks, outputs] */
     NN_TRY(vk_fits32(kernel, "partial sums", (int64_t)(outputs * chunks)));
-    nn_buffer *partials = vk_buffer_alloc(&vk->base, outputs * chunks * sizeof(float));
+    nn_buffer *partials = vk_scratch_alloc(vk, outputs * chunks * sizeof(float));
     if (!partials) return nn_last_status();
     push.chunks = (int32_t)chunks;
     push.chunk = (int32_t)((count + chunks - 1) / chunks);
