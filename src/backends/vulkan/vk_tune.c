@@ -50,6 +50,14 @@ typedef struct vk_tuner {
     int measured; /* kernel shapes measured, for the closing note */
 } vk_tuner;
 
+#ifdef _WIN32
+#define PATH_SEPARATOR '\\'
+static bool is_separator(char c) { return c == '/' || c == '\\'; }
+#else
+#define PATH_SEPARATOR '/'
+static bool is_separator(char c) { return c == '/'; }
+#endif
+
 static void key_hex(const uint32_t *key, char *out) {
     for (int i = 0; i < VK_TUNE_KEY_WORDS; i++) snprintf(out + 8 * i, 9, "%08x", key[i]);
 }
@@ -86,13 +94,8 @@ static void default_path(const vk_backend *vk, char *out, size_t size) {
     const VkPhysicalDeviceProperties *p = &vk->phys->props;
     char uuid[2 * VK_UUID_SIZE + 1];
     for (int i = 0; i < (int)VK_UUID_SIZE; i++) snprintf(uuid + 2 * i, 3, "%02x", p->pipelineCacheUUID[i]);
-    snprintf(out, size, "%s%cvulkan-tiles-%04x-%04x-%08x-%s.txt", folder,
-#ifdef _WIN32
-             '\\',
-#else
-             '/',
-#endif
-             p->vendorID, p->deviceID, p->driverVersion, uuid);
+    snprintf(out, size, "%s%cvulkan-tiles-%04x-%04x-%08x-%s.txt", folder, PATH_SEPARATOR, p->vendorID, p->deviceID,
+             p->driverVersion, uuid);
 }
 
 nn_status vk_tune_init(vk_backend *vk) {
@@ -166,14 +169,15 @@ static void append_cache(vk_backend *vk, vk_tuner *t, const uint32_t *key, const
     if (!t->path[0]) return;
     nn_file_status st;
     const bool fresh = nn_file_stat(t->path, &st) != 0;
-    if (fresh) { /* its folder, once */
+    if (fresh) { /* its folders, once (~/.cache may not exist yet); the open below says if one cannot be made */
         char folder[1024];
         snprintf(folder, sizeof folder, "%s", t->path);
-        char *sep = (char *)nn_file_last_separator(folder);
-        if (sep) {
-            *sep = '\0';
-            nn_file_make_folder(folder); /* may exist; the open below says if it cannot */
-        }
+        for (char *at = folder + 1; *at; at++)
+            if (is_separator(*at)) {
+                *at = '\0';
+                nn_file_make_folder(folder); /* fails harmlessly where it exists */
+                *at = PATH_SEPARATOR;
+            }
     }
     FILE *f = nn_file_fopen(t->path, "a");
     if (!f) {
