@@ -33,6 +33,11 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$out"
 status=0
+# A GPU just started runs its first seconds of work 1.5-3x slower (the H200
+# on 2026-11-29: bench/README.md): a discarded step first, so the first
+# model's figures are not that.
+echo "== $(date -u '+%Y-%m-%d %H:%M UTC') warm-up (discarded)"
+"$bin/bench_zoo_step" --model resnet18 --batch 64 --size 112 --channels 3 --classes 10 --steps 20 > /dev/null 2>&1 || true
 for m in $models; do
     case $m in
         resnet18-cifar) shape="--size 28 --channels 1 --classes 10" ;;
