@@ -251,29 +251,24 @@ static nn_status choose_tile(vk_backend *vk, const conv_gemm_layer *L, const nn_
     const int64_t out_floats = L->mode == 0 ? (int64_t)g->batch * L->cp->filters * g->out_h * g->out_w
                                : L->mode == 1 ? (int64_t)g->batch * g->channels * g->height * g->width
                                               : (int64_t)L->cp->filters * L->n;
-    int64_t partial_floats = 0;
-    bool all_fit = true; /* a layer that some tile cannot run (the workgroup limits) is not measured */
-    for (int i = 0; i < 4; i++) {
-        conv_gemm_grid grid;
-        if (grid_of(L, pipes[i], &grid) != NN_OK) {
-            all_fit = false;
-            nn_clear_error();
-        } else if (grid.splits > 1 && grid.splits * L->cp->filters * L->n > partial_floats) {
-            partial_floats = grid.splits * L->cp->filters * L->n;
-        }
-    }
-    if (!all_fit) {
-        *pipe = guess;
-        *how = vk_tune_source_name(VK_TUNE_FROM_HEURISTIC);
-        return NN_OK;
-    }
     tune_context ctx = {.layer = L, .pipes = pipes, .args = {args[0], args[1], args[2], args[3]}};
     req.ctx = &ctx;
     const VkDeviceSize peak = vk->peak_in_use;
     nn_buffer *out = NULL;
-    const bool measuring = vk_tune_will_measure(vk, &req);
     nn_status st = NN_OK;
-    if (measuring) {
+    if (vk_tune_will_measure(vk, &req)) {
+        int64_t partial_floats = 0;
+        for (int i = 0; i < 4; i++) {
+            conv_gemm_grid grid;
+            if (grid_of(L, pipes[i], &grid) != NN_OK) { /* a tile the workgroup limits refuse: nothing measured */
+                nn_clear_error();
+                *pipe = guess;
+                *how = vk_tune_source_name(VK_TUNE_FROM_HEURISTIC);
+                return NN_OK;
+            }
+            if (grid.splits > 1 && grid.splits * L->cp->filters * L->n > partial_floats)
+                partial_floats = grid.splits * L->cp->filters * L->n;
+        }
         out = vk_buffer_alloc(&vk->base, (size_t)out_floats * sizeof(float));
         ctx.partials = partial_floats ? vk_buffer_alloc(&vk->base, (size_t)partial_floats * sizeof(float)) : NULL;
         if (!out || (partial_floats && !ctx.partials)) st = nn_last_status();
