@@ -17,6 +17,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from torch_cuda_graph import graphed
 from torch_lenet_epoch import find, load_idx
 from torch_lenet_step import LeNet5
 
@@ -47,24 +48,14 @@ def make_graph_step(model, opt, x_all, y_all, batch, sums):
     def step():
         train_step(model, opt, x_all, y_all, static_index, sums)
 
-    # Warm up on a side stream (as the CUDA-graph documentation asks), then capture.
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    return graph, static_index
+    return graphed(step), static_index
 
 
-def epoch_graph(graph, static_index, n, batch):
+def epoch_graph(replay, static_index, n, batch):
     order = torch.randperm(n, device=static_index.device)
     for first in range(0, n - batch + 1, batch):
         static_index.copy_(order[first:first + batch])
-        graph.replay()
+        replay()
 
 
 def main():
@@ -90,18 +81,18 @@ def main():
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
-            graph = None
+            replay = None
             if mode == "cuda-graph":
-                graph, static_index = make_graph_step(model, opt, x_all, y_all, batch, sums)
+                replay, static_index = make_graph_step(model, opt, x_all, y_all, batch, sums)
             times = []
             for _ in range(args.epochs):
                 torch.cuda.synchronize()
                 start = time.perf_counter()
                 sums.zero_()
-                if graph is None:
+                if replay is None:
                     epoch_eager(model, opt, x_all, y_all, batch, sums)
                 else:
-                    epoch_graph(graph, static_index, n, batch)
+                    epoch_graph(replay, static_index, n, batch)
                 total = sums.tolist()  # the once-per-epoch read, as nn-engine's
                 torch.cuda.synchronize()
                 times.append(time.perf_counter() - start)
@@ -110,7 +101,7 @@ def main():
                   f"median epoch {1000 * statistics.median(times):.1f} ms (epochs: "
                   f"{', '.join(f'{1000 * t:.1f}' for t in times)}), train loss {total[0] / n:.4f}, "
                   f"peak memory {peak / 2**20:.1f} MiB (of which data {base / 2**20:.1f} MiB)", flush=True)
-            del graph, model, opt
+            del replay, model, opt
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ import argparse
 
 import torch
 
-from torch_zoo_step import graphed, model as zoo_model, timed
+from torch_cuda_graph import graphed
+from torch_zoo_step import model as zoo_model, timed
 
 
 def model(tv):

@@ -18,6 +18,8 @@ import time
 import torch
 import torchvision
 
+from torch_cuda_graph import graphed
+
 
 def model(name):
     if name == "resnet18-cifar":
@@ -40,21 +42,6 @@ def timed(step, steps):
         torch.cuda.synchronize()
         times.append((time.perf_counter() - start) * 1e3)
     return sorted(times)[len(times) // 2]
-
-
-def graphed(step):
-    """step captured in a CUDA graph (after three warm-up calls on a side
-    stream, as torch.cuda.graphs asks): its replay."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    return graph.replay
 
 
 def main():
