@@ -3,7 +3,8 @@
 #include "common.glsl"
 // NORM_BACKWARD_DATA's pointwise pass (after norm_backward_sums.comp, or
 // alone for constant statistics): dx (+)= rstd (w dy - sums[2 g] / n -
-// xhat sums[2 g + 1] / n), or rstd w dy without batch statistics. Four
+// xhat sums[2 g + 1] / n) (sums_unweighted: the sums times w), or rstd w
+// dy without batch statistics. Four
 // elements per invocation (vec4) where norm_quads (one group and channel)
 // or norm_column_quads (four channels) allows, else one.
 layout(local_size_x = 256) in;
@@ -29,8 +30,9 @@ Terms terms_of(uint g, uint c) {
     Terms t = Terms(mean[p.off[1] + g], inversesqrt(var[p.off[2] + g] + p.eps),
                     p.has_weight != 0 ? weight[p.off[3] + c] : 1.0, 0.0, 0.0);
     if (p.batch_stats != 0) {
-        t.shift = sums[p.off[6] + 2u * g] * inv_n;
-        t.slope = sums[p.off[6] + 2u * g + 1u] * inv_n;
+        float scale = p.sums_unweighted != 0 ? t.w : 1.0; // sums of dy, dy xhat: times the group's one channel's w
+        t.shift = sums[p.off[6] + 2u * g] * inv_n * scale;
+        t.slope = sums[p.off[6] + 2u * g + 1u] * inv_n * scale;
     }
     return t;
 }

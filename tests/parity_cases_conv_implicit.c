@@ -6,8 +6,9 @@
  * padding, dilation 2 with and without stride, groups 2, sizes off every
  * tile, a split weight gradient), dense and channels-last activations and
  * one of each, accumulate on and off, bias and ReLU epilogues; each tile
- * forced with NN_ENGINE_VULKAN_CONV_TILES; a layer large enough that the
- * default route takes it; and the column route forced with
+ * forced with NN_ENGINE_VULKAN_CONV_TILES; Winograd's F(4x4, 3x3) forced
+ * with NN_ENGINE_VULKAN_CONV=winograd; layers large enough that the
+ * default route takes the implicit GEMM and Winograd; and the column route forced with
  * NN_ENGINE_VULKAN_CONV=columns, columns kept and not, channels-last
  * tensors through dense copies. Each shape also runs recorded in fp16
  * (on matrix cores the implicit GEMM on them, conv_gemm_coopmat.comp;
@@ -38,8 +39,25 @@ static const parity_conv_shape kImplicit[] = {
 };
 #define IMPLICIT_SHAPES (sizeof kImplicit / sizeof kImplicit[0])
 
-/* More multiply-adds than the latency kernels take: the default route's implicit GEMM. */
-static const parity_conv_shape kAutoImplicit = {2, 32, 34, 33, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1};
+/* More multiply-adds than the latency kernels take: the default route's
+ * implicit GEMM (a 5x5 window) and Winograd (3x3 at stride 1). */
+static const parity_conv_shape kAutoImplicit = {2, 32, 30, 29, 5, 5, 1, 1, 2, 2, 1, 1, 64, 1};
+static const parity_conv_shape kAutoWinograd = {2, 32, 34, 33, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1};
+
+/* Winograd's F(4x4, 3x3) (vk_conv_winograd.c) forced with
+ * NN_ENGINE_VULKAN_CONV=winograd: outputs off the 4x4 tiles, each padding
+ * it takes, few channels; the last has enough tiles for the weight
+ * gradient's splits. Each also runs in chunks of 7 tiles
+ * (NN_ENGINE_VULKAN_WINOGRAD_CHUNK): chunks that end inside an image, and
+ * splits padded with zero rows. */
+static const parity_conv_shape kWinograd[] = {
+    {1, 3, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1, 5, 1},    /* 3 channels, 9x11 outputs */
+    {3, 17, 7, 6, 3, 3, 1, 1, 0, 0, 1, 1, 19, 1},   /* no padding: 5x4 outputs */
+    {2, 16, 12, 13, 3, 3, 1, 1, 2, 2, 1, 1, 20, 1}, /* padding 2: 14x15 outputs */
+    {2, 8, 10, 9, 3, 3, 1, 1, 1, 0, 1, 1, 12, 1},   /* padding 1 by 0 */
+    {2, 20, 64, 62, 3, 3, 1, 1, 1, 1, 1, 1, 24, 1}, /* 512 tiles: the weight gradient in 4 splits */
+};
+#define WINOGRAD_SHAPES (sizeof kWinograd / sizeof kWinograd[0])
 
 /* The column route, kept columns and scratch, ungrouped and grouped with dilation. */
 static const parity_conv_shape kColumns[] = {
@@ -65,6 +83,7 @@ typedef struct route {
 static const route kImplicitRoute = {"implicit", NN_PRECISION_FP32}, kAutoRoute = {NULL, NN_PRECISION_FP32},
                    kColumnRoute = {"columns", NN_PRECISION_FP32};
 static const route kAutoFp16 = {NULL, NN_PRECISION_FP16}, kColumnFp16 = {"columns", NN_PRECISION_FP16};
+static const route kWinogradRoute = {"winograd", NN_PRECISION_FP32};
 
 #define ROUTE_FMT "%s route, %s, layouts %d/%d: " PARITY_CONV_FMT
 #define ROUTE_ARGS(r, l, c) (r).name ? (r).name : "default", nn_precision_name((nn_precision)(r).precision), \
@@ -168,6 +187,26 @@ static void tiles_run(nn_backend *o, nn_kernel kernel) {
     }
 }
 
+/* Winograd's shapes dense, channels-last and mixed, with every epilogue or
+ * accumulate setting, whole and in chunks of 7 tiles. */
+static void winograd_runs(nn_backend *o, nn_kernel kernel) {
+    static const int kEpilogues[] = {0, NN_EPI_BIAS_ROWS, NN_EPI_RELU, NN_EPI_BIAS_ROWS | NN_EPI_RELU};
+    for (size_t i = 0; i < WINOGRAD_SHAPES; i++)
+        for (int chunked = 0; chunked < 2; chunked++) {
+            char *saved = variable_begin("NN_ENGINE_VULKAN_WINOGRAD_CHUNK", chunked ? "7" : NULL);
+            for (size_t v = 0; v < 4; v++) {
+                const layouts l = v == 0 ? kDense : v == 1 ? kLast : kMixed[v - 2];
+                if (kernel == NN_KERNEL_CONV2D_FORWARD)
+                    forward_run(o, kWinogradRoute, l, &kWinograd[i], kEpilogues[(i + v) % 4]);
+                else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA)
+                    data_run(o, kWinogradRoute, l, &kWinograd[i], (int)((i + v) % 2));
+                else
+                    weight_run(o, kWinogradRoute, l, &kWinograd[i], (int)((i + v) % 2), false);
+            }
+            variable_end("NN_ENGINE_VULKAN_WINOGRAD_CHUNK", saved);
+        }
+}
+
 /* Every implicit shape dense and channels-last with every epilogue or
  * accumulate setting; mixed layouts once each; the column route (dense
  * tensors: channels-last ones through copies) kept and not. */
@@ -184,6 +223,8 @@ void parity_conv_routes_forward_case(nn_backend *o) {
     }
     tiles_run(o, NN_KERNEL_CONV2D_FORWARD);
     forward_run(o, kAutoRoute, kLast, &kAutoImplicit, NN_EPI_BIAS_ROWS | NN_EPI_RELU);
+    winograd_runs(o, NN_KERNEL_CONV2D_FORWARD);
+    forward_run(o, kAutoRoute, kLast, &kAutoWinograd, NN_EPI_BIAS_ROWS | NN_EPI_RELU);
     for (size_t i = 0; i < COLUMN_SHAPES; i++) {
         forward_run(o, kColumnRoute, kDense, &kColumns[i], NN_EPI_BIAS_ROWS);
         forward_run(o, kColumnRoute, kLast, &kColumns[i], NN_EPI_BIAS_ROWS);
@@ -203,6 +244,8 @@ void parity_conv_routes_data_case(nn_backend *o) {
     }
     tiles_run(o, NN_KERNEL_CONV2D_BACKWARD_DATA);
     data_run(o, kAutoRoute, kLast, &kAutoImplicit, 1);
+    winograd_runs(o, NN_KERNEL_CONV2D_BACKWARD_DATA);
+    data_run(o, kAutoRoute, kLast, &kAutoWinograd, 1);
     for (size_t i = 0; i < COLUMN_SHAPES; i++) {
         data_run(o, kColumnRoute, kDense, &kColumns[i], 1);
         data_run(o, kColumnRoute, kLast, &kColumns[i], 1);
@@ -222,6 +265,8 @@ void parity_conv_routes_weight_case(nn_backend *o) {
     }
     tiles_run(o, NN_KERNEL_CONV2D_BACKWARD_WEIGHT);
     weight_run(o, kAutoRoute, kLast, &kAutoImplicit, 0, false);
+    winograd_runs(o, NN_KERNEL_CONV2D_BACKWARD_WEIGHT);
+    weight_run(o, kAutoRoute, kLast, &kAutoWinograd, 0, false);
     for (size_t i = 0; i < COLUMN_SHAPES; i++) {
         weight_run(o, kColumnRoute, kDense, &kColumns[i], 1, true);
         weight_run(o, kColumnRoute, kDense, &kColumns[i], 0, false);

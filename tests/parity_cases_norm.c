@@ -156,12 +156,17 @@ void parity_norm_backward_sums_case(nn_backend *o) {
         }
 }
 
+/* Also sums without the weight (sums_unweighted: BatchNorm's op shares
+ * them with the affine gradients) where a group is one channel. */
 void parity_norm_backward_from_sums_case(nn_backend *o) {
     for (size_t i = 0; i < LAYOUTS; i++)
-        for (int variant = 0; variant < 8; variant++) { /* bits: accumulate, weight, aligned */
+        for (int variant = 0; variant < 16; variant++) { /* bits: accumulate, weight, aligned, unweighted */
             const norm_layout *l = &kLayouts[i];
-            const int acc = variant & 1, weighted = (variant >> 1) & 1, aligned = variant >> 2;
-            const nn_norm_params p = params_of(l, acc, 1);
+            const int acc = variant & 1, weighted = (variant >> 1) & 1, aligned = (variant >> 2) & 1;
+            const int unweighted = variant >> 3;
+            if (unweighted && (l->groups != l->channels || l->inner != l->channel_inner)) continue;
+            nn_norm_params p = params_of(l, acc, 1);
+            p.sums_unweighted = unweighted;
             const size_t n = elements(l), c = (size_t)l->channels, g2 = 2 * (size_t)l->groups;
             const double span = (double)group_size(l); /* sums of that many terms in [-2, 2] */
             parity_arg a[7] = {arg_in(parity_randoms(n, -2, 2), n, aligned ? 0 : 8), means(l, 0), variances(l, 4),
@@ -169,8 +174,9 @@ void parity_norm_backward_from_sums_case(nn_backend *o) {
                                arg_in(parity_randoms(n, -1, 1), n, aligned ? 16 : 4),
                                arg_near(parity_randoms(n, -1, 1), n, aligned ? 32 : 0, 1e-5),
                                arg_in(parity_randoms(g2, (float)-span, (float)span), g2, 4)};
-            parity_check(o, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, a, 7, &p, "%s accumulate %d weight %d aligned %d",
-                         l->what, acc, weighted, aligned);
+            parity_check(o, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, a, 7, &p,
+                         "%s accumulate %d weight %d aligned %d unweighted sums %d", l->what, acc, weighted, aligned,
+                         unweighted);
         }
 }
 

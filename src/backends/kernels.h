@@ -485,7 +485,11 @@ int nn_kernel_arg_count(nn_kernel kernel);
  *                    sums[2 g + 1] / n), n = outer * inner: BACKWARD_DATA
  *                    with batch statistics from given sums, so sums reduced
  *                    over several processes in between (SyncBatchNorm, sums
- *                    scaled by n / the processes' count) act as the batch's. */
+ *                    scaled by n / the processes' count) act as the batch's;
+ *                    with sums_unweighted, the sums are of dy and dy xhat
+ *                    (BACKWARD_SUMS without a weight: BACKWARD_AFFINE's
+ *                    sums too) and w[c] multiplies them here, which needs
+ *                    one channel per group (BatchNorm). */
 typedef struct nn_norm_params {
     int64_t outer, inner;
     int64_t channel_inner;
@@ -494,6 +498,7 @@ typedef struct nn_norm_params {
     float eps;
     int32_t batch_stats; /* BACKWARD_DATA */
     int32_t accumulate;  /* the backward kernels add into their outputs */
+    int32_t sums_unweighted; /* BACKWARD_FROM_SUMS */
 } nn_norm_params;
 
 /* NORM_RUNNING_UPDATE: for c < channels, running = (1 - f) running + f

@@ -12,6 +12,10 @@ nn_status nn_norm_check(const char *backend, nn_kernel kernel, const nn_norm_par
                             "outer %lld groups %d inner %lld channels %d channel_inner %lld eps %g",
                             backend, nn_kernel_name(kernel), (long long)p->outer, p->groups, (long long)p->inner,
                             p->channels, (long long)p->channel_inner, (double)p->eps);
+    if (p->sums_unweighted && (p->groups != p->channels || p->inner != p->channel_inner))
+        return nn_set_error(NN_ERR_ARGUMENT,
+                            "%s %s: sums without the weight need one channel per group (BatchNorm), got %d groups "
+                            "of %d channels", backend, nn_kernel_name(kernel), p->groups, p->channels);
     const int64_t per_tile = (int64_t)p->channels * p->channel_inner;
     if (nn_norm_elements(p) % per_tile != 0)
         return nn_set_error(NN_ERR_ARGUMENT,

@@ -80,6 +80,50 @@ static nn_status norm_forward(nn_node *node) {
     return nn_ctx_run(ctx, NN_KERNEL_NORM_APPLY, apply, 6, &n->layout);
 }
 
+/* One channel per group (BatchNorm): the data gradient's sums (of dy and
+ * dy xhat per group) are then the bias's and the weight's gradients. */
+static bool channel_groups(const nn_norm_params *p) { return p->groups == p->channels && p->inner == p->channel_inner; }
+
+/* BatchNorm with batch statistics whose x and affine gradients are both
+ * wanted: one reduction serves the three. NORM_BACKWARD_SUMS without the
+ * weight gives sum dy and sum dy xhat per channel, the pointwise pass
+ * weights them (sums_unweighted), and the bias's and the weight's
+ * gradients are copied out of them: two passes over x and dy instead of
+ * three (BACKWARD_DATA's two and BACKWARD_AFFINE's). */
+static nn_status batch_norm_backward_shared(nn_ctx *ctx, nn_norm_params p, nn_tensor *const *xs, nn_tensor *dy,
+                                            nn_tensor *grad, int32_t acc, nn_tensor *const *grads,
+                                            const int32_t *accs) {
+    nn_tensor *x = xs[0], *mean = xs[1], *var = xs[2], *weight = xs[3];
+    const int64_t both = 2 * (int64_t)p.channels;
+    nn_tensor *sums = nn_op_scratch(ctx, NN_F32, 1, &both);
+    if (!sums) return nn_last_status();
+    p.accumulate = 0;
+    nn_buffer_ref reduce[6] = {nn_tensor_ref(x), nn_tensor_ref(mean), nn_tensor_ref(var), (nn_buffer_ref){0},
+                               nn_tensor_ref(dy), nn_tensor_ref(sums)};
+    nn_status st = nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_SUMS, reduce, 6, &p);
+    if (st == NN_OK) {
+        p.accumulate = acc;
+        p.sums_unweighted = 1;
+        nn_buffer_ref pointwise[7] = {nn_tensor_ref(x),  nn_tensor_ref(mean), nn_tensor_ref(var),
+                                      ref_or_none(weight), nn_tensor_ref(dy), nn_tensor_ref(grad),
+                                      nn_tensor_ref(sums)};
+        st = nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, pointwise, 7, &p);
+    }
+    /* dweight (+)= sums[2 c + 1], dbias (+)= sums[2 c] */
+    for (int k = 0; k < 2 && st == NN_OK; k++) {
+        if (!grads[k]) continue;
+        nn_strided_copy_params copy = {.ndim = 1, .accumulate = accs[k], .shape = {p.channels},
+                                       .src_stride = {2}, .dst_stride = {1}};
+        nn_buffer_ref from = nn_tensor_ref(sums);
+        from.offset += (size_t)(k == 0 ? 1 : 0) * sizeof(float);
+        if (from.bytes) from.bytes -= (size_t)(k == 0 ? 1 : 0) * sizeof(float);
+        nn_buffer_ref args[2] = {from, nn_tensor_ref(grads[k])};
+        st = nn_ctx_run(ctx, NN_KERNEL_STRIDED_COPY, args, 2, &copy);
+    }
+    nn_tensor_release(sums);
+    return st;
+}
+
 static nn_status norm_backward(nn_node *node) {
     const norm_node *n = NN_NODE_PARAMS(node, norm_node);
     nn_tensor *x = node->inputs[IN_X], *weight = node->inputs[IN_WEIGHT], *bias = node->inputs[IN_BIAS];
@@ -90,10 +134,19 @@ static nn_status norm_backward(nn_node *node) {
     nn_tensor *var = n->batch_stats ? node->saved[first + 1] : node->inputs[IN_RUNNING_VAR];
     nn_norm_params p = n->layout;
     p.batch_stats = n->batch_stats;
-    nn_tensor *grad;
-    int32_t acc;
-    if (nn_wants_grad(x)) {
-        NN_TRY(nn_grad_target(x, &grad, &acc));
+    nn_tensor *grad = NULL;
+    int32_t acc = 0;
+    if (nn_wants_grad(x)) NN_TRY(nn_grad_target(x, &grad, &acc));
+    nn_tensor *affine[2] = {nn_wants_grad(weight) ? weight : NULL, nn_wants_grad(bias) ? bias : NULL};
+    nn_tensor *grads[2] = {NULL, NULL};
+    int32_t accs[2] = {0, 0};
+    for (int k = 0; k < 2; k++)
+        if (affine[k]) NN_TRY(nn_grad_target(affine[k], &grads[k], &accs[k]));
+    if (grad && (grads[0] || grads[1]) && n->batch_stats && !n->sync && channel_groups(&p)) {
+        nn_tensor *const xs[4] = {x, mean, var, weight};
+        return batch_norm_backward_shared(ctx, p, xs, dy, grad, acc, grads, accs);
+    }
+    if (grad) {
         p.accumulate = acc;
         nn_buffer_ref args[6] = {nn_tensor_ref(x),  nn_tensor_ref(mean), nn_tensor_ref(var),
                                  ref_or_none(weight), nn_tensor_ref(dy), nn_tensor_ref(grad)};
@@ -104,11 +157,6 @@ static nn_status norm_backward(nn_node *node) {
     }
     /* The weight's and the bias's gradients: one pass for both where they
      * add into their gradients alike (parameters' running sums), else one each. */
-    nn_tensor *affine[2] = {nn_wants_grad(weight) ? weight : NULL, nn_wants_grad(bias) ? bias : NULL};
-    nn_tensor *grads[2] = {NULL, NULL};
-    int32_t accs[2] = {0, 0};
-    for (int k = 0; k < 2; k++)
-        if (affine[k]) NN_TRY(nn_grad_target(affine[k], &grads[k], &accs[k]));
     const bool together = grads[0] && grads[1] && accs[0] == accs[1];
     for (int k = 0; k < 2; k++) {
         if (!grads[k] || (together && k == 1)) continue;

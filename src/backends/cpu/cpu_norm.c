@@ -152,8 +152,11 @@ nn_status nn_cpu_norm_backward_sums(nn_thread_pool *pool, const nn_norm_params *
 static void backward_from_sums_groups(void *arg, int64_t begin, int64_t end, int worker) {
     const norm_job *job = arg;
     const double n = (double)(job->p->outer * job->p->inner);
-    for (int64_t g = begin; g < end; g++)
-        group_dx(job, g, job->sums[2 * g] / n, job->sums[2 * g + 1] / n);
+    for (int64_t g = begin; g < end; g++) {
+        /* Sums without the weight take group g's (its one channel's) here. */
+        const double w = job->p->sums_unweighted && job->weight ? job->weight[g] : 1.0;
+        group_dx(job, g, w * job->sums[2 * g] / n, w * job->sums[2 * g + 1] / n);
+    }
 }
 
 nn_status nn_cpu_norm_backward_from_sums(nn_thread_pool *pool, const nn_norm_params *p, const float *x,

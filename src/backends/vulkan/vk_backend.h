@@ -412,9 +412,26 @@ void vk_tune_destroy(vk_backend *vk);
 /* A full barrier in `t`, its tracked hazards cleared (vk_stream.c). */
 void vk_target_barrier(vk_backend *vk, vk_target *t);
 
+/* Element strides (n, channel, row, column) of a [n, c, h, w] activation in `layout` (nn_layout). */
+typedef struct vk_activation_strides {
+    uint32_t n, c, h, w;
+} vk_activation_strides;
+static inline vk_activation_strides vk_activation_strides_of(int32_t layout, int64_t c, int64_t h, int64_t w) {
+    if (layout == NN_LAYOUT_CHANNELS_LAST)
+        return (vk_activation_strides){(uint32_t)(h * w * c), 1, (uint32_t)(w * c), (uint32_t)c};
+    return (vk_activation_strides){(uint32_t)(c * h * w), (uint32_t)(h * w), (uint32_t)w, 1};
+}
+
 /* vk_conv_gemm.c: a CONV2D_* kernel as one implicit GEMM over the batch,
  * its activations in either layout. */
 nn_status vk_conv_gemm_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp);
+
+/* vk_conv_winograd.c: a CONV2D_* kernel of a 3x3 convolution at stride 1
+ * (vk_conv_winograd_fits) by Winograd's F(4x4, 3x3), in fp32, its
+ * activations in either layout. */
+bool vk_conv_winograd_fits(const nn_conv_params *cp);
+nn_status vk_conv_winograd_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,
+                                  const nn_conv_params *cp);
 
 /* vk_conv_pool.c: whether the fused convolution + ReLU + max pooling
  * kernels (and chained, and with the Linear after them) run these layers

@@ -1,5 +1,5 @@
 /* The convolution kernels (kernels.h, nn_conv_params) on Vulkan, by one
- * of three routes that vk_conv_route picks per layer and kernel:
+ * of four routes that vk_conv_route picks per layer and kernel:
  *
  * Small layers (few filters, small images) run conv_latency.comp:
  * gemm_latency.comp's tiles with the column matrix read straight from the
@@ -13,7 +13,9 @@
  * gathered as the tiles are staged, no column buffer. It reads activations
  * of either layout, channels-last ones four channels at a time, so the
  * backend asks for channels-last outputs where it runs a layer
- * (vk_conv_layout). Other products in reduced precision run the column
+ * (vk_conv_layout). fp32 3x3 layers at stride 1 run Winograd's F(4x4, 3x3)
+ * instead (vk_conv_winograd.c): its transforms and 36 GEMMs read and write
+ * the same layouts. Other products in reduced precision run the column
  * route (im2col, the tiled GEMM rounding its operands, col2im) on dense
  * tensors; where
  * it runs the forward, the op keeps the column matrix from forward to
@@ -148,7 +150,11 @@ static int64_t multiply_adds(const nn_conv_params *cp) {
     return (int64_t)cp->filters * g->channels * g->kernel_h * g->kernel_w * g->out_h * g->out_w * g->batch;
 }
 
-typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_COLUMNS } vk_conv_route_id;
+typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_WINOGRAD, VK_CONV_COLUMNS } vk_conv_route_id;
+
+/* Winograd's transforms cost a pass over the activations per channel; with
+ * fewer channels or filters than this the products are too thin to repay them. */
+#define WINOGRAD_MIN_CHANNELS 16
 
 /* The route of `kernel` for this layer, the one place to tune it.
  * NN_ENGINE_VULKAN_CONV (read at each call; for comparisons and tests):
@@ -156,7 +162,9 @@ typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_COLUM
  *   columns   the latency kernels for small layers, im2col + GEMM (+
  *             col2im) for the others, on dense tensors (fp16 on matrix
  *             cores: the column route for every layer);
- *   implicit  conv_gemm.comp for every fp32 layer and kernel.
+ *   implicit  conv_gemm.comp for every fp32 layer and kernel;
+ *   winograd  vk_conv_winograd.c for every fp32 layer it takes (3x3,
+ *             stride 1), the implicit GEMM for the others.
  * The choice:
  * - fp16 products on a device with matrix cores take the implicit GEMM on
  *   them (conv_gemm_coopmat.comp), whatever their size: small layers are
@@ -167,6 +175,10 @@ typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_COLUM
  * - small layers (vk_latency_wanted: few enough multiply-adds that
  *   latency, not arithmetic, bounds them), ungrouped and undilated, keep
  *   conv_latency.comp: one dispatch of small tiles;
+ * - fp32 3x3 layers at stride 1 with a channels-last side and at least
+ *   WINOGRAD_MIN_CHANNELS channels and filters take Winograd's F(4x4, 3x3)
+ *   (vk_conv_winograd.c): a quarter of the multiplications, as cuDNN's
+ *   fp32 kernels for these layers;
  * - every other fp32 layer with a channels-last side (vk_conv_layout asks
  *   for them) is an implicit GEMM: it reads the image once per tile row
  *   instead of writing and reading a column matrix kernel_h * kernel_w
@@ -185,9 +197,13 @@ static vk_conv_route_id vk_conv_route(const vk_backend *vk, nn_kernel kernel, co
         return plain && vk_latency_wanted(multiply_adds(cp)) ? VK_CONV_LATENCY : VK_CONV_COLUMNS;
     }
     if (force && strcmp(force, "implicit") == 0) return VK_CONV_IMPLICIT;
+    if (force && strcmp(force, "winograd") == 0)
+        return vk_conv_winograd_fits(cp) ? VK_CONV_WINOGRAD : VK_CONV_IMPLICIT;
     if (plain && vk_latency_wanted(multiply_adds(cp))) return VK_CONV_LATENCY;
     if (force && strcmp(force, "columns") == 0) return VK_CONV_COLUMNS;
-    return nn_conv_channels_last(cp) ? VK_CONV_IMPLICIT : VK_CONV_COLUMNS;
+    if (!nn_conv_channels_last(cp)) return VK_CONV_COLUMNS;
+    const bool wide = cp->g.channels >= WINOGRAD_MIN_CHANNELS && cp->filters >= WINOGRAD_MIN_CHANNELS;
+    return wide && vk_conv_winograd_fits(cp) ? VK_CONV_WINOGRAD : VK_CONV_IMPLICIT;
 }
 
 /* The op keeps columns only for layers whose forward takes the column route. */
@@ -195,15 +211,15 @@ bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *cp) {
     return vk_conv_route((const vk_backend *)self, NN_KERNEL_CONV2D_FORWARD, cp) == VK_CONV_COLUMNS;
 }
 
-/* Channels-last for the layers whose forward takes the implicit GEMM, the
- * route that reads and writes that layout as it is. Depthwise layers (whose
+/* Channels-last for the layers whose forward takes the implicit GEMM or
+ * Winograd, the routes that read and write that layout as it is. Depthwise layers (whose
  * kernels take either) keep their input's: the model's other layers decide. */
 nn_layout vk_conv_layout(nn_backend *self, const nn_conv_params *p) {
     if (nn_conv_is_depthwise(p)) return (nn_layout)p->image_layout;
     nn_conv_params last = *p;
     last.output_layout = NN_LAYOUT_CHANNELS_LAST;
-    const bool implicit = vk_conv_route((const vk_backend *)self, NN_KERNEL_CONV2D_FORWARD, &last) == VK_CONV_IMPLICIT;
-    return implicit ? NN_LAYOUT_CHANNELS_LAST : NN_LAYOUT_DENSE;
+    const vk_conv_route_id route = vk_conv_route((const vk_backend *)self, NN_KERNEL_CONV2D_FORWARD, &last);
+    return route == VK_CONV_IMPLICIT || route == VK_CONV_WINOGRAD ? NN_LAYOUT_CHANNELS_LAST : NN_LAYOUT_DENSE;
 }
 
 static nn_buffer *scratch(nn_backend *self, size_t bytes) { return vk_scratch_alloc((vk_backend *)self, bytes); }
@@ -219,7 +235,8 @@ static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, 
     NN_TRY(check(cp, a, kernel));
     NN_TRY(nn_conv_layout_check("vulkan", kernel, cp));
     const vk_conv_route_id route = vk_conv_route(vk, kernel, cp);
-    if (nn_conv_channels_last(cp) && route != VK_CONV_IMPLICIT) return vk_conv_layouts(vk, kernel, cp, a);
+    if (nn_conv_channels_last(cp) && route != VK_CONV_IMPLICIT && route != VK_CONV_WINOGRAD)
+        return vk_conv_layouts(vk, kernel, cp, a);
     const nn_conv_geometry *g = &cp->g;
     int64_t k = (int64_t)g->channels / nn_conv_groups(cp) * g->kernel_h * g->kernel_w;
     if (g->batch == 0) {
@@ -237,6 +254,7 @@ static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, 
     switch (route) {
     case VK_CONV_LATENCY: return latency_route(vk, kernel, a, cp);
     case VK_CONV_IMPLICIT: return vk_conv_gemm_record(vk, kernel, a, cp);
+    case VK_CONV_WINOGRAD: return vk_conv_winograd_record(vk, kernel, a, cp);
     default: return column_route(vk, kernel, a, cp);
     }
 }

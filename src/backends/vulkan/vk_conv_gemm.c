@@ -65,21 +65,11 @@ static vk_pipeline_id conv_gemm_coopmat_tile(int64_t m, int64_t n, int64_t outpu
     return VK_PIPE_CONV_GEMM_COOPMAT_64X64;
 }
 
-/* Element strides (n, channel, row, column) of a [n, c, h, w] activation in `layout`. */
-typedef struct strides {
-    uint32_t n, c, h, w;
-} strides;
-
-static strides strides_of(int32_t layout, int64_t c, int64_t h, int64_t w) {
-    if (layout == NN_LAYOUT_CHANNELS_LAST) return (strides){(uint32_t)(h * w * c), 1, (uint32_t)(w * c), (uint32_t)c};
-    return (strides){(uint32_t)(c * h * w), (uint32_t)(h * w), (uint32_t)w, 1};
-}
-
 static uint32_t pair(int32_t h, int32_t w) { return (uint32_t)h << 16 | (uint32_t)w; }
 
 /* Four elements at a time from a tensor: its offset, its strides other
  * than the one read along (unit), and the run read (per group) multiples of 4. */
-static bool quads(nn_buffer_ref ref, strides s, int64_t run) {
+static bool quads(nn_buffer_ref ref, vk_activation_strides s, int64_t run) {
     const uint64_t byte = ref.buffer ? ref.buffer->offset + ref.offset : 1;
     return byte % 16 == 0 && s.c == 1 && s.n % 4 == 0 && s.h % 4 == 0 && s.w % 4 == 0 && run % 4 == 0;
 }
@@ -292,10 +282,10 @@ nn_status vk_conv_gemm_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_
     const nn_conv_geometry *g = &cp->g;
     const int64_t groups = nn_conv_groups(cp), cg = g->channels / groups, fg = cp->filters / groups;
     const int64_t taps = (int64_t)g->kernel_h * g->kernel_w;
-    const strides image = strides_of(cp->image_layout, g->channels, g->height, g->width);
-    const strides output = strides_of(cp->output_layout, cp->filters, g->out_h, g->out_w);
+    const vk_activation_strides image = vk_activation_strides_of(cp->image_layout, g->channels, g->height, g->width);
+    const vk_activation_strides output = vk_activation_strides_of(cp->output_layout, cp->filters, g->out_h, g->out_w);
     const bool forward = kernel == NN_KERNEL_CONV2D_FORWARD, data = kernel == NN_KERNEL_CONV2D_BACKWARD_DATA;
-    const strides gathered = data ? output : image, other = data ? image : output;
+    const vk_activation_strides gathered = data ? output : image, other = data ? image : output;
     conv_gemm_layer L = {.kernel = kernel, .cp = cp, .groups = groups};
     L.push = (conv_gemm_push){
         .batch = (uint32_t)g->batch, .in_h = (uint32_t)(data ? g->out_h : g->height),
