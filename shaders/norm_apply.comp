@@ -1,9 +1,12 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "unary_math.glsl"
+#include "unary_ops.h"
 // NORM_APPLY: y = (x - mean[g]) * rsqrt(var[g] + eps) * weight[c] + bias[c],
-// four elements per invocation (vec4) where norm_quads (one group and
-// channel) or norm_column_quads (four channels) allows, else one.
+// then the epilogue's row of unary_ops.h where it is on (a fused
+// activation), four elements per invocation (vec4) where norm_quads (one
+// group and channel) or norm_column_quads (four channels) allows, else one.
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_NORM)
 #include "norm_common.glsl"
@@ -24,12 +27,26 @@ vec3 mean_scale_shift(uint g, uint c) {
     return vec3(mean[p.off[1] + g], rstd * w, p.has_bias != 0 ? bias[p.off[4] + c] : 0.0);
 }
 
+// The epilogue's row (as unary_forward.comp evaluates it) of y.
+float epilogue(float x) {
+    if (p.epilogue_on == 0) return x;
+    float alpha = p.epilogue_alpha, beta = p.epilogue_beta, y = x;
+    int row = 0;
+#define EPILOGUE_ROW(ID, name, Onnx, forward_, backward_, export_, public_) \
+    if (p.epilogue_op == row) y = (forward_);                              \
+    row++;
+    NN_UNARY_OPS(EPILOGUE_ROW)
+    return y;
+}
+
+vec4 epilogue4(vec4 v) { return vec4(epilogue(v.x), epilogue(v.y), epilogue(v.z), epilogue(v.w)); }
+
 void main() {
     uint total = p.outer * p.groups * p.inner;
     if (norm_quads(p.off[0], p.off[5], 0u)) {
         GRID_STRIDE_LOOP(q, total / 4u) {
             vec3 f = mean_scale_shift(group_of(4u * q), channel_of(4u * q));
-            y4[p.off[5] / 4u + q] = (x4[p.off[0] / 4u + q] - f.x) * f.y + f.z;
+            y4[p.off[5] / 4u + q] = epilogue4((x4[p.off[0] / 4u + q] - f.x) * f.y + f.z);
         }
         return;
     }
@@ -41,12 +58,12 @@ void main() {
                 vec3 f = mean_scale_shift(c + i, c + i);
                 mu[i] = f.x, scale[i] = f.y, shift[i] = f.z;
             }
-            y4[p.off[5] / 4u + q] = (x4[p.off[0] / 4u + q] - mu) * scale + shift;
+            y4[p.off[5] / 4u + q] = epilogue4((x4[p.off[0] / 4u + q] - mu) * scale + shift);
         }
         return;
     }
     GRID_STRIDE_LOOP(e, total) {
         vec3 f = mean_scale_shift(group_of(e), channel_of(e));
-        y[p.off[5] + e] = (x[p.off[0] + e] - f.x) * f.y + f.z;
+        y[p.off[5] + e] = epilogue((x[p.off[0] + e] - f.x) * f.y + f.z);
     }
 }

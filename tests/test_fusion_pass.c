@@ -9,7 +9,10 @@
  *     fused chain receives a gradient from outside the chain;
  *   - a ReLU's output gets a second reader after its first reader claimed
  *     its mask at forward (the fused head's input gradient);
- *   - the logits of a fused head and loss take part in a second loss term.
+ *   - the logits of a fused head and loss take part in a second loss term;
+ *   - a normalisation's output, unwritten under its activation (the
+ *     apply's epilogue), is read and used after: its recipe normalises
+ *     again without a second update of BatchNorm's running statistics.
  * Inputs are random, of awkward sizes; gradients are compared with a
  * tolerance for the different order of sums in fused kernels. */
 #include <math.h>
@@ -22,7 +25,7 @@
 #include "test.h"
 #include "vulkan_harness.h"
 
-#define MAX_VALUES 8
+#define MAX_VALUES 16
 
 /* What one run gives: values read and the gradients of the leaves. */
 typedef struct outcome {
@@ -122,6 +125,41 @@ static outcome head_second_readers(const char *device, bool fusion) {
     return o;
 }
 
+/* BatchNorm (training, running statistics) -> ReLU, GroupNorm -> ReLU6,
+ * LayerNorm -> sigmoid, each normalised output unwritten when fused; then
+ * BatchNorm's output read and used in a second loss term. The running
+ * statistics are compared too (updated once per forward either way). */
+static outcome norm_activation(const char *device, bool fusion) {
+    outcome o = {0};
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .threads = 2, .seed = 5});
+    nn_ctx_set_fusion(ctx, fusion);
+    const int64_t xs[4] = {3, 6, 7, 5}, cs[1] = {6}, ls[2] = {7, 5};
+    nn_tensor *x = randn(ctx, 4, xs, 31, true), *w = randn(ctx, 1, cs, 32, true), *b = randn(ctx, 1, cs, 33, true);
+    nn_tensor *gw = randn(ctx, 1, cs, 34, true), *gb = randn(ctx, 1, cs, 35, true);
+    nn_tensor *lw = randn(ctx, 2, ls, 36, true), *lb = randn(ctx, 2, ls, 37, true);
+    float *variances = vkt_randoms(6, 0.5f, 1.5f, 39);
+    nn_tensor *rm = randn(ctx, 1, cs, 38, false), *rv = nn_tensor_from_data(ctx, NN_F32, 1, cs, variances);
+    free(variances);
+    nn_tensor *z = nn_batch_norm(x, rm, rv, w, b, true, 0.1f, 1e-5f);
+    nn_tensor *r = nn_relu(z);
+    nn_tensor *g = nn_relu6(nn_mul_scalar(nn_group_norm(r, 3, gw, gb, 1e-5f), 4.0f));
+    nn_tensor *l = nn_sigmoid(nn_layer_norm(x, 2, ls, lw, lb, 1e-5f));
+    nn_tensor *wr = randn(ctx, 4, xs, 40, false), *wz = randn(ctx, 4, xs, 41, false);
+    keep(&o, r); /* runs the fused kernels */
+    CHECK_MSG(!fusion || z->recipe, "%s: BatchNorm and its ReLU did not run fused", device);
+    keep(&o, z); /* then z from its recipe */
+    nn_tensor *loss = nn_add(nn_add(nn_sum(nn_mul(g, wr)), nn_sum(nn_mul(z, wz))), nn_mean(l));
+    CHECK_MSG(nn_backward(loss) == NN_OK, "%s backward: %s", device, nn_last_error());
+    keep(&o, g);
+    keep(&o, l);
+    nn_tensor *leaves[] = {x, w, b, gw, gb, lw, lb};
+    for (int i = 0; i < 7 && o.count < MAX_VALUES; i++) keep(&o, nn_tensor_grad(leaves[i]));
+    keep(&o, rm);
+    keep(&o, rv);
+    nn_ctx_free(ctx);
+    return o;
+}
+
 static void fused_equals_unfused(const char *device, outcome (*run)(const char *, bool), const char *what) {
     outcome fused = run(device, true), plain = run(device, false);
     char label[96];
@@ -145,4 +183,40 @@ TEST(fusion_pass_second_readers_after_fusion_cpu) { fused_equals_unfused("cpu", 
 TEST(fusion_pass_second_readers_after_fusion_vulkan) {
     if (vkt_skipped() || !vkt_vulkan()) return;
     fused_equals_unfused("vulkan", head_second_readers, "head");
+}
+
+TEST(fusion_pass_norm_activation_cpu) { fused_equals_unfused("cpu", norm_activation, "norm activation"); }
+
+TEST(fusion_pass_norm_activation_vulkan) {
+    if (vkt_skipped() || !vkt_vulkan()) return;
+    fused_equals_unfused("vulkan", norm_activation, "norm activation");
+}
+
+/* BatchNorm's running statistics read right after the operation is
+ * recorded (no flush between) hold the update: the read runs it. */
+static void running_statistics_read_at_once(const char *device) {
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .threads = 2, .seed = 6});
+    const int64_t xs[4] = {2, 3, 4, 5}, cs[1] = {3};
+    const float zeros[3] = {0.0f, 0.0f, 0.0f}, ones[3] = {1.0f, 1.0f, 1.0f};
+    nn_tensor *x = randn(ctx, 4, xs, 51, false);
+    nn_tensor *rm = nn_tensor_from_data(ctx, NN_F32, 1, cs, zeros), *rv = nn_tensor_from_data(ctx, NN_F32, 1, cs, ones);
+    float data[120], got[3], want[3];
+    CHECK(nn_tensor_read(x, data, sizeof data) == NN_OK);
+    nn_tensor *y = nn_relu(nn_batch_norm(x, rm, rv, NULL, NULL, true, 0.5f, 1e-5f));
+    CHECK_MSG(y && nn_tensor_read(rm, got, sizeof got) == NN_OK, "%s: %s", device, nn_last_error());
+    for (int c = 0; c < 3; c++) { /* 0.5 times the channel's mean */
+        double sum = 0.0;
+        for (int n = 0; n < 2; n++)
+            for (int i = 0; i < 20; i++) sum += data[(n * 3 + c) * 20 + i];
+        want[c] = (float)(0.5 * sum / 40.0);
+    }
+    vkt_check_near_f32(got, want, 3, 1e-5, "%s running mean read at once", device);
+    nn_ctx_free(ctx);
+}
+
+TEST(fusion_pass_running_statistics_read_at_once_cpu) { running_statistics_read_at_once("cpu"); }
+
+TEST(fusion_pass_running_statistics_read_at_once_vulkan) {
+    if (vkt_skipped() || !vkt_vulkan()) return;
+    running_statistics_read_at_once("vulkan");
 }

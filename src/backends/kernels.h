@@ -82,6 +82,15 @@ typedef enum nn_elementwise_op {
 typedef enum nn_unary_op { NN_UNARY_OPS(NN_UNARY_ENUM_ROW) NN_UNARY_COUNT } nn_unary_op;
 #undef NN_UNARY_ENUM_ROW
 
+/* A pointwise function a kernel applies to its result as it stores it (its
+ * epilogue; the fusion pass's norm+activation chain): when `on`, the row
+ * `op` (nn_unary_op) of shaders/unary_ops.h with its parameters, evaluated
+ * on the result as rounded to float, exactly as the row's own kernel would. */
+typedef struct nn_pointwise_epilogue {
+    int32_t on, op;
+    float alpha, beta;
+} nn_pointwise_epilogue;
+
 /* For elementwise kernels, relu, unary functions, broadcast, reductions. */
 typedef struct nn_pointwise_params {
     int64_t n;
@@ -472,8 +481,9 @@ int nn_kernel_arg_count(nn_kernel kernel);
  * groups N * G, inner C / G * S, channel_inner S; LayerNorm over [M, D]:
  * outer 1, groups M, inner D, channels D, channel_inner 1.
  *   STATS            mean[g], var[g] (biased), from x;
- *   APPLY            y = xhat * weight[c] + bias[c] (either absent: 1, 0);
- *                    mean and var may be running statistics (eval BatchNorm);
+ *   APPLY            y = xhat * weight[c] + bias[c] (either absent: 1, 0),
+ *                    then `epilogue`; mean and var may be running
+ *                    statistics (eval BatchNorm);
  *   BACKWARD_DATA    dx (+)= the gradient of x: with batch_stats (mean and
  *                    var came from x), rstd * (w dy - mean_g(w dy) - xhat
  *                    mean_g(w dy xhat)), else (constants) rstd * w dy;
@@ -499,6 +509,7 @@ typedef struct nn_norm_params {
     int32_t batch_stats; /* BACKWARD_DATA */
     int32_t accumulate;  /* the backward kernels add into their outputs */
     int32_t sums_unweighted; /* BACKWARD_FROM_SUMS */
+    nn_pointwise_epilogue epilogue; /* APPLY */
 } nn_norm_params;
 
 /* NORM_RUNNING_UPDATE: for c < channels, running = (1 - f) running + f

@@ -12,6 +12,9 @@ nn_status nn_norm_check(const char *backend, nn_kernel kernel, const nn_norm_par
                             "outer %lld groups %d inner %lld channels %d channel_inner %lld eps %g",
                             backend, nn_kernel_name(kernel), (long long)p->outer, p->groups, (long long)p->inner,
                             p->channels, (long long)p->channel_inner, (double)p->eps);
+    if (p->epilogue.on && (p->epilogue.op < 0 || p->epilogue.op >= NN_UNARY_COUNT))
+        return nn_set_error(NN_ERR_ARGUMENT, "%s %s: epilogue function %d is not a row of unary_ops.h", backend,
+                            nn_kernel_name(kernel), p->epilogue.op);
     if (p->sums_unweighted && (p->groups != p->channels || p->inner != p->channel_inner))
         return nn_set_error(NN_ERR_ARGUMENT,
                             "%s %s: sums without the weight need one channel per group (BatchNorm), got %d groups "

@@ -27,7 +27,7 @@ int nn_fusion_readers(const nn_fusion_graph *g, const nn_tensor *t) { return t->
 nn_node *nn_fusion_next(const nn_fusion_graph *g, const nn_tensor *t, const nn_op *op) {
     if (t == g->keep || t->pending_readers != 1) return NULL;
     nn_node *reader = t->pending_reader;
-    return reader->input_count > 0 && reader->inputs[0] == t && reader->op == op ? reader : NULL;
+    return reader->input_count > 0 && reader->inputs[0] == t && (!op || reader->op == op) ? reader : NULL;
 }
 
 /* A matched chain: its pattern, members and where it launches. */
@@ -41,7 +41,7 @@ typedef struct group {
  * members taken yet; fills the group. */
 static bool chain_at(const nn_fusion_graph *g, const nn_fusion_pattern *p, nn_node *first, const int *taken,
                      group *out) {
-    if (first->op != p->ops[0]) return false;
+    if (p->ops[0] && first->op != p->ops[0]) return false;
     out->pattern = p;
     out->members[0] = first;
     out->last = first->pending_index;

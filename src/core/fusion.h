@@ -32,13 +32,13 @@ typedef struct nn_fusion_graph {
 /* How many pending nodes read t (an input given twice counts twice). */
 int nn_fusion_readers(const nn_fusion_graph *g, const nn_tensor *t);
 /* The pending node that reads t as its first input and is t's only
- * reader, when it runs operation `op`; else NULL. */
+ * reader, when it runs operation `op` (NULL: any); else NULL. */
 nn_node *nn_fusion_next(const nn_fusion_graph *g, const nn_tensor *t, const nn_op *op);
 
 typedef struct nn_fusion_pattern {
     const char *name;
     int length;
-    const nn_op *ops[NN_FUSION_MAX_MEMBERS];
+    const nn_op *ops[NN_FUSION_MAX_MEMBERS]; /* NULL: any operation, which match then checks */
     bool (*match)(const nn_fusion_graph *g, nn_node *const *members);
     nn_status (*launch)(const nn_fusion_graph *g, nn_node *const *members);
     /* Its launch passes the members' precision on to their products; the

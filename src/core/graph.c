@@ -125,6 +125,13 @@ nn_status nn_node_save(nn_node *node, nn_tensor *t) {
     return NN_OK;
 }
 
+void nn_node_forget_writes(nn_node *node) {
+    for (int i = 0; i < node->input_count; i++)
+        if (node->inputs[i] && node->inputs[i]->pending_writer == node) node->inputs[i]->pending_writer = NULL;
+    for (int i = 0; i < node->saved_count; i++)
+        if (node->saved[i]->pending_writer == node) node->saved[i]->pending_writer = NULL;
+}
+
 nn_status nn_node_launch(nn_node *node) {
     nn_tensor *out = node->output;
     if (out->recipe) { /* computed here after all: the recipe is not needed */
@@ -172,6 +179,7 @@ static nn_status run_recipe(nn_tensor *t) {
 }
 
 nn_status nn_tensor_materialize(nn_tensor *t) {
+    if (t->pending_writer && !t->ctx->flushing) NN_TRY(nn_ctx_flush(t->ctx, NULL)); /* a leaf with an update pending */
     if (t->storage) return NN_OK;
     if (t->producer && !t->ctx->flushing) NN_TRY(nn_ctx_flush(t->ctx, t));
     if (!t->storage && t->recipe) return run_recipe(t);
@@ -191,6 +199,7 @@ static nn_status flush_entered(nn_ctx *ctx, const nn_tensor *keep) {
     nn_status st = nn_fusion_run(ctx, nodes, count, keep);
     for (int64_t i = 0; i < count; i++) {
         if (nodes[i]->output->producer == nodes[i]) nodes[i]->output->producer = NULL;
+        nn_node_forget_writes(nodes[i]);
         nn_node_release(nodes[i]);
     }
     free(nodes);
@@ -209,6 +218,7 @@ void nn_ctx_drop_pending(nn_ctx *ctx) {
     for (int64_t i = 0; i < ctx->pending_count; i++) {
         nn_node *node = ctx->pending[i];
         if (node->output->producer == node) node->output->producer = NULL;
+        nn_node_forget_writes(node);
         nn_node_release(node);
     }
     free(ctx->pending);

@@ -98,14 +98,18 @@ void nn_node_release(nn_node *node);
 /* Run every pending node (after the fusion pass); `keep` (may be NULL) is
  * a tensor the caller needs, which the pass must not leave unwritten. */
 nn_status nn_ctx_flush(nn_ctx *ctx, const nn_tensor *keep);
-/* Give t storage and its value: flush if its operation is pending, or run
- * its recipe if fused kernels left it unwritten. */
+/* Give t storage and its value: flush if its operation is pending (or an
+ * operation that writes it in place: pending_writer), or run its recipe if
+ * fused kernels left it unwritten. */
 nn_status nn_tensor_materialize(nn_tensor *t);
 /* Give the output of a node storage of its own (a launch does this before
  * its kernels write it). */
 nn_status nn_tensor_attach_storage(nn_tensor *t);
 /* Launch one node as its own operation (not fused). */
 nn_status nn_node_launch(nn_node *node);
+/* The tensors it marked as its in-place writes (inputs or saved tensors
+ * whose pending_writer it is) are no longer pending: it ran or was dropped. */
+void nn_node_forget_writes(nn_node *node);
 /* A node whose output the fused kernels leave unwritten: the output keeps
  * a recipe (the operation and its inputs) to compute it when needed. */
 nn_status nn_node_elide(nn_node *node);

@@ -48,6 +48,9 @@ struct nn_tensor {
     int refcount;
     nn_node *producer; /* its pending node, or NULL */
     nn_node *recipe;   /* owned: how to compute it when fused kernels did not, or NULL */
+    /* A pending node that writes it in place (BatchNorm's running
+     * statistics), or NULL: a read, write or copy of it flushes first. */
+    nn_node *pending_writer;
 
     bool requires_grad;
     nn_tensor *grad;     /* owned; same shape */

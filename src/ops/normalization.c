@@ -46,7 +46,9 @@ static int counter_saved(const nn_node *node) { return node->saved_count > 0 && 
 
 static nn_buffer_ref ref_or_none(const nn_tensor *t) { return t ? nn_tensor_ref(t) : (nn_buffer_ref){0}; }
 
-static nn_status norm_forward(nn_node *node) {
+/* The forward into `out` (the node's output, or a fused activation's),
+ * with the apply's epilogue when given. */
+static nn_status norm_forward_into(nn_node *node, nn_tensor *out, const nn_pointwise_epilogue *epilogue) {
     const norm_node *n = NN_NODE_PARAMS(node, norm_node);
     nn_tensor *x = node->inputs[IN_X];
     nn_ctx *ctx = x->ctx;
@@ -74,10 +76,28 @@ static nn_status norm_forward(nn_node *node) {
                                    nn_tensor_ref(node->inputs[IN_RUNNING_VAR]), ref_or_none(counter)};
         NN_TRY(nn_ctx_run(ctx, NN_KERNEL_NORM_RUNNING_UPDATE, update, 5, &r));
     }
+    nn_norm_params p = n->layout;
+    if (epilogue) p.epilogue = *epilogue;
     nn_buffer_ref apply[6] = {nn_tensor_ref(x), nn_tensor_ref(mean), nn_tensor_ref(var),
                               ref_or_none(node->inputs[IN_WEIGHT]), ref_or_none(node->inputs[IN_BIAS]),
-                              nn_tensor_ref(node->output)};
-    return nn_ctx_run(ctx, NN_KERNEL_NORM_APPLY, apply, 6, &n->layout);
+                              nn_tensor_ref(out)};
+    return nn_ctx_run(ctx, NN_KERNEL_NORM_APPLY, apply, 6, &p);
+}
+
+static nn_status norm_forward(nn_node *node) { return norm_forward_into(node, node->output, NULL); }
+
+bool nn_norm_takes_epilogue(const nn_node *node) {
+    if (node->op != &nn_op_batch_norm && node->op != &nn_op_layer_norm && node->op != &nn_op_group_norm) return false;
+    return NN_NODE_PARAMS(node, norm_node)->sync == NULL;
+}
+
+nn_status nn_norm_forward_with_epilogue(nn_node *node, nn_tensor *out, const nn_pointwise_epilogue *epilogue) {
+    NN_TRY(norm_forward_into(node, out, epilogue));
+    NN_TRY(nn_node_elide(node));
+    /* Should the unwritten output be read after all, its recipe normalises
+     * x again: the running statistics were updated once, here. */
+    NN_NODE_PARAMS(node->output->recipe, norm_node)->update_running = false;
+    return NN_OK;
 }
 
 /* One channel per group (BatchNorm): the data gradient's sums (of dy and
@@ -387,9 +407,13 @@ static nn_tensor *batch_norm(const char *op, nn_batch_norm_sync *sync, nn_tensor
     nn_tensor *y = record(&nn_op_batch_norm, x, weight, bias, running_mean, running_var, &n);
     if (!y) return NULL;
     if (update_running && num_batches_tracked && nn_node_save(y->producer, num_batches_tracked) != NN_OK) return NULL;
-    /* The running statistics are leaves: a read of them does not wait for
-     * pending operations, so the update runs now. */
-    if (update_running && nn_ctx_flush(x->ctx, y) != NN_OK) return NULL;
+    /* The running statistics are leaves the node updates in place: reading
+     * one runs the pending operations first (nn_tensor_materialize), so the
+     * node may wait for the flush, and fuse with what follows it. */
+    if (update_running) {
+        running_mean->pending_writer = running_var->pending_writer = y->producer;
+        if (num_batches_tracked) num_batches_tracked->pending_writer = y->producer;
+    }
     return y;
 }
 

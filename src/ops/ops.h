@@ -66,6 +66,20 @@ bool nn_relu_mask_claim(const nn_tensor *x);
  * at a flush: `readers`) could claim its mask. */
 bool nn_relu_output(const nn_tensor *x);
 
+/* A pointwise node as a kernel's epilogue (kernels.h): ReLU (as clamp(0,
+ * inf)) or a row of unary_ops.h whose gradient follows from its output
+ * alone, so a fused launch need not write its input (relu.c, unary.c).
+ * False for any other node. */
+bool nn_epilogue_of(const nn_node *node, nn_pointwise_epilogue *out);
+
+/* normalization.c: whether a normalisation node can take an epilogue in
+ * its apply (any of the three; not SyncBatchNorm's, whose statistics
+ * come from other processes), and its forward with the epilogue written
+ * into `out` (another node's output), its own output left unwritten: a
+ * recipe that recomputes it without touching the running statistics. */
+bool nn_norm_takes_epilogue(const nn_node *node);
+nn_status nn_norm_forward_with_epilogue(nn_node *node, nn_tensor *out, const nn_pointwise_epilogue *epilogue);
+
 /* loss.c: the gradient a softmax cross-entropy computed ahead (dlogits),
  * handed to the logits as the loss's backward does. */
 nn_status nn_softmax_ce_hand_on(nn_node *loss, nn_tensor *dlogits);

@@ -4,6 +4,8 @@
  * exporter (unary_onnx.c). The rows whose public column is `of_x` get
  * their public function nn_<name>(x) here (nn_ops.h declares them); the
  * others get theirs in unary_scalars.c. */
+#include <math.h>
+
 #include "core/layout.h"
 #include "unary.h"
 
@@ -17,13 +19,29 @@ static nn_status unary_forward(nn_node *node) {
     return nn_run_forward(node, NN_KERNEL_UNARY_FORWARD, &p);
 }
 
+/* The rows whose gradient follows from y alone: their backward expression
+ * reads no x (sigmoid, tanh, neg, exp, sqrt, the scalar add, mul and rsub),
+ * or gives the same with y in x's place (relu6: y is 0 exactly where x <= 0
+ * and 6 exactly where x >= 6, NaN where x is). Their backward passes y for
+ * x, so it never needs x's value (a fused launch may leave x unwritten). */
+static bool gradient_from_output(nn_unary_op op) {
+    switch (op) {
+    case NN_UNARY_SIGMOID: case NN_UNARY_TANH: case NN_UNARY_NEG: case NN_UNARY_EXP: case NN_UNARY_SQRT:
+    case NN_UNARY_RELU6: case NN_UNARY_ADD_SCALAR: case NN_UNARY_MUL_SCALAR: case NN_UNARY_RSUB_SCALAR:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static nn_status unary_backward(nn_node *node) {
     nn_tensor *x = node->inputs[0], *y = node->output, *grad;
     int32_t acc;
     NN_TRY(nn_grad_target(x, &grad, &acc));
     nn_pointwise_params p = kernel_params(node, x->numel);
     p.accumulate = acc;
-    nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(y), nn_tensor_ref(y->grad), nn_tensor_ref(grad)};
+    const nn_tensor *input = gradient_from_output((nn_unary_op)p.op) ? y : x;
+    nn_buffer_ref args[4] = {nn_tensor_ref(input), nn_tensor_ref(y), nn_tensor_ref(y->grad), nn_tensor_ref(grad)};
     return nn_ctx_run(x->ctx, NN_KERNEL_UNARY_BACKWARD, args, 4, &p);
 }
 
@@ -53,6 +71,18 @@ nn_tensor *nn_unary_record(nn_unary_op code, nn_tensor *x, float alpha, float be
     if (nn_check_tensor(op->name, "x", x, NN_F32)) return NULL;
     const nn_unary_node p = {code, alpha, beta};
     return nn_op_result(op, &x, 1, &p, sizeof p, x->ndim, x->shape);
+}
+
+bool nn_epilogue_of(const nn_node *node, nn_pointwise_epilogue *out) {
+    if (node->op == &nn_op_relu) { /* clamp(0, inf) is relu, NaN included */
+        *out = (nn_pointwise_epilogue){.on = 1, .op = NN_UNARY_CLAMP, .alpha = 0.0f, .beta = INFINITY};
+        return true;
+    }
+    if (node->op->forward != unary_forward) return false; /* not a row's node */
+    const nn_unary_node *u = NN_NODE_PARAMS(node, nn_unary_node);
+    if (!gradient_from_output((nn_unary_op)u->op)) return false;
+    *out = (nn_pointwise_epilogue){.on = 1, .op = u->op, .alpha = u->alpha, .beta = u->beta};
+    return true;
 }
 
 #define PUBLIC_of_x(ID, fn) \

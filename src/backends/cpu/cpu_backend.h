@@ -93,6 +93,8 @@ nn_status nn_cpu_relu_backward(nn_thread_pool *pool, const nn_pointwise_params *
                                const float *dy, float *dx);
 /* cpu_unary.c: the rows of shaders/unary_ops.h */
 nn_status nn_cpu_unary_forward(nn_thread_pool *pool, const nn_pointwise_params *p, const float *x, float *y);
+/* values[i] = the epilogue's row of values[i], as nn_cpu_unary_forward would write it. */
+void nn_cpu_unary_in_place(const nn_pointwise_epilogue *e, float *values, int64_t n);
 nn_status nn_cpu_unary_backward(nn_thread_pool *pool, const nn_pointwise_params *p, const float *x, const float *y,
                                 const float *dy, float *dx);
 nn_status nn_cpu_elementwise(nn_thread_pool *pool, const nn_pointwise_params *p, const float *a,

@@ -70,6 +70,7 @@ static void apply_blocks(void *arg, int64_t begin, int64_t end, int worker) {
             if (job->bias) y += job->bias[c];
             job->out[e] = (float)y;
         }
+        if (p->epilogue.on) nn_cpu_unary_in_place(&p->epilogue, job->out + b * p->inner, p->inner);
     }
 }
 

@@ -42,6 +42,23 @@ static void forward_range(void *arg, int64_t begin, int64_t end, int worker) {
     }
 }
 
+void nn_cpu_unary_in_place(const nn_pointwise_epilogue *e, float *values, int64_t n) {
+    const double alpha = e->alpha, beta = e->beta;
+    (void)alpha, (void)beta;
+    switch ((nn_unary_op)e->op) {
+#define IN_PLACE_ROW(ID, name, Onnx, forward, backward, export, public) \
+    case NN_UNARY_##ID:                                                 \
+        for (int64_t i = 0; i < n; i++) {                               \
+            const double x = values[i];                                 \
+            values[i] = (float)(forward);                               \
+        }                                                               \
+        break;
+        NN_UNARY_OPS(IN_PLACE_ROW)
+#undef IN_PLACE_ROW
+    case NN_UNARY_COUNT: break;
+    }
+}
+
 /* The choice of accumulating stays outside the loops, which then vectorize. */
 static void backward_range(void *arg, int64_t begin, int64_t end, int worker) {
     const unary_job *job = arg;

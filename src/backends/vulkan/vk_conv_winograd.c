@@ -30,10 +30,11 @@
 
 #define POINTS 36 /* the 6x6 transform's entries: one GEMM each */
 #define TILE 4    /* outputs per tile and axis */
-/* Each transformed operand (v, m, g) at most this many floats (32 MiB): the
+/* Each transformed operand (v, m, g) at most this many floats (64 MiB): the
  * batch's tiles run in chunks, so the scratch (which a captured step keeps)
- * stays small next to the step's activations (bench/README.md). */
-#define CHUNK_FLOATS ((int64_t)1 << 23)
+ * stays small next to the step's activations; fewer, larger chunks ran
+ * faster (bench/README.md, the Winograd section). */
+#define CHUNK_FLOATS ((int64_t)1 << 24)
 /* The weight gradient's products are split until this many workgroups of
  * 64 x 64 run (four per multiprocessor of a 132-SM H100/H200), each split
  * summing at least MIN_SPLIT_ROWS tiles. */

@@ -39,7 +39,9 @@ static nn_status norm_push(nn_kernel kernel, const nn_norm_params *p, norm_block
     *push = (norm_block){.outer = (uint32_t)p->outer, .inner = (uint32_t)p->inner,
                          .channel_inner = (uint32_t)p->channel_inner, .groups = (uint32_t)p->groups,
                          .channels = (uint32_t)p->channels, .eps = p->eps, .batch_stats = p->batch_stats,
-                         .accumulate = p->accumulate, .sums_unweighted = p->sums_unweighted, .chunks = 1};
+                         .accumulate = p->accumulate, .sums_unweighted = p->sums_unweighted,
+                         .epilogue_on = p->epilogue.on, .epilogue_op = p->epilogue.op,
+                         .epilogue_alpha = p->epilogue.alpha, .epilogue_beta = p->epilogue.beta, .chunks = 1};
     return NN_OK;
 }
 
