@@ -40,13 +40,13 @@ static const parity_conv_shape kImplicit[] = {
 #define IMPLICIT_SHAPES (sizeof kImplicit / sizeof kImplicit[0])
 
 /* More multiply-adds than the latency kernels take: the default route's
- * implicit GEMM (a 5x5 window) and Winograd (3x3 at stride 1). */
-static const parity_conv_shape kAutoImplicit = {2, 32, 30, 29, 5, 5, 1, 1, 2, 2, 1, 1, 64, 1};
+ * implicit GEMM (a 7x7 window) and Winograd (3x3 at stride 1). */
+static const parity_conv_shape kAutoImplicit = {2, 32, 20, 19, 7, 7, 1, 1, 3, 3, 1, 1, 64, 1};
 static const parity_conv_shape kAutoWinograd = {2, 32, 34, 33, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1};
 
-/* Winograd's F(4x4, 3x3) (vk_conv_winograd.c) forced with
- * NN_ENGINE_VULKAN_CONV=winograd: outputs off the 4x4 tiles, each padding
- * it takes, few channels; the last has enough tiles for the weight
+/* Winograd's F(4x4, 3x3) and F(2x2, 5x5) (vk_conv_winograd.c) forced with
+ * NN_ENGINE_VULKAN_CONV=winograd: outputs off the tiles, each padding they
+ * take, few channels; the last of each has enough tiles for the weight
  * gradient's splits. Each also runs in chunks of 7 tiles
  * (NN_ENGINE_VULKAN_WINOGRAD_CHUNK): chunks that end inside an image, and
  * splits padded with zero rows. */
@@ -56,6 +56,10 @@ static const parity_conv_shape kWinograd[] = {
     {2, 16, 12, 13, 3, 3, 1, 1, 2, 2, 1, 1, 20, 1}, /* padding 2: 14x15 outputs */
     {2, 8, 10, 9, 3, 3, 1, 1, 1, 0, 1, 1, 12, 1},   /* padding 1 by 0 */
     {2, 20, 64, 62, 3, 3, 1, 1, 1, 1, 1, 1, 24, 1}, /* 512 tiles: the weight gradient in 4 splits */
+    {2, 6, 11, 10, 5, 5, 1, 1, 2, 2, 1, 1, 7, 1},   /* 5x5, padding 2: 11x10 outputs */
+    {1, 4, 9, 12, 5, 5, 1, 1, 0, 0, 1, 1, 5, 1},    /* 5x5 without padding: 5x8 outputs */
+    {2, 5, 8, 9, 5, 5, 1, 1, 4, 3, 1, 1, 6, 1},     /* 5x5, padding 4 by 3 */
+    {2, 8, 48, 46, 5, 5, 1, 1, 2, 2, 1, 1, 10, 1},  /* 5x5, 1,104 tiles: the weight gradient in splits */
 };
 #define WINOGRAD_SHAPES (sizeof kWinograd / sizeof kWinograd[0])
 

@@ -426,8 +426,8 @@ static inline vk_activation_strides vk_activation_strides_of(int32_t layout, int
  * its activations in either layout. */
 nn_status vk_conv_gemm_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp);
 
-/* vk_conv_winograd.c: a CONV2D_* kernel of a 3x3 convolution at stride 1
- * (vk_conv_winograd_fits) by Winograd's F(4x4, 3x3), in fp32, its
+/* vk_conv_winograd.c: a CONV2D_* kernel of a 3x3 or 5x5 convolution at
+ * stride 1 (vk_conv_winograd_fits) by Winograd's F(4x4, 3x3) or F(2x2, 5x5), in fp32, its
  * activations in either layout. */
 bool vk_conv_winograd_fits(const nn_conv_params *cp);
 nn_status vk_conv_winograd_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,

@@ -13,8 +13,8 @@
  * gathered as the tiles are staged, no column buffer. It reads activations
  * of either layout, channels-last ones four channels at a time, so the
  * backend asks for channels-last outputs where it runs a layer
- * (vk_conv_layout). fp32 3x3 layers at stride 1 run Winograd's F(4x4, 3x3)
- * instead (vk_conv_winograd.c): its transforms and 36 GEMMs read and write
+ * (vk_conv_layout). fp32 3x3 and 5x5 layers at stride 1 run Winograd's
+ * F(4x4, 3x3) or F(2x2, 5x5) instead (vk_conv_winograd.c): its transforms and 36 GEMMs read and write
  * the same layouts. Other products in reduced precision run the column
  * route (im2col, the tiled GEMM rounding its operands, col2im) on dense
  * tensors; where
@@ -163,8 +163,8 @@ typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_WINOG
  *             col2im) for the others, on dense tensors (fp16 on matrix
  *             cores: the column route for every layer);
  *   implicit  conv_gemm.comp for every fp32 layer and kernel;
- *   winograd  vk_conv_winograd.c for every fp32 layer it takes (3x3,
- *             stride 1), the implicit GEMM for the others.
+ *   winograd  vk_conv_winograd.c for every fp32 layer it takes (3x3 and
+ *             5x5, stride 1), the implicit GEMM for the others.
  * The choice:
  * - fp16 products on a device with matrix cores take the implicit GEMM on
  *   them (conv_gemm_coopmat.comp), whatever their size: small layers are
@@ -178,7 +178,8 @@ typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_WINOG
  * - fp32 3x3 layers at stride 1 with a channels-last side and at least
  *   WINOGRAD_MIN_CHANNELS channels and filters take Winograd's F(4x4, 3x3)
  *   (vk_conv_winograd.c): a quarter of the multiplications, as cuDNN's
- *   fp32 kernels for these layers;
+ *   fp32 kernels for these layers; 5x5 ones its F(2x2, 5x5) for their
+ *   gradients (a third of the multiplications), the implicit GEMM forward;
  * - every other fp32 layer with a channels-last side (vk_conv_layout asks
  *   for them) is an implicit GEMM: it reads the image once per tile row
  *   instead of writing and reading a column matrix kernel_h * kernel_w
@@ -203,7 +204,11 @@ static vk_conv_route_id vk_conv_route(const vk_backend *vk, nn_kernel kernel, co
     if (force && strcmp(force, "columns") == 0) return VK_CONV_COLUMNS;
     if (!nn_conv_channels_last(cp)) return VK_CONV_COLUMNS;
     const bool wide = cp->g.channels >= WINOGRAD_MIN_CHANNELS && cp->filters >= WINOGRAD_MIN_CHANNELS;
-    return wide && vk_conv_winograd_fits(cp) ? VK_CONV_WINOGRAD : VK_CONV_IMPLICIT;
+    /* F(2x2, 5x5)'s forward writes 9 transformed entries per output: the
+     * implicit GEMM's forward measured faster (AlexNet's 5x5 layer), its
+     * gradients slower (bench/README.md). */
+    const bool forward_5x5 = kernel == NN_KERNEL_CONV2D_FORWARD && cp->g.kernel_h == 5;
+    return wide && !forward_5x5 && vk_conv_winograd_fits(cp) ? VK_CONV_WINOGRAD : VK_CONV_IMPLICIT;
 }
 
 /* The op keeps columns only for layers whose forward takes the column route. */

@@ -1,8 +1,9 @@
-/* The convolution kernels (kernels.h) for 3x3 filters at stride 1 by
- * Winograd's F(4x4, 3x3) on Vulkan (shaders/winograd.glsl): each 4x4 patch
- * of the output costs 36 products per (channel, filter) pair where direct
- * convolution costs 144, so the multiplications drop 4x and the product
- * becomes 36 independent GEMMs, one per point of the 6x6 transform:
+/* The convolution kernels (kernels.h) for 3x3 and 5x5 filters at stride 1
+ * by Winograd's F(4x4, 3x3) and F(2x2, 5x5) on Vulkan (shaders/winograd.glsl):
+ * each m x m patch of the output costs 36 products per (channel, filter)
+ * pair where direct convolution costs 144 (3x3) or 100 (5x5), so the
+ * multiplications drop 4x or 2.8x and the product becomes 36 independent
+ * GEMMs, one per point of the 6x6 transform:
  *
  *   forward    u = filter transform of w (winograd_filter.comp),
  *              v = the input's 6x6 patches transformed (winograd_tiles.comp),
@@ -11,10 +12,10 @@
  *              with the bias and ReLU;
  *   data       the same forward convolution of dy with the filters turned
  *              by 180 degrees, channels and filters swapped, and padding
- *              2 - pad (stride 1 makes the data gradient a convolution);
+ *              r - 1 - pad (stride 1 makes the data gradient a convolution);
  *   weight     the forward's adjoint: v as above, g = the output gradient's
- *              4x4 patches taken into the domain, the 36 products
- *              v[xi]^T g[xi] summed over the patches, then back to 3x3.
+ *              m x m patches taken into the domain, the 36 products
+ *              v[xi]^T g[xi] summed over the patches, then back to r x r.
  *
  * The transformed operands are 2.25x the activation they come from, so the
  * batch's tiles run in chunks that keep each under CHUNK_FLOATS; the weight
@@ -29,12 +30,12 @@
 #include "vk_backend.h"
 
 #define POINTS 36 /* the 6x6 transform's entries: one GEMM each */
-#define TILE 4    /* outputs per tile and axis */
-/* Each transformed operand (v, m, g) at most this many floats (64 MiB): the
+#define ALPHA 6   /* the transform's side: a tile of m = ALPHA + 1 - r outputs per axis */
+/* Each transformed operand (v, m, g) at most this many floats (32 MiB): the
  * batch's tiles run in chunks, so the scratch (which a captured step keeps)
- * stays small next to the step's activations; fewer, larger chunks ran
- * faster (bench/README.md, the Winograd section). */
-#define CHUNK_FLOATS ((int64_t)1 << 24)
+ * stays small next to the step's activations (64 MiB: no faster step,
+ * bench/README.md's Winograd section). */
+#define CHUNK_FLOATS ((int64_t)1 << 23)
 /* The weight gradient's products are split until this many workgroups of
  * 64 x 64 run (four per multiprocessor of a 132-SM H100/H200), each split
  * summing at least MIN_SPLIT_ROWS tiles. */
@@ -60,9 +61,10 @@ static int64_t chunk_tiles(int64_t tiles, int64_t widest, int64_t reserve) {
 
 bool vk_conv_winograd_fits(const nn_conv_params *cp) {
     const nn_conv_geometry *g = &cp->g;
-    return nn_conv_groups(cp) == 1 && g->kernel_h == 3 && g->kernel_w == 3 && g->stride_h == 1 &&
+    const int32_t r = g->kernel_h;
+    return nn_conv_groups(cp) == 1 && (r == 3 || r == 5) && g->kernel_w == r && g->stride_h == 1 &&
            g->stride_w == 1 && nn_conv_dilation_h(g) == 1 && nn_conv_dilation_w(g) == 1 && g->pad_h >= 0 &&
-           g->pad_h <= 2 && g->pad_w >= 0 && g->pad_w <= 2;
+           g->pad_h < r && g->pad_w >= 0 && g->pad_w < r;
 }
 
 /* One side of a product: an activation's channels, size and strides. */
@@ -72,21 +74,24 @@ typedef struct side {
     vk_activation_strides s;
 } side;
 
-/* The 4x4 tiles over an output of out_h x out_w, for `batch` images. */
+/* The m x m tiles of an r x r filter's convolution over an output of
+ * out_h x out_w, for `batch` images. */
 typedef struct tiling {
-    int64_t tiles_h, tiles_w, tiles;
+    int64_t taps, tiles_h, tiles_w, tiles;
 } tiling;
 
-static tiling tiling_of(int64_t batch, int64_t out_h, int64_t out_w) {
-    tiling t = {ceil_div(out_h, TILE), ceil_div(out_w, TILE), 0};
+static tiling tiling_of(int64_t taps, int64_t batch, int64_t out_h, int64_t out_w) {
+    const int64_t m = ALPHA + 1 - taps;
+    tiling t = {taps, ceil_div(out_h, m), ceil_div(out_w, m), 0};
     t.tiles = batch * t.tiles_h * t.tiles_w;
     return t;
 }
 
 static nn_status filter_transform(vk_backend *vk, nn_kernel kernel, nn_buffer_ref from, nn_buffer_ref to, int mode,
-                                  int64_t channels, int64_t filters, int64_t splits, float beta) {
+                                  int64_t taps, int64_t channels, int64_t filters, int64_t splits, float beta) {
     VK_PUSH(WINOGRAD_FILTER) push = {.channels = (uint32_t)channels, .filters = (uint32_t)filters,
-                                     .mode = (uint32_t)mode, .splits = (uint32_t)splits, .beta = beta};
+                                     .mode = (uint32_t)mode, .splits = (uint32_t)splits, .beta = beta,
+                                     .taps = (uint32_t)taps};
     if (vk->labels)
         snprintf(vk->profile_label, sizeof vk->profile_label, "conv winograd filter %s c%lld f%lld",
                  mode == 0 ? "forward" : mode == 1 ? "data" : "weight", (long long)channels, (long long)filters);
@@ -104,7 +109,8 @@ static nn_status tiles_transform(vk_backend *vk, nn_kernel kernel, const side *i
         .channels = (uint32_t)in->channels, .height = (uint32_t)in->height, .width = (uint32_t)in->width,
         .sn = in->s.n, .sc = in->s.c, .sh = in->s.h, .sw = in->s.w, .tiles_h = (uint32_t)t->tiles_h,
         .tiles_w = (uint32_t)t->tiles_w, .pad_h = (uint32_t)pad_h, .pad_w = (uint32_t)pad_w,
-        .first_tile = (uint32_t)first, .count = (uint32_t)count, .rows = (uint32_t)rows, .mode = (uint32_t)mode};
+        .first_tile = (uint32_t)first, .count = (uint32_t)count, .rows = (uint32_t)rows, .mode = (uint32_t)mode,
+        .taps = (uint32_t)t->taps};
     if (vk->labels)
         snprintf(vk->profile_label, sizeof vk->profile_label, "conv winograd %s c%lld tiles %lld",
                  mode == 0 ? "input" : "output gradient", (long long)in->channels, (long long)count);
@@ -120,7 +126,7 @@ static nn_status output_transform(vk_backend *vk, nn_kernel kernel, nn_buffer_re
         .filters = (uint32_t)out->channels, .height = (uint32_t)out->height, .width = (uint32_t)out->width,
         .sn = out->s.n, .sc = out->s.c, .sh = out->s.h, .sw = out->s.w, .tiles_h = (uint32_t)t->tiles_h,
         .tiles_w = (uint32_t)t->tiles_w, .first_tile = (uint32_t)first, .count = (uint32_t)count,
-        .rows = (uint32_t)count, .beta = beta, .epilogue = (uint32_t)epilogue};
+        .rows = (uint32_t)count, .beta = beta, .epilogue = (uint32_t)epilogue, .taps = (uint32_t)t->taps};
     if (vk->labels)
         snprintf(vk->profile_label, sizeof vk->profile_label, "conv winograd output f%lld tiles %lld",
                  (long long)out->channels, (long long)count);
@@ -131,13 +137,14 @@ static nn_status output_transform(vk_backend *vk, nn_kernel kernel, nn_buffer_re
 
 static nn_buffer_ref whole(nn_buffer *b, int64_t floats) { return (nn_buffer_ref){b, 0, (size_t)floats * sizeof(float)}; }
 
-/* out = the 3x3 convolution of `in` at stride 1 with padding (pad_h, pad_w)
- * by the filters w in `mode` (0: w [out][in][3][3]; 1: w [in][out][3][3]
- * turned, the data gradient), then beta * out and the epilogue. */
+/* out = the r x r convolution of `in` at stride 1 with padding (pad_h,
+ * pad_w) by the filters w in `mode` (0: w [out][in][r][r]; 1: w
+ * [in][out][r][r] turned, the data gradient), then beta * out and the
+ * epilogue. */
 static nn_status convolve(vk_backend *vk, nn_kernel kernel, const side *in, const side *out, nn_buffer_ref w,
-                          nn_buffer_ref bias, int mode, int64_t batch, int64_t pad_h, int64_t pad_w, float beta,
-                          int32_t epilogue) {
-    const tiling t = tiling_of(batch, out->height, out->width);
+                          nn_buffer_ref bias, int mode, int64_t taps, int64_t batch, int64_t pad_h, int64_t pad_w,
+                          float beta, int32_t epilogue) {
+    const tiling t = tiling_of(taps, batch, out->height, out->width);
     const int64_t widest = in->channels > out->channels ? in->channels : out->channels;
     const int64_t chunk = chunk_tiles(t.tiles, widest, 0);
     const int64_t pairs = in->channels * out->channels;
@@ -149,7 +156,7 @@ static nn_status convolve(vk_backend *vk, nn_kernel kernel, const side *in, cons
     nn_buffer *m = v ? vk_scratch_alloc(vk, (size_t)(POINTS * chunk * out->channels) * sizeof(float)) : NULL;
     nn_status st = m ? NN_OK : nn_last_status();
     if (st == NN_OK)
-        st = filter_transform(vk, kernel, w, whole(u, POINTS * pairs), mode, mode == 1 ? out->channels : in->channels,
+        st = filter_transform(vk, kernel, w, whole(u, POINTS * pairs), mode, taps, mode == 1 ? out->channels : in->channels,
                               mode == 1 ? in->channels : out->channels, 1, 0.0f);
     for (int64_t first = 0; first < t.tiles && st == NN_OK; first += chunk) {
         const int64_t count = t.tiles - first < chunk ? t.tiles - first : chunk;
@@ -173,10 +180,10 @@ static nn_status convolve(vk_backend *vk, nn_kernel kernel, const side *in, cons
     return st;
 }
 
-/* dw (+)= the weight gradient of the 3x3 convolution of x giving dy. */
+/* dw (+)= the weight gradient of the r x r convolution of x giving dy. */
 static nn_status weight_gradient(vk_backend *vk, nn_kernel kernel, const side *x, const side *dy, nn_buffer_ref dw,
-                                 int64_t batch, int64_t pad_h, int64_t pad_w, float beta) {
-    const tiling t = tiling_of(batch, dy->height, dy->width);
+                                 int64_t taps, int64_t batch, int64_t pad_h, int64_t pad_w, float beta) {
+    const tiling t = tiling_of(taps, batch, dy->height, dy->width);
     const int64_t c = x->channels, f = dy->channels, widest = c > f ? c : f;
     /* Splits of the sum over tiles, the same in every chunk (the partials add up over the chunks). */
     int64_t splits = ceil_div(WEIGHT_TARGET_GROUPS, POINTS * ceil_div(c, 64) * ceil_div(f, 64));
@@ -209,7 +216,7 @@ static nn_status weight_gradient(vk_backend *vk, nn_kernel kernel, const side *x
         if (st == NN_OK) st = vk_gemm_record(vk, product, &p, 0);
     }
     if (st == NN_OK)
-        st = filter_transform(vk, kernel, whole(partials, POINTS * splits * c * f), dw, 2, c, f, splits, beta);
+        st = filter_transform(vk, kernel, whole(partials, POINTS * splits * c * f), dw, 2, taps, c, f, splits, beta);
     if (partials) vk_scratch_done(vk, partials);
     if (g) vk_scratch_done(vk, g);
     if (v) vk_scratch_done(vk, v);
@@ -220,10 +227,11 @@ nn_status vk_conv_winograd_record(vk_backend *vk, nn_kernel kernel, const nn_buf
                                   const nn_conv_params *cp) {
     const nn_conv_geometry *g = &cp->g;
     if (!vk_conv_winograd_fits(cp))
-        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: Winograd F(4x4, 3x3) takes ungrouped, undilated 3x3 "
-                            "convolutions at stride 1 with padding up to 2, not this layer",
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: Winograd takes ungrouped, undilated 3x3 and 5x5 "
+                            "convolutions at stride 1 with padding below the window, not this layer",
                             nn_kernel_name(kernel));
     const float beta = g->accumulate ? 1.0f : 0.0f;
+    const int64_t taps = g->kernel_h;
     const nn_buffer_ref none = {NULL, 0, 0};
     const side image = {.channels = g->channels, .height = g->height, .width = g->width,
                         .s = vk_activation_strides_of(cp->image_layout, g->channels, g->height, g->width)};
@@ -233,15 +241,16 @@ nn_status vk_conv_winograd_record(vk_backend *vk, nn_kernel kernel, const nn_buf
     if (kernel == NN_KERNEL_CONV2D_FORWARD) {
         in = image, out = output;
         in.ref = a[0], out.ref = a[2];
-        return convolve(vk, kernel, &in, &out, a[1], cp->epilogue & NN_EPI_BIAS_ROWS ? a[3] : none, 0, g->batch,
-                        g->pad_h, g->pad_w, 0.0f, cp->epilogue);
+        return convolve(vk, kernel, &in, &out, a[1], cp->epilogue & NN_EPI_BIAS_ROWS ? a[3] : none, 0, taps,
+                        g->batch, g->pad_h, g->pad_w, 0.0f, cp->epilogue);
     }
     if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) {
         in = output, out = image;
         in.ref = a[0], out.ref = a[2];
-        return convolve(vk, kernel, &in, &out, a[1], none, 1, g->batch, 2 - g->pad_h, 2 - g->pad_w, beta, 0);
+        return convolve(vk, kernel, &in, &out, a[1], none, 1, taps, g->batch, taps - 1 - g->pad_h,
+                        taps - 1 - g->pad_w, beta, 0);
     }
     in = image, out = output;
     in.ref = a[1], out.ref = a[0];
-    return weight_gradient(vk, kernel, &in, &out, a[2], g->batch, g->pad_h, g->pad_w, beta);
+    return weight_gradient(vk, kernel, &in, &out, a[2], taps, g->batch, g->pad_h, g->pad_w, beta);
 }
