@@ -155,9 +155,11 @@ static nn_status convolve(vk_backend *vk, nn_kernel kernel, const side *in, cons
     nn_buffer *v = u ? vk_scratch_alloc(vk, (size_t)(POINTS * chunk * in->channels) * sizeof(float)) : NULL;
     nn_buffer *m = v ? vk_scratch_alloc(vk, (size_t)(POINTS * chunk * out->channels) * sizeof(float)) : NULL;
     nn_status st = m ? NN_OK : nn_last_status();
+    /* The filter's channels and filters as it is stored: the data gradient's are swapped. */
+    const int64_t w_channels = mode == 1 ? out->channels : in->channels;
+    const int64_t w_filters = mode == 1 ? in->channels : out->channels;
     if (st == NN_OK)
-        st = filter_transform(vk, kernel, w, whole(u, POINTS * pairs), mode, taps, mode == 1 ? out->channels : in->channels,
-                              mode == 1 ? in->channels : out->channels, 1, 0.0f);
+        st = filter_transform(vk, kernel, w, whole(u, POINTS * pairs), mode, taps, w_channels, w_filters, 1, 0.0f);
     for (int64_t first = 0; first < t.tiles && st == NN_OK; first += chunk) {
         const int64_t count = t.tiles - first < chunk ? t.tiles - first : chunk;
         st = tiles_transform(vk, kernel, in, &t, pad_h, pad_w, 0, first, count, count,
