@@ -15,7 +15,7 @@ nn_status nn_norm_check(const char *backend, nn_kernel kernel, const nn_norm_par
     if (p->epilogue.on && (p->epilogue.op < 0 || p->epilogue.op >= NN_UNARY_COUNT))
         return nn_set_error(NN_ERR_ARGUMENT, "%s %s: epilogue function %d is not a row of unary_ops.h", backend,
                             nn_kernel_name(kernel), p->epilogue.op);
-    if (p->sums_unweighted && (p->groups != p->channels || p->inner != p->channel_inner))
+    if (p->sums_unweighted && !nn_norm_channel_groups(p))
         return nn_set_error(NN_ERR_ARGUMENT,
                             "%s %s: sums without the weight need one channel per group (BatchNorm), got %d groups "
                             "of %d channels", backend, nn_kernel_name(kernel), p->groups, p->channels);

@@ -13,6 +13,11 @@
 nn_status nn_norm_check(const char *backend, nn_kernel kernel, const nn_norm_params *p);
 /* outer * groups * inner. */
 int64_t nn_norm_elements(const nn_norm_params *p);
+/* Each group is one channel's elements (BatchNorm): the weight is then
+ * constant over a group (what sums_unweighted needs). */
+static inline bool nn_norm_channel_groups(const nn_norm_params *p) {
+    return p->groups == p->channels && p->inner == p->channel_inner;
+}
 /* Channels >= 1 and count >= 2 (the unbiased variance divides by count - 1). */
 nn_status nn_norm_running_check(const char *backend, const nn_norm_running_params *p, bool has_count);
 

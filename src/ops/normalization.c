@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/norm_layout.h"
 #include "core/layout.h"
 #include "io/onnx_graph.h"
 #include "batch_norm_sync.h"
@@ -100,10 +101,6 @@ nn_status nn_norm_forward_with_epilogue(nn_node *node, nn_tensor *out, const nn_
     return NN_OK;
 }
 
-/* One channel per group (BatchNorm): the data gradient's sums (of dy and
- * dy xhat per group) are then the bias's and the weight's gradients. */
-static bool channel_groups(const nn_norm_params *p) { return p->groups == p->channels && p->inner == p->channel_inner; }
-
 /* BatchNorm with batch statistics whose x and affine gradients are both
  * wanted: one reduction serves the three. NORM_BACKWARD_SUMS without the
  * weight gives sum dy and sum dy xhat per channel, the pointwise pass
@@ -162,7 +159,9 @@ static nn_status norm_backward(nn_node *node) {
     int32_t accs[2] = {0, 0};
     for (int k = 0; k < 2; k++)
         if (affine[k]) NN_TRY(nn_grad_target(affine[k], &grads[k], &accs[k]));
-    if (grad && (grads[0] || grads[1]) && n->batch_stats && !n->sync && channel_groups(&p)) {
+    /* One channel per group: the data gradient's sums (of dy and dy xhat
+     * per group) are then the bias's and the weight's gradients. */
+    if (grad && (grads[0] || grads[1]) && n->batch_stats && !n->sync && nn_norm_channel_groups(&p)) {
         nn_tensor *const xs[4] = {x, mean, var, weight};
         return batch_norm_backward_shared(ctx, p, xs, dy, grad, acc, grads, accs);
     }
