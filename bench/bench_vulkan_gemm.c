@@ -5,6 +5,11 @@
  * that bench/torch_gemm_cuda.py reads to time cuBLAS on the same shapes.
  *
  *   build/bench/bench_vulkan_gemm [--quick] [--device vulkan] [--only SUBSTRING] [--precision fp16|bf16]
+ *                                 [--shape MxNxK]...
+ *
+ * --shape (repeatable): time these products (C[M, N] = A[M, K] B[K, N])
+ * instead of the built-in list, e.g. a convolution's implicit GEMM as a
+ * plain one, to tell the product's cost from the gather's.
  *
  * --precision: the context's product precision (nn_ctx_set_precision):
  * fp16 runs on the matrix cores where the device has them.
@@ -31,25 +36,39 @@ static double sample(nn_ctx *ctx, nn_tensor *a, nn_tensor *b, const gemm_shape *
 int main(int argc, char **argv) {
     bool quick = false;
     const char *device = "vulkan", *only = NULL, *precision = "fp32";
+    gemm_shape_list shapes = {0};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = true;
         else if (i + 1 < argc && strcmp(argv[i], "--device") == 0) device = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--only") == 0) only = argv[++i];
         else if (i + 1 < argc && strcmp(argv[i], "--precision") == 0) precision = argv[++i];
-        else {
-            fprintf(stderr, "usage: %s [--quick] [--device vulkan|auto|cpu] [--only SUBSTRING] [--precision fp32|fp16|bf16]\n",
+        else if (i + 1 < argc && strcmp(argv[i], "--shape") == 0 && shapes.count < GEMM_MAX_SHAPES) {
+            long long m, n, k;
+            char extra;
+            if (sscanf(argv[++i], "%lldx%lldx%lld%c", &m, &n, &k, &extra) != 3 || m < 1 || n < 1 || k < 1) {
+                fprintf(stderr, "%s: --shape %s: expected MxNxK, three positive integers\n", argv[0], argv[i]);
+                return 2;
+            }
+            char name[64];
+            snprintf(name, sizeof name, "%lldx%lldx%lld", m, n, k);
+            gemm_add(&shapes, name, m, n, k, false, false);
+        } else {
+            fprintf(stderr,
+                    "usage: %s [--quick] [--device vulkan|auto|cpu] [--only SUBSTRING] [--precision fp32|fp16|bf16] "
+                    "[--shape MxNxK]...\n",
                     argv[0]);
             return 2;
         }
     }
-    gemm_shape_list shapes = {0};
-    gemm_add(&shapes, "square 4096", 4096, 4096, 4096, false, false);
-    gemm_add(&shapes, "square 4096 (TN)", 4096, 4096, 4096, true, false);
-    gemm_add(&shapes, "square 4096 (NT)", 4096, 4096, 4096, false, true);
-    gemm_add(&shapes, "square 2048", 2048, 2048, 2048, false, false);
-    gemm_add(&shapes, "square 1024", 1024, 1024, 1024, false, false);
-    gemm_add(&shapes, "square 256", 256, 256, 256, false, false);
-    gemm_add_networks(&shapes);
+    if (shapes.count == 0) {
+        gemm_add(&shapes, "square 4096", 4096, 4096, 4096, false, false);
+        gemm_add(&shapes, "square 4096 (TN)", 4096, 4096, 4096, true, false);
+        gemm_add(&shapes, "square 4096 (NT)", 4096, 4096, 4096, false, true);
+        gemm_add(&shapes, "square 2048", 2048, 2048, 2048, false, false);
+        gemm_add(&shapes, "square 1024", 1024, 1024, 1024, false, false);
+        gemm_add(&shapes, "square 256", 256, 256, 256, false, false);
+        gemm_add_networks(&shapes);
+    }
 
     nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .seed = 1});
     if (!ctx) {

@@ -25,7 +25,7 @@
 
 #include "nn_engine.h"
 
-enum { GEMM_LENET_BATCH = 64, GEMM_ALEXNET_BATCH = 16 };
+enum { GEMM_LENET_BATCH = 64, GEMM_ALEXNET_BATCH = 16, GEMM_MAX_SHAPES = 64 };
 
 typedef struct gemm_shape {
     char name[48];
@@ -34,15 +34,15 @@ typedef struct gemm_shape {
 } gemm_shape;
 
 typedef struct gemm_shape_list {
-    gemm_shape items[64];
+    gemm_shape items[GEMM_MAX_SHAPES];
     int count;
 } gemm_shape_list;
 
 static inline void gemm_add(gemm_shape_list *list, const char *name, int64_t m, int64_t n, int64_t k,
                             bool ta, bool tb) {
-    if (list->count == (int)(sizeof list->items / sizeof list->items[0])) return;
+    if (list->count == GEMM_MAX_SHAPES) return;
     gemm_shape *s = &list->items[list->count++];
-    snprintf(s->name, sizeof s->name, "%s", name);
+    snprintf(s->name, sizeof s->name, "%.47s", name); /* 47: the name's size less its end */
     s->m = m, s->n = n, s->k = k, s->ta = ta, s->tb = tb;
 }
 

@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 // The convolution kernels (kernels.h, nn_conv_params) as implicit GEMMs
 // over activations of any strides: channels-last ones (N, H, W, C in

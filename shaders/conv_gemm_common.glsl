@@ -208,7 +208,7 @@ uint wa_kk(uint t) {
 void tile_begin(uint row0, uint col0, uint k0) {
     if (MODE != WEIGHT) {
         a_k = kpos_at(k0 + a_kk());
-        for (uint t = 0; t < A_LOADS; t++) {
+        [[unroll]] for (uint t = 0; t < A_LOADS; t++) {
             uint m = row0 + a_row_of(t);
             pixel q = pixel_at(m < m_rows ? m : 0u);
             int y = int(q.a) * origin_step_h + origin_h;
@@ -218,8 +218,8 @@ void tile_begin(uint row0, uint col0, uint k0) {
             a_y[t] = m < m_rows ? y : -0x40000000;
         }
     } else {
-        for (uint t = 0; t < A_LOADS; t++) a_rows[t] = pixel_at(k0 + wa_kk(t));
-        for (uint t = 0; t < B_LOADS; t++) b_pix[t] = pixel_at(k0 + b_kk(t));
+        [[unroll]] for (uint t = 0; t < A_LOADS; t++) a_rows[t] = pixel_at(k0 + wa_kk(t));
+        [[unroll]] for (uint t = 0; t < B_LOADS; t++) b_pix[t] = pixel_at(k0 + b_kk(t));
         uint col = col0 + b_col();
         b_col_ok = col < p.n;
         b_k = kpos_at(b_col_ok ? col : 0u);
@@ -230,8 +230,8 @@ void tile_advance() {
     if (MODE != WEIGHT) {
         kpos_advance(a_k, BK);
     } else {
-        for (uint t = 0; t < A_LOADS; t++) pixel_advance(a_rows[t], BK);
-        for (uint t = 0; t < B_LOADS; t++) pixel_advance(b_pix[t], BK);
+        [[unroll]] for (uint t = 0; t < A_LOADS; t++) pixel_advance(a_rows[t], BK);
+        [[unroll]] for (uint t = 0; t < B_LOADS; t++) pixel_advance(b_pix[t], BK);
     }
 }
 
@@ -251,7 +251,7 @@ void fetch(uint row0, uint col0, uint k0) {
         bool k_ok = k0 + a_kk() < k_len;
         int dy = int(a_k.i) * tap_step_h, dx = int(a_k.j) * tap_step_w;
         int k_offset = dy * int(p.in_sh) + dx * int(p.in_sw) + int(a_k.ch * p.in_sc);
-        for (uint t = 0; t < A_LOADS; t++) {
+        [[unroll]] for (uint t = 0; t < A_LOADS; t++) {
             bool ok = k_ok && uint(a_y[t] + dy) < p.in_h && uint(a_x[t] + dx) < p.in_w;
             int idx = a_base[t] + k_offset;
             if (VEC_A != 0) ra[t] = load4(0u, idx, ok);
@@ -259,7 +259,7 @@ void fetch(uint row0, uint col0, uint k0) {
         }
         // B: packed rows k, columns this group's filters (FORWARD) or channels (DATA).
         uint cols = p.n, col = col0 + b_col();
-        for (uint t = 0; t < B_LOADS; t++) {
+        [[unroll]] for (uint t = 0; t < B_LOADS; t++) {
             uint k = k0 + b_kk(t);
             bool ok = k < k_len && col < cols;
             int idx = int(p.off[1] + packed_base + k * cols + col);
@@ -269,7 +269,7 @@ void fetch(uint row0, uint col0, uint k0) {
     } else {
         // A: dy^T, rows this group's filters, k the output pixels.
         uint f = row0 + wa_row();
-        for (uint t = 0; t < A_LOADS; t++) {
+        [[unroll]] for (uint t = 0; t < A_LOADS; t++) {
             pixel q = a_rows[t];
             bool ok = k0 + wa_kk(t) < m_rows && f < p.m;
             int idx = int(p.off[0] + q.n * p.out_sn + (grp * p.fg + f) * p.out_sc + q.a * p.out_sh + q.b * p.out_sw);
@@ -277,7 +277,7 @@ void fetch(uint row0, uint col0, uint k0) {
             else ra[t].x = load1(0u, idx, ok);
         }
         // B: x_col, rows the output pixels, columns k = (r, s, c).
-        for (uint t = 0; t < B_LOADS; t++) {
+        [[unroll]] for (uint t = 0; t < B_LOADS; t++) {
             bool ok = b_col_ok && k0 + b_kk(t) < m_rows;
             int idx = gather_index(b_pix[t], b_k.i, b_k.j, b_k.ch);
             if (VEC_B != 0) rb[t] = load4(1u, idx, ok);

@@ -171,8 +171,12 @@ static void weight_run(nn_backend *o, route r, layouts l, const parity_conv_shap
 }
 
 /* A shape with its tile forced to each of the implicit GEMM's, fp32 and
- * (on matrix cores; elsewhere the variable is ignored) fp16. */
+ * (on matrix cores; elsewhere the variable is ignored) fp16; in fp16 also
+ * a wider one whose tiles are whole 128 x 128 squares of the forward (132
+ * filters) and the data gradient (128 channels), with the bias and ReLU
+ * and with accumulation. */
 static const parity_conv_shape kTiled = {2, 20, 17, 15, 3, 3, 1, 1, 1, 1, 1, 1, 36, 1};
+static const parity_conv_shape kTiledWide = {2, 128, 9, 8, 3, 3, 1, 1, 1, 1, 1, 1, 132, 1};
 static const struct {
     const char *tile;
     const route *r;
@@ -187,6 +191,13 @@ static void tiles_run(nn_backend *o, nn_kernel kernel) {
         if (kernel == NN_KERNEL_CONV2D_FORWARD) forward_run(o, r, kLast, &kTiled, NN_EPI_BIAS_ROWS);
         else if (kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) data_run(o, r, kLast, &kTiled, 1);
         else weight_run(o, r, kLast, &kTiled, 1, false);
+        if (r.precision == NN_PRECISION_FP16 && kernel == NN_KERNEL_CONV2D_FORWARD) {
+            forward_run(o, r, kLast, &kTiledWide, NN_EPI_BIAS_ROWS | NN_EPI_RELU);
+            forward_run(o, r, kLast, &kTiledWide, 0);
+        } else if (r.precision == NN_PRECISION_FP16 && kernel == NN_KERNEL_CONV2D_BACKWARD_DATA) {
+            data_run(o, r, kLast, &kTiledWide, 0);
+            data_run(o, r, kLast, &kTiledWide, 1);
+        }
         variable_end("NN_ENGINE_VULKAN_CONV_TILES", saved);
     }
 }
