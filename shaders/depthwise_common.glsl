@@ -14,7 +14,12 @@ uint weight_at(int f, int t) {
 int reader(int i, int k, int pad, int dilation, int stride, int outputs) {
     int t = i + pad - k * dilation;
     if (stride == 1) return t >= 0 && t < outputs ? t : -1; // no division: most depthwise layers
-    if (t < 0 || t % stride != 0 || t / stride >= outputs) return -1;
+    if (t < 0) return -1;
+    if ((stride & (stride - 1)) == 0) { // a power of two (MobileNet's 2): a mask and a shift
+        int o = t >> findLSB(stride);
+        return (t & (stride - 1)) == 0 && o < outputs ? o : -1;
+    }
+    if (t % stride != 0 || t / stride >= outputs) return -1;
     return t / stride;
 }
 
@@ -42,4 +47,16 @@ void position(bool last, uint idx, uint channels, uint rows, uint columns, out u
         channel = int(plane % channels);
         n = plane / channels;
     }
+}
+
+// Quads (p.quads): the pixel (n, row, column) and first channel of quad
+// `idx` of a channels-last [batch, rows, columns, channels] tensor.
+void quad_position(uint idx, uint channels, uint rows, uint columns, out uint n, out int channel, out int row,
+                   out int column) {
+    uint quads_per_pixel = channels / 4u, pixel = idx / quads_per_pixel;
+    channel = int((idx - pixel * quads_per_pixel) * 4u);
+    uint line = pixel / columns;
+    column = int(pixel - line * columns);
+    n = line / rows;
+    row = int(line - n * rows);
 }

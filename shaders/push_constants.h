@@ -187,12 +187,14 @@
  * forward and data gradient read the weight packed [tap][filter], so
  * neighbouring invocations read neighbouring taps); the weight gradient's
  * filter lanes per workgroup and its pairs (image, output pixel) per chunk
- * (depthwise_conv2d_weight.comp) */
+ * (depthwise_conv2d_weight.comp); quads: both sides channels-last, one
+ * filter per channel, channels and offsets in fours, so each invocation
+ * takes four neighbouring channels in 16-byte loads */
 #define PUSH_DEPTHWISE(F)                                                                                     \
     F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel_h)            \
     F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w) F(int, out_h)            \
     F(int, out_w) F(int, dilation_h) F(int, dilation_w) F(int, filters) F(int, epilogue) F(int, accumulate) \
-    F(int, image_last) F(int, output_last) F(int, filter_lanes) F(uint, chunk)
+    F(int, image_last) F(int, output_last) F(int, filter_lanes) F(uint, chunk) F(int, quads)
 #define PUSH_INTERPOLATE(F)                                                                                   \
     F(uint, off[4]) F(int, planes) F(int, in_h) F(int, in_w) F(int, out_h) F(int, out_w) F(int, mode)       \
     F(int, align_corners) F(float, scale_h) F(float, scale_w) F(int, accumulate)

@@ -1,7 +1,8 @@
 /* The kernel parity test's cases for convolution with groups and dilation
  * (the CONV2D_* kernels' column route, and im2col / col2im dilated), the
  * depthwise kernels (DEPTHWISE_CONV2D_*, with channel multipliers, dense
- * and channels-last tensors, a weight gradient in chunks) and
+ * and channels-last tensors, channels in fours (taken four at a time on
+ * Vulkan), a weight gradient in chunks) and
  * resampling (INTERPOLATE_*: nearest and bilinear, align_corners off and
  * on, up and down, by size and by scale factor): awkward sizes, batch 1
  * and more, accumulate on and off. */
@@ -31,6 +32,8 @@ static const parity_conv_shape kDepthwise[] = {
     {4, 7, 23, 19, 5, 5, 1, 1, 2, 2, 1, 1, 7, 7},  /* many pairs per weight tap */
     {2, 64, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 64, 64}, /* a weight gradient in chunks, channels-last */
     {2, 4, 130, 130, 3, 3, 1, 1, 1, 1, 1, 1, 4, 4},  /* a weight gradient in chunks, dense */
+    {3, 8, 11, 9, 3, 3, 2, 2, 1, 1, 1, 1, 8, 8},     /* MobileNet's stride 2, channels in fours */
+    {2, 12, 10, 13, 5, 3, 1, 2, 2, 1, 2, 1, 12, 12}, /* channels in fours, dilation, stride (1, 2), 5 x 3 */
 };
 #define DEPTHWISE (sizeof kDepthwise / sizeof kDepthwise[0])
 

@@ -1,9 +1,12 @@
 /* The DEPTHWISE_CONV2D_* kernels on Vulkan, over dense or channels-last
  * tensors: one dispatch each for the forward (an invocation per output)
  * and the data gradient (an invocation per input element, gathering),
- * invocations in the written tensor's memory order; the weight gradient
+ * invocations in the written tensor's memory order (four neighbouring
+ * channels each where both sides are channels-last, one filter per
+ * channel, and everything in fours); the weight gradient
  * takes blocks of filters at one tap per workgroup (neighbouring filters
- * on neighbouring invocations where the tensors are channels-last) over
+ * on neighbouring invocations where the tensors are channels-last; in
+ * fours, up to WEIGHT_TAP_GROUP taps of four filters per invocation) over
  * chunks of the (image, pixel) pairs, added by fixed-order trees and, with
  * several chunks, by gemm_splitk.comp in chunk order (no atomics).
  * Shaders: depthwise_conv2d_*.comp. */
@@ -20,10 +23,24 @@
 #define WEIGHT_MIN_PAIRS_PER_LANE 64
 #define WEIGHT_MAX_CHUNKS 1024
 #define WEIGHT_MAX_PARTIALS ((int64_t)1 << 24)
+#define WEIGHT_TAP_GROUP 9 /* depthwise_conv2d_weight.comp's TAP_GROUP */
+/* Four filters' taps per pair: 8 pairs a lane kept MobileNetV2's small
+ * layers' workgroups many (64 left 960 channels at 7x7 ninety; bench/README.md). */
+#define WEIGHT_MIN_QUAD_PAIRS_PER_LANE 8
 
 typedef VK_PUSH(DEPTHWISE) depthwise_block;
 
 static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+/* Whether four floats at a time can be read at `ref`'s start (16-byte aligned). */
+static bool aligned16(nn_buffer_ref ref) { return ref.buffer && (ref.buffer->offset + ref.offset) % 16 == 0; }
+
+/* Whether invocations can take four neighbouring channels: both sides
+ * channels-last, one filter per channel, channels in fours. */
+static bool quad_layer(const nn_conv_params *cp) {
+    return cp->image_layout == NN_LAYOUT_CHANNELS_LAST && cp->output_layout == NN_LAYOUT_CHANNELS_LAST &&
+           cp->filters == cp->g.channels && cp->g.channels % 4 == 0;
+}
 
 /* The weight gradient: filter lanes (a power of two; 1 for dense tensors,
  * whose pairs are contiguous) and chunks, then one dispatch, or the
@@ -34,12 +51,16 @@ static nn_status weight_gradient(vk_backend *vk, const nn_conv_params *cp, const
     const nn_conv_geometry *g = &cp->g;
     const int64_t taps = (int64_t)g->kernel_h * g->kernel_w, weights = cp->filters * taps;
     const int64_t pairs = (int64_t)g->batch * g->out_h * g->out_w;
+    /* Quads: lanes of four filters, up to WEIGHT_TAP_GROUP taps each. */
+    const int64_t columns = push->quads ? cp->filters / 4 : cp->filters;
+    const int64_t tap_items = push->quads ? ceil_div(taps, WEIGHT_TAP_GROUP) : taps;
     int32_t lanes_f = 1;
     if (cp->output_layout == NN_LAYOUT_CHANNELS_LAST)
-        while (lanes_f < 64 && lanes_f * 2 <= cp->filters) lanes_f *= 2;
-    const int64_t lanes_p = 256 / lanes_f, items = ceil_div(cp->filters, lanes_f) * taps;
+        while (lanes_f < (push->quads ? 16 : 64) && lanes_f * 2 <= columns) lanes_f *= 2;
+    const int64_t lanes_p = 256 / lanes_f, items = ceil_div(columns, lanes_f) * tap_items;
     int64_t chunks = ceil_div(WEIGHT_TARGET_GROUPS, items);
-    const int64_t most = pairs / (lanes_p * WEIGHT_MIN_PAIRS_PER_LANE);
+    const int64_t per_lane = push->quads ? WEIGHT_MIN_QUAD_PAIRS_PER_LANE : WEIGHT_MIN_PAIRS_PER_LANE;
+    const int64_t most = pairs / (lanes_p * per_lane);
     if (chunks > most) chunks = most;
     if (chunks > WEIGHT_MAX_CHUNKS) chunks = WEIGHT_MAX_CHUNKS;
     if (chunks * weights > WEIGHT_MAX_PARTIALS) chunks = WEIGHT_MAX_PARTIALS / weights;
@@ -95,6 +116,7 @@ static nn_status depthwise(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe
         .output_last = cp->output_layout == NN_LAYOUT_CHANNELS_LAST};
     if (kernel == NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT) {
         if (weights == 0) return NN_OK;
+        push.quads = quad_layer(cp) && aligned16(a[0]) && aligned16(a[1]);
         return weight_gradient(vk, cp, a, &push);
     }
     const int64_t items = kernel == NN_KERNEL_DEPTHWISE_CONV2D_FORWARD ? out : in;
@@ -111,10 +133,13 @@ static nn_status depthwise(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe
     const nn_buffer_ref copy[2] = {a[1], {packed, 0, (size_t)weights * sizeof(float)}};
     nn_status st = vk_run(&vk->base, NN_KERNEL_STRIDED_COPY, copy, 2, &t);
     const nn_buffer_ref none = {NULL, 0, 0};
-    nn_buffer_ref args[4] = {a[0], copy[1], a[2], kernel == NN_KERNEL_DEPTHWISE_CONV2D_FORWARD ? a[3] : none};
+    const bool biased = kernel == NN_KERNEL_DEPTHWISE_CONV2D_FORWARD && (cp->epilogue & NN_EPI_BIAS_ROWS);
+    nn_buffer_ref args[4] = {a[0], copy[1], a[2], biased ? a[3] : none};
+    push.quads = quad_layer(cp) && aligned16(args[0]) && aligned16(args[1]) && aligned16(args[2]) &&
+                 (!biased || aligned16(args[3]));
     if (st == NN_OK)
         st = vk_record(vk, kernel, pipe, 0, args, nn_kernel_arg_count(kernel), VK_PUSH_REF(push),
-                       vk_groups_for((uint64_t)items), 1, 1);
+                       vk_groups_for((uint64_t)(push.quads ? items / 4 : items)), 1, 1);
     vk_scratch_done(vk, packed);
     return st;
 }
