@@ -4,7 +4,7 @@
 #include "pool2d_common.glsl"
 // Max pooling (NN_KERNEL_POOL2D_MAX_FORWARD), one invocation per output:
 // the first maximum of its window in row-major order (a NaN takes over),
-// argmax the winner's index within its plane.
+// argmax the winner's index within its plane (-1 for a window without taps).
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };
@@ -18,8 +18,10 @@ void main() {
         int q = int(idx % out_plane);
         WindowTaps r = row_window(q / p.out_w), c = column_window(q % p.out_w);
         uint base = p.off[0] + nc * uint(p.height * p.width);
-        int best_index = (r.start + r.first * r.step) * p.width + c.start + c.first * c.step;
-        float best = x[base + uint(best_index)];
+        // A dilated window can lie wholly in the padding: -inf and no winner (argmax -1), as PyTorch.
+        bool empty = r.first >= r.end || c.first >= c.end;
+        int best_index = empty ? -1 : (r.start + r.first * r.step) * p.width + c.start + c.first * c.step;
+        float best = empty ? uintBitsToFloat(0xff800000u) : x[base + uint(best_index)];
         for (int i = r.first; i < r.end; i++) {
             for (int j = c.first; j < c.end; j++) {
                 int index = (r.start + i * r.step) * p.width + c.start + j * c.step;

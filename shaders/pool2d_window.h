@@ -27,8 +27,9 @@ POOL2D_FN int pool2d_taps(int o, int size, int outputs, int kernel, int adaptive
     return adaptive != 0 ? ((o + 1) * size + outputs - 1) / outputs - (o * size) / outputs : kernel;
 }
 
-/* The first tap inside the image, and one past the last (windows always
- * hold one: the output size rules let none start past the image). */
+/* The first tap inside the image, and one past the last: equal for a
+ * dilated window whose taps all fall in the padding (the output size rules
+ * let no window start past the image, but its taps can step over it). */
 POOL2D_FN int pool2d_first_tap(int start, int dilation) {
     return start < 0 ? (dilation - 1 - start) / dilation : 0;
 }

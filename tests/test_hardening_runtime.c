@@ -356,6 +356,47 @@ TEST(hardening_overflow_resampling_and_rearranging) {
     nn_ctx_free(ctx);
 }
 
+/* Concatenating and stacking many tensors (issue 40, item 2: 100,000
+ * inputs overflowed the stack, and the time grew with their square): the
+ * values in order, and each input's gradient its own weight. */
+TEST(hardening_cat_and_stack_of_many_tensors) {
+    enum { COUNT = 100000, EVERY = 9973 };
+    nn_ctx *ctx = ref_ctx(1);
+    if (!ctx) return;
+    nn_tensor **parts = malloc(sizeof *parts * COUNT);
+    float *got = malloc(sizeof *got * 2 * COUNT), grad[2];
+    for (int i = 0; i < COUNT; i++) {
+        const float v[2] = {(float)i, (float)-i};
+        parts[i] = ref_tensor_f32(ctx, 1, (int64_t[]){2}, v);
+        nn_tensor_set_requires_grad(parts[i], i % EVERY == 0);
+    }
+    nn_tensor *joined = nn_cat(parts, COUNT, 0);
+    CHECK_MSG(joined && nn_tensor_dim(joined, 0) == 2 * COUNT, "cat of %d: %s", COUNT, nn_last_error());
+    if (joined && nn_tensor_read(joined, got, sizeof *got * 2 * COUNT) == NN_OK) {
+        bool in_order = true;
+        for (int i = 0; i < COUNT && in_order; i++) in_order = got[2 * i] == (float)i && got[2 * i + 1] == (float)-i;
+        CHECK_MSG(in_order, "cat of %d: values out of order", COUNT);
+        CHECK(nn_backward(nn_sum(joined)) == NN_OK); /* each part's gradient: 1 */
+    }
+    nn_ctx_step_end(ctx);
+    /* Stacked along dim 1: [2, COUNT], row 0 the firsts, row 1 the seconds. */
+    nn_tensor *stacked = nn_stack(parts, COUNT, 1);
+    CHECK_MSG(stacked && nn_tensor_dim(stacked, 0) == 2 && nn_tensor_dim(stacked, 1) == COUNT, "stack of %d: %s",
+              COUNT, nn_last_error());
+    if (stacked && nn_tensor_read(stacked, got, sizeof *got * 2 * COUNT) == NN_OK) {
+        bool in_order = true;
+        for (int i = 0; i < COUNT && in_order; i++) in_order = got[i] == (float)i && got[COUNT + i] == (float)-i;
+        CHECK_MSG(in_order, "stack of %d: values out of order", COUNT);
+        CHECK(nn_backward(nn_sum(nn_mul_scalar(stacked, 3.0f))) == NN_OK); /* + 3, accumulated */
+        for (int i = 0; i < COUNT; i += EVERY) {
+            CHECK(nn_tensor_read(nn_tensor_grad(parts[i]), grad, sizeof grad) == NN_OK);
+            CHECK_MSG(grad[0] == 4.0f && grad[1] == 4.0f, "parts[%d] gradient %g %g, want 4 4", i, grad[0], grad[1]);
+        }
+    }
+    free(parts), free(got);
+    nn_ctx_free(ctx);
+}
+
 /* ---- bounds on what a step holds ---- */
 
 TEST(hardening_step_tensor_limit_names_the_limit_and_the_remedy) {

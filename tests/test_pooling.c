@@ -41,6 +41,10 @@ static const pool_case kCases[] = {
     {.kind = AVG_WINDOW, SHAPE(1, 2, 6, 8), .window = {3, 3, 2, 2, 1, 1, 0, 0, true}, .include_pad = true},
     {.kind = AVG_WINDOW, SHAPE(1, 2, 6, 8), .window = {3, 3, 2, 2, 1, 1, 0, 0, true}},
     {.kind = AVG_WINDOW, SHAPE(1, 3, 5, 11), .window = {3, 5, 2, 3, 1, 2, 0, 0, true}, .include_pad = true, .divisor = 4},
+    /* ceil_mode windows larger than the padded input (issue 40, item 15): one output each way */
+    {.kind = MAX_WINDOW, SHAPE(2, 1, 2, 3), .window = {3, 3, 2, 2, 0, 0, 1, 1, true}},
+    {.kind = AVG_WINDOW, SHAPE(1, 2, 2, 3), .window = {3, 3, 2, 2, 0, 0, 0, 0, true}, .include_pad = true},
+    {.kind = AVG_WINDOW, SHAPE(1, 2, 2, 3), .window = {3, 3, 2, 2, 0, 0, 0, 0, true}},
     {.kind = MAX_ADAPTIVE, SHAPE(2, 3, 7, 9), .out_h = 3, .out_w = 4},
     {.kind = MAX_ADAPTIVE, SHAPE(1, 1, 3, 4), .out_h = 7, .out_w = 9}, /* larger than the input */
     {.kind = AVG_ADAPTIVE, SHAPE(2, 3, 13, 11), .out_h = 5, .out_w = 11},
@@ -232,12 +236,53 @@ static void check_max_edges(const char *device, nn_ctx *ctx) {
     nn_tensor_free(xt);
 }
 
+/* Dilated windows whose taps all fall in the padding (issue 40, item 1:
+ * the first tap was read before the window was known to hold one, past
+ * the input or from another row): -inf, as PyTorch, and no gradient. */
+static void check_max_empty_windows(const char *device, nn_ctx *ctx) {
+    static const struct {
+        int64_t shape[4];
+        nn_pool2d_params p;
+        int64_t out_h, out_w;
+    } kEmpty[] = {
+        /* [1, 2, 3] as a 3x1 image: each window's columns are -1 and 1 */
+        {{1, 1, 3, 1}, {.kernel_h = 3, .kernel_w = 2, .stride_h = 2, .stride_w = 3, .pad_w = 1, .dilation_w = 2}, 1, 1},
+        /* one row: each window's rows are -1 and 1 */
+        {{1, 2, 1, 7}, {.kernel_h = 2, .kernel_w = 1, .stride_h = 1, .stride_w = 1, .pad_h = 1, .dilation_h = 2}, 1, 7},
+    };
+    for (size_t k = 0; k < sizeof kEmpty / sizeof kEmpty[0]; k++) {
+        const int64_t *shape = kEmpty[k].shape;
+        const int64_t in = shape[0] * shape[1] * shape[2] * shape[3], out = shape[0] * shape[1] * kEmpty[k].out_h *
+                                                                           kEmpty[k].out_w;
+        float x[16], got[16], dx[16];
+        for (int64_t i = 0; i < in; i++) x[i] = (float)(i + 1);
+        nn_tensor *xt = nn_tensor_from_data(ctx, NN_F32, 4, shape, x);
+        nn_tensor_set_requires_grad(xt, true);
+        nn_tensor *y = nn_maxpool2d_window(xt, &kEmpty[k].p);
+        CHECK_MSG(y && nn_tensor_dim(y, 2) == kEmpty[k].out_h && nn_tensor_dim(y, 3) == kEmpty[k].out_w,
+                  "%s empty windows %zu: %s", device, k, nn_last_error());
+        if (y && nn_tensor_read(y, got, sizeof(float) * (size_t)out) == NN_OK) {
+            for (int64_t i = 0; i < out; i++)
+                CHECK_MSG(got[i] == -INFINITY, "%s empty windows %zu: y[%lld] = %g, want -inf", device, k,
+                          (long long)i, got[i]);
+            CHECK(nn_backward(nn_sum(nn_mul_scalar(y, 2.0f))) == NN_OK);
+            CHECK(nn_tensor_read(nn_tensor_grad(xt), dx, sizeof(float) * (size_t)in) == NN_OK);
+            for (int64_t i = 0; i < in; i++)
+                CHECK_MSG(dx[i] == 0.0f, "%s empty windows %zu: dx[%lld] = %g, want 0", device, k, (long long)i,
+                          dx[i]);
+        }
+        nn_ctx_step_end(ctx);
+        nn_tensor_free(xt);
+    }
+}
+
 static void check_on(const char *device) {
     nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .threads = 2, .seed = 1});
     CHECK_MSG(ctx, "%s: %s", device, nn_last_error());
     if (!ctx) return;
     for (int i = 0; i < CASES; i++) check_case(device, ctx, i);
     check_max_edges(device, ctx);
+    check_max_empty_windows(device, ctx);
     nn_ctx_free(ctx);
 }
 

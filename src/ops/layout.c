@@ -287,6 +287,33 @@ static nn_status cat_onnx(exporter *x, op_io *io, const char *out) {
 const nn_op nn_op_cat = {.name = "nn_cat", .forward = cat_forward, .backward = cat_backward, .to_onnx = cat_onnx};
 
 /* A node holds NN_NODE_MAX_TENSORS inputs: longer lists join in groups. */
+/* More tensors than a node holds: concatenations of NN_NODE_MAX_TENSORS at
+ * a time, level by level (each level's results are the next one's inputs),
+ * so the depth is logarithmic and the work linear in the count. The
+ * inputs were checked by the caller. */
+static nn_tensor *cat_tree(nn_tensor *const *tensors, int count, int d) {
+    const int width = NN_NODE_MAX_TENSORS;
+    nn_tensor **level = malloc(sizeof *level * (size_t)((count + width - 1) / width));
+    if (!level) return NN_FAIL_NULL(NN_ERR_MEMORY, "nn_cat: out of host memory for %d tensors", count);
+    nn_tensor *const *from = tensors;
+    int n = count;
+    while (n > width) {
+        const int groups = (n + width - 1) / width;
+        for (int g = 0; g < groups; g++) { /* level[g] is written after from[g * width...], which it never follows */
+            const int take = n - g * width < width ? n - g * width : width;
+            if (!(level[g] = nn_cat(from + (size_t)g * width, take, d))) {
+                free(level);
+                return NULL;
+            }
+        }
+        from = level;
+        n = groups;
+    }
+    nn_tensor *out = nn_cat(from, n, d);
+    free(level);
+    return out;
+}
+
 nn_tensor *nn_cat(nn_tensor *const *tensors, int count, int dim) {
     const char *op = "nn_cat";
     if (!tensors || count < 1)
@@ -317,14 +344,7 @@ nn_tensor *nn_cat(nn_tensor *const *tensors, int count, int dim) {
                                 op, dim, (long long)shape[d], (long long)t->shape[d], i);
         shape[d] += t->shape[d];
     }
-    if (count > NN_NODE_MAX_TENSORS) {
-        nn_tensor *head = nn_cat(tensors, NN_NODE_MAX_TENSORS - 1, d);
-        if (!head) return NULL;
-        nn_tensor *rest = nn_cat(tensors + NN_NODE_MAX_TENSORS - 1, count - NN_NODE_MAX_TENSORS + 1, d);
-        if (!rest) return NULL;
-        nn_tensor *pair[2] = {head, rest};
-        return nn_cat(pair, 2, d);
-    }
+    if (count > NN_NODE_MAX_TENSORS) return cat_tree(tensors, count, d);
     const cat_node p = {d};
     return nn_op_result(&nn_op_cat, tensors, count, &p, sizeof p, first->ndim, shape);
 }
@@ -338,6 +358,30 @@ nn_tensor *nn_stack(nn_tensor *const *tensors, int count, int dim) {
     if (ndim > NN_MAX_DIMS)
         return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: the result would have %d dimensions (at most %d)", op, ndim, NN_MAX_DIMS);
     if (check_dim(op, "dim", tensors[0], dim, ndim)) return NULL;
+    const nn_tensor *first = tensors[0];
+    const int d = normalize_dim(dim, ndim);
+    if (d < first->ndim && first->numel > 0) {
+        /* Inside the shape: one concatenation along d, its dimension d then
+         * split in two (no view per tensor: a stack of many stays within a
+         * step's tensors). */
+        for (int i = 1; i < count; i++) {
+            char what[32];
+            snprintf(what, sizeof what, "tensors[%d]", i);
+            if (nn_check_tensor(op, what, tensors[i], NN_F32)) return NULL;
+            if (tensors[i]->ndim != first->ndim ||
+                memcmp(tensors[i]->shape, first->shape, sizeof(int64_t) * (size_t)first->ndim) != 0) {
+                char s0[96], si[96];
+                return NN_FAIL_NULL(NN_ERR_SHAPE, "%s: tensors[%d] %s differs from tensors[0] %s", op, i,
+                                    nn_format_shape(tensors[i]->ndim, tensors[i]->shape, si, sizeof si),
+                                    nn_format_shape(first->ndim, first->shape, s0, sizeof s0));
+            }
+        }
+        nn_tensor *joined = nn_cat(tensors, count, d);
+        if (!joined) return NULL;
+        int64_t shape[NN_MAX_DIMS];
+        for (int k = 0, at = 0; k < ndim; k++) shape[k] = k == d ? count : first->shape[at++];
+        return nn_reshape(joined, ndim, shape);
+    }
     nn_tensor *parts[64];
     nn_tensor **raised = count <= 64 ? parts : malloc(sizeof *raised * (size_t)count);
     if (!raised) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory", op);

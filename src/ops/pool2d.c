@@ -2,7 +2,7 @@
  * and ONNX nodes (pool2d.h). The rules are PyTorch's (pooling_output_shape
  * and pool2d_shape_check): padding at most half the kernel, outputs of at
  * least one element, and with ceil_mode no window starting in the right or
- * bottom padding. */
+ * bottom padding (one may end past it). */
 #include <stdio.h>
 
 #include "core/error.h"
@@ -41,11 +41,14 @@ static nn_status window_axis(const char *op, const char *axis, int64_t size, int
                             op, axis, kernel, kernel / 2, pad);
     NN_TRY(nn_check_padded(op, axis, size, pad));
     const int64_t reach = (int64_t)dilation * (kernel - 1) + 1, padded = size + 2 * (int64_t)pad;
-    if (reach > padded)
+    /* Rounded down, as PyTorch's div_rtn: with ceil_mode a window may reach
+     * past the padded edge (x 2 wide, kernel 3, stride 2: one output). */
+    const int64_t span = padded - reach + (ceil_mode ? stride - 1 : 0);
+    int64_t n = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+    if (ceil_mode && (n - 1) * stride >= size + pad) n--; /* the last window would start in the padding */
+    if (n < 1)
         return nn_set_error(NN_ERR_SHAPE, "%s: the %s window reaches %lld (kernel %d, dilation %d) past the padded %s "
                             "of %lld", op, axis, (long long)reach, kernel, dilation, axis, (long long)padded);
-    int64_t n = (padded - reach + (ceil_mode ? stride - 1 : 0)) / stride + 1;
-    if (ceil_mode && (n - 1) * stride >= size + pad) n--; /* the last window would start in the padding */
     NN_TRY(nn_check_int32(op, "the output size", n));
     *out = (int32_t)n;
     return NN_OK;

@@ -48,7 +48,8 @@ const nn_op nn_op_adaptive_maxpool2d = {
 /* Whether nn_maxpool2d_ex computes this pooling: then it runs as that. */
 static bool square_and_plain(const nn_tensor *x, const nn_pool2d_geometry *g) {
     return x->ndim == 4 && g->kernel_h == g->kernel_w && g->stride_h == g->stride_w && g->pad_h == g->pad_w &&
-           g->dilation_h == 1 && g->dilation_w == 1 &&
+           g->dilation_h == 1 && g->dilation_w == 1 && g->height + 2 * g->pad_h >= g->kernel_h &&
+           g->width + 2 * g->pad_w >= g->kernel_w &&
            g->out_h == (g->height + 2 * g->pad_h - g->kernel_h) / g->stride_h + 1 &&
            g->out_w == (g->width + 2 * g->pad_w - g->kernel_w) / g->stride_w + 1;
 }

@@ -72,8 +72,11 @@ static void max_forward_planes(void *arg, int64_t begin, int64_t end, int worker
             const window_taps r = window_of(&rows, oh);
             for (int ow = 0; ow < g->out_w; ow++) {
                 const window_taps c = window_of(&cols, ow);
-                int best_index = (r.start + r.first * r.step) * g->width + c.start + c.first * c.step;
-                float best = x[best_index];
+                /* A dilated window can lie wholly in the padding: -inf and no
+                 * winner (argmax -1), as PyTorch. */
+                const bool empty = r.first >= r.end || c.first >= c.end;
+                int best_index = empty ? -1 : (r.start + r.first * r.step) * g->width + c.start + c.first * c.step;
+                float best = empty ? -INFINITY : x[best_index];
                 for (int i = r.first; i < r.end; i++)
                     for (int j = c.first; j < c.end; j++) {
                         const int index = (r.start + i * r.step) * g->width + c.start + j * c.step;
