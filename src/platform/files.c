@@ -130,6 +130,8 @@ const char *nn_file_last_separator(const char *path) {
     const char *slash = strrchr(path, '/'), *backslash = strrchr(path, '\\');
     return slash > backslash ? slash : backslash;
 }
+
+void nn_file_keep_standard_streams_open(void) {}
 #else
 #include <unistd.h>
 
@@ -185,4 +187,12 @@ int nn_file_make_folder(const char *path) { return mkdir(path, 0777); }
 int nn_file_remove_folder(const char *path) { return rmdir(path); }
 char *nn_file_resolve(const char *path) { return realpath(path, NULL); }
 const char *nn_file_last_separator(const char *path) { return strrchr(path, '/'); }
+
+void nn_file_keep_standard_streams_open(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        const int opened = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY); /* the lowest free: fd */
+        if (opened >= 0 && opened != fd) close(opened);
+    }
+}
 #endif

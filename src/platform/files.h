@@ -55,5 +55,10 @@ int nn_file_remove_folder(const char *path);
 char *nn_file_resolve(const char *path);
 /* The position of the last path separator in `path` ('/', and '\\' on Windows), or NULL. */
 const char *nn_file_last_separator(const char *path);
+/* Descriptors 0, 1 and 2 open (on /dev/null where one was closed), so a
+ * file a program opens never becomes its standard output by chance: with
+ * stdout closed (`>&-`) a log opened first would take descriptor 1 and
+ * receive what the program prints (Windows: nothing to do). */
+void nn_file_keep_standard_streams_open(void);
 
 #endif

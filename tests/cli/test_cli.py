@@ -765,5 +765,52 @@ def precision_flag_trains_and_scales_fp16_losses():
     expect(base + ["--precision", "fp8"], 2, "--precision", "'fp8' is not fp32, fp16 or bf16")
 
 
+# ---- issue 40: outputs that name the same file ----
+
+@test
+def outputs_naming_the_same_file_are_refused():
+    data = idx_dir("same-file")
+    folder = path("same-file-out")
+    os.mkdir(folder)
+    state = os.path.join(folder, "state")
+    with open(state, "wb") as f:
+        f.write(b"an earlier run's training state")
+    os.symlink("state", os.path.join(folder, "link"))
+    os.link(state, os.path.join(folder, "hard"))
+    base = ["train", "lenet5", "--data", data, "--epochs", "1"]
+    for a, b in ((["--save", state], ["--checkpoint", os.path.join(folder, ".", "state")]),
+                 (["--log", os.path.join(folder, "log.json")], ["--save", os.path.join(folder, "..", "same-file-out",
+                                                                                      "log.json")]),
+                 (["--save", os.path.join(folder, "link")], ["--checkpoint", state]),
+                 (["--save-best", os.path.join(folder, "hard")], ["--checkpoint", state]),
+                 (["--log-steps", os.path.join(folder, "steps")], ["--log", os.path.join(folder, "steps")])):
+        p = run(*base, *a, *b, timeout=60)
+        assert p.returncode == 2 and a[0] in p.stderr and b[0] in p.stderr and "the same file" in p.stderr, \
+            (a, b, p.returncode, p.stderr)
+        assert "epoch" not in p.stdout, p.stdout
+    with open(state, "rb") as f:
+        assert f.read() == b"an earlier run's training state"
+    expect(["export", "lenet5", "--weights", state, "--onnx", os.path.join(folder, "link")], 2, "--weights",
+           "--onnx", "the same file")
+    # Resuming from the file the checkpoint goes on writing is the point of --resume: not refused as such.
+    p = run(*base, "--checkpoint", state, "--resume", state, timeout=60)
+    assert "the same file" not in p.stderr, p.stderr
+
+
+
+@test
+def closed_stdout_leaves_the_log_alone():
+    # With descriptor 1 closed, the --log file opened first would have become it and taken the epoch lines.
+    data = idx_dir("closed-stdout")
+    log = path("closed-stdout.json")
+    p = subprocess.run([binary, "train", "lenet5", "--data", data, "--epochs", "2", "--log", log],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=120,
+                       preexec_fn=lambda: os.close(1))
+    assert p.returncode == 0, p.stderr
+    with open(log) as f:
+        lines = f.read().splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["epoch"] == i + 1 for i, line in enumerate(lines)), lines
+
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -9,6 +9,7 @@
 #include "models.h"
 #include "nn_io.h"
 #include "options.h"
+#include "output_paths.h"
 #include "setup.h"
 
 typedef struct export_config {
@@ -36,6 +37,8 @@ static int export_model(const export_config *c) {
         fprintf(stderr, "nnengine export: --onnx: %s\n", library_error());
         return EXIT_BAD_INPUT;
     }
+    const output_path files[] = {{"--weights", c->weights}, {"--onnx", c->onnx}};
+    if (check_distinct_outputs("export", files, 2) != EXIT_OK) return EXIT_BAD_INPUT;
     /* Export runs one forward pass on zeros: the CPU is always there and exact. */
     nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 1});
     char why[512];

@@ -20,6 +20,7 @@
 #include "nn_io.h"
 #include "optimizers.h"
 #include "options.h"
+#include "output_paths.h"
 #include "photo_data.h"
 #include "platform/files.h"
 #include "progress.h"
@@ -559,6 +560,11 @@ static int setup(trainer *t) {
     if (c->checkpoint && check_output_path("--checkpoint", c->checkpoint) != EXIT_OK) return EXIT_BAD_INPUT;
     if (c->log && check_output_path("--log", c->log) != EXIT_OK) return EXIT_BAD_INPUT;
     if (c->save_best && check_output_path("--save-best", c->save_best) != EXIT_OK) return EXIT_BAD_INPUT;
+    const output_path outputs[] = {{"--save", c->save},           {"--checkpoint", c->checkpoint},
+                                   {"--save-best", c->save_best}, {"--log", c->log},
+                                   {"--log-steps", c->log_steps}, {"--tensorboard", c->tensorboard}};
+    if (check_distinct_outputs("train", outputs, (int)(sizeof outputs / sizeof outputs[0])) != EXIT_OK)
+        return EXIT_BAD_INPUT;
     /* A model that takes colour photos at a fixed size gets them from the
      * image loader; the others train on data held on the device. */
     int channels, height, width;

@@ -8,6 +8,7 @@
 #include "nn_engine.h"
 #include "options.h"
 #include "platform/arguments.h"
+#include "platform/files.h"
 
 typedef struct command_entry {
     const char *name;
@@ -39,6 +40,7 @@ static void print_usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    nn_file_keep_standard_streams_open();
     nn_utf8_arguments(&argc, &argv);
     if (argc < 2) {
         print_usage(stderr);

@@ -1,0 +1,19 @@
+/* Files of one command that name the same file (issue 40, item 13):
+ * `--save X --checkpoint X` would overwrite the training state with the
+ * weights, `--log X --save X` the log, a --save link to the checkpoint its
+ * target, `export --onnx X --weights X` the weights it reads. Paths are the same when they resolve to the same place (links,
+ * "./", "..") or, for files that exist, are the same file (device and
+ * inode where the system has them). */
+#ifndef NNENGINE_OUTPUT_PATHS_H
+#define NNENGINE_OUTPUT_PATHS_H
+
+typedef struct output_path {
+    const char *flag; /* "--save" */
+    const char *path; /* NULL: the flag was not given */
+} output_path;
+
+/* Returns an exit status (EXIT_OK, or EXIT_BAD_INPUT having printed
+ * "nnengine COMMAND: FLAG A and FLAG B name the same file ..."). */
+int check_distinct_outputs(const char *command, const output_path *outputs, int count);
+
+#endif
