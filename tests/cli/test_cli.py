@@ -812,5 +812,25 @@ def closed_stdout_leaves_the_log_alone():
     assert len(lines) == 2 and all(json.loads(line)["epoch"] == i + 1 for i, line in enumerate(lines)), lines
 
 
+
+@test
+def closed_pipe_or_full_disk_on_stdout_keeps_the_save():
+    data = idx_dir("stdout-lost")
+    for name, target in (("pipe", subprocess.PIPE), ("full", "/dev/full")):
+        save = path(f"stdout-lost-{name}.safetensors")
+        args = [binary, "train", "lenet5", "--data", data, "--epochs", "3", "--save", save]
+        if target == subprocess.PIPE:  # the reader gone before the first line (`| head -1` after one)
+            proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            proc.stdout.close()
+            err = proc.stderr.read()
+            status = proc.wait(timeout=120)
+        else:
+            with open(target, "w") as out:
+                p = subprocess.run(args, stdout=out, stderr=subprocess.PIPE, text=True, timeout=120)
+            status, err = p.returncode, p.stderr
+        assert status == 1 and "writing the standard output failed" in err, (name, status, err)
+        assert os.path.getsize(save) > 0, name
+
+
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -8,7 +8,7 @@
 #include "nn_engine.h"
 #include "options.h"
 #include "platform/arguments.h"
-#include "platform/files.h"
+#include "standard_output.h"
 
 typedef struct command_entry {
     const char *name;
@@ -40,7 +40,7 @@ static void print_usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
-    nn_file_keep_standard_streams_open();
+    standard_output_begin();
     nn_utf8_arguments(&argc, &argv);
     if (argc < 2) {
         print_usage(stderr);
@@ -49,14 +49,14 @@ int main(int argc, char **argv) {
     const char *name = argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
         print_usage(stdout);
-        return EXIT_OK;
+        return standard_output_end(EXIT_OK);
     }
     if (strcmp(name, "--version") == 0) {
         printf("nnengine %s\n", NN_ENGINE_VERSION);
-        return EXIT_OK;
+        return standard_output_end(EXIT_OK);
     }
     for (int i = 0; i < COMMAND_COUNT; i++)
-        if (strcmp(commands[i].name, name) == 0) return commands[i].run(argc - 2, argv + 2);
+        if (strcmp(commands[i].name, name) == 0) return standard_output_end(commands[i].run(argc - 2, argv + 2));
     fprintf(stderr, "nnengine: unknown command '%s' (commands: train, eval, devices, export; see nnengine --help)\n",
             name);
     return EXIT_BAD_INPUT;
