@@ -623,7 +623,8 @@ def special_paths_refused_before_training():
     # A FIFO nobody writes to: refused at once, not waited on (timeout fails the test).
     for args in (["eval", "lenet5", "--weights", fifo, "--data", data],
                  ["export", "lenet5", "--weights", fifo, "--onnx", path("x.onnx")],
-                 ["train", "lenet5", "--data", data, "--epochs", "1", "--resume", fifo]):
+                 ["train", "lenet5", "--data", data, "--epochs", "1", "--resume", fifo],
+                 ["train", "lenet5", "--data", data, "--epochs", "1", "--class-names", fifo]):
         p = run(*args, timeout=30)
         assert p.returncode != 0 and fifo in p.stderr and "FIFO" in p.stderr, (args, p.returncode, p.stderr)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
@@ -631,7 +632,9 @@ def special_paths_refused_before_training():
     folder = path("a-folder")
     os.mkdir(folder)
     for flag, target, words in (("--save", folder, "is a folder"), ("--save", "/proc/version", "/proc"),
-                                ("--checkpoint", fifo, "FIFO"), ("--log", path("no", "such", "log.json"), "no")):
+                                ("--checkpoint", fifo, "FIFO"), ("--log", path("no", "such", "log.json"), "no"),
+                                ("--log-steps", "/proc/version", "/proc"), ("--log-steps", fifo, "FIFO"),
+                                ("--log-steps", "/dev/full", "/dev/full")):
         p = run("train", "lenet5", "--data", data, "--epochs", "1", flag, target, timeout=60)
         assert p.returncode == 2 and flag in p.stderr and target in p.stderr and words in p.stderr, (flag, p.stderr)
         assert "epoch" not in p.stdout, p.stdout

@@ -1,12 +1,11 @@
 #include "class_names.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "platform/files.h"
+#include "io/file_read.h"
 
 #define MAX_FILE_BYTES (1 << 20) /* a million bytes of names is no class list */
 #define MAX_NAME_BYTES 255
@@ -41,8 +40,10 @@ static char **refuse(const char *command, const char *path, char *text, char **n
 }
 
 char **class_names_read(const char *command, const char *path, int classes) {
-    FILE *f = nn_file_fopen(path, "rb");
-    if (!f) return refuse(command, path, NULL, NULL, 0, strerror(errno), 0);
+    char unreadable[160];
+    int64_t bytes = 0;
+    FILE *f = nn_open_regular_file(path, &bytes, unreadable, sizeof unreadable); /* a FIFO is refused, not waited on */
+    if (!f) return refuse(command, path, NULL, NULL, 0, unreadable, 0);
     char *text = malloc(MAX_FILE_BYTES + 1);
     size_t size = text ? fread(text, 1, MAX_FILE_BYTES + 1, f) : 0;
     bool failed = !text || ferror(f);

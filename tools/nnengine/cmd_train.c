@@ -560,6 +560,7 @@ static int setup(trainer *t) {
     if (c->checkpoint && check_output_path("--checkpoint", c->checkpoint) != EXIT_OK) return EXIT_BAD_INPUT;
     if (c->log && check_output_path("--log", c->log) != EXIT_OK) return EXIT_BAD_INPUT;
     if (c->save_best && check_output_path("--save-best", c->save_best) != EXIT_OK) return EXIT_BAD_INPUT;
+    if (c->log_steps && check_output_path("--log-steps", c->log_steps) != EXIT_OK) return EXIT_BAD_INPUT;
     const output_path outputs[] = {{"--save", c->save},           {"--checkpoint", c->checkpoint},
                                    {"--save-best", c->save_best}, {"--log", c->log},
                                    {"--log-steps", c->log_steps}, {"--tensorboard", c->tensorboard}};
