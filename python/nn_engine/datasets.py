@@ -73,6 +73,10 @@ def load_image_folder(root, classes=None, size=None, mode="L", limit_per_class=N
         for file in files:
             try:
                 with Image.open(os.path.join(folder, file)) as img:
+                    if img.mode in ("I", "I;16", "I;16B", "I;16L"):
+                        # 16-bit grey: Pillow's convert would clip it at 255; keep the high byte,
+                        # as the library's PNG reader (and Pillow for 16-bit RGB) does.
+                        img = Image.fromarray((np.asarray(img, dtype=np.uint32) >> 8).astype(np.uint8), mode="L")
                     img = img.convert(mode)
                     if size is not None:
                         img = img.resize(size)

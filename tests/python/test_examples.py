@@ -93,6 +93,19 @@ def test_readers_return_what_was_written(tmp_path):
         load_image_folder(str(tmp_path / "none"))
 
 
+def test_image_folder_reads_16_bit_grey_pngs_by_their_high_byte(tmp_path):
+    # Pillow's convert("L") clipped 16-bit grey at 255: every pixel came back 1.0 (issue 40, item 6).
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from png_files import write_png
+    (tmp_path / "a").mkdir()
+    write_png(tmp_path / "a" / "ramp.png", 3, 2, [0, 64 * 257, 192 * 257, 65535, 128 * 256 + 255, 1], bit_depth=16)
+    want = np.array([[0, 64, 192], [255, 128, 0]], dtype=np.float32) / 255
+    for mode, channels in (("L", 1), ("RGB", 3)):
+        x, y, skipped = load_image_folder(str(tmp_path), mode=mode)
+        assert x.shape == (1, channels, 2, 3) and skipped == 0
+        assert np.allclose(x[0], want[None].repeat(channels, 0)), x[0]
+
+
 def test_resnet_runs_on_idx_files(tmp_path):
     images = RNG.integers(0, 256, (20, 28, 28), dtype=np.uint8)
     labels = RNG.integers(0, 10, 20).astype(np.uint8)
