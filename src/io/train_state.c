@@ -382,10 +382,19 @@ nn_status nn_load_train_state_with(const char *path, nn_module *module, nn_optim
         if (!b) status = nn_last_status();
     }
     if (status == NN_OK) status = nn_st_assign(who, path, &file, b, count);
-    /* The counter is restored; the rate of its step is written from it. */
+    /* The counter is restored; the rate of its step is written from it. It
+     * counts optimizer steps, so it cannot be past the file's (nor near the
+     * int32 counter's end, where the next step would overflow it). */
     int64_t step;
-    if (status == NN_OK && extras && extras->schedule && (status = nn_schedule_get_step(extras->schedule, &step)) == NN_OK)
-        status = nn_schedule_set_step(extras->schedule, step);
+    if (status == NN_OK && extras && extras->schedule && (status = nn_schedule_get_step(extras->schedule, &step)) == NN_OK) {
+        if (step < 0 || step > loaded.step || step >= INT32_MAX)
+            status = nn_set_error(NN_ERR_IO, "%s: %s: the schedule's step (\"%s\") is %lld, outside [0, %lld], the "
+                                  "file's optimizer steps", who, path, SCHEDULE_NAME, (long long)step,
+                                  (long long)loaded.step);
+        else status = nn_schedule_set_step(extras->schedule, step);
+    }
+    if (status == NN_OK && nn_st_find(&file.header, LOSS_SCALE_NAME))
+        status = nn_loss_scaler_check_state(opt, who, path);
     if (status == NN_OK) {
         nn_module_ctx(module)->rng = rng;
         *progress = loaded;

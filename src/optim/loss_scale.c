@@ -3,6 +3,8 @@
  * modes around each update, and saved copies of the flat parameters and
  * states for the step that must be undone. Everything is a kernel or a
  * device copy, so a captured step carries it. */
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -56,6 +58,25 @@ nn_status nn_optimizer_enable_loss_scaling(nn_optimizer *opt, const nn_loss_scal
 }
 
 nn_tensor *nn_loss_scaler_state(const nn_optimizer *opt) { return opt->loss_scaler ? opt->loss_scaler->state : NULL; }
+
+/* A scale the updates can divide by (a normal float: its inverse is finite
+ * too), a found flag of 0 or 1, and counts that are whole, >= 0 and below
+ * 2^24 (exact in a float): a file with a scale of NaN, 0 or 1e-45 would
+ * skip every step of the resumed run. */
+nn_status nn_loss_scaler_check_state(const nn_optimizer *opt, const char *who, const char *path) {
+    const nn_tensor *state = nn_loss_scaler_state(opt);
+    if (!state) return NN_OK;
+    float v[4];
+    NN_TRY(nn_tensor_read(state, v, sizeof v));
+    const bool scale_ok = isfinite(v[0]) && v[0] >= FLT_MIN && v[0] < 3e38f;
+    const bool found_ok = v[1] == 0.0f || v[1] == 1.0f;
+    bool counts_ok = true;
+    for (int i = 2; i < 4; i++) counts_ok = counts_ok && v[i] >= 0.0f && v[i] < 16777216.0f && v[i] == floorf(v[i]);
+    if (scale_ok && found_ok && counts_ok) return NN_OK;
+    return nn_set_error(NN_ERR_IO, "%s: %s: the loss scale's state (scale %g, overflow flag %g, %g good and %g "
+                        "skipped steps) is not one a run leaves: the scale must be a finite normal number above 0, "
+                        "the flag 0 or 1, the counts whole numbers from 0", who, path, v[0], v[1], v[2], v[3]);
+}
 
 nn_tensor *nn_optimizer_scale_loss(nn_optimizer *opt, nn_tensor *loss) {
     if (!opt || !loss) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_optimizer_scale_loss: %s is NULL", opt ? "loss" : "optimizer");

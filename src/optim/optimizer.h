@@ -122,6 +122,9 @@ void nn_loss_scaler_free(nn_loss_scaler *scaler);
 /* The scaler's state [4] (scale, overflow found, good steps, skipped
  * steps), which a training state saves; NULL without loss scaling. */
 nn_tensor *nn_loss_scaler_state(const nn_optimizer *opt);
+/* The state a training-state file gave it, checked for values no run
+ * leaves (NN_ERR_IO naming `path`); NN_OK without loss scaling. */
+nn_status nn_loss_scaler_check_state(const nn_optimizer *opt, const char *who, const char *path);
 /* The class's options (for the training state's metadata). */
 int nn_optimizer_describe(const nn_optimizer *opt, nn_optimizer_option *out, int capacity);
 

@@ -753,6 +753,42 @@ def resume_refuses_out_of_range_progress():
     expect(["train", "mlp", "--data", d, "--device", "cpu", "--epochs", "3", "--resume", state], 2, "\"epoch\"",
            "[0, 2147483647]")
 
+
+def edit_state(source, target, meta=None, tensors=None):
+    """A copy of a training state with metadata values and whole tensors (name: packed bytes) replaced."""
+    blob = open(source, "rb").read()
+    header_size = struct.unpack("<Q", blob[:8])[0]
+    header = json.loads(blob[8:8 + header_size])
+    data = bytearray(blob[8 + header_size:])
+    header["__metadata__"].update(meta or {})
+    for name, packed in (tensors or {}).items():
+        begin, end = header[name]["data_offsets"]
+        assert end - begin == len(packed), (name, end - begin, len(packed))
+        data[begin:end] = packed
+    text = json.dumps(header).encode()
+    with open(target, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + bytes(data))
+
+
+@test
+def resume_refuses_states_no_run_leaves():
+    # Issue 40, item 4: a loss scale of NaN, 0, inf or 1e-45 resumed with every step skipped; a schedule
+    # step of 2^31-1 overflowed its counter; a best accuracy of 2.0 was taken.
+    d = learnable_idx_dir("odd_states")
+    state, edited = path("odd.state"), path("odd-edited.state")
+    base = ["train", "lenet5", "--data", d, "--device", "cpu", "--precision", "fp16", "--save-best",
+            path("odd-best.safetensors")]
+    expect(base + ["--epochs", "1", "--checkpoint", state], 0)
+    for scale in (float("nan"), 0.0, float("inf"), 1e-45, -1.0):
+        edit_state(state, edited, tensors={"loss_scale.state": struct.pack("<4f", scale, 0, 0, 0)})
+        expect(base + ["--epochs", "2", "--resume", edited], 2, "loss scale", "scale")
+    edit_state(state, edited, tensors={"schedule.step": struct.pack("<i", 2**31 - 1)})
+    expect(base + ["--epochs", "2", "--resume", edited], 2, "schedule.step", "2147483647")
+    edit_state(state, edited, meta={"best_metric": "2.0"})
+    expect(base + ["--epochs", "2", "--resume", edited], 2, "best accuracy of 2")
+    # The file as written still resumes.
+    expect(base + ["--epochs", "2", "--resume", state], 0)
+
 # ---- issue 23: products in reduced precision, dynamic loss scaling for fp16 ----
 
 @test

@@ -378,6 +378,11 @@ static int resume(trainer *t) {
                 c->resume, (long long)p.epoch, (long long)c->epochs);
         return EXIT_BAD_INPUT;
     }
+    if (p.best_epoch > 0 && (p.best_metric < 0 || (strcmp(p.best_by, "accuracy") == 0 && p.best_metric > 1))) {
+        fprintf(stderr, "nnengine train: --resume %s holds a best %s of %g, which no run gives (an accuracy is in "
+                        "[0, 1], a loss at least 0)\n", c->resume, p.best_by, p.best_metric);
+        return EXIT_BAD_INPUT;
+    }
     if (!best_epoch_restore(&t->best, p.epoch, p.best_epoch, p.best_metric, p.best_by)) {
         fprintf(stderr, "nnengine train: --resume %s kept its best epoch by %s; give the same --save-best-by\n",
                 c->resume, p.best_by);
