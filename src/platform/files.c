@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,3 +197,32 @@ void nn_file_keep_standard_streams_open(void) {
     }
 }
 #endif
+
+int nn_file_make_folders(const char *path) {
+    const size_t length = strlen(path);
+    char *prefix = malloc(length + 1);
+    if (!prefix) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memcpy(prefix, path, length + 1);
+    for (char *at = prefix + 1; *at; at++) {
+#ifdef _WIN32
+        const bool separator = *at == '/' || *at == '\\';
+#else
+        const bool separator = *at == '/';
+#endif
+        if (!separator || at[-1] == ':') continue; /* "C:\\" is no folder to make */
+        const char kept = *at;
+        *at = '\0';
+        nn_file_make_folder(prefix); /* fails harmlessly where it exists; the last one says */
+        *at = kept;
+    }
+    const int made = nn_file_make_folder(prefix);
+    const int error = errno;
+    free(prefix);
+    nn_file_status st;
+    if (made == 0 || (error == EEXIST && nn_file_stat(path, &st) == 0 && S_ISDIR(st.st_mode))) return 0;
+    errno = error;
+    return -1;
+}

@@ -49,6 +49,9 @@ int nn_file_replace(const char *from, const char *to);
 int nn_file_sync_folder_of(const char *path);
 int nn_file_remove(const char *path);
 int nn_file_make_folder(const char *path);
+/* The folder and any missing folders above it (mkdir -p): 0 when it exists
+ * afterwards, -1 with errno from the first folder that could not be made. */
+int nn_file_make_folders(const char *path);
 /* Removes an empty folder. */
 int nn_file_remove_folder(const char *path);
 /* The absolute path with links resolved, malloc'd; NULL with errno set. */

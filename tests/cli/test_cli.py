@@ -724,6 +724,20 @@ def second_ctrl_c_exits_at_once():
 
 
 @test
+def sigterm_is_named_as_itself():
+    # Issue 40, item 15: SIGTERM was reported as "stopped by Ctrl+C".
+    import signal
+    d = learnable_idx_dir("terminate")
+    state = path("terminate.state")
+    p = start_training(d, "--checkpoint", state, "--batch", "8")
+    assert p.stdout.readline().startswith("epoch ")
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130 and "terminated: finishing the current step" in err, f"exit {p.returncode}\n{err}"
+    assert re.search(r"stopped by SIGTERM in epoch \d+ after step \d+", err) and "Ctrl+C" not in err, err
+
+
+@test
 def labels_with_gaps_or_past_classes_are_refused():
     labels = [i % 10 for i in range(200)]
     labels[17] = 255
@@ -752,6 +766,20 @@ def resume_refuses_out_of_range_progress():
         f.write(struct.pack("<Q", len(text)) + text + blob[8 + header_size:])
     expect(["train", "mlp", "--data", d, "--device", "cpu", "--epochs", "3", "--resume", state], 2, "\"epoch\"",
            "[0, 2147483647]")
+
+
+@test
+def tensorboard_folder_and_its_parents_are_made():
+    # Issue 40, item 15: --tensorboard a/b/c failed when a/b did not exist.
+    d = idx_dir("tensorboard")
+    folder = path("tb", "runs", "first")
+    expect(["train", "lenet5", "--data", d, "--epochs", "2", "--tensorboard", folder], 0)
+    files = os.listdir(folder)
+    assert len(files) == 1 and files[0].startswith("events.out.tfevents."), files
+    blob = open(os.path.join(folder, files[0]), "rb").read()
+    assert b"brain.Event:2" in blob and blob.count(b"loss") >= 2, blob[:200]
+    expect(["train", "lenet5", "--data", d, "--epochs", "1", "--tensorboard", os.path.join(d, "train-labels-idx1-ubyte",
+                                                                                          "x")], 2, "--tensorboard")
 
 
 def edit_state(source, target, meta=None, tensors=None):

@@ -392,7 +392,7 @@ static int resume(trainer *t) {
     t->steps_done = p.step;
     t->resume_step = p.epoch_step;
     if (p.epoch_step)
-        fprintf(stderr, "resuming from %s within epoch %lld after its step %lld (stopped by Ctrl+C)\n", c->resume,
+        fprintf(stderr, "resuming from %s within epoch %lld after its step %lld (stopped part way)\n", c->resume,
                 (long long)p.epoch + 1, (long long)p.epoch_step);
     else
         fprintf(stderr, "resuming from %s after epoch %lld (step %lld)\n", c->resume, (long long)p.epoch,
@@ -860,7 +860,7 @@ static int train(train_config config) {
     }
     /* Ctrl+C: the steps so far are kept as an uninterrupted run's would be. */
     if (status == EXIT_INTERRUPTED) {
-        fprintf(stderr, "stopped by %s in epoch %d after step %lld of %lld\n", "Ctrl+C", epoch,
+        fprintf(stderr, "stopped by %s in epoch %d after step %lld of %lld\n", interrupt_name(), epoch,
                 (long long)t.interrupted_at, (long long)device_steps_per_epoch(&t.steps));
         if (write_checkpoint(&t, epoch - 1) != EXIT_OK) status = EXIT_FAILURE_RUNTIME;
     }

@@ -23,7 +23,10 @@ static void on_signal(int signo) {
         _exit(EXIT_INTERRUPTED);
     }
     requested = signo;
-    say("\nnnengine: interrupted: finishing the current step, then saving (Ctrl+C again to stop at once)\n");
+    say(signo == SIGINT ? "\nnnengine: interrupted: finishing the current step, then saving (Ctrl+C again to stop "
+                          "at once)\n"
+                        : "\nnnengine: terminated: finishing the current step, then saving (a second signal stops "
+                          "at once)\n");
 }
 
 #ifdef _WIN32
@@ -63,3 +66,5 @@ void interrupt_restore(void) {
 #endif
 
 bool interrupt_requested(void) { return requested != 0; }
+
+const char *interrupt_name(void) { return requested == SIGINT ? "Ctrl+C" : requested ? "SIGTERM" : "nothing"; }

@@ -14,5 +14,8 @@ void interrupt_install(void);
 void interrupt_restore(void);
 /* Whether a first signal has come since interrupt_install. */
 bool interrupt_requested(void);
+/* What it was, for messages: "Ctrl+C" (SIGINT; the console's events on
+ * Windows) or "SIGTERM". */
+const char *interrupt_name(void);
 
 #endif

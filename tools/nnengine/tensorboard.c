@@ -48,7 +48,7 @@ static bool write_record(tensorboard *tb, const nn_pb *event) {
 
 bool tensorboard_open(tensorboard *tb, const char *dir) {
     memset(tb, 0, sizeof *tb);
-    if (nn_file_make_folder(dir) != 0 && errno != EEXIST) {
+    if (nn_file_make_folders(dir) != 0) { /* and the folders above it, as TensorBoard's writers do */
         fprintf(stderr, "nnengine train: --tensorboard %s: cannot create the folder: %s\n", dir, strerror(errno));
         return false;
     }

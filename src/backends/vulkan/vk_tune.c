@@ -52,10 +52,8 @@ typedef struct vk_tuner {
 
 #ifdef _WIN32
 #define PATH_SEPARATOR '\\'
-static bool is_separator(char c) { return c == '/' || c == '\\'; }
 #else
 #define PATH_SEPARATOR '/'
-static bool is_separator(char c) { return c == '/'; }
 #endif
 
 static void key_hex(const uint32_t *key, char *out) {
@@ -169,15 +167,14 @@ static void append_cache(vk_backend *vk, vk_tuner *t, const uint32_t *key, const
     if (!t->path[0]) return;
     nn_file_status st;
     const bool fresh = nn_file_stat(t->path, &st) != 0;
-    if (fresh) { /* its folders, once (~/.cache may not exist yet); the open below says if one cannot be made */
+    if (fresh) { /* its folder, once (~/.cache may not exist yet); the open below says if it cannot be made */
         char folder[1024];
         snprintf(folder, sizeof folder, "%s", t->path);
-        for (char *at = folder + 1; *at; at++)
-            if (is_separator(*at)) {
-                *at = '\0';
-                nn_file_make_folder(folder); /* fails harmlessly where it exists */
-                *at = PATH_SEPARATOR;
-            }
+        char *last = (char *)nn_file_last_separator(folder);
+        if (last && last != folder) {
+            *last = '\0';
+            nn_file_make_folders(folder);
+        }
     }
     FILE *f = nn_file_fopen(t->path, "a");
     if (!f) {
