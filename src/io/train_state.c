@@ -306,6 +306,10 @@ static nn_status read_metadata(const char *who, const char *path, const nn_st_he
 static nn_status check_states(const char *who, const char *path, const nn_st_header *h, const nn_module *m,
                               const nn_optimizer *opt) {
     if (nn_module_param_count(m) == 0) return NN_OK;
+    /* The module first: another model's file lacks its parameters before any optimizer state. */
+    if (!nn_st_find(h, nn_module_param_name(m, 0)))
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: the file holds another model's state: it has no \"%.200s\" "
+                                             "(this module's first parameter)", who, path, nn_module_param_name(m, 0));
     for (int s = 0; s < nn_optimizer_state_count(opt); s++) {
         char *name = state_name(m, opt, 0, s);
         if (!name) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);

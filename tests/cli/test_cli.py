@@ -384,8 +384,13 @@ def resume_continues_bit_for_bit():
     assert open(full, "rb").read() == open(resumed, "rb").read(), "resumed weights differ (constant lr)"
     # Refusals: another seed, another batch, a weights-only file, a finished run, another model.
     expect(const + ["--epochs", "4", "--resume", ck, "--seed", "5"], 2, "--seed 4", "give the same --seed")
-    expect(const + ["--epochs", "4", "--resume", ck, "--batch", "16"], 2, "give the same --data, --limit and --batch")
-    expect(const + ["--epochs", "4", "--resume", ck, "--limit", "200"], 2, "(200 images, batch 32)")
+    expect(const + ["--epochs", "4", "--resume", ck, "--batch", "16"], 2,
+           "give the same --data, --limit, --batch and --accumulate")
+    expect(const + ["--epochs", "4", "--resume", ck, "--accumulate", "2"], 2, "--accumulate 2")
+    p = run("train", "mlp", "--data", data, "--limit", "250", "--device", "cpu", "--batch", "32", "--seed", "4",
+            "--epochs", "4", "--schedule", "constant", "--resume", ck)
+    assert p.returncode == 2 and "l1.weight" in p.stderr and "in the file" in p.stderr, p.stderr[-500:]
+    expect(const + ["--epochs", "4", "--resume", ck, "--limit", "200"], 2, "(200 images, batch 32,")
     expect(const + ["--epochs", "4", "--resume", full], 2, "full.st", "not an nn-engine training state")
     expect(const + ["--epochs", "2", "--resume", ck], 2, "already trained 2 epochs")
     expect(["train", "mlp", "--data", data, "--resume", ck], 2, "ck.st", "in the file, expected")
@@ -782,6 +787,17 @@ def tensorboard_folder_and_its_parents_are_made():
                                                                                           "x")], 2, "--tensorboard")
 
 
+@test
+def library_refusals_of_flag_values_exit_2():
+    # Issue 40, item 15: --beta1 1 exited 1 (a run-time failure); --ema 1 trained, then evaluated and saved the
+    # untrained initial weights.
+    d = idx_dir("flag-values")
+    base = ["train", "lenet5", "--data", d, "--epochs", "1"]
+    expect(base + ["--optimizer", "adam", "--beta1", "1"], 2, "betas must be in [0, 1)")
+    p = expect(base + ["--ema", "1"], 2, "--ema takes a decay in [0, 1)")
+    assert "epoch" not in p.stdout, p.stdout
+
+
 def edit_state(source, target, meta=None, tensors=None):
     """A copy of a training state with metadata values and whole tensors (name: packed bytes) replaced."""
     blob = open(source, "rb").read()
@@ -816,6 +832,11 @@ def resume_refuses_states_no_run_leaves():
     expect(base + ["--epochs", "2", "--resume", edited], 2, "best accuracy of 2")
     # The file as written still resumes.
     expect(base + ["--epochs", "2", "--resume", state], 0)
+    # Another model's state is named as such (it blamed the optimizer's momentum buffers).
+    mlp_state = path("odd-mlp.state")
+    expect(["train", "mlp", "--data", d, "--device", "cpu", "--epochs", "1", "--checkpoint", mlp_state], 0)
+    expect(["train", "lenet5", "--data", d, "--device", "cpu", "--epochs", "2", "--resume", mlp_state], 2,
+           "another model's state", "c1.weight")
 
 # ---- issue 23: products in reduced precision, dynamic loss scaling for fp16 ----
 

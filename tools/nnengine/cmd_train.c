@@ -354,8 +354,9 @@ static int resume(trainer *t) {
     /* Bounds before any arithmetic: a crafted file's 2^63-1 must not overflow. */
     if (p.epoch < 0 || p.epoch > c->epochs || p.step < 0 || p.step > (p.epoch + 1) * steps) {
         fprintf(stderr, "nnengine train: --resume %s holds epoch %lld and step %lld, outside this run's %lld epochs "
-                        "of %lld steps\n", c->resume, (long long)p.epoch, (long long)p.step, (long long)c->epochs,
-                (long long)steps);
+                        "of %lld optimizer steps (batch %lld, --accumulate %lld)\n", c->resume, (long long)p.epoch,
+                (long long)p.step, (long long)c->epochs, (long long)steps, (long long)c->batch,
+                (long long)c->accumulate);
         return EXIT_BAD_INPUT;
     }
     if (p.seed != (uint64_t)c->seed) {
@@ -366,11 +367,11 @@ static int resume(trainer *t) {
     }
     /* epoch_step: a run stopped by Ctrl+C within the next epoch. */
     if (p.step != p.epoch * steps + p.epoch_step || p.epoch_step >= steps) {
-        fprintf(stderr, "nnengine train: --resume %s holds %lld steps after %lld epochs, but this run "
-                        "takes %lld steps per epoch (%lld images, batch %lld): give the same --data, "
-                        "--limit and --batch\n", c->resume, (long long)p.step, (long long)p.epoch,
+        fprintf(stderr, "nnengine train: --resume %s holds %lld optimizer steps after %lld epochs, but this run "
+                        "takes %lld per epoch (%lld images, batch %lld, --accumulate %lld): give the same --data, "
+                        "--limit, --batch and --accumulate\n", c->resume, (long long)p.step, (long long)p.epoch,
                 (long long)steps, (long long)(t->photos ? t->photo.train.count : t->data.train.count),
-                (long long)c->batch);
+                (long long)c->batch, (long long)c->accumulate);
         return EXIT_BAD_INPUT;
     }
     if (p.epoch >= c->epochs) {
@@ -652,9 +653,9 @@ static int setup(trainer *t) {
         t->steps.schedule = t->schedule = nn_schedule_new(t->opt, &o);
         if (!t->schedule) st = nn_last_status();
     }
-    if (st != NN_OK) {
+    if (st != NN_OK) { /* the library refusing a value the flags gave is bad input, as the CLI's own checks */
         fprintf(stderr, "nnengine train: %s\n", library_error());
-        return EXIT_FAILURE_RUNTIME;
+        return st == NN_ERR_ARGUMENT ? EXIT_BAD_INPUT : EXIT_FAILURE_RUNTIME;
     }
     t->order = t->photos ? NULL : malloc(sizeof(int64_t) * t->data.train.count);
     if (!t->photos && !t->order) {
@@ -818,6 +819,11 @@ static int train(train_config config) {
         fprintf(stderr, "nnengine train: --schedule multistep needs --milestones\n");
         return EXIT_BAD_INPUT;
     }
+    if (config.ema >= 1) { /* a decay of 1 never moves the average: it would evaluate and save the initial weights */
+        fprintf(stderr, "nnengine train: --ema takes a decay in [0, 1) (e.g. 0.999), got %g: at 1 the average "
+                        "would stay the untrained initial weights\n", config.ema);
+        return EXIT_BAD_INPUT;
+    }
     trainer t = {.config = config, .interrupted_at = -1, .guard = {.allow_nan = config.allow_nan}};
     train_config *c = &t.config;
     int started = dist_train_start(&t.dist, c->device, c->global_batch, &c->batch, &c->threads);
@@ -906,7 +912,7 @@ int command_train(int argc, char **argv) {
         {"--max-lr", OPTION_FLOAT, &c.max_lr, 0, 1e3, "X", "onecycle: the peak rate (default --lr); starts at max/25, ends at max/25e4"},
         {"--pct-start", OPTION_FLOAT, &c.pct_start, 0, 1, "F", "onecycle: the fraction of steps rising to the peak (default 0.3)"},
         {"--accumulate", OPTION_INT, &c.accumulate, 1, 65536, "K", "sum the gradients of K batches (losses scaled by 1/K) per optimizer step (default 1)"},
-        {"--ema", OPTION_FLOAT, &c.ema, 0, 1, "D", "keep a moving average of the weights with decay D (e.g. 0.999), evaluated and saved (default 0: off)"},
+        {"--ema", OPTION_FLOAT, &c.ema, 0, 1, "D", "keep a moving average of the weights with decay D in [0, 1) (e.g. 0.999), evaluated and saved (default 0: off)"},
         {"--momentum", OPTION_FLOAT, &c.momentum, 0, 1, "M", "sgd, rmsprop, muon momentum (default 0.9; rmsprop 0; muon 0.95)"},
         {"--nesterov", OPTION_SWITCH, &c.nesterov, 0, 0, NULL, "sgd: Nesterov momentum (resnet18-cifar: on)"},
         {"--weight-decay", OPTION_FLOAT, &c.weight_decay, 0, 1, "W", "weight decay (sgd 5e-4 (L2), adamw 1e-2 (decoupled), the others 0)"},
