@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "reference.h"
+#include "vulkan_harness.h"
 
 #define N_X 12
 static const int64_t shape_x[2] = {3, 4};
@@ -485,4 +486,66 @@ TEST(autograd_backward_holds_few_result_grads_at_once) {
     CHECK(nn_ctx_step_end(ctx) == NN_OK);
     nn_tensor_free(x);
     nn_ctx_free(ctx);
+}
+
+/* A write to a tensor between the forward pass that read it and the
+ * backward pass (issue 40, item 3: the gradient mixed old and new values,
+ * 6 instead of 2 for (w * w).sum() at w = 1 then 3): refused by name on
+ * every backend, as PyTorch's version counters; writes before the forward,
+ * and the usual forward / backward / step loop, go on as before. */
+static void check_writes_before_backward(const char *device) {
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .seed = 1});
+    CHECK_MSG(ctx, "%s: %s", device, nn_last_error());
+    if (!ctx) return;
+    const float one[3] = {1, 1, 1}, three[3] = {3, 3, 3};
+    nn_tensor *w = nn_tensor_from_data(ctx, NN_F32, 1, (int64_t[]){3}, one);
+    nn_tensor_set_requires_grad(w, true);
+    /* nn_tensor_write, nn_tensor_fill and nn_tensor_copy into w, and into a view of it. */
+    for (int how = 0; how < 4; how++) {
+        nn_tensor *loss = nn_sum(nn_mul(w, w));
+        nn_tensor *other = nn_tensor_from_data(ctx, NN_F32, 1, (int64_t[]){3}, three);
+        nn_status wrote = how == 0   ? nn_tensor_write(w, three, sizeof three)
+                          : how == 1 ? nn_tensor_fill(w, 3.0f)
+                          : how == 2 ? nn_tensor_copy(w, other)
+                                     : nn_tensor_write(nn_reshape(w, 2, (int64_t[]){1, 3}), three, sizeof three);
+        CHECK_MSG(wrote == NN_OK, "%s write %d: %s", device, how, nn_last_error());
+        nn_status st = nn_backward(loss);
+        CHECK_MSG(st == NN_ERR_STATE && strstr(nn_last_error(), "was written after the forward pass"),
+                  "%s write %d: backward gave %s (%s), want the write refused", device, how, nn_status_name(st),
+                  nn_last_error());
+        nn_clear_error();
+        nn_tensor_free(other);
+        nn_ctx_step_end(ctx);
+        nn_tensor_write(w, one, sizeof one);
+    }
+    /* An optimizer step between the forward and the backward pass. */
+    nn_sgd_options o = {.lr = 0.1f};
+    nn_optimizer *opt = nn_sgd_new(&w, 1, &o);
+    CHECK(opt != NULL);
+    nn_tensor *first = nn_sum(nn_mul(w, w));
+    CHECK(nn_backward(first) == NN_OK);
+    nn_tensor *second = nn_sum(nn_mul(w, w));
+    CHECK(opt && nn_optimizer_step(opt) == NN_OK);
+    CHECK_MSG(nn_backward(second) == NN_ERR_STATE, "%s: backward after a step: %s", device, nn_last_error());
+    nn_clear_error();
+    nn_ctx_step_end(ctx);
+    /* The usual loop: write, forward, backward, step; the gradient is the new value's. */
+    float grad[3];
+    for (int step = 0; step < 3; step++) {
+        CHECK(nn_tensor_write(w, three, sizeof three) == NN_OK && nn_optimizer_zero_grad(opt) == NN_OK);
+        CHECK_MSG(nn_backward(nn_sum(nn_mul(w, w))) == NN_OK, "%s loop: %s", device, nn_last_error());
+        CHECK(nn_tensor_read(nn_tensor_grad(w), grad, sizeof grad) == NN_OK && grad[0] == 6.0f && grad[2] == 6.0f);
+        CHECK(nn_optimizer_step(opt) == NN_OK);
+        nn_ctx_step_end(ctx);
+    }
+    nn_optimizer_free(opt);
+    nn_tensor_free(w);
+    nn_ctx_free(ctx);
+}
+
+TEST(autograd_write_between_forward_and_backward_is_refused_cpu) { check_writes_before_backward("cpu"); }
+
+TEST(autograd_write_between_forward_and_backward_is_refused_vulkan) {
+    if (vkt_skipped() || !vkt_vulkan()) return;
+    check_writes_before_backward("vulkan");
 }

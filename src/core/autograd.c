@@ -169,7 +169,27 @@ static void drop_consumed_grads(nn_node *node) {
         if (node->segment->members[i]) drop_output_grad(node->segment->members[i]->output);
 }
 
+/* The node's inputs as the forward pass read them: one written since (a
+ * version that moved) would give a gradient of old and new values mixed. */
+static nn_status check_inputs_unchanged(const nn_node *node) {
+    for (int i = 0; i < node->input_count; i++) {
+        const nn_tensor *t = node->inputs[i];
+        if (!t || nn_tensor_version(t) == node->input_versions[i]) continue;
+        char shape[96];
+        return nn_set_error(NN_ERR_STATE, "nn_backward: input %d of %s, %s, was written after the forward pass "
+                            "read it (nn_tensor_write, nn_tensor_copy or nn_tensor_fill into it or a view of it, or "
+                            "an optimizer step): its gradient would mix old and new values; run the forward pass "
+                            "again after the write", i, node->op->name,
+                            nn_format_shape(t->ndim, t->shape, shape, sizeof shape));
+    }
+    return NN_OK;
+}
+
 static nn_status node_backward(nn_node *node) {
+    NN_TRY(check_inputs_unchanged(node));
+    if (node->segment)
+        for (int i = 0; i < node->segment->count; i++)
+            if (node->segment->members[i]) NN_TRY(check_inputs_unchanged(node->segment->members[i]));
     node->walked = true;
     node->output->ctx->launch_precision = node->precision;
     if (node->segment) {

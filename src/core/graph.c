@@ -78,7 +78,10 @@ static nn_tensor *record_entered(nn_ctx *ctx, const nn_op *op, nn_tensor *const 
     node->precision = ctx->precision;
     node->tape_index = -1;
     if (params_size) memcpy(node->params, params, params_size);
-    for (int i = 0; i < input_count; i++) node->inputs[i] = nn_tensor_retain(inputs[i]);
+    for (int i = 0; i < input_count; i++) {
+        node->inputs[i] = nn_tensor_retain(inputs[i]);
+        node->input_versions[i] = nn_tensor_version(inputs[i]);
+    }
     node->input_count = input_count;
     node->output = nn_tensor_deferred(ctx, dtype, ndim, shape);
     if (node->output) node->output->layout = layout;
@@ -159,6 +162,7 @@ nn_status nn_node_elide(nn_node *node) {
     recipe->tape_index = -1;
     memcpy(recipe->params, node->params, sizeof recipe->params);
     for (int i = 0; i < node->input_count; i++) recipe->inputs[i] = nn_tensor_retain(node->inputs[i]);
+    memcpy(recipe->input_versions, node->input_versions, sizeof recipe->input_versions);
     recipe->input_count = node->input_count;
     out->recipe = recipe; /* its output stays NULL: the tensor owns the recipe, not the other way round */
     node->launched = true;

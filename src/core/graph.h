@@ -55,6 +55,7 @@ struct nn_node {
     nn_tensor *output;
     nn_tensor *inputs[NN_NODE_MAX_TENSORS]; /* NULL for an absent optional input (a bias) */
     int input_count;
+    uint64_t input_versions[NN_NODE_MAX_TENSORS]; /* their storage's version when recorded (0: none yet) */
     nn_tensor *saved[NN_NODE_MAX_TENSORS];
     int saved_count;
     int64_t tape_index; /* -1: not on the tape */

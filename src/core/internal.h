@@ -25,6 +25,10 @@ typedef struct nn_storage {
     uint64_t last_pin_id;     /* the newest capture that pinned it (no double pins) */
     nn_capture *allocated_in; /* the capture recording when it was allocated, or NULL */
     bool released;
+    /* Writes through the API (nn_tensor_write, copy and fill, an optimizer
+     * step): a node's backward refuses inputs written after it was
+     * recorded, as PyTorch's version counters (autograd.c). Views share it. */
+    uint64_t version;
 } nn_storage;
 
 typedef struct nn_node nn_node; /* core/graph.h */
@@ -137,6 +141,10 @@ nn_tensor *nn_tensor_deferred(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64
 nn_status nn_tensor_share_storage(nn_tensor *t, nn_tensor *source, size_t offset);
 nn_tensor *nn_tensor_retain(nn_tensor *t);
 void nn_tensor_release(nn_tensor *t);
+/* Its storage's version (nn_storage.version; 0 before it has storage), and
+ * the note that the API wrote it (the version goes up). */
+uint64_t nn_tensor_version(const nn_tensor *t);
+void nn_tensor_written(nn_tensor *t);
 nn_buffer_ref nn_tensor_ref(const nn_tensor *t);
 /* The tensor's argument, or an absent one for NULL. */
 nn_buffer_ref nn_optional_ref(const nn_tensor *t);

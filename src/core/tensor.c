@@ -61,7 +61,10 @@ static void unlink_live(nn_tensor *t) {
  * when it has a released one that fits, else from the backend. */
 static nn_storage *storage_new(nn_ctx *ctx, size_t bytes) {
     nn_storage *storage = ctx->recording ? nn_capture_reuse(ctx, bytes) : NULL;
-    if (storage) return storage;
+    if (storage) {
+        storage->version = 0; /* a new tensor's */
+        return storage;
+    }
     storage = calloc(1, sizeof *storage);
     if (!storage) return NN_FAIL_NULL(NN_ERR_MEMORY, "out of host memory for a tensor");
     storage->bytes = bytes;
@@ -338,9 +341,24 @@ static void *reorder_buffer(const char *fn, size_t bytes) {
     return buffer;
 }
 
+/* A view waiting for its launch (or elided) will share its source's storage. */
+uint64_t nn_tensor_version(const nn_tensor *t) {
+    while (t && !t->storage) {
+        const nn_node *from = t->producer ? t->producer : t->recipe;
+        if (!from || !from->op->view) break;
+        t = from->inputs[0];
+    }
+    return t && t->storage ? t->storage->version : 0; /* storage still to come starts at 0 */
+}
+
+void nn_tensor_written(nn_tensor *t) {
+    if (t && t->storage) t->storage->version++;
+}
+
 nn_status nn_tensor_write(nn_tensor *t, const void *data, size_t bytes) {
     NN_TRY(check_copy("nn_tensor_write", t, data, bytes));
     NN_TRY(nn_tensor_materialize(t)); /* its storage, and what was to write it first */
+    nn_tensor_written(t);
     if (t->layout == NN_LAYOUT_DENSE) return nn_ctx_write(t->ctx, nn_tensor_ref(t), data, bytes);
     void *stored = reorder_buffer("nn_tensor_write", bytes);
     if (!stored) return nn_last_status();
@@ -401,6 +419,7 @@ nn_status nn_tensor_copy(nn_tensor *dst, const nn_tensor *src) {
     NN_TRY(nn_tensor_materialize(dst));
     NN_TRY(nn_tensor_materialize((nn_tensor *)src));
     if (dst->storage == src->storage && dst->offset == src->offset) return NN_OK;
+    nn_tensor_written(dst);
     if (dst->layout != src->layout) return copy_across_layouts(dst, src);
     return nn_ctx_copy(dst->ctx, nn_tensor_ref(dst), nn_tensor_ref(src), (size_t)dst->numel * ELEMENT_BYTES);
 }
@@ -410,6 +429,7 @@ nn_status nn_tensor_fill(nn_tensor *t, float value) {
     if (t->dtype != NN_F32)
         return nn_set_error(NN_ERR_DTYPE, "nn_tensor_fill: tensor is int32, fill takes float32");
     NN_TRY(nn_tensor_materialize(t));
+    nn_tensor_written(t);
     return nn_ctx_fill(t->ctx, nn_tensor_ref(t), value, (size_t)t->numel);
 }
 

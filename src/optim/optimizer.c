@@ -215,6 +215,8 @@ nn_status nn_optimizer_step(nn_optimizer *opt) {
     if (status == NN_OK && opt->loss_scaler) status = nn_loss_scaler_before_update(opt);
     if (status == NN_OK) status = opt->cls->step(opt, nn_param_set_is_flat(&opt->set));
     if (status == NN_OK && opt->loss_scaler) status = nn_loss_scaler_after_update(opt);
+    /* Written in place: a backward of a forward recorded before refuses them (autograd.c). */
+    for (int i = 0; status == NN_OK && i < opt->set.count; i++) nn_tensor_written(opt->set.params[i]);
     nn_ctx_leave(opt->set.ctx);
     return status;
 }
