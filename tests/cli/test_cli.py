@@ -798,6 +798,34 @@ def library_refusals_of_flag_values_exit_2():
     assert "epoch" not in p.stdout, p.stdout
 
 
+@test
+def full_log_file_warns_and_training_saves():
+    # Issue 40, item 11: a log that could not be written ended the run with exit 1 and no --save. Here the logs
+    # a resumed run appends to are already at the process's file size limit (RLIMIT_FSIZE: EFBIG, as a full disk).
+    import resource
+    import signal
+    d = learnable_idx_dir("full-log")
+    state, weights, log, steps = (path(n) for n in ("full-log.state", "full-log.st", "full-log.json",
+                                                     "full-log-steps.json"))
+    base = ["train", "lenet5", "--data", d, "--device", "cpu", "--epochs", "3"]
+    expect(base + ["--stop-after", "1", "--checkpoint", state, "--log", log, "--log-steps", steps], 0)
+    limit = 1 << 20
+    for f in (log, steps):
+        with open(f, "ab") as out:
+            out.write(b" " * (limit - os.path.getsize(f)))
+
+    def capped():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing the process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    p = subprocess.run([binary, *base, "--resume", state, "--checkpoint", state, "--log", log, "--log-steps", steps,
+                        "--save", weights], capture_output=True, text=True, timeout=300, preexec_fn=capped)
+    assert p.returncode == 1, (p.returncode, p.stderr[-2000:])
+    for flag, f in (("--log", log), ("--log-steps", steps)):
+        assert f"{flag} {f}: writing failed (File too large)" in p.stderr, p.stderr[-2000:]
+    assert "epoch 3/3" in p.stdout and f"saved the weights to {weights}" in p.stderr, (p.stdout, p.stderr[-1000:])
+    assert os.path.getsize(weights) > 0
+
+
 def edit_state(source, target, meta=None, tensors=None):
     """A copy of a training state with metadata values and whole tensors (name: packed bytes) replaced."""
     blob = open(source, "rb").read()

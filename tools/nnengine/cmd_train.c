@@ -1,4 +1,5 @@
 /* nnengine train MODEL --data DIR [options]: the training loop. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,7 @@ typedef struct trainer {
     char epoch_failure[800]; /* why an epoch failed, where the library did not say */
     FILE *step_log;        /* --log-steps */
     char **class_names;    /* --class-names, for the data's training classes */
+    bool logs_lost;        /* a log could not be written (lose_log): the run exits 1 after saving */
 } trainer;
 
 /* What --save keeps besides the weights (nn_io.h's model info): the
@@ -125,6 +127,33 @@ static nn_model_info saved_info(const trainer *t) {
         if (t->class_names) info.class_count = t->data.train.classes, info.class_names = t->class_names;
     }
     return info;
+}
+
+/* A log that cannot be written (a full disk) is a loss to report, not a
+ * reason to stop: it is closed with a warning naming the failure, training
+ * goes on and writes its --save and --checkpoint, and the run exits 1. */
+static void lose_log(trainer *t, const char *flag, const char *path, int error) {
+    fprintf(stderr, "nnengine train: %s %s: writing failed (%s); that log stops here, training goes on (the run "
+            "will exit 1)\n", flag, path, error ? strerror(error) : "a write error");
+    t->logs_lost = true;
+}
+
+/* Whether the lines written to f so far reached the file: errno says why not. */
+static bool log_flushed(FILE *f) {
+    errno = 0;
+    return fflush(f) == 0 && !ferror(f);
+}
+
+/* The logs closed at the end: a failing close loses their last lines. */
+static void close_logs(trainer *t) {
+    FILE **files[2] = {&t->log, &t->step_log};
+    const char *flags[2] = {"--log", "--log-steps"}, *paths[2] = {t->config.log, t->config.log_steps};
+    for (int i = 0; i < 2; i++) {
+        if (!*files[i]) continue;
+        errno = 0;
+        if (fclose(*files[i]) != 0) lose_log(t, flags[i], paths[i], errno);
+        *files[i] = NULL;
+    }
 }
 
 static void trainer_free(trainer *t) {
@@ -173,10 +202,14 @@ static nn_status run_steps(trainer *t, int64_t from, int64_t to) {
 static nn_status log_step(trainer *t, int epoch, int64_t step, double loss_sum, int64_t images) {
     double v[2] = {loss_sum, (double)images};
     nn_status st = dist_train_sum(&t->dist, v, 2); /* every rank takes part; rank 0 writes */
+    errno = 0;
     if (st == NN_OK && t->step_log &&
         fprintf(t->step_log, "{\"epoch\": %d, \"step\": %lld, \"loss\": %.9g, \"images\": %lld}\n", epoch,
-                (long long)step, v[0] / (v[1] > 0 ? v[1] : 1), (long long)v[1]) < 0)
-        st = NN_ERR_IO;
+                (long long)step, v[0] / (v[1] > 0 ? v[1] : 1), (long long)v[1]) < 0) {
+        lose_log(t, "--log-steps", t->config.log_steps, errno);
+        fclose(t->step_log);
+        t->step_log = NULL;
+    }
     return st;
 }
 
@@ -851,13 +884,15 @@ static int train(train_config config) {
         status = run_epoch(&t, &bar, epoch, &stats);
         if (status != EXIT_OK) break;
         print_epoch_line(&stats, (int)c->epochs, test_name);
-        if (t.log && !(t.log_as == LOG_CSV ? write_epoch_csv(t.log, &stats) : write_epoch_json(t.log, &stats))) {
-            fprintf(stderr, "nnengine train: writing the log %s failed\n", c->log);
-            status = EXIT_FAILURE_RUNTIME;
+        if (t.log && !((t.log_as == LOG_CSV ? write_epoch_csv(t.log, &stats) : write_epoch_json(t.log, &stats)) &&
+                       log_flushed(t.log))) {
+            lose_log(&t, "--log", c->log, errno);
+            fclose(t.log);
+            t.log = NULL;
         }
-        if (status == EXIT_OK && c->tensorboard && !tensorboard_epoch(&t.tb, &stats, test_name)) {
-            fprintf(stderr, "nnengine train: writing the TensorBoard events %s failed\n", t.tb.path);
-            status = EXIT_FAILURE_RUNTIME;
+        if (t.tb.file && !tensorboard_epoch(&t.tb, &stats, test_name)) {
+            lose_log(&t, "--tensorboard", t.tb.path, errno);
+            tensorboard_close(&t.tb);
         }
         bool stop = false;
         if (status == EXIT_OK) status = keep_best(&t, &stats, test_name, &stop);
@@ -889,6 +924,8 @@ static int train(train_config config) {
         }
     }
     interrupt_restore();
+    close_logs(&t);
+    if (status == EXIT_OK && t.logs_lost) status = EXIT_FAILURE_RUNTIME;
     trainer_free(&t);
     return dist_train_finish(&t.dist, status);
 }
