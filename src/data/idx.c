@@ -28,6 +28,12 @@ typedef struct idx_file {
     const char *path;
     int64_t file_size;
     bool compressed;
+    /* gzip: the file's last 8 bytes (the trailer: CRC32 and length of the
+     * data, little-endian), and the same of what was read, compared at the
+     * end. zlib's gzread ends without an error when a file is cut exactly
+     * at its trailer and the whole file had been read ahead, so the check
+     * is ours. */
+    uint32_t trailer_crc, trailer_length, crc, length;
 } idx_file;
 
 static nn_status idx_open(idx_file *f, const char *path) {
@@ -38,6 +44,14 @@ static nn_status idx_open(idx_file *f, const char *path) {
     uint8_t magic[2] = {0, 0};
     /* read and seek back rather than pread, which Windows lacks */
     f->compressed = read(fd, magic, 2) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    f->crc = (uint32_t)crc32(0L, Z_NULL, 0), f->length = 0, f->trailer_crc = 0, f->trailer_length = 0;
+    uint8_t trailer[8];
+    if (f->compressed && f->file_size >= 18 && lseek(fd, -8, SEEK_END) >= 0 && read(fd, trailer, 8) == 8) {
+        f->trailer_crc = (uint32_t)trailer[0] | (uint32_t)trailer[1] << 8 | (uint32_t)trailer[2] << 16 |
+                         (uint32_t)trailer[3] << 24;
+        f->trailer_length = (uint32_t)trailer[4] | (uint32_t)trailer[5] << 8 | (uint32_t)trailer[6] << 16 |
+                            (uint32_t)trailer[7] << 24;
+    }
     if (lseek(fd, 0, SEEK_SET) != 0) {
         close(fd);
         return nn_set_error(NN_ERR_IO, "%s: cannot read (it does not seek)", path);
@@ -85,6 +99,8 @@ static nn_status idx_read(idx_file *f, void *dst, int64_t size, const char *what
                                 "%s: truncated: the file ends after %lld of the %lld bytes of %s",
                                 f->path, (long long)done, (long long)size, what);
         }
+        if (f->compressed) f->crc = (uint32_t)crc32(f->crc, out + done, (uInt)got);
+        f->length += (uint32_t)got; /* modulo 2^32, as the trailer's */
         done += got;
     }
     return NN_OK;
@@ -123,6 +139,11 @@ static nn_status idx_check_end(idx_file *f) {
                             f->path, message);
     if (code != Z_OK)
         return nn_set_error(NN_ERR_IO, "%s: corrupt gzip stream (%s)", f->path, message);
+    if (f->compressed && (f->crc != f->trailer_crc || f->length != f->trailer_length))
+        return nn_set_error(NN_ERR_IO, "%s: truncated or corrupt gzip stream: its last 8 bytes (CRC32 %08x, length "
+                            "%u) are not the trailer of the data read (CRC32 %08x, length %u); a file of several "
+                            "gzip members is not read either", f->path, f->trailer_crc, f->trailer_length, f->crc,
+                            f->length);
     return NN_OK;
 }
 
