@@ -101,8 +101,9 @@ nn_status nn_dist_broadcast_module(nn_module *m, int root) {
     double counts[2] = {count, nn_dist_rank() == root ? count : 0};
     NN_TRY(dist_all_reduce_doubles(counts, 2));
     if (counts[0] != (double)count * nn_dist_size() || counts[1] != count)
-        return nn_set_error(NN_ERR_STATE, "nn_dist_broadcast_module: rank %d's module has %d state tensors, rank %d's "
-                            "%.0f: every rank must build the same model", nn_dist_rank(), count, root, counts[1]);
+        return nn_set_error(NN_ERR_STATE, "nn_dist_broadcast_module: the ranks' modules differ: this rank (%d) has %d "
+                            "state tensors, rank %d %.0f, and the %d ranks %.0f in all: every rank must build the "
+                            "same model", nn_dist_rank(), count, root, counts[1], nn_dist_size(), counts[0]);
     for (int i = 0; i < count; i++) {
         nn_status st = nn_dist_broadcast(nn_module_state(m, i), root);
         if (st != NN_OK) {

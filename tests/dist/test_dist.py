@@ -461,6 +461,24 @@ def photos_batchnorm_model_stops_early_on_every_rank_alike():
     assert p.stderr.count("early stopping after epoch 2") == 1, p.stderr
 
 
+@test
+def ranks_given_different_flags_are_refused_by_name():
+    # Issue 40, item 9: a different --epochs or --batch hung the job; a different --lr or --seed trained
+    # diverging replicas. Each pair: rank 0's flags, then rank 1's.
+    base = ["train", "lenet5", *COMMON, "--epochs", "1", "--batch", "32"]
+    for extra0, extra1, named in ((["--lr", "0.05"], ["--lr", "0.1"], "--lr 0.10000000000000001"),
+                                  ([], ["--epochs", "2"], "--epochs 2"),
+                                  ([], ["--seed", "4"], "--seed 4")):
+        cmd = [*MPIRUN, "-n", "1", binary, *base, *extra0, ":", "-n", "1", binary, *base, *extra1]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert p.returncode != 0 and f"rank 1 was given {named}, which differs from rank 0's" in p.stderr, \
+            (named, p.returncode, p.stderr[-2000:])
+        assert "1 of the 2 ranks were given other flags" in p.stderr and "epoch 1/1" not in p.stdout, p.stderr[-2000:]
+    # Different --threads are fine.
+    cmd = [*MPIRUN, "-n", "1", binary, *base, "--threads", "1", ":", "-n", "1", binary, *base, "--threads", "2"]
+    ok(subprocess.run(cmd, capture_output=True, text=True, timeout=300), "threads differ")
+
+
 if shutil.which("mpirun") is None:
     print("skipped: mpirun not found (apt-get install openmpi-bin libopenmpi-dev; scripts/install-deps.sh lists them)")
     print("0 passed, 0 failed")

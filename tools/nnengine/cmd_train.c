@@ -1,6 +1,7 @@
 /* nnengine train MODEL --data DIR [options]: the training loop. */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include "photo_data.h"
 #include "platform/files.h"
 #include "progress.h"
+#include "rank_flags.h"
 #include "setup.h"
 #include "tensorboard.h"
 
@@ -61,6 +63,52 @@ typedef struct train_config {
     const char *log_steps; /* each step's mean loss (over every rank's images), one line per step */
     const char *class_names; /* a file naming the data's classes, one per line (saved with the weights) */
 } train_config;
+
+/* The flags every rank of an mpirun job must share (rank_flags.h), as this
+ * rank parsed them: not --device, --threads, --workers, the dataset's and
+ * the training state's paths (hosts may mount them elsewhere) nor the
+ * outputs, which rank 0 alone writes. */
+static void add_flag(rank_flag *flags, int *n, const char *flag, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    vsnprintf(flags[*n].value, sizeof flags[*n].value, format, args);
+    va_end(args);
+    flags[(*n)++].flag = flag;
+}
+
+static int shared_flags(const train_config *c, rank_flag *f) {
+    int n = 0;
+    char frozen[96] = "";
+    for (int i = 0; i < c->freeze.count; i++)
+        snprintf(frozen + strlen(frozen), sizeof frozen - strlen(frozen), "%s%s", i ? "," : "", c->freeze.values[i]);
+    add_flag(f, &n, "the model", "%s", c->model);
+    add_flag(f, &n, "--normalize", "%s", c->normalize ? c->normalize : "auto");
+    add_flag(f, &n, "--init", "%s", c->init ? "given" : "none");
+    add_flag(f, &n, "--freeze", "%s", frozen);
+    add_flag(f, &n, "--optimizer", "%s", c->optimizer);
+    add_flag(f, &n, "--precision", "%s", c->precision);
+    add_flag(f, &n, "--schedule", "%s", c->schedule);
+    add_flag(f, &n, "--milestones", "%s", c->milestones ? c->milestones : "");
+    add_flag(f, &n, "--save-best-by", "%s", c->save_best_by);
+    add_flag(f, &n, "--resume", "%s", c->resume ? "given" : "none");
+    const struct { const char *flag; int64_t value; } ints[] = {
+        {"--classes", c->classes},       {"--epochs", c->epochs},       {"--batch", c->batch},
+        {"--seed", c->seed},             {"--limit", c->limit},         {"--stop-after", c->stop_after},
+        {"--no-capture", c->no_capture}, {"--flip", c->flip},           {"--random-crop", c->random_crop},
+        {"--crop-pad", c->crop_pad},     {"--no-augment", c->no_augment}, {"--no-loss-scale", c->no_loss_scale},
+        {"--nesterov", c->nesterov},     {"--warmup", c->warmup},       {"--step-size", c->step_size},
+        {"--accumulate", c->accumulate}, {"--allow-nan", c->allow_nan}, {"--patience", c->patience},
+        {"--global-batch", c->global_batch}, {"--sync-bn", c->sync_bn}};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) add_flag(f, &n, ints[i].flag, "%lld", (long long)ints[i].value);
+    const struct { const char *flag; double value; } reals[] = {
+        {"--lr", c->lr},         {"--momentum", c->momentum}, {"--weight-decay", c->weight_decay},
+        {"--beta1", c->beta1},   {"--beta2", c->beta2},       {"--eps", c->eps},
+        {"--val-fraction", c->validation_fraction}, {"--gamma", c->gamma}, {"--warmup-start", c->warmup_start},
+        {"--eta-min", c->eta_min}, {"--max-lr", c->max_lr},   {"--pct-start", c->pct_start},
+        {"--ema", c->ema}};
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) add_flag(f, &n, reals[i].flag, "%.17g", reals[i].value);
+    return n;
+}
 
 /* The defaults reach 89% test accuracy on Fashion-MNIST with LeNet-5 in 10
  * epochs (README); see bench/README.md for how they were chosen. Unset
@@ -859,8 +907,11 @@ static int train(train_config config) {
     }
     trainer t = {.config = config, .interrupted_at = -1, .guard = {.allow_nan = config.allow_nan}};
     train_config *c = &t.config;
+    rank_flag flags[64];
+    const int flag_count = shared_flags(c, flags); /* before --global-batch gives this rank its share */
     int started = dist_train_start(&t.dist, c->device, c->global_batch, &c->batch, &c->threads);
     if (started != EXIT_OK) return dist_train_finish(&t.dist, started);
+    if ((started = rank_flags_agree(&t.dist, flags, flag_count)) != EXIT_OK) return dist_train_finish(&t.dist, started);
     if (!dist_train_is_main(&t.dist)) /* rank 0 writes the files */
         c->save = c->checkpoint = c->log = c->save_best = c->tensorboard = NULL;
     t.guard.checkpoint = c->checkpoint;
