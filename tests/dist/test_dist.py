@@ -479,6 +479,31 @@ def ranks_given_different_flags_are_refused_by_name():
     ok(subprocess.run(cmd, capture_output=True, text=True, timeout=300), "threads differ")
 
 
+@test
+def a_signal_to_one_rank_stops_every_rank_at_the_same_step():
+    # Issue 40, item 10: SIGINT to one rank (or to each at a different moment, as a batch scheduler's) hung the
+    # job. Now the ranks agree on the stop at the step where they look, rank 0 writes its files, all exit 130.
+    import signal
+    state, weights = path("signal.state"), path("signal.safetensors")
+    cmd = [*MPIRUN, "-n", "2", binary, "train", "lenet5", "--data", FASHION, "--device", "cpu", "--limit", "3200",
+           "--epochs", "20", "--batch", "32", "--checkpoint", state, "--save", weights]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in p.stdout:  # the first epoch's line (EOF ends the loop too: the assertions then say why)
+            if "epoch 1/20" in line:
+                break
+        ranks = sorted(int(x) for x in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
+                                                      text=True).stdout.split())
+        assert len(ranks) == 2, ranks
+        os.kill(ranks[-1], signal.SIGINT)  # one rank only, not mpirun
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, (p.returncode, err[-2000:])
+    assert "stopped by" in err and os.path.getsize(weights) > 0 and os.path.getsize(state) > 0, err[-2000:]
+
+
 if shutil.which("mpirun") is None:
     print("skipped: mpirun not found (apt-get install openmpi-bin libopenmpi-dev; scripts/install-deps.sh lists them)")
     print("0 passed, 0 failed")

@@ -230,11 +230,21 @@ static void trainer_free(trainer *t) {
  * read back, so this bounds only how long a first Ctrl+C waits. */
 #define STEPS_PER_INTERRUPT_CHECK 16
 
+/* Whether to stop for Ctrl+C or SIGTERM, agreed by every rank (a
+ * collective under mpirun): a signal that reaches one rank, or the ranks at
+ * different steps, as a batch scheduler's does, stops all of them at the
+ * same step instead of leaving the others waiting for it. */
+static bool stop_requested(trainer *t) {
+    double asked = interrupt_requested() ? 1 : 0;
+    if (t->dist.size > 1 && dist_train_sum(&t->dist, &asked, 1) != NN_OK) return false; /* the next collective says */
+    return asked > 0;
+}
+
 /* Steps [from, to) of the epoch, stopping early (t->interrupted_at) after
  * Ctrl+C. */
 static nn_status run_steps(trainer *t, int64_t from, int64_t to) {
     for (int64_t s = from; s < to; s += STEPS_PER_INTERRUPT_CHECK) {
-        if (interrupt_requested()) {
+        if (stop_requested(t)) {
             t->interrupted_at = s;
             return NN_OK;
         }
@@ -317,7 +327,8 @@ static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *imag
     while (st == NN_OK && step < t->resume_step && (st = nn_loader_next(t->photo.train_loader, &b)) == NN_OK &&
            b.count > 0)
         step++;
-    while (st == NN_OK && !interrupt_requested() && (st = nn_loader_next(t->photo.train_loader, &b)) == NN_OK &&
+    bool stopped = false;
+    while (st == NN_OK && !(stopped = stop_requested(t)) && (st = nn_loader_next(t->photo.train_loader, &b)) == NN_OK &&
            b.count > 0) {
         st = every_rank_has_the_batch(t, b.first / t->steps.batch, step);
         if (st == NN_OK) st = device_steps_host_step(&t->steps, b.images, b.labels, b.count);
@@ -334,7 +345,7 @@ static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *imag
             progress_update(bar, step, seen, *loss_sum / (double)seen);
         }
     }
-    if (st == NN_OK && interrupt_requested()) t->interrupted_at = step;
+    if (st == NN_OK && stopped) t->interrupted_at = step;
     if (st == NN_OK && t->interrupted_at < 0)
         st = every_rank_has_the_batch(t, nn_loader_batches(t->photo.train_loader), step);
     if (st == NN_OK) st = device_steps_sums(&t->steps, loss_sum, correct);
@@ -974,6 +985,10 @@ static int train(train_config config) {
             fprintf(stderr, "saved the weights to %s\n", c->save);
         }
     }
+    /* Stopped by a signal: no rank exits (130) before rank 0 has written its
+     * files, since mpirun ends the job at the first rank's non-zero exit. */
+    double files_written = 0;
+    if (status == EXIT_INTERRUPTED && t.dist.size > 1) dist_train_sum(&t.dist, &files_written, 1);
     interrupt_restore();
     close_logs(&t);
     if (status == EXIT_OK && t.logs_lost) status = EXIT_FAILURE_RUNTIME;

@@ -67,4 +67,6 @@ void interrupt_restore(void) {
 
 bool interrupt_requested(void) { return requested != 0; }
 
-const char *interrupt_name(void) { return requested == SIGINT ? "Ctrl+C" : requested ? "SIGTERM" : "nothing"; }
+const char *interrupt_name(void) {
+    return requested == SIGINT ? "Ctrl+C" : requested ? "SIGTERM" : "a signal to another rank";
+}

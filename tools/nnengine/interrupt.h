@@ -15,7 +15,7 @@ void interrupt_restore(void);
 /* Whether a first signal has come since interrupt_install. */
 bool interrupt_requested(void);
 /* What it was, for messages: "Ctrl+C" (SIGINT; the console's events on
- * Windows) or "SIGTERM". */
+ * Windows), "SIGTERM", or (none here) "a signal to another rank". */
 const char *interrupt_name(void);
 
 #endif
