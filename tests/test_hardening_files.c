@@ -540,6 +540,52 @@ static void truncated_progressive_jpeg_refused(const char *unused) {
 
 #endif
 
+/* A progressive JPEG whose last scan is repeated 600 times (libjpeg warns
+ * of a bogus progression and goes on: any number of scans decodes): the
+ * decoder's work is bounded (issue 40, item 7), so it is refused by its
+ * scan count, at once, where the file as written decodes. */
+#ifndef _WIN32
+static void many_scans_refused(const char *dir) {
+    enum { W = 64, H = 48, COPIES = 600 };
+    uint8_t pixels[W * H];
+    for (int i = 0; i < W * H; i++) pixels[i] = (uint8_t)(i * 37 % 251);
+    char path[160];
+    snprintf(path, sizeof path, "%s/progressive.jpg", dir);
+    CHECK(tf_write_jpeg_progressive(path, pixels, W, H, 1, 90));
+    size_t size;
+    uint8_t *bytes = read_all(path, &size);
+    size_t last_scan = 0;
+    for (size_t i = 2; i + 1 < size; i++)
+        if (bytes[i] == 0xff && bytes[i + 1] == 0xda) last_scan = i;
+    CHECK(last_scan > 0 && bytes[size - 2] == 0xff && bytes[size - 1] == 0xd9);
+    const size_t scan = size - 2 - last_scan, grown_size = size + COPIES * scan;
+    uint8_t *grown = malloc(grown_size);
+    memcpy(grown, bytes, size - 2);
+    for (int c = 0; c < COPIES; c++) memcpy(grown + size - 2 + (size_t)c * scan, bytes + last_scan, scan);
+    memcpy(grown + grown_size - 2, bytes + size - 2, 2);
+    nn_image image = {0};
+    nn_box box;
+    const nn_decode_request request = {.channels = 1};
+    char why[256] = "";
+    CHECK_MSG(nn_decode_image(bytes, size, &request, &image, &box, why, sizeof why) == NN_OK, "as written: %s", why);
+    CHECK(nn_decode_image(grown, grown_size, &request, &image, &box, why, sizeof why) == NN_ERR_IO);
+    CHECK_MSG(strstr(why, "more than 500 scans"), "%s", why);
+    free(image.pixels);
+    free(grown);
+    free(bytes);
+}
+#endif
+
+TEST(hardening_jpeg_scans_bounded) {
+    SKIP_ON_WINDOWS("WIC decodes JPEG there; the bound is libjpeg's progress monitor");
+#ifndef _WIN32
+    char dir[64];
+    CHECK(tf_make_temp_dir(dir, sizeof dir));
+    check_in_child_within(20, many_scans_refused, dir);
+    tf_remove_tree(dir);
+#endif
+}
+
 TEST(hardening_truncated_progressive_jpeg_refused_at_once) {
     SKIP_ON_WINDOWS("its scan is too short for its blocks yet ends in EOI: WIC fills the rest with grey and "
                     "only a Huffman decode finds it (cut files are refused, tests image_jpeg_*)");

@@ -51,6 +51,34 @@ static void jpeg_warning(j_common_ptr cinfo, int level) {
     }
 }
 
+/* A bound on the decoder's work (issue 40, item 7): a progressive file
+ * may hold any number of scans, and a damaged one made libjpeg's skip loop
+ * over them for minutes. Photos have a few dozen scans at most. libjpeg
+ * calls the progress monitor per iMCU row of every input pass and per
+ * output row; the decode ends past JPEG_MAX_SCANS scans, or past a number
+ * of calls that such scans over this image cannot reach. */
+#define JPEG_MAX_SCANS 500
+
+typedef struct jpeg_budget {
+    struct jpeg_progress_mgr manager;
+    int64_t calls, limit;
+} jpeg_budget;
+
+static void jpeg_progress(j_common_ptr common) {
+    j_decompress_ptr cinfo = (j_decompress_ptr)common;
+    jpeg_budget *budget = (jpeg_budget *)common->progress;
+    jpeg_error_trap *trap = (jpeg_error_trap *)common->err;
+    if (cinfo->input_scan_number > JPEG_MAX_SCANS) {
+        snprintf(trap->message, sizeof trap->message, "more than %d scans", JPEG_MAX_SCANS);
+        longjmp(trap->escape, 1);
+    }
+    if (++budget->calls > budget->limit) {
+        snprintf(trap->message, sizeof trap->message, "more decoding work than %d scans of a %ux%u image take",
+                 JPEG_MAX_SCANS, cinfo->image_width, cinfo->image_height);
+        longjmp(trap->escape, 1);
+    }
+}
+
 nn_status nn_decode_jpeg(const uint8_t *data, size_t size, const nn_decode_request *request, nn_image *out,
                          nn_box *box, char *why, size_t why_size) {
     struct jpeg_decompress_struct cinfo;
@@ -67,6 +95,9 @@ nn_status nn_decode_jpeg(const uint8_t *data, size_t size, const nn_decode_reque
     jpeg_mem_src(&cinfo, data, (unsigned long)size);
     jpeg_read_header(&cinfo, TRUE);
     int full_w = (int)cinfo.image_width, full_h = (int)cinfo.image_height;
+    jpeg_budget budget = {.manager = {.progress_monitor = jpeg_progress},
+                          .limit = (JPEG_MAX_SCANS + 2) * ((int64_t)full_h / 8 + 2) + 4 * (int64_t)full_h + 1024};
+    cinfo.progress = &budget.manager;
     if ((int64_t)full_w * full_h > NN_IMAGE_MAX_PIXELS) {
         snprintf(why, why_size, "JPEG of %dx%d pixels is too large (at most %lld pixels)", full_w, full_h,
                  (long long)NN_IMAGE_MAX_PIXELS);
