@@ -240,10 +240,11 @@ def a_failing_rank_ends_the_job_naming_itself_and_keeps_the_checkpoint():
               path("kept.safetensors")), "checkpoint")
     with open(path("kept.safetensors"), "rb") as f:
         before = f.read()
-    # MPMD: rank 0 trains and would wait for rank 1 in the first broadcast;
-    # rank 1 fails reading its --resume file.
+    # MPMD: rank 0 resumes and would wait for rank 1 in the first broadcast;
+    # rank 1 fails reading its --resume file (the ranks' paths may differ).
     args = ["train", "lenet5", *COMMON, "--epochs", "2", "--batch", "32", "--checkpoint", path("kept.safetensors")]
-    cmd = [*MPIRUN, "-n", "1", binary, *args, ":", "-n", "1", binary, *args, "--resume", path("missing.safetensors")]
+    cmd = [*MPIRUN, "-n", "1", binary, *args, "--resume", path("kept.safetensors"), ":", "-n", "1", binary, *args,
+           "--resume", path("missing.safetensors")]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0, p.stderr
     assert "rank 1 of 2 failed" in p.stderr and "missing.safetensors" in p.stderr, p.stderr

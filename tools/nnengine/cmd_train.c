@@ -83,14 +83,14 @@ static int shared_flags(const train_config *c, rank_flag *f) {
         snprintf(frozen + strlen(frozen), sizeof frozen - strlen(frozen), "%s%s", i ? "," : "", c->freeze.values[i]);
     add_flag(f, &n, "the model", "%s", c->model);
     add_flag(f, &n, "--normalize", "%s", c->normalize ? c->normalize : "auto");
-    add_flag(f, &n, "--init", "%s", c->init ? "given" : "none");
+    add_flag(f, &n, "--init", "%s", c->init ? "FILE" : "(not given)");
     add_flag(f, &n, "--freeze", "%s", frozen);
     add_flag(f, &n, "--optimizer", "%s", c->optimizer);
     add_flag(f, &n, "--precision", "%s", c->precision);
     add_flag(f, &n, "--schedule", "%s", c->schedule);
     add_flag(f, &n, "--milestones", "%s", c->milestones ? c->milestones : "");
     add_flag(f, &n, "--save-best-by", "%s", c->save_best_by);
-    add_flag(f, &n, "--resume", "%s", c->resume ? "given" : "none");
+    add_flag(f, &n, "--resume", "%s", c->resume ? "FILE" : "(not given)");
     const struct { const char *flag; int64_t value; } ints[] = {
         {"--classes", c->classes},       {"--epochs", c->epochs},       {"--batch", c->batch},
         {"--seed", c->seed},             {"--limit", c->limit},         {"--stop-after", c->stop_after},
