@@ -576,6 +576,30 @@ static void many_scans_refused(const char *dir) {
 }
 #endif
 
+/* A class folder whose name holds a control character (an escape sequence
+ * would reach terminals through the saved and printed class names):
+ * refused by name, before any image is read (issue 40, item 15). */
+TEST(hardening_class_folder_names_without_control_characters) {
+    SKIP_ON_WINDOWS("Windows folder names cannot hold control characters");
+#ifndef _WIN32
+    char dir[64], folder[160], image[200];
+    CHECK(tf_make_temp_dir(dir, sizeof dir));
+    const char *classes[2] = {"cat", "dog\x1b[31m"};
+    const uint8_t pixels[4] = {0, 64, 128, 255};
+    for (int c = 0; c < 2; c++) {
+        snprintf(folder, sizeof folder, "%s/%s", dir, classes[c]);
+        CHECK(mkdir(folder, 0755) == 0);
+        snprintf(image, sizeof image, "%s/a.png", folder);
+        CHECK(tf_write_png(image, pixels, 2, 2, 1));
+    }
+    nn_image_index index;
+    CHECK(nn_image_index_load(dir, &index) == NN_ERR_IO);
+    CHECK_MSG(strstr(nn_last_error(), "class folder 1's name holds a control character (byte 0x1b"), "%s",
+              nn_last_error());
+    tf_remove_tree(dir);
+#endif
+}
+
 TEST(hardening_jpeg_scans_bounded) {
     SKIP_ON_WINDOWS("WIC decodes JPEG there; the bound is libjpeg's progress monitor");
 #ifndef _WIN32

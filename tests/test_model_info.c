@@ -24,7 +24,7 @@ TEST(model_info_round_trip) {
     const char *path = io_test_path(dir, "mlp.safetensors");
     nn_ctx *ctx = cpu_ctx();
     nn_module *m = io_test_mlp(ctx);
-    char *names[] = {"T-shirt/top", "say \"hi\"", "back\\slash", "tab\there", "\xc3\x9c" "ber"};
+    char *names[] = {"T-shirt/top", "say \"hi\"", "back\\slash", "two  spaces", "\xc3\x9c" "ber"};
     nn_model_info info = {.channels = 3, .mean = {0.485f, 0.456f, 1.0f / 3.0f}, .std = {0.229f, 7e-3f, 12.5f},
                           .class_count = 5, .class_names = names};
     CHECK_MSG(nn_save_module_info(m, path, &info) == NN_OK, "%s", nn_last_error());
@@ -41,6 +41,12 @@ TEST(model_info_round_trip) {
                   names[i]);
     nn_model_info_free(&got);
     CHECK(got.class_names == NULL && got.class_count == 0);
+    /* Names that would print as terminal commands, or two alike, are refused (issue 40, item 15). */
+    char *escape[] = {"cat", "\x1b[31mdog"}, *twice[] = {"cat", "dog", "cat"};
+    nn_model_info bad = {.class_count = 2, .class_names = escape};
+    CHECK(nn_save_module_info(m, path, &bad) == NN_ERR_ARGUMENT && strstr(nn_last_error(), "control character"));
+    bad = (nn_model_info){.class_count = 3, .class_names = twice};
+    CHECK(nn_save_module_info(m, path, &bad) == NN_ERR_ARGUMENT && strstr(nn_last_error(), "repeats"));
     /* The weights load as from any checkpoint, and the keys read as documented. */
     CHECK_MSG(nn_load_module(m, path) == NN_OK, "%s", nn_last_error());
     size_t size;

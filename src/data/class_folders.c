@@ -209,6 +209,13 @@ nn_status nn_walk_class_folders(const char *dir, nn_class_walk *walk) {
     }
     nn_status status = NN_OK;
     char class_dir[4096];
+    /* A class's name is saved with the weights and printed: no control characters in it. */
+    for (int c = 0; status == NN_OK && c < classes.count; c++)
+        for (const unsigned char *p = (const unsigned char *)classes.names[c]; status == NN_OK && *p; p++)
+            if (*p < 0x20 || *p == 0x7f)
+                status = nn_set_error(NN_ERR_IO, "%s: class folder %d's name holds a control character (byte 0x%02x "
+                                                 "at %d): rename it", dir, c, *p,
+                                      (int)(p - (const unsigned char *)classes.names[c]));
     for (int c = 0; status == NN_OK && c < classes.count; c++) {
         status = nn_join_path(class_dir, sizeof class_dir, dir, classes.names[c]);
         if (status == NN_OK) status = walk_class(walk, class_dir, c, &odd);

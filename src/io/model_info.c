@@ -9,6 +9,20 @@
 
 #include "safetensors.h"
 
+/* Class names are printed and told apart: no control characters, no two alike. */
+static nn_status check_class_names(const char *who, const char *where, char *const *names, int count,
+                                   nn_status code) {
+    for (int i = 0; i < count; i++) {
+        for (const unsigned char *p = (const unsigned char *)names[i]; *p; p++)
+            if (*p < 0x20 || *p == 0x7f)
+                return nn_set_error(code, "%s: %s[%d] holds a control character (byte 0x%02x)", who, where, i, *p);
+        for (int j = 0; j < i; j++)
+            if (strcmp(names[i], names[j]) == 0)
+                return nn_set_error(code, "%s: %s[%d] repeats %s[%d] (\"%.60s\")", who, where, i, where, j, names[i]);
+    }
+    return NN_OK;
+}
+
 nn_status nn_model_info_check(const char *who, const nn_model_info *info) {
     if (!info) return NN_OK;
     if (info->channels < 0 || info->channels > NN_MODEL_INFO_MAX_CHANNELS)
@@ -26,7 +40,7 @@ nn_status nn_model_info_check(const char *who, const nn_model_info *info) {
     for (int i = 0; i < info->class_count; i++)
         if (!info->class_names[i] || !*info->class_names[i])
             return nn_set_error(NN_ERR_ARGUMENT, "%s: info.class_names[%d] is NULL or empty", who, i);
-    return NN_OK;
+    return check_class_names(who, "info.class_names", info->class_names, info->class_count, NN_ERR_ARGUMENT);
 }
 
 /* ---- writing ---- */
@@ -283,6 +297,14 @@ static nn_status parse_classes(const char *who, const char *path, const char *te
         if (memory) return nn_set_error(NN_ERR_MEMORY, "%s: %s: out of host memory", who, path);
         return nn_set_error(NN_ERR_IO, "%s: %s: metadata \"%s\" = \"%.60s\" is not a non-empty JSON list of "
                                        "non-empty strings", who, path, NN_INFO_CLASSES_KEY, text);
+    }
+    char where[96];
+    snprintf(where, sizeof where, "%s: metadata \"%s\"", path, NN_INFO_CLASSES_KEY);
+    nn_status checked = check_class_names(who, where, names, count, NN_ERR_IO);
+    if (checked != NN_OK) {
+        for (int i = 0; i < count; i++) free(names[i]);
+        free(names);
+        return checked;
     }
     info->class_count = count;
     info->class_names = names;

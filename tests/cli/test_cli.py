@@ -334,7 +334,8 @@ def class_names_file_names_idx_classes_in_the_weights_and_the_confusion_matrix()
                            ("a\nb\n\nd", "line 3: an empty name"),
                            ("a\tb\n", "line 1: not UTF-8 text (or a control character)"),
                            (b"\xff\xfe\n", "line 1: not UTF-8 text"),
-                           ("x" * 300, "line 1: a name longer than 255 bytes")]:
+                           ("x" * 300, "line 1: a name longer than 255 bytes"),
+                           ("\n".join(names[:4] + ["a", "b", "a"] + names[7:]), "line 7: repeats line 5's name")]:
         open(bad, "wb").write(content if isinstance(content, bytes) else content.encode())
         expect(["train", "lenet5", "--data", FASHION, "--limit", "64", "--epochs", "1", "--class-names", bad], 2,
                "nnengine train: --class-names " + bad, words)

@@ -71,7 +71,15 @@ char **class_names_read(const char *command, const char *path, int classes) {
             return refuse(command, path, text, names, classes, "not UTF-8 text (or a control character)", line);
         if (!(names[count] = malloc(length + 1))) return refuse(command, path, text, names, classes, "out of host memory", 0);
         memcpy(names[count], text + start, length);
-        names[count++][length] = '\0';
+        names[count][length] = '\0';
+        for (int earlier = 0; earlier < count; earlier++)
+            if (strcmp(names[earlier], names[count]) == 0) {
+                char why[96];
+                snprintf(why, sizeof why, "repeats line %d's name (each class needs its own)", earlier + 1);
+                count++;
+                return refuse(command, path, text, names, classes, why, line);
+            }
+        count++;
         start = end + 1;
     }
     if (count != classes) {
