@@ -861,6 +861,10 @@ def resume_refuses_states_no_run_leaves():
     expect(base + ["--epochs", "2", "--resume", edited], 2, "best accuracy of 2")
     # The file as written still resumes.
     expect(base + ["--epochs", "2", "--resume", state], 0)
+    # A scale so large that every step of the resumed epoch overflows and is skipped: the weights do not move,
+    # which is divergence, not a finished run (it exited 0).
+    edit_state(state, edited, tensors={"loss_scale.state": struct.pack("<4f", 3e37, 0, 0, 0)})
+    expect(base + ["--epochs", "2", "--resume", edited], 1, "skipped all", "steps of epoch 2", "diverged")
     # Another model's state is named as such (it blamed the optimizer's momentum buffers).
     mlp_state = path("odd-mlp.state")
     expect(["train", "mlp", "--data", d, "--device", "cpu", "--epochs", "1", "--checkpoint", mlp_state], 0)

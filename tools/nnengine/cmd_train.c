@@ -941,10 +941,23 @@ static int train(train_config config) {
     const char *test_name = (t.photos ? t.photo.test_is_validation : t.data.test_is_validation) ? "val" : "test";
     int64_t last = c->stop_after > 0 && c->stop_after < c->epochs ? c->stop_after : c->epochs;
     int epoch = t.first_epoch;
+    float scale;
+    int64_t skipped, skipped_before = 0;
+    if (t.opt && nn_optimizer_loss_scale_stats(t.opt, &scale, &skipped) == NN_OK) skipped_before = skipped;
     for (; status == EXIT_OK && epoch <= last; epoch++) {
         epoch_stats stats;
+        const int64_t steps_before = t.steps_done;
         status = run_epoch(&t, &bar, epoch, &stats);
         if (status != EXIT_OK) break;
+        if (t.opt && nn_optimizer_loss_scale_stats(t.opt, &scale, &skipped) == NN_OK) {
+            const bool moving = loss_guard_check_skips(&t.guard, epoch, t.steps_done - steps_before,
+                                                       skipped - skipped_before, scale);
+            skipped_before = skipped;
+            if (!moving) {
+                status = EXIT_FAILURE_RUNTIME;
+                break;
+            }
+        }
         print_epoch_line(&stats, (int)c->epochs, test_name);
         if (t.log && !((t.log_as == LOG_CSV ? write_epoch_csv(t.log, &stats) : write_epoch_json(t.log, &stats)) &&
                        log_flushed(t.log))) {
@@ -967,8 +980,6 @@ static int train(train_config config) {
                 (long long)t.interrupted_at, (long long)device_steps_per_epoch(&t.steps));
         if (write_checkpoint(&t, epoch - 1) != EXIT_OK) status = EXIT_FAILURE_RUNTIME;
     }
-    float scale;
-    int64_t skipped;
     if (status == EXIT_OK && t.opt && nn_optimizer_loss_scale_stats(t.opt, &scale, &skipped) == NN_OK)
         fprintf(stderr, "fp16 loss scaling: %lld step%s skipped (gradients not finite), scale now %g\n",
                 (long long)skipped, skipped == 1 ? "" : "s", scale);

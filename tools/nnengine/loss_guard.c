@@ -6,6 +6,23 @@
 
 void loss_guard_begin_epoch(loss_guard *g, int64_t first_step) { g->checked_step = first_step - 1; }
 
+bool loss_guard_check_skips(loss_guard *g, int epoch, int64_t steps, int64_t skipped, double scale) {
+    if (steps <= 0 || skipped < steps) return true;
+    if (g->allow_nan) {
+        if (!g->warned)
+            fprintf(stderr, "nnengine train: warning: fp16 loss scaling skipped all %lld steps of epoch %d (gradients "
+                            "not finite, scale now %g); training on (--allow-nan)\n", (long long)steps, epoch, scale);
+        g->warned = true;
+        return true;
+    }
+    fprintf(stderr, "nnengine train: fp16 loss scaling skipped all %lld steps of epoch %d (gradients not finite, scale "
+                    "now %g): the weights did not move, training diverged; stopped without saving", (long long)steps,
+            epoch, scale);
+    if (g->checkpoint) fprintf(stderr, "; %s keeps the state after the last epoch that finished", g->checkpoint);
+    fprintf(stderr, ". --allow-nan trains on regardless\n");
+    return false;
+}
+
 bool loss_guard_check(loss_guard *g, int epoch, int64_t step, double loss_sum) {
     if (isfinite(loss_sum)) {
         g->checked_step = step;

@@ -21,5 +21,10 @@ void loss_guard_begin_epoch(loss_guard *g, int64_t first_step);
 /* The running sum after `step` steps of `epoch`: true to go on; false
  * (after saying where it diverged) to stop. */
 bool loss_guard_check(loss_guard *g, int epoch, int64_t step, double loss_sum);
+/* fp16 loss scaling skipped `skipped` of the epoch's `steps` optimizer
+ * steps (gradients not finite): when it skipped every one, the weights did
+ * not move and training has diverged as surely as with a NaN loss (issue
+ * 40, item 4). True to go on; false (after saying so) to stop. */
+bool loss_guard_check_skips(loss_guard *g, int epoch, int64_t steps, int64_t skipped, double scale);
 
 #endif
