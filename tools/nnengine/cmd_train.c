@@ -179,10 +179,13 @@ static nn_model_info saved_info(const trainer *t) {
 
 /* A log that cannot be written (a full disk) is a loss to report, not a
  * reason to stop: it is closed with a warning naming the failure, training
- * goes on and writes its --save and --checkpoint, and the run exits 1. */
-static void lose_log(trainer *t, const char *flag, const char *path, int error) {
+ * goes on and writes its --save and --checkpoint, and the run exits 1.
+ * `file`, where given, is closed and cleared. */
+static void lose_log(trainer *t, const char *flag, const char *path, FILE **file, int error) {
     fprintf(stderr, "nnengine train: %s %s: writing failed (%s); that log stops here, training goes on (the run "
             "will exit 1)\n", flag, path, error ? strerror(error) : "a write error");
+    if (file && *file) fclose(*file);
+    if (file) *file = NULL;
     t->logs_lost = true;
 }
 
@@ -199,8 +202,9 @@ static void close_logs(trainer *t) {
     for (int i = 0; i < 2; i++) {
         if (!*files[i]) continue;
         errno = 0;
-        if (fclose(*files[i]) != 0) lose_log(t, flags[i], paths[i], errno);
+        const int closed = fclose(*files[i]);
         *files[i] = NULL;
+        if (closed != 0) lose_log(t, flags[i], paths[i], NULL, errno);
     }
 }
 
@@ -263,11 +267,8 @@ static nn_status log_step(trainer *t, int epoch, int64_t step, double loss_sum, 
     errno = 0;
     if (st == NN_OK && t->step_log &&
         fprintf(t->step_log, "{\"epoch\": %d, \"step\": %lld, \"loss\": %.9g, \"images\": %lld}\n", epoch,
-                (long long)step, v[0] / (v[1] > 0 ? v[1] : 1), (long long)v[1]) < 0) {
-        lose_log(t, "--log-steps", t->config.log_steps, errno);
-        fclose(t->step_log);
-        t->step_log = NULL;
-    }
+                (long long)step, v[0] / (v[1] > 0 ? v[1] : 1), (long long)v[1]) < 0)
+        lose_log(t, "--log-steps", t->config.log_steps, &t->step_log, errno);
     return st;
 }
 
@@ -961,12 +962,10 @@ static int train(train_config config) {
         print_epoch_line(&stats, (int)c->epochs, test_name);
         if (t.log && !((t.log_as == LOG_CSV ? write_epoch_csv(t.log, &stats) : write_epoch_json(t.log, &stats)) &&
                        log_flushed(t.log))) {
-            lose_log(&t, "--log", c->log, errno);
-            fclose(t.log);
-            t.log = NULL;
+            lose_log(&t, "--log", c->log, &t.log, errno);
         }
         if (t.tb.file && !tensorboard_epoch(&t.tb, &stats, test_name)) {
-            lose_log(&t, "--tensorboard", t.tb.path, errno);
+            lose_log(&t, "--tensorboard", t.tb.path, NULL, errno);
             tensorboard_close(&t.tb);
         }
         bool stop = false;
