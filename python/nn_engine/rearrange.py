@@ -6,7 +6,7 @@ import ctypes
 import numbers
 
 from . import _lib
-from ._lib import lib
+from ._lib import NN_MAX_DIMS, lib
 from .functional import _result, _tensor, reshape
 from .tensor import Tensor
 
@@ -157,6 +157,29 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, list(input.shape[:start]) + [joined] + list(input.shape[end + 1:]))
 
 
+def _index_then_insert(x, items):
+    """getitem's order when its Nones would first take x past NN_MAX_DIMS dimensions: the slices and
+    integers on x's own dimensions, then the Nones at their places in the result."""
+    result, dim, place, inserts = x, 0, 0, []  # place: the result's dimension an item ends up at
+    for item in items:
+        if item is None:
+            inserts.append(place)
+            place += 1
+        elif isinstance(item, slice):
+            result = getitem(result, (slice(None),) * dim + (item,))
+            dim += 1
+            place += 1
+        else:
+            size = result.shape[dim]
+            if not -size <= item < size:
+                raise IndexError(f"Tensor indexing: index {item} is out of range for dimension {dim} "
+                                 f"of size {size}")
+            result = select(result, dim, item)
+    for at in inserts:
+        result = unsqueeze(result, at)
+    return result
+
+
 def getitem(x, index):
     """x[index] for integers, slices (step >= 1), None and Ellipsis, as PyTorch
     indexes: an integer drops its dimension, None inserts one of size 1."""
@@ -176,6 +199,11 @@ def getitem(x, index):
     if Ellipsis in items:
         at = items.index(Ellipsis)
         items = items[:at] + (slice(None),) * (x.ndim - used) + items[at + 1:]
+    nones = sum(1 for i in items if i is None)
+    if x.ndim + nones > NN_MAX_DIMS:
+        # The Nones inserted first would pass the dimension limit before the integers drop theirs
+        # (x5d[None, None, 0:3, ..., -2] has 6 dimensions in the end): select and slice, then insert.
+        return _index_then_insert(x, items)
     result, dim = x, 0  # dim: the next dimension of result that an index applies to
     for item in items:
         if item is None:

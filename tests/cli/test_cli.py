@@ -827,6 +827,21 @@ def full_log_file_warns_and_training_saves():
     assert os.path.getsize(weights) > 0
 
 
+@test
+def eval_takes_the_classes_train_gave():
+    # Issue 40, item 15: eval had no --classes, so weights trained with train --classes K could not be evaluated.
+    d = learnable_idx_dir("eval-classes")
+    weights = path("eval-classes.st")
+    expect(["train", "lenet5", "--data", d, "--device", "cpu", "--epochs", "1", "--classes", "12", "--save", weights], 0)
+    expect(["eval", "lenet5", "--weights", weights, "--data", d, "--device", "cpu"], 2, "[12, 84]",
+           "need eval --classes K")
+    p = expect(["eval", "lenet5", "--weights", weights, "--data", d, "--device", "cpu", "--classes", "12",
+                "--confusion"], 0, stream="stdout")
+    assert "accuracy" in p.stdout and "\n  11 " in p.stdout, p.stdout
+    expect(["eval", "lenet5", "--weights", weights, "--data", d, "--device", "cpu", "--classes", "8"], 2,
+           "--classes 8 is fewer than the 10 classes")
+
+
 def edit_state(source, target, meta=None, tensors=None):
     """A copy of a training state with metadata values and whole tensors (name: packed bytes) replaced."""
     blob = open(source, "rb").read()

@@ -182,6 +182,14 @@ def test_indexing(index):
     check(a[index], ta[index], [a], [ta])
 
 
+def test_indexing_with_nones_past_the_dimension_limit_on_the_way():
+    # Issue 40, item 15: the Nones were inserted first, and x5d[None, None, 0:3, ..., -2] was refused with
+    # "already has 6 dimensions" although its result has 6 (the integer drops one).
+    (a,), (ta,) = both((4, 3, 2, 5, 3))
+    for index in [(None, None, slice(0, 3), Ellipsis, -2), (1, None, Ellipsis, None, slice(1, None))]:
+        check(a[index], ta[index], [a], [ta])
+
+
 def test_cat_stack_split_chunk():
     (a, b, c), (ta, tb, tc) = both((2, 3, 4), (2, 5, 4), (2, 1, 4))
     check(nn.cat([a, b, c], 1), torch.cat([ta, tb, tc], 1), [a, b, c], [ta, tb, tc])

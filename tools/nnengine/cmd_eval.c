@@ -15,6 +15,7 @@
 typedef struct eval_config {
     const char *model, *weights, *data, *device, *normalize, *class_names;
     int64_t threads, seed;
+    int64_t classes; /* 0, or the classifier's outputs (train --classes) */
     double validation_fraction;
     bool confusion; /* per-class accuracy and the confusion matrix */
 } eval_config;
@@ -104,10 +105,20 @@ static int eval(const eval_config *c) {
         photo_data_free(&photo);
         return status;
     }
-    int classes = photos ? photo.classes : data.classes;
+    const int data_classes = photos ? photo.classes : data.classes;
+    int classes = data_classes;
+    if (c->classes && c->classes < data_classes) {
+        fprintf(stderr, "nnengine eval: --classes %lld is fewer than the %d classes of %s\n", (long long)c->classes,
+                data_classes, c->data);
+        nn_model_info_free(&info);
+        data_setup_free(&data);
+        photo_data_free(&photo);
+        return EXIT_BAD_INPUT;
+    }
+    if (c->classes) classes = (int)c->classes; /* a classifier trained with train --classes K */
     /* The names the confusion matrix shows: --class-names, else those saved
      * with the weights (train --class-names, or class folders), else the data's. */
-    char *const *names = photos ? photo.test.class_names : data.test.class_names;
+    char *const *names = classes != data_classes ? NULL : photos ? photo.test.class_names : data.test.class_names;
     char **file_names = c->class_names ? class_names_read("eval", c->class_names, classes) : NULL;
     if (file_names) names = file_names;
     else if (info.class_count == classes) names = info.class_names;
@@ -121,7 +132,9 @@ static int eval(const eval_config *c) {
         fprintf(stderr, "nnengine eval: %s\n", why);
         status = EXIT_BAD_INPUT;
     } else if (nn_load_module(net, c->weights) != NN_OK) {
-        fprintf(stderr, "nnengine eval: %s\n", library_error());
+        const bool shape = strstr(library_error(), "has shape") != NULL;
+        fprintf(stderr, "nnengine eval: %s%s\n", library_error(),
+                shape && !c->classes ? " (weights trained with train --classes K need eval --classes K)" : "");
         status = EXIT_BAD_INPUT;
     } else {
         double loss, accuracy;
@@ -130,7 +143,7 @@ static int eval(const eval_config *c) {
         confusion *counts = c->confusion ? &matrix : NULL;
         if (st == NN_OK)
             st = photos ? photo_evaluate(ctx, net, &photo, &loss, &accuracy, counts)
-                        : evaluate(ctx, net, &data.test, data.norm, data.classes, &loss, &accuracy, counts);
+                        : evaluate(ctx, net, &data.test, data.norm, classes, &loss, &accuracy, counts);
         int64_t count = photos ? photo.test.count : data.test.count;
         bool validation = photos ? photo.test_is_validation : data.test_is_validation;
         if (st != NN_OK) {
@@ -165,6 +178,7 @@ int command_eval(int argc, char **argv) {
         {"--val-fraction", OPTION_FLOAT, &c.validation_fraction, 0, 1, "F", "as given to train (default 0.1)"},
         {"--confusion", OPTION_SWITCH, &c.confusion, 0, 0, NULL, "also print each class's accuracy and the confusion matrix (rows: true class)"},
         {"--class-names", OPTION_STRING, &c.class_names, 0, 0, "FILE", "the classes' names, one per line, for --confusion (default: those saved with the weights)"},
+        {"--classes", OPTION_INT, &c.classes, 1, 1 << 20, "K", "the classifier's outputs, as train --classes K gave them (default: the data's classes)"},
     };
     static const char *const required[] = {"--weights", "--data", NULL};
     const command_spec spec = {
