@@ -16,6 +16,10 @@ nn_status nn_set_error(nn_status status, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    /* Messages quote files' contents (metadata, names): a control character
+     * there (an escape sequence) must not reach a terminal as one. */
+    for (char *c = message; *c; c++)
+        if (((unsigned char)*c < 0x20 && *c != '\n' && *c != '\t') || *c == 0x7f) *c = '?';
     memcpy(last_message, message, sizeof last_message);
     last_status = status;
     return status;

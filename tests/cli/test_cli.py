@@ -874,6 +874,10 @@ def resume_refuses_states_no_run_leaves():
     expect(base + ["--epochs", "2", "--resume", edited], 2, "schedule.step", "2147483647")
     edit_state(state, edited, meta={"best_metric": "2.0"})
     expect(base + ["--epochs", "2", "--resume", edited], 2, "best accuracy of 2")
+    # A metadata value quoted in a message reaches the terminal without its control characters.
+    edit_state(state, edited, meta={"best_metric": "\x1b[2Jgone"})
+    p = expect(base + ["--epochs", "2", "--resume", edited], 2, "?[2Jgone", "is not a finite number")
+    assert "\x1b" not in p.stderr, p.stderr[-500:]
     # The file as written still resumes.
     expect(base + ["--epochs", "2", "--resume", state], 0)
     # A scale so large that every step of the resumed epoch overflows and is skipped: the weights do not move,
