@@ -220,6 +220,8 @@ fuzz-regress: $(FUZZ_BIN)
 	$(FUZZ_BIN) -runs=0 tests/fuzz/corpus
 	$(BUILD)/fuzz/fuzz_idx -runs=0 tests/fuzz/corpus_idx
 	$(BUILD)/fuzz/fuzz_image_decode -runs=0 tests/fuzz/corpus_image
+	$(BUILD)/fuzz/fuzz_train_state -runs=0 tests/fuzz/corpus_state
+	$(BUILD)/fuzz/fuzz_window_ops -runs=0 tests/fuzz/corpus_ops
 fuzz: $(FUZZ_BIN)
 	@mkdir -p $(BUILD)/fuzz/found
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=4096 $(BUILD)/fuzz/found tests/fuzz/corpus
@@ -246,6 +248,33 @@ fuzz-idx: $(BUILD)/fuzz/fuzz_idx
 fuzz-image: $(BUILD)/fuzz/fuzz_image_decode
 	@mkdir -p $(BUILD)/fuzz/found_image
 	$< -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=8192 -malloc_limit_mb=512 $(BUILD)/fuzz/found_image tests/fuzz/corpus_image
+
+# ---- issue 40: targets over the whole CPU library, compiled once with the
+# fuzzer's instrumentation: the training-state loader, and windowed
+# operations against double-precision references; `make fuzz-state` /
+# `make fuzz-ops` fuzz for FUZZ_SECONDS, fuzz-regress replays their corpora.
+FUZZ_LIB_SRC := $(filter-out src/data/image_codecs_absent.c $(WIC_DECODER_SRC), \
+	$(sort $(wildcard src/core/*.c src/ops/*.c src/fusion/*.c src/nn/*.c src/optim/*.c src/data/*.c src/io/*.c \
+	                  src/backends/*.c src/backends/cpu/*.c src/dist/*.c src/platform/*.c)))
+FUZZ_LIB := $(BUILD)/fuzz/libnnengine-fuzz.a
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(subst -fsanitize=fuzzer,-fsanitize=fuzzer-no-link,$(FUZZ_FLAGS)) -Ishaders -pthread \
+		$(shell pkg-config --cflags libpng 2>/dev/null) -MMD -MP -c -o $@ $<
+-include $(FUZZ_LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.d)
+$(FUZZ_LIB): $(FUZZ_LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+$(BUILD)/fuzz/fuzz_train_state $(BUILD)/fuzz/fuzz_window_ops: $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -pthread -o $@ $< $(FUZZ_LIB) -lz -lpng -ljpeg -lm
+fuzz-regress: $(BUILD)/fuzz/fuzz_train_state $(BUILD)/fuzz/fuzz_window_ops
+.PHONY: fuzz-state fuzz-ops
+fuzz-state: $(BUILD)/fuzz/fuzz_train_state
+	@mkdir -p $(BUILD)/fuzz/found_state
+	$< -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=8192 -malloc_limit_mb=512 $(BUILD)/fuzz/found_state tests/fuzz/corpus_state
+fuzz-ops: $(BUILD)/fuzz/fuzz_window_ops
+	@mkdir -p $(BUILD)/fuzz/found_ops
+	$< -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=2048 -malloc_limit_mb=512 $(BUILD)/fuzz/found_ops tests/fuzz/corpus_ops
 
 clean:
 	rm -rf build
