@@ -157,6 +157,14 @@ def flatten(input, start_dim=0, end_dim=-1):
     return reshape(input, list(input.shape[:start]) + [joined] + list(input.shape[end + 1:]))
 
 
+def _select_index(result, dim, item):
+    """An integer index into dimension dim, checked against its size."""
+    size = result.shape[dim]
+    if not -size <= item < size:
+        raise IndexError(f"Tensor indexing: index {item} is out of range for dimension {dim} of size {size}")
+    return select(result, dim, item)
+
+
 def _index_then_insert(x, items):
     """getitem's order when its Nones would first take x past NN_MAX_DIMS dimensions: the slices and
     integers on x's own dimensions, then the Nones at their places in the result."""
@@ -170,11 +178,7 @@ def _index_then_insert(x, items):
             dim += 1
             place += 1
         else:
-            size = result.shape[dim]
-            if not -size <= item < size:
-                raise IndexError(f"Tensor indexing: index {item} is out of range for dimension {dim} "
-                                 f"of size {size}")
-            result = select(result, dim, item)
+            result = _select_index(result, dim, item)
     for at in inserts:
         result = unsqueeze(result, at)
     return result
@@ -221,9 +225,5 @@ def getitem(x, index):
                 result = _slice(result, dim, start, stop, step, "Tensor indexing")
             dim += 1
         else:
-            size = result.shape[dim]
-            if not -size <= item < size:
-                raise IndexError(f"Tensor indexing: index {item} is out of range for dimension {dim} "
-                                 f"of size {size}")
-            result = select(result, dim, item)  # of a 1-D tensor: shape (1,), no 0-d tensors
+            result = _select_index(result, dim, item)  # of a 1-D tensor: shape (1,), no 0-d tensors
     return result
