@@ -124,15 +124,17 @@ run_python_tests() {
 }
 run_python_tests
 
-# ---- io (issues 7, 25): the fuzz corpora (safetensors headers, IDX files,
-# images) replayed under ASan+UBSan (one test), and the interop tests of
+# ---- io (issues 7, 25, 40): the fuzz corpora (safetensors headers, IDX
+# files, images, training states, windowed operations) replayed under
+# ASan+UBSan (one test), and the interop tests of
 # tests/io/ (pytest: onnx, onnxruntime, safetensors, PyTorch) against the C
 # fixture; both join the grand total.
 run_io_tests() {
     echo "== io: fuzz corpora (libFuzzer regression)"
     if make -s BUILD=build fuzz-regress >/dev/null 2>&1; then
         echo "ok   fuzz corpora: $(ls tests/fuzz/corpus | wc -l) safetensors headers," \
-            "$(ls tests/fuzz/corpus_idx | wc -l) IDX files, $(ls tests/fuzz/corpus_image | wc -l) images"
+            "$(ls tests/fuzz/corpus_idx | wc -l) IDX files, $(ls tests/fuzz/corpus_image | wc -l) images," \
+            "$(ls tests/fuzz/corpus_state | wc -l) training state, $(ls tests/fuzz/corpus_ops | wc -l) operations"
         total_passed=$((total_passed + 1))
     else
         fail_step "FAIL fuzz corpora: run 'make fuzz-regress' to see the input"
