@@ -412,6 +412,12 @@ void vk_tune_destroy(vk_backend *vk);
 /* A full barrier in `t`, its tracked hazards cleared (vk_stream.c). */
 void vk_target_barrier(vk_backend *vk, vk_target *t);
 
+/* Whether a shader can read four floats at a time from `ref`'s start: it
+ * is 16-byte aligned, or absent (an absent argument reads nothing). */
+static inline bool vk_ref_aligned16(nn_buffer_ref ref) {
+    return !ref.buffer || (ref.buffer->offset + ref.offset) % 16 == 0;
+}
+
 /* Element strides (n, channel, row, column) of a [n, c, h, w] activation in `layout` (nn_layout). */
 typedef struct vk_activation_strides {
     uint32_t n, c, h, w;

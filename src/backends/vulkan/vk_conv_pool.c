@@ -213,7 +213,7 @@ static nn_status forward(vk_backend *vk, const nn_buffer_ref *a, const nn_conv_p
             return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: the Linear's bias epilogue needs its bias buffer",
                                 nn_kernel_name(kernel));
         const uint64_t in = (uint64_t)p->conv.filters * pooled_plane(p);
-        const bool quads = in % 4 == 0 && (a[5].buffer->offset + a[5].offset) % 16 == 0;
+        const bool quads = in % 4 == 0 && vk_ref_aligned16(a[5]);
         push.flags |= ((linear->epilogue & NN_EPI_BIAS_COLS) ? 2u : 0u) | ((linear->epilogue & NN_EPI_RELU) ? 4u : 0u) |
                       (quads ? 8u : 0u);
         if (tiles > 1) { /* the image's workgroups add their partial dot products */

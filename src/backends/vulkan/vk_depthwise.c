@@ -32,9 +32,6 @@ typedef VK_PUSH(DEPTHWISE) depthwise_block;
 
 static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
-/* Whether four floats at a time can be read at `ref`'s start (16-byte aligned). */
-static bool aligned16(nn_buffer_ref ref) { return ref.buffer && (ref.buffer->offset + ref.offset) % 16 == 0; }
-
 /* Whether invocations can take four neighbouring channels: both sides
  * channels-last, one filter per channel, channels in fours. */
 static bool quad_layer(const nn_conv_params *cp) {
@@ -116,7 +113,7 @@ static nn_status depthwise(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe
         .output_last = cp->output_layout == NN_LAYOUT_CHANNELS_LAST};
     if (kernel == NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_WEIGHT) {
         if (weights == 0) return NN_OK;
-        push.quads = quad_layer(cp) && aligned16(a[0]) && aligned16(a[1]);
+        push.quads = quad_layer(cp) && vk_ref_aligned16(a[0]) && vk_ref_aligned16(a[1]);
         return weight_gradient(vk, cp, a, &push);
     }
     const int64_t items = kernel == NN_KERNEL_DEPTHWISE_CONV2D_FORWARD ? out : in;
@@ -135,8 +132,9 @@ static nn_status depthwise(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe
     const nn_buffer_ref none = {NULL, 0, 0};
     const bool biased = kernel == NN_KERNEL_DEPTHWISE_CONV2D_FORWARD && (cp->epilogue & NN_EPI_BIAS_ROWS);
     nn_buffer_ref args[4] = {a[0], copy[1], a[2], biased ? a[3] : none};
-    push.quads = quad_layer(cp) && aligned16(args[0]) && aligned16(args[1]) && aligned16(args[2]) &&
-                 (!biased || aligned16(args[3]));
+    /* args[3] is absent without the bias */
+    push.quads = quad_layer(cp) && vk_ref_aligned16(args[0]) && vk_ref_aligned16(args[1]) &&
+                 vk_ref_aligned16(args[2]) && vk_ref_aligned16(args[3]);
     if (st == NN_OK)
         st = vk_record(vk, kernel, pipe, 0, args, nn_kernel_arg_count(kernel), VK_PUSH_REF(push),
                        vk_groups_for((uint64_t)(push.quads ? items / 4 : items)), 1, 1);

@@ -98,7 +98,6 @@ static nn_status record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id p
 /* norm_columns.comp's modes. */
 enum { COLUMNS_STATS, COLUMNS_SUMS, COLUMNS_AFFINE };
 
-static bool aligned4(nn_buffer_ref ref) { return !ref.buffer || (ref.buffer->offset + ref.offset) % 16 == 0; }
 
 /* norm_columns.comp in `mode` over args (x, mean, var, weight, dy, out_a,
  * out_b; the work area goes in slot 7): its tiles of channels (as the
@@ -107,7 +106,8 @@ static bool aligned4(nn_buffer_ref ref) { return !ref.buffer || (ref.buffer->off
 static nn_status record_columns(vk_backend *vk, nn_kernel kernel, const nn_norm_params *p, uint32_t mode,
                                 const nn_buffer_ref *in, unsigned written, norm_block *push) {
     push->mode = mode;
-    const bool wide = p->channels % 4 == 0 && aligned4(in[0]) && (mode == COLUMNS_STATS || aligned4(in[4]));
+    const bool wide = p->channels % 4 == 0 && vk_ref_aligned16(in[0]) &&
+                      (mode == COLUMNS_STATS || vk_ref_aligned16(in[4]));
     const int64_t width = wide ? 4 : 1, rows = nn_norm_elements(p) / p->channels;
     int64_t columns = (p->channels + width - 1) / width;
     if (columns > 16) columns = 16; /* norm_columns.comp's COLUMN_LANES */
