@@ -2,7 +2,9 @@
 # Issue 33's measurements on a GPU with Vulkan and PyTorch (CUDA) in one
 # call: per model, each distinct convolution's three kernels next to
 # cuDNN's (bench_conv_layers + torch_conv_layers.py; fp32 against fp32 with
-# TF32 off, fp16 against bf16 channels-last), then the whole training step
+# TF32 off, fp16 against bf16 channels-last) and each distinct BatchNorm's
+# kernels next to PyTorch's (bench_norm_layers + torch_norm_layers.py,
+# fp32), then the whole training step
 # (bench_zoo_step: eager and captured, peak memory; torch_zoo_step.py:
 # fp32 eager with its peak memory, fp32 CUDA graph, bf16 autocast
 # channels-last). Outputs go to OUT/<model>-*.txt as well as stdout.
@@ -10,7 +12,7 @@
 #   bench/run-conv.sh [--bin DIR] [--out DIR] [--models "resnet18 resnet18-cifar resnet50 mobilenet_v2 alexnet"]
 #                     [--precisions "fp32 fp16"] [--no-layers] [--no-steps] [--no-torch]
 #
-# DIR holds bench_conv_layers and bench_zoo_step (default build/bench).
+# DIR holds bench_conv_layers, bench_norm_layers and bench_zoo_step (default build/bench).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bin=build/bench
@@ -54,6 +56,14 @@ for m in $models; do
                 half=""
                 [ "$p" != fp32 ] && half=--half
                 python3 bench/torch_conv_layers.py "$out/$m-layers-$p.txt" $half | tee "$out/$m-layers-$p-cudnn.txt" || status=1
+            fi
+            if [ "$p" = fp32 ] && [ "$m" != alexnet ]; then
+                echo "== $(date -u '+%Y-%m-%d %H:%M UTC') $m: each BatchNorm"
+                "$bin/bench_norm_layers" --model "$m" --batch $batch $shape > "$out/$m-norms.txt" || status=1
+                grep -v '^norm ' "$out/$m-norms.txt"
+                if [ "$torch" = 1 ]; then
+                    python3 bench/torch_norm_layers.py "$out/$m-norms.txt" | tee "$out/$m-norms-torch.txt" || status=1
+                fi
             fi
         fi
         if [ "$steps" = 1 ]; then

@@ -4,7 +4,8 @@
 // NORM_BACKWARD_DATA's pointwise pass (after norm_backward_sums.comp, or
 // alone for constant statistics): dx (+)= rstd (w dy - sums[2 g] / n -
 // xhat sums[2 g + 1] / n) (sums_unweighted: the sums times w), or rstd w
-// dy without batch statistics. Four
+// dy without batch statistics; BACKWARD_FROM_SUMS' affine gradients from
+// the sums, by the first invocations (p.affine, push_constants.h). Four
 // elements per invocation (vec4) where norm_quads (one group and channel)
 // or norm_column_quads (four channels) allows, else one.
 layout(local_size_x = 256) in;
@@ -20,6 +21,8 @@ layout(std430, binding = 4) readonly buffer DY4 { vec4 dy4[]; };
 layout(std430, binding = 5) buffer DX { float dx[]; };
 layout(std430, binding = 5) buffer DX4 { vec4 dx4[]; };
 layout(std430, binding = 6) readonly buffer S { float sums[]; };
+layout(std430, binding = 7) buffer DW { float dweight[]; };
+layout(std430, binding = 9) buffer DB { float dbias[]; }; // argument 8: binding 8 is the status buffer
 
 // For element e's group and channel: rstd, the scale of w dy, and the
 // terms subtracted: dx = rstd (scale dy - shift - xhat slope).
@@ -37,7 +40,24 @@ Terms terms_of(uint g, uint c) {
     return t;
 }
 
+// dweight[c] (+)= sums[2 c + 1], dbias[c] (+)= sums[2 c]: sums without the
+// weight are the affine gradients too (one channel per group).
+void affine_from_sums() {
+    if (p.affine == 0) return;
+    GRID_STRIDE_LOOP(c, p.channels) {
+        if ((p.affine & 1) != 0) {
+            uint o = p.off[7] + c;
+            dweight[o] = ((p.affine & 4) != 0 ? dweight[o] : 0.0) + sums[p.off[6] + 2u * c + 1u];
+        }
+        if ((p.affine & 2) != 0) {
+            uint o = p.off[8] + c;
+            dbias[o] = ((p.affine & 8) != 0 ? dbias[o] : 0.0) + sums[p.off[6] + 2u * c];
+        }
+    }
+}
+
 void main() {
+    affine_from_sums();
     uint total = p.outer * p.groups * p.inner;
     if (norm_quads(p.off[0], p.off[4], p.off[5])) {
         GRID_STRIDE_LOOP(q, total / 4u) {

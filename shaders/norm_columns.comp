@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common.glsl"
 // The normalisation kernels' reductions (kernels.h's nn_norm_params) where
 // each row of x holds one element of every channel (channel_inner 1): a
@@ -70,57 +71,76 @@ void group_stats(uint r, uint c, uint w, out vec4 mu, out vec4 rstd) {
     }
 }
 
-const uint ROWS_IN_FLIGHT = 8u; // rows each invocation loads before it adds them: loads overlap
+// Rows each invocation loads before it adds them, so the loads overlap:
+// eight 16-byte loads in flight per invocation in either mode (the sums
+// read x and dy). More would cost registers, and with them the workgroups
+// resident on a multiprocessor.
+const uint STATS_ROWS_IN_FLIGHT = 8u, SUMS_ROWS_IN_FLIGHT = 4u;
 
-// The moments (mode 0: count, mean, M2 in a, b, m2) or two compensated
-// sums (modes 1, 2: of dy or w dy in a, of dy xhat or w dy xhat in b) of
-// one row lane's channels over rows [row0, end).
-void lane_reduce(uint row0, uint end, uint lane, uint rows_step, uint c, bool reading, out vec4 a, out vec4 b,
-                 out vec4 m2) {
+vec4 load_x(uint e, uint w) { return w == 4u ? x4[(p.off[0] + e) / 4u] : vec4(x[p.off[0] + e], 0.0, 0.0, 0.0); }
+vec4 load_dy(uint e, uint w) { return w == 4u ? dy4[(p.off[4] + e) / 4u] : vec4(dy[p.off[4] + e], 0.0, 0.0, 0.0); }
+
+// Mode 0: the moments (count in a, mean in b, M2 in m2) of one row lane's
+// channels over rows [row0, end). Each step's rows (those past the chunk
+// masked, so the arrays stay in registers) have their own moments, merged
+// into the lane's by Chan's formula.
+void lane_moments(uint row0, uint end, uint lane, uint rows_step, uint c, out vec4 a, out vec4 b, out vec4 m2) {
+    const uint ROWS = STATS_ROWS_IN_FLIGHT;
     uint w = width();
     a = vec4(0.0), b = vec4(0.0), m2 = vec4(0.0);
-    if (!reading) return;
+    for (uint r0 = row0 + lane; r0 < end; r0 += ROWS * rows_step) {
+        vec4 v[ROWS];
+        float count = 0.0;
+        [[unroll]] for (uint k = 0u; k < ROWS; k++) {
+            uint r = r0 + k * rows_step;
+            v[k] = r < end ? load_x(r * p.channels + c, w) : vec4(0.0);
+            count += r < end ? 1.0 : 0.0;
+        }
+        vec4 sum = vec4(0.0);
+        [[unroll]] for (uint k = 0u; k < ROWS; k++) sum += v[k]; // zero past the chunk
+        vec4 piece_mean = sum / count, piece_m2 = vec4(0.0);
+        [[unroll]] for (uint k = 0u; k < ROWS; k++)
+            if (r0 + k * rows_step < end) piece_m2 += (v[k] - piece_mean) * (v[k] - piece_mean);
+        vec4 n = a + count, delta = piece_mean - b, f = count / n;
+        m2 += piece_m2 + delta * delta * a * f;
+        b += delta * f;
+        a = n;
+    }
+}
+
+// Modes 1, 2: the sums of dy (or w dy) in a and of dy xhat (or w dy xhat)
+// in b of one row lane's channels over rows [row0, end). Each step's rows
+// are summed, then added to the lane's with Kahan's compensation: a run of
+// thousands of rows keeps float precision.
+void lane_sums(uint row0, uint end, uint lane, uint rows_step, uint c, out vec4 a, out vec4 b) {
+    const uint ROWS = SUMS_ROWS_IN_FLIGHT;
+    uint w = width();
+    a = vec4(0.0), b = vec4(0.0);
     bool per_channel = p.groups == p.channels && p.inner == 1u; // the statistics are the channels'
     vec4 mu, rstd, scale = vec4(1.0);
-    if (p.mode != STATS && per_channel) group_stats(0u, c, w, mu, rstd);
+    if (per_channel) group_stats(0u, c, w, mu, rstd);
     if (p.mode == SUMS && p.has_weight != 0)
         for (uint i = 0u; i < w; i++) scale[i] = weight[p.off[3] + c + i];
-    vec4 ca = vec4(0.0), cb = vec4(0.0); // the sums' compensations
-    for (uint r0 = row0 + lane; r0 < end; r0 += ROWS_IN_FLIGHT * rows_step) {
-        vec4 v[ROWS_IN_FLIGHT], d[ROWS_IN_FLIGHT];
-        uint count = 0u;
-        for (uint k = 0u; k < ROWS_IN_FLIGHT; k++) {
+    vec4 ca = vec4(0.0), cb = vec4(0.0); // the compensations
+    for (uint r0 = row0 + lane; r0 < end; r0 += ROWS * rows_step) {
+        vec4 v[ROWS], d[ROWS];
+        [[unroll]] for (uint k = 0u; k < ROWS; k++) {
             uint r = r0 + k * rows_step, e = r * p.channels + c;
-            bool in_chunk = r < end;
-            v[k] = vec4(0.0), d[k] = vec4(0.0);
-            if (in_chunk) {
-                count++;
-                v[k] = w == 4u ? x4[(p.off[0] + e) / 4u] : vec4(x[p.off[0] + e], 0.0, 0.0, 0.0);
-                if (p.mode != STATS)
-                    d[k] = (w == 4u ? dy4[(p.off[4] + e) / 4u] : vec4(dy[p.off[4] + e], 0.0, 0.0, 0.0)) * scale;
-            }
+            v[k] = r < end ? load_x(e, w) : vec4(0.0);
+            d[k] = r < end ? load_dy(e, w) * scale : vec4(0.0);
         }
-        if (p.mode == STATS) { // the rows' own moments, merged into the lane's by Chan's formula
-            vec4 sum = vec4(0.0);
-            for (uint k = 0u; k < count; k++) sum += v[k];
-            vec4 piece_mean = sum / float(count), piece_m2 = vec4(0.0);
-            for (uint k = 0u; k < count; k++) piece_m2 += (v[k] - piece_mean) * (v[k] - piece_mean);
-            vec4 n = a + float(count), delta = piece_mean - b, f = float(count) / n;
-            m2 += piece_m2 + delta * delta * a * f;
-            b += delta * f;
-            a = n;
-            continue;
-        }
-        for (uint k = 0u; k < count; k++) {
+        vec4 step_a = vec4(0.0), step_b = vec4(0.0);
+        [[unroll]] for (uint k = 0u; k < ROWS; k++) {
             if (!per_channel) group_stats(r0 + k * rows_step, c, w, mu, rstd);
-            // Kahan's compensation, per component: a run of thousands of rows keeps float precision.
-            precise vec4 ya = d[k] - ca, ta = a + ya;
-            ca = (ta - a) - ya;
-            a = ta;
-            precise vec4 yb = d[k] * (v[k] - mu) * rstd - cb, tb = b + yb;
-            cb = (tb - b) - yb;
-            b = tb;
+            step_a += d[k]; // zero past the chunk
+            step_b += d[k] * (v[k] - mu) * rstd;
         }
+        precise vec4 ya = step_a - ca, ta = a + ya;
+        ca = (ta - a) - ya;
+        a = ta;
+        precise vec4 yb = step_b - cb, tb = b + yb;
+        cb = (tb - b) - yb;
+        b = tb;
     }
 }
 
@@ -175,15 +195,18 @@ void main() {
     for (uint t = gl_WorkGroupID.y; t < tiles; t += gl_NumWorkGroups.y) {
         uint c = t * per_tile + col * w;
         bool reading = lane < lanes && c < p.channels;
-        vec4 a, b, m2;
-        lane_reduce(j * p.chunk, chunk_end(j, rows), lane, lanes, c, reading, a, b, m2);
+        vec4 a = vec4(0.0), b = vec4(0.0), m2 = vec4(0.0);
+        if (reading && p.mode == STATS) lane_moments(j * p.chunk, chunk_end(j, rows), lane, lanes, c, a, b, m2);
+        else if (reading) lane_sums(j * p.chunk, chunk_end(j, rows), lane, lanes, c, a, b);
         merge_lanes(tid, col, lane, lanes, a, b, m2);
         if (p.chunks > 1u) {
-            // Per (channel, chunk): the chunk's mean and M2, or its two sums.
+            // Per chunk, two rows of every channel: the chunk's means and M2s,
+            // or its two sums. Chunk-major, so the merge below reads each
+            // chunk's rows with consecutive lanes on consecutive channels.
             for (uint i = 0u; lane == 0u && c < p.channels && i < w; i++) {
-                uint slot = p.off[7] + ((c + i) * p.chunks + j) * 2u;
+                uint slot = p.off[7] + j * 2u * p.channels + c + i;
                 partial[slot] = p.mode == STATS ? b[i] : a[i];
-                partial[slot + 1u] = p.mode == STATS ? m2[i] : b[i];
+                partial[slot + p.channels] = p.mode == STATS ? m2[i] : b[i];
             }
             if (!arrives_last(t, p.chunks)) continue; // the same for the whole workgroup
             // The last workgroup: each lane merges chunks lane, lane + lanes, ...
@@ -191,16 +214,17 @@ void main() {
             a = vec4(0.0), b = vec4(0.0), m2 = vec4(0.0);
             for (uint k0 = lane; reading && k0 < p.chunks; k0 += CHUNKS_IN_FLIGHT * lanes) {
                 vec4 first[CHUNKS_IN_FLIGHT], second[CHUNKS_IN_FLIGHT];
-                for (uint q = 0u; q < CHUNKS_IN_FLIGHT; q++) {
+                [[unroll]] for (uint q = 0u; q < CHUNKS_IN_FLIGHT; q++) {
                     uint k = k0 + q * lanes;
-                    for (uint i = 0u; i < 4u; i++) {
-                        uint slot = p.off[7] + ((c + i) * p.chunks + min(k, p.chunks - 1u)) * 2u;
+                    [[unroll]] for (uint i = 0u; i < 4u; i++) {
+                        uint slot = p.off[7] + min(k, p.chunks - 1u) * 2u * p.channels + c + i;
                         first[q][i] = i < w ? partial[slot] : 0.0;
-                        second[q][i] = i < w ? partial[slot + 1u] : 0.0;
+                        second[q][i] = i < w ? partial[slot + p.channels] : 0.0;
                     }
                 }
-                for (uint q = 0u; q < CHUNKS_IN_FLIGHT && k0 + q * lanes < p.chunks; q++) {
+                [[unroll]] for (uint q = 0u; q < CHUNKS_IN_FLIGHT; q++) {
                     uint k = k0 + q * lanes;
+                    if (k >= p.chunks) break;
                     if (p.mode == STATS) { // Chan's formula
                         float nk = float(chunk_end(k, rows) - k * p.chunk);
                         vec4 n = a + nk, delta = first[q] - b, f = nk / n;

@@ -168,7 +168,8 @@ void parity_norm_backward_sums_case(nn_backend *o) {
 }
 
 /* Also sums without the weight (sums_unweighted: BatchNorm's op shares
- * them with the affine gradients) where a group is one channel. */
+ * them with the affine gradients, written here too) where a group is one
+ * channel. */
 void parity_norm_backward_from_sums_case(nn_backend *o) {
     for (size_t i = 0; i < LAYOUTS; i++)
         for (int variant = 0; variant < 16; variant++) { /* bits: accumulate, weight, aligned, unweighted */
@@ -178,16 +179,21 @@ void parity_norm_backward_from_sums_case(nn_backend *o) {
             if (unweighted && (l->groups != l->channels || l->inner != l->channel_inner)) continue;
             nn_norm_params p = params_of(l, acc, 1);
             p.sums_unweighted = unweighted;
+            /* Unweighted sums: the affine gradients too, dweight, dbias or both, each adding or not. */
+            const int affine = unweighted ? 1 + variant % 3 : 0;
+            p.affine_accumulate = (variant >> 1) & 3;
             const size_t n = elements(l), c = (size_t)l->channels, g2 = 2 * (size_t)l->groups;
             const double span = (double)group_size(l); /* sums of that many terms in [-2, 2] */
-            parity_arg a[7] = {arg_in(parity_randoms(n, -2, 2), n, aligned ? 0 : 8), means(l, 0), variances(l, 4),
+            parity_arg a[9] = {arg_in(parity_randoms(n, -2, 2), n, aligned ? 0 : 8), means(l, 0), variances(l, 4),
                                given(weighted, arg_in(parity_randoms(c, -2, 2), c, 12)),
                                arg_in(parity_randoms(n, -1, 1), n, aligned ? 16 : 4),
                                arg_near(parity_randoms(n, -1, 1), n, aligned ? 32 : 0, 1e-5),
-                               arg_in(parity_randoms(g2, (float)-span, (float)span), g2, 4)};
-            parity_check(o, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, a, 7, &p,
-                         "%s accumulate %d weight %d aligned %d unweighted sums %d", l->what, acc, weighted, aligned,
-                         unweighted);
+                               arg_in(parity_randoms(g2, (float)-span, (float)span), g2, 4),
+                               given(affine & 1, arg_near(parity_randoms(c, -1, 1), c, 4, 1e-6)),
+                               given(affine & 2, arg_near(parity_randoms(c, -1, 1), c, 8, 1e-6))};
+            parity_check(o, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, a, 9, &p,
+                         "%s accumulate %d weight %d aligned %d unweighted sums %d affine outputs %d (adding %d)",
+                         l->what, acc, weighted, aligned, unweighted, affine, p.affine_accumulate);
         }
 }
 

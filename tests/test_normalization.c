@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/internal.h" /* nn_ctx_run: a kernel's own refusal */
 #include "nn_engine.h"
 #include "test.h"
 #include "vulkan_harness.h"
@@ -356,6 +357,34 @@ TEST(normalization_bad_arguments_are_refused_by_name) {
     nn_module_free(bn1), nn_module_free(bn2);
     nn_tensor_free(x13), nn_tensor_free(x234), nn_tensor_free(rm), nn_tensor_free(rv), nn_tensor_free(w4);
     nn_ctx_free(ctx);
+}
+
+/* NORM_BACKWARD_FROM_SUMS writes the affine gradients only from sums
+ * without the weight (which are those gradients): each backend refuses
+ * them with weighted sums, by name. */
+TEST(norm_backward_from_sums_refuses_affine_outputs_of_weighted_sums) {
+    static const char *const devices[] = {"cpu", "vulkan"};
+    for (int d = 0; d < 2; d++) {
+        nn_ctx *ctx = vkt_open_device(devices[d]);
+        if (!ctx) continue;
+        const int64_t n = 12, c = 3, two = 6;
+        nn_tensor *x = nn_tensor_new(ctx, NN_F32, 1, &n), *dy = nn_tensor_new(ctx, NN_F32, 1, &n);
+        nn_tensor *dx = nn_tensor_new(ctx, NN_F32, 1, &n), *sums = nn_tensor_new(ctx, NN_F32, 1, &two);
+        nn_tensor *mean = nn_tensor_new(ctx, NN_F32, 1, &c), *var = nn_tensor_new(ctx, NN_F32, 1, &c);
+        nn_tensor *dweight = nn_tensor_new(ctx, NN_F32, 1, &c);
+        const nn_norm_params p = {.outer = 4, .inner = 1, .channel_inner = 1, .groups = 3, .channels = 3,
+                                  .eps = 1e-5f, .batch_stats = 1};
+        nn_buffer_ref args[9] = {nn_tensor_ref(x),  nn_tensor_ref(mean), nn_tensor_ref(var),
+                                 {0},               nn_tensor_ref(dy),   nn_tensor_ref(dx),
+                                 nn_tensor_ref(sums), nn_tensor_ref(dweight), {0}};
+        CHECK(nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, args, 9, &p) == NN_ERR_ARGUMENT);
+        CHECK_MSG(strstr(nn_last_error(), "norm_backward_from_sums: dweight and dbias come from sums without the "
+                                          "weight") && strstr(nn_last_error(), devices[d]),
+                  "%s: %s", devices[d], nn_last_error());
+        nn_tensor *made[7] = {x, dy, dx, sums, mean, var, dweight};
+        for (int k = 0; k < 7; k++) nn_tensor_free(made[k]);
+        nn_ctx_free(ctx);
+    }
 }
 
 /* The state_dict names and a checkpoint round trip of the buffers. */

@@ -186,7 +186,8 @@
     /* NORM_BACKWARD_DATA in two, for sums reduced in between (SyncBatchNorm):                                 \
      * x, mean, var, weight, dy, sums [2 * groups] */                                                          \
     X(NORM_BACKWARD_SUMS, norm_backward_sums, nn_norm_params, 6, NN_ARG(5), NN_ARG(3))                          \
-    /* x, mean, var, weight, dy, dx, sums [2 * groups] */                                                      \
-    X(NORM_BACKWARD_FROM_SUMS, norm_backward_from_sums, nn_norm_params, 7, NN_ARG(5), NN_ARG(3))
+    /* x, mean, var, weight, dy, dx, sums [2 * groups], dweight, dbias */                                      \
+    X(NORM_BACKWARD_FROM_SUMS, norm_backward_from_sums, nn_norm_params, 9, NN_ARG(5) | NN_ARG(7) | NN_ARG(8),      \
+      NN_ARG(3) | NN_ARG(7) | NN_ARG(8))
 
 #endif

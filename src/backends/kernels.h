@@ -499,7 +499,11 @@ int nn_kernel_arg_count(nn_kernel kernel);
  *                    with sums_unweighted, the sums are of dy and dy xhat
  *                    (BACKWARD_SUMS without a weight: BACKWARD_AFFINE's
  *                    sums too) and w[c] multiplies them here, which needs
- *                    one channel per group (BatchNorm). */
+ *                    one channel per group (BatchNorm); then the sums are
+ *                    also the affine gradients, and dweight[c] (+)=
+ *                    sums[2 c + 1], dbias[c] (+)= sums[2 c] where given
+ *                    (either may be absent; affine_accumulate says which
+ *                    add into theirs), so no pass of their own copies them. */
 typedef struct nn_norm_params {
     int64_t outer, inner;
     int64_t channel_inner;
@@ -509,6 +513,7 @@ typedef struct nn_norm_params {
     int32_t batch_stats; /* BACKWARD_DATA */
     int32_t accumulate;  /* the backward kernels add into their outputs */
     int32_t sums_unweighted; /* BACKWARD_FROM_SUMS */
+    int32_t affine_accumulate; /* BACKWARD_FROM_SUMS: bit 0, dweight adds into its output; bit 1, dbias */
     nn_pointwise_epilogue epilogue; /* APPLY */
 } nn_norm_params;
 

@@ -28,6 +28,14 @@ nn_status nn_norm_check(const char *backend, nn_kernel kernel, const nn_norm_par
     return NN_OK;
 }
 
+nn_status nn_norm_affine_from_sums_check(const char *backend, const nn_norm_params *p, bool affine) {
+    if (affine && !p->sums_unweighted)
+        return nn_set_error(NN_ERR_ARGUMENT,
+                            "%s norm_backward_from_sums: dweight and dbias come from sums without the weight; "
+                            "sums_unweighted is 0", backend);
+    return NN_OK;
+}
+
 nn_status nn_norm_running_check(const char *backend, const nn_norm_running_params *p, bool has_count) {
     if (p->channels < 1 || p->count < 2)
         return nn_set_error(NN_ERR_ARGUMENT, "%s norm_running_update: need channels >= 1 and count >= 2, got %d and %lld",

@@ -18,6 +18,9 @@ int64_t nn_norm_elements(const nn_norm_params *p);
 static inline bool nn_norm_channel_groups(const nn_norm_params *p) {
     return p->groups == p->channels && p->inner == p->channel_inner;
 }
+/* BACKWARD_FROM_SUMS' affine outputs (`affine`: dweight or dbias given)
+ * need sums without the weight, which are the affine gradients. */
+nn_status nn_norm_affine_from_sums_check(const char *backend, const nn_norm_params *p, bool affine);
 /* Channels >= 1 and count >= 2 (the unbiased variance divides by count - 1). */
 nn_status nn_norm_running_check(const char *backend, const nn_norm_running_params *p, bool has_count);
 

@@ -173,6 +173,6 @@ nn_status nn_batch_norm_sync_backward_data(nn_batch_norm_sync *s, const nn_norm_
                              weight ? nn_tensor_ref(weight) : none, nn_tensor_ref(dy), nn_tensor_ref(s->exchange)};
     NN_TRY(nn_ctx_run(s->ctx, NN_KERNEL_NORM_BACKWARD_SUMS, sums, 6, layout));
     NN_TRY(nn_capture_host_call(s->ctx, combine_gradient_sums, p));
-    nn_buffer_ref apply[7] = {sums[0], sums[1], sums[2], sums[3], sums[4], nn_tensor_ref(dx), sums[5]};
-    return nn_ctx_run(s->ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, apply, 7, layout);
+    nn_buffer_ref apply[9] = {sums[0], sums[1], sums[2], sums[3], sums[4], nn_tensor_ref(dx), sums[5], none, none};
+    return nn_ctx_run(s->ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, apply, 9, layout);
 }

@@ -92,6 +92,13 @@ bool nn_norm_takes_epilogue(const nn_node *node) {
     return NN_NODE_PARAMS(node, norm_node)->sync == NULL;
 }
 
+nn_norm_params nn_norm_params_of(const nn_node *norm) {
+    const norm_node *n = NN_NODE_PARAMS(norm, norm_node);
+    nn_norm_params p = n->layout;
+    p.batch_stats = n->batch_stats;
+    return p;
+}
+
 nn_status nn_norm_forward_with_epilogue(nn_node *node, nn_tensor *out, const nn_pointwise_epilogue *epilogue) {
     NN_TRY(norm_forward_into(node, out, epilogue));
     NN_TRY(nn_node_elide(node));
@@ -103,10 +110,11 @@ nn_status nn_norm_forward_with_epilogue(nn_node *node, nn_tensor *out, const nn_
 
 /* BatchNorm with batch statistics whose x and affine gradients are both
  * wanted: one reduction serves the three. NORM_BACKWARD_SUMS without the
- * weight gives sum dy and sum dy xhat per channel, the pointwise pass
- * weights them (sums_unweighted), and the bias's and the weight's
- * gradients are copied out of them: two passes over x and dy instead of
- * three (BACKWARD_DATA's two and BACKWARD_AFFINE's). */
+ * weight gives sum dy and sum dy xhat per channel, which are the bias's and
+ * the weight's gradients; the pointwise pass weights them for dx
+ * (sums_unweighted) and writes them to the affine gradients on the way: two
+ * passes over x and dy instead of three (BACKWARD_DATA's two and
+ * BACKWARD_AFFINE's). */
 static nn_status batch_norm_backward_shared(nn_ctx *ctx, nn_norm_params p, nn_tensor *const *xs, nn_tensor *dy,
                                             nn_tensor *grad, int32_t acc, nn_tensor *const *grads,
                                             const int32_t *accs) {
@@ -121,21 +129,11 @@ static nn_status batch_norm_backward_shared(nn_ctx *ctx, nn_norm_params p, nn_te
     if (st == NN_OK) {
         p.accumulate = acc;
         p.sums_unweighted = 1;
-        nn_buffer_ref pointwise[7] = {nn_tensor_ref(x),  nn_tensor_ref(mean), nn_tensor_ref(var),
-                                      ref_or_none(weight), nn_tensor_ref(dy), nn_tensor_ref(grad),
-                                      nn_tensor_ref(sums)};
-        st = nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, pointwise, 7, &p);
-    }
-    /* dweight (+)= sums[2 c + 1], dbias (+)= sums[2 c] */
-    for (int k = 0; k < 2 && st == NN_OK; k++) {
-        if (!grads[k]) continue;
-        nn_strided_copy_params copy = {.ndim = 1, .accumulate = accs[k], .shape = {p.channels},
-                                       .src_stride = {2}, .dst_stride = {1}};
-        nn_buffer_ref from = nn_tensor_ref(sums);
-        from.offset += (size_t)(k == 0 ? 1 : 0) * sizeof(float);
-        if (from.bytes) from.bytes -= (size_t)(k == 0 ? 1 : 0) * sizeof(float);
-        nn_buffer_ref args[2] = {from, nn_tensor_ref(grads[k])};
-        st = nn_ctx_run(ctx, NN_KERNEL_STRIDED_COPY, args, 2, &copy);
+        p.affine_accumulate = (accs[0] ? 1 : 0) | (accs[1] ? 2 : 0);
+        nn_buffer_ref pointwise[9] = {nn_tensor_ref(x),    nn_tensor_ref(mean), nn_tensor_ref(var),
+                                      ref_or_none(weight), nn_tensor_ref(dy),   nn_tensor_ref(grad),
+                                      nn_tensor_ref(sums), ref_or_none(grads[0]), ref_or_none(grads[1])};
+        st = nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, pointwise, 9, &p);
     }
     nn_tensor_release(sums);
     return st;

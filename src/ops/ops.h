@@ -79,6 +79,8 @@ bool nn_epilogue_of(const nn_node *node, nn_pointwise_epilogue *out);
  * recipe that recomputes it without touching the running statistics. */
 bool nn_norm_takes_epilogue(const nn_node *node);
 nn_status nn_norm_forward_with_epilogue(nn_node *node, nn_tensor *out, const nn_pointwise_epilogue *epilogue);
+/* A normalisation node's kernel parameters as its forward runs them (bench_norm_layers.c reads them off the tape). */
+nn_norm_params nn_norm_params_of(const nn_node *norm);
 
 /* loss.c: the gradient a softmax cross-entropy computed ahead (dlogits),
  * handed to the logits as the loss's backward does. */

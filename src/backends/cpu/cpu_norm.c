@@ -162,8 +162,13 @@ static void backward_from_sums_groups(void *arg, int64_t begin, int64_t end, int
 
 nn_status nn_cpu_norm_backward_from_sums(nn_thread_pool *pool, const nn_norm_params *p, const float *x,
                                          const float *mean, const float *var, const float *weight, const float *dy,
-                                         float *dx, const float *sums) {
+                                         float *dx, const float *sums, float *dweight, float *dbias) {
     NN_TRY(nn_norm_check("cpu", NN_KERNEL_NORM_BACKWARD_FROM_SUMS, p));
+    NN_TRY(nn_norm_affine_from_sums_check("cpu", p, dweight || dbias));
+    for (int32_t c = 0; c < p->channels; c++) { /* the sums are the affine gradients (kernels.h) */
+        if (dweight) dweight[c] = ((p->affine_accumulate & 1) ? dweight[c] : 0.0f) + sums[2 * c + 1];
+        if (dbias) dbias[c] = ((p->affine_accumulate & 2) ? dbias[c] : 0.0f) + sums[2 * c];
+    }
     if (p->outer * p->inner == 0) return NN_OK; /* no elements */
     norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .dy = dy, .out = dx, .sums = sums};
     nn_parallel_for(pool, p->groups, min_groups(p), backward_from_sums_groups, &job);

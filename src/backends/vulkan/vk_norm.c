@@ -29,7 +29,8 @@ typedef VK_PUSH(NORM) norm_block;
 
 #define PIECE 2048           /* norm_common.glsl: entries a workgroup reads per step */
 #define SPLIT_TARGET 1024    /* workgroups to aim for: several per multiprocessor of a large GPU */
-#define COLUMNS_TARGET 264   /* norm_columns.comp's: its workgroups keep eight rows in flight per invocation */
+#define COLUMNS_TARGET 528   /* norm_columns.comp's: about four workgroups per multiprocessor of a large GPU */
+#define COLUMNS_MIN_ROWS 16  /* rows per invocation at least: below, a chunk's merge costs more than its reads */
 #define MIN_CHUNK (4 * PIECE) /* below this a chunk's fixed costs (its tree, its partials) dominate */
 #define THREADS 256
 
@@ -116,11 +117,12 @@ static nn_status record_columns(vk_backend *vk, nn_kernel kernel, const nn_norm_
     nn_buffer_ref args[8];
     for (int i = 0; i < 7; i++) args[i] = in[i];
     args[7] = (nn_buffer_ref){NULL, 0, 0};
-    /* Two workgroups per multiprocessor of a large GPU, at least 64 rows per
-     * lane: fewer, longer chunks than the group-wise kernels', so the last
-     * workgroup's merge of a tile's chunks stays short. */
+    /* Fewer, longer chunks than the group-wise kernels', so the last
+     * workgroup's merge of a tile's chunks stays short (bench/README.md,
+     * bench_norm_layers: the targets measured). */
     return record_split(vk, kernel, VK_PIPE_NORM_COLUMNS, args, 8, 7, written, push,
-                        split_of(tiles, rows, lanes, 64 * lanes, 2 * per_tile, COLUMNS_TARGET), tiles, 2 * per_tile);
+                        split_of(tiles, rows, lanes, COLUMNS_MIN_ROWS * lanes, 2 * per_tile, COLUMNS_TARGET), tiles,
+                        2 * per_tile);
 }
 
 nn_status vk_run_norm_stats(vk_backend *vk, const nn_norm_params *p, const nn_buffer_ref *a) {
@@ -168,11 +170,12 @@ static nn_status record_backward_sums(vk_backend *vk, nn_kernel kernel, const nn
 }
 
 /* Its pointwise pass: dx (args[5]) from dy, the statistics and, with batch
- * statistics, the sums (args[6]). */
+ * statistics, the sums (args[6]); BACKWARD_FROM_SUMS' affine gradients
+ * (args[7], args[8]) where given. */
 static nn_status record_backward_pointwise(vk_backend *vk, nn_kernel kernel, const nn_norm_params *p,
-                                           const nn_buffer_ref *args, norm_block *push) {
-    return vk_record_ex(vk, kernel, VK_PIPE_NORM_BACKWARD_POINTWISE, 0, args, 7, NN_ARG(5), VK_PUSH_REF(*push),
-                        pointwise_groups(p), 1, 1);
+                                           const nn_buffer_ref *args, int nargs, norm_block *push) {
+    return vk_record_ex(vk, kernel, VK_PIPE_NORM_BACKWARD_POINTWISE, 0, args, nargs,
+                        NN_ARG(5) | NN_ARG(7) | NN_ARG(8), VK_PUSH_REF(*push), pointwise_groups(p), 1, 1);
 }
 
 /* Groups of many elements: the split sums into a scratch of two floats per
@@ -187,7 +190,7 @@ static nn_status backward_data_split(vk_backend *vk, const nn_norm_params *p, co
     nn_status st = record_backward_sums(vk, kernel, p, args, push);
     if (st == NN_OK) {
         const nn_buffer_ref pointwise[7] = {a[0], a[1], a[2], a[3], a[4], a[5], sums_ref};
-        st = record_backward_pointwise(vk, kernel, p, pointwise, push);
+        st = record_backward_pointwise(vk, kernel, p, pointwise, 7, push);
     }
     vk_scratch_done(vk, sums); /* freed at once (vk_stream.c orders reuse), or kept by a plan */
     return st;
@@ -201,7 +204,7 @@ nn_status vk_run_norm_backward_data(vk_backend *vk, const nn_norm_params *p, con
     push.has_weight = a[3].buffer != NULL;
     if (!p->batch_stats) { /* constant statistics: dx = rstd w dy, pointwise */
         const nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], a[5], {NULL, 0, 0}};
-        return record_backward_pointwise(vk, kernel, p, args, &push);
+        return record_backward_pointwise(vk, kernel, p, args, 7, &push);
     }
     if (p->outer * p->inner <= PIECE)
         return vk_record(vk, kernel, VK_PIPE_NORM_BACKWARD_DATA, 0, a, 6, VK_PUSH_REF(push), capped(p->groups), 1, 1);
@@ -250,8 +253,11 @@ nn_status vk_run_norm_backward_from_sums(vk_backend *vk, const nn_norm_params *p
     const nn_kernel kernel = NN_KERNEL_NORM_BACKWARD_FROM_SUMS;
     norm_block push;
     NN_TRY(norm_push(kernel, p, &push));
-    if (nn_norm_elements(p) == 0) return NN_OK;
+    const bool dweight = a[7].buffer != NULL, dbias = a[8].buffer != NULL;
+    NN_TRY(nn_norm_affine_from_sums_check("vulkan", p, dweight || dbias));
+    if (nn_norm_elements(p) == 0 && !dweight && !dbias) return NN_OK;
     push.has_weight = a[3].buffer != NULL;
     push.batch_stats = 1; /* the pointwise pass subtracts the sums' terms */
-    return record_backward_pointwise(vk, kernel, p, a, &push);
+    push.affine = (dweight ? 1 : 0) | (dbias ? 2 : 0) | (p->affine_accumulate & 3) << 2;
+    return record_backward_pointwise(vk, kernel, p, a, 9, &push);
 }
