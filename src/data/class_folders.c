@@ -110,6 +110,14 @@ bool nn_folder_exists(const char *path) {
     return nn_file_stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+nn_status nn_folder_check(const char *dir) {
+    nn_file_status st;
+    if (nn_file_stat(dir, &st) != 0) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
+    if (S_ISDIR(st.st_mode)) return NN_OK;
+    return nn_set_error(NN_ERR_IO, "%s: %s, not a folder (give the folder that holds the data)", dir,
+                        S_ISREG(st.st_mode) ? "a file" : "an entry");
+}
+
 /* Sorted entries of `dir` (hidden ones skipped) that are folders when
  * `want_dirs`, else regular files. */
 static nn_status list_entries(const char *dir, bool want_dirs, name_list *out, odd_entries *odd) {
@@ -197,7 +205,7 @@ nn_status nn_walk_class_folders(const char *dir, nn_class_walk *walk) {
     *walk->skipped = 0;
     walk->first_skipped[0] = '\0';
     walk->skipped_entries[0] = '\0';
-    if (!nn_folder_exists(dir)) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
+    NN_TRY(nn_folder_check(dir));
     odd_entries odd = {0};
     note_top(&odd, dir);
     name_list classes;

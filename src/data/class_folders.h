@@ -50,5 +50,8 @@ nn_status nn_walk_class_folders(const char *dir, nn_class_walk *walk);
 
 /* Whether `path` is a folder (following links). */
 bool nn_folder_exists(const char *path);
+/* NN_OK when `dir` is a folder, else an I/O error saying what it is: no
+ * such folder, or a file (or other entry) that is not a folder. */
+nn_status nn_folder_check(const char *dir);
 
 #endif

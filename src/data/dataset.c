@@ -249,7 +249,7 @@ nn_status nn_dataset_load_dir(const char *dir, double validation_fraction, uint6
     if (!test_is_validation) test_is_validation = &is_validation_unused;
     memset(train, 0, sizeof *train);
     if (test) memset(test, 0, sizeof *test);
-    if (!nn_folder_exists(dir)) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
+    NN_TRY(nn_folder_check(dir));
     nn_status status = load_both(dir, validation_fraction, seed, train, test, test_is_validation);
     if (status == NN_OK && test) status = check_compatible(dir, train, test);
     if (status != NN_OK) {

@@ -125,7 +125,7 @@ nn_status nn_image_index_load_dir(const char *dir, double validation_fraction, u
     *test_is_validation = false;
     memset(train, 0, sizeof *train);
     if (test) memset(test, 0, sizeof *test);
-    if (!nn_folder_exists(dir)) return nn_set_error(NN_ERR_IO, "%s: no such folder", dir);
+    NN_TRY(nn_folder_check(dir));
     if (verify_threads < 0 || verify_threads > 256)
         return nn_set_error(NN_ERR_ARGUMENT, "nn_image_index_load_dir: verify_threads %d is not in 0..256",
                             verify_threads);

@@ -118,9 +118,42 @@ def help_and_usage():
 
 
 @test
+def readme_and_help_name_the_same_flags_and_models():
+    # Issue 41: the README's command-line section and --help drift apart unless held together.
+    readme = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "README.md")).read()
+    start = readme.index("## The command line: `nnengine`")
+    section = readme[start:readme.index("\n## ", start + 1)]
+    flag = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
+    in_help = set()
+    for command in ["train", "eval", "export", "devices"]:
+        text = expect([command, "--help"], 0, stream="stdout").stdout
+        listed = set(re.findall(r"^  (--[a-z][a-z0-9-]*)", text, re.M))
+        assert listed or command == "devices", text  # devices takes no flags
+        missing = sorted(f for f in listed if f not in set(flag.findall(section)) and f != "--help")
+        assert not missing, f"nnengine {command} --help lists {missing}, which the README's command-line section lacks"
+        in_help |= listed
+    others = {"--logdir"}  # other programs' flags the section shows: tensorboard --logdir DIR
+    unknown = sorted(set(flag.findall(section)) - in_help - others - {"--help"})
+    assert not unknown, f"the README's command-line section names {unknown}, which no command's --help lists"
+    models = re.search(r"^models: (.+)$", expect(["--help"], 0, stream="stdout").stdout, re.M).group(1).split(", ")
+    synopsis = section[:section.index("```", section.index("```") + 3)]
+    assert all(m in synopsis for m in models), (models, synopsis)
+
+
+@test
 def bad_flags():
     expect(["train", "resnet", "--data", FASHION], 2, "unknown model 'resnet'", "lenet5, mlp")
     expect(["train", "lenet5", "--data", FASHION, "--bogus", "1"], 2, "unknown flag '--bogus'")
+    # Issue 41: a typo gets the name it is near; a word near nothing gets none.
+    for args, said in [(["train", "lenet5", "--data", FASHION, "--epoch", "3"], "'--epoch' (did you mean --epochs?)"),
+                       (["train", "lenet5", "--data", FASHION, "--hlep"], "'--hlep' (did you mean --help?)"),
+                       (["eval", "lenet5", "--weigths", "w", "--data", FASHION], "(did you mean --weights?)"),
+                       (["train", "resnet18cifar", "--data", FASHION], "'resnet18cifar' (did you mean resnet18-cifar?"),
+                       (["eval", "LeNet5", "--weights", "w", "--data", FASHION], "(did you mean lenet5?"),
+                       (["export", "mobilenetv2", "--weights", "w", "--onnx", "o.onnx"], "(did you mean mobilenet_v2?")]:
+        expect(args, 2, said)
+    p = expect(["train", "lenet5", "--data", FASHION, "--zzzzzz"], 2, "unknown flag '--zzzzzz'")
+    assert "did you mean" not in p.stderr, p.stderr
     expect(["train", "lenet5", "--data", FASHION, "--epochs", "0"], 2, "--epochs must be in [1,")
     expect(["train", "lenet5", "--data", FASHION, "--epochs", "ten"], 2, "--epochs needs a whole number, got 'ten'")
     expect(["train", "lenet5", "--data", FASHION, "--lr"], 2, "--lr needs a value")
@@ -141,6 +174,11 @@ def bad_flags():
 @test
 def bad_data():
     expect(["train", "lenet5", "--data", path("nowhere")], 2, "nowhere: no such folder")
+    # Issue 41: a file given as the data folder is named as a file.
+    notes = path("notes.txt")
+    open(notes, "w").write("not data\n")
+    for model in ["lenet5", "alexnet"]:
+        expect(["train", model, "--data", notes], 2, "notes.txt: a file, not a folder")
     empty = path("empty")
     os.makedirs(empty)
     expect(["train", "lenet5", "--data", empty], 2, "neither IDX files")
@@ -278,7 +316,38 @@ def progress_bar_on_a_terminal():
     bars = [part for part in text.split("\r") if "ETA" in part]
     assert bars, repr(text[:500])
     assert re.search(r"epoch 1/1 .*94/94 +\d+ img/s  loss \d+\.\d{4}  ETA 0s", text), repr(bars[-1])
+    # Issue 41: the evaluation after the epoch shows its progress too.
+    assert re.search(r"\repoch 1/1 evaluating \d+/10000", text), repr(text[-600:])
     assert EPOCH_LINE.match(text.split("\r")[-1].replace("\x1b[K", "").strip()), repr(text[-300:])
+
+
+@test
+def eval_limit_and_no_eval():
+    # Issue 41: evaluation within a budget. --eval-limit 7: the accuracy is a count of 7 images.
+    log = path("eval-limit.jsonl")
+    common = ["train", "lenet5", "--data", FASHION, "--limit", "640", "--epochs", "2", "--quiet"]
+    expect(common + ["--eval-limit", "7", "--log", log], 0,
+           "evaluating on the first 7 of the 10000 test images after each epoch (--eval-limit)")
+    for entry in (json.loads(l) for l in open(log)):
+        assert abs(entry["test_acc"] * 7 - round(entry["test_acc"] * 7)) < 1e-6, entry
+    # --no-eval: no test figures in the epoch line and the log, and nothing that needs them.
+    csv_log = path("no-eval.csv")
+    p = expect(common + ["--no-eval", "--log", csv_log], 0)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("epoch ")]
+    assert len(lines) == 2 and all("(not evaluated)" in l and "test loss" not in l for l in lines), p.stdout
+    rows = open(csv_log).read().splitlines()
+    assert rows[0].endswith("test_loss,test_acc,seconds,images_per_s") and rows[1].split(",")[3:5] == ["", ""], rows
+    for flag, value in [("--save-best", path("best.st")), ("--patience", "2"), ("--eval-limit", "100")]:
+        expect(common + ["--no-eval", flag, value], 2, f"--no-eval cannot be combined with {flag}")
+    expect(common + ["--eval-limit", "0"], 2, "--eval-limit must be in [1,")
+
+
+@test
+def a_run_too_short_for_its_schedule_names_the_flags_that_fit_it():
+    # Issue 41: resnet18-cifar's one-cycle on --limit 256 --epochs 1 stopped with the library's words alone.
+    expect(["train", "mlp", "--data", FASHION, "--limit", "128", "--epochs", "1", "--schedule", "onecycle"], 2,
+           "onecycle with total_steps 2", "the run has 2 optimizer steps (--epochs 1 x 2 an epoch)",
+           "give more --epochs, more images (--limit) or a smaller --batch, or another --schedule")
 
 
 @test
@@ -396,6 +465,39 @@ def resume_continues_bit_for_bit():
     expect(const + ["--epochs", "2", "--resume", ck], 2, "already trained 2 epochs")
     expect(["train", "mlp", "--data", data, "--resume", ck], 2, "ck.st", "in the file, expected")
     expect(const + ["--epochs", "4", "--checkpoint", path("missing", "ck.st")], 2, "cannot write")
+
+
+@test
+def resume_inside_an_epoch_is_bit_for_bit():
+    # Issue 41: a run stopped inside an epoch (Ctrl+C, or --stop-after-step
+    # here, at chosen steps) and resumed ends with an uninterrupted run's
+    # weights, bit for bit, on the CPU and on Vulkan: with augmentation drawn
+    # on the device, --accumulate and a smaller last step (7 full batches of
+    # 32 and one of 26: 4 optimizer steps an epoch, the last of 1 batch and
+    # the tail).
+    data = idx_dir("resume-mid", images=300, labels=300)
+    for device, stops in [("cpu", [1, 3, 5, 7]), ("vulkan", [3, 6])]:
+        common = ["train", "lenet5", "--data", data, "--limit", "250", "--device", device, "--batch", "32",
+                  "--accumulate", "2", "--crop-pad", "2", "--flip", "--seed", "4", "--epochs", "2"]
+        full, resumed, ck = (path(f"mid-{device}-{n}") for n in ["full.st", "resumed.st", "ck.st"])
+        whole = expect(common + ["--save", full], 0)
+        last_epoch = [l for l in whole.stdout.splitlines() if l.startswith("epoch 2/2")]
+        for stop in stops:
+            epoch, within = stop // 4 + 1, stop % 4
+            expect(common + ["--stop-after-step", str(stop), "--checkpoint", ck], 0,
+                   f"stopped after step {stop} of the run (--stop-after-step) in epoch {epoch} after step {within} "
+                   "of 4", f"wrote the training state to {ck}")
+            second = expect(common + ["--resume", ck, "--save", resumed], 0,
+                            f"within epoch {epoch} after its step {within} (stopped part way)")
+            assert open(full, "rb").read() == open(resumed, "rb").read(), f"{device}: stopped at {stop}: weights differ"
+            again = [l for l in second.stdout.splitlines() if l.startswith("epoch 2/2")]
+            if epoch == 1:  # the whole of epoch 2 ran after the resume: its line is the uninterrupted run's
+                assert same_epoch_lines(again, last_epoch), (device, stop, again, last_epoch)
+    # At an epoch's end the run ends as after --stop-after; the count continues across --resume.
+    expect(common + ["--stop-after-step", "4", "--checkpoint", ck], 0,
+           "stopped after step 4 of the run (--stop-after-step) at the end of epoch 1")
+    expect(common + ["--stop-after-step", "4", "--resume", ck], 2, "already trained 4 optimizer steps",
+           "--stop-after-step 4")
 
 
 @test
@@ -675,13 +777,19 @@ def divergence_stops_with_exit_1_and_keeps_the_last_checkpoint():
     d = learnable_idx_dir("diverge")
     state, weights = path("diverge.state"), path("diverge.safetensors")
     p = expect(["train", "mlp", "--data", d, "--device", "cpu", "--lr", "100", "--epochs", "3", "--checkpoint", state,
-                "--save", weights], 1, "the training loss became nan in epoch 2, steps 1-3", "--allow-nan")
+                "--save", weights], 1, "the training loss became nan in epoch 2, steps 1-3", "--allow-nan",
+               f"{state} keeps the state after epoch 1")
     assert not os.path.exists(weights), "a diverged run saved its weights"
     # The checkpoint is epoch 1's (finite, loss huge); resuming it diverges again, not a crash.
     with open(state, "rb") as f:
         before = f.read()
     expect(["train", "mlp", "--data", d, "--device", "cpu", "--lr", "100", "--epochs", "3", "--checkpoint", state,
-            "--resume", state], 1, "resuming from", "became nan in epoch 2")
+            "--resume", state], 1, "resuming from", "became nan in epoch 2", f"{state} keeps the state after epoch 1")
+    # Issue 41: diverging before any epoch finished names no checkpoint as kept.
+    fresh = path("diverge-fresh.state")
+    expect(["train", "mlp", "--data", FASHION, "--limit", "200", "--device", "cpu", "--lr", "1000", "--epochs", "3",
+            "--checkpoint", fresh], 1, "became nan in epoch 1", f"no epoch finished, so {fresh} was not written")
+    assert not os.path.exists(fresh)
     with open(state, "rb") as f:
         assert f.read() == before, "the diverged epoch wrote over the last good checkpoint"
     p = expect(["train", "mlp", "--data", d, "--device", "cpu", "--lr", "100", "--epochs", "3", "--allow-nan"], 0,

@@ -61,7 +61,8 @@ static int choose_normalization(const eval_config *c, const nn_model_info *info,
  * (AlexNet: `photos` set). */
 static int eval(const eval_config *c) {
     if (!model_known(c->model)) {
-        fprintf(stderr, "nnengine eval: unknown model '%s' (known: %s)\n", c->model, models_names());
+        char unknown[512];
+        fprintf(stderr, "nnengine eval: %s\n", model_unknown(c->model, unknown, sizeof unknown));
         return EXIT_BAD_INPUT;
     }
     nn_model_info info = {0};
@@ -142,8 +143,8 @@ static int eval(const eval_config *c) {
         nn_status st = c->confusion && !confusion_init(&matrix, classes) ? NN_ERR_MEMORY : NN_OK;
         confusion *counts = c->confusion ? &matrix : NULL;
         if (st == NN_OK)
-            st = photos ? photo_evaluate(ctx, net, &photo, &loss, &accuracy, counts)
-                        : evaluate(ctx, net, &data.test, data.norm, classes, &loss, &accuracy, counts);
+            st = photos ? photo_evaluate(ctx, net, &photo, NULL, &loss, &accuracy, counts)
+                        : evaluate(ctx, net, &data.test, data.norm, classes, 0, NULL, &loss, &accuracy, counts);
         int64_t count = photos ? photo.test.count : data.test.count;
         bool validation = photos ? photo.test_is_validation : data.test_is_validation;
         if (st != NN_OK) {

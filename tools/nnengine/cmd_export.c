@@ -21,7 +21,8 @@ typedef struct export_config {
 
 static int export_model(const export_config *c) {
     if (!model_known(c->model)) {
-        fprintf(stderr, "nnengine export: unknown model '%s' (known: %s)\n", c->model, models_names());
+        char unknown[512];
+        fprintf(stderr, "nnengine export: %s\n", model_unknown(c->model, unknown, sizeof unknown));
         return EXIT_BAD_INPUT;
     }
     int64_t shape[4];

@@ -38,6 +38,7 @@ typedef struct train_config {
     option_strings freeze;  /* parameter-name prefixes left out of training */
     int64_t epochs, batch, threads, seed, limit;
     int64_t stop_after; /* 0, or end after this epoch (the schedule still spans --epochs) */
+    int64_t stop_after_step; /* 0, or stop as Ctrl+C does after this optimizer step of the run */
     bool no_capture;    /* run every step eagerly instead of replaying a captured one */
     int64_t workers;    /* photos: decoding threads (0: one per core but one) */
     bool flip, random_crop; /* photos: augmentation; flip also for data on the device */
@@ -56,6 +57,8 @@ typedef struct train_config {
     /* what the run reports and keeps besides the epoch lines */
     const char *save_best, *save_best_by, *log_format, *tensorboard;
     int64_t patience;      /* 0, or stop after this many epochs without a better one */
+    int64_t eval_limit;    /* 0, or evaluate on the first N test (or validation) images */
+    bool no_eval;          /* no evaluation after the epochs */
     bool quiet;            /* no model summary */
     /* mpirun -n N (dist_train.h): the batch of all ranks together; BatchNorm statistics over all ranks */
     int64_t global_batch;
@@ -94,11 +97,13 @@ static int shared_flags(const train_config *c, rank_flag *f) {
     const struct { const char *flag; int64_t value; } ints[] = {
         {"--classes", c->classes},       {"--epochs", c->epochs},       {"--batch", c->batch},
         {"--seed", c->seed},             {"--limit", c->limit},         {"--stop-after", c->stop_after},
+        {"--stop-after-step", c->stop_after_step},
         {"--no-capture", c->no_capture}, {"--flip", c->flip},           {"--random-crop", c->random_crop},
         {"--crop-pad", c->crop_pad},     {"--no-augment", c->no_augment}, {"--no-loss-scale", c->no_loss_scale},
         {"--nesterov", c->nesterov},     {"--warmup", c->warmup},       {"--step-size", c->step_size},
         {"--accumulate", c->accumulate}, {"--allow-nan", c->allow_nan}, {"--patience", c->patience},
-        {"--global-batch", c->global_batch}, {"--sync-bn", c->sync_bn}};
+        {"--global-batch", c->global_batch}, {"--sync-bn", c->sync_bn}, {"--eval-limit", c->eval_limit},
+        {"--no-eval", c->no_eval}};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) add_flag(f, &n, ints[i].flag, "%lld", (long long)ints[i].value);
     const struct { const char *flag; double value; } reals[] = {
         {"--lr", c->lr},         {"--momentum", c->momentum}, {"--weight-decay", c->weight_decay},
@@ -144,6 +149,8 @@ typedef struct trainer {
     loss_guard guard;        /* the divergence guard */
     int64_t resume_step;     /* steps of first_epoch done before --resume (an interrupted epoch), else 0 */
     int64_t interrupted_at;  /* Ctrl+C: the steps of the epoch done when it stopped, else -1 */
+    int64_t stop_step;       /* --stop-after-step: the step of this epoch to stop before, else -1 */
+    bool stopped_by_step;    /* interrupted_at is --stop-after-step's, not a signal's */
     log_format log_as;
     best_epoch best;       /* --save-best, --patience */
     tensorboard tb;        /* --tensorboard */
@@ -244,16 +251,26 @@ static bool stop_requested(trainer *t) {
     return asked > 0;
 }
 
+/* Whether to stop before step `s` of the epoch: Ctrl+C, or --stop-after-step
+ * (then t->stopped_by_step). */
+static bool stop_before(trainer *t, int64_t s) {
+    if (s == t->stop_step) return t->stopped_by_step = true;
+    return stop_requested(t);
+}
+
 /* Steps [from, to) of the epoch, stopping early (t->interrupted_at) after
- * Ctrl+C. */
+ * Ctrl+C or at --stop-after-step. */
 static nn_status run_steps(trainer *t, int64_t from, int64_t to) {
-    for (int64_t s = from; s < to; s += STEPS_PER_INTERRUPT_CHECK) {
-        if (stop_requested(t)) {
+    for (int64_t s = from; s < to;) {
+        if (stop_before(t, s)) {
             t->interrupted_at = s;
             return NN_OK;
         }
-        nn_status st = device_steps_run(&t->steps, s, s + STEPS_PER_INTERRUPT_CHECK < to ? s + STEPS_PER_INTERRUPT_CHECK : to);
+        int64_t end = s + STEPS_PER_INTERRUPT_CHECK < to ? s + STEPS_PER_INTERRUPT_CHECK : to;
+        if (t->stop_step > s && t->stop_step < end) end = t->stop_step;
+        nn_status st = device_steps_run(&t->steps, s, end);
         if (st != NN_OK) return st;
+        s = end;
     }
     return NN_OK;
 }
@@ -278,9 +295,10 @@ static nn_status log_step(trainer *t, int epoch, int64_t step, double loss_sum, 
  * read after each run. */
 static nn_status device_epoch(trainer *t, progress *bar, int epoch, int64_t steps, int64_t first, int64_t *images,
                               double *loss_sum, double *correct) {
-    int64_t count = t->steps.images - first * t->steps.batch, logged_seen = 0;
+    const int64_t step_images = t->steps.batch * t->steps.accumulate; /* a full optimizer step's */
+    int64_t count = t->steps.images - first * step_images, logged_seen = 0;
     double logged_sum = 0;
-    nn_status st = device_steps_begin_epoch(&t->steps, t->order, epoch);
+    nn_status st = device_steps_begin_epoch(&t->steps, t->order, epoch, first);
     int64_t tick = t->config.log_steps ? 1 : bar->enabled ? STEPS_PER_TICK : steps;
     for (int64_t s = first; st == NN_OK && s < steps && t->interrupted_at < 0; s += tick) {
         int64_t to = s + tick < steps ? s + tick : steps;
@@ -289,14 +307,14 @@ static nn_status device_epoch(trainer *t, progress *bar, int epoch, int64_t step
         if (st == NN_OK) st = device_steps_sums(&t->steps, loss_sum, correct);
         if (st == NN_OK && !loss_guard_check(&t->guard, epoch, to, *loss_sum)) st = NN_ERR_STATE;
         if (st == NN_OK) {
-            int64_t seen = (to - first) * t->steps.batch < count ? (to - first) * t->steps.batch : count;
+            int64_t seen = (to - first) * step_images < count ? (to - first) * step_images : count;
             progress_update(bar, to, seen, *loss_sum / (double)(seen > 0 ? seen : 1));
             if (t->config.log_steps) st = log_step(t, epoch, to, *loss_sum - logged_sum, seen - logged_seen);
             logged_sum = *loss_sum;
             logged_seen = seen;
         }
     }
-    *images = t->interrupted_at >= 0 ? (t->interrupted_at - first) * t->steps.batch : count;
+    *images = t->interrupted_at >= 0 ? (t->interrupted_at - first) * step_images : count;
     return st;
 }
 
@@ -329,7 +347,7 @@ static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *imag
            b.count > 0)
         step++;
     bool stopped = false;
-    while (st == NN_OK && !(stopped = stop_requested(t)) && (st = nn_loader_next(t->photo.train_loader, &b)) == NN_OK &&
+    while (st == NN_OK && !(stopped = stop_before(t, step)) && (st = nn_loader_next(t->photo.train_loader, &b)) == NN_OK &&
            b.count > 0) {
         st = every_rank_has_the_batch(t, b.first / t->steps.batch, step);
         if (st == NN_OK) st = device_steps_host_step(&t->steps, b.images, b.labels, b.count);
@@ -371,6 +389,9 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     progress_begin_epoch(bar, epoch, steps);
     double start = now_seconds(), loss_sum = 0, correct = 0;
     int64_t count = 0, first = t->resume_step;
+    /* --stop-after-step inside this epoch (at its end, the epoch finishes as any other). */
+    const int64_t stop = c->stop_after_step - t->steps_done + first;
+    t->stop_step = c->stop_after_step > 0 && stop > first && stop < steps ? stop : -1;
     loss_guard_begin_epoch(&t->guard, first + 1);
     nn_status st = t->photos ? photo_epoch(t, bar, epoch, &count, &loss_sum, &correct)
                              : device_epoch(t, bar, epoch, steps, first, &count, &loss_sum, &correct);
@@ -410,10 +431,11 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
      * figures (BatchNorm statistics differ by rank), so that --save-best and
      * --patience decide alike on every rank. */
     stats->test_loss = stats->test_acc = 0;
-    if (dist_train_is_main(&t->dist))
-        st = t->photos ? photo_evaluate(t->ctx, t->net, &t->photo, &stats->test_loss, &stats->test_acc, NULL)
-                       : evaluate(t->ctx, t->net, &t->data.test, t->data.norm, t->data.classes, &stats->test_loss,
-                                  &stats->test_acc, NULL);
+    if (c->no_eval) stats->test_loss = stats->test_acc = NAN; /* none: the logs write null or an empty field */
+    else if (dist_train_is_main(&t->dist))
+        st = t->photos ? photo_evaluate(t->ctx, t->net, &t->photo, bar, &stats->test_loss, &stats->test_acc, NULL)
+                       : evaluate(t->ctx, t->net, &t->data.test, t->data.norm, t->data.classes, c->eval_limit, bar,
+                                  &stats->test_loss, &stats->test_acc, NULL);
     double figures[2] = {stats->test_loss, stats->test_acc};
     if (st == NN_OK) st = dist_train_from_main(&t->dist, figures, 2);
     stats->test_loss = figures[0], stats->test_acc = figures[1];
@@ -472,6 +494,11 @@ static int resume(trainer *t) {
                 c->resume, (long long)p.epoch, (long long)c->epochs);
         return EXIT_BAD_INPUT;
     }
+    if (c->stop_after_step > 0 && p.step >= c->stop_after_step) {
+        fprintf(stderr, "nnengine train: --resume %s has already trained %lld optimizer steps (--stop-after-step "
+                        "%lld)\n", c->resume, (long long)p.step, (long long)c->stop_after_step);
+        return EXIT_BAD_INPUT;
+    }
     if (p.best_epoch > 0 && (p.best_metric < 0 || (strcmp(p.best_by, "accuracy") == 0 && p.best_metric > 1))) {
         fprintf(stderr, "nnengine train: --resume %s holds a best %s of %g, which no run gives (an accuracy is in "
                         "[0, 1], a loss at least 0)\n", c->resume, p.best_by, p.best_metric);
@@ -485,6 +512,7 @@ static int resume(trainer *t) {
     t->first_epoch = (int)p.epoch + 1;
     t->steps_done = p.step;
     t->resume_step = p.epoch_step;
+    if (c->checkpoint && paths_name_the_same_file(c->checkpoint, c->resume)) t->guard.checkpoint_epoch = p.epoch;
     if (p.epoch_step)
         fprintf(stderr, "resuming from %s within epoch %lld after its step %lld (stopped part way)\n", c->resume,
                 (long long)p.epoch + 1, (long long)p.epoch_step);
@@ -598,7 +626,8 @@ static int setup_memory_data(trainer *t, char *why, size_t why_size) {
 static int setup_photo_data(trainer *t, int channels, int height, int width, char *why, size_t why_size) {
     train_config *c = &t->config;
     photo_options o = {.channels = channels, .height = height, .width = width, .batch = c->batch,
-                       .limit = c->limit, .validation_fraction = c->validation_fraction, .seed = (uint64_t)c->seed,
+                       .limit = c->limit, .eval_limit = c->eval_limit,
+                       .validation_fraction = c->validation_fraction, .seed = (uint64_t)c->seed,
                        .normalize = c->normalize, .workers = (int)c->workers, .flip = c->flip,
                        .random_crop = c->random_crop, .rank = t->dist.rank, .ranks = t->dist.size};
     int status = photo_data_load("train", c->data, &o, &t->photo);
@@ -741,13 +770,20 @@ static int setup(trainer *t) {
                        : device_steps_open(&t->steps, t->ctx, t->net, t->opt, &t->data.train, t->data.norm, c->batch,
                                            &extras, !c->no_capture);
     /* The schedule spans every epoch's optimizer steps. */
+    const int64_t per_epoch = device_steps_per_epoch(&t->steps);
     if (st == NN_OK) {
-        nn_schedule_options o = schedule_options(c, device_steps_per_epoch(&t->steps) * c->epochs);
+        nn_schedule_options o = schedule_options(c, per_epoch * c->epochs);
         t->steps.schedule = t->schedule = nn_schedule_new(t->opt, &o);
         if (!t->schedule) st = nn_last_status();
     }
     if (st != NN_OK) { /* the library refusing a value the flags gave is bad input, as the CLI's own checks */
         fprintf(stderr, "nnengine train: %s\n", library_error());
+        /* A run too short for its schedule (a small --limit): say which flags make it fit. */
+        if (st == NN_ERR_ARGUMENT && t->schedule == NULL && strstr(library_error(), "nn_schedule_new"))
+            fprintf(stderr, "nnengine train: the run has %lld optimizer step%s (--epochs %lld x %lld an epoch); give "
+                            "more --epochs, more images (--limit) or a smaller --batch, or another --schedule "
+                            "(constant or cosine fit any length)\n", (long long)(per_epoch * c->epochs),
+                    per_epoch * c->epochs == 1 ? "" : "s", (long long)c->epochs, (long long)per_epoch);
         return st == NN_ERR_ARGUMENT ? EXIT_BAD_INPUT : EXIT_FAILURE_RUNTIME;
     }
     t->order = t->photos ? NULL : malloc(sizeof(int64_t) * t->data.train.count);
@@ -826,6 +862,7 @@ static int write_checkpoint(trainer *t, int epoch) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
         return EXIT_FAILURE_RUNTIME;
     }
+    if (t->interrupted_at < 0) t->guard.checkpoint_epoch = epoch;
     if (t->interrupted_at >= 0) fprintf(stderr, "wrote the training state to %s\n", t->config.checkpoint);
     return EXIT_OK;
 }
@@ -833,10 +870,14 @@ static int write_checkpoint(trainer *t, int epoch) {
 /* An epoch's figures as TensorBoard scalars, the epoch as the step. */
 static bool tensorboard_epoch(tensorboard *tb, const epoch_stats *s, const char *test_name) {
     char test_loss[32], test_acc[32];
-    snprintf(test_loss, sizeof test_loss, "%s/loss", test_name);
-    snprintf(test_acc, sizeof test_acc, "%s/accuracy", test_name);
+    snprintf(test_loss, sizeof test_loss, "%s/loss", test_name ? test_name : "test");
+    snprintf(test_acc, sizeof test_acc, "%s/accuracy", test_name ? test_name : "test");
     const char *tags[5] = {"train/loss", "train/accuracy", test_loss, test_acc, "train/images_per_s"};
     double values[5] = {s->train_loss, s->train_acc, s->test_loss, s->test_acc, s->images_per_s};
+    if (!test_name) { /* --no-eval: the train figures only */
+        tags[2] = tags[4], values[2] = values[4];
+        return tensorboard_scalars(tb, s->epoch, tags, values, 3);
+    }
     return tensorboard_scalars(tb, s->epoch, tags, values, 5);
 }
 
@@ -883,7 +924,8 @@ static int keep_best(trainer *t, const epoch_stats *s, const char *test_name, bo
 
 static int train(train_config config) {
     if (!model_known(config.model)) {
-        fprintf(stderr, "nnengine train: unknown model '%s' (known: %s)\n", config.model, models_names());
+        char unknown[512];
+        fprintf(stderr, "nnengine train: %s\n", model_unknown(config.model, unknown, sizeof unknown));
         return EXIT_BAD_INPUT;
     }
     if (!optimizer_known(config.optimizer)) {
@@ -894,6 +936,14 @@ static int train(train_config config) {
     if (config.freeze.count && (config.checkpoint || config.resume)) {
         fprintf(stderr, "nnengine train: --freeze cannot be combined with --checkpoint or --resume (a training "
                         "state holds every parameter's optimizer state)\n");
+        return EXIT_BAD_INPUT;
+    }
+    /* --no-eval leaves nothing for these to compare or limit. */
+    const char *needs_eval = config.save_best ? "--save-best" : config.patience ? "--patience"
+                           : config.eval_limit ? "--eval-limit" : NULL;
+    if (config.no_eval && needs_eval) {
+        fprintf(stderr, "nnengine train: --no-eval cannot be combined with %s, which needs the evaluation after "
+                        "each epoch\n", needs_eval);
         return EXIT_BAD_INPUT;
     }
     nn_schedule_kind kind;
@@ -917,7 +967,7 @@ static int train(train_config config) {
                         "would stay the untrained initial weights\n", config.ema);
         return EXIT_BAD_INPUT;
     }
-    trainer t = {.config = config, .interrupted_at = -1, .guard = {.allow_nan = config.allow_nan}};
+    trainer t = {.config = config, .interrupted_at = -1, .stop_step = -1, .guard = {.allow_nan = config.allow_nan}};
     train_config *c = &t.config;
     rank_flag flags[64];
     const int flag_count = shared_flags(c, flags); /* before --global-batch gives this rank its share */
@@ -927,6 +977,7 @@ static int train(train_config config) {
     if (!dist_train_is_main(&t.dist)) /* rank 0 writes the files */
         c->save = c->checkpoint = c->log = c->save_best = c->tensorboard = NULL;
     t.guard.checkpoint = c->checkpoint;
+    t.guard.checkpoint_epoch = -1;
     if (!best_epoch_parse_metric(c->save_best_by, &t.best.by_loss)) {
         fprintf(stderr, "nnengine train: --save-best-by takes accuracy or loss, got '%s'\n", c->save_best_by);
         return dist_train_finish(&t.dist, EXIT_BAD_INPUT);
@@ -937,6 +988,11 @@ static int train(train_config config) {
     }
     int status = setup(&t);
     if (status == EXIT_OK) interrupt_install();
+    const int64_t test_images = t.photos ? t.photo.test.count : t.data.test.count;
+    if (status == EXIT_OK && c->eval_limit && c->eval_limit < test_images)
+        fprintf(stderr, "evaluating on the first %lld of the %lld %s images after each epoch (--eval-limit)\n",
+                (long long)c->eval_limit, (long long)test_images,
+                (t.photos ? t.photo.test_is_validation : t.data.test_is_validation) ? "validation" : "test");
     progress bar;
     progress_init(&bar, (int)c->epochs);
     const char *test_name = (t.photos ? t.photo.test_is_validation : t.data.test_is_validation) ? "val" : "test";
@@ -959,24 +1015,35 @@ static int train(train_config config) {
                 break;
             }
         }
-        print_epoch_line(&stats, (int)c->epochs, test_name);
+        print_epoch_line(&stats, (int)c->epochs, c->no_eval ? NULL : test_name);
         if (t.log && !((t.log_as == LOG_CSV ? write_epoch_csv(t.log, &stats) : write_epoch_json(t.log, &stats)) &&
                        log_flushed(t.log))) {
             lose_log(&t, "--log", c->log, &t.log, errno);
         }
-        if (t.tb.file && !tensorboard_epoch(&t.tb, &stats, test_name)) {
+        if (t.tb.file && !tensorboard_epoch(&t.tb, &stats, c->no_eval ? NULL : test_name)) {
             lose_log(&t, "--tensorboard", t.tb.path, NULL, errno);
             tensorboard_close(&t.tb);
         }
         bool stop = false;
         if (status == EXIT_OK) status = keep_best(&t, &stats, test_name, &stop);
         if (status == EXIT_OK) status = write_checkpoint(&t, epoch);
+        if (c->stop_after_step > 0 && t.steps_done >= c->stop_after_step && epoch < last) {
+            fprintf(stderr, "stopped after step %lld of the run (--stop-after-step) at the end of epoch %d\n",
+                    (long long)t.steps_done, epoch);
+            break;
+        }
         if (stop) break;
     }
-    /* Ctrl+C: the steps so far are kept as an uninterrupted run's would be. */
+    /* Ctrl+C or --stop-after-step: the steps so far are kept as an
+     * uninterrupted run's would be. */
     if (status == EXIT_INTERRUPTED) {
-        fprintf(stderr, "stopped by %s in epoch %d after step %lld of %lld\n", interrupt_name(), epoch,
-                (long long)t.interrupted_at, (long long)device_steps_per_epoch(&t.steps));
+        if (t.stopped_by_step)
+            fprintf(stderr, "stopped after step %lld of the run (--stop-after-step) in epoch %d after step %lld of "
+                            "%lld\n", (long long)t.steps_done, epoch, (long long)t.interrupted_at,
+                    (long long)device_steps_per_epoch(&t.steps));
+        else
+            fprintf(stderr, "stopped by %s in epoch %d after step %lld of %lld\n", interrupt_name(), epoch,
+                    (long long)t.interrupted_at, (long long)device_steps_per_epoch(&t.steps));
         if (write_checkpoint(&t, epoch - 1) != EXIT_OK) status = EXIT_FAILURE_RUNTIME;
     }
     if (status == EXIT_OK && t.opt && nn_optimizer_loss_scale_stats(t.opt, &scale, &skipped) == NN_OK)
@@ -1001,6 +1068,7 @@ static int train(train_config config) {
     if (status == EXIT_INTERRUPTED && t.dist.size > 1) dist_train_sum(&t.dist, &files_written, 1);
     interrupt_restore();
     close_logs(&t);
+    if (status == EXIT_INTERRUPTED && t.stopped_by_step) status = EXIT_OK; /* asked for: not a failure */
     if (status == EXIT_OK && t.logs_lost) status = EXIT_FAILURE_RUNTIME;
     trainer_free(&t);
     return dist_train_finish(&t.dist, status);
@@ -1052,11 +1120,14 @@ int command_train(int argc, char **argv) {
         {"--allow-nan", OPTION_SWITCH, &c.allow_nan, 0, 0, NULL, "train on when the loss becomes nan or inf (default: stop with exit 1, keeping the last --checkpoint)"},
         {"--no-capture", OPTION_SWITCH, &c.no_capture, 0, 0, NULL, "run each step eagerly (default: capture one step, replay it)"},
         {"--stop-after", OPTION_INT, &c.stop_after, 0, 1e6, "E", "end after epoch E; the schedule still spans --epochs (default 0: run all)"},
+        {"--stop-after-step", OPTION_INT, &c.stop_after_step, 0, 1e15, "S", "stop after optimizer step S of the run (--resume continues its count), saving the weights and --checkpoint as Ctrl+C does, for a later --resume (default 0: run all)"},
         {"--init", OPTION_STRING, &c.init, 0, 0, "FILE", "start from these weights (a state_dict in safetensors, e.g. torchvision's; strict)"},
         {"--classes", OPTION_INT, &c.classes, 1, 1 << 20, "K", "a classifier (fc, classifier.1, ...) of K outputs; with --init, the file's is skipped unless it has K"},
         {"--freeze", OPTION_STRING_LIST, &c.freeze, 0, 0, "PREFIX", "parameters whose name starts with PREFIX are not trained (repeatable)"},
         {"--save-best", OPTION_STRING, &c.save_best, 0, 0, "FILE", "after each epoch that beats the previous ones on the test (or validation) set, write the weights"},
         {"--save-best-by", OPTION_STRING, &c.save_best_by, 0, 0, "M", "what --save-best and --patience compare: accuracy (default) or loss"},
+        {"--eval-limit", OPTION_INT, &c.eval_limit, 1, 1e12, "N", "evaluate after each epoch on the first N test (or validation) images only (default: all)"},
+        {"--no-eval", OPTION_SWITCH, &c.no_eval, 0, 0, NULL, "no evaluation after the epochs (the epoch line and logs then have no test figures)"},
         {"--class-names", OPTION_STRING, &c.class_names, 0, 0, "FILE", "the data's class names, one per line (IDX files have none; examples/fashion-mnist.names), saved with the weights"},
         {"--patience", OPTION_INT, &c.patience, 0, 1e6, "N", "stop early after N epochs without a better one (default 0: never)"},
         {"--tensorboard", OPTION_STRING, &c.tensorboard, 0, 0, "DIR", "write each epoch's losses and accuracies as TensorBoard scalars to an event file in DIR"},

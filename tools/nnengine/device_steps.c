@@ -94,21 +94,28 @@ static nn_status gather_full_batch(device_steps *s) {
     return nn_device_dataset_gather(s->data, s->counter, 0, s->x, s->y);
 }
 
-/* The start of an epoch: step counter and sums at zero. */
-static nn_status reset_epoch(device_steps *s) {
-    int32_t zero = 0;
-    TRY(nn_tensor_write(s->counter, &zero, sizeof zero));
+/* The start of an epoch, or of its part from full batch `batches` on: the
+ * step counter there (the batches before it are done), the sums at zero. */
+static nn_status reset_epoch(device_steps *s, int64_t batches) {
+    int32_t counter = (int32_t)batches; /* at most an epoch's batches: the gather's positions are 32-bit */
+    TRY(nn_tensor_write(s->counter, &counter, sizeof counter));
     return nn_tensor_fill(s->sums, 0.0f);
 }
 
-nn_status device_steps_begin_host_epoch(device_steps *s) { return reset_epoch(s); }
+nn_status device_steps_begin_host_epoch(device_steps *s) { return reset_epoch(s, 0); }
 
-nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, int epoch) {
+nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, int epoch, int64_t first) {
     TRY(nn_device_dataset_set_order(s->data, order, s->images));
-    /* every gather draws once: an epoch gathers its first batch, one after each full batch and its last */
-    TRY(nn_device_dataset_set_draw(s->data, (int64_t)(epoch - 1) * (s->full_batches_per_epoch + 2)));
-    TRY(reset_epoch(s));
-    return s->full_steps > 0 ? gather_full_batch(s) : NN_OK; /* the first step's batch */
+    /* Every gather draws once: an epoch gathers its first batch, one after
+     * each full batch (the last full step's too) and its last; a full
+     * batch's draw is then the epoch's first plus the full batches before
+     * it, and the last step's follows the one after the full steps. */
+    const int64_t done = first * s->accumulate; /* full batches of the steps before `first` */
+    const bool full = first < s->full_steps;
+    const int64_t after_full = !full && s->full_steps > 0 ? 1 : 0;
+    TRY(nn_device_dataset_set_draw(s->data, (int64_t)(epoch - 1) * (s->full_batches_per_epoch + 2) + done + after_full));
+    TRY(reset_epoch(s, done));
+    return full ? gather_full_batch(s) : NN_OK; /* the first step's batch */
 }
 
 /* One micro-batch (x, y) of an optimizer step: the gradients are zeroed

@@ -74,10 +74,12 @@ nn_status device_steps_host_step(device_steps *s, const float *images, const int
 
 /* Optimizer steps per epoch (the last may take fewer or smaller batches). */
 int64_t device_steps_per_epoch(const device_steps *s);
-/* The epoch's order of the training images (its first s->images); zeroes the sums; the
- * augmentation's draws continue from where epoch `epoch` (1, 2, ...) starts,
- * so a resumed run draws what an uninterrupted one would. */
-nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, int epoch);
+/* The epoch's order of the training images (its first s->images); zeroes the
+ * sums. The steps run from optimizer step `first` of the epoch (0, or where
+ * an interrupted epoch stopped; below device_steps_per_epoch): its batches and the augmentation's draws
+ * continue from where epoch `epoch` (1, 2, ...) reaches that step, so a
+ * resumed run trains on and draws what an uninterrupted one would. */
+nn_status device_steps_begin_epoch(device_steps *s, const int64_t *order, int epoch, int64_t first);
 /* Runs the epoch's steps [from, to) (to <= steps per epoch), in order. */
 nn_status device_steps_run(device_steps *s, int64_t from, int64_t to);
 /* The summed loss and correct predictions of the epoch's steps so far

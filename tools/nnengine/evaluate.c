@@ -22,8 +22,9 @@ int64_t count_correct(const float *logits, const int32_t *labels, int64_t rows, 
     return correct;
 }
 
-nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normalization norm,
-                   int classes, double *loss, double *accuracy, confusion *matrix) {
+nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normalization norm, int classes,
+                   int64_t limit, progress *bar, double *loss, double *accuracy, confusion *matrix) {
+    const int64_t count = limit > 0 && limit < data->count ? limit : data->count;
     int64_t image = (int64_t)data->channels * data->height * data->width;
     int64_t chunk = image > 0 ? EVAL_CHUNK_VALUES / image : EVAL_CHUNK_MAX;
     if (chunk > EVAL_CHUNK_MAX) chunk = EVAL_CHUNK_MAX;
@@ -43,8 +44,9 @@ nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normaliz
     double loss_sum = 0;
     int64_t correct = 0;
     nn_status status = NN_OK;
-    for (int64_t start = 0; status == NN_OK && start < data->count; start += chunk) {
-        int64_t n = data->count - start < chunk ? data->count - start : chunk;
+    for (int64_t start = 0; status == NN_OK && start < count; start += chunk) {
+        int64_t n = count - start < chunk ? count - start : chunk;
+        if (bar) progress_evaluating(bar, start, count);
         for (int64_t i = 0; i < n; i++) indices[i] = start + i;
         status = nn_dataset_gather(data, indices, n, norm.mean, norm.std, x_host, y_host);
         int64_t x_shape[4] = {n, data->channels, data->height, data->width}, y_shape[1] = {n};
@@ -69,9 +71,10 @@ nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normaliz
     nn_ctx_set_grad_enabled(ctx, was_enabled);
     nn_module_set_training(net, was_training);
     free(x_host), free(logits), free(y_host), free(indices);
+    if (bar) progress_clear(bar);
     if (status == NN_OK) {
-        *loss = loss_sum / data->count;
-        *accuracy = (double)correct / data->count;
+        *loss = loss_sum / count;
+        *accuracy = (double)correct / count;
     }
     return status;
 }

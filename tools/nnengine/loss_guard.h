@@ -13,6 +13,7 @@ typedef struct loss_guard {
     bool allow_nan;        /* --allow-nan: warn once and train on */
     bool warned;
     const char *checkpoint; /* --checkpoint, named in the message (or NULL) */
+    int64_t checkpoint_epoch; /* the epoch whose state the checkpoint file holds, or -1: not written yet */
     int64_t checked_step;  /* the last step whose sum was found finite */
 } loss_guard;
 

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "suggest.h"
+
 typedef struct model_entry {
     const char *name;
     const char *description;
@@ -31,6 +33,15 @@ static const int mlp_hidden[] = {300, 100};
 
 const char *models_names(void) {
     return "lenet5, mlp, alexnet, alexnet-tv, resnet18, resnet34, resnet50, mobilenet_v2, resnet18-cifar";
+}
+
+const char *model_unknown(const char *name, char *text, size_t size) {
+    const char *names[MODEL_COUNT];
+    for (int i = 0; i < MODEL_COUNT; i++) names[i] = models[i].name;
+    const char *near = suggest_name(name, strlen(name), names, MODEL_COUNT);
+    if (near) snprintf(text, size, "unknown model '%s' (did you mean %s? known: %s)", name, near, models_names());
+    else snprintf(text, size, "unknown model '%s' (known: %s)", name, models_names());
+    return text;
 }
 
 static const model_entry *find(const char *name) {
@@ -89,7 +100,7 @@ nn_module *model_build(nn_ctx *ctx, const char *name, int channels, int height, 
     } else if (strcmp(name, "mlp") == 0) {
         net = nn_mlp(ctx, channels * height * width, mlp_hidden, 2, classes, NN_INIT_KAIMING_UNIFORM);
     } else {
-        snprintf(why, why_size, "unknown model '%s' (known: %s)", name, models_names());
+        model_unknown(name, why, why_size);
         return NULL;
     }
     if (!net) snprintf(why, why_size, "%s", nn_last_error());

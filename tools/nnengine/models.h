@@ -8,6 +8,8 @@
 
 /* "lenet5, mlp, alexnet, ...": every model's name, for help texts and error messages. */
 const char *models_names(void);
+/* "unknown model 'resnet18cifar' (did you mean resnet18-cifar? known: ...)" in text. */
+const char *model_unknown(const char *name, char *text, size_t size);
 bool model_known(const char *name);
 /* One line describing the model. */
 const char *model_description(const char *name);

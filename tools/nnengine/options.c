@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "suggest.h"
+
 static const option_spec *find_option(const command_spec *command, const char *name, size_t length) {
     for (int i = 0; i < command->option_count; i++) {
         const char *candidate = command->options[i].name;
@@ -20,6 +22,18 @@ static int bad(const command_spec *command, const char *fmt, const char *a, cons
     fprintf(stderr, fmt, a, b);
     fprintf(stderr, "\n(see: nnengine %s --help)\n", command->name);
     return EXIT_BAD_INPUT;
+}
+
+/* An unknown flag, with the known one it may be a typo of (and --help). */
+static int unknown_flag(const command_spec *command, const char *word, size_t length) {
+    const char *names[256];
+    int count = 0;
+    for (int i = 0; i < command->option_count && count < 255; i++) names[count++] = command->options[i].name;
+    names[count++] = "--help";
+    const char *near = suggest_name(word, length, names, count);
+    char hint[96] = "";
+    if (near) snprintf(hint, sizeof hint, " (did you mean %s?)", near);
+    return bad(command, "unknown flag '%s'%s", word, hint);
 }
 
 static int set_value(const command_spec *command, const option_spec *option, const char *value) {
@@ -116,7 +130,7 @@ int options_parse(const command_spec *command, int argc, char **argv, bool *help
         const char *equals = strchr(word, '=');
         size_t length = equals ? (size_t)(equals - word) : strlen(word);
         const option_spec *option = find_option(command, word, length);
-        if (!option) return bad(command, "unknown flag '%s'%s", word, "");
+        if (!option) return unknown_flag(command, word, length);
         if (option->type == OPTION_SWITCH) {
             if (equals) return bad(command, "%s takes no value%s", option->name, "");
             *(bool *)option->target = true;

@@ -45,6 +45,13 @@ static bool same_file(const char *a, const char *b, const char *place_a, const c
     return sa.st_ino != 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino; /* Windows reports no inodes */
 }
 
+bool paths_name_the_same_file(const char *a, const char *b) {
+    char *place_a = place_of(a), *place_b = place_of(b);
+    const bool same = same_file(a, b, place_a, place_b);
+    free(place_a), free(place_b);
+    return same;
+}
+
 int check_distinct_outputs(const char *command, const output_path *outputs, int count) {
     char **places = calloc((size_t)(count > 0 ? count : 1), sizeof *places);
     if (!places) {

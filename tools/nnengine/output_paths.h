@@ -7,6 +7,8 @@
 #ifndef NNENGINE_OUTPUT_PATHS_H
 #define NNENGINE_OUTPUT_PATHS_H
 
+#include <stdbool.h>
+
 typedef struct output_path {
     const char *flag; /* "--save" */
     const char *path; /* NULL: the flag was not given */
@@ -15,5 +17,7 @@ typedef struct output_path {
 /* Returns an exit status (EXIT_OK, or EXIT_BAD_INPUT having printed
  * "nnengine COMMAND: FLAG A and FLAG B name the same file ..."). */
 int check_distinct_outputs(const char *command, const output_path *outputs, int count);
+/* Whether paths a and b name the same file, by the rules above. */
+bool paths_name_the_same_file(const char *a, const char *b);
 
 #endif

@@ -74,7 +74,9 @@ int photo_data_load(const char *command, const char *dir, const photo_options *o
     lo.crop = o->random_crop ? NN_CROP_RANDOM_RESIZED : NN_CROP_NONE;
     int64_t count = o->limit > 0 && o->limit < out->train.count ? o->limit : out->train.count;
     out->train_loader = nn_loader_new(&out->train, NULL, count, &lo);
-    out->test_loader = out->train_loader ? nn_loader_new(&out->test, NULL, out->test.count, &eval) : NULL;
+    const int64_t evaluated = o->eval_limit > 0 && o->eval_limit < out->test.count ? o->eval_limit : out->test.count;
+    out->test_loader = out->train_loader ? nn_loader_new(&out->test, NULL, evaluated, &eval) : NULL;
+    out->evaluated = evaluated;
     if (out->test_loader && o->ranks > 1 && nn_loader_shard(out->train_loader, o->rank, o->ranks) != NN_OK) {
         fprintf(stderr, "nnengine %s: %s (give fewer ranks, a smaller --batch or more images)\n", command,
                 library_error());
@@ -119,7 +121,7 @@ static nn_status evaluate_batch(nn_ctx *ctx, nn_module *net, const nn_batch *b, 
     return st;
 }
 
-nn_status photo_evaluate(nn_ctx *ctx, nn_module *net, photo_data *d, double *loss, double *accuracy,
+nn_status photo_evaluate(nn_ctx *ctx, nn_module *net, photo_data *d, progress *bar, double *loss, double *accuracy,
                          confusion *matrix) {
     int64_t two[1] = {2};
     nn_tensor *sums = nn_tensor_new(ctx, NN_F32, 1, two);
@@ -131,9 +133,11 @@ nn_status photo_evaluate(nn_ctx *ctx, nn_module *net, photo_data *d, double *los
     nn_status st = nn_loader_start_epoch(d->test_loader, 0);
     nn_batch b;
     while (st == NN_OK && (st = nn_loader_next(d->test_loader, &b)) == NN_OK && b.count > 0) {
+        if (bar) progress_evaluating(bar, seen, d->evaluated);
         st = evaluate_batch(ctx, net, &b, d->channels, d->height, d->width, sums, matrix);
         seen += b.count;
     }
+    if (bar) progress_clear(bar);
     nn_module_set_training(net, was_training);
     nn_ctx_set_grad_enabled(ctx, was_enabled);
     float total[2] = {0, 0};

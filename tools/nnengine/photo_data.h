@@ -9,10 +9,12 @@
 #include "nn_engine.h"
 #include "nn_loader.h"
 #include "confusion.h"
+#include "progress.h"
 
 typedef struct photo_options {
     int channels, height, width; /* the model's input */
     int64_t batch, limit;        /* limit: the first N training images (0: all) */
+    int64_t eval_limit;          /* the first N test (or validation) images evaluated (0: all) */
     double validation_fraction;
     uint64_t seed;
     const char *normalize;       /* auto (ImageNet's mean and std), none, or MEAN,STD */
@@ -26,6 +28,7 @@ typedef struct photo_data {
     nn_image_index train, test;
     bool test_is_validation;
     nn_loader *train_loader, *test_loader;
+    int64_t evaluated; /* the test images the test loader gives */
     int classes;
     int channels, height, width;
     float mean[3], std[3];
@@ -39,9 +42,10 @@ int photo_data_load(const char *command, const char *dir, const photo_options *o
 void photo_data_free(photo_data *d);
 
 /* Mean cross-entropy and accuracy of `net` (in evaluation mode) on the test
- * images; each prediction also counted in `matrix` when not NULL (the
- * logits then read back batch by batch). Returns the library's status. */
-nn_status photo_evaluate(nn_ctx *ctx, nn_module *net, photo_data *d, double *loss, double *accuracy,
+ * images (the first eval_limit of them); each prediction also counted in
+ * `matrix` when not NULL (the logits then read back batch by batch), the
+ * images done shown on `bar` when not NULL. Returns the library's status. */
+nn_status photo_evaluate(nn_ctx *ctx, nn_module *net, photo_data *d, progress *bar, double *loss, double *accuracy,
                          confusion *matrix);
 
 #endif

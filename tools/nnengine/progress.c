@@ -93,6 +93,15 @@ void progress_update(progress *p, int64_t step, int64_t images, double running_l
     fflush(stdout);
 }
 
+void progress_evaluating(progress *p, int64_t images, int64_t total) {
+    if (!p->enabled) return;
+    const double now = now_seconds();
+    if (images > 0 && now - p->last_draw < 0.1) return;
+    p->last_draw = now;
+    printf("\repoch %d/%d evaluating %lld/%lld\033[K", p->epoch, p->epochs, (long long)images, (long long)total);
+    fflush(stdout);
+}
+
 void progress_clear(progress *p) {
     if (!p->enabled) return;
     fputs("\r\033[K", stdout);
@@ -101,9 +110,10 @@ void progress_clear(progress *p) {
 
 void print_epoch_line(const epoch_stats *s, int epochs, const char *test_name) {
     int width = epochs >= 100 ? 3 : epochs >= 10 ? 2 : 1;
-    printf("epoch %*d/%d  train loss %.4f acc %6.2f%%  %s loss %.4f acc %6.2f%%  %6.1f s  %6.0f img/s\n",
-           width, s->epoch, epochs, s->train_loss, 100 * s->train_acc, test_name, s->test_loss,
-           100 * s->test_acc, s->seconds, s->images_per_s);
+    printf("epoch %*d/%d  train loss %.4f acc %6.2f%%  ", width, s->epoch, epochs, s->train_loss, 100 * s->train_acc);
+    if (test_name) printf("%s loss %.4f acc %6.2f%%  ", test_name, s->test_loss, 100 * s->test_acc);
+    else printf("(not evaluated)  ");
+    printf("%6.1f s  %6.0f img/s\n", s->seconds, s->images_per_s);
     fflush(stdout);
 }
 
