@@ -21,7 +21,11 @@ def load_idx_pair(folder, split="train"):
     """(images [N, 1, H, W] float32 in [0, 1], labels [N] int32) from
     <split>-images-idx3-ubyte[.gz] and <split>-labels-idx1-ubyte[.gz] in
     `folder` (split "test" reads the t10k files), read by the library's IDX
-    reader (nn_dataset_load_idx)."""
+    reader (nn_dataset_load_idx). split is "train" or "test": IDX sets have
+    no other (a validation split is cut from train by the caller)."""
+    if split not in ("train", "test"):
+        raise ValueError(f"load_idx_pair: split must be 'train' or 'test' (IDX files come as train-* and t10k-*), "
+                         f"got {split!r}")
     prefix = "t10k" if split == "test" else split
 
     def find(stem):

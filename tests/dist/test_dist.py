@@ -155,6 +155,8 @@ def lenet_two_ranks_of_32_follow_one_process_of_64():
                   path("two.jsonl"), "--save", path("two.safetensors")), "2 ranks")
     assert "data parallel: 2 ranks" in p.stderr, p.stderr
     assert p.stdout.count("epoch 2/2  train loss") == 1, f"only rank 0 prints:\n{p.stdout}"
+    # Issue 41: Open MPI hands the ranks a terminal whatever mpirun's output is; no bar's control codes.
+    assert "\x1b" not in p.stdout and "\r" not in p.stdout, repr(p.stdout[:300])
     one, two = step_losses("one.jsonl"), step_losses("two.jsonl")
     assert len(one) == 20, one
     assert len(set(one)) > 10, f"the losses change from step to step: {one}"

@@ -122,6 +122,9 @@ def test_idx_dataset_reads_fashion_mnist():
     xb, yb = next(iter(DataLoader(ds, batch_size=13)))
     assert xb.shape == (13, 1, 28, 28) and 0.0 <= xb.numpy().min() and xb.numpy().max() <= 1.0
     np.testing.assert_array_equal(yb.numpy(), ds.arrays[1][:13])
+    # Issue 41: a split IDX files do not have names the ones they do.
+    with pytest.raises(ValueError, match="split must be 'train' or 'test'.*got 'val'"):
+        idx_dataset(folder, "val")
 
 
 @pytest.mark.parametrize("call, message", [

@@ -995,6 +995,9 @@ static int train(train_config config) {
                 (t.photos ? t.photo.test_is_validation : t.data.test_is_validation) ? "validation" : "test");
     progress bar;
     progress_init(&bar, (int)c->epochs);
+    /* Under mpirun no bar: Open MPI gives the ranks a terminal even when its
+     * own output goes to a file, which the bar's control codes would fill. */
+    if (t.dist.size > 1) bar.enabled = false;
     const char *test_name = (t.photos ? t.photo.test_is_validation : t.data.test_is_validation) ? "val" : "test";
     int64_t last = c->stop_after > 0 && c->stop_after < c->epochs ? c->stop_after : c->epochs;
     int epoch = t.first_epoch;
@@ -1051,7 +1054,7 @@ static int train(train_config config) {
                 (long long)skipped, skipped == 1 ? "" : "s", scale);
     uint64_t current, peak, reserved;
     if (status == EXIT_OK && nn_ctx_memory_stats(t.ctx, &current, &peak, &reserved) == NN_OK)
-        fprintf(stderr, "peak device memory %.1f MiB allocated, %.1f MiB reserved (%s)\n", peak / 1048576.0,
+        fprintf(stderr, "peak device memory %.1f MiB allocated (%.1f MiB reserved at the end) (%s)\n", peak / 1048576.0,
                 reserved / 1048576.0, nn_ctx_device_name(t.ctx));
     if ((status == EXIT_OK || status == EXIT_INTERRUPTED) && c->save) {
         /* --ema: the saved weights are the average (swapped in, saved, swapped back). */

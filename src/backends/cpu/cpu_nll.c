@@ -48,8 +48,9 @@ nn_status nn_cpu_nll_forward(const nn_nll_params *p, const float *input, const i
     if (p->reduction != 0) loss[0] = (float)(p->reduction == 1 ? sum / weights : sum);
     if (total_weight) total_weight[0] = (float)weights;
     if (bad >= 0)
-        return nn_set_error(NN_ERR_ARGUMENT, "nll_loss: target %d at position %lld is outside [0, %d) and is not "
-                            "ignore_index %d", (int)target[bad], (long long)bad, p->classes, p->ignore_index);
+        return nn_set_error(NN_ERR_ARGUMENT, "cross_entropy / nll_loss: target %d at position %lld is outside "
+                            "[0, %d) and is not ignore_index %d", (int)target[bad], (long long)bad, p->classes,
+                            p->ignore_index);
     return NN_OK;
 }
 

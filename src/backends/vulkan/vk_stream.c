@@ -289,9 +289,9 @@ nn_status vk_finish(vk_backend *vk) {
         status[3] = STATUS_SOFTMAX_CE;
         if (kind == STATUS_NLL)
             return nn_set_error(NN_ERR_ARGUMENT,
-                                "nll_loss: target %d at position %d is outside [0, %d) and is not ignore_index %d "
-                                "(found on the Vulkan device; reported at the first read or sync after the kernel "
-                                "ran)", (int)label, (int)row, (int)cols, (int)ignore_index);
+                                "cross_entropy / nll_loss: target %d at position %d is outside [0, %d) and is not "
+                                "ignore_index %d (found on the Vulkan device; reported at the first read or sync "
+                                "after the kernel ran)", (int)label, (int)row, (int)cols, (int)ignore_index);
         if (kind == STATUS_EMBEDDING)
             return nn_set_error(NN_ERR_ARGUMENT,
                                 "embedding: index %d at position %d is outside [0, %d) (found on the Vulkan "
