@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "bench_step.h"
-#include "bench_timing.h"
+#include "bench_replay.h"
 #include "core/graph.h" /* the tape, to read the model's convolutions off it */
 #include "nn_capture.h"
 #include "nn_engine.h"
@@ -84,16 +84,7 @@ static double time_kernel(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *ar
         if (nn_ctx_run(ctx, kernel, args, nargs, p) != NN_OK) die(nn_kernel_name(kernel));
     nn_capture *c = nn_capture_end(ctx);
     if (!c) die("capture end");
-    double *times = malloc(sizeof *times * (size_t)runs);
-    for (int i = 0; i < runs + 2; i++) {
-        const double t0 = now_ms();
-        if (nn_replay(c, 1) != NN_OK || nn_ctx_sync(ctx) != NN_OK) die("replay");
-        if (i >= 2) times[i - 2] = (now_ms() - t0) / reps;
-    }
-    const double ms = median(times, runs);
-    free(times);
-    nn_capture_free(c);
-    return ms;
+    return bench_replay_median_ms(ctx, c, reps, runs, "bench_conv_layers");
 }
 
 static double gflop(const nn_conv_params *p) {
