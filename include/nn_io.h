@@ -118,11 +118,20 @@ typedef struct nn_ema nn_ema;
 typedef struct nn_train_extras {
     nn_schedule *schedule;
     nn_ema *ema;
+    /* When saving (may be NULL): a description of the run, such as the
+     * settings it was started with, kept as metadata "run" (printable text,
+     * at most NN_TRAIN_STATE_RUN_MAX - 1 bytes) for nn_train_state_run. */
+    const char *run;
 } nn_train_extras;
+#define NN_TRAIN_STATE_RUN_MAX 4096
 nn_status nn_save_train_state_with(const char *path, const nn_module *module, const nn_optimizer *opt,
                                    const nn_train_extras *extras, const nn_train_progress *progress);
 nn_status nn_load_train_state_with(const char *path, nn_module *module, nn_optimizer *opt,
                                    const nn_train_extras *extras, nn_train_progress *progress);
+/* The "run" a training state was saved with (nn_train_extras.run) into
+ * out[size]: "" when it has none. Fails on a file that is no training
+ * state, and when the text does not fit. */
+nn_status nn_train_state_run(const char *path, char *out, size_t size);
 
 /* ---- ONNX export ----
  * From the graph recorded by a forward pass: the autograd tape is walked from

@@ -470,14 +470,14 @@ TEST(a_resumed_schedule_and_average_continue_bit_for_bit) {
         nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 1});
         scheduled_training t;
         if (scheduled_open(&t, ctx, true)) {
-            nn_train_extras extras = {t.schedule, t.ema};
+            nn_train_extras extras = {t.schedule, t.ema, NULL};
             nn_train_progress p = {.epoch = 1, .step = 9, .seed = 1};
             if (!resumed) {
                 CHECK(nn_step_runner_run(t.runner, 9) == NN_OK);
                 CHECK_MSG(nn_save_train_state_with(path, t.net, t.opt, &extras, &p) == NN_OK, "%s", nn_last_error());
                 CHECK(nn_load_train_state(path, t.net, t.opt, &p) != NN_OK &&
                       strstr(nn_last_error(), "schedule.step"));
-                nn_train_extras no_ema = {t.schedule, NULL};
+                nn_train_extras no_ema = {t.schedule, NULL, NULL};
                 CHECK(nn_load_train_state_with(path, t.net, t.opt, &no_ema, &p) != NN_OK &&
                       strstr(nn_last_error(), "moving-average"));
             } else {

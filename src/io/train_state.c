@@ -20,7 +20,8 @@
  *   optimizer (nn_optimizer_name) and its options (informational: a
  *   resumed run may change the learning rate; the optimizer and the state
  *   it keeps must match).
- * With nn_train_extras, also "schedule.step" (the schedule's counter) and
+ * With nn_train_extras, also "run" (the caller's description of the run) and
+ * "schedule.step" (the schedule's counter) and
  * "ema.<name>" (the moving average's shadow of each state_dict entry). With
  * dynamic loss scaling (nn_optimizer_enable_loss_scaling), "loss_scale.state":
  * the scale, the overflow flag, the good steps since the scale last changed
@@ -185,7 +186,7 @@ nn_status nn_save_train_state_with(const char *path, const nn_module *module, co
     snprintf(values[5], 32, "%" PRId64, progress->epoch_step);
     snprintf(values[6], 32, "%" PRId64, progress->best_epoch);
     snprintf(values[7], 32, "%.17g", progress->best_metric);
-    nn_st_meta meta[12 + MAX_OPTIONS] = {
+    nn_st_meta meta[13 + MAX_OPTIONS] = { /* 8 always, epoch_step, 3 of the best epoch, run */
         {"format", FORMAT_NAME}, {"format_version", FORMAT_VERSION},
         {"epoch", values[0]}, {"step", values[1]}, {"seed", values[2]},
         {"rng_state", values[3]}, {"rng_increment", values[4]}, {"optimizer", (char *)nn_optimizer_name(opt)},
@@ -196,6 +197,15 @@ nn_status nn_save_train_state_with(const char *path, const nn_module *module, co
         meta[meta_count++] = (nn_st_meta){"best_epoch", values[6]};
         meta[meta_count++] = (nn_st_meta){"best_metric", values[7]};
         meta[meta_count++] = (nn_st_meta){"best_by", (char *)progress->best_by};
+    }
+    if (extras && extras->run) {
+        const size_t length = strlen(extras->run);
+        bool printable = length < NN_TRAIN_STATE_RUN_MAX;
+        for (size_t i = 0; printable && i < length; i++) printable = (unsigned char)extras->run[i] >= 0x20;
+        if (!printable)
+            return nn_set_error(NN_ERR_ARGUMENT, "%s: extras->run must be printable text of at most %d bytes", who,
+                                NN_TRAIN_STATE_RUN_MAX - 1);
+        meta[meta_count++] = (nn_st_meta){"run", (char *)extras->run};
     }
     nn_optimizer_option options[MAX_OPTIONS];
     const int option_count = nn_optimizer_describe(opt, options, MAX_OPTIONS);
@@ -361,6 +371,24 @@ static nn_status check_extras(const char *who, const char *path, const nn_st_hea
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s: the file holds a dynamic loss scale (\"%s\") but the run does "
                                              "not scale its loss", who, path, LOSS_SCALE_NAME);
     return NN_OK;
+}
+
+nn_status nn_train_state_run(const char *path, char *out, size_t size) {
+    const char *who = "nn_train_state_run";
+    if (!out || size == 0) return nn_set_error(NN_ERR_ARGUMENT, "%s: no room for the text", who);
+    nn_st_file file;
+    NN_TRY(nn_st_open(who, path, &file));
+    const char *format = nn_st_meta_get(&file.header, "format");
+    const char *run = nn_st_meta_get(&file.header, "run");
+    nn_status status = NN_OK;
+    if (!format || strcmp(format, FORMAT_NAME) != 0)
+        status = nn_set_error(NN_ERR_ARGUMENT, "%s: %s is not an nn-engine training state", who, path);
+    else if (run && strlen(run) >= size)
+        status = nn_set_error(NN_ERR_ARGUMENT, "%s: %s: its run description (%zu bytes) does not fit %zu", who, path,
+                              strlen(run), size);
+    else snprintf(out, size, "%s", run ? run : "");
+    nn_st_close(&file);
+    return status;
 }
 
 nn_status nn_load_train_state_with(const char *path, nn_module *module, nn_optimizer *opt,

@@ -333,6 +333,8 @@ def eval_limit_and_no_eval():
     # --no-eval: no test figures in the epoch line and the log, and nothing that needs them.
     csv_log = path("no-eval.csv")
     p = expect(common + ["--no-eval", "--log", csv_log], 0)
+    # The peak is the run's, the reserved memory the end's (a peak above it read as a contradiction).
+    assert re.search(r"peak device memory [\d.]+ MiB allocated \([\d.]+ MiB reserved at the end\)", p.stderr), p.stderr
     lines = [l for l in p.stdout.splitlines() if l.startswith("epoch ")]
     assert len(lines) == 2 and all("(not evaluated)" in l and "test loss" not in l for l in lines), p.stdout
     rows = open(csv_log).read().splitlines()
@@ -457,13 +459,18 @@ def resume_continues_bit_for_bit():
     expect(const + ["--epochs", "4", "--resume", ck, "--batch", "16"], 2,
            "give the same --data, --limit, --batch and --accumulate")
     expect(const + ["--epochs", "4", "--resume", ck, "--accumulate", "2"], 2, "--accumulate 2")
-    p = run("train", "mlp", "--data", data, "--limit", "250", "--device", "cpu", "--batch", "32", "--seed", "4",
-            "--epochs", "4", "--schedule", "constant", "--resume", ck)
-    assert p.returncode == 2 and "l1.weight" in p.stderr and "in the file" in p.stderr, p.stderr[-500:]
+    # Issue 41: another model is refused by name (it was a tensor's shape), another setting named.
+    expect(["train", "mlp", "--data", data, "--limit", "250", "--device", "cpu", "--batch", "32", "--seed", "4",
+            "--epochs", "4", "--schedule", "constant", "--resume", ck], 2,
+           "--resume " + ck + " was saved by a run of model lenet5, not mlp")
+    p = expect(const + ["--epochs", "4", "--resume", ck, "--lr", "0.01", "--save", resumed], 0,
+               "was saved by a run with --lr (default); this run has --lr 0.01 and continues with it")
+    assert "was saved by a run with --epochs 2; this run has --epochs 4" in p.stderr, p.stderr
+    assert p.stderr.count("note: --resume") == 2, p.stderr  # --lr and --epochs; nothing else differs
     expect(const + ["--epochs", "4", "--resume", ck, "--limit", "200"], 2, "(200 images, batch 32,")
     expect(const + ["--epochs", "4", "--resume", full], 2, "full.st", "not an nn-engine training state")
     expect(const + ["--epochs", "2", "--resume", ck], 2, "already trained 2 epochs")
-    expect(["train", "mlp", "--data", data, "--resume", ck], 2, "ck.st", "in the file, expected")
+    expect(["train", "mlp", "--data", data, "--resume", ck], 2, "ck.st", "was saved by a run of model lenet5, not mlp")
     expect(const + ["--epochs", "4", "--checkpoint", path("missing", "ck.st")], 2, "cannot write")
 
 

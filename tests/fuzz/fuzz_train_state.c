@@ -67,7 +67,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         for (int s = 0; s < 3; s++) train_step();
         nn_train_progress p = {.epoch = 2, .step = 3, .seed = 7, .epoch_step = 1, .best_epoch = 1,
                                .best_metric = 0.75, .best_by = "accuracy"};
-        require(nn_save_train_state_with(seed, net, opt, &(nn_train_extras){schedule, ema}, &p) == NN_OK,
+        require(nn_save_train_state_with(seed, net, opt, &(nn_train_extras){schedule, ema, NULL}, &p) == NN_OK,
                 "the seed is written");
         exit(0);
     }
@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FILE *f = fopen(path, "wb");
     require(f && fwrite(data, 1, size, f) == size && fclose(f) == 0, "the fuzzer can write its file");
     nn_train_progress p;
-    nn_status st = nn_load_train_state_with(path, net, opt, &(nn_train_extras){schedule, ema}, &p);
+    nn_status st = nn_load_train_state_with(path, net, opt, &(nn_train_extras){schedule, ema, NULL}, &p);
     if (st == NN_OK) {
         require(p.epoch >= 0 && p.step >= 0 && p.epoch_step >= 0 && p.best_epoch >= 0 && p.best_epoch <= p.epoch,
                 "a loaded state's progress is within its bounds");
@@ -89,6 +89,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
         require(strstr(nn_last_error(), path) != NULL, "a refusal names the file");
     }
+    nn_clear_error();
+    /* The run's description: a string that fits, or a refusal naming the file. */
+    char run[64];
+    if (nn_train_state_run(path, run, sizeof run) == NN_OK)
+        require(memchr(run, 0, sizeof run) != NULL, "a run description is a string within its buffer");
+    else
+        require(strstr(nn_last_error(), path) != NULL, "a refusal names the file");
     nn_clear_error();
     unlink(path);
     return 0;

@@ -27,6 +27,7 @@
 #include "platform/files.h"
 #include "progress.h"
 #include "rank_flags.h"
+#include "saved_flags.h"
 #include "setup.h"
 #include "tensorboard.h"
 
@@ -159,6 +160,9 @@ typedef struct trainer {
     FILE *step_log;        /* --log-steps */
     char **class_names;    /* --class-names, for the data's training classes */
     bool logs_lost;        /* a log could not be written (lose_log): the run exits 1 after saving */
+    rank_flag flags[64];   /* the flags every rank shares, as given (before --global-batch splits the batch) */
+    int flag_count;
+    char run_flags[NN_TRAIN_STATE_RUN_MAX]; /* them as saved_flags.h writes them into --checkpoint, or "" */
 } trainer;
 
 /* What --save keeps besides the weights (nn_io.h's model info): the
@@ -455,12 +459,43 @@ static int check_output_path(const char *flag, const char *path) {
     return EXIT_BAD_INPUT;
 }
 
+/* A shared flag's value as a person reads it: a number as %g (the flags
+ * keep 17 digits), -1 (unset: the recipe's or optimizer's) as "(default)". */
+static const char *flag_shown(const char *value, char *out, size_t size) {
+    char *end;
+    const double v = strtod(value, &end);
+    if (end == value || *end) snprintf(out, size, "%s", value);
+    else if (v == -1) snprintf(out, size, "(default)");
+    else snprintf(out, size, "%g", v);
+    return out;
+}
+
 /* --resume: the state must come from a run with this data, batch and seed,
  * or the remaining epochs would not continue it. */
 static int resume(trainer *t) {
     const train_config *c = &t->config;
+    /* The flags the state was saved with: another model is refused by name,
+     * other settings are named (the run takes this run's, but then it is
+     * not the saved run continued bit for bit). */
+    char saved[NN_TRAIN_STATE_RUN_MAX], value[128];
+    if (nn_train_state_run(c->resume, saved, sizeof saved) != NN_OK) saved[0] = '\0'; /* the load says why */
+    for (int i = 0; i < t->flag_count; i++) {
+        const rank_flag *f = &t->flags[i];
+        if (!saved_flags_differ(saved, f, value, sizeof value)) continue;
+        if (strcmp(f->flag, "the model") == 0) {
+            fprintf(stderr, "nnengine train: --resume %s was saved by a run of model %s, not %s\n", c->resume, value,
+                    f->value);
+            return EXIT_BAD_INPUT;
+        }
+        if (strcmp(f->flag, "--resume") == 0 || strncmp(f->flag, "--stop-after", 12) == 0) continue;
+        if (!dist_train_is_main(&t->dist)) continue; /* rank 0 says it for all */
+        char then[128], now[128];
+        fprintf(stderr, "nnengine train: note: --resume %s was saved by a run with %s %s; this run has %s %s and "
+                        "continues with it (the saved run's flags would continue it bit for bit)\n", c->resume,
+                f->flag, flag_shown(value, then, sizeof then), f->flag, flag_shown(f->value, now, sizeof now));
+    }
     nn_train_progress p;
-    nn_train_extras extras = {t->schedule, t->ema};
+    nn_train_extras extras = {t->schedule, t->ema, NULL};
     if (nn_load_train_state_with(c->resume, t->net, t->opt, &extras, &p) != NN_OK) {
         fprintf(stderr, "nnengine train: --resume: %s\n", library_error());
         return EXIT_BAD_INPUT;
@@ -857,7 +892,7 @@ static int write_checkpoint(trainer *t, int epoch) {
     nn_train_progress done = {.epoch = epoch, .step = t->steps_done, .seed = (uint64_t)t->config.seed,
                               .epoch_step = t->interrupted_at > 0 ? t->interrupted_at : 0};
     best_epoch_save(&t->best, &done.best_epoch, &done.best_metric, done.best_by, sizeof done.best_by);
-    nn_train_extras extras = {t->schedule, t->ema};
+    nn_train_extras extras = {t->schedule, t->ema, t->run_flags[0] ? t->run_flags : NULL};
     if (nn_save_train_state_with(t->config.checkpoint, t->net, t->opt, &extras, &done) != NN_OK) {
         fprintf(stderr, "nnengine train: %s\n", library_error());
         return EXIT_FAILURE_RUNTIME;
@@ -969,8 +1004,10 @@ static int train(train_config config) {
     }
     trainer t = {.config = config, .interrupted_at = -1, .stop_step = -1, .guard = {.allow_nan = config.allow_nan}};
     train_config *c = &t.config;
-    rank_flag flags[64];
-    const int flag_count = shared_flags(c, flags); /* before --global-batch gives this rank its share */
+    t.flag_count = shared_flags(c, t.flags); /* before --global-batch gives this rank its share */
+    if (!saved_flags_format(t.flags, t.flag_count, t.run_flags, sizeof t.run_flags)) t.run_flags[0] = '\0';
+    rank_flag *flags = t.flags;
+    const int flag_count = t.flag_count;
     int started = dist_train_start(&t.dist, c->device, c->global_batch, &c->batch, &c->threads);
     if (started != EXIT_OK) return dist_train_finish(&t.dist, started);
     if ((started = rank_flags_agree(&t.dist, flags, flag_count)) != EXIT_OK) return dist_train_finish(&t.dist, started);

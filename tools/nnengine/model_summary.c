@@ -137,7 +137,9 @@ nn_status model_summary_print(nn_ctx *ctx, nn_module *net, const char *model, in
                 state += nn_tensor_numel(nn_optimizer_state(opt, p, k));
         const double mib = 1.0 / 1048576.0;
         fprintf(out, "total %s parameters (%s trainable): parameters %.2f MiB, gradients %.2f MiB, %s state %.2f MiB, "
-                     "activations about %.1f MiB per batch of %lld (the layers' outputs, kept for the backward pass)\n",
+                     "activations about %.1f MiB per batch of %lld (the layers' outputs, kept for the backward pass; "
+                     "workspace such as convolutions' column matrices comes on top: the run's peak is printed at "
+                     "its end)\n",
                 grouped(total, a, sizeof a), grouped(trainable, b, sizeof b), 4.0 * total * mib, 4.0 * trainable * mib,
                 optimizer_name, 4.0 * state * mib, 4.0 * s.leaf_outputs * batch * mib, (long long)batch);
     }
