@@ -23,6 +23,7 @@ import os
 import shutil
 import struct
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -493,7 +494,7 @@ def a_signal_to_one_rank_stops_every_rank_at_the_same_step():
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for line in p.stdout:  # the first epoch's line (EOF ends the loop too: the assertions then say why)
-            if "epoch 1/20" in line:
+            if re.match(r"epoch +1/20 ", line):
                 break
         ranks = sorted(int(x) for x in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
                                                       text=True).stdout.split())
