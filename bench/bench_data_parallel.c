@@ -60,24 +60,23 @@ static nn_capture *capture_step(nn_ctx *ctx, nn_module *net, nn_optimizer *opt, 
 }
 
 int main(int argc, char **argv) {
-    const char *name = "resnet18-cifar", *device = "vulkan";
-    int batch = 128, size = 28, channels = 1, classes = 10, steps = 20;
+    bench_model_args m = {.model = "resnet18-cifar", .device = "vulkan", .batch = 128, .size = 28, .channels = 1,
+                          .classes = 10};
+    int steps = 20;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
-        if (strcmp(a, "--model") == 0) name = v;
-        else if (strcmp(a, "--device") == 0) device = v;
-        else if (strcmp(a, "--batch") == 0) batch = atoi(v);
-        else if (strcmp(a, "--size") == 0) size = atoi(v);
-        else if (strcmp(a, "--channels") == 0) channels = atoi(v);
-        else if (strcmp(a, "--steps") == 0) steps = atoi(v);
+        if (bench_model_arg(&m, a, v)) continue;
+        if (strcmp(a, "--steps") == 0) steps = atoi(v);
         else {
-            fprintf(stderr, "usage: %s [--model M] [--device D] [--batch B] [--size S] [--channels C] [--steps N]\n",
-                    argv[0]);
+            fprintf(stderr, "usage: %s [--model M] [--device D] [--batch B] [--size S] [--channels C] [--classes K] "
+                            "[--steps N]\n", argv[0]);
             return 2;
         }
     }
-    if (batch < 1 || size < 1 || channels < 1 || steps < 1) {
-        fprintf(stderr, "bench_data_parallel: --batch, --size, --channels and --steps must be positive\n");
+    const char *name = m.model, *device = m.device;
+    const int batch = m.batch, size = m.size, channels = m.channels, classes = m.classes;
+    if (batch < 1 || size < 1 || channels < 1 || classes < 1 || steps < 1) {
+        fprintf(stderr, "bench_data_parallel: --batch, --size, --channels, --classes and --steps must be positive\n");
         return 2;
     }
     if (nn_dist_init() != NN_OK) die("nn_dist_init");

@@ -110,17 +110,12 @@ static void warm_up(nn_ctx *ctx, const shape *s) {
 }
 
 int main(int argc, char **argv) {
-    const char *name = "resnet18", *device = "vulkan";
-    int batch = 0, size = 0, channels = 0, classes = 0, reps = 10, runs = 7;
+    bench_model_args m = {.model = "resnet18", .device = "vulkan"};
+    int reps = 10, runs = 7;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
-        if (strcmp(a, "--model") == 0) name = v;
-        else if (strcmp(a, "--device") == 0) device = v;
-        else if (strcmp(a, "--batch") == 0) batch = atoi(v);
-        else if (strcmp(a, "--size") == 0) size = atoi(v);
-        else if (strcmp(a, "--channels") == 0) channels = atoi(v);
-        else if (strcmp(a, "--classes") == 0) classes = atoi(v);
-        else if (strcmp(a, "--reps") == 0) reps = atoi(v);
+        if (bench_model_arg(&m, a, v)) continue;
+        if (strcmp(a, "--reps") == 0) reps = atoi(v);
         else if (strcmp(a, "--runs") == 0) runs = atoi(v);
         else {
             fprintf(stderr, "usage: %s [--model M] [--batch B] [--size S] [--channels C] [--classes K] "
@@ -128,11 +123,9 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    const bool cifar = strcmp(name, "resnet18-cifar") == 0;
-    if (!batch) batch = strcmp(name, "resnet50") == 0 ? 64 : 128;
-    if (!size) size = cifar ? 28 : 224;
-    if (!channels) channels = cifar ? 1 : 3;
-    if (!classes) classes = cifar ? 10 : 1000;
+    bench_model_defaults(&m);
+    const char *name = m.model, *device = m.device;
+    const int batch = m.batch, size = m.size, channels = m.channels, classes = m.classes;
     if (batch < 1 || size < 1 || channels < 1 || classes < 1 || reps < 1 || runs < 1) die("arguments");
     nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .seed = 1});
     if (!ctx) die("context");

@@ -23,17 +23,14 @@ static void die(const char *what) {
 }
 
 int main(int argc, char **argv) {
-    const char *name = "resnet18-cifar", *device = "vulkan", *precision = "fp32";
-    int batch = 128, size = 28, channels = 1, classes = 10, steps = 30;
+    bench_model_args m = {.model = "resnet18-cifar", .device = "vulkan", .batch = 128, .size = 28, .channels = 1,
+                          .classes = 10};
+    const char *precision = "fp32";
+    int steps = 30;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
-        if (strcmp(a, "--model") == 0) name = v;
-        else if (strcmp(a, "--device") == 0) device = v;
-        else if (strcmp(a, "--batch") == 0) batch = atoi(v);
-        else if (strcmp(a, "--size") == 0) size = atoi(v);
-        else if (strcmp(a, "--channels") == 0) channels = atoi(v);
-        else if (strcmp(a, "--classes") == 0) classes = atoi(v);
-        else if (strcmp(a, "--steps") == 0) steps = atoi(v);
+        if (bench_model_arg(&m, a, v)) continue;
+        if (strcmp(a, "--steps") == 0) steps = atoi(v);
         else if (strcmp(a, "--precision") == 0) precision = v;
         else {
             fprintf(stderr, "usage: %s [--model M] [--device D] [--batch B] [--size S] [--channels C] "
@@ -41,6 +38,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
+    const char *name = m.model, *device = m.device;
+    const int batch = m.batch, size = m.size, channels = m.channels, classes = m.classes;
     if (batch < 1 || size < 1 || channels < 1 || classes < 1 || steps < 1) die("arguments");
     nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .seed = 1});
     if (!ctx) die("context");
