@@ -1,6 +1,7 @@
 /* Training state: a run of 4 epochs equals 2 epochs, save, resume in a fresh
  * context, 2 epochs, bit for bit; and a bad or mismatched state is refused
  * with nothing changed. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,4 +288,29 @@ TEST(train_state_refusals_change_nothing) {
     run_close(&a);
     run_close(&b);
     io_test_rmdir(dir);
+}
+
+/* A state of another model is named as such by the library (the CLI names
+ * the model from the run's flags; a state without them, as the C and Python
+ * APIs write, still gets this), before any optimizer state is blamed. */
+TEST(train_state_of_another_model_is_named) {
+    const char *dir = io_test_dir();
+    char path[512];
+    snprintf(path, sizeof path, "%s", io_test_path(dir, "other-model.safetensors"));
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 1, .seed = 3});
+    nn_module *mlp = io_test_mlp(ctx), *lenet = nn_lenet5(ctx, NN_INIT_KAIMING_UNIFORM);
+    nn_tensor *a[4], *b[10];
+    for (int i = 0; i < 4; i++) a[i] = nn_module_param(mlp, i);
+    for (int i = 0; i < 10; i++) b[i] = nn_module_param(lenet, i);
+    nn_optimizer *opt_a = nn_sgd_new(a, 4, &(nn_sgd_options){.lr = 0.1f, .momentum = 0.9f});
+    nn_optimizer *opt_b = nn_sgd_new(b, 10, &(nn_sgd_options){.lr = 0.1f, .momentum = 0.9f});
+    const nn_train_progress p = {.epoch = 1, .step = 3, .seed = 3};
+    CHECK_MSG(nn_save_train_state(path, mlp, opt_a, &p) == NN_OK, "%s", nn_last_error());
+    nn_train_progress back;
+    CHECK(nn_load_train_state(path, lenet, opt_b, &back) == NN_ERR_ARGUMENT);
+    CHECK_MSG(strstr(nn_last_error(), "the file holds another model's state: it has no \"c1.weight\""), "%s",
+              nn_last_error());
+    nn_optimizer_free(opt_a), nn_optimizer_free(opt_b);
+    nn_module_free(mlp), nn_module_free(lenet);
+    nn_ctx_free(ctx);
 }

@@ -1016,11 +1016,12 @@ def resume_refuses_states_no_run_leaves():
     # which is divergence, not a finished run (it exited 0).
     edit_state(state, edited, tensors={"loss_scale.state": struct.pack("<4f", 3e37, 0, 0, 0)})
     expect(base + ["--epochs", "2", "--resume", edited], 1, "skipped all", "steps of epoch 2", "diverged")
-    # Another model's state is named as such (it blamed the optimizer's momentum buffers).
+    # Another model's state is named as such (it blamed the optimizer's momentum buffers); since the state
+    # keeps the run's flags, by the model's name.
     mlp_state = path("odd-mlp.state")
     expect(["train", "mlp", "--data", d, "--device", "cpu", "--epochs", "1", "--checkpoint", mlp_state], 0)
     expect(["train", "lenet5", "--data", d, "--device", "cpu", "--epochs", "2", "--resume", mlp_state], 2,
-           "another model's state", "c1.weight")
+           f"--resume {mlp_state} was saved by a run of model mlp, not lenet5")
 
 # ---- issue 23: products in reduced precision, dynamic loss scaling for fp16 ----
 
