@@ -14,6 +14,11 @@
 // workgroup per channel left a layer of few, large channels (6 x 50,176
 // entries) to a handful of workgroups, each walking its channel alone (and
 // summing with Kahan's compensation, which the trees make unneeded).
+// With p.columns (inner == 1: dy a [rows, channels] matrix, channels-last
+// activations and Linear's outputs) workgroup (x, y) sums rows chunk x of
+// a block of 64 neighbouring channels instead, its lanes reading along
+// rows, so that each load is one contiguous run of a row; a channel alone
+// strides its rows and reads every sector of the matrix once per channel.
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_BIAS_GRAD)
 layout(std430, binding = 0) readonly buffer DY { float dy[]; };
@@ -38,7 +43,60 @@ void workgroup_sum(float value) {
     }
 }
 
+const uint BLOCK = 64u;                 // channels a workgroup sums in column mode
+const uint ROW_LANES = 256u / BLOCK;    // rows it reads at once
+
+// Column mode: a block of 64 channels over one chunk of rows; with several
+// chunks, the block's last workgroup to finish adds their sums in order.
+void sum_columns() {
+    uint tid = gl_LocalInvocationID.x, lane = tid / BLOCK, chunk = gl_WorkGroupID.x;
+    uint c = gl_WorkGroupID.y * BLOCK + tid % BLOCK;
+    bool inside = c < p.channels;
+    uint end = min(p.outer, (chunk + 1u) * p.chunk);
+    float sum = 0.0;
+    for (uint r = chunk * p.chunk + lane; r < end; r += ROW_LANES * PER_INVOCATION) {
+        float v[PER_INVOCATION];
+        for (uint j = 0u; j < PER_INVOCATION; j++) {
+            uint row = r + j * ROW_LANES;
+            v[j] = inside && row < end ? dy[p.off[0] + row * p.channels + c] : 0.0;
+        }
+        for (uint j = 0u; j < PER_INVOCATION; j++) sum += v[j];
+    }
+    part[tid] = sum;
+    barrier();
+    // lane 0 adds the lanes' sums of its channel in lane order
+    if (lane == 0u) {
+        sum = part[tid];
+        for (uint l = 1u; l < ROW_LANES; l++) sum += part[tid + l * BLOCK];
+    }
+    if (p.chunks > 1u) {
+        if (lane == 0u && inside) partial[p.off[2] + c * p.chunks + chunk] = sum;
+        memoryBarrierBuffer();
+        barrier();
+        if (tid == 0u)
+            last_of_channel = atomicAdd(work_counters[p.counters + gl_WorkGroupID.y], 1u) == p.chunks - 1u;
+        barrier();
+        if (!last_of_channel) return; // the same for the whole workgroup
+        memoryBarrierBuffer();
+        sum = 0.0;
+        if (inside)
+            for (uint j = lane; j < p.chunks; j += ROW_LANES) sum += partial[p.off[2] + c * p.chunks + j];
+        part[tid] = sum;
+        barrier();
+        if (lane == 0u) {
+            sum = part[tid];
+            for (uint l = 1u; l < ROW_LANES; l++) sum += part[tid + l * BLOCK];
+        }
+        if (tid == 0u) work_counters[p.counters + gl_WorkGroupID.y] = 0u;
+    }
+    if (lane == 0u && inside) db[p.off[1] + c] = (p.accumulate != 0 ? db[p.off[1] + c] : 0.0) + sum;
+}
+
 void main() {
+    if (p.columns != 0u) {
+        sum_columns();
+        return;
+    }
     uint tid = gl_LocalInvocationID.x;
     uint count = p.outer * p.inner;
     uint chunk = gl_WorkGroupID.x;

@@ -20,3 +20,15 @@ void pool_position(uint idx, uint plane, out uint n, out uint c, out uint pixel)
         n = idx / plane / uint(p.channels);
     }
 }
+
+// The image n, first channel c, row and column of the four channels that
+// invocation idx takes of a channels-last [batch, rows, columns, channels]
+// tensor (p.quads: channels in fours).
+void pool_quad_position(uint idx, uint rows, uint columns, out uint n, out uint c, out int row, out int column) {
+    uint quads_per_pixel = uint(p.channels) / 4u, pixel = idx / quads_per_pixel;
+    c = (idx - pixel * quads_per_pixel) * 4u;
+    uint line = pixel / columns;
+    column = int(pixel - line * columns);
+    n = line / rows;
+    row = int(line - n * rows);
+}

@@ -31,7 +31,7 @@
  * counters (chunks > 1): the element index of the channel counters in binding 2 */
 #define PUSH_BIAS_GRAD(F)                                                                                  \
     F(uint, off[4]) F(uint, outer) F(uint, inner) F(uint, channels) F(int, accumulate) F(uint, chunks)   \
-    F(uint, chunk) F(uint, counters)
+    F(uint, chunk) F(uint, counters) F(uint, columns)
 #define PUSH_DROPOUT_FORWARD(F) \
     F(uint, off[4]) F(uint, n) F(uint, threshold) F(float, scale) F(uint, seed_lo) F(uint, seed_hi)
 
@@ -74,7 +74,7 @@
 /* channels_last: nn_pool_params.layout is channels-last */
 #define PUSH_POOL(F)                                                                                          \
     F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel) F(int, stride) \
-    F(int, pad) F(int, out_h) F(int, out_w) F(int, accumulate) F(int, channels_last)
+    F(int, pad) F(int, out_h) F(int, out_w) F(int, accumulate) F(int, channels_last) F(int, quads)
 #define PUSH_CONV_GEOMETRY(F)                                                                                 \
     F(uint, off[4]) F(int, batch) F(int, channels) F(int, height) F(int, width) F(int, kernel_h)            \
     F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w) F(int, out_h)            \

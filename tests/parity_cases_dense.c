@@ -214,6 +214,8 @@ static const int kPools[][7] = {
     {2, 1, 5, 5, 2, 3, 0},    /* a stride past the window */
     {3, 6, 27, 29, 2, 2, 0},  /* LeNet-5's pooling on an odd plane */
     {1, 1, 1, 1, 1, 1, 0},    /* one pixel */
+    {2, 8, 9, 11, 3, 2, 1},   /* channels in fours (Vulkan's four-channel invocations), overlapping windows */
+    {1, 12, 7, 6, 3, 1, 1},   /* the same at stride 1 */
 };
 #define POOLS (sizeof kPools / sizeof kPools[0])
 
@@ -238,20 +240,28 @@ static float *pool_input(const nn_pool_params *p, bool relu) {
 #define POOL_FMT "%dx%dx%dx%d window %d stride %d pad %d layout %d"
 #define POOL_ARGS(p) (p)->batch, (p)->channels, (p)->height, (p)->width, (p)->kernel, (p)->stride, (p)->pad, (p)->layout
 
-/* Each shape dense and channels-last. */
-#define POOL_CASES (2 * POOLS)
+/* Each shape dense, channels-last, and channels-last with every argument
+ * 16-byte aligned (Vulkan takes channels in fours only then). */
+#define POOL_CASES (3 * POOLS)
 static nn_pool_params pool_case(size_t i) {
-    nn_pool_params p = pool_of(i / 2);
-    p.layout = i % 2 ? NN_LAYOUT_CHANNELS_LAST : NN_LAYOUT_DENSE;
+    nn_pool_params p = pool_of(i / 3);
+    p.layout = i % 3 ? NN_LAYOUT_CHANNELS_LAST : NN_LAYOUT_DENSE;
     return p;
+}
+
+/* Argument `arg`'s byte offset in case i: a few words in, a multiple of 16 in aligned cases. */
+static size_t pool_offset(size_t i, int arg) {
+    static const size_t kUnaligned[4] = {12, 4, 8, 4};
+    return i % 3 == 2 ? 16u * (size_t)arg : kUnaligned[arg];
 }
 
 void parity_maxpool_forward_case(nn_backend *o) {
     for (size_t i = 0; i < POOL_CASES; i++) {
         const nn_pool_params p = pool_case(i);
         const size_t in = pool_in(&p), out = pool_out(&p);
-        parity_arg a[3] = {arg_in(pool_input(&p, false), in, 12), arg_near(parity_randoms(out, -1, 1), out, 0, 0.0),
-                           arg_exact(parity_randoms(out, -1, 1), out, 4)};
+        parity_arg a[3] = {arg_in(pool_input(&p, false), in, pool_offset(i, 0)),
+                           arg_near(parity_randoms(out, -1, 1), out, pool_offset(i, 1), 0.0),
+                           arg_exact(parity_randoms(out, -1, 1), out, pool_offset(i, 2))};
         parity_check(o, NN_KERNEL_MAXPOOL_FORWARD, a, 3, &p, POOL_FMT, POOL_ARGS(&p));
     }
 }
@@ -276,9 +286,10 @@ static void maxpool_backward_run(nn_backend *o, bool masked) {
             pool_forward_on_cpu(&p, pool_input(&p, masked), y, argmax);
             p.accumulate = acc;
             /* a pixel takes the gradient of every window that chose it, in the same order */
-            parity_arg dx = arg_near(parity_randoms(in, -1, 1), in, 4, ROUNDING);
-            parity_arg a[4] = {arg_in(parity_randoms(out, -1, 1), out, 0), arg_in(argmax, out, 8),
-                               masked ? arg_in(y, out, 12) : dx, dx};
+            parity_arg dx = arg_near(parity_randoms(in, -1, 1), in, pool_offset(i, masked ? 3 : 2), ROUNDING);
+            parity_arg a[4] = {arg_in(parity_randoms(out, -1, 1), out, pool_offset(i, 0)),
+                               arg_in(argmax, out, pool_offset(i, 1)),
+                               masked ? arg_in(y, out, pool_offset(i, 2)) : dx, dx};
             parity_check(o, masked ? NN_KERNEL_MAXPOOL_BACKWARD_MASKED : NN_KERNEL_MAXPOOL_BACKWARD, a,
                          masked ? 4 : 3, &p, POOL_FMT " accumulate %d", POOL_ARGS(&p), acc);
         }
@@ -293,6 +304,7 @@ static const int64_t kBiasShapes[][3] = {
     /* outer, channels, inner */
     {1, 1, 1}, {3, 5, 7}, {64, 120, 1}, {1, 300, 3}, {300, 7, 13},
     {64, 6, 575}, /* a channel's sum over several workgroups */
+    {1300, 70, 1}, {5000, 16, 1}, /* rows of channels (Vulkan's column mode): blocks of 64 over chunks of rows */
 };
 
 void parity_bias_add_case(nn_backend *o) {

@@ -150,14 +150,52 @@ nn_status vk_run_bias_add(vk_backend *vk, const nn_bias_params *p, const nn_buff
     return vk_record(vk, kernel, VK_PIPE_BIAS_ADD, 0, a, 2, VK_PUSH_REF(push), vk_groups_for((uint64_t)n), 1, 1);
 }
 
+/* bias_grad.comp's column mode: dy a [rows, channels] matrix, blocks of 64
+ * channels, chunks of BIAS_COLUMN_ROWS rows (more where the work area or
+ * the grid would overflow); false where it does not apply or fit. */
+#define BIAS_COLUMN_BLOCK 64
+#define BIAS_COLUMN_ROWS 512
+static bool bias_grad_columns_fit(const nn_bias_params *p, int64_t *rows, int64_t *chunks, int64_t *blocks) {
+    if (p->inner != 1 || p->channels < 16 || p->outer < 1) return false;
+    *blocks = (p->channels + BIAS_COLUMN_BLOCK - 1) / BIAS_COLUMN_BLOCK;
+    *rows = BIAS_COLUMN_ROWS;
+    *chunks = (p->outer + *rows - 1) / *rows;
+    while (*chunks > 1 &&
+           (*chunks > VK_MAX_GROUPS || !vk_split_work_fits((uint64_t)*blocks, (uint64_t)(*chunks * p->channels)))) {
+        *rows *= 2;
+        *chunks = (p->outer + *rows - 1) / *rows;
+    }
+    return *blocks <= VK_MAX_GROUPS;
+}
+
+static nn_status bias_grad_columns(vk_backend *vk, const nn_bias_params *p, const nn_buffer_ref *a, int64_t rows,
+                                   int64_t chunks, int64_t blocks) {
+    VK_PUSH(BIAS_GRAD) push = {.outer = (uint32_t)p->outer, .inner = 1, .channels = (uint32_t)p->channels,
+                               .accumulate = p->accumulate, .chunks = (uint32_t)chunks, .chunk = (uint32_t)rows,
+                               .columns = 1};
+    if (chunks == 1)
+        return vk_record(vk, NN_KERNEL_BIAS_GRAD, VK_PIPE_BIAS_GRAD, 0, a, 2, VK_PUSH_REF(push), 1, (uint32_t)blocks, 1);
+    vk_split_work work;
+    NN_TRY(vk_split_work_take(vk, (uint64_t)blocks, (uint64_t)(chunks * p->channels), &work));
+    push.counters = work.counters;
+    nn_buffer_ref args[3] = {a[0], a[1], work.partials};
+    return vk_record_split(vk, NN_KERNEL_BIAS_GRAD, VK_PIPE_BIAS_GRAD, 0, args, 3, NN_ARG(1) | NN_ARG(2), &work,
+                           VK_PUSH_REF(push), (uint32_t)chunks, (uint32_t)blocks, 1);
+}
+
 /* bias_grad.comp: chunks of 2,048 entries per workgroup; a channel with
  * several adds them in its last workgroup (vk_split_work.c). A bias too
- * large for the work area is walked by one workgroup per channel. */
+ * large for the work area is walked by one workgroup per channel. Where dy
+ * is a matrix of rows (inner 1) and at least 16 channels, the column mode
+ * above reads its rows whole instead. */
 nn_status vk_run_bias_grad(vk_backend *vk, const nn_bias_params *p, const nn_buffer_ref *a) {
     const nn_kernel kernel = NN_KERNEL_BIAS_GRAD;
     NN_TRY(vk_fits32(kernel, "elements", p->outer * p->channels * p->inner));
     if (p->channels < 0) return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: channels < 0", nn_kernel_name(kernel));
     if (p->channels == 0) return NN_OK;
+    int64_t rows, column_chunks, blocks;
+    if (bias_grad_columns_fit(p, &rows, &column_chunks, &blocks))
+        return bias_grad_columns(vk, p, a, rows, column_chunks, blocks);
     const int64_t count = p->outer * p->inner;
     const int64_t chunks = count > 0 ? (count + 2047) / 2048 : 1;
     const uint32_t gy = (uint32_t)p->channels > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)p->channels;
@@ -198,12 +236,17 @@ static nn_status pool(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, con
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: invalid window", nn_kernel_name(kernel));
     const int64_t items = kernel == NN_KERNEL_MAXPOOL_FORWARD ? out : in;
     if (items == 0) return NN_OK;
+    const int args = nn_kernel_arg_count(kernel);
     VK_PUSH(POOL) push = {.batch = p->batch, .channels = p->channels, .height = p->height, .width = p->width,
                           .kernel = p->kernel, .stride = p->stride, .pad = p->pad, .out_h = p->out_h,
                           .out_w = p->out_w, .accumulate = p->accumulate,
                           .channels_last = p->layout == NN_LAYOUT_CHANNELS_LAST};
-    return vk_record(vk, kernel, pipe, 0, a, nn_kernel_arg_count(kernel), VK_PUSH_REF(push),
-                     vk_groups_for((uint64_t)items), 1, 1);
+    /* Channels-last in fours: an invocation takes four channels of a pixel,
+     * vector loads, and its index arithmetic once for the four. */
+    push.quads = push.channels_last && p->channels % 4 == 0;
+    for (int i = 0; i < args; i++) push.quads = push.quads && vk_ref_aligned16(a[i]);
+    return vk_record(vk, kernel, pipe, 0, a, args, VK_PUSH_REF(push),
+                     vk_groups_for((uint64_t)(push.quads ? items / 4 : items)), 1, 1);
 }
 
 nn_status vk_run_maxpool_forward(vk_backend *vk, const nn_pool_params *p, const nn_buffer_ref *a) {
