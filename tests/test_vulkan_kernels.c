@@ -39,7 +39,8 @@ static void gemm_case(int m, int n, int k, int ta, int tb, int batch, int summed
 
 TEST(vulkan_gemm_every_tile_and_transpose) {
     NEED_VULKAN();
-    static const char *tiles[] = {"large", "large16", "large-db", "medium", "small", "thin", "latency"};
+    static const char *tiles[] = {"large", "large16", "large-db", "128x64", "64x128", "medium", "small",
+                                  "thin", "latency"};
     static const int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {67, 130, 29}, {6, 25, 150}, {129, 3, 8}};
     unsigned seed = 1;
     for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++) {
@@ -58,7 +59,7 @@ TEST(vulkan_gemm_every_tile_and_transpose) {
  * vec4 loads; the last shapes have an odd side or offset and must not. */
 TEST(vulkan_gemm_vec4_loads) {
     NEED_VULKAN();
-    static const char *tiles[] = {"large", "large16", "medium", "small", "thin", "latency", ""};
+    static const char *tiles[] = {"large", "large16", "128x64", "64x128", "medium", "small", "thin", "latency", ""};
     static const int shapes[][4] = {/* m, n, k, batch */ {64, 36, 20, 1}, {36, 132, 28, 1}, {132, 8, 200, 3},
                                     {4, 4, 4, 1}, {36, 40, 3, 1}, {37, 40, 8, 1}};
     unsigned seed = 300;

@@ -153,3 +153,64 @@ TEST(vulkan_tune_measures_captured_convolutions_and_caches_them) {
     unsetenv("NN_ENGINE_VULKAN_CONV");
     tf_remove_tree(folder);
 }
+
+/* A batched product large enough for the tiled GEMM's tuner (36 products
+ * of 243 x 130 by 130 x 125, as Winograd's): each tile forced, and the
+ * tile measured in a capture, give the heuristic's values bit for bit
+ * (every tile sums each output over k in the same order); the capture
+ * writes one line to the cache file. */
+#define PRODUCTS 36
+#define PM 243
+#define PK 130
+#define PN 125
+static bool batched_product(bool capture, const char *tile, float *y) {
+    if (tile) setenv("NN_ENGINE_VULKAN_GEMM_TILES", tile, 1);
+    nn_ctx *ctx = vkt_open_device("vulkan");
+    bool ok = ctx != NULL;
+    if (ctx) {
+        const int64_t as[3] = {PRODUCTS, PM, PK}, bs[3] = {PRODUCTS, PK, PN};
+        float *av = vkt_randoms(PRODUCTS * PM * PK, -1, 1, 51), *bv = vkt_randoms(PRODUCTS * PK * PN, -1, 1, 52);
+        nn_tensor *a = nn_tensor_from_data(ctx, NN_F32, 3, as, av), *b = nn_tensor_from_data(ctx, NN_F32, 3, bs, bv);
+        free(av), free(bv);
+        if (capture) CHECK(nn_capture_begin(ctx) == NN_OK);
+        nn_tensor *out = nn_matmul_batched(a, b);
+        nn_capture *cap = NULL;
+        ok = out && nn_tensor_persist(out) == NN_OK;
+        if (ok && capture) {
+            CHECK(nn_ctx_step_end(ctx) == NN_OK);
+            cap = nn_capture_end(ctx);
+            ok = cap && nn_replay(cap, 1) == NN_OK;
+        }
+        ok = ok && nn_tensor_read(out, y, sizeof(float) * PRODUCTS * PM * PN) == NN_OK;
+        CHECK_MSG(ok, "tile %s%s: %s", tile ? tile : "(heuristic)", capture ? ", captured" : "", nn_last_error());
+        if (!capture) CHECK(nn_ctx_step_end(ctx) == NN_OK);
+        nn_capture_free(cap);
+        nn_ctx_free(ctx);
+    }
+    unsetenv("NN_ENGINE_VULKAN_GEMM_TILES");
+    return ok;
+}
+
+TEST(vulkan_tune_measures_large_products_and_every_tile_agrees) {
+    if (vkt_skipped() || !vkt_vulkan()) return;
+    static float want[PRODUCTS * PM * PN], got[PRODUCTS * PM * PN];
+    static const char *const tiles[] = {"large", "large16", "large-db", "128x64", "64x128", "medium",
+                                        "small"};
+    if (!batched_product(false, NULL, want)) return;
+    for (int t = 0; t < (int)(sizeof tiles / sizeof tiles[0]); t++)
+        if (batched_product(false, tiles[t], got))
+            CHECK_MSG(!memcmp(got, want, sizeof got), "tile %s: the product differs from the heuristic tile's in its bits",
+                      tiles[t]);
+    char folder[512], path[600];
+    CHECK(tf_make_temp_dir(folder, sizeof folder) == 1);
+    snprintf(path, sizeof path, "%s/tiles.txt", folder);
+    setenv("NN_ENGINE_VULKAN_TUNE", "capture", 1);
+    setenv("NN_ENGINE_VULKAN_TUNE_CACHE", path, 1);
+    if (batched_product(true, NULL, got)) {
+        CHECK_MSG(!memcmp(got, want, sizeof got), "the measured tile's product differs from the heuristic's");
+        CHECK_MSG(entries(path) == 1, "%d entries in the cache file after capturing one product, want 1", entries(path));
+    }
+    setenv("NN_ENGINE_VULKAN_TUNE", "off", 1);
+    unsetenv("NN_ENGINE_VULKAN_TUNE_CACHE");
+    tf_remove_tree(folder);
+}

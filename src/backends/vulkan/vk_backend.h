@@ -315,6 +315,8 @@ nn_status vk_pipeline_special(vk_backend *vk, vk_pipeline_id id, const uint32_t 
 nn_status vk_descriptor_set(vk_backend *vk, const uint32_t blocks[VK_ARG_BINDINGS], VkDescriptorSet *out);
 /* The tile of a GEMM pipeline: rows, columns, k slice. */
 void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk);
+/* Whether a GEMM tile's shared memory fits the device (true for other pipelines). */
+bool vk_tile_fits(const vk_backend *vk, vk_pipeline_id id);
 
 /* vk_kernels.c: the backend's run() through the registry's table of entry
  * points, and its capability query (nn_backend.supports). */

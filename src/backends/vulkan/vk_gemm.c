@@ -56,19 +56,31 @@ static uint32_t vec4_ok(nn_buffer_ref ref, int64_t ld, int64_t stride, int64_t b
 
 static int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
+/* The tiled fp32 kernel's tiles by name: what NN_ENGINE_VULKAN_GEMM_TILES
+ * forces (for benchmarks and tests) and, all but "thin", the candidates the
+ * tuner measures (choose_tuned). Every tile sums each output over k in the
+ * same order, so the choice changes the time, not the bits. */
+static const char *const kTileNames[] = {"large", "large16", "large-db", "large16-db", "128x64",
+                                         "64x128", "medium", "small", "thin"};
+static const vk_pipeline_id kTilePipes[] = {VK_PIPE_GEMM_LARGE, VK_PIPE_GEMM_LARGE16, VK_PIPE_GEMM_LARGE_DB,
+                                            VK_PIPE_GEMM_LARGE16_DB, VK_PIPE_GEMM_128X64, VK_PIPE_GEMM_64X128,
+                                            VK_PIPE_GEMM_MEDIUM, VK_PIPE_GEMM_SMALL, VK_PIPE_GEMM_THIN};
+#define TILES ((int)(sizeof kTilePipes / sizeof kTilePipes[0]))
+#define TUNED_TILES (TILES - 1)
+
+/* The tile NN_ENGINE_VULKAN_GEMM_TILES names, or -1. */
+static int forced_tile(void) {
+    const char *force = getenv("NN_ENGINE_VULKAN_GEMM_TILES");
+    for (int i = 0; force && i < TILES; i++)
+        if (!strcmp(force, kTileNames[i])) return i;
+    return -1;
+}
+
 /* The tile configuration. long_k: the product will be split along k, so
  * the tile is picked for its efficiency, not for how many tiles there are. */
 static vk_pipeline_id choose_gemm(int64_t m, int64_t n, int64_t outputs, bool long_k) {
-    const char *force = getenv("NN_ENGINE_VULKAN_GEMM_TILES"); /* for benchmarks: large|large16|large-db|large16-db|medium|small|thin */
-    if (force && *force) {
-        if (!strcmp(force, "large")) return VK_PIPE_GEMM_LARGE;
-        if (!strcmp(force, "large16")) return VK_PIPE_GEMM_LARGE16;
-        if (!strcmp(force, "large-db")) return VK_PIPE_GEMM_LARGE_DB;
-        if (!strcmp(force, "large16-db")) return VK_PIPE_GEMM_LARGE16_DB;
-        if (!strcmp(force, "medium")) return VK_PIPE_GEMM_MEDIUM;
-        if (!strcmp(force, "small")) return VK_PIPE_GEMM_SMALL;
-        if (!strcmp(force, "thin")) return VK_PIPE_GEMM_THIN;
-    }
+    const int forced = forced_tile();
+    if (forced >= 0) return kTilePipes[forced];
     if (long_k) {
         if (m >= 128 && n >= 128) return VK_PIPE_GEMM_LARGE;
         if (m >= 64 && n >= 64) return VK_PIPE_GEMM_MEDIUM;
@@ -90,6 +102,91 @@ static vk_pipeline_id choose_coopmat(int64_t m, int64_t n, int64_t outputs, bool
     if (m >= 128 && n >= 128 && (long_k || ceil_div(m, 128) * ceil_div(n, 128) * outputs >= 96))
         return VK_PIPE_GEMM_COOPMAT;
     return VK_PIPE_GEMM_COOPMAT_MEDIUM;
+}
+
+/* Unsplit fp32 products of at least this many multiply-adds have their
+ * tile measured (smaller ones cost less than the measuring). */
+#define TUNE_MIN_MACS ((int64_t)1 << 27)
+
+/* An unsplit tiled product with tile `pipe` (its grid from the tile). */
+static nn_status record_tiled(vk_backend *vk, vk_pipeline_id pipe, int variant, const nn_buffer_ref *a, int nargs,
+                              gemm_push push, uint32_t gz) {
+    uint32_t bm, bn, bk;
+    vk_gemm_tiles(pipe, &bm, &bn, &bk);
+    const int64_t gx = ceil_div(push.n, bn), gy = ceil_div(push.m, bm);
+    if (gx > VK_MAX_GROUPS || gy > VK_MAX_GROUPS)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan gemm: m=%u n=%u needs more than %u workgroups per dimension",
+                            push.m, push.n, VK_MAX_GROUPS);
+    return vk_record(vk, NN_KERNEL_GEMM, pipe, variant, a, nargs, VK_PUSH_REF(push), (uint32_t)gx, (uint32_t)gy, gz);
+}
+
+/* The tuner's view of a product: the candidate tiles write a scratch C. */
+typedef struct gemm_tune_context {
+    vk_pipeline_id pipes[TUNED_TILES];
+    nn_buffer_ref args[3];
+    gemm_push push;
+    int variant;
+    uint32_t gz;
+} gemm_tune_context;
+
+static nn_status record_candidate(vk_backend *vk, void *ctx, int candidate) {
+    const gemm_tune_context *t = ctx;
+    return record_tiled(vk, t->pipes[candidate], t->variant, t->args, 3, t->push, t->gz);
+}
+
+/* The tile of an unsplit fp32 product without epilogue: the tuner's
+ * (cached or measured on a scratch C, vk_tune.c) where the product is
+ * large enough and no tile is forced, else `guess` (the heuristic's).
+ * Split products keep the heuristic's tile: their split counts follow it. */
+static nn_status choose_tuned(vk_backend *vk, const nn_buffer_ref *a, const gemm_push *push, int variant,
+                              uint32_t gz, int64_t c_floats, vk_pipeline_id guess, vk_pipeline_id *pipe,
+                              const char **how) {
+    *pipe = guess;
+    *how = forced_tile() >= 0 ? "forced" : vk_tune_source_name(VK_TUNE_FROM_HEURISTIC);
+    const int64_t macs = (int64_t)push->m * push->n * (push->k > 0 ? push->k : 1) * push->batch;
+    if (forced_tile() >= 0 || macs < TUNE_MIN_MACS) return NN_OK;
+    /* The candidates: the tiles whose shared memory fits the device. */
+    gemm_tune_context ctx = {.args = {a[0], a[1], a[2]}, .push = *push, .variant = variant, .gz = gz};
+    const char *names[TUNED_TILES];
+    vk_tune_request req = {.names = names, .heuristic = -1, .record = record_candidate, .ctx = &ctx};
+    for (int i = 0; i < TUNED_TILES; i++)
+        if (vk_tile_fits(vk, kTilePipes[i])) {
+            if (kTilePipes[i] == guess) req.heuristic = req.count;
+            names[req.count] = kTileNames[i];
+            ctx.pipes[req.count++] = kTilePipes[i];
+        }
+    if (req.heuristic < 0) return NN_OK; /* the heuristic's tile is no candidate ("thin"): it stays */
+    /* The key: the product as the kernel sees it (no offsets, alpha or beta's value), its loads and precision. */
+    const uint32_t key[] = {(uint32_t)variant | 2u << 16 /* the tiled GEMM's tiles */, push->m, push->n, push->k,
+                            push->trans_a, push->trans_b, push->lda, push->ldb, push->ldc, push->batch, push->summed,
+                            push->stride_a, push->stride_b, push->stride_c, push->beta != 0.0f, gz};
+    memcpy(req.key, key, sizeof key);
+    const VkDeviceSize peak = vk->peak_in_use;
+    nn_buffer *scratch = NULL;
+    nn_status st = NN_OK;
+    if (vk_tune_will_measure(vk, &req)) {
+        scratch = vk_buffer_alloc(&vk->base, (size_t)c_floats * sizeof(float));
+        if (!scratch) st = nn_last_status();
+        ctx.args[2] = (nn_buffer_ref){scratch, 0, (size_t)c_floats * sizeof(float)};
+    }
+    int choice = req.heuristic;
+    vk_tune_source source = VK_TUNE_FROM_HEURISTIC;
+    if (st == NN_OK) st = vk_tune_choose(vk, &req, &choice, &source);
+    /* The candidates ran to completion inside vk_tune_choose: free at once,
+     * and leave the peak as the step's own (the tuner's buffers are not the step's). */
+    if (scratch) vk_buffer_free(&vk->base, scratch);
+    vk->peak_in_use = peak > vk->bytes_in_use ? peak : vk->bytes_in_use;
+    NN_TRY(st);
+    *pipe = ctx.pipes[choice];
+    *how = vk_tune_source_name(source);
+    return NN_OK;
+}
+
+/* The name of a tiled fp32 GEMM pipeline, for the profile's labels. */
+static const char *tile_name(vk_pipeline_id pipe) {
+    for (int i = 0; i < TILES; i++)
+        if (kTilePipes[i] == pipe) return kTileNames[i];
+    return "?";
 }
 
 /* The epilogue's flags and aux buffer, checked as the CPU checks them. */
@@ -340,8 +437,16 @@ nn_status vk_gemm_record(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_p
         if (epilogue) return record_with_epilogue_pass(vk, a, p, &product, (uint32_t)epilogue, pipe, variant,
                                                        (uint32_t)gx, (uint32_t)gy, gz, outputs);
         gemm_push push = tiled_push(&product);
-        return vk_record(vk, NN_KERNEL_GEMM, pipe, variant, a, nargs, VK_PUSH_REF(push), (uint32_t)gx, (uint32_t)gy,
-                         gz);
+        if (!cores) {
+            const int64_t c_floats = (summed ? 0 : last * p->stride_c) + (int64_t)p->ldc * p->m;
+            const char *how;
+            NN_TRY(choose_tuned(vk, a, &push, variant, gz, c_floats, pipe, &pipe, &how));
+            if (vk->labels) {
+                const size_t used = strlen(vk->profile_label);
+                snprintf(vk->profile_label + used, sizeof vk->profile_label - used, " %s %s", tile_name(pipe), how);
+            }
+        }
+        return record_tiled(vk, pipe, variant, a, nargs, push, gz);
     }
     int64_t split_steps = ceil_div(steps, splits);
     splits = ceil_div(steps, split_steps);

@@ -16,6 +16,8 @@
     P(GEMM_LARGE16, gemm, "gemm", 128, 128, 16, 8, 8, 256, 0)                                                  \
     P(GEMM_LARGE_DB, gemm, "gemm", 128, 128, 8, 8, 8, 256, 1)                                                  \
     P(GEMM_LARGE16_DB, gemm, "gemm", 128, 128, 16, 8, 8, 256, 1)                                               \
+    P(GEMM_128X64, gemm, "gemm", 128, 64, 16, 8, 4, 256, 0)                                                    \
+    P(GEMM_64X128, gemm, "gemm", 64, 128, 16, 4, 8, 256, 0)                                                    \
     P(GEMM_MEDIUM, gemm, "gemm", 64, 64, 16, 4, 4, 256, 0)                                                     \
     P(GEMM_SMALL, gemm, "gemm", 32, 32, 16, 4, 4, 64, 0)                                                       \
     P(GEMM_THIN, gemm, "gemm", 16, 64, 16, 4, 4, 64, 0) /* few rows */                                         \

@@ -35,6 +35,23 @@ typedef struct vk_special_pipeline {
     VkPipeline pipeline;
 } vk_special_pipeline;
 
+/* The shared memory a GEMM tile's slices take (0: not a tile). */
+static uint32_t tile_shared_bytes(const pipeline_spec *spec) {
+    if (!spec->spec[0]) return 0;
+    const uint32_t bm = spec->spec[0], bn = spec->spec[1], bk = spec->spec[2], slices = 1 + spec->spec[6];
+    if (strcmp(spec->shader, "gemm_coopmat") == 0 || strcmp(spec->shader, "conv_gemm_coopmat") == 0) {
+        /* fp16 slices in either layout, and the output squares */
+        const uint32_t a = bm * (bk + 8) > bk * (bm + 8) ? bm * (bk + 8) : bk * (bm + 8);
+        const uint32_t b = bn * (bk + 8) > bk * (bn + 8) ? bn * (bk + 8) : bk * (bn + 8);
+        return slices * (a + b) * 2 + spec->spec[5] / 32 * 16 * 16 * 4;
+    }
+    return slices * bk * (bm + bn + 8) * 4;
+}
+
+bool vk_tile_fits(const vk_backend *vk, vk_pipeline_id id) {
+    return tile_shared_bytes(&kSpecs[id]) <= vk->phys->props.limits.maxComputeSharedMemorySize;
+}
+
 void vk_gemm_tiles(vk_pipeline_id id, uint32_t *bm, uint32_t *bn, uint32_t *bk) {
     *bm = kSpecs[id].spec[0];
     *bn = kSpecs[id].spec[1];
@@ -183,20 +200,10 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
     const pipeline_spec *spec = &kSpecs[id];
     if (!spec->shader) /* a pipeline id added without its row in kSpecs */
         return nn_set_error(NN_ERR_BACKEND, "vulkan: pipeline %d has no shader", (int)id);
-    if (spec->spec[0]) { /* a GEMM tile: its shared memory must fit the device */
-        const uint32_t bm = spec->spec[0], bn = spec->spec[1], bk = spec->spec[2], slices = 1 + spec->spec[6];
-        uint32_t bytes = slices * bk * (bm + bn + 8) * 4;
-        if (strcmp(spec->shader, "gemm_coopmat") == 0 || strcmp(spec->shader, "conv_gemm_coopmat") == 0) {
-            /* fp16 slices in either layout, and the output squares */
-            const uint32_t a = bm * (bk + 8) > bk * (bm + 8) ? bm * (bk + 8) : bk * (bm + 8);
-            const uint32_t b = bn * (bk + 8) > bk * (bn + 8) ? bn * (bk + 8) : bk * (bn + 8);
-            bytes = slices * (a + b) * 2 + spec->spec[5] / 32 * 16 * 16 * 4;
-        }
-        if (bytes > vk->phys->props.limits.maxComputeSharedMemorySize)
-            return nn_set_error(NN_ERR_BACKEND, "vulkan: gemm tile %ux%ux%u needs %u bytes of shared memory; %s "
-                                "has %u", spec->spec[0], spec->spec[1], spec->spec[2], bytes,
-                                vk->phys->props.deviceName, vk->phys->props.limits.maxComputeSharedMemorySize);
-    }
+    if (!vk_tile_fits(vk, id))
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: gemm tile %ux%ux%u needs %u bytes of shared memory; %s "
+                            "has %u", spec->spec[0], spec->spec[1], spec->spec[2], tile_shared_bytes(spec),
+                            vk->phys->props.deviceName, vk->phys->props.limits.maxComputeSharedMemorySize);
     uint32_t constants[10];
     memcpy(constants, spec->spec, sizeof spec->spec);
     constants[7] = (variant & 1) != 0; /* VEC_A */

@@ -1,6 +1,8 @@
 /* A kernel's variant chosen by measuring the candidates on this device, as
  * cuDNN's benchmark mode does (vk_tune_choose): the implicit GEMM's tiles
- * for each convolution shape. The candidates run on scratch outputs in a
+ * for each convolution shape (vk_conv_gemm.c), and the tiled fp32 GEMM's
+ * for each large product shape (vk_gemm.c: Winograd's batched products,
+ * among others). The candidates run on scratch outputs in a
  * command buffer of their own, each a few times after a warm-up, timed by
  * timestamps; the fastest is kept for the backend's life and written to a
  * cache file named by the device and its driver, so the next process reads
