@@ -2,7 +2,9 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 // NORM_BACKWARD_DATA's reductions for groups larger than a PIECE:
-// sums[2 g], sums[2 g + 1] = the sums of w dy and w dy xhat over group g.
+// sums[2 g], sums[2 g + 1] = the sums of w dy and w dy xhat over group g
+// (of dy and dy xhat with sums_unweighted), dy through grad_mask's mask
+// (its bias at binding 7).
 // Workgroup (j, g) sums chunk j of the group (coalesced, eight loads in
 // flight per invocation, each invocation's run compensated), then by a
 // fixed tree; with several chunks each writes its sums to the split work
@@ -19,6 +21,7 @@ layout(std430, binding = 4) readonly buffer DY { float dy[]; };
 layout(std430, binding = 5) writeonly buffer S { float sums[]; };
 layout(std430, binding = 6) coherent buffer Work { float partial[]; };
 layout(std430, binding = 6) coherent buffer WorkCounters { uint work_counters[]; };
+layout(std430, binding = 7) readonly buffer B { float bias[]; };
 shared bool last_arrival;
 #include "last_arrival.glsl"
 
@@ -27,6 +30,10 @@ void main() {
     uint n = p.outer * p.inner;
     for (uint g = gl_WorkGroupID.y; g < p.groups; g += gl_NumWorkGroups.y) {
         float mu = mean[p.off[1] + g], rstd = inversesqrt(var[p.off[2] + g] + p.eps);
+        // grad_mask (one channel per group, g's): y = (x - mu) mask_scale + mask_shift
+        float mask_scale = rstd * (p.has_weight != 0 && p.grad_mask != 0 ? weight[p.off[3] + g] : 1.0);
+        float mask_shift = p.has_bias != 0 && p.grad_mask != 0 ? bias[p.off[7] + g] : 0.0;
+        bool weighted = p.has_weight != 0 && p.sums_unweighted == 0;
         Kahan a = Kahan(0.0, 0.0), b = Kahan(0.0, 0.0);
         uint end = chunk_end(j, n);
         for (uint piece = j * p.chunk; piece < end; piece += PIECE) {
@@ -38,7 +45,9 @@ void main() {
                 if (k < end) {
                     uint e = group_element(g, k);
                     xs[i] = x[p.off[0] + e];
-                    wdy[i] = dy[p.off[4] + e] * (p.has_weight != 0 ? weight[p.off[3] + channel_of(e)] : 1.0);
+                    float d = dy[p.off[4] + e];
+                    if (p.grad_mask != 0) d = masked_dy(d, (xs[i] - mu) * mask_scale + mask_shift);
+                    wdy[i] = d * (weighted ? weight[p.off[3] + channel_of(e)] : 1.0);
                 }
             }
             for (uint i = 0u; i < NORM_LOADS; i++) {

@@ -99,3 +99,15 @@ bool norm_column_quads(uint off_a, uint off_b, uint off_c) {
     return p.inner == 1u && p.channel_inner == 1u && p.groups == p.channels && p.channels % 4u == 0u &&
            (off_a | off_b | off_c) % 4u == 0u;
 }
+
+// grad_mask (kernels.h): dy through the activation's mask at y, the
+// normalised value as norm_apply.comp computes it, (x - mean) (rstd w) + b:
+// relu passes dy where y > 0, relu6 where not (y <= 0 or y >= 6) (a NaN passes).
+const int MASK_RELU = 1, MASK_RELU6 = 2;
+float masked_dy(float dy, float y) {
+    bool passes = p.grad_mask == MASK_RELU ? y > 0.0 : !(y <= 0.0 || y >= 6.0);
+    return passes ? dy : 0.0;
+}
+vec4 masked_dy4(vec4 dy, vec4 y) {
+    return vec4(masked_dy(dy.x, y.x), masked_dy(dy.y, y.y), masked_dy(dy.z, y.z), masked_dy(dy.w, y.w));
+}

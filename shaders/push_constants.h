@@ -162,7 +162,7 @@
     F(uint, off[10]) F(uint, outer) F(uint, inner) F(uint, channel_inner) F(uint, groups) F(uint, channels)  \
     F(float, eps) F(int, batch_stats) F(int, accumulate) F(int, has_weight) F(int, has_bias)                \
     F(uint, chunks) F(uint, chunk) F(uint, counters) F(uint, mode) F(int, sums_unweighted) F(int, epilogue_on) \
-    F(int, epilogue_op) F(float, epilogue_alpha) F(float, epilogue_beta) F(int, affine)
+    F(int, epilogue_op) F(float, epilogue_alpha) F(float, epilogue_beta) F(int, affine) F(int, grad_mask)
 /* unbias: count / (count - 1), the unbiased variance's factor */
 #define PUSH_NORM_RUNNING(F) F(uint, off[8]) F(uint, channels) F(float, momentum) F(float, unbias)
 /* ---- 2-D pooling (nn_pool2d_geometry) ---- */

@@ -151,19 +151,65 @@ void parity_norm_backward_affine_case(nn_backend *o) {
         }
 }
 
+/* Whether a layout has one channel per group (BatchNorm's), as the
+ * unweighted sums and grad_mask need. */
+static bool channel_groups(const norm_layout *l) { return l->groups == l->channels && l->inner == l->channel_inner; }
+
+/* grad_mask's inputs: weight (magnitudes in [0.5, 2], either sign) and
+ * bias in [-1, 7] (or absent), and x whose normalised values y = xhat w + b
+ * lie in [-3, 9] but never within 0.01 of relu's or relu6's kinks at 0 and
+ * 6, so no rounding puts an element on the other side on either backend. */
+typedef struct masked_inputs {
+    float *x, *mean, *var, *weight, *bias;
+} masked_inputs;
+
+static masked_inputs masked_inputs_of(const norm_layout *l, bool affine) {
+    const size_t n = elements(l), c = (size_t)l->channels;
+    masked_inputs m = {parity_randoms(n, -3, 9), parity_randoms(c, -0.5f, 0.5f), parity_randoms(c, 0.5f, 2.0f),
+                       affine ? parity_randoms(c, 0.5f, 2.0f) : NULL, affine ? parity_randoms(c, -1, 7) : NULL};
+    const float *sign = parity_randoms(c, -1, 1);
+    for (size_t k = 0; affine && k < c; k++) m.weight[k] *= sign[k] < 0 ? -1.0f : 1.0f;
+    for (size_t e = 0; e < n; e++) {
+        float y = m.x[e]; /* the wanted normalised value, moved off the kinks */
+        if (fabsf(y) < 0.01f) y = y < 0 ? -0.01f : 0.01f;
+        if (fabsf(y - 6.0f) < 0.01f) y = y < 6.0f ? 5.99f : 6.01f;
+        const size_t k = (size_t)((int64_t)e / l->channel_inner % l->channels);
+        const double rstd = 1.0 / sqrt((double)m.var[k] + 1e-5), w = affine ? m.weight[k] : 1.0;
+        m.x[e] = (float)(m.mean[k] + (y - (affine ? m.bias[k] : 0.0)) / (rstd * w));
+    }
+    return m;
+}
+
+static const char *const kMaskNames[] = {"none", "relu", "relu6"};
+
 /* NORM_BACKWARD_DATA in two (SyncBatchNorm): the sums, then dx from sums
- * that need not be this batch's (random ones, as reduced over processes). */
+ * that need not be this batch's (random ones, as reduced over processes);
+ * where a group is one channel also unweighted sums through an
+ * activation's mask (grad_mask), with the affine given and absent. */
 void parity_norm_backward_sums_case(nn_backend *o) {
     for (size_t i = 0; i < LAYOUTS; i++)
-        for (int weighted = 0; weighted < 2; weighted++) {
+        for (int variant = 0; variant < 6; variant++) { /* 0, 1: weight; 2-5: mask relu / relu6, affine or not */
             const norm_layout *l = &kLayouts[i];
-            const nn_norm_params p = params_of(l, 0, 1);
+            const int weighted = variant == 1, mask = variant < 2 ? NN_NORM_MASK_NONE : 1 + (variant - 2) / 2;
+            const bool affine = variant >= 2 && variant % 2 == 0;
+            if (mask && !channel_groups(l)) continue;
+            nn_norm_params p = params_of(l, 0, 1);
+            p.grad_mask = mask;
+            p.sums_unweighted = mask != NN_NORM_MASK_NONE;
             const size_t n = elements(l), c = (size_t)l->channels, g2 = 2 * (size_t)l->groups;
-            parity_arg a[6] = {arg_in(parity_randoms(n, -2, 2), n, 8), means(l, 0), variances(l, 4),
-                               given(weighted, arg_in(parity_randoms(c, -2, 2), c, 12)),
-                               arg_in(parity_randoms(n, -1, 1), n, 4),
-                               arg_near(parity_randoms(g2, -1, 1), g2, 4, 4 * sums_tol((double)group_size(l)))};
-            parity_check(o, NN_KERNEL_NORM_BACKWARD_SUMS, a, 6, &p, "%s weight %d", l->what, weighted);
+            const parity_arg sums = arg_near(parity_randoms(g2, -1, 1), g2, 4, 4 * sums_tol((double)group_size(l)));
+            parity_arg a[7];
+            if (mask) {
+                const masked_inputs m = masked_inputs_of(l, affine);
+                a[0] = arg_in(m.x, n, 8), a[1] = arg_in(m.mean, c, 0), a[2] = arg_in(m.var, c, 4);
+                a[3] = given(affine, arg_in(m.weight, c, 12)), a[6] = given(affine, arg_in(m.bias, c, 16));
+            } else {
+                a[0] = arg_in(parity_randoms(n, -2, 2), n, 8), a[1] = means(l, 0), a[2] = variances(l, 4);
+                a[3] = given(weighted, arg_in(parity_randoms(c, -2, 2), c, 12)), a[6] = arg_none();
+            }
+            a[4] = arg_in(parity_randoms(n, -1, 1), n, 4), a[5] = sums;
+            parity_check(o, NN_KERNEL_NORM_BACKWARD_SUMS, a, 7, &p, "%s weight %d mask %s affine %d", l->what,
+                         weighted, kMaskNames[mask], affine);
         }
 }
 
@@ -172,28 +218,36 @@ void parity_norm_backward_sums_case(nn_backend *o) {
  * channel. */
 void parity_norm_backward_from_sums_case(nn_backend *o) {
     for (size_t i = 0; i < LAYOUTS; i++)
-        for (int variant = 0; variant < 16; variant++) { /* bits: accumulate, weight, aligned, unweighted */
+        for (int variant = 0; variant < 48; variant++) { /* bits: accumulate, weight, aligned, unweighted; mask */
             const norm_layout *l = &kLayouts[i];
             const int acc = variant & 1, weighted = (variant >> 1) & 1, aligned = (variant >> 2) & 1;
-            const int unweighted = variant >> 3;
-            if (unweighted && (l->groups != l->channels || l->inner != l->channel_inner)) continue;
+            const int unweighted = (variant >> 3) & 1, mask = variant >> 4;
+            if ((unweighted || mask) && !channel_groups(l)) continue;
+            if (mask && !unweighted) continue; /* BatchNorm's op masks the unweighted sums' pass only */
             nn_norm_params p = params_of(l, acc, 1);
             p.sums_unweighted = unweighted;
+            p.grad_mask = mask;
             /* Unweighted sums: the affine gradients too, dweight, dbias or both, each adding or not. */
             const int affine = unweighted ? 1 + variant % 3 : 0;
             p.affine_accumulate = (variant >> 1) & 3;
             const size_t n = elements(l), c = (size_t)l->channels, g2 = 2 * (size_t)l->groups;
             const double span = (double)group_size(l); /* sums of that many terms in [-2, 2] */
-            parity_arg a[9] = {arg_in(parity_randoms(n, -2, 2), n, aligned ? 0 : 8), means(l, 0), variances(l, 4),
-                               given(weighted, arg_in(parity_randoms(c, -2, 2), c, 12)),
-                               arg_in(parity_randoms(n, -1, 1), n, aligned ? 16 : 4),
-                               arg_near(parity_randoms(n, -1, 1), n, aligned ? 32 : 0, 1e-5),
-                               arg_in(parity_randoms(g2, (float)-span, (float)span), g2, 4),
-                               given(affine & 1, arg_near(parity_randoms(c, -1, 1), c, 4, 1e-6)),
-                               given(affine & 2, arg_near(parity_randoms(c, -1, 1), c, 8, 1e-6))};
-            parity_check(o, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, a, 9, &p,
-                         "%s accumulate %d weight %d aligned %d unweighted sums %d affine outputs %d (adding %d)",
-                         l->what, acc, weighted, aligned, unweighted, affine, p.affine_accumulate);
+            parity_arg a[10] = {arg_in(parity_randoms(n, -2, 2), n, aligned ? 0 : 8), means(l, 0), variances(l, 4),
+                                given(weighted, arg_in(parity_randoms(c, -2, 2), c, 12)),
+                                arg_in(parity_randoms(n, -1, 1), n, aligned ? 16 : 4),
+                                arg_near(parity_randoms(n, -1, 1), n, aligned ? 32 : 0, 1e-5),
+                                arg_in(parity_randoms(g2, (float)-span, (float)span), g2, 4),
+                                given(affine & 1, arg_near(parity_randoms(c, -1, 1), c, 4, 1e-6)),
+                                given(affine & 2, arg_near(parity_randoms(c, -1, 1), c, 8, 1e-6)), arg_none()};
+            if (mask) { /* the bias given with the weight, both absent without */
+                const masked_inputs m = masked_inputs_of(l, weighted);
+                a[0] = arg_in(m.x, n, aligned ? 0 : 8), a[1] = arg_in(m.mean, c, 0), a[2] = arg_in(m.var, c, 4);
+                a[3] = given(weighted, arg_in(m.weight, c, 12)), a[9] = given(weighted, arg_in(m.bias, c, 20));
+            }
+            parity_check(o, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, a, 10, &p,
+                         "%s accumulate %d weight %d aligned %d unweighted sums %d affine outputs %d (adding %d) "
+                         "mask %s",
+                         l->what, acc, weighted, aligned, unweighted, affine, p.affine_accumulate, kMaskNames[mask]);
         }
 }
 

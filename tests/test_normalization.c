@@ -374,10 +374,10 @@ TEST(norm_backward_from_sums_refuses_affine_outputs_of_weighted_sums) {
         nn_tensor *dweight = nn_tensor_new(ctx, NN_F32, 1, &c);
         const nn_norm_params p = {.outer = 4, .inner = 1, .channel_inner = 1, .groups = 3, .channels = 3,
                                   .eps = 1e-5f, .batch_stats = 1};
-        nn_buffer_ref args[9] = {nn_tensor_ref(x),  nn_tensor_ref(mean), nn_tensor_ref(var),
-                                 {0},               nn_tensor_ref(dy),   nn_tensor_ref(dx),
-                                 nn_tensor_ref(sums), nn_tensor_ref(dweight), {0}};
-        CHECK(nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, args, 9, &p) == NN_ERR_ARGUMENT);
+        nn_buffer_ref args[10] = {nn_tensor_ref(x),  nn_tensor_ref(mean), nn_tensor_ref(var),
+                                  {0},               nn_tensor_ref(dy),   nn_tensor_ref(dx),
+                                  nn_tensor_ref(sums), nn_tensor_ref(dweight), {0}, {0}};
+        CHECK(nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, args, 10, &p) == NN_ERR_ARGUMENT);
         CHECK_MSG(strstr(nn_last_error(), "norm_backward_from_sums: dweight and dbias come from sums without the "
                                           "weight") && strstr(nn_last_error(), devices[d]),
                   "%s: %s", devices[d], nn_last_error());
@@ -422,4 +422,128 @@ TEST(normalization_modules_state_dict_names_and_checkpoint_round_trip) {
     nn_tensor_free(x);
     free(xv);
     nn_ctx_free(ctx);
+}
+
+/* ---- BatchNorm -> ReLU / ReLU6: the activation's mask taken by BatchNorm's backward ---- */
+
+typedef struct masked_case {
+    const char *what;
+    int ndim;
+    int64_t shape[4]; /* [N, C] or [N, C, H, W] */
+    bool relu6;
+} masked_case;
+
+typedef struct masked_grads {
+    double dx[1024], dw[16], db[16];
+    int64_t commands; /* of the captured step */
+} masked_grads;
+
+/* loss = sum(act(batch_norm(x) w + b) * r) and its gradients in double. */
+static void masked_reference(const masked_case *c, const float *x, const float *w, const float *b, const float *r,
+                             masked_grads *out) {
+    const int64_t n = c->shape[0], ch = c->shape[1], inner = c->ndim == 4 ? c->shape[2] * c->shape[3] : 1;
+    const double count = (double)(n * inner);
+    for (int64_t k = 0; k < ch; k++) {
+        double mean = 0.0, var = 0.0, sdy = 0.0, sdyx = 0.0;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < inner; j++) mean += x[(i * ch + k) * inner + j];
+        mean /= count;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < inner; j++) var += pow(x[(i * ch + k) * inner + j] - mean, 2);
+        const double rstd = 1.0 / sqrt(var / count + 1e-5);
+        double dy[1024];
+        for (int pass = 0; pass < 2; pass++)
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < inner; j++) {
+                    const int64_t e = (i * ch + k) * inner + j;
+                    const double xhat = (x[e] - mean) * rstd, y = xhat * w[k] + b[k];
+                    if (pass == 0) {
+                        const bool passes = c->relu6 ? y > 0.0 && y < 6.0 : y > 0.0;
+                        dy[e] = passes ? r[e] : 0.0;
+                        sdy += dy[e];
+                        sdyx += dy[e] * xhat;
+                    } else {
+                        out->dx[e] = w[k] * rstd / count * (count * dy[e] - sdy - xhat * sdyx);
+                    }
+                }
+        out->db[k] = sdy;
+        out->dw[k] = sdyx;
+    }
+}
+
+/* The engine's step, captured once; `retain` keeps the normalised output's
+ * gradient, so the activation's backward must run its own kernel. */
+static bool masked_engine(const char *device, const masked_case *c, const float *x, const float *w, const float *b,
+                          const float *r, bool retain, masked_grads *out) {
+    nn_ctx *ctx = vkt_open_device(device);
+    if (!ctx) return false;
+    const int64_t n = c->shape[0] * c->shape[1] * (c->ndim == 4 ? c->shape[2] * c->shape[3] : 1), ch = c->shape[1];
+    nn_tensor *xt = nn_tensor_from_data(ctx, NN_F32, c->ndim, c->shape, x);
+    nn_tensor *wt = nn_tensor_from_data(ctx, NN_F32, 1, &ch, w), *bt = nn_tensor_from_data(ctx, NN_F32, 1, &ch, b);
+    nn_tensor *rt = nn_tensor_from_data(ctx, NN_F32, c->ndim, c->shape, r);
+    nn_tensor *leaves[3] = {xt, wt, bt};
+    for (int i = 0; i < 3; i++) nn_tensor_set_requires_grad(leaves[i], true);
+    CHECK(nn_capture_begin(ctx) == NN_OK);
+    nn_tensor *z = nn_batch_norm(xt, NULL, NULL, wt, bt, true, 0.1f, 1e-5f);
+    if (retain && z) CHECK(nn_tensor_retain_grad(z) == NN_OK);
+    nn_tensor *loss = nn_sum(nn_mul(c->relu6 ? nn_relu6(z) : nn_relu(z), rt));
+    bool ok = loss && nn_backward(loss) == NN_OK && nn_ctx_step_end(ctx) == NN_OK;
+    nn_capture *cap = ok ? nn_capture_end(ctx) : NULL;
+    ok = ok && cap;
+    CHECK_MSG(ok, "%s %s: %s", device, c->what, nn_last_error());
+    float dx[1024], dw[16], db[16];
+    ok = ok && nn_tensor_read(nn_tensor_grad(xt), dx, sizeof(float) * (size_t)n) == NN_OK &&
+         nn_tensor_read(nn_tensor_grad(wt), dw, sizeof(float) * (size_t)ch) == NN_OK &&
+         nn_tensor_read(nn_tensor_grad(bt), db, sizeof(float) * (size_t)ch) == NN_OK;
+    for (int64_t i = 0; ok && i < n; i++) out->dx[i] = dx[i];
+    for (int64_t k = 0; ok && k < ch; k++) out->dw[k] = dw[k], out->db[k] = db[k];
+    out->commands = cap ? nn_capture_command_count(cap) : 0;
+    nn_capture_free(cap);
+    nn_ctx_free(ctx);
+    return ok;
+}
+
+static void masked_compare(const char *label, const double *got, const double *want, int64_t n, double tol) {
+    int bad = 0;
+    for (int64_t i = 0; i < n && bad < 3; i++)
+        if (!(fabs(got[i] - want[i]) <= tol * (fabs(want[i]) > 1.0 ? fabs(want[i]) : 1.0))) {
+            nn_test_fail(__FILE__, __LINE__, "%s[%lld] = %.7g, want %.7g", label, (long long)i, got[i], want[i]);
+            bad++;
+        }
+}
+
+TEST(batchnorm_leaves_relu_masks_to_its_backward_and_matches_double_reference) {
+    static const masked_case cases[] = {
+        {"[3, 5, 7, 6] relu", 4, {3, 5, 7, 6}, false},
+        {"[3, 5, 7, 6] relu6", 4, {3, 5, 7, 6}, true},
+        {"[37, 12] relu6 (BatchNorm1d: rows of channels)", 2, {37, 12}, true},
+        {"[37, 12] relu", 2, {37, 12}, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const masked_case *c = &cases[i];
+        const int64_t ch = c->shape[1], n = c->shape[0] * ch * (c->ndim == 4 ? c->shape[2] * c->shape[3] : 1);
+        /* normalised values across relu6's [0, 6] and past it */
+        float *x = randoms((size_t)n, -2, 2, 70 + (unsigned)i), *w = randoms((size_t)ch, 0.5, 3, 80);
+        float *b = randoms((size_t)ch, -1, 5, 81), *r = randoms((size_t)n, -1, 1, 82);
+        static masked_grads want, got, kept;
+        masked_reference(c, x, w, b, r, &want);
+        for (int d = 0; d < 2; d++) {
+            if (!masked_engine(kDevices[d], c, x, w, b, r, false, &got) ||
+                !masked_engine(kDevices[d], c, x, w, b, r, true, &kept))
+                continue;
+            char label[160];
+            snprintf(label, sizeof label, "%s %s dx", kDevices[d], c->what);
+            masked_compare(label, got.dx, want.dx, n, 1e-4);
+            snprintf(label, sizeof label, "%s %s dweight", kDevices[d], c->what);
+            masked_compare(label, got.dw, want.dw, ch, 1e-4);
+            snprintf(label, sizeof label, "%s %s dbias", kDevices[d], c->what);
+            masked_compare(label, got.db, want.db, ch, 1e-4);
+            snprintf(label, sizeof label, "%s %s dx with the normalised output's gradient kept", kDevices[d], c->what);
+            masked_compare(label, kept.dx, want.dx, n, 1e-4);
+            CHECK_MSG(got.commands == kept.commands - 1,
+                      "%s %s: %lld commands in the step, %lld with the activation's own backward; want one fewer",
+                      kDevices[d], c->what, (long long)got.commands, (long long)kept.commands);
+        }
+        free(x), free(w), free(b), free(r);
+    }
 }

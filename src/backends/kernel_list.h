@@ -184,10 +184,10 @@
     /* dynamic loss scaling (nn_loss_scale_params). x (32-bit words), saved, state[4] */                        \
     X(LOSS_SCALE, loss_scale, nn_loss_scale_params, 3, NN_ARG(0) | NN_ARG(2), NN_ARG(0) | NN_ARG(1))  \
     /* NORM_BACKWARD_DATA in two, for sums reduced in between (SyncBatchNorm):                                 \
-     * x, mean, var, weight, dy, sums [2 * groups] */                                                          \
-    X(NORM_BACKWARD_SUMS, norm_backward_sums, nn_norm_params, 6, NN_ARG(5), NN_ARG(3))                          \
-    /* x, mean, var, weight, dy, dx, sums [2 * groups], dweight, dbias */                                      \
-    X(NORM_BACKWARD_FROM_SUMS, norm_backward_from_sums, nn_norm_params, 9, NN_ARG(5) | NN_ARG(7) | NN_ARG(8),      \
-      NN_ARG(3) | NN_ARG(7) | NN_ARG(8))
+     * x, mean, var, weight, dy, sums [2 * groups], bias (grad_mask) */                                        \
+    X(NORM_BACKWARD_SUMS, norm_backward_sums, nn_norm_params, 7, NN_ARG(5), NN_ARG(3) | NN_ARG(6))              \
+    /* x, mean, var, weight, dy, dx, sums [2 * groups], dweight, dbias, bias (grad_mask) */                    \
+    X(NORM_BACKWARD_FROM_SUMS, norm_backward_from_sums, nn_norm_params, 10, NN_ARG(5) | NN_ARG(7) | NN_ARG(8),     \
+      NN_ARG(3) | NN_ARG(7) | NN_ARG(8) | NN_ARG(9))
 
 #endif

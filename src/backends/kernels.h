@@ -503,7 +503,17 @@ int nn_kernel_arg_count(nn_kernel kernel);
  *                    also the affine gradients, and dweight[c] (+)=
  *                    sums[2 c + 1], dbias[c] (+)= sums[2 c] where given
  *                    (either may be absent; affine_accumulate says which
- *                    add into theirs), so no pass of their own copies them. */
+ *                    add into theirs), so no pass of their own copies them.
+ * BACKWARD_SUMS with sums_unweighted sums dy and dy xhat even with the
+ * weight given (it is there for grad_mask). grad_mask (BACKWARD_SUMS,
+ * BACKWARD_FROM_SUMS; one channel per group): dy is the gradient of an
+ * activation's output, act(y) with y = xhat weight[c] + bias[c] as APPLY
+ * computes it (weight, bias: either absent, 1, 0), and both kernels take
+ * the normalisation's own output gradient as that activation's backward
+ * gives it: NN_NORM_MASK_RELU dy where y > 0, NN_NORM_MASK_RELU6 dy where
+ * not (y <= 0 or y >= 6) (a NaN passes), else 0. The activation's own
+ * backward then hands its gradient on unmasked (nn_norm_mask_claim). */
+typedef enum nn_norm_mask { NN_NORM_MASK_NONE, NN_NORM_MASK_RELU, NN_NORM_MASK_RELU6 } nn_norm_mask;
 typedef struct nn_norm_params {
     int64_t outer, inner;
     int64_t channel_inner;
@@ -512,9 +522,10 @@ typedef struct nn_norm_params {
     float eps;
     int32_t batch_stats; /* BACKWARD_DATA */
     int32_t accumulate;  /* the backward kernels add into their outputs */
-    int32_t sums_unweighted; /* BACKWARD_FROM_SUMS */
+    int32_t sums_unweighted; /* BACKWARD_SUMS, BACKWARD_FROM_SUMS */
     int32_t affine_accumulate; /* BACKWARD_FROM_SUMS: bit 0, dweight adds into its output; bit 1, dbias */
     nn_pointwise_epilogue epilogue; /* APPLY */
+    int32_t grad_mask; /* nn_norm_mask: BACKWARD_SUMS, BACKWARD_FROM_SUMS */
 } nn_norm_params;
 
 /* NORM_RUNNING_UPDATE: for c < channels, running = (1 - f) running + f

@@ -19,6 +19,16 @@ nn_status nn_norm_check(const char *backend, nn_kernel kernel, const nn_norm_par
         return nn_set_error(NN_ERR_ARGUMENT,
                             "%s %s: sums without the weight need one channel per group (BatchNorm), got %d groups "
                             "of %d channels", backend, nn_kernel_name(kernel), p->groups, p->channels);
+    if (p->grad_mask < NN_NORM_MASK_NONE || p->grad_mask > NN_NORM_MASK_RELU6)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s %s: grad_mask %d is not an nn_norm_mask", backend,
+                            nn_kernel_name(kernel), p->grad_mask);
+    if (p->grad_mask &&
+        ((kernel != NN_KERNEL_NORM_BACKWARD_SUMS && kernel != NN_KERNEL_NORM_BACKWARD_FROM_SUMS) ||
+         !nn_norm_channel_groups(p)))
+        return nn_set_error(NN_ERR_ARGUMENT,
+                            "%s %s: an activation's mask (grad_mask) is taken by the backward sums' kernels of a "
+                            "normalisation with one channel per group (BatchNorm) only", backend,
+                            nn_kernel_name(kernel));
     const int64_t per_tile = (int64_t)p->channels * p->channel_inner;
     if (nn_norm_elements(p) % per_tile != 0)
         return nn_set_error(NN_ERR_ARGUMENT,

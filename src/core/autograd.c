@@ -226,6 +226,7 @@ static nn_status backward_entered(nn_tensor *loss) {
         node->output->grad_written = false;
         node->walked = false;
         node->premasked = false;
+        node->grad_mask = NN_NORM_MASK_NONE;
         node->leaves_told = false;
         if (node->segment) node->segment->done = false;
     }

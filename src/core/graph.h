@@ -64,6 +64,8 @@ struct nn_node {
     bool launched;
     bool walked;        /* the current backward pass ran its backward (or its segment's) */
     bool premasked;     /* a ReLU whose output's reader wrote that gradient masked already (ops/relu.c) */
+    int8_t grad_mask;   /* a BatchNorm whose output's one reader, an activation, left its mask to this
+                           node's backward (nn_norm_mask, ops/normalization.c) */
     bool leaves_told;   /* the current backward pass has counted it off its leaf inputs' readers */
     /* A fused backward that covers this node (core/fusion.h), or NULL: the
      * node's own backward runs. */

@@ -169,10 +169,12 @@ nn_status nn_batch_norm_sync_backward_data(nn_batch_norm_sync *s, const nn_norm_
     sync_point *p = point_of(s, true, layout->outer * layout->inner);
     if (!p) return nn_last_status();
     const nn_buffer_ref none = {0};
-    nn_buffer_ref sums[6] = {nn_tensor_ref(x), nn_tensor_ref(mean), nn_tensor_ref(var),
-                             weight ? nn_tensor_ref(weight) : none, nn_tensor_ref(dy), nn_tensor_ref(s->exchange)};
-    NN_TRY(nn_ctx_run(s->ctx, NN_KERNEL_NORM_BACKWARD_SUMS, sums, 6, layout));
+    nn_buffer_ref sums[7] = {nn_tensor_ref(x),  nn_tensor_ref(mean),         nn_tensor_ref(var),
+                             weight ? nn_tensor_ref(weight) : none, nn_tensor_ref(dy), nn_tensor_ref(s->exchange),
+                             none};
+    NN_TRY(nn_ctx_run(s->ctx, NN_KERNEL_NORM_BACKWARD_SUMS, sums, 7, layout));
     NN_TRY(nn_capture_host_call(s->ctx, combine_gradient_sums, p));
-    nn_buffer_ref apply[9] = {sums[0], sums[1], sums[2], sums[3], sums[4], nn_tensor_ref(dx), sums[5], none, none};
-    return nn_ctx_run(s->ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, apply, 9, layout);
+    nn_buffer_ref apply[10] = {sums[0], sums[1], sums[2], sums[3], sums[4], nn_tensor_ref(dx), sums[5], none, none,
+                               none};
+    return nn_ctx_run(s->ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, apply, 10, layout);
 }

@@ -118,25 +118,49 @@ nn_status nn_norm_forward_with_epilogue(nn_node *node, nn_tensor *out, const nn_
 static nn_status batch_norm_backward_shared(nn_ctx *ctx, nn_norm_params p, nn_tensor *const *xs, nn_tensor *dy,
                                             nn_tensor *grad, int32_t acc, nn_tensor *const *grads,
                                             const int32_t *accs) {
-    nn_tensor *x = xs[0], *mean = xs[1], *var = xs[2], *weight = xs[3];
+    nn_tensor *x = xs[0], *mean = xs[1], *var = xs[2], *weight = xs[3], *bias = xs[4];
     const int64_t both = 2 * (int64_t)p.channels;
     nn_tensor *sums = nn_op_scratch(ctx, NN_F32, 1, &both);
     if (!sums) return nn_last_status();
     p.accumulate = 0;
-    nn_buffer_ref reduce[6] = {nn_tensor_ref(x), nn_tensor_ref(mean), nn_tensor_ref(var), (nn_buffer_ref){0},
-                               nn_tensor_ref(dy), nn_tensor_ref(sums)};
-    nn_status st = nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_SUMS, reduce, 6, &p);
+    /* The sums are of dy (unweighted); the weight and bias serve an activation's mask. */
+    p.sums_unweighted = 1;
+    const bool masked = p.grad_mask != NN_NORM_MASK_NONE;
+    nn_buffer_ref reduce[7] = {nn_tensor_ref(x),  nn_tensor_ref(mean), nn_tensor_ref(var),
+                               masked ? ref_or_none(weight) : (nn_buffer_ref){0},
+                               nn_tensor_ref(dy), nn_tensor_ref(sums), masked ? ref_or_none(bias) : (nn_buffer_ref){0}};
+    nn_status st = nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_SUMS, reduce, 7, &p);
     if (st == NN_OK) {
         p.accumulate = acc;
-        p.sums_unweighted = 1;
         p.affine_accumulate = (accs[0] ? 1 : 0) | (accs[1] ? 2 : 0);
-        nn_buffer_ref pointwise[9] = {nn_tensor_ref(x),    nn_tensor_ref(mean), nn_tensor_ref(var),
-                                      ref_or_none(weight), nn_tensor_ref(dy),   nn_tensor_ref(grad),
-                                      nn_tensor_ref(sums), ref_or_none(grads[0]), ref_or_none(grads[1])};
-        st = nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, pointwise, 9, &p);
+        nn_buffer_ref pointwise[10] = {nn_tensor_ref(x),    nn_tensor_ref(mean),   nn_tensor_ref(var),
+                                       ref_or_none(weight), nn_tensor_ref(dy),     nn_tensor_ref(grad),
+                                       nn_tensor_ref(sums), ref_or_none(grads[0]), ref_or_none(grads[1]),
+                                       masked ? ref_or_none(bias) : (nn_buffer_ref){0}};
+        st = nn_ctx_run(ctx, NN_KERNEL_NORM_BACKWARD_FROM_SUMS, pointwise, 10, &p);
     }
     nn_tensor_release(sums);
     return st;
+}
+
+/* Whether the node's backward takes batch_norm_backward_shared: BatchNorm
+ * with batch statistics over one process, x's gradient and an affine one
+ * wanted. */
+static bool backward_shares_sums(const nn_node *node) {
+    const norm_node *n = NN_NODE_PARAMS(node, norm_node);
+    const nn_tensor *weight = node->inputs[IN_WEIGHT], *bias = node->inputs[IN_BIAS];
+    return n->batch_stats && !n->sync && nn_norm_channel_groups(&n->layout) && nn_wants_grad(node->inputs[IN_X]) &&
+           (nn_wants_grad(weight) || nn_wants_grad(bias));
+}
+
+bool nn_norm_mask_claim(const nn_tensor *y, nn_norm_mask mask) {
+    nn_node *node = y->grad_fn;
+    /* A retained gradient of y must be y's own (masked), so none is handed on then. */
+    if (!node || node->op != &nn_op_batch_norm || nn_tape_consumers(y) != 1 || y->grad_written ||
+        y->retain_grad || !backward_shares_sums(node))
+        return false;
+    node->grad_mask = (int8_t)mask;
+    return true;
 }
 
 static nn_status norm_backward(nn_node *node) {
@@ -158,11 +182,16 @@ static nn_status norm_backward(nn_node *node) {
     for (int k = 0; k < 2; k++)
         if (affine[k]) NN_TRY(nn_grad_target(affine[k], &grads[k], &accs[k]));
     /* One channel per group: the data gradient's sums (of dy and dy xhat
-     * per group) are then the bias's and the weight's gradients. */
-    if (grad && (grads[0] || grads[1]) && n->batch_stats && !n->sync && nn_norm_channel_groups(&p)) {
-        nn_tensor *const xs[4] = {x, mean, var, weight};
+     * per group) are then the bias's and the weight's gradients. dy may be
+     * an activation's output gradient, its mask left to these kernels. */
+    if (backward_shares_sums(node)) {
+        nn_tensor *const xs[5] = {x, mean, var, weight, bias};
+        p.grad_mask = node->grad_mask;
         return batch_norm_backward_shared(ctx, p, xs, dy, grad, acc, grads, accs);
     }
+    if (node->grad_mask != NN_NORM_MASK_NONE) /* nn_norm_mask_claim promised the shared path */
+        return nn_set_error(NN_ERR_STATE, "nn_batch_norm backward: an activation left its mask to a backward "
+                            "that cannot take it");
     if (grad) {
         p.accumulate = acc;
         nn_buffer_ref args[6] = {nn_tensor_ref(x),  nn_tensor_ref(mean), nn_tensor_ref(var),

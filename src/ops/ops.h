@@ -62,6 +62,14 @@ nn_gemm_epilogue_params nn_linear_gemm(const nn_node *linear, int32_t epilogue);
  * output: then the ReLU hands that gradient on with no kernel of its own.
  * Called at backward; claiming marks the ReLU's node. */
 bool nn_relu_mask_claim(const nn_tensor *x);
+/* normalization.c: whether the BatchNorm that produced y (y's only reader
+ * on the tape being the activation whose backward asks) will take that
+ * activation's mask in its own backward (kernels.h's grad_mask): its
+ * backward sums the data and affine gradients in one reduction, which then
+ * recomputes y. The activation then hands its output's gradient on with
+ * no kernel of its own. Called at backward; claiming marks the BatchNorm's
+ * node. */
+bool nn_norm_mask_claim(const nn_tensor *y, nn_norm_mask mask);
 /* Whether x is a ReLU's output whose only reader (among the pending nodes
  * at a flush: `readers`) could claim its mask. */
 bool nn_relu_output(const nn_tensor *x);

@@ -2,7 +2,9 @@
  * where its input was), and the only reader of that output may write the
  * output's gradient already masked (nn_relu_mask_claim): a Linear's data
  * GEMM or a max pooling's backward applies the mask where it produces the
- * gradient, and the ReLU then costs no kernel in backward. */
+ * gradient, and the ReLU then costs no kernel in backward. Likewise the
+ * BatchNorm that produced its input may take the mask into its own backward
+ * (nn_norm_mask_claim): the ReLU then hands its gradient on unmasked. */
 #include "core/layout.h"
 #include "io/onnx_graph.h"
 #include "ops.h"
@@ -15,7 +17,7 @@ static nn_status relu_forward(nn_node *node) {
 
 static nn_status relu_backward(nn_node *node) {
     nn_tensor *x = node->inputs[0], *y = node->output;
-    if (node->premasked) return nn_grad_hand_on(x, y->grad);
+    if (node->premasked || nn_norm_mask_claim(x, NN_NORM_MASK_RELU)) return nn_grad_hand_on(x, y->grad);
     nn_tensor *grad;
     int32_t acc;
     NN_TRY(nn_grad_target(x, &grad, &acc));

@@ -37,6 +37,8 @@ static bool gradient_from_output(nn_unary_op op) {
 static nn_status unary_backward(nn_node *node) {
     nn_tensor *x = node->inputs[0], *y = node->output, *grad;
     int32_t acc;
+    if (NN_NODE_PARAMS(node, nn_unary_node)->op == NN_UNARY_RELU6 && nn_norm_mask_claim(x, NN_NORM_MASK_RELU6))
+        return nn_grad_hand_on(x, y->grad);
     NN_TRY(nn_grad_target(x, &grad, &acc));
     nn_pointwise_params p = kernel_params(node, x->numel);
     p.accumulate = acc;

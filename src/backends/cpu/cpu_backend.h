@@ -162,10 +162,12 @@ nn_status nn_cpu_norm_backward_affine(nn_thread_pool *pool, const nn_norm_params
                                       const float *mean, const float *var, const float *dy, float *dweight,
                                       float *dbias);
 nn_status nn_cpu_norm_backward_sums(nn_thread_pool *pool, const nn_norm_params *p, const float *x, const float *mean,
-                                    const float *var, const float *weight, const float *dy, float *sums);
+                                    const float *var, const float *weight, const float *dy, float *sums,
+                                    const float *bias);
 nn_status nn_cpu_norm_backward_from_sums(nn_thread_pool *pool, const nn_norm_params *p, const float *x,
                                          const float *mean, const float *var, const float *weight, const float *dy,
-                                         float *dx, const float *sums, float *dweight, float *dbias);
+                                         float *dx, const float *sums, float *dweight, float *dbias,
+                                         const float *bias);
 nn_status nn_cpu_norm_running_update(const nn_norm_running_params *p, const float *mean, const float *var,
                                      float *running_mean, float *running_var, const int32_t *count_tracked);
 /* cpu_embedding.c */

@@ -136,9 +136,9 @@ nn_status nn_cpu_run_loss_scale(nn_backend *self, const nn_loss_scale_params *p,
     return nn_cpu_loss_scale(p, a);
 }
 
-POOLED(norm_backward_sums, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5))
+POOLED(norm_backward_sums, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5), F32(6))
 POOLED(norm_backward_from_sums, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5), F32(6), F32(7),
-       F32(8))
+       F32(8), F32(9))
 #undef POOLED
 #undef SERIAL
 #undef FAMILY

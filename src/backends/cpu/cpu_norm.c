@@ -83,13 +83,28 @@ nn_status nn_cpu_norm_apply(nn_thread_pool *pool, const nn_norm_params *p, const
     return NN_OK;
 }
 
-/* Group g's sums of w dy and of w dy xhat. */
+/* Element e's output gradient: dy, or with grad_mask dy through the
+ * activation's mask at y, the normalised value as apply_blocks computes it. */
+static float masked_dy(const norm_job *job, int64_t e, double mean, double rstd) {
+    const nn_norm_params *p = job->p;
+    if (!p->grad_mask) return job->dy[e];
+    const int64_t c = channel_of(p, e);
+    double v = (job->x[e] - mean) * rstd;
+    if (job->weight) v *= job->weight[c];
+    if (job->bias) v += job->bias[c];
+    const float y = (float)v;
+    const bool passes = p->grad_mask == NN_NORM_MASK_RELU ? y > 0.0f : !(y <= 0.0f || y >= 6.0f);
+    return passes ? job->dy[e] : 0.0f;
+}
+
+/* Group g's sums of w dy and of w dy xhat (of dy and dy xhat with sums_unweighted). */
 static void group_sums(const norm_job *job, int64_t g, double *sum_wdy, double *sum_wdy_xhat) {
     const nn_norm_params *p = job->p;
     const double mean = job->mean[g], rstd = rstd_of(job, g);
+    const bool weighted = job->weight && !p->sums_unweighted;
     double a = 0.0, b = 0.0;
     FOR_GROUP_ELEMENTS(p, g, e) {
-        const double wdy = job->dy[e] * (job->weight ? job->weight[channel_of(p, e)] : 1.0f);
+        const double wdy = masked_dy(job, e, mean, rstd) * (weighted ? job->weight[channel_of(p, e)] : 1.0f);
         a += wdy;
         b += wdy * (job->x[e] - mean) * rstd;
     }
@@ -102,7 +117,7 @@ static void group_dx(const norm_job *job, int64_t g, double mean_wdy, double mea
     const nn_norm_params *p = job->p;
     const double mean = job->mean[g], rstd = rstd_of(job, g);
     FOR_GROUP_ELEMENTS(p, g, e) {
-        const double wdy = job->dy[e] * (job->weight ? job->weight[channel_of(p, e)] : 1.0f);
+        const double wdy = masked_dy(job, e, mean, rstd) * (job->weight ? job->weight[channel_of(p, e)] : 1.0f);
         const double xhat = (job->x[e] - mean) * rstd;
         const float dx = (float)(rstd * (wdy - mean_wdy - xhat * mean_wdy_xhat));
         job->out[e] = p->accumulate ? job->out[e] + dx : dx;
@@ -143,9 +158,10 @@ static void backward_sums_groups(void *arg, int64_t begin, int64_t end, int work
 }
 
 nn_status nn_cpu_norm_backward_sums(nn_thread_pool *pool, const nn_norm_params *p, const float *x, const float *mean,
-                                    const float *var, const float *weight, const float *dy, float *sums) {
+                                    const float *var, const float *weight, const float *dy, float *sums,
+                                    const float *bias) {
     NN_TRY(nn_norm_check("cpu", NN_KERNEL_NORM_BACKWARD_SUMS, p));
-    norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .dy = dy, .out2 = sums};
+    norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .bias = bias, .dy = dy, .out2 = sums};
     nn_parallel_for(pool, p->groups, min_groups(p), backward_sums_groups, &job);
     return NN_OK;
 }
@@ -162,7 +178,8 @@ static void backward_from_sums_groups(void *arg, int64_t begin, int64_t end, int
 
 nn_status nn_cpu_norm_backward_from_sums(nn_thread_pool *pool, const nn_norm_params *p, const float *x,
                                          const float *mean, const float *var, const float *weight, const float *dy,
-                                         float *dx, const float *sums, float *dweight, float *dbias) {
+                                         float *dx, const float *sums, float *dweight, float *dbias,
+                                         const float *bias) {
     NN_TRY(nn_norm_check("cpu", NN_KERNEL_NORM_BACKWARD_FROM_SUMS, p));
     NN_TRY(nn_norm_affine_from_sums_check("cpu", p, dweight || dbias));
     for (int32_t c = 0; c < p->channels; c++) { /* the sums are the affine gradients (kernels.h) */
@@ -170,7 +187,8 @@ nn_status nn_cpu_norm_backward_from_sums(nn_thread_pool *pool, const nn_norm_par
         if (dbias) dbias[c] = ((p->affine_accumulate & 2) ? dbias[c] : 0.0f) + sums[2 * c];
     }
     if (p->outer * p->inner == 0) return NN_OK; /* no elements */
-    norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .dy = dy, .out = dx, .sums = sums};
+    norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .bias = bias, .dy = dy, .out = dx,
+                    .sums = sums};
     nn_parallel_for(pool, p->groups, min_groups(p), backward_from_sums_groups, &job);
     return NN_OK;
 }

@@ -18,7 +18,11 @@
  * BatchNorm over rows of channels (channels-last activations, [N, C]: inner
  * 1, a group per channel) takes norm_columns.comp for its STATS and its data
  * gradient's sums too: lanes across the channels and down the rows, where
- * the group-wise kernels would read each channel strided.
+ * the group-wise kernels would read each channel strided. Through an
+ * activation's mask (grad_mask), BACKWARD_SUMS and BACKWARD_FROM_SUMS take
+ * variants of their shaders that recompute the activation's input
+ * (norm_columns_masked.comp, norm_backward_pointwise_masked.comp), so the
+ * plain ones keep their registers.
  * Splits finish in their last workgroup (vk_split_work.c) in a fixed order:
  * results depend on the sizes alone. */
 #include "backends/norm_layout.h"
@@ -42,7 +46,8 @@ static nn_status norm_push(nn_kernel kernel, const nn_norm_params *p, norm_block
                          .channels = (uint32_t)p->channels, .eps = p->eps, .batch_stats = p->batch_stats,
                          .accumulate = p->accumulate, .sums_unweighted = p->sums_unweighted,
                          .epilogue_on = p->epilogue.on, .epilogue_op = p->epilogue.op,
-                         .epilogue_alpha = p->epilogue.alpha, .epilogue_beta = p->epilogue.beta, .chunks = 1};
+                         .epilogue_alpha = p->epilogue.alpha, .epilogue_beta = p->epilogue.beta, .chunks = 1,
+                         .grad_mask = p->grad_mask};
     return NN_OK;
 }
 
@@ -120,7 +125,8 @@ static nn_status record_columns(vk_backend *vk, nn_kernel kernel, const nn_norm_
     /* Fewer, longer chunks than the group-wise kernels', so the last
      * workgroup's merge of a tile's chunks stays short (bench/README.md,
      * bench_norm_layers: the targets measured). */
-    return record_split(vk, kernel, VK_PIPE_NORM_COLUMNS, args, 8, 7, written, push,
+    const vk_pipeline_id pipe = p->grad_mask ? VK_PIPE_NORM_COLUMNS_MASKED : VK_PIPE_NORM_COLUMNS;
+    return record_split(vk, kernel, pipe, args, 8, 7, written, push,
                         split_of(tiles, rows, lanes, COLUMNS_MIN_ROWS * lanes, 2 * per_tile, COLUMNS_TARGET), tiles,
                         2 * per_tile);
 }
@@ -158,14 +164,16 @@ nn_status vk_run_norm_apply(vk_backend *vk, const nn_norm_params *p, const nn_bu
 }
 
 /* The data gradient's first pass: the sums of w dy and w dy xhat per group
- * (two floats each, into args[5]), split over workgroups. */
+ * (two floats each, into args[5]), split over workgroups; args: x, mean,
+ * var, weight, dy, sums, the work area's slot, grad_mask's bias. */
 static nn_status record_backward_sums(vk_backend *vk, nn_kernel kernel, const nn_norm_params *p,
                                       nn_buffer_ref *args, norm_block *push) {
-    if (columnar(p)) { /* the same slots: x, mean, var, weight, dy, sums */
-        const nn_buffer_ref columns[7] = {args[0], args[1], args[2], args[3], args[4], args[5], {NULL, 0, 0}};
+    push->has_bias = args[7].buffer != NULL;
+    if (columnar(p)) { /* the same slots: x, mean, var, weight, dy, sums, (out_b) the bias */
+        const nn_buffer_ref columns[7] = {args[0], args[1], args[2], args[3], args[4], args[5], args[7]};
         return record_columns(vk, kernel, p, COLUMNS_SUMS, columns, NN_ARG(5), push);
     }
-    return record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_SUMS, args, 7, 6, NN_ARG(5), push,
+    return record_split(vk, kernel, VK_PIPE_NORM_BACKWARD_SUMS, args, 8, 6, NN_ARG(5), push,
                         split_of(p->groups, p->outer * p->inner, PIECE, MIN_CHUNK, 2, SPLIT_TARGET), p->groups, 2);
 }
 
@@ -174,7 +182,8 @@ static nn_status record_backward_sums(vk_backend *vk, nn_kernel kernel, const nn
  * (args[7], args[8]) where given. */
 static nn_status record_backward_pointwise(vk_backend *vk, nn_kernel kernel, const nn_norm_params *p,
                                            const nn_buffer_ref *args, int nargs, norm_block *push) {
-    return vk_record_ex(vk, kernel, VK_PIPE_NORM_BACKWARD_POINTWISE, 0, args, nargs,
+    const vk_pipeline_id pipe = p->grad_mask ? VK_PIPE_NORM_BACKWARD_POINTWISE_MASKED : VK_PIPE_NORM_BACKWARD_POINTWISE;
+    return vk_record_ex(vk, kernel, pipe, 0, args, nargs,
                         NN_ARG(5) | NN_ARG(7) | NN_ARG(8), VK_PUSH_REF(*push), pointwise_groups(p), 1, 1);
 }
 
@@ -186,7 +195,7 @@ static nn_status backward_data_split(vk_backend *vk, const nn_norm_params *p, co
     nn_buffer *sums = vk_scratch_alloc(vk, (size_t)p->groups * 2 * sizeof(float));
     if (!sums) return nn_last_status();
     const nn_buffer_ref sums_ref = {sums, 0, (size_t)p->groups * 2 * sizeof(float)};
-    nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], sums_ref, {NULL, 0, 0}};
+    nn_buffer_ref args[8] = {a[0], a[1], a[2], a[3], a[4], sums_ref, {NULL, 0, 0}, {NULL, 0, 0}};
     nn_status st = record_backward_sums(vk, kernel, p, args, push);
     if (st == NN_OK) {
         const nn_buffer_ref pointwise[7] = {a[0], a[1], a[2], a[3], a[4], a[5], sums_ref};
@@ -245,7 +254,7 @@ nn_status vk_run_norm_backward_sums(vk_backend *vk, const nn_norm_params *p, con
     norm_block push;
     NN_TRY(norm_push(kernel, p, &push));
     push.has_weight = a[3].buffer != NULL;
-    nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], a[5], {NULL, 0, 0}};
+    nn_buffer_ref args[8] = {a[0], a[1], a[2], a[3], a[4], a[5], {NULL, 0, 0}, a[6]};
     return record_backward_sums(vk, kernel, p, args, &push);
 }
 
@@ -257,7 +266,8 @@ nn_status vk_run_norm_backward_from_sums(vk_backend *vk, const nn_norm_params *p
     NN_TRY(nn_norm_affine_from_sums_check("vulkan", p, dweight || dbias));
     if (nn_norm_elements(p) == 0 && !dweight && !dbias) return NN_OK;
     push.has_weight = a[3].buffer != NULL;
+    push.has_bias = a[9].buffer != NULL;
     push.batch_stats = 1; /* the pointwise pass subtracts the sums' terms */
     push.affine = (dweight ? 1 : 0) | (dbias ? 2 : 0) | (p->affine_accumulate & 3) << 2;
-    return record_backward_pointwise(vk, kernel, p, a, 9, &push);
+    return record_backward_pointwise(vk, kernel, p, a, 10, &push);
 }

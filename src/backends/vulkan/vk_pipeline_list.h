@@ -97,6 +97,9 @@
     P(NORM_BACKWARD_SUMS, norm_backward_sums, "norm_backward_data (sums)", 0, 0, 0, 0, 0, 0, 0)                \
     P(NORM_BACKWARD_POINTWISE, norm_backward_pointwise, "norm_backward_data (pointwise)", 0, 0, 0, 0, 0, 0, 0) \
     P(NORM_COLUMNS, norm_columns, "normalisation (columns)", 0, 0, 0, 0, 0, 0, 0)                              \
+    P(NORM_COLUMNS_MASKED, norm_columns_masked, "norm_backward_sums (activation mask)", 0, 0, 0, 0, 0, 0, 0)    \
+    P(NORM_BACKWARD_POINTWISE_MASKED, norm_backward_pointwise_masked, "norm_backward_from_sums (activation mask)", \
+      0, 0, 0, 0, 0, 0, 0)                                                                                      \
     /* the optimizers beyond SGD (vk_optimizers.c) */                                                          \
     P(ADAM_UPDATE, adam_update, "adam_update", 0, 0, 0, 0, 0, 0, 0)                                            \
     P(RMSPROP_UPDATE, rmsprop_update, "rmsprop_update", 0, 0, 0, 0, 0, 0, 0)                                   \

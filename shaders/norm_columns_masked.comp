@@ -1,0 +1,7 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common.glsl"
+// NORM_BACKWARD_SUMS through an activation's mask (kernels.h's grad_mask).
+#define GRAD_MASK 1
+#include "norm_columns.glsl"
