@@ -549,3 +549,37 @@ TEST(autograd_write_between_forward_and_backward_is_refused_vulkan) {
     if (vkt_skipped() || !vkt_vulkan()) return;
     check_writes_before_backward("vulkan");
 }
+
+/* A retained gradient is the tensor's own: a ReLU's output read by a max
+ * pooling alone keeps its unmasked gradient when retained (the pooling's
+ * backward would otherwise write it masked for the ReLU: nn_relu_mask_claim),
+ * here where a window of negatives pools a zero. (A BatchNorm's retained
+ * output gradient: test_normalization.c's mask test.) */
+static void retained_gradients_are_their_own(const char *device) {
+    nn_ctx *ctx = vkt_open_device(device);
+    if (!ctx) return;
+    const int64_t xs[4] = {1, 2, 2, 4}, ps[4] = {1, 2, 1, 2};
+    const float xv[16] = {-1, -2, 3, 1, -3, -4, 2, 5, 0.5f, 1, -1, -2, 2, 0.25f, -3, -1};
+    const float cv[4] = {2, 3, 5, 7};
+    nn_tensor *x = nn_tensor_from_data(ctx, NN_F32, 4, xs, xv), *c = nn_tensor_from_data(ctx, NN_F32, 4, ps, cv);
+    nn_tensor_set_requires_grad(x, true);
+    nn_tensor *h = nn_relu(x);
+    CHECK(nn_tensor_retain_grad(h) == NN_OK);
+    nn_tensor *loss = nn_sum(nn_mul(nn_maxpool2d(h, 2, 2), c));
+    CHECK_MSG(loss && nn_backward(loss) == NN_OK, "%s: %s", device, nn_last_error());
+    /* each 2x2 window's first maximum of h takes c; a window of negatives pools h = 0 at its first pixel */
+    const float dh[16] = {2, 0, 0, 0, 0, 0, 0, 3, 0, 0, 7, 0, 5, 0, 0, 0};
+    float got[16] = {0}, dx[16] = {0};
+    CHECK(nn_tensor_read(nn_tensor_grad(h), got, sizeof got) == NN_OK);
+    CHECK(nn_tensor_read(nn_tensor_grad(x), dx, sizeof dx) == NN_OK);
+    for (int i = 0; i < 16; i++) {
+        CHECK_MSG(got[i] == dh[i], "%s: retained grad h[%d] = %g, want %g", device, i, got[i], dh[i]);
+        CHECK_MSG(dx[i] == (xv[i] > 0 ? dh[i] : 0.0f), "%s: grad x[%d] = %g", device, i, dx[i]);
+    }
+    nn_ctx_free(ctx);
+}
+
+TEST(autograd_retained_gradients_are_the_tensors_own) {
+    retained_gradients_are_their_own("cpu");
+    if (!vkt_skipped() && vkt_vulkan()) retained_gradients_are_their_own("vulkan");
+}

@@ -39,8 +39,9 @@ nn_tensor *nn_relu(nn_tensor *x) {
 bool nn_relu_output(const nn_tensor *x) { return x->grad_fn && x->grad_fn->op == &nn_op_relu; }
 
 bool nn_relu_mask_claim(const nn_tensor *x) {
-    /* One reader: the ReLU's output gradient has one writer, which may mask it. */
-    if (!nn_relu_output(x) || nn_tape_consumers(x) != 1 || x->grad_written) return false;
+    /* One reader: the ReLU's output gradient has one writer, which may mask it. A retained
+     * gradient of x must be x's own, unmasked. */
+    if (!nn_relu_output(x) || nn_tape_consumers(x) != 1 || x->grad_written || x->retain_grad) return false;
     x->grad_fn->premasked = true;
     return true;
 }
