@@ -1,7 +1,8 @@
 /* Training state: the run's description (nn_train_extras.run, metadata
  * "run") saved and read back by nn_train_state_run, "" from a state saved
  * without one, and refusals: a description that is not printable text or
- * too long, a buffer too small for it, a file that is no training state. */
+ * too long, a buffer too small for it, a file that is no training state,
+ * one cut short (nn_train_state_run reads the header alone). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,19 @@ TEST(train_state_run_description_round_trip_and_refusals) {
     uint8_t *written = io_test_read_bytes(bad, &size);
     CHECK_MSG(!written, "a refused save wrote %s", bad);
     free(written);
+    /* Only the header is read, but a file cut anywhere is still refused: in its length, its header, its tensors. */
+    size_t whole;
+    uint8_t *state = io_test_read_bytes(path, &whole);
+    const uint64_t header = state && whole >= 8 ? state[0] | (uint64_t)state[1] << 8 | (uint64_t)state[2] << 16 : 0;
+    static const char *const kCutSays[3] = {"not a safetensors file", "truncated safetensors file", "truncated file?"};
+    const size_t cuts[3] = {5, (size_t)(8 + header / 2), whole - 4};
+    for (int i = 0; state && i < 3; i++) {
+        CHECK(io_test_write_bytes(bad, state, cuts[i]) == 0);
+        CHECK_MSG(nn_train_state_run(bad, got, sizeof got) == NN_ERR_IO && strstr(nn_last_error(), kCutSays[i]),
+                  "cut at %zu: %s", cuts[i], nn_last_error());
+    }
+    free(state);
+    remove(bad);
     nn_optimizer_free(opt);
     nn_module_free(net);
     nn_ctx_free(ctx);

@@ -167,6 +167,35 @@ nn_status nn_st_save(const char *who, const char *path, const nn_st_binding *ten
 
 /* ---- reading ---- */
 
+nn_status nn_st_read_header(const char *who, const char *path, nn_st_header *header) {
+    memset(header, 0, sizeof *header);
+    if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
+    int64_t file_size;
+    char why[128];
+    FILE *f = nn_open_regular_file(path, &file_size, why, sizeof why);
+    if (!f) return nn_set_error(NN_ERR_IO, "%s: %s: %s", who, path, why);
+    uint8_t length[8] = {0};
+    uint64_t n = 0;
+    const size_t got = fread(length, 1, sizeof length, f);
+    for (int i = 7; i >= 0; i--) n = (n << 8) | length[i];
+    /* A short file or an oversized length: nn_st_parse says which from these 8 bytes. */
+    const size_t keep = got == sizeof length && n <= NN_ST_MAX_HEADER && n <= (uint64_t)file_size - 8 ? 8 + (size_t)n
+                                                                                                      : got;
+    uint8_t *bytes = malloc(keep > 8 ? keep : 8);
+    nn_status status = NN_OK;
+    if (!bytes) status = nn_set_error(NN_ERR_MEMORY, "%s: %s: out of host memory for %zu bytes", who, path, keep);
+    if (status == NN_OK) {
+        memcpy(bytes, length, got);
+        if (keep > got && fread(bytes + got, 1, keep - got, f) != keep - got)
+            status = nn_set_error(NN_ERR_IO, "%s: %s: could not read its %zu header bytes%s", who, path, keep,
+                                  ferror(f) ? " (read error)" : " (the file shrank while reading)");
+    }
+    fclose(f);
+    if (status == NN_OK) status = nn_st_parse(who, path, bytes, got < 8 ? got : (size_t)file_size, header);
+    free(bytes);
+    return status;
+}
+
 nn_status nn_st_open(const char *who, const char *path, nn_st_file *file) {
     memset(file, 0, sizeof *file);
     if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);

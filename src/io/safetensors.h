@@ -31,6 +31,10 @@ typedef struct nn_st_file {
 nn_status nn_st_open(const char *who, const char *path, nn_st_file *file);
 void nn_st_close(nn_st_file *file);
 
+/* A file's validated header alone, its tensors' bytes left unread (for
+ * its metadata); free with nn_st_header_free. */
+nn_status nn_st_read_header(const char *who, const char *path, nn_st_header *header);
+
 /* Fill the bound tensors from the file, all or nothing: the file must hold
  * exactly these names (an extra or a missing one is refused, naming it),
  * each with the tensor's dtype and shape; only when everything checks out

@@ -44,7 +44,8 @@ typedef struct nn_st_header {
 
 /* Parse and validate a whole file held in memory. `who` and `path` prefix
  * every message ("nn_load_module: ckpt.safetensors: ..."). On failure
- * returns NN_ERR_IO with the error set and *out empty. */
+ * returns NN_ERR_IO with the error set and *out empty. Only the first 8 +
+ * N bytes (the length and the header) are read; `size` is the file's. */
 nn_status nn_st_parse(const char *who, const char *path, const uint8_t *file, size_t size,
                       nn_st_header *out);
 void nn_st_header_free(nn_st_header *h);

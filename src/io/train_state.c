@@ -376,10 +376,10 @@ static nn_status check_extras(const char *who, const char *path, const nn_st_hea
 nn_status nn_train_state_run(const char *path, char *out, size_t size) {
     const char *who = "nn_train_state_run";
     if (!out || size == 0) return nn_set_error(NN_ERR_ARGUMENT, "%s: no room for the text", who);
-    nn_st_file file;
-    NN_TRY(nn_st_open(who, path, &file));
-    const char *format = nn_st_meta_get(&file.header, "format");
-    const char *run = nn_st_meta_get(&file.header, "run");
+    nn_st_header header; /* the metadata alone: the tensors stay on disk */
+    NN_TRY(nn_st_read_header(who, path, &header));
+    const char *format = nn_st_meta_get(&header, "format");
+    const char *run = nn_st_meta_get(&header, "run");
     nn_status status = NN_OK;
     if (!format || strcmp(format, FORMAT_NAME) != 0)
         status = nn_set_error(NN_ERR_ARGUMENT, "%s: %s is not an nn-engine training state", who, path);
@@ -387,7 +387,7 @@ nn_status nn_train_state_run(const char *path, char *out, size_t size) {
         status = nn_set_error(NN_ERR_ARGUMENT, "%s: %s: its run description (%zu bytes) does not fit %zu", who, path,
                               strlen(run), size);
     else snprintf(out, size, "%s", run ? run : "");
-    nn_st_close(&file);
+    nn_st_header_free(&header);
     return status;
 }
 
