@@ -3,6 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A value's character as the text keeps it: "; " separates the flags there,
+ * so a value's own ';' is kept as ','. */
+static char kept_char(char c) { return c == ';' ? ',' : c; }
+
 bool saved_flags_format(const rank_flag *flags, int count, char *out, size_t size) {
     size_t used = 0;
     if (size == 0) return false;
@@ -13,7 +17,7 @@ bool saved_flags_format(const rank_flag *flags, int count, char *out, size_t siz
         used += (size_t)n;
         for (const char *v = flags[i].value; *v; v++) {
             if (used + 1 >= size) return false;
-            out[used++] = *v == ';' ? ',' : *v;
+            out[used++] = kept_char(*v);
         }
         out[used] = '\0';
     }
@@ -37,7 +41,6 @@ static bool saved_value(const char *saved, const char *flag, char *value, size_t
 bool saved_flags_differ(const char *saved, const rank_flag *flag, char *value, size_t size) {
     char mine[sizeof flag->value];
     snprintf(mine, sizeof mine, "%s", flag->value);
-    for (char *c = mine; *c; c++)
-        if (*c == ';') *c = ','; /* as saved_flags_format wrote it */
+    for (char *c = mine; *c; c++) *c = kept_char(*c); /* as saved_flags_format wrote it */
     return saved_value(saved, flag->flag, value, size) && strcmp(value, mine) != 0;
 }
