@@ -1002,19 +1002,18 @@ static int train(train_config config) {
                         "would stay the untrained initial weights\n", config.ema);
         return EXIT_BAD_INPUT;
     }
-    trainer t = {.config = config, .interrupted_at = -1, .stop_step = -1, .guard = {.allow_nan = config.allow_nan}};
+    trainer t = {.config = config, .interrupted_at = -1, .stop_step = -1,
+                 .guard = {.allow_nan = config.allow_nan, .checkpoint_epoch = -1}};
     train_config *c = &t.config;
     t.flag_count = shared_flags(c, t.flags); /* before --global-batch gives this rank its share */
     if (!saved_flags_format(t.flags, t.flag_count, t.run_flags, sizeof t.run_flags)) t.run_flags[0] = '\0';
-    rank_flag *flags = t.flags;
-    const int flag_count = t.flag_count;
     int started = dist_train_start(&t.dist, c->device, c->global_batch, &c->batch, &c->threads);
     if (started != EXIT_OK) return dist_train_finish(&t.dist, started);
-    if ((started = rank_flags_agree(&t.dist, flags, flag_count)) != EXIT_OK) return dist_train_finish(&t.dist, started);
+    if ((started = rank_flags_agree(&t.dist, t.flags, t.flag_count)) != EXIT_OK)
+        return dist_train_finish(&t.dist, started);
     if (!dist_train_is_main(&t.dist)) /* rank 0 writes the files */
         c->save = c->checkpoint = c->log = c->save_best = c->tensorboard = NULL;
     t.guard.checkpoint = c->checkpoint;
-    t.guard.checkpoint_epoch = -1;
     if (!best_epoch_parse_metric(c->save_best_by, &t.best.by_loss)) {
         fprintf(stderr, "nnengine train: --save-best-by takes accuracy or loss, got '%s'\n", c->save_best_by);
         return dist_train_finish(&t.dist, EXIT_BAD_INPUT);
