@@ -167,13 +167,23 @@ nn_status nn_st_save(const char *who, const char *path, const nn_st_binding *ten
 
 /* ---- reading ---- */
 
+/* path opened for reading, a regular file, and its size; NULL with the error set. */
+static FILE *open_for_reading(const char *who, const char *path, int64_t *size) {
+    if (!path || !*path) {
+        nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
+        return NULL;
+    }
+    char why[128];
+    FILE *f = nn_open_regular_file(path, size, why, sizeof why);
+    if (!f) nn_set_error(NN_ERR_IO, "%s: %s: %s", who, path, why);
+    return f;
+}
+
 nn_status nn_st_read_header(const char *who, const char *path, nn_st_header *header) {
     memset(header, 0, sizeof *header);
-    if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
     int64_t file_size;
-    char why[128];
-    FILE *f = nn_open_regular_file(path, &file_size, why, sizeof why);
-    if (!f) return nn_set_error(NN_ERR_IO, "%s: %s: %s", who, path, why);
+    FILE *f = open_for_reading(who, path, &file_size);
+    if (!f) return nn_last_status();
     uint8_t length[8] = {0};
     uint64_t n = 0;
     const size_t got = fread(length, 1, sizeof length, f);
@@ -198,11 +208,9 @@ nn_status nn_st_read_header(const char *who, const char *path, nn_st_header *hea
 
 nn_status nn_st_open(const char *who, const char *path, nn_st_file *file) {
     memset(file, 0, sizeof *file);
-    if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
     int64_t file_size;
-    char why[128];
-    FILE *f = nn_open_regular_file(path, &file_size, why, sizeof why);
-    if (!f) return nn_set_error(NN_ERR_IO, "%s: %s: %s", who, path, why);
+    FILE *f = open_for_reading(who, path, &file_size);
+    if (!f) return nn_last_status();
     size_t size = (size_t)file_size;
     uint8_t *bytes = malloc(size ? size : 1);
     if (!bytes) {
