@@ -675,7 +675,7 @@ static int setup_photo_data(trainer *t, int channels, int height, int width, cha
     if (!t->net) return EXIT_BAD_INPUT;
     fprintf(stderr, "data: %s: %lld training and %lld %s images, %d classes, decoded to %dx%dx%d on %d threads "
                     "(%s%s), normalisation mean %.3f,%.3f,%.3f std %.3f,%.3f,%.3f\n", c->data,
-            (long long)(c->limit > 0 && c->limit < t->photo.train.count ? c->limit : t->photo.train.count),
+            (long long)option_first_or_all(c->limit, t->photo.train.count),
             (long long)t->photo.test.count, t->photo.test_is_validation ? "validation" : "test", t->photo.classes,
             channels, height, width, t->photo.workers, c->random_crop ? "random resized crops" : "whole images",
             c->flip ? ", random flips" : "", t->photo.mean[0], t->photo.mean[1], t->photo.mean[2],

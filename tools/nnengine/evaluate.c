@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include "options.h"
+
 /* Images per forward pass: up to 500 (small images, such as 1x28x28), fewer
  * for large images so that one pass reads at most 2^22 input values (16 MiB): at
  * 3x224x224 that is 27 images, whose AlexNet im2col buffers (120 MiB for
@@ -24,7 +26,7 @@ int64_t count_correct(const float *logits, const int32_t *labels, int64_t rows, 
 
 nn_status evaluate(nn_ctx *ctx, nn_module *net, const nn_dataset *data, normalization norm, int classes,
                    int64_t limit, progress *bar, double *loss, double *accuracy, confusion *matrix) {
-    const int64_t count = limit > 0 && limit < data->count ? limit : data->count;
+    const int64_t count = option_first_or_all(limit, data->count);
     int64_t image = (int64_t)data->channels * data->height * data->width;
     int64_t chunk = image > 0 ? EVAL_CHUNK_VALUES / image : EVAL_CHUNK_MAX;
     if (chunk > EVAL_CHUNK_MAX) chunk = EVAL_CHUNK_MAX;

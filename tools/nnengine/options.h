@@ -16,6 +16,12 @@ typedef enum option_type {
     OPTION_STRING_LIST, /* option_strings: repeatable, each value appended */
 } option_type;
 
+/* How many of `count` items a limit flag takes (--limit, --eval-limit):
+ * the first `limit`, or all of them for 0 (or a limit past the count). */
+static inline int64_t option_first_or_all(int64_t limit, int64_t count) {
+    return limit > 0 && limit < count ? limit : count;
+}
+
 /* The values of a repeatable flag (pointing into argv), in the order given. */
 #define OPTION_LIST_MAX 32
 typedef struct option_strings {

@@ -72,9 +72,9 @@ int photo_data_load(const char *command, const char *dir, const photo_options *o
     lo.shuffle = true;
     lo.flip = o->flip;
     lo.crop = o->random_crop ? NN_CROP_RANDOM_RESIZED : NN_CROP_NONE;
-    int64_t count = o->limit > 0 && o->limit < out->train.count ? o->limit : out->train.count;
+    const int64_t count = option_first_or_all(o->limit, out->train.count);
     out->train_loader = nn_loader_new(&out->train, NULL, count, &lo);
-    const int64_t evaluated = o->eval_limit > 0 && o->eval_limit < out->test.count ? o->eval_limit : out->test.count;
+    const int64_t evaluated = option_first_or_all(o->eval_limit, out->test.count);
     out->test_loader = out->train_loader ? nn_loader_new(&out->test, NULL, evaluated, &eval) : NULL;
     out->evaluated = evaluated;
     if (out->test_loader && o->ranks > 1 && nn_loader_shard(out->train_loader, o->rank, o->ranks) != NN_OK) {
