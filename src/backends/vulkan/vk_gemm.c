@@ -141,10 +141,11 @@ static nn_status record_candidate(vk_backend *vk, void *ctx, int candidate) {
 static nn_status choose_tuned(vk_backend *vk, const nn_buffer_ref *a, const gemm_push *push, int variant,
                               uint32_t gz, int64_t c_floats, vk_pipeline_id guess, vk_pipeline_id *pipe,
                               const char **how) {
+    const bool forced = forced_tile() >= 0;
     *pipe = guess;
-    *how = forced_tile() >= 0 ? "forced" : vk_tune_source_name(VK_TUNE_FROM_HEURISTIC);
+    *how = forced ? "forced" : vk_tune_source_name(VK_TUNE_FROM_HEURISTIC);
     const int64_t macs = (int64_t)push->m * push->n * (push->k > 0 ? push->k : 1) * push->batch;
-    if (forced_tile() >= 0 || macs < TUNE_MIN_MACS) return NN_OK;
+    if (forced || macs < TUNE_MIN_MACS) return NN_OK;
     /* The candidates: the tiles whose shared memory fits the device. */
     gemm_tune_context ctx = {.args = {a[0], a[1], a[2]}, .push = *push, .variant = variant, .gz = gz};
     const char *names[TUNED_TILES];
