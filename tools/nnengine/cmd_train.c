@@ -904,15 +904,16 @@ static int write_checkpoint(trainer *t, int epoch) {
 
 /* An epoch's figures as TensorBoard scalars, the epoch as the step. */
 static bool tensorboard_epoch(tensorboard *tb, const epoch_stats *s, const char *test_name) {
-    char test_loss[32], test_acc[32];
-    snprintf(test_loss, sizeof test_loss, "%s/loss", test_name ? test_name : "test");
-    snprintf(test_acc, sizeof test_acc, "%s/accuracy", test_name ? test_name : "test");
-    const char *tags[5] = {"train/loss", "train/accuracy", test_loss, test_acc, "train/images_per_s"};
-    double values[5] = {s->train_loss, s->train_acc, s->test_loss, s->test_acc, s->images_per_s};
     if (!test_name) { /* --no-eval: the train figures only */
-        tags[2] = tags[4], values[2] = values[4];
+        const char *tags[3] = {"train/loss", "train/accuracy", "train/images_per_s"};
+        double values[3] = {s->train_loss, s->train_acc, s->images_per_s};
         return tensorboard_scalars(tb, s->epoch, tags, values, 3);
     }
+    char test_loss[32], test_acc[32];
+    snprintf(test_loss, sizeof test_loss, "%s/loss", test_name);
+    snprintf(test_acc, sizeof test_acc, "%s/accuracy", test_name);
+    const char *tags[5] = {"train/loss", "train/accuracy", test_loss, test_acc, "train/images_per_s"};
+    double values[5] = {s->train_loss, s->train_acc, s->test_loss, s->test_acc, s->images_per_s};
     return tensorboard_scalars(tb, s->epoch, tags, values, 5);
 }
 
