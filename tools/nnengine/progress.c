@@ -60,11 +60,17 @@ static void format_duration(double seconds, char *out, size_t size) {
     else snprintf(out, size, "%lds", s);
 }
 
-void progress_update(progress *p, int64_t step, int64_t images, double running_loss) {
-    if (!p->enabled) return;
-    double now = now_seconds();
-    if (step < p->steps && now - p->last_draw < 0.1) return;
+/* Whether to draw now: the bar is on, and `must` or a tenth of a second
+ * has passed since the last drawing (whose time it then takes). */
+static bool redraw_due(progress *p, bool must, double now) {
+    if (!p->enabled || (!must && now - p->last_draw < 0.1)) return false;
     p->last_draw = now;
+    return true;
+}
+
+void progress_update(progress *p, int64_t step, int64_t images, double running_loss) {
+    double now = now_seconds();
+    if (!redraw_due(p, step >= p->steps, now)) return;
     double elapsed = now - p->start;
     double rate = elapsed > 0 ? images / elapsed : 0;
     double eta = step > 0 ? elapsed / step * (p->steps - step) : 0;
@@ -94,10 +100,7 @@ void progress_update(progress *p, int64_t step, int64_t images, double running_l
 }
 
 void progress_evaluating(progress *p, int64_t images, int64_t total) {
-    if (!p->enabled) return;
-    const double now = now_seconds();
-    if (images > 0 && now - p->last_draw < 0.1) return;
-    p->last_draw = now;
+    if (!redraw_due(p, images == 0, now_seconds())) return;
     printf("\repoch %d/%d evaluating %lld/%lld\033[K", p->epoch, p->epochs, (long long)images, (long long)total);
     fflush(stdout);
 }
