@@ -247,25 +247,25 @@
 #define PUSH_CONV_GEMM_PACK(F)                                                                                \
     F(uint, off[4]) F(uint, count) F(uint, mode) F(uint, groups) F(uint, cg) F(uint, fg) F(uint, kernel_hw) \
     F(uint, stride_hw) F(uint, pad_hw) F(uint, dilation_hw)
-/* Winograd convolution (vk_conv_winograd.c; taps: the filter's side, 3 or
- * 5, for F(4x4, 3x3) and F(2x2, 5x5)): the filter's
- * transforms (winograd_filter.comp; mode 0 forward, 1 data gradient, 2 the
- * weight gradient's from `splits` partials, beta on dw); an activation's
- * patches into the Winograd domain (winograd_tiles.comp; mode 0 the input's
- * 6x6 patches with padding, 1 the output gradient's 4x4 ones) and the
- * products back to output patches (winograd_output.comp): `rows` rows per
+/* Winograd convolution (vk_conv_winograd.c; the transform, F(4x4, 3x3) or
+ * F(4x4, 5x5), is the pipeline's variant): the filter's transforms
+ * (winograd_filter.comp; mode 0 forward, 1 data gradient, 2 the weight
+ * gradient's from `splits` partials, beta on dw); an activation's patches
+ * into the Winograd domain (winograd_tiles.comp; mode 0 the input's
+ * patches with padding, 1 the output gradient's 4x4 ones) and the products
+ * back to output patches (winograd_output.comp): `rows` rows per
  * transformed entry holding tiles first_tile.. of tiles_h x tiles_w per
  * image, `count` of them real; height, width and the strides (n, c, h, w)
  * are the tensor's read or written */
 #define PUSH_WINOGRAD_FILTER(F) \
-    F(uint, off[4]) F(uint, channels) F(uint, filters) F(uint, mode) F(uint, splits) F(float, beta) F(uint, taps)
+    F(uint, off[4]) F(uint, channels) F(uint, filters) F(uint, mode) F(uint, splits) F(float, beta)
 #define PUSH_WINOGRAD_TILES(F)                                                                                \
     F(uint, off[4]) F(uint, channels) F(uint, height) F(uint, width) F(uint, sn) F(uint, sc) F(uint, sh)     \
     F(uint, sw) F(uint, tiles_h) F(uint, tiles_w) F(uint, pad_h) F(uint, pad_w) F(uint, first_tile)          \
-    F(uint, count) F(uint, rows) F(uint, mode) F(uint, taps)
+    F(uint, count) F(uint, rows) F(uint, mode)
 #define PUSH_WINOGRAD_OUTPUT(F)                                                                               \
     F(uint, off[4]) F(uint, filters) F(uint, height) F(uint, width) F(uint, sn) F(uint, sc) F(uint, sh)      \
     F(uint, sw) F(uint, tiles_h) F(uint, tiles_w) F(uint, first_tile) F(uint, count) F(uint, rows)           \
-    F(float, beta) F(uint, epilogue) F(uint, taps)
+    F(float, beta) F(uint, epilogue)
 
 #endif

@@ -44,7 +44,7 @@ static const parity_conv_shape kImplicit[] = {
 static const parity_conv_shape kAutoImplicit = {2, 32, 20, 19, 7, 7, 1, 1, 3, 3, 1, 1, 64, 1};
 static const parity_conv_shape kAutoWinograd = {2, 32, 34, 33, 3, 3, 1, 1, 1, 1, 1, 1, 130, 1};
 
-/* Winograd's F(4x4, 3x3) and F(2x2, 5x5) (vk_conv_winograd.c) forced with
+/* Winograd's F(4x4, 3x3) and F(4x4, 5x5) (vk_conv_winograd.c) forced with
  * NN_ENGINE_VULKAN_CONV=winograd: outputs off the tiles, each padding they
  * take, few channels; the last of each has enough tiles for the weight
  * gradient's splits. Each also runs in chunks of 7 tiles

@@ -116,10 +116,11 @@ typedef enum vk_pipeline_id {
     VK_PIPE_COUNT
 } vk_pipeline_id;
 
-/* GEMM pipeline variants: bit 0 / bit 1 vec4 loads of A / B, bits 2-3
+/* Pipeline variants: bit 0 / bit 1 vec4 loads of A / B (GEMM), bits 2-3
  * specialization constant 9 (the operands' rounding, or on the matrix cores
- * the transposes) (specialization constants, not push-constant branches: a
- * branch costs every variant registers). */
+ * the transposes; the implicit GEMM's mode; Winograd's transform)
+ * (specialization constants, not push-constant branches: a branch costs
+ * every variant registers). */
 #define VK_PIPE_VARIANTS 16
 /* Kernel arguments sit at bindings 0-7 and, past the eighth, at 9 and up:
  * binding 8 is the status buffer, where the first kernels put it. A kernel
@@ -299,7 +300,7 @@ nn_status vk_pipelines_init(vk_backend *vk);
 void vk_pipelines_destroy(vk_backend *vk);
 /* The pipeline (created on first use; a shader missing from the library or
  * failing to build on this device is an error naming the kernel). variant:
- * 0 for all but GEMM, whose bit 0 / bit 1 ask for vec4 loads of A / B. */
+ * 0 for pipelines without variants (VK_PIPE_VARIANTS above). */
 nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipeline *out);
 /* Whether shaders/<name>.comp is built into this library (COOPMAT=0 leaves
  * the cooperative-matrix shaders out). */
@@ -435,7 +436,7 @@ static inline vk_activation_strides vk_activation_strides_of(int32_t layout, int
 nn_status vk_conv_gemm_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp);
 
 /* vk_conv_winograd.c: a CONV2D_* kernel of a 3x3 or 5x5 convolution at
- * stride 1 (vk_conv_winograd_fits) by Winograd's F(4x4, 3x3) or F(2x2, 5x5), in fp32, its
+ * stride 1 (vk_conv_winograd_fits) by Winograd's F(4x4, 3x3) or F(4x4, 5x5), in fp32, its
  * activations in either layout. */
 bool vk_conv_winograd_fits(const nn_conv_params *cp);
 nn_status vk_conv_winograd_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a,

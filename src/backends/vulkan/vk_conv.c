@@ -1,5 +1,5 @@
 /* The convolution kernels (kernels.h, nn_conv_params) on Vulkan, by one
- * of four routes that vk_conv_route picks per layer and kernel:
+ * of four routes that vk_conv_route picks per layer:
  *
  * Small layers (few filters, small images) run conv_latency.comp:
  * gemm_latency.comp's tiles with the column matrix read straight from the
@@ -14,8 +14,8 @@
  * of either layout, channels-last ones four channels at a time, so the
  * backend asks for channels-last outputs where it runs a layer
  * (vk_conv_layout). fp32 3x3 and 5x5 layers at stride 1 run Winograd's
- * F(4x4, 3x3) or F(2x2, 5x5) instead (vk_conv_winograd.c): its transforms and 36 GEMMs read and write
- * the same layouts. Other products in reduced precision run the column
+ * F(4x4, 3x3) or F(4x4, 5x5) instead (vk_conv_winograd.c): its transforms
+ * and batched GEMMs read and write the same layouts. Other products in reduced precision run the column
  * route (im2col, the tiled GEMM rounding its operands, col2im) on dense
  * tensors; where
  * it runs the forward, the op keeps the column matrix from forward to
@@ -158,7 +158,7 @@ typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_WINOG
  * resnet18-cifar's one-channel stem stays on the implicit GEMM). */
 #define WINOGRAD_MIN_CHANNELS 16
 
-/* The route of `kernel` for this layer, the one place to tune it.
+/* The route of this layer's three kernels, the one place to tune it.
  * NN_ENGINE_VULKAN_CONV (read at each call; for comparisons and tests):
  *   unset     the choice below;
  *   columns   the latency kernels for small layers, im2col + GEMM (+
@@ -180,15 +180,14 @@ typedef enum vk_conv_route_id { VK_CONV_LATENCY, VK_CONV_IMPLICIT, VK_CONV_WINOG
  * - fp32 3x3 layers at stride 1 with a channels-last side and at least
  *   WINOGRAD_MIN_CHANNELS channels and filters take Winograd's F(4x4, 3x3)
  *   (vk_conv_winograd.c): a quarter of the multiplications, as cuDNN's
- *   fp32 kernels for these layers; 5x5 ones its F(2x2, 5x5) for their
- *   gradients (a third of the multiplications), the implicit GEMM forward;
+ *   fp32 kernels for these layers; 5x5 ones its F(4x4, 5x5) (a sixth);
  * - every other fp32 layer with a channels-last side (vk_conv_layout asks
  *   for them) is an implicit GEMM: it reads the image once per tile row
  *   instead of writing and reading a column matrix kernel_h * kernel_w
  *   times the image, and runs the batch in one dispatch; dense ones take
  *   the column route.
  * The LeNet layers that the fused conv + pool kernels take never get here. */
-static vk_conv_route_id vk_conv_route(const vk_backend *vk, nn_kernel kernel, const nn_conv_params *cp) {
+static vk_conv_route_id vk_conv_route(const vk_backend *vk, const nn_conv_params *cp) {
     const char *force = getenv("NN_ENGINE_VULKAN_CONV");
     const bool plain = nn_conv_groups(cp) == 1 && nn_conv_dilation_h(&cp->g) == 1 && nn_conv_dilation_w(&cp->g) == 1;
     if (cp->precision != NN_PRECISION_FP32) {
@@ -206,16 +205,12 @@ static vk_conv_route_id vk_conv_route(const vk_backend *vk, nn_kernel kernel, co
     if (force && strcmp(force, "columns") == 0) return VK_CONV_COLUMNS;
     if (!nn_conv_channels_last(cp)) return VK_CONV_COLUMNS;
     const bool wide = cp->g.channels >= WINOGRAD_MIN_CHANNELS && cp->filters >= WINOGRAD_MIN_CHANNELS;
-    /* F(2x2, 5x5)'s forward writes 9 transformed entries per output: the
-     * implicit GEMM's forward measured faster (AlexNet's 5x5 layer), its
-     * gradients slower (bench/README.md). */
-    const bool forward_5x5 = kernel == NN_KERNEL_CONV2D_FORWARD && cp->g.kernel_h == 5;
-    return wide && !forward_5x5 && vk_conv_winograd_fits(cp) ? VK_CONV_WINOGRAD : VK_CONV_IMPLICIT;
+    return wide && vk_conv_winograd_fits(cp) ? VK_CONV_WINOGRAD : VK_CONV_IMPLICIT;
 }
 
 /* The op keeps columns only for layers whose forward takes the column route. */
 bool vk_conv_keeps_columns(nn_backend *self, const nn_conv_params *cp) {
-    return vk_conv_route((const vk_backend *)self, NN_KERNEL_CONV2D_FORWARD, cp) == VK_CONV_COLUMNS;
+    return vk_conv_route((const vk_backend *)self, cp) == VK_CONV_COLUMNS;
 }
 
 /* Channels-last for the layers whose forward takes the implicit GEMM or
@@ -225,7 +220,7 @@ nn_layout vk_conv_layout(nn_backend *self, const nn_conv_params *p) {
     if (nn_conv_is_depthwise(p)) return (nn_layout)p->image_layout;
     nn_conv_params last = *p;
     last.output_layout = NN_LAYOUT_CHANNELS_LAST;
-    const vk_conv_route_id route = vk_conv_route((const vk_backend *)self, NN_KERNEL_CONV2D_FORWARD, &last);
+    const vk_conv_route_id route = vk_conv_route((const vk_backend *)self, &last);
     return route == VK_CONV_IMPLICIT || route == VK_CONV_WINOGRAD ? NN_LAYOUT_CHANNELS_LAST : NN_LAYOUT_DENSE;
 }
 
@@ -241,7 +236,7 @@ nn_status vk_conv_layouts(vk_backend *vk, nn_kernel kernel, const nn_conv_params
 static nn_status conv(vk_backend *vk, nn_kernel kernel, const nn_buffer_ref *a, const nn_conv_params *cp) {
     NN_TRY(check(cp, a, kernel));
     NN_TRY(nn_conv_layout_check("vulkan", kernel, cp));
-    const vk_conv_route_id route = vk_conv_route(vk, kernel, cp);
+    const vk_conv_route_id route = vk_conv_route(vk, cp);
     if (nn_conv_channels_last(cp) && route != VK_CONV_IMPLICIT && route != VK_CONV_WINOGRAD)
         return vk_conv_layouts(vk, kernel, cp, a);
     const nn_conv_geometry *g = &cp->g;

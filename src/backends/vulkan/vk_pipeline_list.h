@@ -122,7 +122,8 @@
     P(CONV_GEMM_COOPMAT_128X64, conv_gemm_coopmat, "conv2d (fp16 cores)", 128, 64, 32, 32, 32, 256, 1)         \
     P(CONV_GEMM_COOPMAT_64X128, conv_gemm_coopmat, "conv2d (fp16 cores)", 64, 128, 32, 32, 32, 256, 1)         \
     P(CONV_GEMM_COOPMAT_64X64, conv_gemm_coopmat, "conv2d (fp16 cores)", 64, 64, 32, 32, 32, 128, 1)         \
-    /* Winograd convolution's transforms (vk_conv_winograd.c); its products are GEMMs */                       \
+    /* Winograd convolution's transforms (vk_conv_winograd.c; variant 4: the 5x5 filters' 8x8 transform); \
+     * its products are GEMMs */                                                                              \
     P(WINOGRAD_FILTER, winograd_filter, "conv2d (Winograd filter transform)", 0, 0, 0, 0, 0, 0, 0)             \
     P(WINOGRAD_TILES, winograd_tiles, "conv2d (Winograd input transform)", 0, 0, 0, 0, 0, 0, 0)               \
     P(WINOGRAD_OUTPUT, winograd_output, "conv2d (Winograd output transform)", 0, 0, 0, 0, 0, 0, 0)

@@ -209,9 +209,9 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
     constants[7] = (variant & 1) != 0; /* VEC_A */
     constants[8] = (variant & 2) != 0; /* VEC_B */
     /* ROUND, the operands' nn_precision (shaders/precision.glsl); gemm_coopmat.comp: TRANSPOSES;
-     * conv_gemm.comp and conv_gemm_coopmat.comp: MODE */
+     * conv_gemm.comp and conv_gemm_coopmat.comp: MODE; winograd.glsl: TRANSFORM */
     constants[9] = (variant >> 2) & 3;
-    NN_TRY(build_pipeline(vk, spec, constants, spec->spec[0] ? 10 : 0, slot));
+    NN_TRY(build_pipeline(vk, spec, constants, spec->spec[0] || variant ? 10 : 0, slot));
     *out = *slot;
     return NN_OK;
 }
