@@ -47,6 +47,10 @@ const uint THREADS = (BM / TM) * (BN / TN);
 const uint AROW = BM / 4 + 1, BROW = BN / 4 + 1; // padded by a vec4 against bank conflicts
 shared vec4 As[(1 + DB) * BK * AROW]; // As[kk * AROW + r / 4][r % 4] = A[row0 + r][k0 + kk]
 shared vec4 Bs[(1 + DB) * BK * BROW]; // Bs[kk * BROW + c / 4][c % 4] = B[k0 + kk][col0 + c]
+shared ivec4 pixel_table[2 * BK];      // WEIGHT: conv_gemm_common.glsl's slice pixels
+
+void set_slice_pixels(uint entry, ivec4 v) { pixel_table[entry] = v; }
+ivec4 slice_pixels(uint entry) { return pixel_table[entry]; }
 float acc[TM * TN];
 
 void clear_tile() {

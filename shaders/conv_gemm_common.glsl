@@ -162,31 +162,43 @@ void pixel_advance(inout pixel q, uint delta) {
     }
 }
 
-// The gathered tensor's element (pixel q, tap (i, j), channel ch of this
-// group), or -1 where the tap falls outside it (padding; DATA: no output).
-int gather_index(pixel q, uint i, uint j, uint ch) {
-    int y = int(q.a) * origin_step_h + origin_h + int(i) * tap_step_h;
-    int x = int(q.b) * origin_step_w + origin_w + int(j) * tap_step_w;
-    if (y < 0 || x < 0 || y >= int(p.in_h) || x >= int(p.in_w) || q.n >= p.batch) return -1;
-    return int(p.off[MODE == WEIGHT ? 1 : 0] + q.n * p.in_sn + (grp * channels_k + ch) * p.in_sc + uint(y) * p.in_sh +
-               uint(x) * p.in_sw);
-}
-
 // ---- the loads of one slice ----
 // FORWARD, DATA: A is the gathered tensor [pixels x k], B the packed
 // weight [k x columns]. WEIGHT: A is dy^T [filters x pixels], B the
 // gathered x [pixels x k].
-// Each invocation's A (or, WEIGHT, B) loads keep their k (or pixel)
-// positions from slice to slice, advanced by BK: no division per element.
+// FORWARD, DATA: each invocation's A loads keep their k position from
+// slice to slice, advanced by BK: no division per element.
 kpos a_k;          // FORWARD, DATA: this invocation's k for its A loads
 // FORWARD, DATA: each A load's row (a pixel), fixed over the tile: the
 // element of its tap (0, 0), channel 0 of the group, and where that tap
 // falls; a row past the product's has y far outside, so it reads nothing.
 int a_base[A_LOADS], a_y[A_LOADS], a_x[A_LOADS];
-pixel a_rows[A_LOADS]; // WEIGHT: its A loads' pixels
-pixel b_pix[B_LOADS];  // WEIGHT: its B loads' pixels
 kpos b_k;          // WEIGHT: its B column's k (fixed over the tile)
 bool b_col_ok;
+// WEIGHT: the pixels of slice s (k = s * BK + e) in entries (s % 2) * BK + e
+// of a table in shared memory, found once per workgroup two slices ahead
+// instead of by each load: x's element of tap (0, 0) and channel 0 of the
+// group, where that tap falls (y, x), and dy's element of the group's
+// filter 0; a pixel past the product's has y far outside and no dy element
+// (-1), so it reads nothing. The including shader keeps the table's 2 * BK
+// entries, written by invocations 0 .. BK - 1 only.
+void set_slice_pixels(uint entry, ivec4 v);
+ivec4 slice_pixels(uint entry);
+
+void weight_slice_pixels(uint slice) {
+    uint e = gl_LocalInvocationID.x;
+    if (e >= BK) return;
+    uint m = slice * BK + e;
+    ivec4 v = ivec4(0, -0x40000000, 0, -1);
+    if (m < m_rows) {
+        pixel q = pixel_at(m);
+        int y = int(q.a) * origin_step_h + origin_h, x = int(q.b) * origin_step_w + origin_w;
+        v.x = int(p.off[1] + q.n * p.in_sn + grp * channels_k * p.in_sc) + y * int(p.in_sh) + x * int(p.in_sw);
+        v.y = y, v.z = x;
+        v.w = int(p.off[0] + q.n * p.out_sn + grp * p.fg * p.out_sc + q.a * p.out_sh + q.b * p.out_sw);
+    }
+    set_slice_pixels((slice & 1u) * BK + e, v);
+}
 
 uint a_row_of(uint t) { // the row of A load t, and its k offset in the slice
     uint e = gl_LocalInvocationID.x + t * THREADS;
@@ -218,8 +230,6 @@ void tile_begin(uint row0, uint col0, uint k0) {
             a_y[t] = m < m_rows ? y : -0x40000000;
         }
     } else {
-        [[unroll]] for (uint t = 0; t < A_LOADS; t++) a_rows[t] = pixel_at(k0 + wa_kk(t));
-        [[unroll]] for (uint t = 0; t < B_LOADS; t++) b_pix[t] = pixel_at(k0 + b_kk(t));
         uint col = col0 + b_col();
         b_col_ok = col < p.n;
         b_k = kpos_at(b_col_ok ? col : 0u);
@@ -227,12 +237,7 @@ void tile_begin(uint row0, uint col0, uint k0) {
 }
 
 void tile_advance() {
-    if (MODE != WEIGHT) {
-        kpos_advance(a_k, BK);
-    } else {
-        [[unroll]] for (uint t = 0; t < A_LOADS; t++) pixel_advance(a_rows[t], BK);
-        [[unroll]] for (uint t = 0; t < B_LOADS; t++) pixel_advance(b_pix[t], BK);
-    }
+    if (MODE != WEIGHT) kpos_advance(a_k, BK);
 }
 
 vec4 load4(uint binding, int index, bool ok) {
@@ -267,21 +272,24 @@ void fetch(uint row0, uint col0, uint k0) {
             else rb[t].x = load1(1u, idx, ok);
         }
     } else {
+        uint half_at = ((k0 / BK) & 1u) * BK;
         // A: dy^T, rows this group's filters, k the output pixels.
         uint f = row0 + wa_row();
+        bool f_ok = f < p.m;
         [[unroll]] for (uint t = 0; t < A_LOADS; t++) {
-            pixel q = a_rows[t];
-            bool ok = k0 + wa_kk(t) < m_rows && f < p.m;
-            int idx = int(p.off[0] + q.n * p.out_sn + (grp * p.fg + f) * p.out_sc + q.a * p.out_sh + q.b * p.out_sw);
-            if (VEC_A != 0) ra[t] = load4(0u, idx, ok);
-            else ra[t].x = load1(0u, idx, ok);
+            int at = slice_pixels(half_at + wa_kk(t)).w;
+            if (VEC_A != 0) ra[t] = load4(0u, at + int(f * p.out_sc), f_ok && at >= 0);
+            else ra[t].x = load1(0u, at + int(f * p.out_sc), f_ok && at >= 0);
         }
-        // B: x_col, rows the output pixels, columns k = (r, s, c).
+        // B: x_col, rows the output pixels, columns k = (r, s, c): this
+        // invocation's column is one tap and channel, an offset from tap (0, 0).
+        int tap_y = int(b_k.i) * tap_step_h, tap_x = int(b_k.j) * tap_step_w;
+        int k_offset = tap_y * int(p.in_sh) + tap_x * int(p.in_sw) + int(b_k.ch * p.in_sc);
         [[unroll]] for (uint t = 0; t < B_LOADS; t++) {
-            bool ok = b_col_ok && k0 + b_kk(t) < m_rows;
-            int idx = gather_index(b_pix[t], b_k.i, b_k.j, b_k.ch);
-            if (VEC_B != 0) rb[t] = load4(1u, idx, ok);
-            else rb[t].x = load1(1u, idx, ok);
+            ivec4 q = slice_pixels(half_at + b_kk(t));
+            bool ok = b_col_ok && uint(q.y + tap_y) < p.in_h && uint(q.z + tap_x) < p.in_w;
+            if (VEC_B != 0) rb[t] = load4(1u, q.x + k_offset, ok);
+            else rb[t].x = load1(1u, q.x + k_offset, ok);
         }
     }
 }
@@ -329,6 +337,11 @@ void main() {
     for (uint row0 = gl_WorkGroupID.y * BM; row0 < rows; row0 += gl_NumWorkGroups.y * BM) {
         clear_tile();
         tile_begin(row0, col0, begin * BK);
+        if (MODE == WEIGHT) {
+            weight_slice_pixels(begin);
+            weight_slice_pixels(begin + 1u);
+            barrier();
+        }
         if (begin < end) {
             fetch(row0, col0, begin * BK);
             tile_advance();
@@ -344,12 +357,14 @@ void main() {
                 }
                 multiply(cur);
                 if (s + 1u < end) stash(cur ^ 1u);
+                if (MODE == WEIGHT && s + 2u < end) weight_slice_pixels(s + 2u); // fetch(s) read that half
                 barrier();
             }
         } else {
             for (uint s = begin; s < end; s++) {
                 barrier();
                 stash(0u);
+                if (MODE == WEIGHT && s + 2u < end) weight_slice_pixels(s + 2u); // fetch(s) read that half
                 barrier();
                 if (s + 1u < end) {
                     fetch(row0, col0, (s + 1u) * BK);

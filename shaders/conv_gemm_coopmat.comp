@@ -48,6 +48,19 @@ shared f16vec4 As[(1 + DB) * A_SLICE / 4];
 shared f16vec4 Bs[(1 + DB) * B_SLICE / 4];
 shared float Cs[(THREADS / SUBGROUP) * MS * MS];
 
+// WEIGHT: conv_gemm_common.glsl's slice pixels in the first subgroup's
+// output square (2 * BK entries of four words fill it at BK = 32), which
+// only store() uses, after the k loop; the first subgroup writes both, in
+// that order (the 128x128 tile's shared memory is at 48 KiB already).
+void set_slice_pixels(uint entry, ivec4 v) {
+    Cs[4 * entry] = intBitsToFloat(v.x), Cs[4 * entry + 1] = intBitsToFloat(v.y);
+    Cs[4 * entry + 2] = intBitsToFloat(v.z), Cs[4 * entry + 3] = intBitsToFloat(v.w);
+}
+ivec4 slice_pixels(uint entry) {
+    return ivec4(floatBitsToInt(Cs[4 * entry]), floatBitsToInt(Cs[4 * entry + 1]), floatBitsToInt(Cs[4 * entry + 2]),
+                 floatBitsToInt(Cs[4 * entry + 3]));
+}
+
 coopmat<float, gl_ScopeSubgroup, MS, MS, gl_MatrixUseAccumulator> acc[TILES_M * TILES_N];
 
 void clear_tile() {

@@ -40,12 +40,14 @@ static uint32_t tile_shared_bytes(const pipeline_spec *spec) {
     if (!spec->spec[0]) return 0;
     const uint32_t bm = spec->spec[0], bn = spec->spec[1], bk = spec->spec[2], slices = 1 + spec->spec[6];
     if (strcmp(spec->shader, "gemm_coopmat") == 0 || strcmp(spec->shader, "conv_gemm_coopmat") == 0) {
-        /* fp16 slices in either layout, and the output squares */
+        /* fp16 slices in either layout, and the output squares (which hold the weight gradient's slice pixels) */
         const uint32_t a = bm * (bk + 8) > bk * (bm + 8) ? bm * (bk + 8) : bk * (bm + 8);
         const uint32_t b = bn * (bk + 8) > bk * (bn + 8) ? bn * (bk + 8) : bk * (bn + 8);
         return slices * (a + b) * 2 + spec->spec[5] / 32 * 16 * 16 * 4;
     }
-    return slices * bk * (bm + bn + 8) * 4;
+    /* conv_gemm.comp: the weight gradient's slice pixels too, two slices of 16 bytes each */
+    const uint32_t pixels = strcmp(spec->shader, "conv_gemm") == 0 ? 2 * bk * 16 : 0;
+    return slices * bk * (bm + bn + 8) * 4 + pixels;
 }
 
 bool vk_tile_fits(const vk_backend *vk, vk_pipeline_id id) {
