@@ -745,6 +745,31 @@ def alexnet_learns_stripes_against_dots():
                "alexnet on 12 validation images", stream="stdout")
     assert f"accuracy {100 * lines[-1]['test_acc']:.2f}%" in e.stdout, (e.stdout, lines[-1])
 
+@test
+def photo_run_resumes_inside_an_epoch_bit_for_bit():
+    """Issue 41: AlexNet's photos (decoded on worker threads, random resized
+    crops and flips drawn per image) stopped inside an epoch and resumed end
+    with an uninterrupted run's weights, bit for bit on the CPU: 6 steps an
+    epoch (the last of 2 images), stopped inside the first epoch and inside
+    the second. NN_ENGINE_CLI_QUICK=1 (the sanitizer build): 4 steps an
+    epoch, stopped inside the second."""
+    quick = os.environ.get("NN_ENGINE_CLI_QUICK") == "1"
+    d = path("shapes-resume")
+    rng = random.Random(11)
+    for kind in ("dots", "stripes"):
+        os.makedirs(os.path.join(d, kind))
+        for i in range(8 if quick else 12):
+            write_rgb_png(os.path.join(d, kind, f"{i:03d}.png"), 48, 48, shape_image(kind, rng))
+    common = ["train", "alexnet", "--data", d, "--device", "cpu", "--batch", "4", "--epochs", "2",
+              "--random-crop", "--flip", "--workers", "2", "--seed", "6", "--quiet"]
+    full, resumed, ck = (path(f"photo-{n}") for n in ["full.st", "resumed.st", "ck.st"])
+    expect(common + ["--save", full], 0)
+    for stop in [5] if quick else [2, 8]:
+        expect(common + ["--stop-after-step", str(stop), "--checkpoint", ck], 0, "(--stop-after-step)")
+        expect(common + ["--resume", ck, "--save", resumed], 0, "(stopped part way)")
+        assert open(full, "rb").read() == open(resumed, "rb").read(), f"alexnet: stopped at {stop}: weights differ"
+
+
 # ---- issue 25, files: special paths are refused at once, before training ----
 
 @test
