@@ -49,9 +49,11 @@ shared f16vec4 Bs[(1 + DB) * B_SLICE / 4];
 shared float Cs[(THREADS / SUBGROUP) * MS * MS];
 
 // WEIGHT: conv_gemm_common.glsl's slice pixels in the first subgroup's
-// output square (2 * BK entries of four words fill it at BK = 32), which
-// only store() uses, after the k loop; the first subgroup writes both, in
-// that order (the 128x128 tile's shared memory is at 48 KiB already).
+// output square, which only store() uses, after the k loop (the 128x128
+// tile's shared memory is at 48 KiB already). Its 2 * BK entries of four
+// words fill the square at BK = 32 (every tile's: vk_pipeline_list.h), and
+// their writers, invocations 0 .. BK - 1, are that subgroup, whose own
+// stores into the square come in program order.
 void set_slice_pixels(uint entry, ivec4 v) {
     Cs[4 * entry] = intBitsToFloat(v.x), Cs[4 * entry + 1] = intBitsToFloat(v.y);
     Cs[4 * entry + 2] = intBitsToFloat(v.z), Cs[4 * entry + 3] = intBitsToFloat(v.w);
