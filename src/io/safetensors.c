@@ -185,9 +185,8 @@ nn_status nn_st_read_header(const char *who, const char *path, nn_st_header *hea
     FILE *f = open_for_reading(who, path, &file_size);
     if (!f) return nn_last_status();
     uint8_t length[8] = {0};
-    uint64_t n = 0;
     const size_t got = fread(length, 1, sizeof length, f);
-    for (int i = 7; i >= 0; i--) n = (n << 8) | length[i];
+    const uint64_t n = nn_st_header_length(length);
     /* A short file or an oversized length: nn_st_parse says which from these 8 bytes. */
     const size_t keep = got == sizeof length && n <= NN_ST_MAX_HEADER && n <= (uint64_t)file_size - 8 ? 8 + (size_t)n
                                                                                                       : got;

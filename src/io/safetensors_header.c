@@ -419,14 +419,19 @@ static nn_status check_layout(parser *p) {
     return s;
 }
 
+uint64_t nn_st_header_length(const uint8_t first[8]) {
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | first[i];
+    return n;
+}
+
 nn_status nn_st_parse(const char *who, const char *path, const uint8_t *file, size_t size,
                       nn_st_header *out) {
     memset(out, 0, sizeof *out);
     if (size < 8)
         return nn_set_error(NN_ERR_IO, "%s: %s: not a safetensors file: %zu bytes, the header "
                                        "length alone takes 8", who, path, size);
-    uint64_t n = 0;
-    for (int i = 7; i >= 0; i--) n = (n << 8) | file[i];
+    const uint64_t n = nn_st_header_length(file);
     if (n > NN_ST_MAX_HEADER)
         return nn_set_error(NN_ERR_IO, "%s: %s: bad safetensors header: claims %llu bytes, more "
                                        "than the %u allowed", who, path, (unsigned long long)n,

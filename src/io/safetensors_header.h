@@ -42,6 +42,9 @@ typedef struct nn_st_header {
     uint64_t data_size;
 } nn_st_header;
 
+/* N, the header's length: the file's first 8 bytes, little-endian. */
+uint64_t nn_st_header_length(const uint8_t first[8]);
+
 /* Parse and validate a whole file held in memory. `who` and `path` prefix
  * every message ("nn_load_module: ckpt.safetensors: ..."). On failure
  * returns NN_ERR_IO with the error set and *out empty. Only the first 8 +
