@@ -87,7 +87,8 @@ static const VkMemoryBarrier kFullBarrier = {
 static void full_barrier(vk_backend *vk, vk_target *t) {
     if (vk->trace && vk->compiling) fprintf(stderr, "nn-engine trace:   -- barrier\n");
     vk->fn.vkCmdPipelineBarrier(t->cmd, kStages, kStages, 0, 1, &kFullBarrier, 0, NULL, 0, NULL);
-    if (t != vk->tuning) vk_stretches_stamp(vk, t->cmd);
+    /* Only the plan being recorded: a stamp in another buffer (the tuner's) is never written by a replay. */
+    if (vk->compiling && t == &vk->compiling->target) vk_stretches_stamp(vk, t->cmd);
     t->hazards.count = 0;
     t->hazards.barriers++;
 }
