@@ -158,7 +158,7 @@ int main(int argc, char **argv) {
             {NN_KERNEL_NORM_STATS, {nn_tensor_ref(tx), nn_tensor_ref(mean), nn_tensor_ref(var)}, 3, &stats},
             {NN_KERNEL_NORM_APPLY,
              {nn_tensor_ref(tx), nn_tensor_ref(mean), nn_tensor_ref(var), nn_tensor_ref(w), nn_tensor_ref(b),
-              nn_tensor_ref(ty)}, 6, &apply}};
+              nn_tensor_ref(ty), none}, 7, &apply}};
         const launch backward[2] = {
             {NN_KERNEL_NORM_BACKWARD_SUMS,
              {nn_tensor_ref(tx), nn_tensor_ref(mean), nn_tensor_ref(var), none, nn_tensor_ref(tdy),

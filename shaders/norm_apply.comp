@@ -4,9 +4,10 @@
 #include "unary_math.glsl"
 #include "unary_ops.h"
 // NORM_APPLY: y = (x - mean[g]) * rsqrt(var[g] + eps) * weight[c] + bias[c],
-// then the epilogue's row of unary_ops.h where it is on (a fused
-// activation), four elements per invocation (vec4) where norm_quads (one
-// group and channel) or norm_column_quads (four channels) allows, else one.
+// plus residual[e] where bound (a residual connection's add), then the
+// epilogue's row of unary_ops.h where it is on (a fused activation), four
+// elements per invocation (vec4) where norm_quads (one group and channel)
+// or norm_column_quads (four channels) allows, else one.
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_NORM)
 #include "norm_common.glsl"
@@ -18,6 +19,8 @@ layout(std430, binding = 3) readonly buffer W { float weight[]; };
 layout(std430, binding = 4) readonly buffer B { float bias[]; };
 layout(std430, binding = 5) writeonly buffer Y { float y[]; };
 layout(std430, binding = 5) writeonly buffer Y4 { vec4 y4[]; };
+layout(std430, binding = 6) readonly buffer R { float residual[]; };
+layout(std430, binding = 6) readonly buffer R4 { vec4 residual4[]; };
 
 // Group g's and channel c's y = (x - mean) scale + shift (x - mean first:
 // no cancellation where x sits far from zero).
@@ -41,16 +44,20 @@ float epilogue(float x) {
 
 vec4 epilogue4(vec4 v) { return vec4(epilogue(v.x), epilogue(v.y), epilogue(v.z), epilogue(v.w)); }
 
+float residual_at(uint e) { return p.has_residual != 0 ? residual[p.off[6] + e] : 0.0; }
+vec4 residual4_at(uint q) { return p.has_residual != 0 ? residual4[p.off[6] / 4u + q] : vec4(0.0); }
+
 void main() {
     uint total = p.outer * p.groups * p.inner;
-    if (norm_quads(p.off[0], p.off[5], 0u)) {
+    uint off_r = p.has_residual != 0 ? p.off[6] : 0u;
+    if (norm_quads(p.off[0], p.off[5], off_r)) {
         GRID_STRIDE_LOOP(q, total / 4u) {
             vec3 f = mean_scale_shift(group_of(4u * q), channel_of(4u * q));
-            y4[p.off[5] / 4u + q] = epilogue4((x4[p.off[0] / 4u + q] - f.x) * f.y + f.z);
+            y4[p.off[5] / 4u + q] = epilogue4((x4[p.off[0] / 4u + q] - f.x) * f.y + f.z + residual4_at(q));
         }
         return;
     }
-    if (norm_column_quads(p.off[0], p.off[5], 0u)) {
+    if (norm_column_quads(p.off[0], p.off[5], off_r)) {
         GRID_STRIDE_LOOP(q, total / 4u) {
             uint c = (4u * q) % p.channels;
             vec4 mu, scale, shift;
@@ -58,12 +65,12 @@ void main() {
                 vec3 f = mean_scale_shift(c + i, c + i);
                 mu[i] = f.x, scale[i] = f.y, shift[i] = f.z;
             }
-            y4[p.off[5] / 4u + q] = epilogue4((x4[p.off[0] / 4u + q] - mu) * scale + shift);
+            y4[p.off[5] / 4u + q] = epilogue4((x4[p.off[0] / 4u + q] - mu) * scale + shift + residual4_at(q));
         }
         return;
     }
     GRID_STRIDE_LOOP(e, total) {
         vec3 f = mean_scale_shift(group_of(e), channel_of(e));
-        y[p.off[5] + e] = epilogue((x[p.off[0] + e] - f.x) * f.y + f.z);
+        y[p.off[5] + e] = epilogue((x[p.off[0] + e] - f.x) * f.y + f.z + residual_at(e));
     }
 }

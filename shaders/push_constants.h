@@ -157,12 +157,14 @@
  * entries (rows for the columns kernel); counters (chunks > 1): the work
  * area's first counter (element index in the partials' block); mode: the
  * columns kernel's reduction (norm_columns.comp); affine (BACKWARD_FROM_SUMS):
- * bits 0, 1: dweight, dbias bound; bits 2, 3: each adds into its output */
+ * bits 0, 1: dweight, dbias bound; bits 2, 3: each adds into its output;
+ * has_residual: APPLY: the residual bound */
 #define PUSH_NORM(F)                                                                                          \
     F(uint, off[10]) F(uint, outer) F(uint, inner) F(uint, channel_inner) F(uint, groups) F(uint, channels)  \
     F(float, eps) F(int, batch_stats) F(int, accumulate) F(int, has_weight) F(int, has_bias)                \
     F(uint, chunks) F(uint, chunk) F(uint, counters) F(uint, mode) F(int, sums_unweighted) F(int, epilogue_on) \
-    F(int, epilogue_op) F(float, epilogue_alpha) F(float, epilogue_beta) F(int, affine) F(int, grad_mask)
+    F(int, epilogue_op) F(float, epilogue_alpha) F(float, epilogue_beta) F(int, affine) F(int, grad_mask)     \
+    F(int, has_residual)
 /* unbias: count / (count - 1), the unbiased variance's factor */
 #define PUSH_NORM_RUNNING(F) F(uint, off[8]) F(uint, channels) F(float, momentum) F(float, unbias)
 /* ---- 2-D pooling (nn_pool2d_geometry) ---- */

@@ -93,25 +93,28 @@ void parity_norm_stats_case(nn_backend *o) {
 
 /* Each layout with each affine variant, the last two also with an
  * epilogue (a fused activation): relu6, ReLU as clamp(0, inf), sigmoid,
- * leaky_relu with its slope, in turn. */
+ * leaky_relu with its slope, in turn; the last three with a residual added
+ * before the epilogue (aligned with x, then off it by one element). */
 void parity_norm_apply_case(nn_backend *o) {
     static const nn_pointwise_epilogue kEpilogues[] = {{1, NN_UNARY_RELU6, 0.0f, 0.0f},
                                                        {1, NN_UNARY_CLAMP, 0.0f, INFINITY},
                                                        {1, NN_UNARY_SIGMOID, 0.0f, 0.0f},
                                                        {1, NN_UNARY_LEAKY_RELU, 0.1f, 0.0f}};
     for (size_t i = 0; i < LAYOUTS; i++)
-        for (int variant = 0; variant < 6; variant++) { /* affine: none, weight and bias, bias only, both aligned */
+        for (int variant = 0; variant < 8; variant++) { /* affine: none, weight and bias, bias only, both aligned */
             const norm_layout *l = &kLayouts[i];
-            const int affine = variant < 4 ? variant : variant - 2;
+            const int affine = variant < 4 ? variant : variant < 6 ? variant - 2 : 3;
             nn_norm_params p = params_of(l, 0, 0);
-            if (variant >= 4) p.epilogue = kEpilogues[(i + (size_t)variant) % 4];
+            if (variant >= 4 && variant != 6) p.epilogue = kEpilogues[(i + (size_t)variant) % 4];
+            const bool residual = variant >= 5;
             const size_t n = elements(l), c = (size_t)l->channels, y_at = affine == 3 ? 16 : 4;
-            parity_arg a[6] = {arg_in(parity_randoms(n, -2, 2), n, 0), means(l, 4), variances(l, 12),
+            parity_arg a[7] = {arg_in(parity_randoms(n, -2, 2), n, 0), means(l, 4), variances(l, 12),
                                given(affine % 2 == 1, arg_in(parity_randoms(c, -2, 2), c, 8)),
                                given(affine >= 1, arg_in(parity_randoms(c, -1, 1), c, 4)),
-                               arg_near(parity_randoms(n, -1, 1), n, y_at, 1e-5)};
-            parity_check(o, NN_KERNEL_NORM_APPLY, a, 6, &p, "%s affine variant %d epilogue %d (row %d)", l->what,
-                         affine, p.epilogue.on, p.epilogue.op);
+                               arg_near(parity_randoms(n, -1, 1), n, y_at, 1e-5),
+                               given(residual, arg_in(parity_randoms(n, -3, 3), n, variant == 7 ? 4 : 16))};
+            parity_check(o, NN_KERNEL_NORM_APPLY, a, 7, &p, "%s affine variant %d epilogue %d (row %d) residual %d",
+                         l->what, affine, p.epilogue.on, p.epilogue.op, residual);
         }
 }
 

@@ -12,7 +12,10 @@
  *   - the logits of a fused head and loss take part in a second loss term;
  *   - a normalisation's output, unwritten under its activation (the
  *     apply's epilogue), is read and used after: its recipe normalises
- *     again without a second update of BatchNorm's running statistics.
+ *     again without a second update of BatchNorm's running statistics;
+ *   - a normalisation, an add of a residual (either side) and a ReLU, or
+ *     a normalisation and an add alone (residual blocks' ends), leave the
+ *     normalised tensor and the sum unwritten, and the sum is read after.
  * Inputs are random, of awkward sizes; gradients are compared with a
  * tolerance for the different order of sums in fused kernels. */
 #include <math.h>
@@ -160,6 +163,48 @@ static outcome norm_activation(const char *device, bool fusion) {
     return o;
 }
 
+/* Two residual blocks' ends over channels-last activations (convolutions'
+ * outputs): relu(shortcut + BatchNorm(conv(x))), the residual on the add's
+ * left; then BatchNorm(conv(u)) + u with no activation, the residual on the
+ * right. The sum inside the first, unwritten when fused, is read after the
+ * fused kernels and used in a second loss term. */
+static outcome norm_residual(const char *device, bool fusion) {
+    outcome o = {0};
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = device, .threads = 2, .seed = 7});
+    nn_ctx_set_fusion(ctx, fusion);
+    nn_ctx_set_memory_format(ctx, NN_MEMORY_FORMAT_CHANNELS_LAST);
+    const int64_t xs[4] = {3, 5, 7, 9}, ws[4] = {8, 5, 3, 3}, ss[4] = {8, 5, 1, 1}, vs[4] = {8, 8, 3, 3};
+    const int64_t cs[1] = {8}, ys[4] = {3, 8, 7, 9};
+    nn_tensor *x = randn(ctx, 4, xs, 61, true), *w = randn(ctx, 4, ws, 62, true), *ws1 = randn(ctx, 4, ss, 63, true);
+    nn_tensor *w2 = randn(ctx, 4, vs, 64, true), *g1 = randn(ctx, 1, cs, 65, true), *b1 = randn(ctx, 1, cs, 66, true);
+    nn_tensor *g2 = randn(ctx, 1, cs, 67, true), *b2 = randn(ctx, 1, cs, 68, true);
+    float *variances = vkt_randoms(8, 0.5f, 1.5f, 69);
+    nn_tensor *rm = randn(ctx, 1, cs, 70, false), *rv = nn_tensor_from_data(ctx, NN_F32, 1, cs, variances);
+    nn_tensor *rm2 = randn(ctx, 1, cs, 71, false), *rv2 = nn_tensor_from_data(ctx, NN_F32, 1, cs, variances);
+    free(variances);
+    nn_tensor *shortcut = nn_conv2d(x, ws1, NULL, 1, 0);
+    nn_tensor *z = nn_batch_norm(nn_conv2d(x, w, NULL, 1, 1), rm, rv, g1, b1, true, 0.1f, 1e-5f);
+    nn_tensor *sum = nn_add(shortcut, z);
+    nn_tensor *u = nn_relu(sum);
+    nn_tensor *z2 = nn_batch_norm(nn_conv2d(u, w2, NULL, 1, 1), rm2, rv2, g2, b2, true, 0.1f, 1e-5f);
+    nn_tensor *v = nn_add(z2, u);
+    keep(&o, v); /* runs the fused kernels */
+    CHECK_MSG(!fusion || (z->recipe && sum->recipe), "%s: BatchNorm, the add and the ReLU did not run fused", device);
+    CHECK_MSG(!fusion || z2->recipe, "%s: BatchNorm and the add did not run fused", device);
+    keep(&o, sum); /* then the sum from its recipe */
+    nn_tensor *wv = randn(ctx, 4, ys, 72, false), *wsum = randn(ctx, 4, ys, 73, false);
+    nn_tensor *loss = nn_add(nn_sum(nn_mul(v, wv)), nn_sum(nn_mul(sum, wsum)));
+    CHECK_MSG(nn_backward(loss) == NN_OK, "%s backward: %s", device, nn_last_error());
+    nn_tensor *leaves[] = {x, w, ws1, w2, g1, b1, g2, b2};
+    for (int i = 0; i < 8; i++) keep(&o, nn_tensor_grad(leaves[i]));
+    keep(&o, rm);
+    keep(&o, rv);
+    keep(&o, rm2);
+    keep(&o, rv2);
+    nn_ctx_free(ctx);
+    return o;
+}
+
 static void fused_equals_unfused(const char *device, outcome (*run)(const char *, bool), const char *what) {
     outcome fused = run(device, true), plain = run(device, false);
     char label[96];
@@ -190,6 +235,13 @@ TEST(fusion_pass_norm_activation_cpu) { fused_equals_unfused("cpu", norm_activat
 TEST(fusion_pass_norm_activation_vulkan) {
     if (vkt_skipped() || !vkt_vulkan()) return;
     fused_equals_unfused("vulkan", norm_activation, "norm activation");
+}
+
+TEST(fusion_pass_norm_residual_cpu) { fused_equals_unfused("cpu", norm_residual, "norm residual"); }
+
+TEST(fusion_pass_norm_residual_vulkan) {
+    if (vkt_skipped() || !vkt_vulkan()) return;
+    fused_equals_unfused("vulkan", norm_residual, "norm residual");
 }
 
 /* BatchNorm's running statistics read right after the operation is

@@ -124,8 +124,8 @@
     X(REDUCE_DIMS_SCATTER, reduce_dims_scatter, nn_reduce_dims_params, 3, NN_ARG(2), 0)                          \
     /* normalisation (nn_norm_params): x, mean, var (per group; var biased) */                                  \
     X(NORM_STATS, norm_stats, nn_norm_params, 3, NN_ARG(1) | NN_ARG(2), 0)                                      \
-    /* x, mean, var, weight, bias, y */                                                                         \
-    X(NORM_APPLY, norm_apply, nn_norm_params, 6, NN_ARG(5), NN_ARG(3) | NN_ARG(4))                              \
+    /* x, mean, var, weight, bias, y, residual */                                                               \
+    X(NORM_APPLY, norm_apply, nn_norm_params, 7, NN_ARG(5), NN_ARG(3) | NN_ARG(4) | NN_ARG(6))                  \
     /* x, mean, var, weight, dy, dx */                                                                          \
     X(NORM_BACKWARD_DATA, norm_backward_data, nn_norm_params, 6, NN_ARG(5), NN_ARG(3))                          \
     /* x, mean, var, dy, dweight, dbias (one of the two at least) */                                            \

@@ -482,6 +482,8 @@ int nn_kernel_arg_count(nn_kernel kernel);
  * outer 1, groups M, inner D, channels D, channel_inner 1.
  *   STATS            mean[g], var[g] (biased), from x;
  *   APPLY            y = xhat * weight[c] + bias[c] (either absent: 1, 0),
+ *                    plus residual[e] where given (a tensor of x's
+ *                    shape and layout: a residual connection's add),
  *                    then `epilogue`; mean and var may be running
  *                    statistics (eval BatchNorm);
  *   BACKWARD_DATA    dx (+)= the gradient of x: with batch_stats (mean and

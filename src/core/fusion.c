@@ -30,6 +30,12 @@ nn_node *nn_fusion_next(const nn_fusion_graph *g, const nn_tensor *t, const nn_o
     return reader->input_count > 0 && reader->inputs[0] == t && (!op || reader->op == op) ? reader : NULL;
 }
 
+nn_node *nn_fusion_next_any(const nn_fusion_graph *g, const nn_tensor *t, const nn_op *op) {
+    if (t == g->keep || t->pending_readers != 1) return NULL;
+    nn_node *reader = t->pending_reader;
+    return !op || reader->op == op ? reader : NULL; /* its one reader: t is one of its inputs, once */
+}
+
 /* A matched chain: its pattern, members and where it launches. */
 typedef struct group {
     const nn_fusion_pattern *pattern;
@@ -46,7 +52,8 @@ static bool chain_at(const nn_fusion_graph *g, const nn_fusion_pattern *p, nn_no
     out->members[0] = first;
     out->last = first->pending_index;
     for (int k = 1; k < p->length; k++) {
-        nn_node *next = nn_fusion_next(g, out->members[k - 1]->output, p->ops[k]);
+        const nn_tensor *t = out->members[k - 1]->output;
+        nn_node *next = p->any_input & (1u << k) ? nn_fusion_next_any(g, t, p->ops[k]) : nn_fusion_next(g, t, p->ops[k]);
         const int64_t at = next ? next->pending_index : -1;
         if (at < 0 || taken[at] >= 0) return false;
         out->members[k] = next;

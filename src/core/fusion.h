@@ -2,7 +2,8 @@
  * the pass walks the pending nodes in order and, at each node, tries the
  * pattern table (src/fusion/patterns.c) longest first: a pattern is a chain
  * of operations, each consuming the previous one's output as its first
- * input, where every output but the last has that one reader among the
+ * input (or any input, where the pattern says so: an add's either side),
+ * where every output but the last has that one reader among the
  * pending nodes (and is not a tensor the flush was asked to keep), and
  * whose match function accepts the members (sizes, the backend's
  * capability query nn_ctx_supports). A matched chain runs as the
@@ -34,6 +35,8 @@ int nn_fusion_readers(const nn_fusion_graph *g, const nn_tensor *t);
 /* The pending node that reads t as its first input and is t's only
  * reader, when it runs operation `op` (NULL: any); else NULL. */
 nn_node *nn_fusion_next(const nn_fusion_graph *g, const nn_tensor *t, const nn_op *op);
+/* The same, t read as any one of the node's inputs. */
+nn_node *nn_fusion_next_any(const nn_fusion_graph *g, const nn_tensor *t, const nn_op *op);
 
 typedef struct nn_fusion_pattern {
     const char *name;
@@ -44,6 +47,8 @@ typedef struct nn_fusion_pattern {
     /* Its launch passes the members' precision on to their products; the
      * others' fused kernels multiply in fp32, so they take fp32 nodes only. */
     bool any_precision;
+    /* Bit k: member k may read member k - 1's output as any of its inputs. */
+    unsigned any_input;
 } nn_fusion_pattern;
 
 /* The table, longest and most specific first (src/fusion/patterns.c). */

@@ -18,7 +18,7 @@ static nn_status launch_norm_activation(const nn_fusion_graph *g, nn_node *const
     nn_tensor *out = m[1]->output;
     NN_TRY(nn_tensor_attach_storage(out));
     m[1]->launched = true;
-    return nn_norm_forward_with_epilogue(m[0], out, &epilogue);
+    return nn_norm_forward_with_epilogue(m[0], out, &epilogue, NULL);
 }
 
 /* Any first and second operation (NULL): takes_epilogue decides. */

@@ -12,7 +12,9 @@ const nn_fusion_pattern *const nn_fusion_patterns[] = {
     &nn_pattern_linear_head,           /* linear, relu, linear */
     &nn_pattern_conv_relu,             /* conv2d, relu */
     &nn_pattern_linear_relu,           /* linear, relu */
+    &nn_pattern_norm_add_activation,   /* a norm, an add of a residual, then an activation of its output */
     &nn_pattern_norm_activation,       /* batch, layer or group norm, then relu or an activation of its output */
+    &nn_pattern_norm_add,              /* a norm, then an add of a residual */
 };
 
 const int nn_fusion_pattern_count = (int)(sizeof nn_fusion_patterns / sizeof nn_fusion_patterns[0]);

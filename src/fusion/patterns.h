@@ -7,7 +7,7 @@
 
 extern const nn_fusion_pattern nn_pattern_conv_relu, nn_pattern_linear_relu, nn_pattern_conv_pool,
     nn_pattern_conv_pool_linear, nn_pattern_conv_pool_linear_relu, nn_pattern_linear_head,
-    nn_pattern_head_cross_entropy, nn_pattern_norm_activation;
+    nn_pattern_head_cross_entropy, nn_pattern_norm_activation, nn_pattern_norm_add_activation, nn_pattern_norm_add;
 
 /* conv_pool.c: the kernels' parameters of a Conv2d -> ReLU -> MaxPool2d
  * chain (its pooled size as the pooling of whole windows leaves it), and

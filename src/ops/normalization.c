@@ -48,8 +48,9 @@ static int counter_saved(const nn_node *node) { return node->saved_count > 0 && 
 static nn_buffer_ref ref_or_none(const nn_tensor *t) { return t ? nn_tensor_ref(t) : (nn_buffer_ref){0}; }
 
 /* The forward into `out` (the node's output, or a fused activation's),
- * with the apply's epilogue when given. */
-static nn_status norm_forward_into(nn_node *node, nn_tensor *out, const nn_pointwise_epilogue *epilogue) {
+ * with the apply's epilogue and residual when given. */
+static nn_status norm_forward_into(nn_node *node, nn_tensor *out, const nn_pointwise_epilogue *epilogue,
+                                   const nn_tensor *residual) {
     const norm_node *n = NN_NODE_PARAMS(node, norm_node);
     nn_tensor *x = node->inputs[IN_X];
     nn_ctx *ctx = x->ctx;
@@ -79,13 +80,13 @@ static nn_status norm_forward_into(nn_node *node, nn_tensor *out, const nn_point
     }
     nn_norm_params p = n->layout;
     if (epilogue) p.epilogue = *epilogue;
-    nn_buffer_ref apply[6] = {nn_tensor_ref(x), nn_tensor_ref(mean), nn_tensor_ref(var),
+    nn_buffer_ref apply[7] = {nn_tensor_ref(x), nn_tensor_ref(mean), nn_tensor_ref(var),
                               ref_or_none(node->inputs[IN_WEIGHT]), ref_or_none(node->inputs[IN_BIAS]),
-                              nn_tensor_ref(out)};
-    return nn_ctx_run(ctx, NN_KERNEL_NORM_APPLY, apply, 6, &p);
+                              nn_tensor_ref(out), ref_or_none(residual)};
+    return nn_ctx_run(ctx, NN_KERNEL_NORM_APPLY, apply, 7, &p);
 }
 
-static nn_status norm_forward(nn_node *node) { return norm_forward_into(node, node->output, NULL); }
+static nn_status norm_forward(nn_node *node) { return norm_forward_into(node, node->output, NULL, NULL); }
 
 bool nn_norm_takes_epilogue(const nn_node *node) {
     if (node->op != &nn_op_batch_norm && node->op != &nn_op_layer_norm && node->op != &nn_op_group_norm) return false;
@@ -99,8 +100,9 @@ nn_norm_params nn_norm_params_of(const nn_node *norm) {
     return p;
 }
 
-nn_status nn_norm_forward_with_epilogue(nn_node *node, nn_tensor *out, const nn_pointwise_epilogue *epilogue) {
-    NN_TRY(norm_forward_into(node, out, epilogue));
+nn_status nn_norm_forward_with_epilogue(nn_node *node, nn_tensor *out, const nn_pointwise_epilogue *epilogue,
+                                        const nn_tensor *residual) {
+    NN_TRY(norm_forward_into(node, out, epilogue, residual));
     NN_TRY(nn_node_elide(node));
     /* Should the unwritten output be read after all, its recipe normalises
      * x again: the running statistics were updated once, here. */

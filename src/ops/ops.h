@@ -84,9 +84,12 @@ bool nn_epilogue_of(const nn_node *node, nn_pointwise_epilogue *out);
  * its apply (any of the three; not SyncBatchNorm's, whose statistics
  * come from other processes), and its forward with the epilogue written
  * into `out` (another node's output), its own output left unwritten: a
- * recipe that recomputes it without touching the running statistics. */
+ * recipe that recomputes it without touching the running statistics.
+ * `residual` (or NULL), a tensor of the output's shape and layout, is added
+ * before the epilogue (a residual connection's add). */
 bool nn_norm_takes_epilogue(const nn_node *node);
-nn_status nn_norm_forward_with_epilogue(nn_node *node, nn_tensor *out, const nn_pointwise_epilogue *epilogue);
+nn_status nn_norm_forward_with_epilogue(nn_node *node, nn_tensor *out, const nn_pointwise_epilogue *epilogue,
+                                        const nn_tensor *residual);
 /* A normalisation node's kernel parameters as its forward runs them (bench_norm_layers.c reads them off the tape). */
 nn_norm_params nn_norm_params_of(const nn_node *norm);
 

@@ -155,7 +155,8 @@ nn_status nn_cpu_pool2d_avg_backward(nn_thread_pool *pool, const nn_pool2d_geome
 /* cpu_norm.c: the normalisation kernels (kernels.h's nn_norm_params) */
 nn_status nn_cpu_norm_stats(nn_thread_pool *pool, const nn_norm_params *p, const float *x, float *mean, float *var);
 nn_status nn_cpu_norm_apply(nn_thread_pool *pool, const nn_norm_params *p, const float *x, const float *mean,
-                            const float *var, const float *weight, const float *bias, float *y);
+                            const float *var, const float *weight, const float *bias, float *y,
+                            const float *residual);
 nn_status nn_cpu_norm_backward_data(nn_thread_pool *pool, const nn_norm_params *p, const float *x, const float *mean,
                                     const float *var, const float *weight, const float *dy, float *dx);
 nn_status nn_cpu_norm_backward_affine(nn_thread_pool *pool, const nn_norm_params *p, const float *x,

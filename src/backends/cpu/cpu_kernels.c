@@ -96,7 +96,7 @@ FAMILY_OF(linear_head_forward, nn_linear_head_params, linear_head, NN_KERNEL_LIN
 FAMILY_OF(linear_head_backward_data, nn_linear_head_params, linear_head, NN_KERNEL_LINEAR_HEAD_BACKWARD_DATA)
 FAMILY_OF(linear_head_cross_entropy, nn_linear_head_params, linear_head, NN_KERNEL_LINEAR_HEAD_CROSS_ENTROPY)
 POOLED(norm_stats, nn_norm_params, F32(0), F32(1), F32(2))
-POOLED(norm_apply, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5))
+POOLED(norm_apply, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5), F32(6))
 POOLED(norm_backward_data, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5))
 POOLED(norm_backward_affine, nn_norm_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5))
 SERIAL(norm_running_update, nn_norm_running_params, F32(0), F32(1), F32(2), F32(3), I32(4))

@@ -11,7 +11,7 @@
 
 typedef struct norm_job {
     const nn_norm_params *p;
-    const float *x, *mean, *var, *weight, *bias, *dy, *sums;
+    const float *x, *mean, *var, *weight, *bias, *dy, *sums, *residual;
     float *out, *out2;
 } norm_job;
 
@@ -68,6 +68,7 @@ static void apply_blocks(void *arg, int64_t begin, int64_t end, int worker) {
             double y = (job->x[e] - mean) * rstd;
             if (job->weight) y *= job->weight[c];
             if (job->bias) y += job->bias[c];
+            if (job->residual) y += job->residual[e];
             job->out[e] = (float)y;
         }
         if (p->epilogue.on) nn_cpu_unary_in_place(&p->epilogue, job->out + b * p->inner, p->inner);
@@ -75,9 +76,11 @@ static void apply_blocks(void *arg, int64_t begin, int64_t end, int worker) {
 }
 
 nn_status nn_cpu_norm_apply(nn_thread_pool *pool, const nn_norm_params *p, const float *x, const float *mean,
-                            const float *var, const float *weight, const float *bias, float *y) {
+                            const float *var, const float *weight, const float *bias, float *y,
+                            const float *residual) {
     NN_TRY(nn_norm_check("cpu", NN_KERNEL_NORM_APPLY, p));
-    norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .bias = bias, .out = y};
+    norm_job job = {.p = p, .x = x, .mean = mean, .var = var, .weight = weight, .bias = bias, .out = y,
+                    .residual = residual};
     nn_parallel_for(pool, p->outer * p->groups, NN_CPU_MIN_CHUNK / (p->inner > 0 ? p->inner : 1) + 1, apply_blocks,
                     &job);
     return NN_OK;

@@ -159,7 +159,8 @@ nn_status vk_run_norm_apply(vk_backend *vk, const nn_norm_params *p, const nn_bu
     if (nn_norm_elements(p) == 0) return NN_OK;
     push.has_weight = a[3].buffer != NULL;
     push.has_bias = a[4].buffer != NULL;
-    return vk_record(vk, NN_KERNEL_NORM_APPLY, VK_PIPE_NORM_APPLY, 0, a, 6, VK_PUSH_REF(push), pointwise_groups(p),
+    push.has_residual = a[6].buffer != NULL;
+    return vk_record(vk, NN_KERNEL_NORM_APPLY, VK_PIPE_NORM_APPLY, 0, a, 7, VK_PUSH_REF(push), pointwise_groups(p),
                      1, 1);
 }
 
