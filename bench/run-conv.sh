@@ -35,11 +35,12 @@ while [ $# -gt 0 ]; do
 done
 mkdir -p "$out"
 status=0
-# A GPU just started runs its first seconds of work 1.5-3x slower (the H200
-# on 2026-11-29: bench/README.md): a discarded step first, so the first
-# model's figures are not that.
+# A GPU just started runs its first 20-30 s of work at a fraction of its
+# clock (the H200 on 2026-11-29, nvidia-smi: 570-1080 MHz under load, then
+# 1980; bench/README.md): about 30 s of discarded steps first (45 at most on
+# a slower device), so the first model's figures are not that.
 echo "== $(date -u '+%Y-%m-%d %H:%M UTC') warm-up (discarded)"
-"$bin/bench_zoo_step" --model resnet18 --batch 64 --size 112 --channels 3 --classes 10 --steps 20 > /dev/null 2>&1 || true
+timeout 45 "$bin/bench_zoo_step" --model resnet18 --batch 128 --size 224 --channels 3 --classes 1000 --steps 400 > /dev/null 2>&1 || true
 for m in $models; do
     case $m in
         resnet18-cifar) shape="--size 28 --channels 1 --classes 10" ;;
