@@ -68,7 +68,9 @@ static void apply_blocks(void *arg, int64_t begin, int64_t end, int worker) {
             double y = (job->x[e] - mean) * rstd;
             if (job->weight) y *= job->weight[c];
             if (job->bias) y += job->bias[c];
-            if (job->residual) y += job->residual[e];
+            /* The residual joins the stored float y as the add would: a sum rounded
+             * once instead can flip a later ReLU6 (the MobileNetV2 gradients test). */
+            if (job->residual) y = (double)((float)y + job->residual[e]);
             job->out[e] = (float)y;
         }
         if (p->epilogue.on) nn_cpu_unary_in_place(&p->epilogue, job->out + b * p->inner, p->inner);
