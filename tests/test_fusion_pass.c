@@ -237,7 +237,20 @@ TEST(fusion_pass_norm_activation_vulkan) {
     fused_equals_unfused("vulkan", norm_activation, "norm activation");
 }
 
-TEST(fusion_pass_norm_residual_cpu) { fused_equals_unfused("cpu", norm_residual, "norm residual"); }
+/* On the CPU the fused apply rounds as the operations do (the normalised
+ * value to float, then the add in float), so the blocks' outputs are the
+ * unfused ones bit for bit: a sum rounded once instead can flip a later
+ * activation at its threshold. */
+TEST(fusion_pass_norm_residual_cpu) {
+    fused_equals_unfused("cpu", norm_residual, "norm residual");
+    outcome fused = norm_residual("cpu", true), plain = norm_residual("cpu", false);
+    for (int i = 0; i < 2; i++) /* v, then the sum from its recipe */
+        CHECK_MSG(fused.sizes[i] == plain.sizes[i] &&
+                      !memcmp(fused.values[i], plain.values[i], sizeof(float) * (size_t)plain.sizes[i]),
+                  "cpu norm residual: value %d differs from the unfused operations' in its bits", i);
+    outcome_free(&fused);
+    outcome_free(&plain);
+}
 
 TEST(fusion_pass_norm_residual_vulkan) {
     if (vkt_skipped() || !vkt_vulkan()) return;
