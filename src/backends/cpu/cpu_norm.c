@@ -21,6 +21,15 @@ static int64_t channel_of(const nn_norm_params *p, int64_t element) {
     return (element / p->channel_inner) % p->channels;
 }
 
+/* The end of the run from element e (before stop) over which the channel
+ * stays e's: the loops below find each run's channel (and weight and bias)
+ * once, not each element's with an integer division; the arithmetic per
+ * element is as it was, so the results are the same bits. */
+static int64_t channel_run_end(const nn_norm_params *p, int64_t e, int64_t stop) {
+    const int64_t next = (e / p->channel_inner + 1) * p->channel_inner;
+    return next < stop ? next : stop;
+}
+
 /* The elements of group g, as runs of `inner` contiguous ones. */
 #define FOR_GROUP_ELEMENTS(p, g, e)                                   \
     for (int64_t o_ = 0; o_ < (p)->outer; o_++)                       \
@@ -60,20 +69,24 @@ nn_status nn_cpu_norm_stats(nn_thread_pool *pool, const nn_norm_params *p, const
 static void apply_blocks(void *arg, int64_t begin, int64_t end, int worker) {
     const norm_job *job = arg;
     const nn_norm_params *p = job->p;
-    for (int64_t b = begin; b < end; b++) {
-        const int64_t g = b % p->groups;
+    for (int64_t block = begin; block < end; block++) {
+        const int64_t g = block % p->groups, first = block * p->inner, last = first + p->inner;
         const double mean = job->mean[g], rstd = rstd_of(job, g);
-        for (int64_t e = b * p->inner; e < (b + 1) * p->inner; e++) {
-            const int64_t c = channel_of(p, e);
-            double y = (job->x[e] - mean) * rstd;
-            if (job->weight) y *= job->weight[c];
-            if (job->bias) y += job->bias[c];
-            /* The residual joins the stored float y as the add would: a sum rounded
-             * once instead can flip a later ReLU6 (the MobileNetV2 gradients test). */
-            if (job->residual) y = (double)((float)y + job->residual[e]);
-            job->out[e] = (float)y;
+        for (int64_t run = first, run_end; run < last; run = run_end) {
+            run_end = channel_run_end(p, run, last);
+            const int64_t c = channel_of(p, run);
+            const double w = job->weight ? job->weight[c] : 1.0, b = job->bias ? job->bias[c] : 0.0;
+            for (int64_t e = run; e < run_end; e++) {
+                double y = (job->x[e] - mean) * rstd;
+                if (job->weight) y *= w;
+                if (job->bias) y += b;
+                /* The residual joins the stored float y as the add would: a sum rounded
+                 * once instead can flip a later ReLU6 (the MobileNetV2 gradients test). */
+                if (job->residual) y = (double)((float)y + job->residual[e]);
+                job->out[e] = (float)y;
+            }
         }
-        if (p->epilogue.on) nn_cpu_unary_in_place(&p->epilogue, job->out + b * p->inner, p->inner);
+        if (p->epilogue.on) nn_cpu_unary_in_place(&p->epilogue, job->out + first, p->inner);
     }
 }
 
@@ -89,11 +102,11 @@ nn_status nn_cpu_norm_apply(nn_thread_pool *pool, const nn_norm_params *p, const
 }
 
 /* Element e's output gradient: dy, or with grad_mask dy through the
- * activation's mask at y, the normalised value as apply_blocks computes it. */
-static float masked_dy(const norm_job *job, int64_t e, double mean, double rstd) {
+ * activation's mask at y, the normalised value as apply_blocks computes it
+ * (c: e's channel). */
+static float masked_dy(const norm_job *job, int64_t e, int64_t c, double mean, double rstd) {
     const nn_norm_params *p = job->p;
     if (!p->grad_mask) return job->dy[e];
-    const int64_t c = channel_of(p, e);
     double v = (job->x[e] - mean) * rstd;
     if (job->weight) v *= job->weight[c];
     if (job->bias) v += job->bias[c];
@@ -108,11 +121,17 @@ static void group_sums(const norm_job *job, int64_t g, double *sum_wdy, double *
     const double mean = job->mean[g], rstd = rstd_of(job, g);
     const bool weighted = job->weight && !p->sums_unweighted;
     double a = 0.0, b = 0.0;
-    FOR_GROUP_ELEMENTS(p, g, e) {
-        const double wdy = masked_dy(job, e, mean, rstd) * (weighted ? job->weight[channel_of(p, e)] : 1.0f);
-        a += wdy;
-        b += wdy * (job->x[e] - mean) * rstd;
-    }
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t run = (o * p->groups + g) * p->inner, last = run + p->inner, run_end; run < last; run = run_end) {
+            run_end = channel_run_end(p, run, last);
+            const int64_t c = channel_of(p, run);
+            const float w = weighted ? job->weight[c] : 1.0f;
+            for (int64_t e = run; e < run_end; e++) {
+                const double wdy = masked_dy(job, e, c, mean, rstd) * w;
+                a += wdy;
+                b += wdy * (job->x[e] - mean) * rstd;
+            }
+        }
     *sum_wdy = a;
     *sum_wdy_xhat = b;
 }
@@ -121,12 +140,18 @@ static void group_sums(const norm_job *job, int64_t g, double *sum_wdy, double *
 static void group_dx(const norm_job *job, int64_t g, double mean_wdy, double mean_wdy_xhat) {
     const nn_norm_params *p = job->p;
     const double mean = job->mean[g], rstd = rstd_of(job, g);
-    FOR_GROUP_ELEMENTS(p, g, e) {
-        const double wdy = masked_dy(job, e, mean, rstd) * (job->weight ? job->weight[channel_of(p, e)] : 1.0f);
-        const double xhat = (job->x[e] - mean) * rstd;
-        const float dx = (float)(rstd * (wdy - mean_wdy - xhat * mean_wdy_xhat));
-        job->out[e] = p->accumulate ? job->out[e] + dx : dx;
-    }
+    for (int64_t o = 0; o < p->outer; o++)
+        for (int64_t run = (o * p->groups + g) * p->inner, last = run + p->inner, run_end; run < last; run = run_end) {
+            run_end = channel_run_end(p, run, last);
+            const int64_t c = channel_of(p, run);
+            const float w = job->weight ? job->weight[c] : 1.0f;
+            for (int64_t e = run; e < run_end; e++) {
+                const double wdy = masked_dy(job, e, c, mean, rstd) * w;
+                const double xhat = (job->x[e] - mean) * rstd;
+                const float dx = (float)(rstd * (wdy - mean_wdy - xhat * mean_wdy_xhat));
+                job->out[e] = p->accumulate ? job->out[e] + dx : dx;
+            }
+        }
 }
 
 static void backward_data_groups(void *arg, int64_t begin, int64_t end, int worker) {
@@ -204,12 +229,21 @@ static void backward_affine_channels(void *arg, int64_t begin, int64_t end, int 
     const int64_t runs = nn_norm_elements(p) / ((int64_t)p->channels * p->channel_inner);
     for (int64_t c = begin; c < end; c++) {
         double dweight = 0.0, dbias = 0.0;
-        for (int64_t o = 0; o < runs; o++)
-            for (int64_t e = (o * p->channels + c) * p->channel_inner, stop = e + p->channel_inner; e < stop; e++) {
-                const int64_t g = (e / p->inner) % p->groups;
-                dweight += job->dy[e] * (job->x[e] - job->mean[g]) * rstd_of(job, g);
-                dbias += job->dy[e];
+        for (int64_t o = 0; o < runs; o++) {
+            const int64_t first = (o * p->channels + c) * p->channel_inner, last = first + p->channel_inner;
+            /* In pieces of one group each: its mean and rstd found once a piece. */
+            for (int64_t piece = first, piece_end; piece < last; piece = piece_end) {
+                const int64_t next = (piece / p->inner + 1) * p->inner;
+                piece_end = next < last ? next : last;
+                const int64_t g = (piece / p->inner) % p->groups;
+                const float mean = job->mean[g];
+                const double rstd = rstd_of(job, g);
+                for (int64_t e = piece; e < piece_end; e++) {
+                    dweight += job->dy[e] * (job->x[e] - mean) * rstd;
+                    dbias += job->dy[e];
+                }
             }
+        }
         if (job->out) job->out[c] = (p->accumulate ? job->out[c] : 0.0f) + (float)dweight;
         if (job->out2) job->out2[c] = (p->accumulate ? job->out2[c] : 0.0f) + (float)dbias;
     }
