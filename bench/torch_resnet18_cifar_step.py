@@ -15,7 +15,7 @@ import argparse
 import torch
 
 from torch_cuda_graph import graphed
-from torch_zoo_step import model as zoo_model, timed
+from torch_zoo_step import model as zoo_model, timed, training_step
 
 
 def model(tv):
@@ -42,14 +42,7 @@ def main():
         if args.tv and mode.startswith("bf16"):
             net = net.to(memory_format=torch.channels_last)
         opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4)
-
-        def step():
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=mode.startswith("bf16")):
-                loss = torch.nn.functional.cross_entropy(net(x), y)
-            opt.zero_grad(set_to_none=False)
-            loss.backward()
-            opt.step()
-
+        step = training_step(net, x, y, opt, mode.startswith("bf16"))
         for _ in range(10):
             step()
         ms = timed(graphed(step) if mode == "fp32 CUDA graph" else step, args.steps)
