@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "io_test_util.h"
 #include "nn_engine.h"
 #include "test.h"
 #include "test_files.h"
@@ -156,27 +157,6 @@ TEST(vulkan_tune_measures_captured_convolutions_and_caches_them) {
     tf_remove_tree(folder);
 }
 
-/* A whole text file, NUL-terminated (free it), or NULL. */
-static char *whole_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *text = NULL;
-    size_t used = 0, size = 0, got;
-    do {
-        if (used + 4096 + 1 > size) {
-            size = 2 * size + 4096 + 1;
-            char *grown = realloc(text, size);
-            if (!grown) break;
-            text = grown;
-        }
-        got = fread(text + used, 1, size - used - 1, f);
-        used += got;
-    } while (got > 0);
-    fclose(f);
-    if (text) text[used] = '\0';
-    return text;
-}
-
 /* Profiling a capture whose tiles are measured (NN_ENGINE_VULKAN_PROFILE=1
  * times a captured step per stretch, vk_stretch_profile.c): the tuner's own
  * command buffer takes none of the plan's stamps, so each replay writes
@@ -211,7 +191,9 @@ TEST(vulkan_tune_measures_tiles_while_a_capture_is_profiled) {
         unsetenv("NN_ENGINE_VULKAN_PROFILE");
         agree(&captured, &eager, "tiles measured in a profiled capture");
         CHECK_MSG(entries(path) == 3, "%d entries in the cache file after a profiled capture, want 3", entries(path));
-        char *text = whole_file(log);
+        size_t size = 0;
+        char *text = (char *)io_test_read_bytes(log, &size);
+        if (text) text[size] = '\0'; /* it holds size + 1 bytes */
         CHECK_MSG(text && strstr(text, "a captured step,") && strstr(text, "stretch  1"),
                   "the profiled replay printed no stretch table; stderr was:\n%s", text ? text : "(unreadable)");
         free(text);

@@ -24,16 +24,15 @@ static void index_graph(const nn_fusion_graph *g) {
 
 int nn_fusion_readers(const nn_fusion_graph *g, const nn_tensor *t) { return t->pending_readers; }
 
-nn_node *nn_fusion_next(const nn_fusion_graph *g, const nn_tensor *t, const nn_op *op) {
-    if (t == g->keep || t->pending_readers != 1) return NULL;
-    nn_node *reader = t->pending_reader;
-    return reader->input_count > 0 && reader->inputs[0] == t && (!op || reader->op == op) ? reader : NULL;
-}
-
 nn_node *nn_fusion_next_any(const nn_fusion_graph *g, const nn_tensor *t, const nn_op *op) {
     if (t == g->keep || t->pending_readers != 1) return NULL;
     nn_node *reader = t->pending_reader;
     return !op || reader->op == op ? reader : NULL; /* its one reader: t is one of its inputs, once */
+}
+
+nn_node *nn_fusion_next(const nn_fusion_graph *g, const nn_tensor *t, const nn_op *op) {
+    nn_node *reader = nn_fusion_next_any(g, t, op);
+    return reader && reader->inputs[0] == t ? reader : NULL;
 }
 
 /* A matched chain: its pattern, members and where it launches. */
