@@ -94,6 +94,32 @@ TEST(schedule_longest_gemms_first_and_deferred_commands_late) {
         CHECK_MSG((int)list[i].count == want[i], "position %d: command %d, want %d", i, (int)list[i].count, want[i]);
 }
 
+/* dw += the weight gradient of x and dy (argument 3, the bias's, absent). */
+static nn_command conv_weight_gradient(nn_buffer_ref x, nn_buffer_ref dy, nn_buffer_ref dw, int tag) {
+    nn_command c = {.kind = NN_COMMAND_RUN, .kernel = NN_KERNEL_CONV2D_BACKWARD_WEIGHT, .nargs = 4,
+                    .args = {x, dy, dw, {NULL, 0, 0}}};
+    c.count = (size_t)tag;
+    return c;
+}
+
+TEST(schedule_issues_convolution_weight_gradients_first_in_their_level) {
+    /* Buffers: 0 x, 1 a chain of gradients, 2 dW. The weight gradient
+     * (command 1) reads command 0's dy, so level 1 is its earliest; nothing
+     * reads dW, so it is deferred to the last level, level 2, with command
+     * 3. A deferred command would go after the level's own; the weight
+     * gradient goes first. */
+    nn_command list[4] = {
+        elementwise(ref(0, 0, 4096), ref(0, 0, 4096), ref(1, 0, 4096), 0),       /* dy: level 0 */
+        conv_weight_gradient(ref(0, 0, 4096), ref(1, 0, 4096), ref(2, 0, 4096), 1),
+        elementwise(ref(1, 0, 4096), ref(1, 0, 4096), ref(1, 4096, 4096), 2),    /* level 1 */
+        elementwise(ref(1, 4096, 4096), ref(1, 4096, 4096), ref(1, 8192, 4096), 3), /* level 2 */
+    };
+    CHECK(nn_schedule_commands(list, 4) == NN_OK);
+    const int want[4] = {0, 2, 1, 3};
+    for (int i = 0; i < 4; i++)
+        CHECK_MSG((int)list[i].count == want[i], "position %d: command %d, want %d", i, (int)list[i].count, want[i]);
+}
+
 TEST(schedule_spreads_background_commands_over_the_busiest_levels) {
     /* Buffers: 0 inputs, 1 a chain of layers, 2 a gradient, 3 host memory.
      * Levels 0, 2 and 3 hold a GEMM each, level 1 a light command. The

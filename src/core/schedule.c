@@ -66,9 +66,18 @@ static void serial_length(const nn_command *c, int64_t *length, int64_t *size) {
     *size = (int64_t)p->m * p->n;
 }
 
+/* A convolution's weight gradient goes first in its level, ahead even of
+ * the level's own kernels: its splits fill the device with long workgroups
+ * about once, and launched behind another kernel (a BatchNorm's reduction)
+ * they ran up to 2.5 times as long as alone (bench/README.md). */
+static bool issued_first(const nn_command *c) {
+    return c->kind == NN_COMMAND_RUN && c->kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT;
+}
+
 typedef struct slot {
     int64_t level, index;
     int64_t length, size; /* serial_length */
+    bool first;           /* issued_first */
     bool trailing;
     bool deferred; /* not trailing, and in a later level than its earliest */
 } slot;
@@ -76,6 +85,7 @@ typedef struct slot {
 static int by_slot(const void *x, const void *y) {
     const slot *a = x, *b = y;
     if (a->level != b->level) return a->level < b->level ? -1 : 1;
+    if (a->first != b->first) return a->first ? -1 : 1;
     if (a->trailing != b->trailing) return a->trailing ? 1 : -1;
     if (a->deferred != b->deferred) return a->deferred ? 1 : -1;
     if (a->length != b->length) return a->length > b->length ? -1 : 1;
@@ -154,7 +164,8 @@ static nn_status spread_background(const nn_command *commands, slot *slots, int6
  * first (deferred commands after them, trailing ones last), so the level's
  * critical kernels start first: deferring shortened the step, and issuing
  * deferred commands ahead of a level's own kernels lengthened it
- * (bench/README.md). Background commands stay in their earliest level
+ * (bench/README.md), except for the convolutions' weight gradients
+ * (issued_first). Background commands stay in their earliest level
  * there, so that what they read is not deferred, and are then spread
  * (spread_background). */
 nn_status nn_schedule_commands(nn_command *commands, int64_t count) {
@@ -167,7 +178,8 @@ nn_status nn_schedule_commands(nn_command *commands, int64_t count) {
     }
     int64_t last = 0; /* the highest level */
     for (int64_t i = 0; i < count; i++) {
-        slots[i] = (slot){.level = 0, .index = i, .trailing = trailing(&commands[i]), .deferred = false};
+        slots[i] = (slot){.level = 0, .index = i, .first = issued_first(&commands[i]),
+                          .trailing = trailing(&commands[i]), .deferred = false};
         serial_length(&commands[i], &slots[i].length, &slots[i].size);
         for (int64_t j = 0; j < i; j++)
             if (slots[j].level >= slots[i].level && conflict(&commands[j], &commands[i]))

@@ -12,8 +12,9 @@
  * otherwise: the levels (stretches) are the earliest-possible ones (a
  * command's level is one more than the highest of the earlier commands it
  * conflicts with), and each command goes in the latest level the commands
- * after it allow; in a level, first the commands that could go in no
- * earlier one, then those deferred to it, then the light commands (writing
+ * after it allow; in a level, first the convolutions' weight gradients,
+ * then the commands that could go in no earlier one, then those deferred to
+ * it, then the light commands (writing
  * at most a few floats) and fills, each group in issue order except that
  * GEMMs with the longest k go first (schedule.c says why each rule,
  * bench/README.md what it measured). The results are the eager step's: only
