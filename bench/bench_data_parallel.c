@@ -49,10 +49,10 @@ static double time_replays(nn_capture *captured, nn_ctx *ctx, double *times, int
 
 static nn_capture *capture_step(nn_ctx *ctx, nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y) {
     for (int i = 0; i < 2; i++)
-        if (bench_step(net, opt, x, y) != NN_OK || nn_ctx_sync(ctx) != NN_OK || nn_ctx_step_end(ctx) != NN_OK)
+        if (bench_step(net, opt, x, y, false) != NN_OK || nn_ctx_sync(ctx) != NN_OK || nn_ctx_step_end(ctx) != NN_OK)
             die("eager step");
     if (nn_capture_begin(ctx) != NN_OK) die("capture begin");
-    nn_status st = bench_step(net, opt, x, y);
+    nn_status st = bench_step(net, opt, x, y, false);
     nn_ctx_step_end(ctx);
     nn_capture *captured = nn_capture_end(ctx);
     if (st != NN_OK || !captured) die("capturing the step");

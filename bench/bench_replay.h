@@ -10,7 +10,21 @@
 #include "nn_capture.h"
 #include "nn_engine.h"
 
-/* Median milliseconds over `runs` replays of `c` (after two discarded),
+/* Replays discarded before the timed ones: at least two, and this many
+ * milliseconds of them. A GPU idle for a moment (a process starting, the
+ * host's work between two kernels' measurements) starts at a fraction of
+ * its clock, and a kernel's few timed replays ran at up to three times
+ * their time before it rose (bench/README.md). */
+#define BENCH_REPLAY_WARM_MS 250.0
+
+static inline void bench_replay_once(nn_ctx *ctx, nn_capture *c, const char *program) {
+    if (nn_replay(c, 1) != NN_OK || nn_ctx_sync(ctx) != NN_OK) {
+        fprintf(stderr, "%s: replay: %s\n", program, nn_last_error());
+        exit(1);
+    }
+}
+
+/* Median milliseconds over `runs` replays of `c` (after the warm-up's),
  * divided by `reps`; frees c. A failed replay ends `program`, naming it. */
 static inline double bench_replay_median_ms(nn_ctx *ctx, nn_capture *c, int reps, int runs, const char *program) {
     double *times = malloc(sizeof *times * (size_t)runs);
@@ -18,13 +32,12 @@ static inline double bench_replay_median_ms(nn_ctx *ctx, nn_capture *c, int reps
         fprintf(stderr, "%s: out of host memory\n", program);
         exit(1);
     }
-    for (int i = 0; i < runs + 2; i++) {
+    const double warm_from = now_ms();
+    for (int i = 0; i < 2 || now_ms() - warm_from < BENCH_REPLAY_WARM_MS; i++) bench_replay_once(ctx, c, program);
+    for (int i = 0; i < runs; i++) {
         const double t0 = now_ms();
-        if (nn_replay(c, 1) != NN_OK || nn_ctx_sync(ctx) != NN_OK) {
-            fprintf(stderr, "%s: replay: %s\n", program, nn_last_error());
-            exit(1);
-        }
-        if (i >= 2) times[i - 2] = (now_ms() - t0) / reps;
+        bench_replay_once(ctx, c, program);
+        times[i] = (now_ms() - t0) / reps;
     }
     const double ms = median(times, runs);
     free(times);

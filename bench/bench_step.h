@@ -54,9 +54,12 @@ static inline void bench_model_defaults(bench_model_args *a) {
     if (!a->classes) a->classes = cifar ? 10 : 1000;
 }
 
-static inline nn_status bench_step(nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y) {
+/* One training step; the loss goes through the optimizer's scale where it
+ * has dynamic loss scaling (as `nnengine train --precision fp16` does). */
+static inline nn_status bench_step(nn_module *net, nn_optimizer *opt, nn_tensor *x, nn_tensor *y, bool scaled) {
     nn_status st = nn_optimizer_zero_grad(opt);
     nn_tensor *loss = st == NN_OK ? nn_softmax_cross_entropy(nn_module_forward(net, x), y) : NULL;
+    if (loss && scaled) loss = nn_optimizer_scale_loss(opt, loss);
     if (!loss) return nn_last_status();
     if ((st = nn_backward(loss)) != NN_OK) return st;
     return nn_optimizer_step(opt);
