@@ -366,6 +366,8 @@ TEST(bwd_conv2d_crosses_gemm_blocks) {
         {{2, 8, 17, 15, 12, 5, 5, 2, 2, 2, 2}, true},  /* K=200, stride 2 + padding */
         {{1, 65, 9, 9, 70, 3, 3, 1, 1, 0, 0}, false},  /* K=585 */
         {{1, 3, 70, 70, 8, 3, 3, 1, 1, 1, 1}, true},   /* 4900 columns */
+        {{10, 64, 56, 56, 2, 3, 3, 1, 1, 1, 1}, true}, /* the CPU's columns per image, in two groups (9 + 1) */
+        {{912, 512, 2, 2, 16, 3, 3, 1, 1, 1, 1}, true}, /* side by side (4 positions, 16 x 4608 weights): 910 + 2 */
     };
     for (int i = 0; i < (int)(sizeof cases / sizeof cases[0]); i++) {
         bwd_case c;

@@ -50,7 +50,21 @@ nn_status nn_cpu_im2col(nn_thread_pool *pool, const nn_conv_geometry *g, const f
                         float *cols);
 nn_status nn_cpu_col2im(nn_thread_pool *pool, const nn_conv_geometry *g, const float *cols,
                         float *image);
-/* NN_KERNEL_CONV2D_* (cpu_conv_kernels.c): the column route, every layer keeping its columns. */
+/* Where a column matrix's entry (image n, row r, position p) lives:
+ * n * image_step + r * row_step + p (cpu_conv.c). Per image is the kernels'
+ * contract ([batch, rows, positions]); side by side, [rows, batch *
+ * positions], makes one product of a batch's convolutions. */
+typedef struct nn_cpu_columns {
+    int64_t image_step, row_step;
+} nn_cpu_columns;
+nn_cpu_columns nn_cpu_columns_per_image(const nn_conv_geometry *g);
+nn_cpu_columns nn_cpu_columns_side_by_side(const nn_conv_geometry *g);
+nn_status nn_cpu_im2col_as(nn_thread_pool *pool, const nn_conv_geometry *g, nn_cpu_columns layout,
+                           const float *image, float *cols);
+nn_status nn_cpu_col2im_as(nn_thread_pool *pool, const nn_conv_geometry *g, nn_cpu_columns layout,
+                           const float *cols, float *image);
+/* NN_KERNEL_CONV2D_* (cpu_conv_kernels.c): the column route; the columns are
+ * kept from forward to backward only where the caller passes them. */
 nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *p,
                         const nn_buffer_ref *args);
 bool nn_cpu_conv_keeps_columns(nn_backend *self, const nn_conv_params *p);

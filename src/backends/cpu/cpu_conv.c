@@ -1,6 +1,8 @@
 /* im2col and col2im: the data movement around convolution's GEMM. Both run
  * one (image, channel) plane per task, so col2im's scatter-add has no races
- * and its result does not depend on the thread count. */
+ * and its result does not depend on the thread count. The column matrix's
+ * layout is given by two steps (nn_cpu_columns): the kernels' contract,
+ * [image][row][position], or the images side by side, [row][image][position]. */
 #include <string.h>
 
 #include "cpu_backend.h"
@@ -9,6 +11,7 @@ typedef struct conv_job {
     const nn_conv_geometry *g;
     const float *src;
     float *dst;
+    nn_cpu_columns layout;
 } conv_job;
 
 /* Output columns ow in [*lo, *hi) read input column ow * stride - pad + kj
@@ -31,19 +34,18 @@ static void im2col_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const conv_job *job = arg;
     const nn_conv_geometry g = *job->g;
     const int64_t plane = (int64_t)g.height * g.width;
-    const int64_t positions = (int64_t)g.out_h * g.out_w;
-    const int64_t rows = (int64_t)g.channels * g.kernel_h * g.kernel_w;
+    const nn_cpu_columns layout = job->layout;
     const int dilation_h = nn_conv_dilation_h(&g), dilation_w = nn_conv_dilation_w(&g);
     for (int64_t nc = begin; nc < end; nc++) {
         const int64_t n = nc / g.channels, c = nc % g.channels;
         const float *restrict image = job->src + nc * plane;
-        float *restrict cols = job->dst + n * rows * positions;
+        float *restrict cols = job->dst + n * layout.image_step;
         for (int ki = 0; ki < g.kernel_h; ki++) {
             for (int kj = 0; kj < g.kernel_w; kj++) {
                 int lo, hi;
                 valid_columns(&g, kj, &lo, &hi);
                 const int64_t r = ((int64_t)c * g.kernel_h + ki) * g.kernel_w + kj;
-                float *restrict out = cols + r * positions;
+                float *restrict out = cols + r * layout.row_step;
                 for (int oh = 0; oh < g.out_h; oh++) {
                     const int ih = oh * g.stride_h - g.pad_h + ki * dilation_h;
                     float *restrict row = out + (int64_t)oh * g.out_w;
@@ -71,20 +73,19 @@ static void col2im_planes(void *arg, int64_t begin, int64_t end, int worker) {
     const conv_job *job = arg;
     const nn_conv_geometry g = *job->g;
     const int64_t plane = (int64_t)g.height * g.width;
-    const int64_t positions = (int64_t)g.out_h * g.out_w;
-    const int64_t rows = (int64_t)g.channels * g.kernel_h * g.kernel_w;
+    const nn_cpu_columns layout = job->layout;
     const int dilation_h = nn_conv_dilation_h(&g), dilation_w = nn_conv_dilation_w(&g);
     for (int64_t nc = begin; nc < end; nc++) {
         const int64_t n = nc / g.channels, c = nc % g.channels;
         float *restrict image = job->dst + nc * plane;
-        const float *restrict cols = job->src + n * rows * positions;
+        const float *restrict cols = job->src + n * layout.image_step;
         if (!g.accumulate) memset(image, 0, (size_t)plane * sizeof(float));
         for (int ki = 0; ki < g.kernel_h; ki++) {
             for (int kj = 0; kj < g.kernel_w; kj++) {
                 int lo, hi;
                 valid_columns(&g, kj, &lo, &hi);
                 const int64_t r = ((int64_t)c * g.kernel_h + ki) * g.kernel_w + kj;
-                const float *restrict in = cols + r * positions;
+                const float *restrict in = cols + r * layout.row_step;
                 for (int oh = 0; oh < g.out_h; oh++) {
                     const int ih = oh * g.stride_h - g.pad_h + ki * dilation_h;
                     if (ih < 0 || ih >= g.height) continue;
@@ -97,20 +98,39 @@ static void col2im_planes(void *arg, int64_t begin, int64_t end, int worker) {
     }
 }
 
-nn_status nn_cpu_im2col(nn_thread_pool *pool, const nn_conv_geometry *g, const float *image,
-                        float *cols) {
-    conv_job job = {g, image, cols};
+nn_cpu_columns nn_cpu_columns_per_image(const nn_conv_geometry *g) {
+    const int64_t positions = (int64_t)g->out_h * g->out_w;
+    return (nn_cpu_columns){.image_step = (int64_t)g->channels * g->kernel_h * g->kernel_w * positions,
+                            .row_step = positions};
+}
+
+nn_cpu_columns nn_cpu_columns_side_by_side(const nn_conv_geometry *g) {
+    const int64_t positions = (int64_t)g->out_h * g->out_w;
+    return (nn_cpu_columns){.image_step = positions, .row_step = g->batch * positions};
+}
+
+nn_status nn_cpu_im2col_as(nn_thread_pool *pool, const nn_conv_geometry *g, nn_cpu_columns layout,
+                           const float *image, float *cols) {
+    conv_job job = {g, image, cols, layout};
     int64_t per_plane = (int64_t)g->kernel_h * g->kernel_w * g->out_h * g->out_w;
     nn_parallel_for(pool, (int64_t)g->batch * g->channels, NN_CPU_MIN_CHUNK / per_plane + 1,
                     im2col_planes, &job);
     return NN_OK;
 }
 
-nn_status nn_cpu_col2im(nn_thread_pool *pool, const nn_conv_geometry *g, const float *cols,
-                        float *image) {
-    conv_job job = {g, cols, image};
+nn_status nn_cpu_col2im_as(nn_thread_pool *pool, const nn_conv_geometry *g, nn_cpu_columns layout,
+                           const float *cols, float *image) {
+    conv_job job = {g, cols, image, layout};
     int64_t per_plane = (int64_t)g->kernel_h * g->kernel_w * g->out_h * g->out_w;
     nn_parallel_for(pool, (int64_t)g->batch * g->channels, NN_CPU_MIN_CHUNK / per_plane + 1,
                     col2im_planes, &job);
     return NN_OK;
+}
+
+nn_status nn_cpu_im2col(nn_thread_pool *pool, const nn_conv_geometry *g, const float *image, float *cols) {
+    return nn_cpu_im2col_as(pool, g, nn_cpu_columns_per_image(g), image, cols);
+}
+
+nn_status nn_cpu_col2im(nn_thread_pool *pool, const nn_conv_geometry *g, const float *cols, float *image) {
+    return nn_cpu_col2im_as(pool, g, nn_cpu_columns_per_image(g), cols, image);
 }
