@@ -14,10 +14,9 @@
  * conflicts with), and each command goes in the latest level the commands
  * after it allow; in a level, first the convolutions' weight gradients,
  * then the commands that could go in no earlier one, then those deferred to
- * it, then the light commands (writing
- * at most a few floats) and fills, each group in issue order except that
- * GEMMs with the longest k go first (schedule.c says why each rule,
- * bench/README.md what it measured). The results are the eager step's: only
+ * it, then the light commands (writing at most a few floats) and fills,
+ * each group in issue order except that GEMMs with the longest k go first
+ * (schedule.c says why each rule, bench/README.md what it measured). The results are the eager step's: only
  * independent commands change places. */
 #ifndef NN_CORE_SCHEDULE_H
 #define NN_CORE_SCHEDULE_H
