@@ -35,9 +35,8 @@
 #define SIDE_BY_SIDE_WEIGHTS 65536
 
 static bool side_by_side(const nn_conv_params *p) {
-    const int32_t groups = nn_conv_groups(p);
-    const int64_t weights = (int64_t)(p->filters / groups) * (p->g.channels / groups) * p->g.kernel_h * p->g.kernel_w;
-    return (int64_t)p->g.out_h * p->g.out_w < SIDE_BY_SIDE_POSITIONS && weights >= SIDE_BY_SIDE_WEIGHTS;
+    const nn_conv_columns c = nn_conv_columns_plan(p, false, COLUMN_FLOATS);
+    return c.positions < SIDE_BY_SIDE_POSITIONS && c.group_filters * c.group_k >= SIDE_BY_SIDE_WEIGHTS;
 }
 
 static nn_buffer *scratch(nn_backend *self, size_t bytes) { return self->alloc(self, bytes); }
@@ -74,10 +73,10 @@ static void swap_outer(nn_thread_pool *pool, const float *src, float *dst, int64
 /* One product per convolution group over a group of `part.batch` images
  * side by side: cols [K, B * P] and the outputs in filter-major order
  * ymajor [filters, B * P] (scratch); x, y and dy at the group's first image. */
-static nn_status folded_group(nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *cp,
-                              const nn_conv_columns *c, const nn_conv_geometry *part, bool first_group,
-                              const float *x, const float *w, const float *dy, const float *bias, float *out,
-                              float *cols, float *ymajor) {
+static nn_status side_by_side_group(nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *cp,
+                                    const nn_conv_columns *c, const nn_conv_geometry *part, bool first_group,
+                                    const float *x, const float *w, const float *dy, const float *bias, float *out,
+                                    float *cols, float *ymajor) {
     const nn_cpu_columns side = nn_cpu_columns_side_by_side(part);
     const int32_t span = (int32_t)(part->batch * c->positions); /* the products' width (or depth) */
     const int32_t gk = (int32_t)c->group_k, gf = (int32_t)c->group_filters;
@@ -108,8 +107,8 @@ static nn_status folded_group(nn_thread_pool *pool, nn_kernel kernel, const nn_c
     return st;
 }
 
-static nn_status conv_folded(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *cp,
-                             const nn_buffer_ref *a) {
+static nn_status conv_side_by_side(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel, const nn_conv_params *cp,
+                                   const nn_buffer_ref *a) {
     const nn_conv_geometry g = cp->g;
     const nn_conv_columns c = nn_conv_columns_plan(cp, false, COLUMN_FLOATS);
     const int64_t outputs = (int64_t)cp->filters * c.positions; /* per image */
@@ -128,8 +127,8 @@ static nn_status conv_folded(nn_backend *self, nn_thread_pool *pool, nn_kernel k
     for (int64_t first = 0; first < g.batch && st == NN_OK; first += c.group) {
         nn_conv_geometry part = g;
         part.batch = (int32_t)(g.batch - first < c.group ? g.batch - first : c.group);
-        st = folded_group(pool, kernel, cp, &c, &part, first == 0, x + first * c.plane_x, w, dy + first * c.plane_y,
-                          bias, out + first * out_step, cols, ymajor);
+        st = side_by_side_group(pool, kernel, cp, &c, &part, first == 0, x + first * c.plane_x, w,
+                                dy + first * c.plane_y, bias, out + first * out_step, cols, ymajor);
     }
     self->free(self, scratch);
     if (st == NN_ERR_MEMORY) return nn_set_error(st, "cpu conv2d: out of scratch memory");
@@ -150,7 +149,7 @@ nn_status nn_cpu_conv2d(nn_backend *self, nn_thread_pool *pool, nn_kernel kernel
     /* The op's columns, where given: filled by the forward, read by the weight gradient. */
     float *kept = kernel == NN_KERNEL_CONV2D_FORWARD ? nn_cpu_f32(a[4])
                   : kernel == NN_KERNEL_CONV2D_BACKWARD_WEIGHT ? nn_cpu_f32(a[3]) : NULL;
-    if (!kept && side_by_side(cp)) return conv_folded(self, pool, kernel, cp, a);
+    if (!kept && side_by_side(cp)) return conv_side_by_side(self, pool, kernel, cp, a);
     const nn_conv_columns c = nn_conv_columns_plan(cp, kept != NULL, COLUMN_FLOATS);
     nn_buffer *scratch = kept ? NULL : self->alloc(self, (size_t)(c.group * c.per_image) * sizeof(float));
     if (!kept && !scratch) return nn_last_status();
