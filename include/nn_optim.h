@@ -62,8 +62,9 @@ void nn_optimizer_free(nn_optimizer *opt);
  * scale is multiplied by backoff_factor; after growth_interval steps in a
  * row without, by growth_factor. Zeros in the options take torch's
  * defaults: 65536, 2, 0.5, 2000. The parameters must live in the
- * optimizer's flat buffers (none shared with another tensor). Costs a copy
- * of the parameters and the state per step (to restore a skipped one). */
+ * optimizer's flat buffers (none shared with another tensor). Costs one
+ * pass over the gradients per step; the update kernels skip a step whose
+ * gradients overflowed on the device. */
 typedef struct nn_loss_scale_options {
     float init_scale, growth_factor, backoff_factor;
     int growth_interval;

@@ -13,8 +13,11 @@ layout(std430, binding = 3) buffer ExpAvgSq { float exp_avg_sq[]; };
 layout(std430, binding = 4) buffer MaxExpAvgSq { float max_exp_avg_sq[]; };
 layout(std430, binding = 5) readonly buffer Lr { float lr[]; };
 layout(std430, binding = 6) readonly buffer Step { int step[]; };
+#define SKIP_BINDING 7
+#include "update_skip.glsl"
 
 void main() {
+    if (update_skipped()) return;
     float rate = lr[p.off[5]];
     float t = float(step[p.off[6]]);
     float step_size = rate / (1.0 - pow(p.beta1, t));

@@ -10,8 +10,11 @@ layout(std430, binding = 0) buffer Param { float param[]; };
 layout(std430, binding = 1) readonly buffer Grad { float grad[]; };
 layout(std430, binding = 2) buffer ExpAvg { float exp_avg[]; };
 layout(std430, binding = 3) readonly buffer Lr { float lr[]; };
+#define SKIP_BINDING 4
+#include "update_skip.glsl"
 
 void main() {
+    if (update_skipped()) return;
     float rate = lr[p.off[3]];
     GRID_STRIDE_LOOP(i, p.n) {
         float g = grad[p.off[1] + i];

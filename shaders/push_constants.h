@@ -57,11 +57,11 @@
 
 /* ---- optimizers ---- */
 #define PUSH_SGD_UPDATE(F)                                                                                    \
-    F(uint, off[4]) F(uint, n) F(float, lr) F(float, momentum) F(float, weight_decay) F(float, clip_value)   \
-    F(float, max_grad_norm) F(int, nesterov) F(int, has_velocity) F(int, has_norm)
+    F(uint, off[5]) F(uint, n) F(float, lr) F(float, momentum) F(float, weight_decay) F(float, clip_value)   \
+    F(float, max_grad_norm) F(int, nesterov) F(int, has_velocity) F(int, has_norm) F(int, has_skip)
 
 /* ---- device-side training loops ---- */
-#define PUSH_COUNTER_ADD(F) F(uint, off[4]) F(int, delta)
+#define PUSH_COUNTER_ADD(F) F(uint, off[4]) F(int, delta) F(int, has_skip)
 /* nn_gather_params: row i of the output is table row order[first + counter
  * * stride + i] (no order: the position itself; no counter: 0) */
 #define PUSH_GATHER(F)                                                                                        \
@@ -205,15 +205,16 @@
 /* ---- the optimizers of src/optim/ beyond SGD (kernels.h's nn_adam_params ...) ---- */
 #define PUSH_ADAM_UPDATE(F)                                                                                   \
     F(uint, off[8]) F(uint, n) F(float, beta1) F(float, beta2) F(float, eps) F(float, weight_decay)         \
-    F(int, decoupled) F(int, amsgrad) F(int, maximize)
+    F(int, decoupled) F(int, amsgrad) F(int, maximize) F(int, has_skip)
 #define PUSH_RMSPROP_UPDATE(F)                                                                                \
     F(uint, off[8]) F(uint, n) F(float, alpha) F(float, eps) F(float, weight_decay) F(float, momentum)      \
-    F(int, centered) F(int, maximize)
+    F(int, centered) F(int, maximize) F(int, has_skip)
 #define PUSH_LION_UPDATE(F)                                                                                   \
-    F(uint, off[4]) F(uint, n) F(float, beta1) F(float, beta2) F(float, weight_decay) F(int, maximize)
+    F(uint, off[5]) F(uint, n) F(float, beta1) F(float, beta2) F(float, weight_decay) F(int, maximize)     \
+    F(int, has_skip)
 #define PUSH_MUON(F)                                                                                          \
     F(uint, off[4]) F(uint, n) F(float, momentum) F(int, nesterov) F(float, eps) F(float, scale)            \
-    F(float, weight_decay)
+    F(float, weight_decay) F(int, has_skip)
 /* ---- learning-rate schedules and weight averages ---- */
 /* nn_lr_schedule_params, its rates rounded to float; milestones: the first
  * milestone_count entries */

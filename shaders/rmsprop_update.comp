@@ -12,8 +12,11 @@ layout(std430, binding = 2) buffer SquareAvg { float square_avg[]; };
 layout(std430, binding = 3) buffer MomentumBuffer { float momentum_buffer[]; };
 layout(std430, binding = 4) buffer GradAvg { float grad_avg[]; };
 layout(std430, binding = 5) readonly buffer Lr { float lr[]; };
+#define SKIP_BINDING 6
+#include "update_skip.glsl"
 
 void main() {
+    if (update_skipped()) return;
     float rate = lr[p.off[5]];
     GRID_STRIDE_LOOP(i, p.n) {
         float g = grad[p.off[1] + i];

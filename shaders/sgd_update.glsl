@@ -9,8 +9,11 @@ layout(std430, binding = 0) buffer P { float param[]; };
 layout(std430, binding = 1) readonly buffer G { float grad[]; };
 layout(std430, binding = 2) buffer V { float velocity[]; };
 layout(std430, binding = 3) readonly buffer N { float norm_sq[]; };
+#define SKIP_BINDING 4
+#include "update_skip.glsl"
 
 void main() {
+    if (update_skipped()) return;
     float scale = 1.0;
 #if DEVICE_LR
     float lr = norm_sq[p.off[3]];

@@ -1,7 +1,8 @@
 /* Parity cases of the optimizers' update kernels beyond SGD: Adam/AdamW
  * (amsgrad, maximize, steps 1 and large), RMSprop (momentum, centered),
  * Lion, and Muon's pointwise kernels, at sizes 1 and odd, every state given
- * as random values (second moments non-negative, as an update keeps them). */
+ * as random values (second moments non-negative, as an update keeps them),
+ * each without, with a clear and with a set skip argument. */
 #include "parity_cases.h"
 #include "parity_harness.h"
 
@@ -30,14 +31,14 @@ void parity_adam_update_case(nn_backend *o) {
             const nn_adam_params p = {.n = (int64_t)n, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
                                       .weight_decay = cases[c].weight_decay, .decoupled = cases[c].decoupled,
                                       .amsgrad = cases[c].amsgrad, .maximize = cases[c].maximize};
-            parity_arg a[7] = {arg_near(parity_randoms(n, -1, 1), n, 4, POW_ROUNDING),
+            parity_arg a[8] = {arg_near(parity_randoms(n, -1, 1), n, 4, POW_ROUNDING),
                                arg_in(parity_randoms(n, -0.5f, 0.5f), n, 0),
                                arg_near(parity_randoms(n, -0.1f, 0.1f), n, 8, ROUNDING),
                                arg_near(parity_randoms(n, 0.0f, 0.01f), n, 12, ROUNDING),
                                given(cases[c].amsgrad, arg_near(parity_randoms(n, 0.0f, 0.02f), n, 4, ROUNDING)),
                                arg_in(&lr, 1, 4),
-                               arg_in(&step, 1, 8)};
-            parity_check(o, NN_KERNEL_ADAM_UPDATE, a, 7, &p, "case %zu n=%zu", c, n);
+                               arg_in(&step, 1, 8), arg_none()};
+            parity_check_skips(o, NN_KERNEL_ADAM_UPDATE, a, 8, &p, "case %zu n=%zu", c, n);
         }
 }
 
@@ -53,13 +54,13 @@ void parity_rmsprop_update_case(nn_backend *o) {
             const nn_rmsprop_params p = {.n = (int64_t)n, .alpha = 0.99f, .eps = 1e-8f,
                                          .weight_decay = cases[c].weight_decay, .momentum = cases[c].momentum,
                                          .centered = cases[c].centered, .maximize = cases[c].maximize};
-            parity_arg a[6] = {arg_near(parity_randoms(n, -1, 1), n, 4, ROUNDING),
+            parity_arg a[7] = {arg_near(parity_randoms(n, -1, 1), n, 4, ROUNDING),
                                arg_in(parity_randoms(n, -0.5f, 0.5f), n, 0),
                                arg_near(parity_randoms(n, 0.5f, 1.0f), n, 8, ROUNDING),
                                given(cases[c].momentum > 0, arg_near(parity_randoms(n, -0.1f, 0.1f), n, 12, ROUNDING)),
                                given(cases[c].centered, arg_near(parity_randoms(n, -0.1f, 0.1f), n, 4, ROUNDING)),
-                               arg_in(&lr, 1, 8)};
-            parity_check(o, NN_KERNEL_RMSPROP_UPDATE, a, 6, &p, "case %zu n=%zu", c, n);
+                               arg_in(&lr, 1, 8), arg_none()};
+            parity_check_skips(o, NN_KERNEL_RMSPROP_UPDATE, a, 7, &p, "case %zu n=%zu", c, n);
         }
 }
 
@@ -70,10 +71,11 @@ void parity_lion_update_case(nn_backend *o) {
             const float lr = 1e-3f;
             const nn_lion_params p = {.n = (int64_t)n, .beta1 = 0.9f, .beta2 = 0.99f,
                                       .weight_decay = variant ? 0.1f : 0.0f, .maximize = variant};
-            parity_arg a[4] = {arg_near(parity_randoms(n, -1, 1), n, 4, ROUNDING),
+            parity_arg a[5] = {arg_near(parity_randoms(n, -1, 1), n, 4, ROUNDING),
                                arg_in(parity_randoms(n, -0.5f, 0.5f), n, 0),
-                               arg_near(parity_randoms(n, -0.1f, 0.1f), n, 8, ROUNDING), arg_in(&lr, 1, 12)};
-            parity_check(o, NN_KERNEL_LION_UPDATE, a, 4, &p, "variant %d n=%zu", variant, n);
+                               arg_near(parity_randoms(n, -0.1f, 0.1f), n, 8, ROUNDING), arg_in(&lr, 1, 12),
+                               arg_none()};
+            parity_check_skips(o, NN_KERNEL_LION_UPDATE, a, 5, &p, "variant %d n=%zu", variant, n);
         }
 }
 
@@ -82,10 +84,10 @@ void parity_muon_momentum_case(nn_backend *o) {
         for (size_t s = 0; s < OPTIM_SIZES; s++) {
             const size_t n = kOptimSizes[s];
             const nn_muon_params p = {.n = (int64_t)n, .momentum = 0.95f, .nesterov = nesterov};
-            parity_arg a[3] = {arg_in(parity_randoms(n, -1, 1), n, 4),
+            parity_arg a[4] = {arg_in(parity_randoms(n, -1, 1), n, 4),
                                arg_near(parity_randoms(n, -0.5f, 0.5f), n, 0, ROUNDING),
-                               arg_near(parity_randoms(n, -9, 9), n, 8, ROUNDING)};
-            parity_check(o, NN_KERNEL_MUON_MOMENTUM, a, 3, &p, "nesterov %d n=%zu", nesterov, n);
+                               arg_near(parity_randoms(n, -9, 9), n, 8, ROUNDING), arg_none()};
+            parity_check_skips(o, NN_KERNEL_MUON_MOMENTUM, a, 4, &p, "nesterov %d n=%zu", nesterov, n);
         }
 }
 
@@ -104,8 +106,8 @@ void parity_muon_apply_case(nn_backend *o) {
         const size_t n = kOptimSizes[s];
         const float lr = 0.02f;
         const nn_muon_params p = {.n = (int64_t)n, .scale = 1.7320508f, .weight_decay = 0.1f};
-        parity_arg a[3] = {arg_near(parity_randoms(n, -1, 1), n, 4, ROUNDING),
-                           arg_in(parity_randoms(n, -1, 1), n, 0), arg_in(&lr, 1, 12)};
-        parity_check(o, NN_KERNEL_MUON_APPLY, a, 3, &p, "n=%zu", n);
+        parity_arg a[4] = {arg_near(parity_randoms(n, -1, 1), n, 4, ROUNDING),
+                           arg_in(parity_randoms(n, -1, 1), n, 0), arg_in(&lr, 1, 12), arg_none()};
+        parity_check_skips(o, NN_KERNEL_MUON_APPLY, a, 4, &p, "n=%zu", n);
     }
 }

@@ -244,6 +244,37 @@ void parity_check(nn_backend *other, nn_kernel kernel, parity_arg *args, int nar
     side_free(other, &oth);
 }
 
+void parity_check_skips(nn_backend *other, nn_kernel kernel, parity_arg *args, int nargs, const void *params,
+                        const char *fmt, ...) {
+    char what[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    static const float flags[2] = {0.0f, 1.0f};
+    static const char *const names[3] = {"absent", "clear", "set"};
+    parity_arg given_args[NN_COMMAND_MAX_ARGS];
+    if (nargs < 1 || nargs > NN_COMMAND_MAX_ARGS) {
+        CHECK_MSG(0, "%s (%s): %d arguments", nn_kernel_name(kernel), what, nargs);
+        return;
+    }
+    for (int variant = 0; variant < 3; variant++) {
+        memcpy(given_args, args, sizeof(parity_arg) * (size_t)nargs);
+        given_args[nargs - 1] = variant ? arg_in(&flags[variant - 1], 1, 4) : arg_none();
+        if (variant == 2) /* skipped: every written argument exactly as it came, on the CPU too */
+            for (int i = 0; i < nargs - 1; i++)
+                if (given_args[i].data && given_args[i].kind != ARG_READ) {
+                    given_args[i].kind = ARG_EXACT;
+                    given_args[i].cpu_after = parity_array(given_args[i].count * 4);
+                }
+        parity_check(other, kernel, given_args, nargs, params, "%s, skip %s", what, names[variant]);
+        for (int i = 0; variant == 2 && i < nargs - 1; i++)
+            if (given_args[i].cpu_after)
+                CHECK_MSG(memcmp(given_args[i].cpu_after, given_args[i].data, given_args[i].count * 4) == 0,
+                          "%s (%s): skipped, the CPU still wrote argument %d", nn_kernel_name(kernel), what, i);
+    }
+}
+
 /* The kernel on the CPU alone, for a later case's inputs (cpu_after). */
 void parity_cpu_outputs(nn_kernel kernel, parity_arg *args, int nargs, const void *params, const char *what) {
     run_side cpu = {{NULL}, {NULL}};

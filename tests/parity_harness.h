@@ -98,6 +98,13 @@ extern int parity_runs;
 NN_PRINTF_FORMAT(6, 7) void parity_check(nn_backend *other, nn_kernel kernel, parity_arg *args,
                                                          int nargs, const void *params, const char *fmt, ...);
 
+/* A kernel with the optional skip argument last (kernels.h: skipped
+ * updates; args[nargs - 1] is overwritten) compared three ways: skip
+ * absent, given and clear, given and set. Set, every written argument must
+ * come back as it was, bit for bit, on both backends. */
+NN_PRINTF_FORMAT(6, 7) void parity_check_skips(nn_backend *other, nn_kernel kernel, parity_arg *args, int nargs,
+                                               const void *params, const char *fmt, ...);
+
 /* The kernel on the CPU alone, for a later case's inputs (cpu_after). */
 void parity_cpu_outputs(nn_kernel kernel, parity_arg *args, int nargs, const void *params, const char *what);
 

@@ -89,7 +89,8 @@ TEST(dropout_kernel_rerun_with_same_parameters_draws_fresh_mask) {
             CHECK(b[k]->read(b[k], y, pass ? second[k] : first[k], sizeof first[k]) == NN_OK);
         }
         nn_counter_params one = {.delta = 1};
-        CHECK(vkt_run(NN_KERNEL_COUNTER_ADD, &a[3], 1, &one));
+        vkt_pair advance[2] = {a[3], vkt_pair_none()};
+        CHECK(vkt_run(NN_KERNEL_COUNTER_ADD, advance, 2, &one));
     }
     vkt_compare_i32(&a[3], "draw counter after two advances");
     uint32_t counter = 0;

@@ -13,8 +13,8 @@
 /* Run one kernel on the CPU backend over host arrays (copied in and out). */
 static nn_status cpu_run(nn_kernel kernel, float **data, const size_t *counts, int nargs, const void *params) {
     nn_backend *cpu = vkt_cpu();
-    nn_buffer *bufs[4] = {0};
-    nn_buffer_ref refs[4] = {{0}};
+    nn_buffer *bufs[5] = {0};
+    nn_buffer_ref refs[5] = {{0}};
     for (int i = 0; i < nargs; i++) {
         if (!data[i]) continue;
         bufs[i] = cpu->alloc(cpu, counts[i] * 4 + 4);
@@ -326,13 +326,13 @@ TEST(fusion_cpu_sgd_device_lr_matches_sgd_update) {
         float *w1 = vkt_randoms(n, -1, 1, 3), *w2 = vkt_randoms(n, -1, 1, 3), *g = vkt_randoms(n, -2, 2, 4);
         float *v1 = vkt_randoms(n, -1, 1, 5), *v2 = vkt_randoms(n, -1, 1, 5);
         float scalars[2] = {0.037f, 9.5f}, norm = 9.5f;
-        float *d1[4] = {w1, g, variant ? v1 : NULL, scalars};
-        size_t c[4] = {n, n, n, 2};
-        CHECK(cpu_run(NN_KERNEL_SGD_UPDATE_DEVICE_LR, d1, c, 4, &p) == NN_OK);
+        float *d1[5] = {w1, g, variant ? v1 : NULL, scalars, NULL};
+        size_t c[5] = {n, n, n, 2, 0};
+        CHECK(cpu_run(NN_KERNEL_SGD_UPDATE_DEVICE_LR, d1, c, 5, &p) == NN_OK);
         p.lr = 0.037f;
-        float *d2[4] = {w2, g, variant ? v2 : NULL, &norm};
-        size_t c2[4] = {n, n, n, 1};
-        CHECK(cpu_run(NN_KERNEL_SGD_UPDATE, d2, c2, 4, &p) == NN_OK);
+        float *d2[5] = {w2, g, variant ? v2 : NULL, &norm, NULL};
+        size_t c2[5] = {n, n, n, 1, 0};
+        CHECK(cpu_run(NN_KERNEL_SGD_UPDATE, d2, c2, 5, &p) == NN_OK);
         CHECK(memcmp(w1, w2, n * sizeof *w1) == 0);
         CHECK(memcmp(v1, v2, n * sizeof *v1) == 0);
         free(w1), free(w2), free(g), free(v1), free(v2);
@@ -347,13 +347,14 @@ TEST(fusion_vulkan_sgd_device_lr) {
     for (int variant = 0; variant < 2; variant++) {
         nn_sgd_params p = {.n = (int64_t)n, .lr = 123.0f /* ignored */, .momentum = variant ? 0.9f : 0.0f,
                            .weight_decay = 0.001f, .max_grad_norm = variant ? 1.0f : 0.0f, .nesterov = variant};
-        vkt_pair args[4] = {vkt_pair_new(w, n, 4), vkt_pair_new(g, n, 0),
-                            variant ? vkt_pair_new(v, n, 8) : vkt_pair_none(), vkt_pair_new(scalars, 2, 4)};
-        if (vkt_run(NN_KERNEL_SGD_UPDATE_DEVICE_LR, args, 4, &p)) {
+        vkt_pair args[5] = {vkt_pair_new(w, n, 4), vkt_pair_new(g, n, 0),
+                            variant ? vkt_pair_new(v, n, 8) : vkt_pair_none(), vkt_pair_new(scalars, 2, 4),
+                            vkt_pair_none()};
+        if (vkt_run(NN_KERNEL_SGD_UPDATE_DEVICE_LR, args, 5, &p)) {
             vkt_compare_f32(&args[0], 1e-6, "sgd_update_device_lr param");
             if (variant) vkt_compare_f32(&args[2], 1e-6, "sgd_update_device_lr velocity");
         }
-        for (int i = 0; i < 4; i++) vkt_pair_free(&args[i]);
+        for (int i = 0; i < 5; i++) vkt_pair_free(&args[i]);
     }
     free(w), free(g), free(v);
 }

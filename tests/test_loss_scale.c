@@ -1,9 +1,11 @@
 /* Dynamic loss scaling (nn_optimizer_enable_loss_scaling) on the CPU and
  * Vulkan: with a power-of-two scale the steps equal unscaled steps bit for
- * bit (SGD with momentum, Adam with its step count); a step whose scaled
- * gradients overflow leaves the parameters and every state as they were,
- * is counted and halves the scale; good steps double it at the interval.
- * The CLI's test of --precision fp16 runs it in a captured step. */
+ * bit (SGD with momentum, Adam with its step count, RMSprop with momentum
+ * and centering, Lion, Muon with its AdamW group); a step whose scaled
+ * gradients overflow leaves the parameters and every state as they were
+ * (the update kernels skip it on the device), is counted and halves the
+ * scale; good steps double it at the interval. The CLI's test of
+ * --precision fp16 runs it in a captured step. */
 #include <string.h>
 
 #include "nn_engine.h"
@@ -11,6 +13,8 @@
 #include "vulkan_harness.h"
 
 enum { IN = 5, OUT = 3, ROWS = 4 };
+enum { SGD, ADAM, RMSPROP, LION, MUON, OPTIMIZERS };
+static const char *const kNames[OPTIMIZERS] = {"sgd", "adam", "rmsprop", "lion", "muon"};
 
 typedef struct run {
     nn_ctx *ctx;
@@ -18,7 +22,19 @@ typedef struct run {
     nn_optimizer *opt;
 } run;
 
-static bool open_run(run *r, int device, bool adam) {
+static nn_optimizer *new_optimizer(int kind, nn_tensor *const *params) {
+    switch (kind) {
+    case ADAM: return nn_adam_new(params, 2, &(nn_adam_options){.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f});
+    case RMSPROP:
+        return nn_rmsprop_new(params, 2, &(nn_rmsprop_options){.lr = 0.01f, .alpha = 0.99f, .eps = 1e-8f,
+                                                                .momentum = 0.9f, .centered = true});
+    case LION: return nn_lion_new(params, 2, &(nn_lion_options){.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.99f});
+    case MUON: return nn_muon_new(params, 2, &(nn_muon_options){.lr = 0.02f, .momentum = 0.95f, .ns_steps = 5});
+    default: return nn_sgd_new(params, 2, &(nn_sgd_options){.lr = 0.05f, .momentum = 0.9f});
+    }
+}
+
+static bool open_run(run *r, int device, int kind) {
     memset(r, 0, sizeof *r);
     r->ctx = nn_ctx_new(&(nn_ctx_options){.device = device ? "vulkan" : "cpu", .threads = 1});
     if (!r->ctx) return false;
@@ -32,8 +48,7 @@ static bool open_run(run *r, int device, bool adam) {
     nn_tensor_set_requires_grad(r->w, true);
     nn_tensor_set_requires_grad(r->b, true);
     nn_tensor *params[2] = {r->w, r->b};
-    r->opt = adam ? nn_adam_new(params, 2, &(nn_adam_options){.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f})
-                  : nn_sgd_new(params, 2, &(nn_sgd_options){.lr = 0.05f, .momentum = 0.9f});
+    r->opt = new_optimizer(kind, params);
     return r->opt != NULL;
 }
 
@@ -74,10 +89,10 @@ static int snapshot(run *r, uint32_t *out) {
 TEST(loss_scale_steps_equal_unscaled_ones_and_skip_overflows) {
     for (int device = 0; device < 2; device++) {
         if (device && vkt_skipped()) continue;
-        for (int adam = 0; adam < 2; adam++) {
-            const char *what = adam ? "adam" : "sgd";
+        for (int kind = 0; kind < OPTIMIZERS; kind++) {
+            const char *what = kNames[kind];
             run plain, scaled;
-            if (!open_run(&plain, device, adam) || !open_run(&scaled, device, adam)) {
+            if (!open_run(&plain, device, kind) || !open_run(&scaled, device, kind)) {
                 CHECK_MSG(false, "%s: %s", what, nn_last_error());
                 return;
             }
@@ -110,7 +125,8 @@ TEST(loss_scale_steps_equal_unscaled_ones_and_skip_overflows) {
             CHECK(step(&plain, false, 1.0f) == NN_OK && step(&scaled, true, 1.0f) == NN_OK);
             snapshot(&plain, a);
             snapshot(&scaled, b);
-            CHECK(memcmp(a, b, sizeof(uint32_t) * (size_t)n) == 0);
+            CHECK_MSG(memcmp(a, b, sizeof(uint32_t) * (size_t)n) == 0, "%s on %s: the step after a skipped one "
+                      "differs from the plain run's", what, device ? "vulkan" : "cpu");
             close_run(&plain);
             close_run(&scaled);
         }
@@ -119,7 +135,7 @@ TEST(loss_scale_steps_equal_unscaled_ones_and_skip_overflows) {
 
 TEST(loss_scale_refuses_bad_use) {
     run r;
-    if (!open_run(&r, 0, false)) return;
+    if (!open_run(&r, 0, SGD)) return;
     CHECK(nn_optimizer_scale_loss(r.opt, r.w) == NULL && nn_last_status() == NN_ERR_STATE);
     CHECK(nn_optimizer_loss_scale_stats(r.opt, NULL, NULL) == NN_ERR_ARGUMENT);
     CHECK(nn_optimizer_enable_loss_scaling(r.opt, &(nn_loss_scale_options){.backoff_factor = 1.5f}) == NN_ERR_ARGUMENT);

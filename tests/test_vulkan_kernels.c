@@ -480,16 +480,16 @@ TEST(vulkan_sgd_update) {
             nn_sgd_params p = {.n = (int64_t)n, .lr = 0.05f, .momentum = cases[c].momentum,
                                .weight_decay = cases[c].wd, .clip_value = cases[c].clip,
                                .max_grad_norm = cases[c].max_norm, .nesterov = cases[c].nesterov};
-            vkt_pair a[4] = {vkt_pair_new(w, n, 4), vkt_pair_new(g, n, 0),
+            vkt_pair a[5] = {vkt_pair_new(w, n, 4), vkt_pair_new(g, n, 0),
                              cases[c].velocity ? vkt_pair_new(v, n, 8) : vkt_pair_none(),
-                             cases[c].norm ? vkt_pair_new(&norm_sq, 1, 0) : vkt_pair_none()};
+                             cases[c].norm ? vkt_pair_new(&norm_sq, 1, 0) : vkt_pair_none(), vkt_pair_none()};
             char what[64];
             snprintf(what, sizeof what, "sgd case %zu n=%zu", c, n);
-            if (vkt_run(NN_KERNEL_SGD_UPDATE, a, 4, &p)) {
+            if (vkt_run(NN_KERNEL_SGD_UPDATE, a, 5, &p)) {
                 vkt_compare_f32(&a[0], 1e-6, what);
                 if (cases[c].velocity) vkt_compare_f32(&a[2], 1e-6, what);
             }
-            for (int j = 0; j < 4; j++) vkt_pair_free(&a[j]);
+            for (int j = 0; j < 5; j++) vkt_pair_free(&a[j]);
             free(w);
             free(g);
             free(v);

@@ -67,16 +67,16 @@
     X(BROADCAST_SCALAR, broadcast_scalar, nn_pointwise_params, 2, NN_ARG(1), 0)                                 \
     /* x, out[1] */                                                                                             \
     X(SUM_SQUARES, sum_squares, nn_pointwise_params, 2, NN_ARG(1), 0)                                           \
-    /* param, grad, velocity, grad_norm_sq[1] */                                                                \
-    X(SGD_UPDATE, sgd_update, nn_sgd_params, 4, NN_ARG(0) | NN_ARG(2), NN_ARG(2) | NN_ARG(3))                   \
-    /* param, grad, velocity, scalars[2] = {lr, grad_norm_sq} */                                                \
-    X(SGD_UPDATE_DEVICE_LR, sgd_update_device_lr, nn_sgd_params, 4, NN_ARG(0) | NN_ARG(2), NN_ARG(2))           \
+    /* param, grad, velocity, grad_norm_sq[1], skip[1] (kernels.h: skipped updates) */                         \
+    X(SGD_UPDATE, sgd_update, nn_sgd_params, 5, NN_ARG(0) | NN_ARG(2), NN_ARG(2) | NN_ARG(3) | NN_ARG(4))       \
+    /* param, grad, velocity, scalars[2] = {lr, grad_norm_sq}, skip[1] */                                      \
+    X(SGD_UPDATE_DEVICE_LR, sgd_update_device_lr, nn_sgd_params, 5, NN_ARG(0) | NN_ARG(2), NN_ARG(2) | NN_ARG(4)) \
     /* samples (uint8, packed 4 per word), order, counter, out, draws (int32[1]: augmentation's draw) */        \
     X(GATHER_SAMPLES, gather_samples, nn_gather_params, 5, NN_ARG(3), NN_ARG(1) | NN_ARG(2) | NN_ARG(4))       \
     /* table (32-bit words), order, counter, out */                                                             \
     X(GATHER_ROWS, gather_rows, nn_gather_params, 4, NN_ARG(3), NN_ARG(1) | NN_ARG(2))                          \
-    /* counter (int32[1]) */                                                                                    \
-    X(COUNTER_ADD, counter_add, nn_counter_params, 1, NN_ARG(0), 0)                                             \
+    /* counter (int32[1]), skip[1] */                                                                           \
+    X(COUNTER_ADD, counter_add, nn_counter_params, 2, NN_ARG(0), NN_ARG(1))                                     \
     /* out (32-bit words) */                                                                                    \
     X(FILL, fill, nn_fill_params, 1, NN_ARG(0), 0)                                                              \
     /* logits, labels (int32), loss[1], sums[2] */                                                              \
@@ -164,25 +164,26 @@
     /* dy, dx */                                                                                                \
     X(INTERPOLATE_BACKWARD, interpolate_backward, nn_interpolate_params, 2, NN_ARG(1), 0)                        \
     /* optimizer updates over a range of the flat buffers (src/optim/). param, grad, exp_avg, exp_avg_sq,       \
-       max_exp_avg_sq (amsgrad), lr[1], step[1] (int32, read: COUNTER_ADD advances it) */                       \
-    X(ADAM_UPDATE, adam_update, nn_adam_params, 7, NN_ARG(0) | NN_ARG(2) | NN_ARG(3) | NN_ARG(4), NN_ARG(4))    \
-    /* param, grad, square_avg, momentum_buffer, grad_avg (centered), lr[1] */                                  \
-    X(RMSPROP_UPDATE, rmsprop_update, nn_rmsprop_params, 6, NN_ARG(0) | NN_ARG(2) | NN_ARG(3) | NN_ARG(4),      \
-      NN_ARG(3) | NN_ARG(4))                                                                                    \
-    /* param, grad, exp_avg, lr[1] */                                                                           \
-    X(LION_UPDATE, lion_update, nn_lion_params, 4, NN_ARG(0) | NN_ARG(2), 0)                                    \
-    /* Muon (nn_muon_params). grad, momentum_buffer, update */                                                  \
-    X(MUON_MOMENTUM, muon_momentum, nn_muon_params, 3, NN_ARG(1) | NN_ARG(2), 0)                                \
+       max_exp_avg_sq (amsgrad), lr[1], step[1] (int32, read: COUNTER_ADD advances it), skip[1] */              \
+    X(ADAM_UPDATE, adam_update, nn_adam_params, 8, NN_ARG(0) | NN_ARG(2) | NN_ARG(3) | NN_ARG(4),               \
+      NN_ARG(4) | NN_ARG(7))                                                                                    \
+    /* param, grad, square_avg, momentum_buffer, grad_avg (centered), lr[1], skip[1] */                         \
+    X(RMSPROP_UPDATE, rmsprop_update, nn_rmsprop_params, 7, NN_ARG(0) | NN_ARG(2) | NN_ARG(3) | NN_ARG(4),      \
+      NN_ARG(3) | NN_ARG(4) | NN_ARG(6))                                                                        \
+    /* param, grad, exp_avg, lr[1], skip[1] */                                                                  \
+    X(LION_UPDATE, lion_update, nn_lion_params, 5, NN_ARG(0) | NN_ARG(2), NN_ARG(4))                            \
+    /* Muon (nn_muon_params). grad, momentum_buffer, update, skip[1] */                                         \
+    X(MUON_MOMENTUM, muon_momentum, nn_muon_params, 4, NN_ARG(1) | NN_ARG(2), NN_ARG(3))                        \
     /* x, norm_sq[1] */                                                                                         \
     X(MUON_NORMALIZE, muon_normalize, nn_muon_params, 2, NN_ARG(0), 0)                                          \
-    /* param, update, lr[1] */                                                                                  \
-    X(MUON_APPLY, muon_apply, nn_muon_params, 3, NN_ARG(0), 0)                                                  \
+    /* param, update, lr[1], skip[1] */                                                                         \
+    X(MUON_APPLY, muon_apply, nn_muon_params, 4, NN_ARG(0), NN_ARG(3))                                          \
     /* learning-rate schedule (nn_lr_schedule_params). counter (int32[1]), lr[1] */                            \
     X(LR_SCHEDULE, lr_schedule, nn_lr_schedule_params, 2, NN_ARG(0) | NN_ARG(1), 0)                            \
     /* moving average of weights (nn_ema_params). shadow, value (32-bit words) */                              \
     X(EMA_UPDATE, ema_update, nn_ema_params, 2, NN_ARG(0) | NN_ARG(1), 0)                                      \
-    /* dynamic loss scaling (nn_loss_scale_params). x (32-bit words), saved, state[4] */                        \
-    X(LOSS_SCALE, loss_scale, nn_loss_scale_params, 3, NN_ARG(0) | NN_ARG(2), NN_ARG(0) | NN_ARG(1))  \
+    /* dynamic loss scaling (nn_loss_scale_params). x, state[4] */                                              \
+    X(LOSS_SCALE, loss_scale, nn_loss_scale_params, 2, NN_ARG(0) | NN_ARG(1), NN_ARG(0))                        \
     /* NORM_BACKWARD_DATA in two, for sums reduced in between (SyncBatchNorm):                                 \
      * x, mean, var, weight, dy, sums [2 * groups], bias (grad_mask) */                                        \
     X(NORM_BACKWARD_SUMS, norm_backward_sums, nn_norm_params, 7, NN_ARG(5), NN_ARG(3) | NN_ARG(6))              \

@@ -188,6 +188,14 @@ typedef struct nn_gather_params {
     int32_t draw_row;
 } nn_gather_params;
 
+/* Skipped updates: the optimizers' kernels (SGD_UPDATE, SGD_UPDATE_DEVICE_LR,
+ * ADAM_UPDATE, RMSPROP_UPDATE, LION_UPDATE, MUON_MOMENTUM, MUON_APPLY) and
+ * COUNTER_ADD take an optional last argument skip[1] (a float): when it is
+ * given and skip[0] != 0 the kernel writes nothing. Dynamic loss scaling
+ * passes its found flag, so a step whose gradients overflowed leaves the
+ * parameters, the optimizer's state and its step count as they were,
+ * decided on the device (a captured step replays it). */
+
 /* COUNTER_ADD: counter[0] += delta. */
 typedef struct nn_counter_params {
     int32_t delta;
@@ -195,13 +203,14 @@ typedef struct nn_counter_params {
 
 /* LOSS_SCALE: dynamic loss scaling (torch.amp.GradScaler) on the device.
  * state[4] floats = {scale, found (0 or 1), good steps, skipped steps}.
- *   UNSCALE  x[0, n) *= 1 / scale (floats); found = 1 if any result is
- *            infinite or NaN (else left as it was);
- *   RESTORE  x[0, n) = saved[0, n) (32-bit words) when found is set;
+ *   UNSCALE  x[0, n) *= 1 / scale; found = 1 if any result is infinite or
+ *            NaN (else left as it was);
  *   UPDATE   found: scale *= backoff, good = 0, skipped += 1; else good
  *            += 1 and at growth_interval scale *= growth, good = 0; then
- *            found = 0 (x and saved absent). */
-typedef enum nn_loss_scale_mode { NN_LOSS_SCALE_UNSCALE = 0, NN_LOSS_SCALE_RESTORE = 1, NN_LOSS_SCALE_UPDATE = 2 } nn_loss_scale_mode;
+ *            found = 0 (x absent).
+ * Between the two, the optimizer's updates take the found flag as their
+ * skip argument (below), so a step with an overflow changes nothing. */
+typedef enum nn_loss_scale_mode { NN_LOSS_SCALE_UNSCALE = 0, NN_LOSS_SCALE_UPDATE = 1 } nn_loss_scale_mode;
 typedef struct nn_loss_scale_params {
     int64_t n;
     int32_t mode;

@@ -18,8 +18,8 @@ nn_status nn_counter_add(nn_tensor *counter, int32_t delta) {
     if (!counter) return nn_set_error(NN_ERR_ARGUMENT, "nn_counter_add: counter is NULL");
     NN_TRY(nn_check_counter("nn_counter_add", counter));
     nn_counter_params p = {.delta = delta};
-    nn_buffer_ref args[1] = {nn_tensor_ref(counter)};
-    return nn_ctx_run(counter->ctx, NN_KERNEL_COUNTER_ADD, args, 1, &p);
+    nn_buffer_ref args[2] = {nn_tensor_ref(counter), {0}};
+    return nn_ctx_run(counter->ctx, NN_KERNEL_COUNTER_ADD, args, 2, &p);
 }
 
 nn_status nn_table_lookup(nn_tensor *table, nn_tensor *counter, int64_t first, nn_tensor *out) {

@@ -53,10 +53,10 @@ static nn_status dropout_forward(nn_node *node) {
     nn_tensor *mask = nn_node_save_new(node, NN_F32, x->ndim, x->shape);
     if (!mask) return nn_last_status();
     nn_buffer_ref args[4] = {nn_tensor_ref(x), nn_tensor_ref(y), nn_tensor_ref(mask), nn_tensor_ref(counter)};
-    nn_buffer_ref advance[1] = {nn_tensor_ref(counter)};
+    nn_buffer_ref advance[2] = {nn_tensor_ref(counter), {0}};
     nn_counter_params one = {.delta = 1};
     NN_TRY(nn_ctx_run(x->ctx, NN_KERNEL_DROPOUT_FORWARD, args, 4, &d->kernel));
-    return nn_ctx_run(x->ctx, NN_KERNEL_COUNTER_ADD, advance, 1, &one);
+    return nn_ctx_run(x->ctx, NN_KERNEL_COUNTER_ADD, advance, 2, &one);
 }
 
 static nn_status dropout_backward(nn_node *node) {

@@ -69,8 +69,8 @@ static nn_status norm_forward_into(nn_node *node, nn_tensor *out, const nn_point
         nn_tensor *counter = counter_saved(node) ? node->saved[0] : NULL;
         if (counter) {
             nn_counter_params one = {.delta = 1};
-            nn_buffer_ref advance[1] = {nn_tensor_ref(counter)};
-            NN_TRY(nn_ctx_run(ctx, NN_KERNEL_COUNTER_ADD, advance, 1, &one));
+            nn_buffer_ref advance[2] = {nn_tensor_ref(counter), {0}};
+            NN_TRY(nn_ctx_run(ctx, NN_KERNEL_COUNTER_ADD, advance, 2, &one));
         }
         nn_norm_running_params r = {.count = running_count, .channels = n->layout.channels, .momentum = n->momentum};
         nn_buffer_ref update[5] = {nn_tensor_ref(mean), nn_tensor_ref(var),

@@ -29,10 +29,10 @@ static nn_status adam_update(nn_optimizer *opt, const nn_optimizer_run *run) {
                               .eps = a->options.eps, .weight_decay = opt->groups[run->group].weight_decay,
                               .decoupled = a->decoupled, .amsgrad = a->options.amsgrad,
                               .maximize = a->options.maximize};
-    nn_buffer_ref args[7] = {run->param, run->grad, run->state[EXP_AVG], run->state[EXP_AVG_SQ],
+    nn_buffer_ref args[8] = {run->param, run->grad, run->state[EXP_AVG], run->state[EXP_AVG_SQ],
                              a->options.amsgrad ? run->state[MAX_EXP_AVG_SQ] : (nn_buffer_ref){0}, run->lr,
-                             run->step};
-    return nn_ctx_run(opt->set.ctx, NN_KERNEL_ADAM_UPDATE, args, 7, &p);
+                             run->step, run->skip};
+    return nn_ctx_run(opt->set.ctx, NN_KERNEL_ADAM_UPDATE, args, 8, &p);
 }
 
 static nn_status adam_step(nn_optimizer *opt, bool flat) {

@@ -19,8 +19,8 @@ static nn_status lion_update(nn_optimizer *opt, const nn_optimizer_run *run) {
     const lion *l = (const lion *)opt;
     const nn_lion_params p = {.n = run->n, .beta1 = l->options.beta1, .beta2 = l->options.beta2,
                               .weight_decay = opt->groups[run->group].weight_decay, .maximize = l->options.maximize};
-    nn_buffer_ref args[4] = {run->param, run->grad, run->state[0], run->lr};
-    return nn_ctx_run(opt->set.ctx, NN_KERNEL_LION_UPDATE, args, 4, &p);
+    nn_buffer_ref args[5] = {run->param, run->grad, run->state[0], run->lr, run->skip};
+    return nn_ctx_run(opt->set.ctx, NN_KERNEL_LION_UPDATE, args, 5, &p);
 }
 
 static nn_status lion_step(nn_optimizer *opt, bool flat) { return nn_optimizer_for_each_run(opt, flat, lion_update); }

@@ -1,8 +1,9 @@
 /* Dynamic loss scaling (include/nn_optim.h: nn_optimizer_enable_loss_scaling):
- * a scale and its counters on the device, the LOSS_SCALE kernel's three
- * modes around each update, and saved copies of the flat parameters and
- * states for the step that must be undone. Everything is a kernel or a
- * device copy, so a captured step carries it. */
+ * a scale and its counters on the device, the LOSS_SCALE kernel's two modes
+ * around each update, and the overflow flag handed to the update kernels,
+ * which skip a step whose gradients are not finite (as PyTorch's fused
+ * optimizers take found_inf). Everything is a kernel, so a captured step
+ * carries it. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,8 +15,6 @@
 struct nn_loss_scaler {
     nn_tensor *state; /* [4]: scale, found, good steps, skipped steps */
     nn_tensor *scale; /* state[0] as a [1] tensor, for the loss's product */
-    nn_tensor *saved_params;
-    nn_tensor *saved_states[NN_OPTIMIZER_MAX_STATES];
     nn_loss_scale_options options;
 };
 
@@ -23,8 +22,6 @@ void nn_loss_scaler_free(nn_loss_scaler *s) {
     if (!s) return;
     nn_tensor_free(s->scale);
     nn_tensor_free(s->state);
-    nn_tensor_free(s->saved_params);
-    for (int i = 0; i < NN_OPTIMIZER_MAX_STATES; i++) nn_tensor_free(s->saved_states[i]);
     free(s);
 }
 
@@ -97,39 +94,28 @@ nn_status nn_optimizer_loss_scale_stats(nn_optimizer *opt, float *scale, int64_t
     return NN_OK;
 }
 
-static nn_status run(nn_optimizer *opt, int mode, nn_tensor *x, nn_tensor *saved, int64_t n) {
+nn_buffer_ref nn_loss_scaler_skip(const nn_optimizer *opt) {
+    if (!opt->loss_scaler) return (nn_buffer_ref){0};
+    nn_buffer_ref found = nn_tensor_ref(opt->loss_scaler->state);
+    found.offset += sizeof(float);
+    found.bytes = sizeof(float);
+    return found;
+}
+
+static nn_status run(nn_optimizer *opt, int mode, nn_tensor *x, int64_t n) {
     const nn_loss_scale_params p = {.n = n, .mode = mode, .growth_interval = opt->loss_scaler->options.growth_interval,
                                     .growth_factor = opt->loss_scaler->options.growth_factor,
                                     .backoff_factor = opt->loss_scaler->options.backoff_factor};
-    nn_buffer_ref args[3] = {nn_optional_ref(x), nn_optional_ref(saved), nn_tensor_ref(opt->loss_scaler->state)};
-    return nn_ctx_run(opt->set.ctx, NN_KERNEL_LOSS_SCALE, args, 3, &p);
-}
-
-/* A device copy of `t` into *saved (made the first time). */
-static nn_status save(nn_tensor *t, nn_tensor **saved) {
-    if (!*saved) {
-        *saved = nn_tensor_new(t->ctx, t->dtype, t->ndim, t->shape);
-        if (!*saved) return nn_last_status();
-    }
-    return nn_tensor_copy(*saved, t);
+    nn_buffer_ref args[2] = {nn_optional_ref(x), nn_tensor_ref(opt->loss_scaler->state)};
+    return nn_ctx_run(opt->set.ctx, NN_KERNEL_LOSS_SCALE, args, 2, &p);
 }
 
 nn_status nn_loss_scaler_before_update(nn_optimizer *opt) {
-    nn_loss_scaler *s = opt->loss_scaler;
     if (!nn_param_set_is_flat(&opt->set))
         return nn_set_error(NN_ERR_STATE, "nn_optimizer_step: loss scaling needs every parameter and gradient in the "
                                           "optimizer's flat buffers (a parameter shared with another tensor, or one "
                                           "without a gradient yet, is not)");
-    NN_TRY(run(opt, NN_LOSS_SCALE_UNSCALE, opt->set.flat_grads, NULL, opt->set.total));
-    NN_TRY(save(opt->set.flat_params, &s->saved_params));
-    for (int i = 0; i < opt->state_count; i++) NN_TRY(save(opt->states[i].flat, &s->saved_states[i]));
-    return NN_OK;
+    return run(opt, NN_LOSS_SCALE_UNSCALE, opt->set.flat_grads, opt->set.total);
 }
 
-nn_status nn_loss_scaler_after_update(nn_optimizer *opt) {
-    nn_loss_scaler *s = opt->loss_scaler;
-    NN_TRY(run(opt, NN_LOSS_SCALE_RESTORE, opt->set.flat_params, s->saved_params, opt->set.total));
-    for (int i = 0; i < opt->state_count; i++)
-        NN_TRY(run(opt, NN_LOSS_SCALE_RESTORE, opt->states[i].flat, s->saved_states[i], opt->states[i].flat->numel));
-    return run(opt, NN_LOSS_SCALE_UPDATE, NULL, NULL, 0);
-}
+nn_status nn_loss_scaler_after_update(nn_optimizer *opt) { return run(opt, NN_LOSS_SCALE_UPDATE, NULL, 0); }

@@ -76,16 +76,16 @@ static nn_status update_matrix(muon *mu, int i, const nn_optimizer_run *run) {
                               .nesterov = mu->options.nesterov, .eps = NS_EPS,
                               .scale = sqrtf(fmaxf(1.0f, (float)rows / (float)cols)),
                               .weight_decay = opt->groups[run->group].weight_decay};
-    nn_buffer_ref momentum[3] = {nn_tensor_ref(param->grad), nn_tensor_ref(opt->states[MOMENTUM_BUFFER].views[i]),
-                                 nn_tensor_ref(mu->x[0])};
-    NN_TRY(nn_ctx_run(ctx, NN_KERNEL_MUON_MOMENTUM, momentum, 3, &p));
+    nn_buffer_ref momentum[4] = {nn_tensor_ref(param->grad), nn_tensor_ref(opt->states[MOMENTUM_BUFFER].views[i]),
+                                 nn_tensor_ref(mu->x[0]), run->skip};
+    NN_TRY(nn_ctx_run(ctx, NN_KERNEL_MUON_MOMENTUM, momentum, 4, &p));
     nn_pointwise_params squares = {.n = param->numel};
     nn_buffer_ref norm[2] = {nn_tensor_ref(mu->x[0]), nn_tensor_ref(mu->norm_sq)};
     NN_TRY(nn_ctx_run(ctx, NN_KERNEL_SUM_SQUARES, norm, 2, &squares));
     NN_TRY(nn_ctx_run(ctx, NN_KERNEL_MUON_NORMALIZE, norm, 2, &p));
     for (int k = 0; k < mu->options.ns_steps; k++) NN_TRY(newton_schulz_step(mu, (int)rows, (int)cols));
-    nn_buffer_ref apply[3] = {nn_tensor_ref(param), nn_tensor_ref(mu->x[0]), run->lr};
-    return nn_ctx_run(ctx, NN_KERNEL_MUON_APPLY, apply, 3, &p);
+    nn_buffer_ref apply[4] = {nn_tensor_ref(param), nn_tensor_ref(mu->x[0]), run->lr, run->skip};
+    return nn_ctx_run(ctx, NN_KERNEL_MUON_APPLY, apply, 4, &p);
 }
 
 static nn_status muon_update(nn_optimizer *opt, const nn_optimizer_run *run) {
@@ -98,9 +98,9 @@ static nn_status muon_update(nn_optimizer *opt, const nn_optimizer_run *run) {
     const nn_muon_options *o = &mu->options;
     const nn_adam_params p = {.n = run->n, .beta1 = o->adamw_beta1, .beta2 = o->adamw_beta2, .eps = o->adamw_eps,
                               .weight_decay = opt->groups[run->group].weight_decay, .decoupled = 1};
-    nn_buffer_ref args[7] = {run->param, run->grad, run->state[EXP_AVG], run->state[EXP_AVG_SQ], {0}, run->lr,
-                             run->step};
-    return nn_ctx_run(opt->set.ctx, NN_KERNEL_ADAM_UPDATE, args, 7, &p);
+    nn_buffer_ref args[8] = {run->param, run->grad, run->state[EXP_AVG], run->state[EXP_AVG_SQ], {0}, run->lr,
+                             run->step, run->skip};
+    return nn_ctx_run(opt->set.ctx, NN_KERNEL_ADAM_UPDATE, args, 8, &p);
 }
 
 static nn_status muon_step(nn_optimizer *opt, bool flat) {

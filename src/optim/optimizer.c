@@ -133,8 +133,8 @@ nn_status nn_optimizer_advance_steps(nn_optimizer *opt, bool flat) {
             has_grad = opt->group_of[i] == g && opt->set.params[i]->grad;
         if (!has_grad) continue;
         nn_counter_params p = {.delta = 1};
-        nn_buffer_ref counter = slice(counters, g, 1);
-        NN_TRY(nn_ctx_run(opt->set.ctx, NN_KERNEL_COUNTER_ADD, &counter, 1, &p));
+        nn_buffer_ref counter[2] = {slice(counters, g, 1), nn_loss_scaler_skip(opt)};
+        NN_TRY(nn_ctx_run(opt->set.ctx, NN_KERNEL_COUNTER_ADD, counter, 2, &p));
     }
     return NN_OK;
 }
@@ -144,6 +144,7 @@ static void run_refs(nn_optimizer *opt, nn_optimizer_run *run) {
     run->lr = nn_tensor_ref(group->lr_tensor);
     run->step = opt->step_state >= 0 ? slice(nn_tensor_ref(opt->states[opt->step_state].flat), run->group, 1)
                                      : (nn_buffer_ref){0};
+    run->skip = nn_loss_scaler_skip(opt);
 }
 
 nn_status nn_optimizer_for_each_run(nn_optimizer *opt, bool flat,

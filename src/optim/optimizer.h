@@ -72,6 +72,7 @@ typedef struct nn_optimizer_run {
     int64_t n;               /* their elements */
     nn_buffer_ref param, grad, state[NN_OPTIMIZER_MAX_STATES];
     nn_buffer_ref lr, step;  /* the group's rate and step count (step: absent without a step state) */
+    nn_buffer_ref skip;      /* the kernels' skip argument (nn_loss_scaler_skip) */
 } nn_optimizer_run;
 
 /* The learning rate every optimizer accepts: finite and >= 0. */
@@ -114,10 +115,14 @@ int nn_optimizer_describe_numbers(nn_optimizer_option *out, int capacity, const 
 /* Installs the optimizer's one gradient hook; refused when it has one. */
 nn_status nn_optimizer_set_grad_hook(nn_optimizer *opt, const nn_grad_hook *hook);
 /* Dynamic loss scaling around an update (loss_scale.c): before, the
- * gradients divided by the scale and the parameters and state saved; after,
- * both restored if a gradient was not finite, and the scale updated. */
+ * gradients divided by the scale, which flags a gradient that is not
+ * finite; after, the scale updated. */
 nn_status nn_loss_scaler_before_update(nn_optimizer *opt);
 nn_status nn_loss_scaler_after_update(nn_optimizer *opt);
+/* The skip argument of the optimizer's update kernels and step counters
+ * (kernels.h: skipped updates): the scaler's overflow flag, so a step whose
+ * gradients overflowed writes nothing; absent without loss scaling. */
+nn_buffer_ref nn_loss_scaler_skip(const nn_optimizer *opt);
 void nn_loss_scaler_free(nn_loss_scaler *scaler);
 /* The scaler's state [4] (scale, overflow found, good steps, skipped
  * steps), which a training state saves; NULL without loss scaling. */

@@ -31,9 +31,9 @@ static nn_status rmsprop_update(nn_optimizer *opt, const nn_optimizer_run *run) 
                                  .weight_decay = opt->groups[run->group].weight_decay,
                                  .momentum = r->options.momentum, .centered = r->options.centered,
                                  .maximize = r->options.maximize};
-    nn_buffer_ref args[6] = {run->param, run->grad, run->state[0], state_or_none(run, r->momentum_state),
-                             state_or_none(run, r->grad_avg_state), run->lr};
-    return nn_ctx_run(opt->set.ctx, NN_KERNEL_RMSPROP_UPDATE, args, 6, &p);
+    nn_buffer_ref args[7] = {run->param, run->grad, run->state[0], state_or_none(run, r->momentum_state),
+                             state_or_none(run, r->grad_avg_state), run->lr, run->skip};
+    return nn_ctx_run(opt->set.ctx, NN_KERNEL_RMSPROP_UPDATE, args, 7, &p);
 }
 
 static nn_status rmsprop_step(nn_optimizer *opt, bool flat) {

@@ -40,9 +40,9 @@ static nn_status update(sgd *s, nn_tensor *param, nn_tensor *grad, nn_tensor *ve
         .weight_decay = o->weight_decay, .clip_value = o->clip_value, .max_grad_norm = o->max_grad_norm,
         .nesterov = o->nesterov,
     };
-    nn_buffer_ref args[4] = {nn_tensor_ref(param), nn_tensor_ref(grad), nn_optional_ref(velocity),
-                             nn_tensor_ref(s->base.set.scalars)};
-    return nn_ctx_run(s->base.set.ctx, NN_KERNEL_SGD_UPDATE_DEVICE_LR, args, 4, &p);
+    nn_buffer_ref args[5] = {nn_tensor_ref(param), nn_tensor_ref(grad), nn_optional_ref(velocity),
+                             nn_tensor_ref(s->base.set.scalars), nn_loss_scaler_skip(&s->base)};
+    return nn_ctx_run(s->base.set.ctx, NN_KERNEL_SGD_UPDATE_DEVICE_LR, args, 5, &p);
 }
 
 /* The momentum buffers: the state SGD keeps with momentum. */

@@ -44,6 +44,19 @@ nn_status nn_cpu_run_fill(nn_backend *self, const nn_fill_params *p, const nn_bu
     nn_status nn_cpu_run_##name(nn_backend *self, const params *p, const nn_buffer_ref *a) { \
         return nn_cpu_##name(p, __VA_ARGS__);                                              \
     }
+/* The optimizers' updates and COUNTER_ADD: nothing when their optional
+ * last argument `skip` is given and set (kernels.h: skipped updates). */
+static bool update_skipped(nn_buffer_ref skip) { return skip.buffer && nn_cpu_f32(skip)[0] != 0.0f; }
+#define POOLED_UPDATE(name, params, skip, ...)                                             \
+    nn_status nn_cpu_run_##name(nn_backend *self, const params *p, const nn_buffer_ref *a) { \
+        if (update_skipped(a[skip])) return NN_OK;                                         \
+        return nn_cpu_##name(nn_cpu_pool(self), p, __VA_ARGS__);                           \
+    }
+#define SERIAL_UPDATE(name, params, skip, ...)                                             \
+    nn_status nn_cpu_run_##name(nn_backend *self, const params *p, const nn_buffer_ref *a) { \
+        if (update_skipped(a[skip])) return NN_OK;                                         \
+        return nn_cpu_##name(p, __VA_ARGS__);                                              \
+    }
 #define FAMILY(name, params, family)                                                       \
     nn_status nn_cpu_run_##name(nn_backend *self, const params *p, const nn_buffer_ref *a) { \
         return nn_cpu_##family(self, nn_cpu_pool(self), p, a);                             \
@@ -73,12 +86,12 @@ POOLED(softmax_ce_fused, nn_softmax_params, F32(0), I32(1), F32(2), F32(3))
 POOLED(reduce_sum, nn_pointwise_params, F32(0), F32(1))
 POOLED(broadcast_scalar, nn_pointwise_params, F32(0), F32(1))
 POOLED(sum_squares, nn_pointwise_params, F32(0), F32(1))
-POOLED(sgd_update, nn_sgd_params, F32(0), F32(1), F32(2), F32(3))
-POOLED(sgd_update_device_lr, nn_sgd_params, F32(0), F32(1), F32(2), F32(3))
+POOLED_UPDATE(sgd_update, nn_sgd_params, 4, F32(0), F32(1), F32(2), F32(3))
+POOLED_UPDATE(sgd_update_device_lr, nn_sgd_params, 4, F32(0), F32(1), F32(2), F32(3))
 POOLED(dropout_forward, nn_dropout_params, F32(0), F32(1), F32(2), (const uint32_t *)I32(3))
 SERIAL(gather_samples, nn_gather_params, (const uint8_t *)I32(0), I32(1), I32(2), F32(3), I32(4))
 SERIAL(gather_rows, nn_gather_params, I32(0), I32(1), I32(2), I32(3))
-SERIAL(counter_add, nn_counter_params, I32(0))
+SERIAL_UPDATE(counter_add, nn_counter_params, 1, I32(0))
 POOLED(broadcast, nn_broadcast_params, F32(0), F32(1), F32(2), F32(3))
 POOLED(strided_copy, nn_strided_copy_params, F32(0), F32(1))
 POOLED(reduce_dims, nn_reduce_dims_params, F32(0), F32(1), I32(2))
@@ -122,12 +135,12 @@ DEPTHWISE(depthwise_conv2d_backward_data, DEPTHWISE_CONV2D_BACKWARD_DATA, F32(0)
 DEPTHWISE(depthwise_conv2d_backward_weight, DEPTHWISE_CONV2D_BACKWARD_WEIGHT, F32(0), F32(1), F32(2))
 POOLED(interpolate_forward, nn_interpolate_params, F32(0), F32(1))
 POOLED(interpolate_backward, nn_interpolate_params, F32(0), F32(1))
-POOLED(adam_update, nn_adam_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5), I32(6))
-POOLED(rmsprop_update, nn_rmsprop_params, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5))
-POOLED(lion_update, nn_lion_params, F32(0), F32(1), F32(2), F32(3))
-SERIAL(muon_momentum, nn_muon_params, F32(0), F32(1), F32(2))
+POOLED_UPDATE(adam_update, nn_adam_params, 7, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5), I32(6))
+POOLED_UPDATE(rmsprop_update, nn_rmsprop_params, 6, F32(0), F32(1), F32(2), F32(3), F32(4), F32(5))
+POOLED_UPDATE(lion_update, nn_lion_params, 4, F32(0), F32(1), F32(2), F32(3))
+SERIAL_UPDATE(muon_momentum, nn_muon_params, 3, F32(0), F32(1), F32(2))
 SERIAL(muon_normalize, nn_muon_params, F32(0), F32(1))
-SERIAL(muon_apply, nn_muon_params, F32(0), F32(1), F32(2))
+SERIAL_UPDATE(muon_apply, nn_muon_params, 3, F32(0), F32(1), F32(2))
 SERIAL(lr_schedule, nn_lr_schedule_params, I32(0), F32(1))
 POOLED(ema_update, nn_ema_params, (uint32_t *)I32(0), (uint32_t *)I32(1))
 
@@ -141,6 +154,8 @@ POOLED(norm_backward_from_sums, nn_norm_params, F32(0), F32(1), F32(2), F32(3), 
        F32(8), F32(9))
 #undef POOLED
 #undef SERIAL
+#undef POOLED_UPDATE
+#undef SERIAL_UPDATE
 #undef FAMILY
 #undef FAMILY_OF
 

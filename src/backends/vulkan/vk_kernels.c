@@ -316,8 +316,9 @@ static nn_status sgd(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, cons
     VK_PUSH(SGD_UPDATE) push = {.n = (uint32_t)p->n, .lr = p->lr, .momentum = p->momentum,
                                 .weight_decay = p->weight_decay, .clip_value = p->clip_value,
                                 .max_grad_norm = p->max_grad_norm, .nesterov = p->nesterov,
-                                .has_velocity = a[2].buffer != NULL, .has_norm = a[3].buffer != NULL};
-    return vk_record(vk, kernel, pipe, 0, a, 4, VK_PUSH_REF(push), vk_groups_for((uint64_t)p->n), 1, 1);
+                                .has_velocity = a[2].buffer != NULL, .has_norm = a[3].buffer != NULL,
+                                .has_skip = a[4].buffer != NULL};
+    return vk_record(vk, kernel, pipe, 0, a, 5, VK_PUSH_REF(push), vk_groups_for((uint64_t)p->n), 1, 1);
 }
 
 nn_status vk_run_sgd_update(vk_backend *vk, const nn_sgd_params *p, const nn_buffer_ref *a) {
@@ -364,6 +365,6 @@ nn_status vk_run_gather_rows(vk_backend *vk, const nn_gather_params *p, const nn
 }
 
 nn_status vk_run_counter_add(vk_backend *vk, const nn_counter_params *p, const nn_buffer_ref *a) {
-    VK_PUSH(COUNTER_ADD) push = {.delta = p->delta};
-    return vk_record(vk, NN_KERNEL_COUNTER_ADD, VK_PIPE_COUNTER_ADD, 0, a, 1, VK_PUSH_REF(push), 1, 1, 1);
+    VK_PUSH(COUNTER_ADD) push = {.delta = p->delta, .has_skip = a[1].buffer != NULL};
+    return vk_record(vk, NN_KERNEL_COUNTER_ADD, VK_PIPE_COUNTER_ADD, 0, a, 2, VK_PUSH_REF(push), 1, 1, 1);
 }

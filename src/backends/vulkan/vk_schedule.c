@@ -36,8 +36,8 @@ nn_status vk_run_ema_update(vk_backend *vk, const nn_ema_params *p, const nn_buf
 }
 
 nn_status vk_run_loss_scale(vk_backend *vk, const nn_loss_scale_params *p, const nn_buffer_ref *a) {
-    if (p->n < 0 || p->mode < NN_LOSS_SCALE_UNSCALE || p->mode > NN_LOSS_SCALE_UPDATE ||
-        (p->mode != NN_LOSS_SCALE_UPDATE && !a[0].buffer) || (p->mode == NN_LOSS_SCALE_RESTORE && !a[1].buffer))
+    if (p->n < 0 || (p->mode != NN_LOSS_SCALE_UNSCALE && p->mode != NN_LOSS_SCALE_UPDATE) ||
+        (p->mode == NN_LOSS_SCALE_UNSCALE && !a[0].buffer))
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan loss_scale: n=%lld mode=%d, or a buffer it needs is absent",
                             (long long)p->n, p->mode);
     NN_TRY(vk_fits32(NN_KERNEL_LOSS_SCALE, "n", p->n));
@@ -45,5 +45,5 @@ nn_status vk_run_loss_scale(vk_backend *vk, const nn_loss_scale_params *p, const
     VK_PUSH(LOSS_SCALE) push = {.n = (uint32_t)p->n, .mode = p->mode, .growth_interval = p->growth_interval,
                                 .growth_factor = p->growth_factor, .backoff_factor = p->backoff_factor};
     const uint32_t groups = p->mode == NN_LOSS_SCALE_UPDATE ? 1 : vk_groups_for((uint64_t)p->n);
-    return vk_record(vk, NN_KERNEL_LOSS_SCALE, VK_PIPE_LOSS_SCALE, 0, a, 3, VK_PUSH_REF(push), groups, 1, 1);
+    return vk_record(vk, NN_KERNEL_LOSS_SCALE, VK_PIPE_LOSS_SCALE, 0, a, 2, VK_PUSH_REF(push), groups, 1, 1);
 }
