@@ -52,7 +52,10 @@
     F(int, lanes) F(int, chunks) F(int, chunk) F(int, shape[6]) F(int, stride[6])
 
 /* ---- softmax and its losses ---- */
-#define PUSH_SOFTMAX(F) F(uint, off[4]) F(int, rows) F(int, cols) F(int, accumulate)
+/* row_groups (the cross-entropy kernels): a workgroup per row, else an
+ * invocation; counters: the split work area's counter (several workgroups) */
+#define PUSH_SOFTMAX(F) \
+    F(uint, off[5]) F(int, rows) F(int, cols) F(int, accumulate) F(int, row_groups) F(uint, counters)
 #define PUSH_METRICS_ACCUMULATE(F) F(uint, off[4]) F(int, rows) F(int, cols)
 
 /* ---- optimizers ---- */

@@ -3,57 +3,6 @@
 #include "common.glsl"
 #include "softmax_params.glsl"
 // Softmax + cross-entropy forward and gradient in one kernel
-// (NN_KERNEL_SOFTMAX_CE_FUSED): one workgroup, invocations take rows in
-// turn and write dlogits = (softmax - onehot(label)) / rows; the mean of
-// -log p[label] goes to loss[0]. A label outside [0, cols) is reported as
-// by softmax_ce_forward.comp (status buffer, binding 8); its row's
-// gradient is softmax / rows and its loss NaN.
-layout(local_size_x = 256) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer L { int labels[]; };
-layout(std430, binding = 2) buffer G { float dlogits[]; };
-layout(std430, binding = 3) buffer Loss { float loss[]; };
-layout(std430, binding = 8) buffer Status { int status[]; }; // bad row, its label, cols
-
-shared float part[256];
-shared int bad_row;
-
-void main() {
-    uint tid = gl_LocalInvocationID.x;
-    if (tid == 0) bad_row = 0x7fffffff;
-    barrier();
-    float total = 0.0;
-    float inv_rows = 1.0 / float(p.rows);
-    for (uint r = tid; r < uint(p.rows); r += 256) {
-        uint xi = p.off[0] + r * uint(p.cols), gi = p.off[2] + r * uint(p.cols);
-        int label = labels[p.off[1] + r]; // its load goes out with the row's
-        float m = x[xi];
-        for (int j = 1; j < p.cols; j++) m = max(m, x[xi + j]);
-        float sum = 0.0;
-        for (int j = 0; j < p.cols; j++) sum += exp(x[xi + j] - m);
-        float inv = 1.0 / sum;
-        // The exponentials again from x (cached), rather than written to
-        // dlogits and read back: that waited on a round trip to memory.
-        for (int j = 0; j < p.cols; j++)
-            dlogits[gi + j] = (exp(x[xi + j] - m) * inv - (j == label ? 1.0 : 0.0)) * inv_rows;
-        if (label < 0 || label >= p.cols) {
-            atomicMin(bad_row, int(r));
-            total += uintBitsToFloat(0x7fc00000u); // NaN, as the CPU's row loss
-        } else {
-            total += (log(sum) + m) - x[xi + uint(label)];
-        }
-    }
-    part[tid] = total;
-    barrier();
-    for (uint s = 128; s > 0; s >>= 1) {
-        if (tid < s) part[tid] += part[tid + s];
-        barrier();
-    }
-    if (tid == 0) {
-        loss[p.off[3]] = part[0] / float(p.rows);
-        if (bad_row != 0x7fffffff && atomicCompSwap(status[0], 0x7fffffff, bad_row) == 0x7fffffff) {
-            status[1] = labels[p.off[1] + uint(bad_row)];
-            status[2] = p.cols;
-        }
-    }
-}
+// (NN_KERNEL_SOFTMAX_CE_FUSED): softmax_ce_rows.glsl writing dlogits.
+#define FUSED 1
+#include "softmax_ce_rows.glsl"

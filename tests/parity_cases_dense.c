@@ -506,7 +506,10 @@ void parity_softmax_backward_case(nn_backend *o) {
         }
 }
 
-static const int kCrossEntropyShapes[][2] = {{1, 1}, {1, 10}, {7, 3}, {64, 10}, {300, 17}, {3, 1000}};
+/* Narrow rows an invocation each (one workgroup, then 3 at 600 rows),
+ * wide ones (over 32 columns) a workgroup each: softmax_ce_rows.glsl. */
+static const int kCrossEntropyShapes[][2] = {{1, 1},   {1, 10},   {7, 3},   {64, 10},
+                                             {300, 17}, {600, 10}, {3, 1000}, {130, 33}, {2, 4099}};
 #define CE_SHAPES (sizeof kCrossEntropyShapes / sizeof kCrossEntropyShapes[0])
 
 /* SOFTMAX_CE_FORWARD (probs, loss) or SOFTMAX_CE_FUSED (dlogits, loss; its

@@ -234,22 +234,36 @@ void vkt_check_cpu_near(nn_buffer_ref got_ref, const double *want, size_t n, dou
     free(got);
 }
 
-void vkt_check_bad_label_reported(nn_kernel kernel) {
-    nn_softmax_params p = {.rows = 5, .cols = 10};
-    float x[50];
-    vkt_fill(x, 50, -1, 1, 3);
-    int32_t labels[5] = {1, 2, 3, 10, -1};
-    vkt_pair a[4] = {vkt_pair_new(x, 50, 0), vkt_pair_new(labels, 5, 0), vkt_pair_new(NULL, 50, 0),
+/* rows x cols logits whose labels are good but at `bad` (label cols) and
+ * bad + 2 (label -1): the first is reported. Narrow rows in one workgroup,
+ * or wide ones a workgroup each (softmax_ce_rows.glsl). */
+static void check_bad_label(nn_kernel kernel, int rows, int cols, int bad) {
+    nn_softmax_params p = {.rows = rows, .cols = cols};
+    const size_t n = (size_t)rows * cols;
+    float *x = malloc(n * sizeof *x);
+    int32_t *labels = malloc((size_t)rows * sizeof *labels);
+    vkt_fill(x, n, -1, 1, 3);
+    for (int r = 0; r < rows; r++) labels[r] = (r * 7) % cols;
+    labels[bad] = cols, labels[bad + 2] = -1;
+    vkt_pair a[4] = {vkt_pair_new(x, n, 0), vkt_pair_new(labels, (size_t)rows, 0), vkt_pair_new(NULL, n, 0),
                      vkt_pair_new(NULL, 1, 0)};
     nn_backend *gpu = vkt_vulkan();
     nn_buffer_ref g[4] = {{a[0].gpu, 0, 0}, {a[1].gpu, 0, 0}, {a[2].gpu, 0, 0}, {a[3].gpu, 0, 0}};
     CHECK(gpu->run(gpu, kernel, g, 4, &p) == NN_OK);
     float loss = 0.0f;
     CHECK(gpu->read(gpu, g[3], &loss, 4) == NN_ERR_ARGUMENT);
-    CHECK_MSG(strstr(nn_last_error(), "label 10 at row 3 is outside [0, 10)"), "message: %s", nn_last_error());
+    char expected[96];
+    snprintf(expected, sizeof expected, "label %d at row %d is outside [0, %d)", cols, bad, cols);
+    CHECK_MSG(strstr(nn_last_error(), expected), "%dx%d: message: %s", rows, cols, nn_last_error());
     CHECK(isnan(loss)); /* as the CPU's loss */
     CHECK(gpu->sync(gpu) == NN_OK); /* reported once */
     for (int j = 0; j < 4; j++) vkt_pair_free(&a[j]);
+    free(x), free(labels);
+}
+
+void vkt_check_bad_label_reported(nn_kernel kernel) {
+    check_bad_label(kernel, 5, 10, 2);
+    check_bad_label(kernel, 300, 100, 211); /* 300 workgroups: the last to arrive reports the first bad row */
 }
 
 void vkt_host_im2col(const nn_conv_geometry *g, const float *x, float *cols) {

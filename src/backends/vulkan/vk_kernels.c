@@ -281,13 +281,38 @@ nn_status vk_run_softmax_backward(vk_backend *vk, const nn_softmax_params *p, co
     return softmax(vk, NN_KERNEL_SOFTMAX_BACKWARD, VK_PIPE_SOFTMAX_BACKWARD, p, a, vk_groups_for((uint64_t)p->rows));
 }
 
-/* The loss kernels take the batch in one workgroup: its mean is one sum. */
+#define CE_WIDE_COLS 32    /* rows wider than this take a workgroup each (softmax_ce_rows.glsl) */
+#define CE_MAX_GROUPS 4096 /* workgroups of a cross-entropy kernel: the rest taken in turn */
+
+/* softmax_ce_rows.glsl: narrow rows an invocation each, wide ones a
+ * workgroup each; several workgroups add their losses in the split work
+ * area, so the mean is one sum in a fixed order. */
+static nn_status cross_entropy(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_softmax_params *p,
+                               const nn_buffer_ref *a) {
+    if (p->rows < 0 || p->cols <= 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: rows=%d cols=%d", nn_kernel_name(kernel), p->rows, p->cols);
+    NN_TRY(vk_fits32(kernel, "rows * cols", (int64_t)p->rows * p->cols));
+    if (p->rows == 0) return NN_OK;
+    VK_PUSH(SOFTMAX) push = {.rows = p->rows, .cols = p->cols, .accumulate = p->accumulate,
+                             .row_groups = p->cols > CE_WIDE_COLS};
+    int64_t groups = push.row_groups ? p->rows : ((int64_t)p->rows + 255) / 256;
+    if (groups > CE_MAX_GROUPS) groups = CE_MAX_GROUPS;
+    nn_buffer_ref args[5] = {a[0], a[1], a[2], a[3], {0}};
+    if (groups == 1) return vk_record(vk, kernel, pipe, 0, args, 5, VK_PUSH_REF(push), 1, 1, 1);
+    vk_split_work work;
+    NN_TRY(vk_split_work_take(vk, 1, (uint64_t)groups * 2, &work));
+    push.counters = work.counters;
+    args[4] = work.partials;
+    return vk_record_split(vk, kernel, pipe, 0, args, 5, nn_kernel_written_args(kernel) | NN_ARG(4), &work,
+                           VK_PUSH_REF(push), (uint32_t)groups, 1, 1);
+}
+
 nn_status vk_run_softmax_ce_forward(vk_backend *vk, const nn_softmax_params *p, const nn_buffer_ref *a) {
-    return softmax(vk, NN_KERNEL_SOFTMAX_CE_FORWARD, VK_PIPE_SOFTMAX_CE_FORWARD, p, a, 1);
+    return cross_entropy(vk, NN_KERNEL_SOFTMAX_CE_FORWARD, VK_PIPE_SOFTMAX_CE_FORWARD, p, a);
 }
 
 nn_status vk_run_softmax_ce_fused(vk_backend *vk, const nn_softmax_params *p, const nn_buffer_ref *a) {
-    return softmax(vk, NN_KERNEL_SOFTMAX_CE_FUSED, VK_PIPE_SOFTMAX_CE_FUSED, p, a, 1);
+    return cross_entropy(vk, NN_KERNEL_SOFTMAX_CE_FUSED, VK_PIPE_SOFTMAX_CE_FUSED, p, a);
 }
 
 nn_status vk_run_softmax_ce_backward(vk_backend *vk, const nn_softmax_params *p, const nn_buffer_ref *a) {
