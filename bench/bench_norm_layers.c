@@ -80,7 +80,7 @@ static nn_tensor *filled(nn_ctx *ctx, int64_t n, float lo, float hi) {
 /* One launch of a sequence of kernels. */
 typedef struct launch {
     nn_kernel kernel;
-    nn_buffer_ref args[9];
+    nn_buffer_ref args[10];
     int nargs;
     const void *params;
 } launch;
@@ -162,10 +162,10 @@ int main(int argc, char **argv) {
         const launch backward[2] = {
             {NN_KERNEL_NORM_BACKWARD_SUMS,
              {nn_tensor_ref(tx), nn_tensor_ref(mean), nn_tensor_ref(var), none, nn_tensor_ref(tdy),
-              nn_tensor_ref(sums)}, 6, &reduce},
+              nn_tensor_ref(sums), none}, 7, &reduce},
             {NN_KERNEL_NORM_BACKWARD_FROM_SUMS,
              {nn_tensor_ref(tx), nn_tensor_ref(mean), nn_tensor_ref(var), nn_tensor_ref(w), nn_tensor_ref(tdy),
-              nn_tensor_ref(tdx), nn_tensor_ref(sums), nn_tensor_ref(dw), nn_tensor_ref(db)}, 9, &pointwise}};
+              nn_tensor_ref(tdx), nn_tensor_ref(sums), nn_tensor_ref(dw), nn_tensor_ref(db), none}, 10, &pointwise}};
         double ms[6];
         ms[0] = time_launches(ctx, &forward[0], 1, reps, runs);
         ms[1] = time_launches(ctx, &forward[1], 1, reps, runs);
