@@ -6,14 +6,15 @@
  * kernel, replayed, the median over --runs replays divided by --reps.
  * The data gradient of a layer whose input needs none (the stem) is not
  * run, as in training; the weight gradient adds into its output, as a
- * parameter's gradient does. Lines starting "conv" carry the shape and the
+ * parameter's gradient does, and the data gradient with --data-accumulate
+ * on (as a residual block's first convolution's, onto the shortcut's). Lines starting "conv" carry the shape and the
  * times for bench/torch_conv_layers.py, which times cuDNN on the same
  * shapes and prints the two side by side.
  *
  *   build/bench/bench_conv_layers [--model resnet18|resnet18-cifar|resnet50|mobilenet_v2|alexnet|...]
  *                                 [--batch B] [--size S] [--channels C] [--classes K]
  *                                 [--precision fp32|fp16|bf16] [--memory-format auto|contiguous|channels-last]
- *                                 [--reps 10] [--runs 7] [--device vulkan]
+ *                                 [--reps 10] [--runs 7] [--data-accumulate off|on] [--device vulkan]
  *
  * The defaults per model are the issue's: resnet18 and resnet50 at
  * 3x224x224 (resnet50 at batch 64), resnet18-cifar at 1x28x28,
@@ -96,7 +97,7 @@ static double gflop(const nn_conv_params *p) {
 int main(int argc, char **argv) {
     bench_model_args m = {.model = "resnet18", .device = "vulkan"};
     const char *precision = "fp32", *format = "auto";
-    int reps = 10, runs = 7;
+    int reps = 10, runs = 7, data_accumulate = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *a = argv[i], *v = argv[i + 1];
         if (bench_model_arg(&m, a, v)) continue;
@@ -104,10 +105,12 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--memory-format") == 0) format = v;
         else if (strcmp(a, "--reps") == 0) reps = atoi(v);
         else if (strcmp(a, "--runs") == 0) runs = atoi(v);
+        else if (strcmp(a, "--data-accumulate") == 0 && (strcmp(v, "on") == 0 || strcmp(v, "off") == 0))
+            data_accumulate = strcmp(v, "on") == 0;
         else {
             fprintf(stderr, "usage: %s [--model M] [--batch B] [--size S] [--channels C] [--classes K] "
                             "[--precision fp32|fp16|bf16] [--memory-format auto|contiguous|channels-last] "
-                            "[--reps R] [--runs N] [--device D]\n", argv[0]);
+                            "[--reps R] [--runs N] [--data-accumulate on|off] [--device D]\n", argv[0]);
             return 2;
         }
     }
@@ -167,8 +170,10 @@ int main(int argc, char **argv) {
         }
         if (s->data) {
             nn_buffer_ref d[3] = {nn_tensor_ref(ty), nn_tensor_ref(tw), nn_tensor_ref(tdx)};
+            nn_conv_params data = p;
+            data.g.accumulate = data_accumulate; /* on: added to dx, as a block's first convolution does */
             ms[1] = time_kernel(ctx, depthwise ? NN_KERNEL_DEPTHWISE_CONV2D_BACKWARD_DATA : NN_KERNEL_CONV2D_BACKWARD_DATA,
-                                d, 3, &p, reps, runs);
+                                d, 3, &data, reps, runs);
         }
         nn_conv_params weight = p;
         weight.g.accumulate = 1;
