@@ -53,7 +53,7 @@ void set_slice_pixels(uint entry, ivec4 v) { pixel_table[entry] = v; }
 ivec4 slice_pixels(uint entry) { return pixel_table[entry]; }
 float acc[TM * TN];
 
-void clear_tile() {
+void clear_tile(uint row0, uint col0) {
     for (uint i = 0; i < TM * TN; i++) acc[i] = 0.0;
 }
 

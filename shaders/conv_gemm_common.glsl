@@ -318,7 +318,7 @@ float forward_epilogue(float v, uint channel) {
 void put(uint idx, float v) { outv[idx] = p.beta == 0.0 ? v : p.beta * outv[idx] + v; }
 
 // ---- the tile kernel's steps (defined by the including shader) ----
-void clear_tile();
+void clear_tile(uint row0, uint col0); // the tile's sums before its k loop
 void stash(uint buf);     // the fetched slices into shared buffer buf
 void multiply(uint buf);  // the tile's sums += the product of the slices in buf
 void store(uint row0, uint col0, uint split);
@@ -335,7 +335,7 @@ void main() {
     uint col0 = gl_WorkGroupID.x * BN;
     // Row tiles past the dispatch's are walked by its workgroups.
     for (uint row0 = gl_WorkGroupID.y * BM; row0 < rows; row0 += gl_NumWorkGroups.y * BM) {
-        clear_tile();
+        clear_tile(row0, col0);
         tile_begin(row0, col0, begin * BK);
         if (MODE == WEIGHT) {
             weight_slice_pixels(begin);

@@ -31,6 +31,7 @@ layout(constant_id = 6) const uint DB = 0;
 layout(constant_id = 7) const uint VEC_A = 0;
 layout(constant_id = 8) const uint VEC_B = 0;
 layout(constant_id = 9) const uint MODE = 0;
+layout(constant_id = 10) const uint PRELOAD = 0; // DATA adding onto its output: clear_tile()'s preloaded squares
 const uint SUBGROUP = 32;
 const uint THREADS = (BM / WM) * (BN / WN) * SUBGROUP;
 #include "conv_gemm_common.glsl"
@@ -65,9 +66,35 @@ ivec4 slice_pixels(uint entry) {
 
 coopmat<float, gl_ScopeSubgroup, MS, MS, gl_MatrixUseAccumulator> acc[TILES_M * TILES_N];
 
-void clear_tile() {
-    [[unroll]] for (uint i = 0; i < TILES_M * TILES_N; i++)
-        acc[i] = coopmat<float, gl_ScopeSubgroup, MS, MS, gl_MatrixUseAccumulator>(0.0);
+// PRELOAD, DATA adding onto the output (p.beta != 0: a residual block's
+// first convolution adds its data gradient onto the shortcut's), in a
+// pipeline of its own (its registers cost the others): a square whose
+// 16 rows are consecutive pixels at one stride of a channels-last output
+// starts as beta times the output there, loaded before the k loop, where
+// the reads wait under the products rather than in the store; store()
+// then writes it without reading (bit `square` of preloaded).
+uint preloaded;
+
+void clear_tile(uint row0, uint col0) {
+    preloaded = 0u;
+    bool linear = PRELOAD != 0 && MODE == DATA && p.beta != 0.0 && out_mul_h == 1u && out_mul_w == 1u && p.out_sc == 1u &&
+                  p.out_sw % 4u == 0u && p.out_sh == rows_w * p.out_sw && p.out_sn == rows_h * p.out_sh;
+    uint warp = gl_LocalInvocationID.x / SUBGROUP;
+    uint wrow = (warp / (BN / WN)) * WM, wcol = (warp % (BN / WN)) * WN;
+    [[unroll]] for (uint i = 0; i < TILES_M; i++) {
+        uint first = row0 + wrow + i * MS;
+        uint base = linear && first + MS <= m_rows ? output_row_base(pixel_at(first)) : 0u;
+        [[unroll]] for (uint j = 0; j < TILES_N; j++) {
+            uint square = i * TILES_N + j, col = col0 + wcol + j * MS, at = base + grp * p.n + col;
+            if (linear && first + MS <= m_rows && col + MS <= p.n && at % 4u == 0u) {
+                coopMatLoad(acc[square], outv, at, p.out_sw, gl_CooperativeMatrixLayoutRowMajor);
+                if (p.beta != 1.0) acc[square] = acc[square] * p.beta;
+                preloaded |= 1u << square;
+            } else {
+                acc[square] = coopmat<float, gl_ScopeSubgroup, MS, MS, gl_MatrixUseAccumulator>(0.0);
+            }
+        }
+    }
 }
 
 // One half at (element offset `at`) of a staged slice.
@@ -150,10 +177,14 @@ void store(uint row0, uint col0, uint split) {
                     }
                 } else {
                     uint channel = grp * p.n + col; // FORWARD: p.n = fg; DATA: p.n = cg
+                    bool added = PRELOAD != 0 && (preloaded & (1u << (i * TILES_N + j))) != 0u; // dx is in the sums
                     [[unroll]] for (uint t = 0; t < ROWS_PER_LANE; t++) {
                         uint row = first + t * ROW_STEP;
                         float v = Cs[square + (lane / MS + t * ROW_STEP) * MS + lane % MS];
-                        if (row < m_rows) put(bases[t] + channel * p.out_sc, MODE == FORWARD ? forward_epilogue(v, channel) : v);
+                        if (row >= m_rows) continue;
+                        uint at = bases[t] + channel * p.out_sc;
+                        if (added) outv[at] = v;
+                        else put(at, MODE == FORWARD ? forward_epilogue(v, channel) : v);
                     }
                 }
             }

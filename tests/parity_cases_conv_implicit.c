@@ -257,6 +257,9 @@ void parity_conv_routes_data_case(nn_backend *o) {
         data_run(o, kAutoFp16, kDense, &kImplicit[i], (int)(i % 2));
         data_run(o, kAutoFp16, kLast, &kImplicit[i], (int)((i + 1) % 2));
     }
+    /* 64 channels-last channels added onto dx: on matrix cores the squares
+     * start from the output there (conv_gemm_coopmat.comp's preloaded) */
+    data_run(o, kAutoFp16, kLast, &kImplicit[IMPLICIT_SHAPES - 1], 1);
     tiles_run(o, NN_KERNEL_CONV2D_BACKWARD_DATA);
     data_run(o, kAutoRoute, kLast, &kAutoImplicit, 1);
     winograd_runs(o, NN_KERNEL_CONV2D_BACKWARD_DATA);

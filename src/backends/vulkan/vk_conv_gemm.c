@@ -339,6 +339,10 @@ nn_status vk_conv_gemm_record(vk_backend *vk, nn_kernel kernel, const nn_buffer_
         vec_b = quads(a[1], image, cg);
     }
     L.variant = (vec_a ? 1 : 0) | (vec_b ? 2 : 0) | L.mode << 2;
+    /* On matrix cores a data gradient added onto channels-last dx at stride 1 starts its squares from dx
+     * (PRELOAD): a pipeline of its own, so the others keep their registers. */
+    if (L.cores && data && g->accumulate && L.phases == 1 && other.c == 1 && other.w % 4 == 0)
+        L.variant |= 1 << 4;
     nn_buffer *packed = NULL;
     if (forward || data) NN_TRY(pack_weight(vk, kernel, cp, a[1], L.mode, &packed));
     const nn_buffer_ref none = {NULL, 0, 0};

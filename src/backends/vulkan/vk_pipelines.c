@@ -206,14 +206,15 @@ nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipe
         return nn_set_error(NN_ERR_BACKEND, "vulkan: gemm tile %ux%ux%u needs %u bytes of shared memory; %s "
                             "has %u", spec->spec[0], spec->spec[1], spec->spec[2], tile_shared_bytes(spec),
                             vk->phys->props.deviceName, vk->phys->props.limits.maxComputeSharedMemorySize);
-    uint32_t constants[10];
+    uint32_t constants[11];
     memcpy(constants, spec->spec, sizeof spec->spec);
     constants[7] = (variant & 1) != 0; /* VEC_A */
     constants[8] = (variant & 2) != 0; /* VEC_B */
     /* ROUND, the operands' nn_precision (shaders/precision.glsl); gemm_coopmat.comp: TRANSPOSES;
      * conv_gemm.comp and conv_gemm_coopmat.comp: MODE; winograd.glsl: TRANSFORM */
     constants[9] = (variant >> 2) & 3;
-    NN_TRY(build_pipeline(vk, spec, constants, spec->spec[0] || variant ? 10 : 0, slot));
+    constants[10] = (variant >> 4) & 1; /* conv_gemm_coopmat.comp: PRELOAD */
+    NN_TRY(build_pipeline(vk, spec, constants, spec->spec[0] || variant ? 11 : 0, slot));
     *out = *slot;
     return NN_OK;
 }
