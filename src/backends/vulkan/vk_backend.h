@@ -119,8 +119,9 @@ typedef enum vk_pipeline_id {
 /* Pipeline variants: bit 0 / bit 1 vec4 loads of A / B (GEMM), bits 2-3
  * specialization constant 9 (the operands' rounding, or on the matrix cores
  * the transposes; the implicit GEMM's mode; Winograd's transform), bit 4
- * constant 10 (the implicit GEMM on matrix cores: PRELOAD) (specialization constants, not push-constant branches: a branch costs
- * every variant registers). */
+ * constant 10 (the implicit GEMM on matrix cores: PRELOAD) (specialization
+ * constants, not push-constant branches: a branch costs every variant
+ * registers). */
 #define VK_PIPE_VARIANTS 32
 /* Kernel arguments sit at bindings 0-7 and, past the eighth, at 9 and up:
  * binding 8 is the status buffer, where the first kernels put it. A kernel
