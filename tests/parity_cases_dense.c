@@ -570,7 +570,9 @@ void parity_sgd_update_case(nn_backend *o) {
                                arg_in(parity_randoms(n, -0.2f, 0.2f), n, 0),
                                given(cases[c].velocity, arg_near(parity_randoms(n, -0.1f, 0.1f), n, 8, ROUNDING)),
                                given(cases[c].norm, arg_in(&norm_sq, 1, 12)), arg_none()};
-            parity_check_skips(o, NN_KERNEL_SGD_UPDATE, a, 5, &p, "case %zu n=%zu", c, n);
+            /* the last case at the odd size also with the skip argument clear and set */
+            (c + 1 == sizeof cases / sizeof cases[0] && n > 1 ? parity_check_skips : parity_check)(
+                o, NN_KERNEL_SGD_UPDATE, a, 5, &p, "case %zu n=%zu", c, n);
         }
 }
 
@@ -586,7 +588,8 @@ void parity_sgd_update_device_lr_case(nn_backend *o) {
                                arg_in(parity_randoms(n, -2, 2), n, 0),
                                given(variant & 1, arg_near(parity_randoms(n, -1, 1), n, 8, ROUNDING)),
                                arg_in(scalars, 2, 4), arg_none()};
-            parity_check_skips(o, NN_KERNEL_SGD_UPDATE_DEVICE_LR, a, 5, &p, "variant %d n=%zu", variant, n);
+            (variant == 3 && n > 1 ? parity_check_skips : parity_check)(o, NN_KERNEL_SGD_UPDATE_DEVICE_LR, a, 5, &p,
+                                                                        "variant %d n=%zu", variant, n);
         }
 }
 
@@ -651,7 +654,8 @@ void parity_counter_add_case(nn_backend *o) {
     for (int i = 0; i < 4; i++) {
         const nn_counter_params p = {.delta = deltas[i]};
         parity_arg a[2] = {arg_exact(&starts[i], 1, (size_t)(4 * i)), arg_none()};
-        parity_check_skips(o, NN_KERNEL_COUNTER_ADD, a, 2, &p, "counter %d delta %d", starts[i], deltas[i]);
+        (i == 3 ? parity_check_skips : parity_check)(o, NN_KERNEL_COUNTER_ADD, a, 2, &p, "counter %d delta %d",
+                                                     starts[i], deltas[i]);
     }
 }
 
