@@ -99,9 +99,9 @@ NN_PRINTF_FORMAT(6, 7) void parity_check(nn_backend *other, nn_kernel kernel, pa
                                                          int nargs, const void *params, const char *fmt, ...);
 
 /* A kernel with the optional skip argument last (kernels.h: skipped
- * updates; args[nargs - 1] is overwritten) compared three ways: skip
- * absent, given and clear, given and set. Set, every written argument must
- * come back as it was, bit for bit, on both backends. */
+ * updates; whatever args[nargs - 1] holds is not used) compared three
+ * ways: skip absent, given and clear, given and set. Set, every written
+ * argument must come back as it was, bit for bit, on both backends. */
 NN_PRINTF_FORMAT(6, 7) void parity_check_skips(nn_backend *other, nn_kernel kernel, parity_arg *args, int nargs,
                                                const void *params, const char *fmt, ...);
 

@@ -263,11 +263,16 @@ nn_status vk_run_maxpool_backward_masked(vk_backend *vk, const nn_pool_params *p
 
 /* ---- softmax and its losses ---- */
 
-static nn_status softmax(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_softmax_params *p,
-                         const nn_buffer_ref *a, uint32_t groups) {
+/* The sizes every softmax kernel takes. */
+static nn_status softmax_check(nn_kernel kernel, const nn_softmax_params *p) {
     if (p->rows < 0 || p->cols <= 0)
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: rows=%d cols=%d", nn_kernel_name(kernel), p->rows, p->cols);
-    NN_TRY(vk_fits32(kernel, "rows * cols", (int64_t)p->rows * p->cols));
+    return vk_fits32(kernel, "rows * cols", (int64_t)p->rows * p->cols);
+}
+
+static nn_status softmax(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_softmax_params *p,
+                         const nn_buffer_ref *a, uint32_t groups) {
+    NN_TRY(softmax_check(kernel, p));
     if (p->rows == 0) return NN_OK;
     VK_PUSH(SOFTMAX) push = {.rows = p->rows, .cols = p->cols, .accumulate = p->accumulate};
     return vk_record(vk, kernel, pipe, 0, a, nn_kernel_arg_count(kernel), VK_PUSH_REF(push), groups, 1, 1);
@@ -289,9 +294,7 @@ nn_status vk_run_softmax_backward(vk_backend *vk, const nn_softmax_params *p, co
  * area, so the mean is one sum in a fixed order. */
 static nn_status cross_entropy(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_softmax_params *p,
                                const nn_buffer_ref *a) {
-    if (p->rows < 0 || p->cols <= 0)
-        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: rows=%d cols=%d", nn_kernel_name(kernel), p->rows, p->cols);
-    NN_TRY(vk_fits32(kernel, "rows * cols", (int64_t)p->rows * p->cols));
+    NN_TRY(softmax_check(kernel, p));
     if (p->rows == 0) return NN_OK;
     VK_PUSH(SOFTMAX) push = {.rows = p->rows, .cols = p->cols, .accumulate = p->accumulate,
                              .row_groups = p->cols > CE_WIDE_COLS};
