@@ -223,6 +223,7 @@ fuzz-regress: $(FUZZ_BIN)
 	$(BUILD)/fuzz/fuzz_image_decode -runs=0 tests/fuzz/corpus_image
 	$(BUILD)/fuzz/fuzz_train_state -runs=0 tests/fuzz/corpus_state
 	$(BUILD)/fuzz/fuzz_window_ops -runs=0 tests/fuzz/corpus_ops
+	$(BUILD)/fuzz/fuzz_onnx_import -runs=0 tests/fuzz/corpus_onnx
 fuzz: $(FUZZ_BIN)
 	@mkdir -p $(BUILD)/fuzz/found
 	$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=4096 $(BUILD)/fuzz/found tests/fuzz/corpus
@@ -251,9 +252,10 @@ fuzz-image: $(BUILD)/fuzz/fuzz_image_decode
 	$< -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=8192 -malloc_limit_mb=512 $(BUILD)/fuzz/found_image tests/fuzz/corpus_image
 
 # ---- issue 40: targets over the whole CPU library, compiled once with the
-# fuzzer's instrumentation: the training-state loader, and windowed
-# operations against double-precision references; `make fuzz-state` /
-# `make fuzz-ops` fuzz for FUZZ_SECONDS, fuzz-regress replays their corpora.
+# fuzzer's instrumentation: the training-state loader, windowed operations
+# against double-precision references and (issue 38) the ONNX importer;
+# `make fuzz-state` / `make fuzz-ops` / `make fuzz-onnx` fuzz for
+# FUZZ_SECONDS, fuzz-regress replays their corpora.
 FUZZ_LIB_SRC := $(filter-out src/data/image_codecs_absent.c $(WIC_DECODER_SRC), \
 	$(sort $(wildcard src/core/*.c src/ops/*.c src/fusion/*.c src/nn/*.c src/optim/*.c src/data/*.c src/io/*.c \
 	                  src/backends/*.c src/backends/cpu/*.c src/dist/*.c src/platform/*.c)))
@@ -266,10 +268,13 @@ $(BUILD)/fuzz/obj/%.o: %.c
 $(FUZZ_LIB): $(FUZZ_LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
 	@rm -f $@
 	ar rcs $@ $^
-$(BUILD)/fuzz/fuzz_train_state $(BUILD)/fuzz/fuzz_window_ops: $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB)
+$(BUILD)/fuzz/fuzz_train_state $(BUILD)/fuzz/fuzz_window_ops $(BUILD)/fuzz/fuzz_onnx_import: $(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -pthread -o $@ $< $(FUZZ_LIB) -lz -lpng -ljpeg -lm
-fuzz-regress: $(BUILD)/fuzz/fuzz_train_state $(BUILD)/fuzz/fuzz_window_ops
-.PHONY: fuzz-state fuzz-ops
+fuzz-regress: $(BUILD)/fuzz/fuzz_train_state $(BUILD)/fuzz/fuzz_window_ops $(BUILD)/fuzz/fuzz_onnx_import
+.PHONY: fuzz-state fuzz-ops fuzz-onnx
+fuzz-onnx: $(BUILD)/fuzz/fuzz_onnx_import
+	@mkdir -p $(BUILD)/fuzz/found_onnx
+	$< -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=8192 -malloc_limit_mb=1024 $(BUILD)/fuzz/found_onnx tests/fuzz/corpus_onnx
 fuzz-state: $(BUILD)/fuzz/fuzz_train_state
 	@mkdir -p $(BUILD)/fuzz/found_state
 	$< -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=8192 -malloc_limit_mb=512 $(BUILD)/fuzz/found_state tests/fuzz/corpus_state

@@ -188,6 +188,22 @@ nn_status nn_onnx_export_module(const char *path, nn_module *module, const int64
 nn_status nn_onnx_export_module_info(const char *path, nn_module *module, const int64_t *input_shape, int ndim,
                                      const nn_model_info *info);
 
+/* ---- ONNX import ----
+ * A module running the graph of the ONNX file at `path` (opsets 13 to 21;
+ * one float input, one output) with the engine's operations, so it trains,
+ * captures, checkpoints and exports like a built-in model. Initializers
+ * that hold learned state become parameters, BatchNormalization's running
+ * statistics buffers, under their ONNX names (PyTorch's state_dict names
+ * for its exports: "layer1.0.conv1.weight", a dotted name making child
+ * modules; other characters than letters, digits and '_' become '_');
+ * shapes, axes and the exporter's constants stay constants. The module's
+ * training mode decides BatchNormalization and Dropout, as PyTorch's does.
+ * A node whose operator (or form of it) the engine does not have is
+ * refused by its name, operator and opset, as is a malformed file, before
+ * any module is made; an operator whose sizes only the input decides
+ * (a window on too small an image) fails at forward. */
+nn_module *nn_onnx_import(nn_ctx *ctx, const char *path);
+
 /* ---- output paths ----
  * Whether a save to `path` would succeed as far as the file system goes,
  * checked before a long run instead of after it: the folder exists and

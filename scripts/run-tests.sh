@@ -134,7 +134,8 @@ run_io_tests() {
     if make -s BUILD=build fuzz-regress >/dev/null 2>&1; then
         echo "ok   fuzz corpora: $(ls tests/fuzz/corpus | wc -l) safetensors headers," \
             "$(ls tests/fuzz/corpus_idx | wc -l) IDX files, $(ls tests/fuzz/corpus_image | wc -l) images," \
-            "$(ls tests/fuzz/corpus_state | wc -l) training state, $(ls tests/fuzz/corpus_ops | wc -l) operations"
+            "$(ls tests/fuzz/corpus_state | wc -l) training state, $(ls tests/fuzz/corpus_ops | wc -l) operations," \
+            "$(ls tests/fuzz/corpus_onnx | wc -l) ONNX files"
         total_passed=$((total_passed + 1))
     else
         fail_step "FAIL fuzz corpora: run 'make fuzz-regress' to see the input"

@@ -10,6 +10,10 @@
  *   nn_io_fixture grad    MODEL WEIGHTS IN BATCH LABELS OUT
  *       softmax-CE loss of IN against LABELS (int32), then every parameter's
  *       gradient, concatenated in parameter order, into OUT (loss first)
+ *   nn_io_fixture import  ONNX IN OUT N C H W [train]
+ *       nn_onnx_import of ONNX run on IN ([N, C, H, W]; in evaluation mode
+ *       unless `train`) into OUT; prints each state entry of the module,
+ *       "name: shape", and with `train` the running statistics after it
  *
  * alexnet | alexnet-tv: nn_alexnet with 3 classes and nn_alexnet_tv with 10,
  * input [N, 3, 224, 224]; `forward` runs them in evaluation mode (no dropout).
@@ -572,7 +576,48 @@ static int write_gradients(nn_ctx *ctx, model *m, const char *weights, const cha
     return rc;
 }
 
+/* `import`: an ONNX file imported, run once, its state listed. */
+static int import_forward(int argc, char **argv) {
+    if (argc != 9 && argc != 10) return fail("import: ONNX IN OUT N C H W [train]");
+    const bool train = argc == 10 && strcmp(argv[9], "train") == 0;
+    const char *device = getenv("NN_IO_FIXTURE_DEVICE");
+    nn_ctx_options o = {.device = device && *device ? device : "cpu", .threads = 1};
+    nn_ctx *ctx = nn_ctx_new(&o);
+    nn_module *m = ctx ? nn_onnx_import(ctx, argv[2]) : NULL;
+    if (!m) {
+        nn_ctx_free(ctx);
+        return fail("import");
+    }
+    int64_t shape[4];
+    for (int d = 0; d < 4; d++) shape[d] = strtoll(argv[5 + d], NULL, 10);
+    float *in = read_floats(argv[3], (size_t)(shape[0] * shape[1] * shape[2] * shape[3]));
+    nn_module_set_training(m, train);
+    nn_ctx_set_grad_enabled(ctx, train);
+    nn_tensor *x = in ? nn_tensor_from_data(ctx, NN_F32, 4, shape, in) : NULL;
+    nn_tensor *y = x ? nn_module_forward(m, x) : NULL;
+    int rc = y ? 0 : fail("import forward");
+    if (y) {
+        size_t n = (size_t)nn_tensor_numel(y);
+        float *out = malloc(n * sizeof *out);
+        FILE *f = out && nn_tensor_read(y, out, n * sizeof *out) == NN_OK ? fopen(argv[4], "wb") : NULL;
+        rc = f && fwrite(out, sizeof *out, n, f) == n ? 0 : fail("import output");
+        if (f) fclose(f);
+        free(out);
+    }
+    for (int i = 0; rc == 0 && i < nn_module_state_count(m); i++) {
+        char buf[96];
+        printf("%s: %s\n", nn_module_state_name(m, i), nn_tensor_shape_str(nn_module_state(m, i), buf, sizeof buf));
+    }
+    nn_ctx_step_end(ctx);
+    nn_tensor_free(x);
+    free(in);
+    nn_module_free(m);
+    nn_ctx_free(ctx);
+    return rc;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "import") == 0) return import_forward(argc, argv);
     if (argc < 4) {
         fprintf(stderr, "usage: see the comment at the top of tests/io/nn_io_fixture.c\n");
         return 2;

@@ -1,0 +1,314 @@
+/* ONNX import (include/nn_io.h's nn_onnx_import): a file read by
+ * onnx_read.c becomes a module whose forward runs the graph's nodes in
+ * order (each translated by onnx_import_ops.c into the engine's
+ * operations, so it trains, captures and exports as any module). The
+ * graph is checked whole before the module is made: every operator known,
+ * every value defined once and before it is read (so no cycles), one input
+ * and one output. Initializers holding learned state become parameters
+ * (BatchNorm's running statistics buffers) under their names, a dotted
+ * name ("layer1.0.conv1.weight") making child modules, as PyTorch's
+ * state_dict names them; the rest (shapes, axes, the exporter's scalars)
+ * stay constants. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/internal.h"
+#include "nn_io.h"
+#include "onnx_import.h"
+
+#define MIN_OPSET 13
+#define MAX_OPSET 21
+
+static int find_value(const imported *im, const char *name) {
+    for (int i = im->n_values - 1; i >= 0; i--)
+        if (strcmp(im->values[i].name, name) == 0) return i;
+    return -1;
+}
+
+static nn_status add_value(imported *im, const char *name, value_kind kind, const char *who, int *index) {
+    if (!name[0]) return nn_set_error(NN_ERR_IO, "%s: a value without a name", who);
+    if (find_value(im, name) >= 0)
+        return nn_set_error(NN_ERR_IO, "%s: value '%s' is defined twice (an ONNX graph assigns each value once)", who, name);
+    graph_value *bigger = realloc(im->values, (size_t)(im->n_values + 1) * sizeof *bigger);
+    if (!bigger) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+    im->values = bigger;
+    bigger[im->n_values] = (graph_value){.name = name, .kind = kind};
+    *index = im->n_values++;
+    return NN_OK;
+}
+
+static void imported_free(void *data) {
+    imported *im = data;
+    if (!im) return;
+    for (int i = 0; i < im->n_values; i++) {
+        nn_tensor_free(im->values[i].state);
+        nn_tensor_free(im->values[i].device_constant);
+    }
+    for (int i = 0; i < im->model.n_nodes; i++) {
+        if (im->node_inputs) free(im->node_inputs[i]);
+        if (im->node_outputs) free(im->node_outputs[i]);
+    }
+    free(im->node_inputs), free(im->node_outputs), free(im->values);
+    nn_onnx_model_free(&im->model);
+    free(im);
+}
+
+/* ---- the graph, checked ---- */
+
+static nn_status link_graph(imported *im, const char *who) {
+    onnx_model *m = &im->model;
+    if (m->opset < MIN_OPSET || m->opset > MAX_OPSET)
+        return nn_set_error(NN_ERR_IO, "%s: opset %lld is not supported (opsets %d to %d are)", who,
+                            (long long)m->opset, MIN_OPSET, MAX_OPSET);
+    for (int i = 0; i < m->n_initializers; i++) {
+        int v;
+        NN_TRY(add_value(im, m->initializers[i].name, VALUE_CONSTANT, who, &v));
+        im->values[v].constant = &m->initializers[i];
+    }
+    im->input = -1;
+    for (int i = 0; i < m->n_inputs; i++) {
+        if (find_value(im, m->inputs[i].name) >= 0) continue; /* an initializer listed as an input (IR < 4) */
+        if (im->input >= 0)
+            return nn_set_error(NN_ERR_IO, "%s: the graph has several inputs ('%s', '%s'); one is supported", who,
+                                im->values[im->input].name, m->inputs[i].name);
+        NN_TRY(add_value(im, m->inputs[i].name, VALUE_INPUT, who, &im->input));
+        if (m->inputs[i].elem_type != ONNX_FLOAT)
+            return nn_set_error(NN_ERR_IO, "%s: the graph's input '%s' is of type %d; float inputs are supported", who,
+                                m->inputs[i].name, m->inputs[i].elem_type);
+    }
+    if (im->input < 0) return nn_set_error(NN_ERR_IO, "%s: the graph has no input", who);
+    if (m->n_outputs != 1)
+        return nn_set_error(NN_ERR_IO, "%s: the graph has %d outputs; one is supported", who, m->n_outputs);
+    im->node_inputs = calloc((size_t)m->n_nodes + 1, sizeof *im->node_inputs);
+    im->node_outputs = calloc((size_t)m->n_nodes + 1, sizeof *im->node_outputs);
+    if (!im->node_inputs || !im->node_outputs) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+    for (int k = 0; k < m->n_nodes; k++) {
+        const onnx_node *n = &m->nodes[k];
+        const bool default_domain = !n->domain[0] || strcmp(n->domain, "ai.onnx") == 0;
+        if (!default_domain || !nn_onnx_known_op(n->op_type))
+            return nn_set_error(NN_ERR_IO, "%s: node '%s': operator %s%s%s (opset %lld) is not supported", who, n->name,
+                                n->domain, n->domain[0] ? "." : "", n->op_type, (long long)m->opset);
+        im->node_inputs[k] = malloc(((size_t)n->n_inputs + 1) * sizeof **im->node_inputs);
+        im->node_outputs[k] = malloc(((size_t)n->n_outputs + 1) * sizeof **im->node_outputs);
+        if (!im->node_inputs[k] || !im->node_outputs[k]) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+        for (int i = 0; i < n->n_inputs; i++) {
+            const int v = n->inputs[i][0] ? find_value(im, n->inputs[i]) : -1;
+            if (n->inputs[i][0] && v < 0)
+                return nn_set_error(NN_ERR_IO,
+                                    "%s: node '%s' (%s) reads '%s', which no initializer, input or earlier node "
+                                    "defines (missing, or the nodes are not in order or form a cycle)",
+                                    who, n->name, n->op_type, n->inputs[i]);
+            im->node_inputs[k][i] = v;
+        }
+        for (int i = 0; i < n->n_outputs; i++) {
+            im->node_outputs[k][i] = -1;
+            if (n->outputs[i][0]) NN_TRY(add_value(im, n->outputs[i], VALUE_NODE, who, &im->node_outputs[k][i]));
+        }
+    }
+    im->output = find_value(im, m->outputs[0].name);
+    if (im->output < 0)
+        return nn_set_error(NN_ERR_IO, "%s: the graph's output '%s' is not computed by any node", who, m->outputs[0].name);
+    return NN_OK;
+}
+
+/* ---- learned state ---- */
+
+static bool state_name(const char *name) {
+    if (!name[0] || name[0] == '.') return false;
+    for (const char *c = name; *c; c++) {
+        const bool word = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_';
+        if (!word && !(*c == '.' && c[1] && c[1] != '.')) return false;
+    }
+    return true;
+}
+
+/* How initializer value v is used: as learned state (and whether a
+ * buffer), as a constant. */
+static bool is_state(const imported *im, int v, bool *buffer) {
+    const onnx_tensor *t = im->values[v].constant;
+    *buffer = false;
+    if (t->data_type != ONNX_FLOAT && t->data_type != ONNX_DOUBLE && t->data_type != ONNX_FLOAT16) return false;
+    bool state = false, device = false;
+    for (int k = 0; k < im->model.n_nodes; k++) {
+        const onnx_node *n = &im->model.nodes[k];
+        for (int i = 0; i < n->n_inputs; i++) {
+            if (im->node_inputs[k][i] != v) continue;
+            bool b = false;
+            if (nn_onnx_state_input(n->op_type, i, &b)) state = true, *buffer = *buffer || b;
+            else if (!nn_onnx_host_input(n->op_type, i)) device = true;
+        }
+    }
+    /* Operands of arithmetic are state only under a state_dict name (a
+     * user's nn.Parameter), not the exporter's ("onnx::Mul_12"). */
+    return state || (device && state_name(t->name));
+}
+
+/* The module that holds `name`: a child per dotted prefix (made as needed);
+ * *leaf is the last part. A name that is not state_dict-like is held by
+ * the root, its characters outside [A-Za-z0-9_] made '_'. */
+static nn_tensor *namespace_forward(nn_module *self, nn_tensor *x) {
+    (void)x;
+    return NN_FAIL_NULL(NN_ERR_STATE, "nn_module_forward: an imported ONNX graph's %s holds parameters only and "
+                                      "does not run on its own; run the imported module", nn_module_kind(self));
+}
+
+static nn_module *holder(nn_module *root, char *name, char **leaf) {
+    if (!state_name(name)) {
+        for (char *c = name; *c; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9'))) *c = '_';
+        *leaf = name;
+        return root;
+    }
+    nn_module *m = root;
+    char *part = name, *dot;
+    while ((dot = strchr(part, '.'))) {
+        *dot = '\0';
+        nn_module *child = nn_module_child(m, part);
+        if (!child) {
+            child = nn_module_new(nn_module_ctx(root), "ONNXNamespace", namespace_forward, NULL, NULL);
+            if (nn_module_add_child(m, part, child) != NN_OK) return NULL;
+        }
+        m = child, part = dot + 1;
+    }
+    *leaf = part;
+    return m;
+}
+
+static nn_status register_state(nn_module *root, imported *im, const char *who) {
+    nn_ctx *ctx = nn_module_ctx(root);
+    for (int v = 0; v < im->n_values; v++) {
+        bool buffer;
+        if (im->values[v].kind != VALUE_CONSTANT || !is_state(im, v, &buffer)) continue;
+        const onnx_tensor *t = im->values[v].constant;
+        char *name = strdup(t->name), *leaf;
+        if (!name) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+        nn_module *m = holder(root, name, &leaf);
+        const int64_t one = 1; /* a scalar is stored as one element */
+        nn_tensor *tensor = m ? nn_tensor_from_data(ctx, NN_F32, t->ndim ? t->ndim : 1, t->ndim ? t->dims : &one,
+                                                    t->floats)
+                              : NULL;
+        nn_status st = !tensor ? nn_last_status()
+                       : buffer ? nn_module_register_buffer(m, leaf, tensor)
+                                : nn_module_register_parameter(m, leaf, tensor);
+        free(name);
+        if (st != NN_OK) {
+            nn_tensor_free(tensor);
+            return nn_set_error(st, "%s: initializer '%s': %s", who, t->name, nn_last_error());
+        }
+        im->values[v].kind = VALUE_STATE;
+        im->values[v].state = tensor; /* the module holds its own reference too */
+    }
+    return NN_OK;
+}
+
+/* ---- running ---- */
+
+slot *nn_onnx_in(node_run *r, int i) {
+    if (i >= r->n_in) return NULL;
+    const int v = r->im->node_inputs[r->node - r->im->model.nodes][i];
+    return v < 0 ? NULL : &r->slots[v];
+}
+
+nn_tensor *nn_onnx_device_in(node_run *r, int i) {
+    slot *s = nn_onnx_in(r, i);
+    if (!s) {
+        nn_onnx_refuse(r, "input %d is missing", i);
+        return NULL;
+    }
+    if (s->t) return s->t;
+    const onnx_tensor *h = s->host;
+    if (!h) {
+        nn_onnx_refuse(r, "input %d ('%s') is an output this importer does not compute", i, r->node->inputs[i]);
+        return NULL;
+    }
+    if (!h->floats) {
+        nn_onnx_refuse(r, "input %d ('%s') holds integers where a float tensor is needed", i,
+                       r->node->inputs[i]);
+        return NULL;
+    }
+    const int v = r->im->node_inputs[r->node - r->im->model.nodes][i];
+    graph_value *g = &r->im->values[v];
+    const int64_t one = 1;
+    if (g->kind == VALUE_CONSTANT && g->device_constant) return s->t = g->device_constant;
+    nn_tensor *t = nn_tensor_from_data(nn_module_ctx(r->module), NN_F32, h->ndim ? h->ndim : 1, h->ndim ? h->dims : &one,
+                                       h->floats);
+    if (!t) return NULL;
+    if (g->kind == VALUE_CONSTANT) g->device_constant = t; /* kept for every later forward */
+    else if (nn_ctx_track_step_tensor(nn_module_ctx(r->module), t) != NN_OK) { /* computed this forward: the step's */
+        nn_tensor_free(t);
+        return NULL;
+    }
+    return s->t = t;
+}
+
+nn_status nn_onnx_set_out(node_run *r, int i, nn_tensor *t) {
+    if (!t) return nn_last_status();
+    if (i < r->node->n_outputs) {
+        const int v = r->im->node_outputs[r->node - r->im->model.nodes][i];
+        if (v >= 0) r->slots[v].t = t;
+    }
+    return NN_OK;
+}
+
+nn_status nn_onnx_refuse(const node_run *r, const char *fmt, ...) {
+    char what[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return nn_set_error(NN_ERR_ARGUMENT, "imported ONNX graph: node '%s' (%s, opset %lld): %s", r->node->name,
+                        r->node->op_type, (long long)r->im->model.opset, what);
+}
+
+static nn_tensor *imported_forward(nn_module *self, nn_tensor *x) {
+    imported *im = nn_module_data(self);
+    slot *slots = calloc((size_t)im->n_values, sizeof *slots);
+    if (!slots) return NN_FAIL_NULL(NN_ERR_MEMORY, "imported ONNX graph: out of host memory");
+    for (int v = 0; v < im->n_values; v++) {
+        const graph_value *g = &im->values[v];
+        if (g->kind == VALUE_STATE) slots[v].t = g->state;
+        if (g->kind == VALUE_CONSTANT) slots[v].host = g->constant, slots[v].t = g->device_constant;
+    }
+    slots[im->input].t = x;
+    nn_status st = NN_OK;
+    for (int k = 0; k < im->model.n_nodes && st == NN_OK; k++) {
+        node_run r = {.module = self, .im = im, .node = &im->model.nodes[k], .slots = slots,
+                      .n_in = im->model.nodes[k].n_inputs};
+        st = nn_onnx_run_node(&r);
+    }
+    nn_tensor *y = st == NN_OK ? slots[im->output].t : NULL;
+    if (st == NN_OK && !y)
+        nn_set_error(NN_ERR_ARGUMENT, "imported ONNX graph: the output '%s' is a constant, not computed from the input",
+                     im->values[im->output].name);
+    for (int v = 0; v < im->n_values; v++) {
+        free(slots[v].owned.name), free(slots[v].owned.floats), free(slots[v].owned.ints);
+    }
+    free(slots);
+    return y;
+}
+
+nn_module *nn_onnx_import(nn_ctx *ctx, const char *path) {
+    if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_onnx_import: ctx is NULL");
+    imported *im = calloc(1, sizeof *im);
+    if (!im) return NN_FAIL_NULL(NN_ERR_MEMORY, "nn_onnx_import: out of host memory");
+    if (nn_onnx_read(path, &im->model) != NN_OK) {
+        free(im);
+        return NULL;
+    }
+    char who[512];
+    snprintf(who, sizeof who, "nn_onnx_import: '%s'", path);
+    if (link_graph(im, who) != NN_OK) {
+        imported_free(im);
+        return NULL;
+    }
+    nn_module *m = nn_module_new(ctx, "ONNXGraph", imported_forward, im, imported_free);
+    if (!m) return NULL; /* im freed by nn_module_new */
+    if (register_state(m, im, who) != NN_OK) {
+        nn_module_free(m);
+        return NULL;
+    }
+    return m;
+}

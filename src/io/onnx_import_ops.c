@@ -1,0 +1,575 @@
+/* The ONNX operators the importer runs (onnx_import.h), each as the
+ * engine's operations; shapes, axes and the arithmetic exporters write on
+ * shapes (Shape, Gather, Concat, Unsqueeze of integers) run on the host. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "onnx_import.h"
+
+/* ---- attributes and host values ---- */
+
+static int64_t attr_int(const onnx_node *n, const char *name, int64_t fallback) {
+    const onnx_attr *a = nn_onnx_attr(n, name);
+    return a ? a->i : fallback;
+}
+static float attr_float(const onnx_node *n, const char *name, float fallback) {
+    const onnx_attr *a = nn_onnx_attr(n, name);
+    return a ? a->f : fallback;
+}
+/* An INTS attribute into out[max] (count in *count); false when longer. */
+static bool attr_ints(const onnx_node *n, const char *name, int64_t *out, int max, int *count) {
+    const onnx_attr *a = nn_onnx_attr(n, name);
+    *count = a ? (int)a->n_ints : 0;
+    if (a && a->n_ints > max) return false;
+    for (int i = 0; i < *count; i++) out[i] = a->ints[i];
+    return true;
+}
+
+/* Input i as host integers (NULL when it is not one). */
+static const onnx_tensor *host_in(node_run *r, int i) {
+    slot *s = nn_onnx_in(r, i);
+    return s && !s->t && s->host ? s->host : NULL;
+}
+
+/* Input i as host integers of at most `max` values, into out. */
+static nn_status host_ints(node_run *r, int i, int64_t *out, int max, int *count) {
+    const onnx_tensor *h = host_in(r, i);
+    if (!h || !h->ints) return nn_onnx_refuse(r, "input %d must be a constant list of integers", i);
+    if (h->numel > max) return nn_onnx_refuse(r, "input %d holds more than %d values", i, max);
+    for (int k = 0; k < h->numel; k++) out[k] = h->ints[k];
+    *count = (int)h->numel;
+    return NN_OK;
+}
+
+/* Input i as a host scalar (float or integer): false when absent. */
+static bool host_scalar(node_run *r, int i, float *value) {
+    const onnx_tensor *h = host_in(r, i);
+    if (!h || h->numel != 1) return false;
+    *value = h->floats ? h->floats[0] : (float)h->ints[0];
+    return true;
+}
+
+/* Output i as an owned host tensor of integers. */
+static nn_status set_host_out(node_run *r, int i, const int64_t *values, int count, bool scalar) {
+    const int v = r->im->node_outputs[r->node - r->im->model.nodes][i];
+    if (v < 0) return NN_OK;
+    onnx_tensor *t = &r->slots[v].owned;
+    t->data_type = ONNX_INT64;
+    t->ndim = scalar ? 0 : 1;
+    t->dims[0] = count;
+    t->numel = count;
+    t->ints = malloc(((size_t)count + 1) * sizeof *t->ints);
+    if (!t->ints) return nn_set_error(NN_ERR_MEMORY, "imported ONNX graph: out of host memory");
+    memcpy(t->ints, values, (size_t)count * sizeof *values);
+    r->slots[v].host = t;
+    return NN_OK;
+}
+
+static int norm_axis(int64_t axis, int ndim) { return (int)(axis < 0 ? axis + ndim : axis); }
+
+static nn_status check_axis(node_run *r, int64_t axis, int ndim, int *out) {
+    *out = norm_axis(axis, ndim);
+    if (*out < 0 || *out >= ndim) return nn_onnx_refuse(r, "axis %lld is out of range for %d dimensions", (long long)axis, ndim);
+    return NN_OK;
+}
+
+/* ---- windows (Conv, pools) ---- */
+
+typedef struct window {
+    int64_t kernel[2], strides[2], dilations[2], pads[2];
+} window;
+
+/* The 2-D window of node r over x [N, C, H, W]: kernel (from kernel_shape
+ * or `kernel`), strides, dilations and symmetric padding (auto_pad's SAME
+ * forms computed from x's size). */
+static nn_status read_window(node_run *r, nn_tensor *x, const int64_t *kernel, window *w) {
+    const onnx_node *n = r->node;
+    int count;
+    int64_t pads[4] = {0, 0, 0, 0}, v[4];
+    if (nn_tensor_ndim(x) != 4) return nn_onnx_refuse(r, "only 2-D windows over [N, C, H, W] inputs are supported");
+    if (!attr_ints(n, "kernel_shape", v, 2, &count) || (count != 2 && (count || !kernel)))
+        return nn_onnx_refuse(r, "kernel_shape must have 2 entries");
+    for (int d = 0; d < 2; d++) w->kernel[d] = count ? v[d] : kernel[d];
+    if (!attr_ints(n, "strides", v, 2, &count) || (count && count != 2)) return nn_onnx_refuse(r, "strides must have 2 entries");
+    for (int d = 0; d < 2; d++) w->strides[d] = count ? v[d] : 1;
+    if (!attr_ints(n, "dilations", v, 2, &count) || (count && count != 2)) return nn_onnx_refuse(r, "dilations must have 2 entries");
+    for (int d = 0; d < 2; d++) w->dilations[d] = count ? v[d] : 1;
+    if (!attr_ints(n, "pads", pads, 4, &count) || (count && count != 4)) return nn_onnx_refuse(r, "pads must have 4 entries");
+    const onnx_attr *auto_pad = nn_onnx_attr(n, "auto_pad");
+    const char *mode = auto_pad && auto_pad->s ? auto_pad->s : "NOTSET";
+    if (strcmp(mode, "VALID") == 0) {
+        memset(pads, 0, sizeof pads);
+    } else if (strcmp(mode, "SAME_UPPER") == 0 || strcmp(mode, "SAME_LOWER") == 0) {
+        for (int d = 0; d < 2; d++) {
+            const int64_t in = nn_tensor_dim(x, 2 + d), s = w->strides[d];
+            const int64_t out = (in + s - 1) / s, extent = (w->kernel[d] - 1) * w->dilations[d] + 1;
+            const int64_t total = (out - 1) * s + extent - in > 0 ? (out - 1) * s + extent - in : 0;
+            const int64_t small = total / 2, large = total - small;
+            pads[d] = mode[5] == 'U' ? small : large;
+            pads[d + 2] = mode[5] == 'U' ? large : small;
+        }
+    } else if (strcmp(mode, "NOTSET") != 0) {
+        return nn_onnx_refuse(r, "auto_pad '%s' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER", mode);
+    }
+    for (int d = 0; d < 2; d++) {
+        if (pads[d] != pads[d + 2])
+            return nn_onnx_refuse(r, "padding %lld before and %lld after a dimension: only equal padding is supported",
+                                  (long long)pads[d], (long long)pads[d + 2]);
+        w->pads[d] = pads[d];
+        if (w->kernel[d] < 1 || w->strides[d] < 1 || w->dilations[d] < 1 || pads[d] < 0 || w->kernel[d] > INT32_MAX ||
+            w->strides[d] > INT32_MAX || w->dilations[d] > INT32_MAX || pads[d] > INT32_MAX)
+            return nn_onnx_refuse(r, "a kernel, stride, dilation or padding out of range");
+    }
+    return NN_OK;
+}
+
+static nn_status op_conv(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0), *w = x ? nn_onnx_device_in(r, 1) : NULL;
+    nn_tensor *b = w && nn_onnx_in(r, 2) ? nn_onnx_device_in(r, 2) : NULL;
+    if (!w || (nn_onnx_in(r, 2) && !b)) return nn_last_status();
+    if (nn_tensor_ndim(w) != 4) return nn_onnx_refuse(r, "only 2-D convolutions (a 4-D weight) are supported");
+    window win;
+    const int64_t kernel[2] = {nn_tensor_dim(w, 2), nn_tensor_dim(w, 3)};
+    NN_TRY(read_window(r, x, kernel, &win));
+    const int64_t group = attr_int(r->node, "group", 1);
+    if (group < 1 || group > INT32_MAX) return nn_onnx_refuse(r, "group %lld is out of range", (long long)group);
+    const nn_conv2d_params p = {.stride_h = (int)win.strides[0], .stride_w = (int)win.strides[1],
+                                .pad_h = (int)win.pads[0], .pad_w = (int)win.pads[1],
+                                .dilation_h = (int)win.dilations[0], .dilation_w = (int)win.dilations[1],
+                                .groups = (int)group};
+    return nn_onnx_set_out(r, 0, nn_conv2d_ex(x, w, b, &p));
+}
+
+/* Outputs past the first (MaxPool's indices, Dropout's mask) are not made:
+ * refused where the graph reads them. */
+static nn_status only_first_output(node_run *r) {
+    const imported *im = r->im;
+    for (int i = 1; i < r->node->n_outputs; i++) {
+        const int v = im->node_outputs[r->node - im->model.nodes][i];
+        bool read = v >= 0 && v == im->output;
+        for (int k = 0; v >= 0 && !read && k < im->model.n_nodes; k++)
+            for (int j = 0; j < im->model.nodes[k].n_inputs; j++) read = read || im->node_inputs[k][j] == v;
+        if (read) return nn_onnx_refuse(r, "output %d ('%s') is not supported", i, r->node->outputs[i]);
+    }
+    return NN_OK;
+}
+
+static nn_status op_pool(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    NN_TRY(only_first_output(r));
+    window win;
+    NN_TRY(read_window(r, x, NULL, &win));
+    const bool max = strcmp(r->node->op_type, "MaxPool") == 0;
+    const nn_pool2d_params p = {.kernel_h = (int)win.kernel[0], .kernel_w = (int)win.kernel[1],
+                                .stride_h = (int)win.strides[0], .stride_w = (int)win.strides[1],
+                                .pad_h = (int)win.pads[0], .pad_w = (int)win.pads[1],
+                                .dilation_h = (int)win.dilations[0], .dilation_w = (int)win.dilations[1],
+                                .ceil_mode = attr_int(r->node, "ceil_mode", 0) != 0};
+    if (max) return nn_onnx_set_out(r, 0, nn_maxpool2d_window(x, &p));
+    return nn_onnx_set_out(r, 0, nn_avgpool2d(x, &p, attr_int(r->node, "count_include_pad", 0) != 0, 0));
+}
+
+static nn_status op_global_pool(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    if (nn_tensor_ndim(x) != 4) return nn_onnx_refuse(r, "only [N, C, H, W] inputs are supported");
+    const bool max = strcmp(r->node->op_type, "GlobalMaxPool") == 0;
+    return nn_onnx_set_out(r, 0, max ? nn_adaptive_maxpool2d(x, 1, 1) : nn_adaptive_avgpool2d(x, 1, 1));
+}
+
+/* BatchNormalization: the module's mode decides, as PyTorch's BatchNorm
+ * (training_mode in the file says how it was exported). ONNX's momentum
+ * weighs the running value, PyTorch's the batch's. Outputs 1 and 2 of a
+ * training-mode export are the running statistics. */
+static nn_status op_batch_norm(node_run *r) {
+    nn_tensor *in[5];
+    for (int i = 0; i < 5; i++)
+        if (!(in[i] = nn_onnx_device_in(r, i))) return nn_last_status();
+    const float momentum = 1.0f - attr_float(r->node, "momentum", 0.9f);
+    const float eps = attr_float(r->node, "epsilon", 1e-5f);
+    if (!(momentum >= 0.0f && momentum <= 1.0f)) return nn_onnx_refuse(r, "momentum must be in [0, 1]");
+    nn_tensor *y = nn_batch_norm(in[0], in[3], in[4], in[1], in[2], nn_module_is_training(r->module), momentum, eps);
+    NN_TRY(nn_onnx_set_out(r, 0, y));
+    if (r->node->n_outputs > 1) NN_TRY(nn_onnx_set_out(r, 1, in[3]));
+    if (r->node->n_outputs > 2) NN_TRY(nn_onnx_set_out(r, 2, in[4]));
+    return NN_OK;
+}
+
+static nn_status op_unary(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    const onnx_node *n = r->node;
+    const char *op = n->op_type;
+    nn_tensor *y = NULL;
+    if (strcmp(op, "Relu") == 0) y = nn_relu(x);
+    else if (strcmp(op, "Sigmoid") == 0) y = nn_sigmoid(x);
+    else if (strcmp(op, "Tanh") == 0) y = nn_tanh(x);
+    else if (strcmp(op, "Exp") == 0) y = nn_exp(x);
+    else if (strcmp(op, "Log") == 0) y = nn_log(x);
+    else if (strcmp(op, "Sqrt") == 0) y = nn_sqrt(x);
+    else if (strcmp(op, "Abs") == 0) y = nn_abs(x);
+    else if (strcmp(op, "Neg") == 0) y = nn_neg(x);
+    else if (strcmp(op, "Softsign") == 0) y = nn_softsign(x);
+    else if (strcmp(op, "HardSwish") == 0) y = nn_hardswish(x);
+    else if (strcmp(op, "Softplus") == 0) y = nn_softplus(x, 1.0f, INFINITY);
+    else if (strcmp(op, "LeakyRelu") == 0) y = nn_leaky_relu(x, attr_float(n, "alpha", 0.01f));
+    else if (strcmp(op, "Elu") == 0) y = nn_elu(x, attr_float(n, "alpha", 1.0f));
+    else if (strcmp(op, "HardSigmoid") == 0) {
+        const float alpha = attr_float(n, "alpha", 0.2f), beta = attr_float(n, "beta", 0.5f);
+        if (fabsf(alpha - 1.0f / 6.0f) > 1e-6f || beta != 0.5f)
+            return nn_onnx_refuse(r, "alpha %g and beta %g: only PyTorch's hardsigmoid (1/6, 0.5) is supported", alpha, beta);
+        y = nn_hardsigmoid(x);
+    } else if (strcmp(op, "Gelu") == 0) {
+        const onnx_attr *a = nn_onnx_attr(n, "approximate");
+        const bool tanh_form = a && a->s && strcmp(a->s, "tanh") == 0;
+        if (a && a->s && !tanh_form && strcmp(a->s, "none") != 0) return nn_onnx_refuse(r, "approximate '%s' is unknown", a->s);
+        y = nn_gelu(x, tanh_form);
+    }
+    return nn_onnx_set_out(r, 0, y);
+}
+
+static nn_status op_clip(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    float lo = -FLT_MAX, hi = FLT_MAX;
+    if ((nn_onnx_in(r, 1) && !host_scalar(r, 1, &lo)) || (nn_onnx_in(r, 2) && !host_scalar(r, 2, &hi)))
+        return nn_onnx_refuse(r, "min and max must be constant scalars");
+    if (lo == 0.0f && hi == 6.0f) return nn_onnx_set_out(r, 0, nn_relu6(x));
+    if (lo == 0.0f && hi == FLT_MAX) return nn_onnx_set_out(r, 0, nn_relu(x));
+    return nn_onnx_set_out(r, 0, nn_clamp(x, lo, hi));
+}
+
+static nn_status op_pow(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    float e;
+    if (!x) return nn_last_status();
+    if (!host_scalar(r, 1, &e)) return nn_onnx_refuse(r, "only a constant scalar exponent is supported");
+    return nn_onnx_set_out(r, 0, nn_pow_scalar(x, e));
+}
+
+/* Add, Sub, Mul, Div: on the device (broadcasting), with a scalar constant
+ * as the scalar operations, or on host integers (shape arithmetic). */
+static nn_status op_binary(node_run *r) {
+    const char op = r->node->op_type[0];
+    const onnx_tensor *ha = host_in(r, 0), *hb = host_in(r, 1);
+    if (ha && hb && ha->ints && hb->ints) {
+        if (ha->numel != hb->numel && ha->numel != 1 && hb->numel != 1)
+            return nn_onnx_refuse(r, "integer operands of %lld and %lld values", (long long)ha->numel, (long long)hb->numel);
+        const int64_t n = ha->numel > hb->numel ? ha->numel : hb->numel;
+        int64_t out[NN_MAX_DIMS * 4];
+        if (n > (int64_t)(sizeof out / sizeof *out)) return nn_onnx_refuse(r, "integer operands longer than 24 values");
+        for (int64_t i = 0; i < n; i++) {
+            const int64_t a = ha->ints[ha->numel == 1 ? 0 : i], b = hb->ints[hb->numel == 1 ? 0 : i];
+            if (op == 'D' && b == 0) return nn_onnx_refuse(r, "integer division by zero");
+            out[i] = op == 'A' ? a + b : op == 'S' ? a - b : op == 'M' ? a * b : a / b;
+        }
+        return set_host_out(r, 0, out, (int)n, ha->ndim == 0 && hb->ndim == 0);
+    }
+    float s;
+    if (!ha && host_scalar(r, 1, &s) && hb->floats) {
+        nn_tensor *x = nn_onnx_device_in(r, 0);
+        if (!x) return nn_last_status();
+        return nn_onnx_set_out(r, 0, op == 'A' ? nn_add_scalar(x, s) : op == 'S' ? nn_add_scalar(x, -s)
+                                     : op == 'M' ? nn_mul_scalar(x, s) : nn_mul_scalar(x, 1.0f / s));
+    }
+    if (!hb && host_scalar(r, 0, &s) && ha->floats) {
+        nn_tensor *x = nn_onnx_device_in(r, 1);
+        if (!x) return nn_last_status();
+        return nn_onnx_set_out(r, 0, op == 'A' ? nn_add_scalar(x, s) : op == 'S' ? nn_rsub_scalar(x, s)
+                                     : op == 'M' ? nn_mul_scalar(x, s) : nn_rdiv_scalar(x, s));
+    }
+    nn_tensor *a = nn_onnx_device_in(r, 0), *b = a ? nn_onnx_device_in(r, 1) : NULL;
+    if (!b) return nn_last_status();
+    return nn_onnx_set_out(r, 0, op == 'A' ? nn_add(a, b) : op == 'S' ? nn_sub(a, b) : op == 'M' ? nn_mul(a, b) : nn_div(a, b));
+}
+
+static nn_status op_gemm(node_run *r) {
+    nn_tensor *a = nn_onnx_device_in(r, 0), *b = a ? nn_onnx_device_in(r, 1) : NULL;
+    nn_tensor *c = b && nn_onnx_in(r, 2) ? nn_onnx_device_in(r, 2) : NULL;
+    if (!b || (nn_onnx_in(r, 2) && !c)) return nn_last_status();
+    const bool ta = attr_int(r->node, "transA", 0) != 0, tb = attr_int(r->node, "transB", 0) != 0;
+    const float alpha = attr_float(r->node, "alpha", 1.0f), beta = attr_float(r->node, "beta", 1.0f);
+    if (nn_tensor_ndim(a) != 2 || nn_tensor_ndim(b) != 2) return nn_onnx_refuse(r, "A and B must be matrices");
+    if (!ta && tb && alpha == 1.0f && beta == 1.0f && (!c || (nn_tensor_ndim(c) == 1 && nn_tensor_dim(c, 0) == nn_tensor_dim(b, 0))))
+        return nn_onnx_set_out(r, 0, nn_linear(a, b, c)); /* PyTorch's Linear */
+    nn_tensor *y = nn_matmul(a, b, ta, tb);
+    if (y && alpha != 1.0f) y = nn_mul_scalar(y, alpha);
+    if (y && c) y = nn_add(y, beta != 1.0f ? nn_mul_scalar(c, beta) : c);
+    return nn_onnx_set_out(r, 0, y);
+}
+
+static nn_status op_matmul(node_run *r) {
+    nn_tensor *a = nn_onnx_device_in(r, 0), *b = a ? nn_onnx_device_in(r, 1) : NULL;
+    if (!b) return nn_last_status();
+    if (nn_tensor_ndim(a) == 2 && nn_tensor_ndim(b) == 2) return nn_onnx_set_out(r, 0, nn_matmul(a, b, false, false));
+    return nn_onnx_set_out(r, 0, nn_matmul_batched(a, b));
+}
+
+static nn_status op_flatten(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    const int ndim = nn_tensor_ndim(x);
+    int axis = norm_axis(attr_int(r->node, "axis", 1), ndim);
+    if (axis < 0 || axis > ndim) return nn_onnx_refuse(r, "axis out of range for %d dimensions", ndim);
+    int64_t shape[2] = {1, 1};
+    for (int d = 0; d < ndim; d++) shape[d >= axis] *= nn_tensor_dim(x, d);
+    return nn_onnx_set_out(r, 0, nn_reshape(x, 2, shape));
+}
+
+static nn_status op_reshape(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    int64_t shape[NN_MAX_DIMS];
+    int n;
+    NN_TRY(host_ints(r, 1, shape, NN_MAX_DIMS, &n));
+    const bool allowzero = attr_int(r->node, "allowzero", 0) != 0;
+    for (int d = 0; d < n; d++) {
+        if (shape[d] == 0 && !allowzero) {
+            if (d >= nn_tensor_ndim(x)) return nn_onnx_refuse(r, "a 0 in the shape past the input's dimensions");
+            shape[d] = nn_tensor_dim(x, d);
+        }
+    }
+    /* nn_reshape infers a single -1 itself */
+    return nn_onnx_set_out(r, 0, nn_reshape(x, n, shape));
+}
+
+static nn_status op_identity(node_run *r) {
+    slot *s = nn_onnx_in(r, 0);
+    if (!s || (!s->t && !s->host)) return nn_onnx_refuse(r, "its input is missing");
+    const int v = r->im->node_outputs[r->node - r->im->model.nodes][0];
+    if (v >= 0) r->slots[v].t = s->t, r->slots[v].host = s->host;
+    return NN_OK;
+}
+
+static nn_status op_dropout(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    NN_TRY(only_first_output(r));
+    float p = 0.5f;
+    if (nn_onnx_in(r, 1) && !host_scalar(r, 1, &p)) return nn_onnx_refuse(r, "ratio must be a constant scalar");
+    if (!(p >= 0.0f && p < 1.0f)) return nn_onnx_refuse(r, "ratio %g is not in [0, 1)", p);
+    return nn_onnx_set_out(r, 0, nn_dropout(x, p, nn_module_is_training(r->module)));
+}
+
+static nn_status op_constant(node_run *r) {
+    const onnx_node *n = r->node;
+    const int v = r->im->node_outputs[n - r->im->model.nodes][0];
+    if (v < 0) return NN_OK;
+    const onnx_attr *a = nn_onnx_attr(n, "value");
+    if (a && a->t) { r->slots[v].host = a->t; return NN_OK; }
+    if ((a = nn_onnx_attr(n, "value_ints"))) return set_host_out(r, 0, a->ints, (int)a->n_ints, false);
+    if ((a = nn_onnx_attr(n, "value_int"))) return set_host_out(r, 0, &a->i, 1, true);
+    onnx_tensor *t = &r->slots[v].owned;
+    const float *values = NULL;
+    int64_t count = 0;
+    if ((a = nn_onnx_attr(n, "value_float"))) values = &a->f, count = 1, t->ndim = 0;
+    else if ((a = nn_onnx_attr(n, "value_floats"))) values = a->floats, count = a->n_floats, t->ndim = 1;
+    else return nn_onnx_refuse(r, "only value, value_int(s) and value_float(s) are supported");
+    t->data_type = ONNX_FLOAT, t->dims[0] = count, t->numel = count;
+    if (!(t->floats = malloc(((size_t)count + 1) * sizeof *t->floats)))
+        return nn_set_error(NN_ERR_MEMORY, "imported ONNX graph: out of host memory");
+    memcpy(t->floats, values, (size_t)count * sizeof *values);
+    r->slots[v].host = t;
+    return NN_OK;
+}
+
+static nn_status op_softmax(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    int axis;
+    NN_TRY(check_axis(r, attr_int(r->node, "axis", -1), nn_tensor_ndim(x), &axis));
+    const bool log = strcmp(r->node->op_type, "LogSoftmax") == 0;
+    return nn_onnx_set_out(r, 0, log ? nn_log_softmax(x, axis) : nn_softmax_dim(x, axis));
+}
+
+static nn_status op_concat(node_run *r) {
+    const int64_t axis = attr_int(r->node, "axis", 0);
+    bool host = true;
+    for (int i = 0; i < r->n_in; i++) host = host && host_in(r, i) && host_in(r, i)->ints;
+    if (host) { /* shapes being assembled */
+        int64_t out[NN_MAX_DIMS * 4];
+        int n = 0;
+        for (int i = 0; i < r->n_in; i++) {
+            const onnx_tensor *h = host_in(r, i);
+            if (n + h->numel > (int64_t)(sizeof out / sizeof *out)) return nn_onnx_refuse(r, "integer lists longer than 24 values");
+            for (int64_t k = 0; k < h->numel; k++) out[n++] = h->ints[k];
+        }
+        return set_host_out(r, 0, out, n, false);
+    }
+    nn_tensor *parts[64];
+    if (r->n_in > 64 || r->n_in < 1) return nn_onnx_refuse(r, "1 to 64 inputs are supported");
+    for (int i = 0; i < r->n_in; i++)
+        if (!(parts[i] = nn_onnx_device_in(r, i))) return nn_last_status();
+    int dim;
+    NN_TRY(check_axis(r, axis, nn_tensor_ndim(parts[0]), &dim));
+    return nn_onnx_set_out(r, 0, nn_cat(parts, r->n_in, dim));
+}
+
+static nn_status op_transpose(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    const int ndim = nn_tensor_ndim(x);
+    int64_t perm[NN_MAX_DIMS];
+    int count, p[NN_MAX_DIMS];
+    if (!attr_ints(r->node, "perm", perm, NN_MAX_DIMS, &count) || (count && count != ndim))
+        return nn_onnx_refuse(r, "perm must list the %d dimensions", ndim);
+    for (int d = 0; d < ndim; d++) p[d] = count ? (int)perm[d] : ndim - 1 - d;
+    return nn_onnx_set_out(r, 0, nn_permute(x, p, ndim));
+}
+
+static nn_status op_shape(node_run *r) {
+    slot *s = nn_onnx_in(r, 0);
+    if (!s || (!s->t && !s->host)) return nn_onnx_refuse(r, "its input is missing");
+    int64_t dims[NN_MAX_DIMS];
+    const int ndim = s->t ? nn_tensor_shape(s->t, dims) : s->host->ndim;
+    if (!s->t) memcpy(dims, s->host->dims, sizeof dims);
+    int start = norm_axis(attr_int(r->node, "start", 0), ndim), end = norm_axis(attr_int(r->node, "end", ndim), ndim);
+    start = start < 0 ? 0 : start > ndim ? ndim : start;
+    end = end < start ? start : end > ndim ? ndim : end;
+    return set_host_out(r, 0, dims + start, end - start, false);
+}
+
+static nn_status op_gather(node_run *r) {
+    const onnx_tensor *data = host_in(r, 0), *index = host_in(r, 1);
+    if (!data || !index || !data->ints || !index->ints || data->ndim != 1 || index->numel > NN_MAX_DIMS)
+        return nn_onnx_refuse(r, "only constant integer lists (shapes) are supported, not device tensors");
+    int64_t out[NN_MAX_DIMS];
+    for (int64_t i = 0; i < index->numel; i++) {
+        int64_t k = index->ints[i] < 0 ? index->ints[i] + data->numel : index->ints[i];
+        if (k < 0 || k >= data->numel) return nn_onnx_refuse(r, "index %lld is out of range", (long long)index->ints[i]);
+        out[i] = data->ints[k];
+    }
+    return set_host_out(r, 0, out, (int)index->numel, index->ndim == 0);
+}
+
+/* Unsqueeze / Squeeze: axes from input 1 (opset 13 on). */
+static nn_status op_squeeze(node_run *r) {
+    const bool un = r->node->op_type[0] == 'U';
+    int64_t axes[NN_MAX_DIMS];
+    int count = 0;
+    if (nn_onnx_in(r, 1)) NN_TRY(host_ints(r, 1, axes, NN_MAX_DIMS, &count));
+    else if (un) return nn_onnx_refuse(r, "axes are required");
+    const onnx_tensor *h = host_in(r, 0);
+    if (h && h->ints && un && h->ndim == 0 && count == 1) return set_host_out(r, 0, h->ints, 1, false); /* scalar -> [1] */
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    int ndim = nn_tensor_ndim(x) + (un ? count : 0);
+    bool chosen[NN_MAX_DIMS + 1] = {false};
+    if (!un && count == 0)
+        for (int d = 0; d < ndim; d++) chosen[d] = nn_tensor_dim(x, d) == 1;
+    for (int i = 0; i < count; i++) {
+        const int d = norm_axis(axes[i], ndim);
+        if (d < 0 || d >= ndim || d > NN_MAX_DIMS) return nn_onnx_refuse(r, "axis %lld is out of range", (long long)axes[i]);
+        chosen[d] = true;
+    }
+    nn_tensor *y = x;
+    if (un) {
+        for (int d = 0; y && d < ndim; d++)
+            if (chosen[d]) y = nn_unsqueeze(y, d);
+    } else {
+        for (int d = ndim - 1; y && d >= 0; d--)
+            if (chosen[d]) y = nn_squeeze(y, d);
+    }
+    return nn_onnx_set_out(r, 0, y);
+}
+
+static nn_status op_reduce_mean(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    int64_t axes[NN_MAX_DIMS];
+    int count = 0;
+    if (r->im->model.opset >= 18) {
+        if (nn_onnx_in(r, 1)) NN_TRY(host_ints(r, 1, axes, NN_MAX_DIMS, &count));
+    } else if (!attr_ints(r->node, "axes", axes, NN_MAX_DIMS, &count)) {
+        return nn_onnx_refuse(r, "more axes than dimensions");
+    }
+    const int ndim = nn_tensor_ndim(x);
+    int dims[NN_MAX_DIMS];
+    if (count == 0 && attr_int(r->node, "noop_with_empty_axes", 0)) return nn_onnx_set_out(r, 0, x);
+    if (count == 0)
+        for (int d = 0; d < ndim; d++) dims[count++] = d;
+    else
+        for (int i = 0; i < count; i++) NN_TRY(check_axis(r, axes[i], ndim, &dims[i]));
+    return nn_onnx_set_out(r, 0, nn_mean_dims(x, dims, count, attr_int(r->node, "keepdims", 1) != 0));
+}
+
+/* ---- the table ---- */
+
+typedef struct op_entry {
+    const char *name;
+    nn_status (*run)(node_run *r);
+    unsigned host_inputs;  /* bit i: input i is read on the host */
+    unsigned state_inputs; /* bit i: input i is learned state whatever its name */
+    unsigned buffers;      /* bit i: ... kept as a buffer */
+} op_entry;
+
+static const op_entry ops[] = {
+    {"Conv", op_conv, 0, 0x6, 0},
+    {"BatchNormalization", op_batch_norm, 0, 0x1e, 0x18},
+    {"Gemm", op_gemm, 0, 0x6, 0},
+    {"MatMul", op_matmul, 0, 0, 0},
+    {"MaxPool", op_pool, 0, 0, 0},
+    {"AveragePool", op_pool, 0, 0, 0},
+    {"GlobalAveragePool", op_global_pool, 0, 0, 0},
+    {"GlobalMaxPool", op_global_pool, 0, 0, 0},
+    {"Relu", op_unary, 0, 0, 0},
+    {"Sigmoid", op_unary, 0, 0, 0},
+    {"Tanh", op_unary, 0, 0, 0},
+    {"Exp", op_unary, 0, 0, 0},
+    {"Log", op_unary, 0, 0, 0},
+    {"Sqrt", op_unary, 0, 0, 0},
+    {"Abs", op_unary, 0, 0, 0},
+    {"Neg", op_unary, 0, 0, 0},
+    {"Softsign", op_unary, 0, 0, 0},
+    {"Softplus", op_unary, 0, 0, 0},
+    {"LeakyRelu", op_unary, 0, 0, 0},
+    {"Elu", op_unary, 0, 0, 0},
+    {"HardSigmoid", op_unary, 0, 0, 0},
+    {"HardSwish", op_unary, 0, 0, 0},
+    {"Gelu", op_unary, 0, 0, 0},
+    {"Clip", op_clip, 0x6, 0, 0},
+    {"Pow", op_pow, 0x2, 0, 0},
+    {"Add", op_binary, 0, 0, 0},
+    {"Sub", op_binary, 0, 0, 0},
+    {"Mul", op_binary, 0, 0, 0},
+    {"Div", op_binary, 0, 0, 0},
+    {"Flatten", op_flatten, 0, 0, 0},
+    {"Reshape", op_reshape, 0x2, 0, 0},
+    {"Identity", op_identity, 0, 0, 0},
+    {"Dropout", op_dropout, 0x6, 0, 0},
+    {"Constant", op_constant, 0, 0, 0},
+    {"Softmax", op_softmax, 0, 0, 0},
+    {"LogSoftmax", op_softmax, 0, 0, 0},
+    {"Concat", op_concat, 0, 0, 0},
+    {"Transpose", op_transpose, 0, 0, 0},
+    {"Shape", op_shape, 0x1, 0, 0},
+    {"Gather", op_gather, 0x3, 0, 0},
+    {"Unsqueeze", op_squeeze, 0x2, 0, 0},
+    {"Squeeze", op_squeeze, 0x2, 0, 0},
+    {"ReduceMean", op_reduce_mean, 0x2, 0, 0},
+};
+
+static const op_entry *find_op(const char *name) {
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        if (strcmp(ops[i].name, name) == 0) return &ops[i];
+    return NULL;
+}
+
+bool nn_onnx_known_op(const char *op_type) { return find_op(op_type) != NULL; }
+
+bool nn_onnx_host_input(const char *op_type, int i) {
+    const op_entry *e = find_op(op_type);
+    return e && i < 32 && (e->host_inputs >> i & 1);
+}
+
+bool nn_onnx_state_input(const char *op_type, int i, bool *buffer) {
+    const op_entry *e = find_op(op_type);
+    *buffer = e && i < 32 && (e->buffers >> i & 1);
+    return e && i < 32 && (e->state_inputs >> i & 1);
+}
+
+nn_status nn_onnx_run_node(node_run *r) { return find_op(r->node->op_type)->run(r); }

@@ -1,0 +1,148 @@
+"""ONNX import (nn_onnx_import, issue 38): graphs PyTorch exports, imported
+by nn-engine, compute what onnxruntime and PyTorch compute, on the CPU and
+on Vulkan; state_dict names survive; malformed files are refused with a
+message that names the problem."""
+import os
+import subprocess
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+import torchvision
+from onnx import TensorProto, helper
+
+from conftest import FIXTURE
+
+TOL = 1e-4
+DEVICES = ["cpu", "vulkan"]
+
+
+def run_import(onnx_path, x, tmp_path, device="cpu", train=False, expect_ok=True):
+    """nn-engine's output for x from the imported file, and its state listing."""
+    inp, out = tmp_path / "in.bin", tmp_path / "out.bin"
+    x.astype("<f4").tofile(inp)
+    env = dict(os.environ, NN_IO_FIXTURE_DEVICE=device)
+    done = subprocess.run([str(FIXTURE), "import", str(onnx_path), str(inp), str(out), *map(str, x.shape),
+                           *(["train"] if train else [])], capture_output=True, text=True, env=env)
+    if not expect_ok:
+        assert done.returncode != 0, "a malformed file was imported"
+        return done.stderr
+    assert done.returncode == 0, done.stderr
+    names = [line.split(":")[0] for line in done.stdout.splitlines()]
+    return np.fromfile(out, dtype="<f4"), names
+
+
+def export(model, x, path, training=False):
+    kwargs = {"training": torch.onnx.TrainingMode.TRAINING, "do_constant_folding": False} if training else {}
+    torch.onnx.export(model, torch.from_numpy(x), str(path), opset_version=17, input_names=["input"],
+                      output_names=["output"], dynamic_axes={"input": {0: "batch"}}, **kwargs)
+
+
+def relative_error(got, want):
+    return np.abs(got - want.ravel()).max() / max(np.abs(want).max(), 1e-6)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_inference_export_matches_onnxruntime(tmp_path, name, device):
+    """An eval-mode export (BatchNorm folded into the convolutions by the
+    exporter) on an awkward image size, batch 2."""
+    torch.manual_seed(3)
+    model = getattr(torchvision.models, name)(num_classes=10).eval()
+    x = np.random.default_rng(5).standard_normal((2, 3, 37, 34)).astype(np.float32)
+    path = tmp_path / f"{name}.onnx"
+    export(model, x, path)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    got, _ = run_import(path, x, tmp_path, device)
+    assert relative_error(got, want) < TOL
+
+
+class SmallNet(torch.nn.Module):
+    """BatchNorm, a residual, GELU, dropout, pooling and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.block = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.BatchNorm2d(8))
+        self.pool = torch.nn.MaxPool2d(2)
+        self.drop = torch.nn.Dropout(0.0)
+        self.head = torch.nn.Linear(8 * 5 * 6, 7)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.conv(x)))
+        x = torch.nn.functional.gelu(x + self.block(x), approximate="tanh")
+        x = self.drop(self.pool(x))
+        return torch.log_softmax(self.head(x.view(x.size(0), -1)), dim=1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_training_export_keeps_names_and_follows_mode(tmp_path, device):
+    """A training-mode export keeps BatchNorm and PyTorch's state_dict names;
+    the imported module normalises with the batch's statistics in training
+    mode and with the running ones in evaluation mode, as PyTorch does."""
+    torch.manual_seed(7)
+    model = SmallNet()
+    with torch.no_grad():  # running statistics other than the initial ones
+        for bn in (model.bn, model.block[1]):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+    x = np.random.default_rng(11).standard_normal((5, 3, 11, 13)).astype(np.float32)
+    path = tmp_path / "small.onnx"
+    export(model, x, path, training=True)
+    for train in (False, True):
+        got, names = run_import(path, x, tmp_path, device, train=train)
+        model.train(train)
+        with torch.no_grad():
+            want = model(torch.from_numpy(x)).numpy()
+        assert relative_error(got, want) < TOL, f"training={train}"
+    state = [k for k in model.state_dict() if not k.endswith("num_batches_tracked")]
+    assert sorted(names) == sorted(state)
+
+
+def tiny_model(nodes, initializers=(), opset=17, inputs=None, outputs=None):
+    graph = helper.make_graph(
+        nodes, "tiny", inputs or [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        outputs or [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])], list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def refused(tmp_path, data):
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(data)
+    x = np.zeros((1, 2, 4, 4), np.float32)
+    return run_import(path, x, tmp_path, expect_ok=False)
+
+
+def test_malformed_files_are_refused_by_name(tmp_path):
+    good = tiny_model([helper.make_node("Relu", ["x"], ["y"], name="act")]).SerializeToString()
+    assert "truncated" in refused(tmp_path, good[:-3])
+    assert "no graph" in refused(tmp_path, b"")
+    unknown = tiny_model([helper.make_node("Erf", ["x"], ["y"], name="erf_7")])
+    message = refused(tmp_path, unknown.SerializeToString())
+    assert "erf_7" in message and "Erf" in message and "opset 17" in message
+    missing = tiny_model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")])
+    assert "'w'" in refused(tmp_path, missing.SerializeToString())
+    cycle = tiny_model([helper.make_node("Relu", ["z"], ["y"], name="a"), helper.make_node("Relu", ["y"], ["z"], name="b")])
+    assert "not in order or form a cycle" in refused(tmp_path, cycle.SerializeToString())
+    huge = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[1 << 20, 1 << 20, 1 << 20])
+    big = tiny_model([helper.make_node("Add", ["x", "w"], ["y"])], [huge])
+    assert "too large" in refused(tmp_path, big.SerializeToString())
+    short = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2, 3], float_data=[1.0, 2.0])
+    assert "holds 2 values" in refused(tmp_path, tiny_model([helper.make_node("Add", ["x", "w"], ["y"])], [short])
+                                       .SerializeToString())
+    text = TensorProto(name="w", data_type=TensorProto.STRING, dims=[1], string_data=[b"a"])
+    assert "data type 8" in refused(tmp_path, tiny_model([helper.make_node("Add", ["x", "w"], ["y"])], [text])
+                                    .SerializeToString())
+    old = tiny_model([helper.make_node("Relu", ["x"], ["y"])], opset=9)
+    assert "opset 9 is not supported" in refused(tmp_path, old.SerializeToString())
+    assert "is a folder" in run_import(tmp_path, np.zeros((1, 2, 4, 4), np.float32), tmp_path, expect_ok=False)
+    assert "cannot open" in run_import(tmp_path / "absent.onnx", np.zeros((1, 2, 4, 4), np.float32), tmp_path,
+                                       expect_ok=False)
+
+
+def test_imported_graph_matches_onnx_checker(tmp_path):
+    """The tiny graphs above are valid ONNX, so the refusals are the importer's."""
+    onnx.checker.check_model(tiny_model([helper.make_node("Relu", ["x"], ["y"])]), full_check=True)
