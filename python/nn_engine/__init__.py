@@ -87,3 +87,7 @@ __all__ += ["distributed"]
 from .paths import check_writable  # noqa: E402
 
 __all__ += ["check_writable"]
+
+from . import onnx  # noqa: E402  (nn_engine.onnx.load: ONNX import)
+
+__all__ += ["onnx"]

@@ -13,6 +13,7 @@ c_tensor_p = ctypes.c_void_p  # nn_tensor * (opaque)
 c_ctx_p = ctypes.c_void_p     # nn_ctx *
 c_optimizer_p = ctypes.c_void_p  # nn_optimizer *
 c_step_runner_p = ctypes.c_void_p  # nn_step_runner *
+c_module_p = ctypes.c_void_p  # nn_module *
 c_status = ctypes.c_int       # nn_status
 c_i64_p = ctypes.POINTER(ctypes.c_int64)
 c_int_p = ctypes.POINTER(ctypes.c_int)
@@ -298,6 +299,17 @@ _SIGNATURES = {
     "nn_model_info_free": (None, [ctypes.POINTER(ModelInfo)]),
     # nn_io.h: output paths checked before a run (nn_engine.check_writable)
     "nn_check_writable_path": (c_status, [ctypes.c_char_p]),
+    # nn_io.h and nn_module.h: an imported ONNX graph's module (nn_engine.onnx)
+    "nn_onnx_import": (c_module_p, [c_ctx_p, ctypes.c_char_p]),
+    "nn_module_forward": (c_tensor_p, [c_module_p, c_tensor_p]),
+    "nn_module_set_training": (c_status, [c_module_p, ctypes.c_bool]),
+    "nn_module_param_count": (ctypes.c_int, [c_module_p]),
+    "nn_module_param": (c_tensor_p, [c_module_p, ctypes.c_int]),
+    "nn_module_param_name": (ctypes.c_char_p, [c_module_p, ctypes.c_int]),
+    "nn_module_buffer_count": (ctypes.c_int, [c_module_p]),
+    "nn_module_buffer": (c_tensor_p, [c_module_p, ctypes.c_int]),
+    "nn_module_buffer_name": (ctypes.c_char_p, [c_module_p, ctypes.c_int]),
+    "nn_module_free": (None, [c_module_p]),
 }
 
 # Symbols that a build may lack; callers check has_symbol() and say so.

@@ -9,6 +9,7 @@
  * name ("layer1.0.conv1.weight") making child modules, as PyTorch's
  * state_dict names them; the rest (shapes, axes, the exporter's scalars)
  * stay constants. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,12 +52,14 @@ static void imported_free(void *data) {
         if (im->node_inputs) free(im->node_inputs[i]);
         if (im->node_outputs) free(im->node_outputs[i]);
     }
-    free(im->node_inputs), free(im->node_outputs), free(im->values);
+    free(im->node_inputs), free(im->node_outputs), free(im->values), free(im->gelu_input), free(im->fused_away);
     nn_onnx_model_free(&im->model);
     free(im);
 }
 
 /* ---- the graph, checked ---- */
+
+static nn_status find_gelus(imported *im, const char *who);
 
 static nn_status link_graph(imported *im, const char *who) {
     onnx_model *m = &im->model;
@@ -111,6 +114,94 @@ static nn_status link_graph(imported *im, const char *who) {
     im->output = find_value(im, m->outputs[0].name);
     if (im->output < 0)
         return nn_set_error(NN_ERR_IO, "%s: the graph's output '%s' is not computed by any node", who, m->outputs[0].name);
+    return find_gelus(im, who);
+}
+
+/* ---- GELU's composition ---- */
+
+/* The node that computes value v, or -1 (an input or initializer). */
+static int producer(const imported *im, int v) {
+    for (int k = 0; k < im->model.n_nodes; k++)
+        for (int i = 0; i < im->model.nodes[k].n_outputs; i++)
+            if (im->node_outputs[k][i] == v) return k;
+    return -1;
+}
+
+/* The one node reading v (and v not the graph's output), or -1. */
+static int only_reader(const imported *im, int v) {
+    int reader = -1;
+    if (v == im->output) return -1;
+    for (int k = 0; k < im->model.n_nodes; k++)
+        for (int i = 0; i < im->model.nodes[k].n_inputs; i++)
+            if (im->node_inputs[k][i] == v) {
+                if (reader >= 0) return -1;
+                reader = k;
+            }
+    return reader;
+}
+
+/* Whether value v is a constant holding the one number `want`. */
+static bool constant_is(const imported *im, int v, double want) {
+    const onnx_tensor *t = NULL;
+    if (v < 0) return false;
+    if (im->values[v].kind == VALUE_CONSTANT) {
+        t = im->values[v].constant;
+    } else {
+        const int k = producer(im, v);
+        const onnx_attr *a = k >= 0 && strcmp(im->model.nodes[k].op_type, "Constant") == 0
+                                 ? nn_onnx_attr(&im->model.nodes[k], "value")
+                                 : NULL;
+        t = a ? a->t : NULL;
+    }
+    if (!t || t->numel != 1) return false;
+    const double value = t->floats ? t->floats[0] : (double)t->ints[0];
+    return fabs(value - want) <= 1e-6 * fabs(want);
+}
+
+/* Node k is `op` with one input `x` (or any value when x < 0) and the other
+ * a constant `c` (or any value when c is NaN): the other input's value,
+ * else -2. */
+static int binary_with(const imported *im, int k, const char *op, int x, double c) {
+    const onnx_node *n = k >= 0 ? &im->model.nodes[k] : NULL;
+    if (!n || strcmp(n->op_type, op) != 0 || n->n_inputs != 2) return -2;
+    for (int side = 0; side < 2; side++) {
+        const int a = im->node_inputs[k][side], b = im->node_inputs[k][1 - side];
+        if ((x < 0 || a == x) && (isnan(c) ? true : constant_is(im, b, c))) return isnan(c) ? b : a;
+        if (x >= 0 && a == x && isnan(c)) return b;
+    }
+    return -2;
+}
+
+/* Finds every Erf's GELU: Div(x, sqrt 2) or Mul(x, 1 / sqrt 2) -> Erf ->
+ * Add(1) -> Mul(x) -> Mul(0.5), each intermediate read by the next alone.
+ * An Erf outside that form is refused. */
+static nn_status find_gelus(imported *im, const char *who) {
+    const int n = im->model.n_nodes;
+    im->gelu_input = malloc(((size_t)n + 1) * sizeof *im->gelu_input);
+    im->fused_away = calloc((size_t)n + 1, sizeof *im->fused_away);
+    if (!im->gelu_input || !im->fused_away) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+    for (int k = 0; k < n; k++) im->gelu_input[k] = -1;
+    for (int erf = 0; erf < n; erf++) {
+        const onnx_node *e = &im->model.nodes[erf];
+        if (strcmp(e->op_type, "Erf") != 0) continue;
+        const int scaled = e->n_inputs == 1 ? im->node_inputs[erf][0] : -1;
+        const int div = scaled >= 0 ? producer(im, scaled) : -1;
+        int x = binary_with(im, div, "Div", -1, 1.4142135623730951);
+        if (x < 0) x = binary_with(im, div, "Mul", -1, 0.7071067811865476);
+        const int add = e->n_outputs == 1 ? only_reader(im, im->node_outputs[erf][0]) : -1;
+        const bool plus_one = binary_with(im, add, "Add", im->node_outputs[erf][0], 1.0) >= 0;
+        const int mul = plus_one ? only_reader(im, im->node_outputs[add][0]) : -1;
+        const bool times_x = x >= 0 && binary_with(im, mul, "Mul", im->node_outputs[add][0], NAN) == x;
+        const int half = times_x ? only_reader(im, im->node_outputs[mul][0]) : -1;
+        const bool halved = binary_with(im, half, "Mul", im->node_outputs[mul][0], 0.5) >= 0;
+        if (x < 0 || only_reader(im, scaled) != erf || !halved)
+            return nn_set_error(NN_ERR_IO,
+                                "%s: node '%s': operator Erf (opset %lld) is supported only in GELU's form "
+                                "x * 0.5 * (1 + erf(x / sqrt(2)))",
+                                who, e->name, (long long)im->model.opset);
+        im->fused_away[div] = im->fused_away[erf] = im->fused_away[add] = im->fused_away[mul] = true;
+        im->gelu_input[half] = x;
+    }
     return NN_OK;
 }
 
@@ -275,9 +366,17 @@ static nn_tensor *imported_forward(nn_module *self, nn_tensor *x) {
     slots[im->input].t = x;
     nn_status st = NN_OK;
     for (int k = 0; k < im->model.n_nodes && st == NN_OK; k++) {
+        if (im->fused_away[k]) continue;
         node_run r = {.module = self, .im = im, .node = &im->model.nodes[k], .slots = slots,
                       .n_in = im->model.nodes[k].n_inputs};
-        st = nn_onnx_run_node(&r);
+        if (im->gelu_input[k] < 0) {
+            st = nn_onnx_run_node(&r);
+        } else {
+            nn_tensor *gx = slots[im->gelu_input[k]].t;
+            st = gx ? nn_onnx_set_out(&r, 0, nn_gelu(gx, false))
+                    : nn_onnx_refuse(&r, "GELU's input '%s' is not a tensor computed from the input",
+                                     im->values[im->gelu_input[k]].name);
+        }
     }
     nn_tensor *y = st == NN_OK ? slots[im->output].t : NULL;
     if (st == NN_OK && !y)

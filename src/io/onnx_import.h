@@ -38,6 +38,11 @@ typedef struct imported {
     int n_values;
     int **node_inputs, **node_outputs; /* value indices; -1 for an omitted optional input */
     int input, output;                 /* the graph's input and output values */
+    /* The exporters' GELU, x * 0.5 * (1 + erf(x / sqrt(2))), found at import:
+     * its last node computes it from value gelu_input[k] (else -1), the
+     * others are fused away. */
+    int *gelu_input;
+    bool *fused_away;
 } imported;
 
 /* One node being run. */

@@ -497,6 +497,92 @@ static nn_status op_reduce_mean(node_run *r) {
     return nn_onnx_set_out(r, 0, nn_mean_dims(x, dims, count, attr_int(r->node, "keepdims", 1) != 0));
 }
 
+/* LayerNormalization (opset 17): over the dimensions from axis on. Its
+ * optional Mean and InvStdDev outputs are not made. */
+static nn_status op_layer_norm(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0), *w = x ? nn_onnx_device_in(r, 1) : NULL;
+    nn_tensor *b = w && nn_onnx_in(r, 2) ? nn_onnx_device_in(r, 2) : NULL;
+    if (!w || (nn_onnx_in(r, 2) && !b)) return nn_last_status();
+    NN_TRY(only_first_output(r));
+    const int ndim = nn_tensor_ndim(x);
+    int axis;
+    NN_TRY(check_axis(r, attr_int(r->node, "axis", -1), ndim, &axis));
+    int64_t shape[NN_MAX_DIMS];
+    for (int d = axis; d < ndim; d++) shape[d - axis] = nn_tensor_dim(x, d);
+    return nn_onnx_set_out(r, 0, nn_layer_norm(x, ndim - axis, shape, w, b, attr_float(r->node, "epsilon", 1e-5f)));
+}
+
+/* Slice (opset 13): starts, ends, axes and steps are constants; positive
+ * steps. Host integer lists (shapes) are sliced on the host. */
+static nn_status op_slice(node_run *r) {
+    int64_t starts[NN_MAX_DIMS], ends[NN_MAX_DIMS], axes[NN_MAX_DIMS], steps[NN_MAX_DIMS];
+    int n, n_ends, n_axes = 0, n_steps = 0;
+    NN_TRY(host_ints(r, 1, starts, NN_MAX_DIMS, &n));
+    NN_TRY(host_ints(r, 2, ends, NN_MAX_DIMS, &n_ends));
+    if (nn_onnx_in(r, 3)) NN_TRY(host_ints(r, 3, axes, NN_MAX_DIMS, &n_axes));
+    if (nn_onnx_in(r, 4)) NN_TRY(host_ints(r, 4, steps, NN_MAX_DIMS, &n_steps));
+    if (n_ends != n || (n_axes && n_axes != n) || (n_steps && n_steps != n))
+        return nn_onnx_refuse(r, "starts, ends, axes and steps must have one entry per sliced axis");
+    const onnx_tensor *h = host_in(r, 0);
+    if (h && h->ints && h->ndim == 1) {
+        if (n != 1 || (n_axes && axes[0] != 0 && axes[0] != -1) || (n_steps && steps[0] != 1))
+            return nn_onnx_refuse(r, "an integer list is sliced along its one axis with step 1");
+        int64_t begin = starts[0] < 0 ? starts[0] + h->numel : starts[0], end = ends[0] < 0 ? ends[0] + h->numel : ends[0];
+        begin = begin < 0 ? 0 : begin > h->numel ? h->numel : begin;
+        end = end < begin ? begin : end > h->numel ? h->numel : end;
+        return set_host_out(r, 0, h->ints + begin, (int)(end - begin), false);
+    }
+    nn_tensor *y = nn_onnx_device_in(r, 0);
+    if (!y) return nn_last_status();
+    for (int i = 0; i < n && y; i++) {
+        int axis;
+        NN_TRY(check_axis(r, n_axes ? axes[i] : i, nn_tensor_ndim(y), &axis));
+        const int64_t step = n_steps ? steps[i] : 1;
+        if (step < 1) return nn_onnx_refuse(r, "step %lld: only positive steps are supported", (long long)step);
+        y = nn_slice(y, axis, starts[i], ends[i], step);
+    }
+    return nn_onnx_set_out(r, 0, y);
+}
+
+/* Cast: host values change type; a device tensor only to float, which it is. */
+static nn_status op_cast(node_run *r) {
+    const int64_t to = attr_int(r->node, "to", 0);
+    const onnx_tensor *h = host_in(r, 0);
+    const int v = r->im->node_outputs[r->node - r->im->model.nodes][0];
+    const bool to_float = to == ONNX_FLOAT || to == ONNX_DOUBLE || to == ONNX_FLOAT16;
+    const bool to_int = to == ONNX_INT64 || to == ONNX_INT32 || to == ONNX_INT16 || to == ONNX_INT8 || to == ONNX_UINT8 ||
+                        to == ONNX_UINT16 || to == ONNX_BOOL;
+    if (!to_float && !to_int) return nn_onnx_refuse(r, "to type %lld is not supported", (long long)to);
+    if (!h) {
+        if (!to_float) return nn_onnx_refuse(r, "a float tensor on the device cannot become type %lld", (long long)to);
+        nn_tensor *x = nn_onnx_device_in(r, 0);
+        return x ? nn_onnx_set_out(r, 0, x) : nn_last_status();
+    }
+    if (v < 0) return NN_OK;
+    onnx_tensor *t = &r->slots[v].owned;
+    t->data_type = to_float ? ONNX_FLOAT : ONNX_INT64;
+    t->ndim = h->ndim, t->numel = h->numel;
+    memcpy(t->dims, h->dims, sizeof t->dims);
+    if (to_float) t->floats = malloc(((size_t)h->numel + 1) * sizeof *t->floats);
+    else t->ints = malloc(((size_t)h->numel + 1) * sizeof *t->ints);
+    if (!t->floats && !t->ints) return nn_set_error(NN_ERR_MEMORY, "imported ONNX graph: out of host memory");
+    for (int64_t i = 0; i < h->numel; i++) {
+        const double value = h->floats ? h->floats[i] : (double)h->ints[i];
+        if (to_float) t->floats[i] = (float)value;
+        else t->ints[i] = to == ONNX_BOOL ? value != 0 : (int64_t)value;
+    }
+    r->slots[v].host = t;
+    return NN_OK;
+}
+
+/* Erf appears only inside the exporters' GELU, x * 0.5 * (1 + erf(x / sqrt(2))),
+ * which onnx_import.c finds at import and runs as one GELU at the chain's
+ * last node; a graph with any other Erf is refused there. */
+static nn_status op_fused_away(node_run *r) {
+    (void)r;
+    return NN_OK;
+}
+
 /* ---- the table ---- */
 
 typedef struct op_entry {
@@ -551,6 +637,10 @@ static const op_entry ops[] = {
     {"Unsqueeze", op_squeeze, 0x2, 0, 0},
     {"Squeeze", op_squeeze, 0x2, 0, 0},
     {"ReduceMean", op_reduce_mean, 0x2, 0, 0},
+    {"LayerNormalization", op_layer_norm, 0, 0x6, 0},
+    {"Slice", op_slice, 0x1e, 0, 0},
+    {"Cast", op_cast, 0, 0, 0},
+    {"Erf", op_fused_away, 0, 0, 0},
 };
 
 static const op_entry *find_op(const char *name) {

@@ -10,10 +10,13 @@
  *   nn_io_fixture grad    MODEL WEIGHTS IN BATCH LABELS OUT
  *       softmax-CE loss of IN against LABELS (int32), then every parameter's
  *       gradient, concatenated in parameter order, into OUT (loss first)
- *   nn_io_fixture import  ONNX IN OUT N C H W [train]
+ *   nn_io_fixture import  ONNX IN OUT N C H W [train | fit STEPS LABELS LR EXPORT]
  *       nn_onnx_import of ONNX run on IN ([N, C, H, W]; in evaluation mode
  *       unless `train`) into OUT; prints each state entry of the module,
- *       "name: shape", and with `train` the running statistics after it
+ *       "name: shape". `fit`: STEPS SGD steps (lr LR) in training mode on IN
+ *       against LABELS (int32) minimising the softmax cross-entropy, each
+ *       step's loss into OUT, then the module in evaluation mode exported to
+ *       EXPORT and its output for IN written to EXPORT.out
  *
  * alexnet | alexnet-tv: nn_alexnet with 3 classes and nn_alexnet_tv with 10,
  * input [N, 3, 224, 224]; `forward` runs them in evaluation mode (no dropout).
@@ -576,9 +579,61 @@ static int write_gradients(nn_ctx *ctx, model *m, const char *weights, const cha
     return rc;
 }
 
-/* `import`: an ONNX file imported, run once, its state listed. */
+/* Writes y's values to path; 0 on success. */
+static int write_tensor(nn_tensor *y, const char *path) {
+    size_t n = (size_t)nn_tensor_numel(y);
+    float *out = malloc(n * sizeof *out);
+    FILE *f = out && nn_tensor_read(y, out, n * sizeof *out) == NN_OK ? fopen(path, "wb") : NULL;
+    int rc = f && fwrite(out, sizeof *out, n, f) == n ? 0 : 1;
+    if (f) fclose(f);
+    free(out);
+    return rc;
+}
+
+/* `import ... fit`: SGD steps on one batch, the losses, then the export. */
+static int import_fit(nn_ctx *ctx, nn_module *m, nn_tensor *x, char **argv) {
+    const int steps = atoi(argv[10]);
+    int64_t batch = nn_tensor_dim(x, 0);
+    float *labels = read_floats(argv[11], (size_t)batch); /* int32 bits, same size */
+    nn_tensor *y = labels ? nn_tensor_from_data(ctx, NN_I32, 1, &batch, labels) : NULL;
+    nn_tensor *params[256];
+    const int n = nn_module_param_count(m);
+    for (int i = 0; i < n && i < 256; i++) params[i] = nn_module_param(m, i);
+    nn_optimizer *opt = y && n <= 256 ? nn_sgd_new(params, n, &(nn_sgd_options){.lr = (float)atof(argv[12])}) : NULL;
+    float *losses = calloc((size_t)steps + 1, sizeof *losses);
+    int rc = opt && losses ? 0 : fail("fit setup");
+    nn_module_set_training(m, true);
+    for (int s = 0; rc == 0 && s < steps; s++) {
+        nn_tensor *loss = nn_module_forward_loss(m, x, y, NULL);
+        if (!loss || nn_tensor_read(loss, &losses[s], sizeof *losses) != NN_OK || nn_backward(loss) != NN_OK ||
+            nn_optimizer_step(opt) != NN_OK || nn_optimizer_zero_grad(opt) != NN_OK)
+            rc = fail("fit step");
+        nn_ctx_step_end(ctx);
+    }
+    FILE *f = rc == 0 ? fopen(argv[4], "wb") : NULL;
+    if (rc == 0 && (!f || fwrite(losses, sizeof *losses, (size_t)steps, f) != (size_t)steps)) rc = fail("fit losses");
+    if (f) fclose(f);
+    int64_t shape[NN_MAX_DIMS];
+    const int ndim = nn_tensor_shape(x, shape);
+    nn_module_set_training(m, false);
+    if (rc == 0 && nn_onnx_export_module(argv[13], m, shape, ndim) != NN_OK) rc = fail("fit export");
+    nn_ctx_set_grad_enabled(ctx, false);
+    nn_tensor *out = rc == 0 ? nn_module_forward(m, x) : NULL;
+    char path[1024];
+    snprintf(path, sizeof path, "%s.out", argv[13]);
+    if (rc == 0 && (!out || write_tensor(out, path) != 0)) rc = fail("fit output");
+    nn_ctx_step_end(ctx);
+    nn_optimizer_free(opt);
+    nn_tensor_free(y);
+    free(labels);
+    free(losses);
+    return rc;
+}
+
+/* `import`: an ONNX file imported, run once (or fitted), its state listed. */
 static int import_forward(int argc, char **argv) {
-    if (argc != 9 && argc != 10) return fail("import: ONNX IN OUT N C H W [train]");
+    const bool fit = argc == 14 && strcmp(argv[9], "fit") == 0;
+    if (argc != 9 && argc != 10 && !fit) return fail("import: ONNX IN OUT N C H W [train | fit STEPS LABELS LR EXPORT]");
     const bool train = argc == 10 && strcmp(argv[9], "train") == 0;
     const char *device = getenv("NN_IO_FIXTURE_DEVICE");
     nn_ctx_options o = {.device = device && *device ? device : "cpu", .threads = 1};
@@ -594,15 +649,13 @@ static int import_forward(int argc, char **argv) {
     nn_module_set_training(m, train);
     nn_ctx_set_grad_enabled(ctx, train);
     nn_tensor *x = in ? nn_tensor_from_data(ctx, NN_F32, 4, shape, in) : NULL;
-    nn_tensor *y = x ? nn_module_forward(m, x) : NULL;
-    int rc = y ? 0 : fail("import forward");
-    if (y) {
-        size_t n = (size_t)nn_tensor_numel(y);
-        float *out = malloc(n * sizeof *out);
-        FILE *f = out && nn_tensor_read(y, out, n * sizeof *out) == NN_OK ? fopen(argv[4], "wb") : NULL;
-        rc = f && fwrite(out, sizeof *out, n, f) == n ? 0 : fail("import output");
-        if (f) fclose(f);
-        free(out);
+    int rc;
+    if (fit) {
+        nn_ctx_set_grad_enabled(ctx, true);
+        rc = x ? import_fit(ctx, m, x, argv) : fail("import input");
+    } else {
+        nn_tensor *y = x ? nn_module_forward(m, x) : NULL;
+        rc = y ? (write_tensor(y, argv[4]) == 0 ? 0 : fail("import output")) : fail("import forward");
     }
     for (int i = 0; rc == 0 && i < nn_module_state_count(m); i++) {
         char buf[96];

@@ -102,6 +102,79 @@ def test_training_export_keeps_names_and_follows_mode(tmp_path, device):
     assert sorted(names) == sorted(state)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_imported_model_trains_as_pytorch_and_exports_again(tmp_path, device):
+    """A training-mode export of SmallNet (BatchNorm, a residual, GELU),
+    imported and trained 20 SGD steps on one batch, follows PyTorch's
+    losses; exported again, onnxruntime computes our evaluation output."""
+    torch.manual_seed(19)
+    model = SmallNet()
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal((6, 3, 11, 13)).astype(np.float32)
+    labels = rng.integers(0, 7, 6).astype(np.int32)
+    path = tmp_path / "small.onnx"
+    export(model, x, path, training=True)
+    labels.astype("<i4").tofile(tmp_path / "labels.bin")
+    inp, losses_path, again = tmp_path / "in.bin", tmp_path / "losses.bin", tmp_path / "again.onnx"
+    x.astype("<f4").tofile(inp)
+    env = dict(os.environ, NN_IO_FIXTURE_DEVICE=device)
+    done = subprocess.run([str(FIXTURE), "import", str(path), str(inp), str(losses_path), *map(str, x.shape), "fit", "20",
+                           str(tmp_path / "labels.bin"), "0.05", str(again)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    ours = np.fromfile(losses_path, dtype="<f4")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    model.train()
+    theirs = []
+    for _ in range(20):
+        loss = torch.nn.functional.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(labels).long())
+        theirs.append(loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    np.testing.assert_allclose(ours, theirs, rtol=TOL)
+    assert theirs[-1] < 0.5 * theirs[0]  # it learned: the comparison is not of a flat line
+    exported = ort.InferenceSession(str(again), providers=["CPUExecutionProvider"])
+    want = exported.run(None, {exported.get_inputs()[0].name: x})[0]
+    assert relative_error(np.fromfile(str(again) + ".out", dtype="<f4"), want) < TOL
+    model.eval()
+    with torch.no_grad():
+        assert relative_error(np.fromfile(str(again) + ".out", dtype="<f4"), model(torch.from_numpy(x)).numpy()) < TOL
+
+
+class Encoder(torch.nn.Module):
+    """A small pre-norm transformer encoder classifier: attention with its
+    packed projection, LayerNorm, GELU (exported in its Erf form), a mean
+    over the sequence. Input [N, 1, S, 6], a sequence of S 6-vectors."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(6, 16)
+        layer = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, activation="gelu", batch_first=True,
+                                                 norm_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(16, 3)
+
+    def forward(self, x):
+        return self.head(self.encoder(self.embed(x.squeeze(1))).mean(dim=1))
+
+
+@pytest.mark.parametrize("training", [False, True], ids=["eval-export", "train-export"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_transformer_encoder_matches_onnxruntime(tmp_path, training, device):
+    torch.manual_seed(13)
+    model = Encoder().eval()
+    x = np.random.default_rng(17).standard_normal((3, 1, 7, 6)).astype(np.float32)
+    path = tmp_path / "encoder.onnx"
+    export(model, x, path, training=training)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
+    got, names = run_import(path, x, tmp_path, device)
+    assert relative_error(got, want) < TOL
+    with torch.no_grad():
+        assert relative_error(got, model(torch.from_numpy(x)).numpy()) < TOL
+    if training:
+        assert sorted(names) == sorted(model.state_dict())
+
+
 def tiny_model(nodes, initializers=(), opset=17, inputs=None, outputs=None):
     graph = helper.make_graph(
         nodes, "tiny", inputs or [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],

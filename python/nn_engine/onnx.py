@@ -1,0 +1,88 @@
+"""ONNX import: nn_engine.onnx.load(path) gives a model that runs the
+file's graph with the library's operations (include/nn_io.h,
+nn_onnx_import), so it trains, captures, saves and exports as any model.
+Its state_dict's keys are the initializers' names (PyTorch's state_dict
+names for torch.onnx exports); train() and eval() decide how BatchNorm and
+Dropout behave, as in PyTorch."""
+import os
+
+from . import _context
+from ._context import BORROWED, Handle
+from ._errors import check, check_ptr
+from ._lib import LOCK, lib
+from .model import Model
+from .tensor import Tensor
+
+
+class _ModuleOwner:
+    """The C module: freed when the model and every Tensor over one of its
+    parameters are gone (their handles name this as their parent)."""
+
+    def __init__(self, ptr, ctx):
+        self.ptr = ptr
+        self.ctx = ctx
+
+    def valid(self):
+        return self.ptr is not None and getattr(self.ctx, "ptr", None) is not None
+
+    def __del__(self):
+        if self.ptr is not None and getattr(self.ctx, "ptr", None) is not None and not _context._shutting_down:
+            try:
+                with LOCK:
+                    lib.nn_module_free(self.ptr)
+            except Exception:  # interpreter teardown: ctypes may be half gone
+                pass
+        self.ptr = None
+
+
+class ImportedModel(Model):
+    """A model made from an ONNX file by load(): one input, one output."""
+
+    def __init__(self, owner, path):
+        super().__init__()
+        object.__setattr__(self, "_owner", owner)
+        object.__setattr__(self, "path", path)
+
+    def forward(self, x):
+        owner = self._owner
+        if not isinstance(x, Tensor):
+            x = Tensor(x, device=None)
+        ptr = lib.nn_module_forward(owner.ptr, x._h)
+        return Tensor._result(ptr, owner.ctx, "imported ONNX model")
+
+    def _listing(self, count, name, tensor):
+        owner = self._owner
+        out = []
+        for i in range(count(owner.ptr)):
+            handle = Handle(tensor(owner.ptr, i), owner.ctx, BORROWED, parent=owner)
+            out.append((name(owner.ptr, i).decode(), Tensor._wrap(handle)))
+        return out
+
+    def named_parameters(self):
+        """[(name, Tensor)]: the initializers trained, under their ONNX names."""
+        return self._listing(lib.nn_module_param_count, lib.nn_module_param_name, lib.nn_module_param)
+
+    def named_buffers(self):
+        """[(name, Tensor)]: BatchNormalization's running statistics."""
+        return self._listing(lib.nn_module_buffer_count, lib.nn_module_buffer_name, lib.nn_module_buffer)
+
+    def train(self, mode=True):
+        check(lib.nn_module_set_training(self._owner.ptr, bool(mode)), "nn_module_set_training")
+        object.__setattr__(self, "training", bool(mode))
+        return self
+
+    def __repr__(self):
+        return f"ImportedModel({self.path!r}, {len(self.named_parameters())} parameters)"
+
+
+def load(path, device=None):
+    """The model of the ONNX file at `path` on `device` ("cpu", "vulkan";
+    None: the default device). A file that cannot be imported raises with
+    the reason: a node whose operator the engine does not have is named with
+    its operator and opset."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"load: path must be a str or os.PathLike, got {type(path).__name__}")
+    path = os.fspath(path)
+    ctx = _context.default_context() if device is None else _context.context_for(device, "onnx.load")
+    ptr = check_ptr(lib.nn_onnx_import(ctx.ptr, os.fsencode(path)), "nn_onnx_import")
+    return ImportedModel(_ModuleOwner(ptr, ctx), path)

@@ -1,0 +1,73 @@
+"""nn_engine.onnx.load (issue 38): a PyTorch model exported in training mode
+loads with PyTorch's state_dict names, trains in lock-step with PyTorch,
+switches BatchNorm with train()/eval(), saves its state_dict as PyTorch's,
+and a file the engine cannot import raises with the reason."""
+import numpy as np
+import pytest
+import torch
+
+import nn_engine as nn
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(2, 6, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(6)
+        self.fc = torch.nn.Linear(6 * 3 * 4, 5)
+
+    def forward(self, x):
+        x = torch.nn.functional.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+@pytest.fixture()
+def exported(tmp_path):
+    torch.manual_seed(29)
+    model = Net()
+    x = np.random.default_rng(31).standard_normal((4, 2, 7, 9)).astype(np.float32)
+    path = tmp_path / "net.onnx"
+    torch.onnx.export(model, torch.from_numpy(x), str(path), opset_version=17,
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False,
+                      input_names=["input"], dynamic_axes={"input": {0: "batch"}})
+    return model, x, path
+
+
+def test_loads_with_pytorch_names_and_trains_in_lock_step(exported):
+    reference, x, path = exported
+    model = nn.onnx.load(path)
+    names = [k for k in reference.state_dict() if not k.endswith("num_batches_tracked")]
+    assert sorted(model.state_dict()) == sorted(names)
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(value, reference.state_dict()[name].numpy(), err_msg=name)
+    labels = np.array([0, 3, 4, 1], np.int32)
+    opt = nn.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    torch_opt = torch.optim.SGD(reference.parameters(), lr=0.1, momentum=0.9)
+    for step in range(5):
+        opt.zero_grad()
+        loss = nn.softmax_ce(model(nn.Tensor(x)), nn.Tensor(labels))
+        loss.backward()
+        opt.step()
+        torch_opt.zero_grad()
+        torch_loss = torch.nn.functional.cross_entropy(reference(torch.from_numpy(x)), torch.from_numpy(labels).long())
+        torch_loss.backward()
+        torch_opt.step()
+        assert float(loss.item()) == pytest.approx(torch_loss.item(), rel=1e-4), f"loss at step {step}"
+        nn.end_batch()
+    state = reference.state_dict()
+    for name, value in model.state_dict().items():  # running statistics included
+        np.testing.assert_allclose(value, state[name].numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+    model.eval()
+    reference.eval()
+    with torch.no_grad():
+        want = reference(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(model(nn.Tensor(x)).numpy(), want, rtol=1e-4, atol=1e-5)
+
+
+def test_unsupported_file_raises_with_the_reason(tmp_path):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x0a\x03abc")  # a well-formed message holding no graph
+    with pytest.raises(Exception, match="bad.onnx"):
+        nn.onnx.load(bad)
+    with pytest.raises(TypeError):
+        nn.onnx.load(3)
