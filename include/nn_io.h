@@ -203,6 +203,11 @@ nn_status nn_onnx_export_module_info(const char *path, nn_module *module, const 
  * any module is made; an operator whose sizes only the input decides
  * (a window on too small an image) fails at forward. */
 nn_module *nn_onnx_import(nn_ctx *ctx, const char *path);
+/* The shapes the ONNX file at `path` declares for its graph's input and
+ * output (up to NN_MAX_DIMS each; -1 for a symbolic or unknown dimension,
+ * such as a dynamic batch; *ndim -1 when the file gives no shape), read
+ * without making a module. */
+nn_status nn_onnx_io_shapes(const char *path, int64_t *input, int *input_ndim, int64_t *output, int *output_ndim);
 
 /* ---- output paths ----
  * Whether a save to `path` would succeed as far as the file system goes,

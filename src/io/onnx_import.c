@@ -41,9 +41,7 @@ static nn_status add_value(imported *im, const char *name, value_kind kind, cons
     return NN_OK;
 }
 
-static void imported_free(void *data) {
-    imported *im = data;
-    if (!im) return;
+static void imported_free_contents(imported *im) {
     for (int i = 0; i < im->n_values; i++) {
         nn_tensor_free(im->values[i].state);
         nn_tensor_free(im->values[i].device_constant);
@@ -54,7 +52,12 @@ static void imported_free(void *data) {
     }
     free(im->node_inputs), free(im->node_outputs), free(im->values), free(im->gelu_input), free(im->fused_away);
     nn_onnx_model_free(&im->model);
-    free(im);
+}
+
+static void imported_free(void *data) {
+    if (!data) return;
+    imported_free_contents(data);
+    free(data);
 }
 
 /* ---- the graph, checked ---- */
@@ -259,7 +262,7 @@ static nn_module *holder(nn_module *root, char *name, char **leaf) {
         *dot = '\0';
         nn_module *child = nn_module_child(m, part);
         if (!child) {
-            child = nn_module_new(nn_module_ctx(root), "ONNXNamespace", namespace_forward, NULL, NULL);
+            child = nn_module_new(nn_module_ctx(root), "ONNXInitializers", namespace_forward, NULL, NULL);
             if (nn_module_add_child(m, part, child) != NN_OK) return NULL;
         }
         m = child, part = dot + 1;
@@ -410,4 +413,24 @@ nn_module *nn_onnx_import(nn_ctx *ctx, const char *path) {
         return NULL;
     }
     return m;
+}
+
+nn_status nn_onnx_io_shapes(const char *path, int64_t *input, int *input_ndim, int64_t *output, int *output_ndim) {
+    if (!input || !input_ndim || !output || !output_ndim)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_onnx_io_shapes: an output argument is NULL");
+    imported im = {0};
+    NN_TRY(nn_onnx_read(path, &im.model));
+    char who[512];
+    snprintf(who, sizeof who, "nn_onnx_io_shapes: '%s'", path);
+    nn_status st = link_graph(&im, who);
+    if (st == NN_OK) {
+        const onnx_value_info *in = NULL, *out = &im.model.outputs[0];
+        for (int i = 0; i < im.model.n_inputs; i++)
+            if (strcmp(im.model.inputs[i].name, im.values[im.input].name) == 0) in = &im.model.inputs[i];
+        *input_ndim = in->ndim, *output_ndim = out->ndim;
+        for (int d = 0; d < in->ndim; d++) input[d] = in->dims[d];
+        for (int d = 0; d < out->ndim; d++) output[d] = out->dims[d];
+    }
+    imported_free_contents(&im);
+    return st;
 }

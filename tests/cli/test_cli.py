@@ -985,6 +985,25 @@ def full_log_file_warns_and_training_saves():
 
 
 @test
+def onnx_file_is_a_model():
+    # Issue 38: an ONNX file as train's, eval's and export's model. The file is our own export of
+    # trained LeNet-5 weights, so its import must evaluate exactly as the weights do in lenet5.
+    d = learnable_idx_dir("onnx-model")
+    weights, graph = path("onnx-lenet.st"), path("onnx-lenet.onnx")
+    expect(["train", "lenet5", "--data", d, "--device", "cpu", "--epochs", "1", "--save", weights], 0)
+    expect(["export", "lenet5", "--weights", weights, "--onnx", graph, "--no-normalize-in-graph"], 0)
+    built = expect(["eval", "lenet5", "--weights", weights, "--data", d, "--device", "cpu"], 0, stream="stdout")
+    imported = expect(["eval", graph, "--weights", weights, "--data", d, "--device", "cpu"], 0, stream="stdout")
+    score = re.compile(r"loss (\d+\.\d+) +accuracy +(\d+\.\d+)%")
+    assert score.search(built.stdout).groups() == score.search(imported.stdout).groups(), (built.stdout, imported.stdout)
+    p = expect(["train", graph, "--data", d, "--device", "cpu", "--epochs", "2", "--save", path("onnx-again.st")], 0,
+               stream="stdout")
+    assert len([line for line in p.stdout.splitlines() if EPOCH_LINE.match(line)]) == 2, p.stdout
+    expect(["train", graph, "--data", d, "--device", "cpu", "--classes", "12"], 2, "graph has 10 outputs and the data 12")
+    expect(["train", path("absent.onnx"), "--data", d, "--device", "cpu"], 2, "absent.onnx", "cannot open")
+
+
+@test
 def eval_takes_the_classes_train_gave():
     # Issue 40, item 15: eval had no --classes, so weights trained with train --classes K could not be evaluated.
     d = learnable_idx_dir("eval-classes")

@@ -33,7 +33,8 @@ static void print_usage(FILE *out) {
     for (int i = 0; i < COMMAND_COUNT; i++)
         fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
-            "\nmodels: %s\n\n"
+            "\nmodels: %s\n"
+            "        or FILE.onnx: the graph of an ONNX file (its input shape and classes; nn_onnx_import)\n\n"
             "example:\n"
             "  nnengine train lenet5 --data /usr/share/datasets/fashion-mnist --epochs 10\n",
             models_names());

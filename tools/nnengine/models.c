@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "suggest.h"
 
@@ -44,17 +45,37 @@ const char *model_unknown(const char *name, char *text, size_t size) {
     return text;
 }
 
+/* A model name ending in ".onnx" is a file whose graph nn_onnx_import runs. */
+static bool is_onnx(const char *name) {
+    const size_t n = strlen(name);
+    return n > 5 && strcasecmp(name + n - 5, ".onnx") == 0;
+}
+
+/* The file's declared input [N, C, H, W] and class count (its output's last
+ * dimension): 0 where the graph leaves them open. */
+static bool onnx_shapes(const char *path, int64_t chw[3], int64_t *classes, char *why, size_t why_size) {
+    int64_t in[NN_MAX_DIMS], out[NN_MAX_DIMS];
+    int in_ndim, out_ndim;
+    if (nn_onnx_io_shapes(path, in, &in_ndim, out, &out_ndim) != NN_OK) {
+        snprintf(why, why_size, "%s", nn_last_error());
+        return false;
+    }
+    for (int d = 0; d < 3; d++) chw[d] = in_ndim == 4 && in[d + 1] > 0 ? in[d + 1] : 0;
+    *classes = out_ndim >= 1 && out[out_ndim - 1] > 0 ? out[out_ndim - 1] : 0;
+    return true;
+}
+
 static const model_entry *find(const char *name) {
     for (int i = 0; i < MODEL_COUNT; i++)
         if (strcmp(models[i].name, name) == 0) return &models[i];
     return NULL;
 }
 
-bool model_known(const char *name) { return find(name) != NULL; }
+bool model_known(const char *name) { return find(name) != NULL || is_onnx(name); }
 
 const char *model_description(const char *name) {
     const model_entry *entry = find(name);
-    return entry ? entry->description : "";
+    return entry ? entry->description : is_onnx(name) ? "the graph of an ONNX file (its input and classes)" : "";
 }
 
 const char *model_classifier(const char *name) {
@@ -64,6 +85,15 @@ const char *model_classifier(const char *name) {
 
 bool model_input(const char *name, int *channels, int *height, int *width) {
     const model_entry *entry = find(name);
+    if (is_onnx(name)) {
+        int64_t chw[3], classes;
+        char why[8];
+        if (!onnx_shapes(name, chw, &classes, why, sizeof why) || !chw[0] || !chw[1] || !chw[2] ||
+            chw[0] > 1 << 16 || chw[1] > 1 << 16 || chw[2] > 1 << 16)
+            return false;
+        *channels = (int)chw[0], *height = (int)chw[1], *width = (int)chw[2];
+        return true;
+    }
     if (!entry || !entry->channels) return false;
     *channels = entry->channels;
     *height = entry->height;
@@ -81,7 +111,17 @@ nn_module *model_build(nn_ctx *ctx, const char *name, int channels, int height, 
                  want_w, channels, height, width);
         return NULL;
     }
-    if (strcmp(name, "lenet5") == 0) {
+    if (is_onnx(name)) {
+        int64_t chw[3], graph_classes;
+        if (!onnx_shapes(name, chw, &graph_classes, why, why_size)) return NULL;
+        if (graph_classes && graph_classes != classes) {
+            snprintf(why, why_size, "%s's graph has %lld outputs and the data %d classes (the classifier of an "
+                                    "imported graph is the exporter's: export it with %d outputs)",
+                     name, (long long)graph_classes, classes, classes);
+            return NULL;
+        }
+        net = nn_onnx_import(ctx, name);
+    } else if (strcmp(name, "lenet5") == 0) {
         net = nn_lenet5_classes(ctx, classes, NN_INIT_KAIMING_UNIFORM);
     } else if (strcmp(name, "alexnet") == 0) {
         net = nn_alexnet(ctx, classes, NN_INIT_KAIMING_UNIFORM);

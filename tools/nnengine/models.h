@@ -1,4 +1,5 @@
-/* The models the command line can train, by name. */
+/* The models the command line can train, by name, and ONNX files (a name
+ * ending in ".onnx": the file's graph, nn_onnx_import). */
 #ifndef NNENGINE_MODELS_H
 #define NNENGINE_MODELS_H
 
