@@ -203,6 +203,15 @@ nn_status nn_onnx_export_module_info(const char *path, nn_module *module, const 
  * any module is made; an operator whose sizes only the input decides
  * (a window on too small an image) fails at forward. */
 nn_module *nn_onnx_import(nn_ctx *ctx, const char *path);
+typedef struct nn_onnx_import_options {
+    /* > 0: fine-tuning on other classes: the classifier (the Gemm, or
+     * MatMul and Add, computing the graph's output from learned weights)
+     * gets this many outputs, its weight and bias drawn afresh as PyTorch's
+     * Linear draws them (uniform in +-1/sqrt(inputs)). 0: as in the file. */
+    int classes;
+} nn_onnx_import_options;
+/* nn_onnx_import with options (NULL: none). */
+nn_module *nn_onnx_import_with(nn_ctx *ctx, const char *path, const nn_onnx_import_options *options);
 /* The shapes the ONNX file at `path` declares for its graph's input and
  * output (up to NN_MAX_DIMS each; -1 for a symbolic or unknown dimension,
  * such as a dynamic batch; *ndim -1 when the file gives no shape), read

@@ -208,6 +208,70 @@ static nn_status find_gelus(imported *im, const char *who) {
     return NN_OK;
 }
 
+/* ---- a new classifier (nn_onnx_import_options.classes) ---- */
+
+/* Initializer value v as a float matrix or vector: its tensor, else NULL. */
+static onnx_tensor *float_initializer(imported *im, int v, int ndim) {
+    if (v < 0 || im->values[v].kind != VALUE_CONSTANT) return NULL;
+    onnx_tensor *t = (onnx_tensor *)im->values[v].constant;
+    return t->floats && t->ndim == ndim ? t : NULL;
+}
+
+/* Gives `t`'s dimension `d` the size `size` (values left for the caller to draw). */
+static nn_status resize(onnx_tensor *t, int d, int64_t size, const char *who) {
+    const int64_t numel = t->numel / t->dims[d] * size;
+    float *values = realloc(t->floats, ((size_t)numel + 1) * sizeof *values);
+    if (!values) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+    t->floats = values, t->dims[d] = size, t->numel = numel;
+    return NN_OK;
+}
+
+/* Finds the classifier computing the graph's output (Gemm with learned B
+ * and C, MatMul by a learned matrix, or that MatMul followed by Add of a
+ * learned vector), resizes its weight and bias to `classes` outputs and
+ * returns their values (*bias -1 when it has none) and its input count. */
+static nn_status new_classifier(imported *im, int classes, const char *who, int *weight, int *bias, int64_t *inputs) {
+    int k = producer(im, im->output);
+    const onnx_node *n = k >= 0 ? &im->model.nodes[k] : NULL;
+    onnx_tensor *w = NULL, *b = NULL;
+    int out_dim = 1;
+    *bias = -1;
+    if (n && strcmp(n->op_type, "Add") == 0) { /* MatMul, then the bias */
+        for (int side = 0; side < 2 && !w; side++) {
+            const int m = producer(im, im->node_inputs[k][side]);
+            b = float_initializer(im, im->node_inputs[k][1 - side], 1);
+            if (m >= 0 && b && strcmp(im->model.nodes[m].op_type, "MatMul") == 0 && only_reader(im, im->node_inputs[k][side]) == k) {
+                w = float_initializer(im, im->node_inputs[m][1], 2);
+                *weight = im->node_inputs[m][1], *bias = im->node_inputs[k][1 - side];
+            }
+        }
+    } else if (n && strcmp(n->op_type, "MatMul") == 0) {
+        w = float_initializer(im, im->node_inputs[k][1], 2);
+        *weight = im->node_inputs[k][1];
+    } else if (n && strcmp(n->op_type, "Gemm") == 0) {
+        const onnx_attr *t = nn_onnx_attr(n, "transB");
+        out_dim = t && t->i ? 0 : 1;
+        w = float_initializer(im, im->node_inputs[k][1], 2);
+        *weight = im->node_inputs[k][1];
+        if (n->n_inputs > 2 && im->node_inputs[k][2] >= 0) {
+            b = float_initializer(im, im->node_inputs[k][2], 1);
+            *bias = b ? im->node_inputs[k][2] : -2;
+        }
+    }
+    if (!w || *bias == -2 || (b && b->dims[0] != w->dims[out_dim]))
+        return nn_set_error(NN_ERR_IO, "%s: no classifier to give %d classes: the output '%s' is computed by %s%s%s, not "
+                            "a Gemm or MatMul (and Add) of learned weights", who, classes, im->values[im->output].name,
+                            n ? "node '" : "the graph's input", n ? n->name : "", n ? "'" : "");
+    *inputs = w->dims[1 - out_dim];
+    im->values[*weight].learned = true;
+    if (*bias >= 0) im->values[*bias].learned = true;
+    NN_TRY(resize(w, out_dim, classes, who));
+    if (b) NN_TRY(resize(b, 0, classes, who));
+    onnx_value_info *declared = &im->model.outputs[0];
+    if (declared->ndim > 0) declared->dims[declared->ndim - 1] = classes;
+    return NN_OK;
+}
+
 /* ---- learned state ---- */
 
 static bool state_name(const char *name) {
@@ -225,6 +289,7 @@ static bool is_state(const imported *im, int v, bool *buffer) {
     const onnx_tensor *t = im->values[v].constant;
     *buffer = false;
     if (t->data_type != ONNX_FLOAT && t->data_type != ONNX_DOUBLE && t->data_type != ONNX_FLOAT16) return false;
+    if (im->values[v].learned) return true;
     bool state = false, device = false;
     for (int k = 0; k < im->model.n_nodes; k++) {
         const onnx_node *n = &im->model.nodes[k];
@@ -392,8 +457,12 @@ static nn_tensor *imported_forward(nn_module *self, nn_tensor *x) {
     return y;
 }
 
-nn_module *nn_onnx_import(nn_ctx *ctx, const char *path) {
+nn_module *nn_onnx_import(nn_ctx *ctx, const char *path) { return nn_onnx_import_with(ctx, path, NULL); }
+
+nn_module *nn_onnx_import_with(nn_ctx *ctx, const char *path, const nn_onnx_import_options *options) {
     if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_onnx_import: ctx is NULL");
+    const int classes = options ? options->classes : 0;
+    if (classes < 0) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_onnx_import: classes %d is negative", classes);
     imported *im = calloc(1, sizeof *im);
     if (!im) return NN_FAIL_NULL(NN_ERR_MEMORY, "nn_onnx_import: out of host memory");
     if (nn_onnx_read(path, &im->model) != NN_OK) {
@@ -402,13 +471,18 @@ nn_module *nn_onnx_import(nn_ctx *ctx, const char *path) {
     }
     char who[512];
     snprintf(who, sizeof who, "nn_onnx_import: '%s'", path);
-    if (link_graph(im, who) != NN_OK) {
+    int weight = -1, bias = -1;
+    int64_t inputs = 0;
+    if (link_graph(im, who) != NN_OK || (classes && new_classifier(im, classes, who, &weight, &bias, &inputs) != NN_OK)) {
         imported_free(im);
         return NULL;
     }
     nn_module *m = nn_module_new(ctx, "ONNXGraph", imported_forward, im, imported_free);
     if (!m) return NULL; /* im freed by nn_module_new */
-    if (register_state(m, im, who) != NN_OK) {
+    const float bound = classes ? 1.0f / sqrtf((float)inputs) : 0.0f; /* PyTorch's Linear */
+    if (register_state(m, im, who) != NN_OK ||
+        (classes && nn_init_uniform(im->values[weight].state, -bound, bound) != NN_OK) ||
+        (classes && bias >= 0 && nn_init_uniform(im->values[bias].state, -bound, bound) != NN_OK)) {
         nn_module_free(m);
         return NULL;
     }

@@ -21,6 +21,7 @@ typedef struct graph_value {
     const onnx_tensor *constant; /* VALUE_CONSTANT */
     nn_tensor *state;            /* VALUE_STATE (the module's reference) */
     nn_tensor *device_constant;  /* a constant's device copy, made when a node reads it there */
+    bool learned;                /* a parameter whatever its name (a new classifier's) */
 } graph_value;
 
 /* What a node's input or output is while the graph runs: a device tensor,

@@ -999,7 +999,10 @@ def onnx_file_is_a_model():
     p = expect(["train", graph, "--data", d, "--device", "cpu", "--epochs", "2", "--save", path("onnx-again.st")], 0,
                stream="stdout")
     assert len([line for line in p.stdout.splitlines() if EPOCH_LINE.match(line)]) == 2, p.stdout
-    expect(["train", graph, "--data", d, "--device", "cpu", "--classes", "12"], 2, "graph has 10 outputs and the data 12")
+    # Fine-tuning on other classes: a new classifier, the rest as trained; frozen, only it trains.
+    p = expect(["train", graph, "--data", d, "--device", "cpu", "--epochs", "1", "--classes", "12", "--freeze", "c", "--freeze", "l1", "--freeze", "l2",
+                "--save", path("onnx-12.st")], 0, "classifier gets 12 outputs", "frozen: 8 of 10")
+    expect(["eval", graph, "--weights", path("onnx-12.st"), "--data", d, "--device", "cpu", "--classes", "12"], 0)
     expect(["train", path("absent.onnx"), "--data", d, "--device", "cpu"], 2, "absent.onnx", "cannot open")
 
 

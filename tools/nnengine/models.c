@@ -114,13 +114,12 @@ nn_module *model_build(nn_ctx *ctx, const char *name, int channels, int height, 
     if (is_onnx(name)) {
         int64_t chw[3], graph_classes;
         if (!onnx_shapes(name, chw, &graph_classes, why, why_size)) return NULL;
-        if (graph_classes && graph_classes != classes) {
-            snprintf(why, why_size, "%s's graph has %lld outputs and the data %d classes (the classifier of an "
-                                    "imported graph is the exporter's: export it with %d outputs)",
-                     name, (long long)graph_classes, classes, classes);
-            return NULL;
-        }
-        net = nn_onnx_import(ctx, name);
+        /* Other classes than the graph's: fine-tuning, its classifier replaced. */
+        const nn_onnx_import_options o = {.classes = graph_classes && graph_classes != classes ? classes : 0};
+        net = nn_onnx_import_with(ctx, name, &o);
+        if (net && o.classes)
+            fprintf(stderr, "%s: the graph's classifier gets %d outputs for the data's classes, drawn afresh (the "
+                            "file's has %lld)\n", name, classes, (long long)graph_classes);
     } else if (strcmp(name, "lenet5") == 0) {
         net = nn_lenet5_classes(ctx, classes, NN_INIT_KAIMING_UNIFORM);
     } else if (strcmp(name, "alexnet") == 0) {
