@@ -44,19 +44,28 @@ def relative_error(got, want):
     return np.abs(got - want.ravel()).max() / max(np.abs(want).max(), 1e-6)
 
 
+@pytest.mark.parametrize("training", [False, True], ids=["eval-export", "train-export"])
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2"])
 @pytest.mark.parametrize("device", DEVICES)
-def test_inference_export_matches_onnxruntime(tmp_path, name, device):
-    """An eval-mode export (BatchNorm folded into the convolutions by the
-    exporter) on an awkward image size, batch 2."""
+def test_torchvision_export_matches_onnxruntime(tmp_path, name, device, training):
+    """torchvision's models on an awkward image size, batch 3: an eval-mode
+    export (BatchNorm folded into the convolutions by the exporter) run in
+    evaluation mode, a training-mode export (BatchNorm kept, normalising
+    with the batch's statistics, as onnxruntime runs it) in training mode;
+    PyTorch's own output agrees too."""
     torch.manual_seed(3)
-    model = getattr(torchvision.models, name)(num_classes=10).eval()
-    x = np.random.default_rng(5).standard_normal((2, 3, 37, 34)).astype(np.float32)
+    extra = {"dropout": 0.0} if name == "mobilenet_v2" else {}  # no random masks to compare in training mode
+    model = getattr(torchvision.models, name)(num_classes=10, **extra).train(training)
+    x = np.random.default_rng(5).standard_normal((3, 3, 37, 34)).astype(np.float32)
     path = tmp_path / f"{name}.onnx"
-    export(model, x, path)
+    export(model, x, path, training=training)
     want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"input": x})[0]
-    got, _ = run_import(path, x, tmp_path, device)
+    got, names = run_import(path, x, tmp_path, device, train=training)
     assert relative_error(got, want) < TOL
+    with torch.no_grad():
+        assert relative_error(got, model(torch.from_numpy(x)).numpy()) < TOL
+    if training:
+        assert sorted(names) == sorted(k for k in model.state_dict() if not k.endswith("num_batches_tracked"))
 
 
 class SmallNet(torch.nn.Module):
