@@ -477,12 +477,16 @@ static nn_status op_squeeze(node_run *r) {
     return nn_onnx_set_out(r, 0, y);
 }
 
-static nn_status op_reduce_mean(node_run *r) {
+/* ReduceMean, ReduceSum, ReduceMax, ReduceMin: axes from an attribute, or
+ * from input 1 (ReduceSum from opset 13, the others from 18). */
+static nn_status op_reduce(node_run *r) {
     nn_tensor *x = nn_onnx_device_in(r, 0);
     if (!x) return nn_last_status();
+    const char *op = r->node->op_type + 6; /* after "Reduce" */
     int64_t axes[NN_MAX_DIMS];
     int count = 0;
-    if (r->im->model.opset >= 18) {
+    const bool axes_input = strcmp(op, "Sum") == 0 || r->im->model.opset >= 18;
+    if (axes_input) {
         if (nn_onnx_in(r, 1)) NN_TRY(host_ints(r, 1, axes, NN_MAX_DIMS, &count));
     } else if (!attr_ints(r->node, "axes", axes, NN_MAX_DIMS, &count)) {
         return nn_onnx_refuse(r, "more axes than dimensions");
@@ -494,7 +498,12 @@ static nn_status op_reduce_mean(node_run *r) {
         for (int d = 0; d < ndim; d++) dims[count++] = d;
     else
         for (int i = 0; i < count; i++) NN_TRY(check_axis(r, axes[i], ndim, &dims[i]));
-    return nn_onnx_set_out(r, 0, nn_mean_dims(x, dims, count, attr_int(r->node, "keepdims", 1) != 0));
+    const bool keep = attr_int(r->node, "keepdims", 1) != 0;
+    nn_tensor *y = strcmp(op, "Mean") == 0  ? nn_mean_dims(x, dims, count, keep)
+                   : strcmp(op, "Sum") == 0 ? nn_sum_dims(x, dims, count, keep)
+                   : strcmp(op, "Max") == 0 ? nn_max_dims(x, dims, count, keep)
+                                            : nn_min_dims(x, dims, count, keep);
+    return nn_onnx_set_out(r, 0, y);
 }
 
 /* LayerNormalization (opset 17): over the dimensions from axis on. Its
@@ -583,6 +592,173 @@ static nn_status op_fused_away(node_run *r) {
     return NN_OK;
 }
 
+/* ConvTranspose: 2-D, explicit padding (or VALID), no output_shape. */
+static nn_status op_conv_transpose(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0), *w = x ? nn_onnx_device_in(r, 1) : NULL;
+    nn_tensor *b = w && nn_onnx_in(r, 2) ? nn_onnx_device_in(r, 2) : NULL;
+    if (!w || (nn_onnx_in(r, 2) && !b)) return nn_last_status();
+    if (nn_tensor_ndim(w) != 4) return nn_onnx_refuse(r, "only 2-D transposed convolutions (a 4-D weight) are supported");
+    const onnx_attr *auto_pad = nn_onnx_attr(r->node, "auto_pad");
+    if ((auto_pad && auto_pad->s && strcmp(auto_pad->s, "NOTSET") != 0 && strcmp(auto_pad->s, "VALID") != 0) ||
+        nn_onnx_attr(r->node, "output_shape"))
+        return nn_onnx_refuse(r, "auto_pad SAME and output_shape are not supported; give pads");
+    window win;
+    const int64_t kernel[2] = {nn_tensor_dim(w, 2), nn_tensor_dim(w, 3)};
+    NN_TRY(read_window(r, x, kernel, &win));
+    int64_t extra[2] = {0, 0};
+    int count;
+    if (!attr_ints(r->node, "output_padding", extra, 2, &count) || (count && count != 2))
+        return nn_onnx_refuse(r, "output_padding must have 2 entries");
+    const int64_t group = attr_int(r->node, "group", 1);
+    if (group < 1 || group > INT32_MAX || extra[0] < 0 || extra[1] < 0 || extra[0] > INT32_MAX || extra[1] > INT32_MAX)
+        return nn_onnx_refuse(r, "group or output_padding out of range");
+    const nn_conv_transpose2d_params p = {.stride_h = (int)win.strides[0], .stride_w = (int)win.strides[1],
+                                          .pad_h = (int)win.pads[0], .pad_w = (int)win.pads[1],
+                                          .output_pad_h = (int)extra[0], .output_pad_w = (int)extra[1],
+                                          .dilation_h = (int)win.dilations[0], .dilation_w = (int)win.dilations[1],
+                                          .groups = (int)group};
+    return nn_onnx_set_out(r, 0, nn_conv_transpose2d(x, w, b, &p));
+}
+
+/* Resize of [N, C, H, W] over H and W, in the forms PyTorch's interpolate
+ * exports: nearest (asymmetric, floor) and linear (half-pixel or
+ * align_corners), by scales or by sizes. */
+static nn_status op_resize(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    if (nn_tensor_ndim(x) != 4) return nn_onnx_refuse(r, "only [N, C, H, W] inputs are supported");
+    const onnx_attr *a = nn_onnx_attr(r->node, "mode"), *c = nn_onnx_attr(r->node, "coordinate_transformation_mode");
+    const onnx_attr *nearest = nn_onnx_attr(r->node, "nearest_mode");
+    const char *mode = a && a->s ? a->s : "nearest", *coords = c && c->s ? c->s : "half_pixel";
+    const char *rounding = nearest && nearest->s ? nearest->s : "round_prefer_floor";
+    nn_interpolate_mode m;
+    bool corners = false;
+    if (strcmp(mode, "nearest") == 0 && strcmp(coords, "asymmetric") == 0 && strcmp(rounding, "floor") == 0) {
+        m = NN_INTERPOLATE_NEAREST;
+    } else if (strcmp(mode, "linear") == 0 && (!strcmp(coords, "half_pixel") || !strcmp(coords, "pytorch_half_pixel") ||
+                                               !strcmp(coords, "align_corners"))) {
+        m = NN_INTERPOLATE_BILINEAR, corners = strcmp(coords, "align_corners") == 0;
+    } else {
+        return nn_onnx_refuse(r, "mode '%s' with coordinate_transformation_mode '%s' (nearest_mode '%s') is not one "
+                                 "of PyTorch's interpolate forms", mode, coords, rounding);
+    }
+    const onnx_tensor *scales = nn_onnx_in(r, 2) ? host_in(r, 2) : NULL, *sizes = nn_onnx_in(r, 3) ? host_in(r, 3) : NULL;
+    if (scales && scales->numel == 0) scales = NULL;
+    if (sizes && sizes->numel == 4 && sizes->ints) {
+        if (sizes->ints[0] != nn_tensor_dim(x, 0) || sizes->ints[1] != nn_tensor_dim(x, 1) || sizes->ints[2] < 1 ||
+            sizes->ints[3] < 1 || sizes->ints[2] > INT32_MAX || sizes->ints[3] > INT32_MAX)
+            return nn_onnx_refuse(r, "sizes must keep N and C and give positive H and W");
+        return nn_onnx_set_out(r, 0, nn_interpolate(x, (int)sizes->ints[2], (int)sizes->ints[3], 0, 0, m, corners));
+    }
+    if (!scales || scales->numel != 4 || !scales->floats || scales->floats[0] != 1.0f || scales->floats[1] != 1.0f ||
+        !(scales->floats[2] > 0.0f) || !(scales->floats[3] > 0.0f))
+        return nn_onnx_refuse(r, "constant scales [1, 1, h, w] or sizes [N, C, H, W] are required");
+    return nn_onnx_set_out(r, 0, nn_interpolate(x, 0, 0, scales->floats[2], scales->floats[3], m, corners));
+}
+
+/* Max, Min, Sum, Mean of any number of inputs, broadcasting. */
+static nn_status op_variadic(node_run *r) {
+    const char *op = r->node->op_type;
+    nn_tensor *y = r->n_in > 0 ? nn_onnx_device_in(r, 0) : NULL;
+    if (!y) return r->n_in > 0 ? nn_last_status() : nn_onnx_refuse(r, "it needs an input");
+    for (int i = 1; i < r->n_in && y; i++) {
+        nn_tensor *x = nn_onnx_device_in(r, i);
+        if (!x) return nn_last_status();
+        y = op[1] == 'a' ? nn_maximum(y, x) : op[1] == 'i' ? nn_minimum(y, x) : nn_add(y, x);
+    }
+    if (y && strcmp(op, "Mean") == 0 && r->n_in > 1) y = nn_mul_scalar(y, 1.0f / (float)r->n_in);
+    return nn_onnx_set_out(r, 0, y);
+}
+
+static nn_status op_reciprocal(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    return x ? nn_onnx_set_out(r, 0, nn_rdiv_scalar(x, 1.0f)) : nn_last_status();
+}
+
+/* PRelu: relu(x) - slope * relu(-x), slope broadcast. Selu: gamma * elu(x, alpha). */
+static nn_status op_prelu(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0), *slope = x ? nn_onnx_device_in(r, 1) : NULL;
+    if (!slope) return nn_last_status();
+    return nn_onnx_set_out(r, 0, nn_sub(nn_relu(x), nn_mul(slope, nn_relu(nn_neg(x)))));
+}
+
+static nn_status op_selu(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    const float alpha = attr_float(r->node, "alpha", 1.67326319217681884765625f);
+    const float gamma = attr_float(r->node, "gamma", 1.05070102214813232421875f);
+    return nn_onnx_set_out(r, 0, nn_mul_scalar(nn_elu(x, alpha), gamma));
+}
+
+/* Expand: x broadcast to the shape (NumPy's rule: a 1 in either keeps the other). */
+static nn_status op_expand(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    int64_t shape[NN_MAX_DIMS];
+    int n;
+    NN_TRY(host_ints(r, 1, shape, NN_MAX_DIMS, &n));
+    const int ndim = nn_tensor_ndim(x), out = n > ndim ? n : ndim;
+    int64_t target[NN_MAX_DIMS];
+    for (int d = 0; d < out; d++) {
+        const int64_t a = d - (out - ndim) >= 0 ? nn_tensor_dim(x, d - (out - ndim)) : 1;
+        const int64_t b = d - (out - n) >= 0 ? shape[d - (out - n)] : 1;
+        if (a != b && a != 1 && b != 1) return nn_onnx_refuse(r, "shape does not broadcast with the input's");
+        target[d] = a == 1 ? b : a;
+    }
+    return nn_onnx_set_out(r, 0, nn_expand(x, out, target));
+}
+
+/* Split along axis into the sizes of input 1 (or the num_outputs
+ * attribute, opset 18; or equal parts, one per output). */
+static nn_status op_split(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    int axis;
+    NN_TRY(check_axis(r, attr_int(r->node, "axis", 0), nn_tensor_ndim(x), &axis));
+    const int outputs = r->node->n_outputs;
+    const int64_t size = nn_tensor_dim(x, axis);
+    int64_t parts[64];
+    int n = 0;
+    if (outputs > 64) return nn_onnx_refuse(r, "more than 64 outputs");
+    if (nn_onnx_in(r, 1)) {
+        NN_TRY(host_ints(r, 1, parts, 64, &n));
+        if (n != outputs) return nn_onnx_refuse(r, "split gives %d sizes for %d outputs", n, outputs);
+    } else {
+        const int64_t each = (size + outputs - 1) / outputs; /* the last part takes what is left */
+        for (n = 0; n < outputs; n++) parts[n] = n + 1 < outputs ? each : size - each * (outputs - 1);
+    }
+    int64_t start = 0;
+    for (int i = 0; i < n; i++) {
+        if (parts[i] < 1 || start + parts[i] > size) return nn_onnx_refuse(r, "split sizes do not fit the axis");
+        NN_TRY(nn_onnx_set_out(r, i, nn_slice(x, axis, start, start + parts[i], 1)));
+        start += parts[i];
+    }
+    if (start != size) return nn_onnx_refuse(r, "split sizes sum to %lld, the axis has %lld", (long long)start, (long long)size);
+    return NN_OK;
+}
+
+/* InstanceNormalization: a group per channel. GroupNormalization (opset
+ * 18): scale and bias per group up to opset 20 (spread over the group's
+ * channels here), per channel from 21. */
+static nn_status op_group_norm(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0), *w = x ? nn_onnx_device_in(r, 1) : NULL;
+    nn_tensor *b = w ? nn_onnx_device_in(r, 2) : NULL;
+    if (!b) return nn_last_status();
+    const float eps = attr_float(r->node, "epsilon", 1e-5f);
+    if (nn_tensor_ndim(x) < 3) return nn_onnx_refuse(r, "the input needs [N, C, ...] with at least one more dimension");
+    const int64_t channels = nn_tensor_dim(x, 1);
+    if (r->node->op_type[0] == 'I') return nn_onnx_set_out(r, 0, nn_group_norm(x, (int)channels, w, b, eps));
+    const int64_t groups = attr_int(r->node, "num_groups", 0);
+    if (groups < 1 || channels % groups) return nn_onnx_refuse(r, "num_groups must divide the channels");
+    if (r->im->model.opset < 21 && groups != channels) {
+        const int64_t per_group[2] = {groups, 1}, spread[2] = {groups, channels / groups};
+        w = nn_reshape(nn_expand(nn_reshape(w, 2, per_group), 2, spread), 1, &channels);
+        b = w ? nn_reshape(nn_expand(nn_reshape(b, 2, per_group), 2, spread), 1, &channels) : NULL;
+        if (!b) return nn_last_status();
+    }
+    return nn_onnx_set_out(r, 0, nn_group_norm(x, (int)groups, w, b, eps));
+}
+
 /* ---- the table ---- */
 
 typedef struct op_entry {
@@ -636,7 +812,23 @@ static const op_entry ops[] = {
     {"Gather", op_gather, 0x3, 0, 0},
     {"Unsqueeze", op_squeeze, 0x2, 0, 0},
     {"Squeeze", op_squeeze, 0x2, 0, 0},
-    {"ReduceMean", op_reduce_mean, 0x2, 0, 0},
+    {"ReduceMean", op_reduce, 0x2, 0, 0},
+    {"ReduceSum", op_reduce, 0x2, 0, 0},
+    {"ReduceMax", op_reduce, 0x2, 0, 0},
+    {"ReduceMin", op_reduce, 0x2, 0, 0},
+    {"ConvTranspose", op_conv_transpose, 0, 0x6, 0},
+    {"Resize", op_resize, 0xe, 0, 0},
+    {"Max", op_variadic, 0, 0, 0},
+    {"Min", op_variadic, 0, 0, 0},
+    {"Sum", op_variadic, 0, 0, 0},
+    {"Mean", op_variadic, 0, 0, 0},
+    {"Reciprocal", op_reciprocal, 0, 0, 0},
+    {"PRelu", op_prelu, 0, 0x2, 0},
+    {"Selu", op_selu, 0, 0, 0},
+    {"Expand", op_expand, 0x2, 0, 0},
+    {"Split", op_split, 0x2, 0, 0},
+    {"InstanceNormalization", op_group_norm, 0, 0x6, 0},
+    {"GroupNormalization", op_group_norm, 0, 0x6, 0},
     {"LayerNormalization", op_layer_norm, 0, 0x6, 0},
     {"Slice", op_slice, 0x1e, 0, 0},
     {"Cast", op_cast, 0, 0, 0},

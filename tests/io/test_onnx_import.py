@@ -184,6 +184,66 @@ def test_transformer_encoder_matches_onnxruntime(tmp_path, training, device):
         assert sorted(names) == sorted(model.state_dict())
 
 
+def const(name, values, dtype=TensorProto.FLOAT):
+    values = np.asarray(values)
+    return helper.make_tensor(name, dtype, values.shape, values.ravel().tolist())
+
+
+RNG = np.random.default_rng(41)
+# One graph per operator form (input x [2, 4, 5, 6]): nodes, initializers, opset.
+OP_GRAPHS = {
+    "conv_transpose": ([helper.make_node("ConvTranspose", ["x", "w", "b"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1],
+                                         output_padding=[1, 1])],
+                       [const("w", RNG.standard_normal((4, 3, 3, 3))), const("b", RNG.standard_normal(3))], 17),
+    "resize_nearest": ([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="nearest",
+                                         coordinate_transformation_mode="asymmetric", nearest_mode="floor")],
+                       [const("s", [1.0, 1.0, 2.0, 1.5])], 17),
+    "resize_linear": ([helper.make_node("Resize", ["x", "", "", "n"], ["y"], mode="linear",
+                                        coordinate_transformation_mode="pytorch_half_pixel")],
+                      [const("n", [2, 4, 7, 4], TensorProto.INT64)], 17),
+    "resize_corners": ([helper.make_node("Resize", ["x", "", "s"], ["y"], mode="linear",
+                                         coordinate_transformation_mode="align_corners")],
+                       [const("s", [1.0, 1.0, 1.6, 2.0])], 17),
+    "max_min_sum_mean": ([helper.make_node("Max", ["x", "c"], ["a"]), helper.make_node("Min", ["a", "x", "d"], ["b"]),
+                          helper.make_node("Sum", ["b", "x", "c"], ["e"]), helper.make_node("Mean", ["e", "x"], ["y"])],
+                         [const("c", RNG.standard_normal((4, 1, 1))), const("d", [0.5])], 17),
+    "reductions": ([helper.make_node("ReduceSum", ["x", "ax"], ["a"], keepdims=1),
+                    helper.make_node("ReduceMax", ["x"], ["b"], axes=[1, 3], keepdims=1),
+                    helper.make_node("ReduceMin", ["x"], ["c"], axes=[1, 3], keepdims=1),
+                    helper.make_node("Add", ["a", "b"], ["d"]), helper.make_node("Sub", ["d", "c"], ["y"])],
+                   [const("ax", [1, 3], TensorProto.INT64)], 17),
+    "reciprocal_prelu_selu": ([helper.make_node("Abs", ["x"], ["a"]), helper.make_node("Add", ["a", "one"], ["b"]),
+                               helper.make_node("Reciprocal", ["b"], ["c"]), helper.make_node("PRelu", ["x", "slope"], ["d"]),
+                               helper.make_node("Selu", ["d"], ["e"]), helper.make_node("Mul", ["c", "e"], ["y"])],
+                              [const("one", [1.0]), const("slope", RNG.uniform(0.1, 0.5, (4, 1, 1)))], 17),
+    "expand_split_concat": ([helper.make_node("ReduceMean", ["x"], ["m"], axes=[3], keepdims=1),
+                             helper.make_node("Expand", ["m", "shape"], ["e"]),
+                             helper.make_node("Split", ["x", "parts"], ["p", "q"], axis=1),
+                             helper.make_node("Concat", ["q", "p"], ["c"], axis=1),
+                             helper.make_node("Add", ["c", "e"], ["y"])],
+                            [const("shape", [1, 1, 6], TensorProto.INT64), const("parts", [1, 3], TensorProto.INT64)], 17),
+    "instance_norm": ([helper.make_node("InstanceNormalization", ["x", "g", "b"], ["y"], epsilon=1e-4)],
+                      [const("g", RNG.standard_normal(4)), const("b", RNG.standard_normal(4))], 17),
+    "group_norm": ([helper.make_node("GroupNormalization", ["x", "g", "b"], ["y"], num_groups=2, epsilon=1e-4)],
+                   [const("g", RNG.standard_normal(2)), const("b", RNG.standard_normal(2))], 18),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OP_GRAPHS))
+@pytest.mark.parametrize("device", DEVICES)
+def test_operator_forms_match_onnxruntime(tmp_path, name, device):
+    nodes, initializers, opset = OP_GRAPHS[name]
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 5, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers)
+    path = tmp_path / f"{name}.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString())
+    x = np.random.default_rng(len(name)).standard_normal((2, 4, 5, 6)).astype(np.float32)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got, _ = run_import(path, x, tmp_path, device)
+    assert got.size == want.size
+    assert relative_error(got, want) < TOL
+
+
 def tiny_model(nodes, initializers=(), opset=17, inputs=None, outputs=None):
     graph = helper.make_graph(
         nodes, "tiny", inputs or [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
