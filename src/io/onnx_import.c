@@ -81,9 +81,10 @@ static nn_status link_graph(imported *im, const char *who) {
             return nn_set_error(NN_ERR_IO, "%s: the graph has several inputs ('%s', '%s'); one is supported", who,
                                 im->values[im->input].name, m->inputs[i].name);
         NN_TRY(add_value(im, m->inputs[i].name, VALUE_INPUT, who, &im->input));
-        if (m->inputs[i].elem_type != ONNX_FLOAT)
-            return nn_set_error(NN_ERR_IO, "%s: the graph's input '%s' is of type %d; float inputs are supported", who,
-                                m->inputs[i].name, m->inputs[i].elem_type);
+        const int type = m->inputs[i].elem_type;
+        if (type != ONNX_FLOAT && type != ONNX_INT64 && type != ONNX_INT32)
+            return nn_set_error(NN_ERR_IO, "%s: the graph's input '%s' is of type %d; float and integer (token "
+                                "indices, given as int32) inputs are supported", who, m->inputs[i].name, type);
     }
     if (im->input < 0) return nn_set_error(NN_ERR_IO, "%s: the graph has no input", who);
     if (m->n_outputs != 1)

@@ -433,10 +433,39 @@ static nn_status op_shape(node_run *r) {
     return set_host_out(r, 0, dims + start, end - start, false);
 }
 
+/* Gather on the device: rows of a matrix picked by integer indices from
+ * the graph's input (an embedding), or constant indices along any axis. */
+static nn_status gather_device(node_run *r) {
+    nn_tensor *data = nn_onnx_device_in(r, 0);
+    if (!data) return nn_last_status();
+    int axis;
+    NN_TRY(check_axis(r, attr_int(r->node, "axis", 0), nn_tensor_ndim(data), &axis));
+    slot *s = nn_onnx_in(r, 1);
+    if (s && s->t) {
+        if (nn_tensor_dtype(s->t) != NN_I32 || axis != 0 || nn_tensor_ndim(data) != 2)
+            return nn_onnx_refuse(r, "indices from the graph pick rows of a matrix (an embedding): integer indices, "
+                                     "axis 0, 2-D data");
+        return nn_onnx_set_out(r, 0, nn_embedding(s->t, data, -1));
+    }
+    const onnx_tensor *index = host_in(r, 1);
+    if (!index || !index->ints || index->ndim > 1 || index->numel < 1 || index->numel > 64)
+        return nn_onnx_refuse(r, "indices must be the graph's integers or a constant scalar or list of up to 64");
+    nn_tensor *parts[64];
+    const int64_t size = nn_tensor_dim(data, axis);
+    for (int64_t i = 0; i < index->numel; i++) {
+        const int64_t k = index->ints[i] < 0 ? index->ints[i] + size : index->ints[i];
+        if (k < 0 || k >= size) return nn_onnx_refuse(r, "index %lld is out of range", (long long)index->ints[i]);
+        parts[i] = index->ndim == 0 ? nn_select(data, axis, k) : nn_slice(data, axis, k, k + 1, 1);
+        if (!parts[i]) return nn_last_status();
+    }
+    return nn_onnx_set_out(r, 0, index->ndim == 0 || index->numel == 1 ? parts[0] : nn_cat(parts, (int)index->numel, axis));
+}
+
 static nn_status op_gather(node_run *r) {
     const onnx_tensor *data = host_in(r, 0), *index = host_in(r, 1);
-    if (!data || !index || !data->ints || !index->ints || data->ndim != 1 || index->numel > NN_MAX_DIMS)
-        return nn_onnx_refuse(r, "only constant integer lists (shapes) are supported, not device tensors");
+    if (!data || !data->ints) return gather_device(r);
+    if (!index || !index->ints || data->ndim != 1 || index->numel > NN_MAX_DIMS)
+        return nn_onnx_refuse(r, "integer lists (shapes) are gathered with constant indices");
     int64_t out[NN_MAX_DIMS];
     for (int64_t i = 0; i < index->numel; i++) {
         int64_t k = index->ints[i] < 0 ? index->ints[i] + data->numel : index->ints[i];
@@ -773,7 +802,7 @@ static const op_entry ops[] = {
     {"Conv", op_conv, 0, 0x6, 0},
     {"BatchNormalization", op_batch_norm, 0, 0x1e, 0x18},
     {"Gemm", op_gemm, 0, 0x6, 0},
-    {"MatMul", op_matmul, 0, 0, 0},
+    {"MatMul", op_matmul, 0, 0x2, 0}, /* by a learned matrix: a Linear the exporter transposed */
     {"MaxPool", op_pool, 0, 0, 0},
     {"AveragePool", op_pool, 0, 0, 0},
     {"GlobalAveragePool", op_global_pool, 0, 0, 0},
@@ -809,7 +838,7 @@ static const op_entry ops[] = {
     {"Concat", op_concat, 0, 0, 0},
     {"Transpose", op_transpose, 0, 0, 0},
     {"Shape", op_shape, 0x1, 0, 0},
-    {"Gather", op_gather, 0x3, 0, 0},
+    {"Gather", op_gather, 0x2, 0, 0},
     {"Unsqueeze", op_squeeze, 0x2, 0, 0},
     {"Squeeze", op_squeeze, 0x2, 0, 0},
     {"ReduceMean", op_reduce, 0x2, 0, 0},

@@ -11,7 +11,8 @@
  *       softmax-CE loss of IN against LABELS (int32), then every parameter's
  *       gradient, concatenated in parameter order, into OUT (loss first)
  *   nn_io_fixture import  ONNX IN OUT N C H W [train | fit STEPS LABELS LR EXPORT]
- *       nn_onnx_import of ONNX run on IN ([N, C, H, W]; in evaluation mode
+ *       nn_onnx_import of ONNX run on IN ([N, C, H, W], trailing 0s dropping
+ *       dimensions; int32 values when IN is int32:PATH; in evaluation mode
  *       unless `train`) into OUT; prints each state entry of the module,
  *       "name: shape". `fit`: STEPS SGD steps (lr LR) in training mode on IN
  *       against LABELS (int32) minimising the softmax cross-entropy, each
@@ -643,12 +644,19 @@ static int import_forward(int argc, char **argv) {
         nn_ctx_free(ctx);
         return fail("import");
     }
+    /* Trailing sizes of 0 drop their dimensions ([N, S]: N S 0 0); IN
+     * named int32:PATH holds int32 values (token indices). */
     int64_t shape[4];
+    int ndim = 0;
     for (int d = 0; d < 4; d++) shape[d] = strtoll(argv[5 + d], NULL, 10);
-    float *in = read_floats(argv[3], (size_t)(shape[0] * shape[1] * shape[2] * shape[3]));
+    while (ndim < 4 && shape[ndim] > 0) ndim++;
+    const bool ints = strncmp(argv[3], "int32:", 6) == 0;
+    int64_t count = 1;
+    for (int d = 0; d < ndim; d++) count *= shape[d];
+    float *in = read_floats(argv[3] + (ints ? 6 : 0), (size_t)count); /* int32 bits read as they are */
     nn_module_set_training(m, train);
     nn_ctx_set_grad_enabled(ctx, train);
-    nn_tensor *x = in ? nn_tensor_from_data(ctx, NN_F32, 4, shape, in) : NULL;
+    nn_tensor *x = in ? nn_tensor_from_data(ctx, ints ? NN_I32 : NN_F32, ndim, shape, in) : NULL;
     int rc;
     if (fit) {
         nn_ctx_set_grad_enabled(ctx, true);

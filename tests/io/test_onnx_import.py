@@ -244,6 +244,43 @@ def test_operator_forms_match_onnxruntime(tmp_path, name, device):
     assert relative_error(got, want) < TOL
 
 
+class TokenClassifier(torch.nn.Module):
+    """Token indices in: an embedding, a GELU feed-forward, the mean over
+    the sequence, a linear head; a row of the embedding picked by a constant
+    index (a class token) added."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(11, 8)
+        self.ff = torch.nn.Linear(8, 8)
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, tokens):
+        h = self.embed(tokens) + self.embed.weight[3]
+        h = h + torch.nn.functional.gelu(self.ff(h))
+        return self.head(h.mean(dim=1))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_token_input_embedding_matches_onnxruntime(tmp_path, device):
+    torch.manual_seed(37)
+    model = TokenClassifier()
+    tokens = np.random.default_rng(43).integers(0, 11, (3, 9))
+    path = tmp_path / "tokens.onnx"
+    torch.onnx.export(model, torch.from_numpy(tokens), str(path), opset_version=17, input_names=["tokens"],
+                      dynamic_axes={"tokens": {0: "batch"}}, do_constant_folding=False)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"tokens": tokens})[0]
+    inp, out = tmp_path / "tokens.bin", tmp_path / "out.bin"
+    tokens.astype("<i4").tofile(inp)
+    env = dict(os.environ, NN_IO_FIXTURE_DEVICE=device)
+    done = subprocess.run([str(FIXTURE), "import", str(path), f"int32:{inp}", str(out), "3", "9", "0", "0"],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert relative_error(np.fromfile(out, dtype="<f4"), want) < TOL
+    names = [line.split(":")[0] for line in done.stdout.splitlines()]
+    assert sorted(names) == sorted(model.state_dict())
+
+
 def tiny_model(nodes, initializers=(), opset=17, inputs=None, outputs=None):
     graph = helper.make_graph(
         nodes, "tiny", inputs or [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
