@@ -138,6 +138,11 @@ class OnnxOptions(ctypes.Structure):
     ]
 
 
+class OnnxImportOptions(ctypes.Structure):
+    """nn_onnx_import_options (nn_io.h): fine-tuning's new classifier size."""
+    _fields_ = [("classes", ctypes.c_int)]
+
+
 class Dataset(ctypes.Structure):
     """struct nn_dataset (include/nn_data.h)."""
     _fields_ = [
@@ -301,6 +306,7 @@ _SIGNATURES = {
     "nn_check_writable_path": (c_status, [ctypes.c_char_p]),
     # nn_io.h and nn_module.h: an imported ONNX graph's module (nn_engine.onnx)
     "nn_onnx_import": (c_module_p, [c_ctx_p, ctypes.c_char_p]),
+    "nn_onnx_import_with": (c_module_p, [c_ctx_p, ctypes.c_char_p, ctypes.POINTER(OnnxImportOptions)]),
     "nn_module_forward": (c_tensor_p, [c_module_p, c_tensor_p]),
     "nn_module_set_training": (c_status, [c_module_p, ctypes.c_bool]),
     "nn_module_param_count": (ctypes.c_int, [c_module_p]),

@@ -4,12 +4,13 @@ nn_onnx_import), so it trains, captures, saves and exports as any model.
 Its state_dict's keys are the initializers' names (PyTorch's state_dict
 names for torch.onnx exports); train() and eval() decide how BatchNorm and
 Dropout behave, as in PyTorch."""
+import ctypes
 import os
 
 from . import _context
 from ._context import BORROWED, Handle
 from ._errors import check, check_ptr
-from ._lib import LOCK, lib
+from ._lib import LOCK, OnnxImportOptions, lib
 from .model import Model
 from .tensor import Tensor
 
@@ -75,14 +76,19 @@ class ImportedModel(Model):
         return f"ImportedModel({self.path!r}, {len(self.named_parameters())} parameters)"
 
 
-def load(path, device=None):
+def load(path, device=None, classes=None):
     """The model of the ONNX file at `path` on `device` ("cpu", "vulkan";
-    None: the default device). A file that cannot be imported raises with
-    the reason: a node whose operator the engine does not have is named with
-    its operator and opset."""
+    None: the default device). classes=K fine-tunes on K classes: the
+    classifier computing the graph's output (a Gemm, or MatMul and Add) gets
+    K outputs drawn afresh as torch.nn.Linear draws them. A file that cannot
+    be imported raises with the reason: a node whose operator the engine
+    does not have is named with its operator and opset."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"load: path must be a str or os.PathLike, got {type(path).__name__}")
+    if classes is not None and (not isinstance(classes, int) or isinstance(classes, bool) or classes < 1):
+        raise ValueError(f"load: classes must be a positive int, got {classes!r}")
     path = os.fspath(path)
     ctx = _context.default_context() if device is None else _context.context_for(device, "onnx.load")
-    ptr = check_ptr(lib.nn_onnx_import(ctx.ptr, os.fsencode(path)), "nn_onnx_import")
+    options = OnnxImportOptions(classes=classes or 0)
+    ptr = check_ptr(lib.nn_onnx_import_with(ctx.ptr, os.fsencode(path), ctypes.byref(options)), "nn_onnx_import")
     return ImportedModel(_ModuleOwner(ptr, ctx), path)

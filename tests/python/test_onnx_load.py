@@ -64,6 +64,20 @@ def test_loads_with_pytorch_names_and_trains_in_lock_step(exported):
     np.testing.assert_allclose(model(nn.Tensor(x)).numpy(), want, rtol=1e-4, atol=1e-5)
 
 
+def test_fine_tuning_replaces_the_classifier(exported):
+    reference, x, path = exported
+    model = nn.onnx.load(path, classes=3)
+    state, theirs = model.state_dict(), reference.state_dict()
+    assert state["fc.weight"].shape == (3, 72) and state["fc.bias"].shape == (3,)
+    bound = 1 / np.sqrt(72)
+    assert np.abs(state["fc.weight"]).max() <= bound and np.abs(state["fc.weight"]).max() > 0.5 * bound
+    for name in ("conv.weight", "bn.weight", "bn.running_var"):
+        np.testing.assert_array_equal(state[name], theirs[name].numpy())
+    assert model(nn.Tensor(x)).shape == (4, 3)
+    with pytest.raises(ValueError):
+        nn.onnx.load(path, classes=0)
+
+
 def test_unsupported_file_raises_with_the_reason(tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x0a\x03abc")  # a well-formed message holding no graph
