@@ -137,11 +137,6 @@ static bool read_tensor(parse *ps, nn_pb_reader r, onnx_tensor *t) {
         ok = fail(ps, "tensor %s: only float, float16, double, integer and bool tensors are supported", buf);
     }
     if (ok) {
-        t->floats = is_float_type(t->data_type) ? malloc((size_t)t->numel * sizeof *t->floats + 1) : NULL;
-        t->ints = is_int_type(t->data_type) ? malloc((size_t)t->numel * sizeof *t->ints + 1) : NULL;
-        if (!t->floats && !t->ints) ok = fail(ps, "out of host memory for tensor '%s'", t->name);
-    }
-    if (ok) {
         const int64_t given = has_raw ? (int64_t)(raw_size / (size_t)type_bytes(t->data_type))
                               : t->data_type == ONNX_FLOAT ? n_floats
                               : t->data_type == ONNX_DOUBLE ? n_doubles
@@ -152,6 +147,11 @@ static bool read_tensor(parse *ps, nn_pb_reader r, onnx_tensor *t) {
                      (long long)given, (long long)t->numel);
             ok = fail(ps, "tensor %s", buf);
         }
+    }
+    if (ok) { /* only now: the sizes are those of data the file holds */
+        t->floats = is_float_type(t->data_type) ? malloc((size_t)t->numel * sizeof *t->floats + 1) : NULL;
+        t->ints = is_int_type(t->data_type) ? malloc((size_t)t->numel * sizeof *t->ints + 1) : NULL;
+        if (!t->floats && !t->ints) ok = fail(ps, "out of host memory for tensor '%s'", t->name);
     }
     if (ok) {
         if (has_raw) decode_raw(t, raw);
@@ -178,8 +178,9 @@ static bool read_attr(parse *ps, nn_pb_reader r, onnx_attr *a) {
         case 2: { uint32_t u = (uint32_t)f.number; memcpy(&a->f, &u, 4); break; }
         case 3: a->i = (int64_t)f.number; break;
         case 4: free(a->s), ok = (a->s = nn_pb_strdup(&f)) != NULL; break;
-        case 5:
-            if (!a->t) ok = (a->t = calloc(1, sizeof *a->t)) != NULL;
+        case 5: /* a repeated singular field: the last one counts */
+            if (a->t) tensor_free(a->t);
+            else ok = (a->t = calloc(1, sizeof *a->t)) != NULL;
             ok = ok && read_tensor(ps, nn_pb_sub(&f), a->t);
             break;
         case 7: ok = nn_pb_append_floats(&r, &f, &a->floats, &a->n_floats); break;
