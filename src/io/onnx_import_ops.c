@@ -671,6 +671,9 @@ static nn_status op_resize(node_run *r) {
         return nn_onnx_refuse(r, "mode '%s' with coordinate_transformation_mode '%s' (nearest_mode '%s') is not one "
                                  "of PyTorch's interpolate forms", mode, coords, rounding);
     }
+    const onnx_attr *policy = nn_onnx_attr(r->node, "keep_aspect_ratio_policy"), *axes = nn_onnx_attr(r->node, "axes");
+    if (attr_int(r->node, "antialias", 0) || (policy && policy->s && strcmp(policy->s, "stretch") != 0) || axes)
+        return nn_onnx_refuse(r, "antialias, keep_aspect_ratio_policy and axes (opsets 18 and 19) are not supported");
     const onnx_tensor *scales = nn_onnx_in(r, 2) ? host_in(r, 2) : NULL, *sizes = nn_onnx_in(r, 3) ? host_in(r, 3) : NULL;
     if (scales && scales->numel == 0) scales = NULL;
     if (sizes && sizes->numel == 4 && sizes->ints) {

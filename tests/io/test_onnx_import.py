@@ -229,6 +229,33 @@ OP_GRAPHS = {
 }
 
 
+# The same operators in opset 21's forms (axes as inputs, GroupNormalization's
+# scale per channel), and opset 13's.
+OP_GRAPHS.update({
+    "opset21_reductions_group_norm": (
+        [helper.make_node("ReduceMax", ["x", "ax"], ["a"], keepdims=1),
+         helper.make_node("ReduceMean", ["x", "ax"], ["b"], keepdims=1),
+         helper.make_node("Sub", ["a", "b"], ["c"]),
+         helper.make_node("GroupNormalization", ["x", "g", "bias"], ["d"], num_groups=2, epsilon=1e-4),
+         helper.make_node("Add", ["c", "d"], ["y"])],
+        [const("ax", [1, 3], TensorProto.INT64), const("g", RNG.standard_normal(4)),
+         const("bias", RNG.standard_normal(4))], 21),
+    "opset13_conv_gemm": (
+        [helper.make_node("Conv", ["x", "w"], ["a"], pads=[1, 0, 1, 0], strides=[2, 1], group=2),
+         helper.make_node("Flatten", ["a"], ["f"]),
+         helper.make_node("Gemm", ["f", "m", "v"], ["y"], transA=0, transB=0, alpha=0.5, beta=2.0)],
+        [const("w", RNG.standard_normal((6, 2, 3, 2))), const("m", RNG.standard_normal((6 * 3 * 5, 7))),
+         const("v", RNG.standard_normal(7))], 13),
+    "opset13_split_squeeze": (
+        [helper.make_node("Split", ["x", "parts"], ["p", "q"], axis=3),
+         helper.make_node("ReduceMean", ["p"], ["m"], axes=[3], keepdims=1),
+         helper.make_node("Squeeze", ["m", "three"], ["s"]),
+         helper.make_node("Unsqueeze", ["s", "three"], ["u"]),
+         helper.make_node("Mul", ["u", "q"], ["y"])],
+        [const("parts", [2, 4], TensorProto.INT64), const("three", [3], TensorProto.INT64)], 13),
+})
+
+
 @pytest.mark.parametrize("name", sorted(OP_GRAPHS))
 @pytest.mark.parametrize("device", DEVICES)
 def test_operator_forms_match_onnxruntime(tmp_path, name, device):

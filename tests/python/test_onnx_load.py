@@ -78,6 +78,37 @@ def test_fine_tuning_replaces_the_classifier(exported):
         nn.onnx.load(path, classes=0)
 
 
+def test_readme_fine_tuning_of_a_torchvision_export(tmp_path):
+    """The README's recipe: torchvision's ResNet-18 exported with its 1000
+    classes, loaded with a new 4-class fc, everything else frozen."""
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(47)
+    path = tmp_path / "resnet18.onnx"
+    torch.onnx.export(torchvision.models.resnet18(), torch.zeros(2, 3, 32, 32), str(path), opset_version=17,
+                      input_names=["input"], dynamic_axes={"input": {0: "batch"}},
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    model = nn.onnx.load(path, classes=4)
+    for name, p in model.named_parameters():
+        p.requires_grad = name.startswith("fc.")
+    opt = nn.SGD([p for name, p in model.named_parameters() if name.startswith("fc.")], lr=0.05, momentum=0.9)
+    before = model.state_dict()
+    x = np.random.default_rng(53).standard_normal((6, 3, 32, 32)).astype(np.float32)
+    labels = np.array([0, 1, 2, 3, 0, 1], np.int32)
+    losses = []
+    for _ in range(8):
+        opt.zero_grad()
+        loss = nn.softmax_ce(model(nn.Tensor(x)), nn.Tensor(labels))
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.item()))
+        nn.end_batch()
+    after = model.state_dict()
+    assert losses[-1] < losses[0]
+    assert not np.array_equal(after["fc.weight"], before["fc.weight"])
+    for name in ("conv1.weight", "layer4.1.conv2.weight", "layer1.0.bn1.bias"):
+        np.testing.assert_array_equal(after[name], before[name], err_msg=name)
+
+
 def test_unsupported_file_raises_with_the_reason(tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x0a\x03abc")  # a well-formed message holding no graph
