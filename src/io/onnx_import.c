@@ -23,20 +23,50 @@
 #define MIN_OPSET 13
 #define MAX_OPSET 21
 
+/* Values by name: an open-addressing table of indices into im->values
+ * (-1 empty), at most half full, so a graph of many nodes links in linear time. */
+static uint32_t name_hash(const char *name) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = (h ^ *c) * 16777619u;
+    return h;
+}
+
 static int find_value(const imported *im, const char *name) {
-    for (int i = im->n_values - 1; i >= 0; i--)
-        if (strcmp(im->values[i].name, name) == 0) return i;
-    return -1;
+    if (!im->index_size) return -1;
+    for (uint32_t at = name_hash(name) & (im->index_size - 1);; at = (at + 1) & (im->index_size - 1)) {
+        const int v = im->index[at];
+        if (v < 0 || strcmp(im->values[v].name, name) == 0) return v;
+    }
+}
+
+static nn_status grow_index(imported *im, const char *who) {
+    if (2 * (uint32_t)(im->n_values + 1) <= im->index_size) return NN_OK;
+    const uint32_t size = im->index_size ? 2 * im->index_size : 64;
+    int *index = malloc(size * sizeof *index);
+    if (!index) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+    for (uint32_t i = 0; i < size; i++) index[i] = -1;
+    for (int v = 0; v < im->n_values; v++) {
+        uint32_t at = name_hash(im->values[v].name) & (size - 1);
+        while (index[at] >= 0) at = (at + 1) & (size - 1);
+        index[at] = v;
+    }
+    free(im->index);
+    im->index = index, im->index_size = size;
+    return NN_OK;
 }
 
 static nn_status add_value(imported *im, const char *name, value_kind kind, const char *who, int *index) {
     if (!name[0]) return nn_set_error(NN_ERR_IO, "%s: a value without a name", who);
     if (find_value(im, name) >= 0)
         return nn_set_error(NN_ERR_IO, "%s: value '%s' is defined twice (an ONNX graph assigns each value once)", who, name);
+    NN_TRY(grow_index(im, who));
     graph_value *bigger = realloc(im->values, (size_t)(im->n_values + 1) * sizeof *bigger);
     if (!bigger) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
     im->values = bigger;
     bigger[im->n_values] = (graph_value){.name = name, .kind = kind};
+    uint32_t at = name_hash(name) & (im->index_size - 1);
+    while (im->index[at] >= 0) at = (at + 1) & (im->index_size - 1);
+    im->index[at] = im->n_values;
     *index = im->n_values++;
     return NN_OK;
 }
@@ -51,6 +81,7 @@ static void imported_free_contents(imported *im) {
         if (im->node_outputs) free(im->node_outputs[i]);
     }
     free(im->node_inputs), free(im->node_outputs), free(im->values), free(im->gelu_input), free(im->fused_away);
+    free(im->index);
     nn_onnx_model_free(&im->model);
 }
 

@@ -37,6 +37,8 @@ typedef struct imported {
     onnx_model model;
     graph_value *values;
     int n_values;
+    int *index; /* values by name (onnx_import.c's hash table) */
+    uint32_t index_size;
     int **node_inputs, **node_outputs; /* value indices; -1 for an omitted optional input */
     int input, output;                 /* the graph's input and output values */
     /* The exporters' GELU, x * 0.5 * (1 + erf(x / sqrt(2))), found at import:
