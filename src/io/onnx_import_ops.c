@@ -28,15 +28,18 @@ static bool attr_ints(const onnx_node *n, const char *name, int64_t *out, int ma
     return true;
 }
 
-/* Input i as host integers (NULL when it is not one). */
+/* Input i's host values (a constant, or what shapes computed; NULL for a
+ * tensor computed on the device). A constant keeps them after a node
+ * copied it to the device. */
 static const onnx_tensor *host_in(node_run *r, int i) {
     slot *s = nn_onnx_in(r, i);
-    return s && !s->t && s->host ? s->host : NULL;
+    return s ? s->host : NULL;
 }
 
 /* Input i as host integers of at most `max` values, into out. */
 static nn_status host_ints(node_run *r, int i, int64_t *out, int max, int *count) {
     const onnx_tensor *h = host_in(r, i);
+    *count = 0;
     if (!h || !h->ints) return nn_onnx_refuse(r, "input %d must be a constant list of integers", i);
     if (h->numel > max) return nn_onnx_refuse(r, "input %d holds more than %d values", i, max);
     for (int k = 0; k < h->numel; k++) out[k] = h->ints[k];
