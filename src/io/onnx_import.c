@@ -322,19 +322,21 @@ static bool is_state(const imported *im, int v, bool *buffer) {
     *buffer = false;
     if (t->data_type != ONNX_FLOAT && t->data_type != ONNX_DOUBLE && t->data_type != ONNX_FLOAT16) return false;
     if (im->values[v].learned) return true;
-    bool state = false, device = false;
+    bool state = false, device = false, host = false;
     for (int k = 0; k < im->model.n_nodes; k++) {
         const onnx_node *n = &im->model.nodes[k];
         for (int i = 0; i < n->n_inputs; i++) {
             if (im->node_inputs[k][i] != v) continue;
             bool b = false;
             if (nn_onnx_state_input(n->op_type, i, &b)) state = true, *buffer = *buffer || b;
-            else if (!nn_onnx_host_input(n->op_type, i)) device = true;
+            else if (nn_onnx_host_input(n->op_type, i)) host = true;
+            else device = true;
         }
     }
     /* Operands of arithmetic are state only under a state_dict name (a
-     * user's nn.Parameter), not the exporter's ("onnx::Mul_12"). */
-    return state || (device && state_name(t->name));
+     * user's nn.Parameter), not the exporter's ("onnx::Mul_12"), and never
+     * when a node also reads them as constants (a Clip bound). */
+    return state || (device && !host && state_name(t->name));
 }
 
 /* The module that holds `name`: a child per dotted prefix (made as needed);

@@ -109,6 +109,27 @@ def test_readme_fine_tuning_of_a_torchvision_export(tmp_path):
         np.testing.assert_array_equal(after[name], before[name], err_msg=name)
 
 
+def test_a_constant_read_on_the_device_and_on_the_host_runs_twice(tmp_path):
+    """A constant copied to the device by one node (Max) keeps its host value
+    for another (Clip's bound) in every forward, not only the first."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("Max", ["x", "c"], ["m"]), helper.make_node("Clip", ["m", "c", "hi"], ["y"])], "twice",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor("c", TensorProto.FLOAT, [], [-0.25]), helper.make_tensor("hi", TensorProto.FLOAT, [], [0.5])])
+    path = tmp_path / "twice.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    x = np.random.default_rng(59).standard_normal((2, 3)).astype(np.float32)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    model = nn.onnx.load(path)
+    for _ in range(2):
+        np.testing.assert_allclose(model(nn.Tensor(x)).numpy(), want, rtol=1e-6)
+        nn.end_batch()
+
+
 def test_unsupported_file_raises_with_the_reason(tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x0a\x03abc")  # a well-formed message holding no graph
