@@ -699,7 +699,7 @@ static nn_status op_variadic(node_run *r) {
     for (int i = 1; i < r->n_in && y; i++) {
         nn_tensor *x = nn_onnx_device_in(r, i);
         if (!x) return nn_last_status();
-        y = op[1] == 'a' ? nn_maximum(y, x) : op[1] == 'i' ? nn_minimum(y, x) : nn_add(y, x);
+        y = !strcmp(op, "Max") ? nn_maximum(y, x) : !strcmp(op, "Min") ? nn_minimum(y, x) : nn_add(y, x); /* Sum, Mean */
     }
     if (y && strcmp(op, "Mean") == 0 && r->n_in > 1) y = nn_mul_scalar(y, 1.0f / (float)r->n_in);
     return nn_onnx_set_out(r, 0, y);
@@ -794,6 +794,18 @@ static nn_status op_group_norm(node_run *r) {
     return nn_onnx_set_out(r, 0, nn_group_norm(x, (int)groups, w, b, eps));
 }
 
+/* ArgMax / ArgMin along one axis: the first extreme (select_last_index 0),
+ * as int32 (ONNX's int64 holds the same values). */
+static nn_status op_arg_extreme(node_run *r) {
+    nn_tensor *x = nn_onnx_device_in(r, 0);
+    if (!x) return nn_last_status();
+    if (attr_int(r->node, "select_last_index", 0)) return nn_onnx_refuse(r, "select_last_index 1 is not supported");
+    int axis;
+    NN_TRY(check_axis(r, attr_int(r->node, "axis", 0), nn_tensor_ndim(x), &axis));
+    const bool keep = attr_int(r->node, "keepdims", 1) != 0, max = strcmp(r->node->op_type, "ArgMax") == 0;
+    return nn_onnx_set_out(r, 0, max ? nn_argmax_dims(x, &axis, 1, keep) : nn_argmin_dims(x, &axis, 1, keep));
+}
+
 /* ---- the table ---- */
 
 typedef struct op_entry {
@@ -864,6 +876,8 @@ static const op_entry ops[] = {
     {"Split", op_split, 0x2, 0, 0},
     {"InstanceNormalization", op_group_norm, 0, 0x6, 0},
     {"GroupNormalization", op_group_norm, 0, 0x6, 0},
+    {"ArgMax", op_arg_extreme, 0, 0, 0},
+    {"ArgMin", op_arg_extreme, 0, 0, 0},
     {"LayerNormalization", op_layer_norm, 0, 0x6, 0},
     {"Slice", op_slice, 0x1e, 0, 0},
     {"Cast", op_cast, 0, 0, 0},

@@ -308,6 +308,21 @@ def test_token_input_embedding_matches_onnxruntime(tmp_path, device):
     assert sorted(names) == sorted(model.state_dict())
 
 
+@pytest.mark.parametrize("op,axis,keepdims", [("ArgMax", 1, 0), ("ArgMin", -1, 1)])
+@pytest.mark.parametrize("device", DEVICES)
+def test_arg_extremes_match_onnxruntime(tmp_path, op, axis, keepdims, device):
+    graph = helper.make_graph([helper.make_node(op, ["x"], ["y"], axis=axis, keepdims=keepdims)], "arg",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 5, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, None)])
+    path = tmp_path / "arg.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    x = np.random.default_rng(61).standard_normal((2, 4, 5, 6)).astype(np.float32)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    run_import(path, x, tmp_path, device)
+    got = np.fromfile(tmp_path / "out.bin", dtype="<i4")  # int32 indices
+    np.testing.assert_array_equal(got, want.ravel())
+
+
 def tiny_model(nodes, initializers=(), opset=17, inputs=None, outputs=None):
     graph = helper.make_graph(
         nodes, "tiny", inputs or [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
