@@ -190,7 +190,7 @@ nn_status nn_onnx_export_module_info(const char *path, nn_module *module, const 
 
 /* ---- ONNX import ----
  * A module running the graph of the ONNX file at `path` (opsets 13 to 21;
- * one float input, one output) with the engine's operations, so it trains,
+ * float or integer inputs, one output) with the engine's operations, so it trains,
  * captures, checkpoints and exports like a built-in model. Initializers
  * that hold learned state become parameters, BatchNormalization's running
  * statistics buffers, under their ONNX names (PyTorch's state_dict names
@@ -212,6 +212,11 @@ typedef struct nn_onnx_import_options {
 } nn_onnx_import_options;
 /* nn_onnx_import with options (NULL: none). */
 nn_module *nn_onnx_import_with(nn_ctx *ctx, const char *path, const nn_onnx_import_options *options);
+/* Runs an imported graph with several inputs (an attention mask beside
+ * the tokens), given in the graph's order; nn_module_forward runs a graph
+ * of one input and refuses the others, naming them. Returns the output
+ * (step-owned), or NULL with the error set. */
+nn_tensor *nn_onnx_run(nn_module *module, nn_tensor *const *inputs, int count);
 /* The shapes the ONNX file at `path` declares for its graph's input and
  * output (up to NN_MAX_DIMS each; -1 for a symbolic or unknown dimension,
  * such as a dynamic batch; *ndim -1 when the file gives no shape), read

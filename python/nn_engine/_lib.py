@@ -307,6 +307,7 @@ _SIGNATURES = {
     # nn_io.h and nn_module.h: an imported ONNX graph's module (nn_engine.onnx)
     "nn_onnx_import": (c_module_p, [c_ctx_p, ctypes.c_char_p]),
     "nn_onnx_import_with": (c_module_p, [c_ctx_p, ctypes.c_char_p, ctypes.POINTER(OnnxImportOptions)]),
+    "nn_onnx_run": (c_tensor_p, [c_module_p, ctypes.POINTER(c_tensor_p), ctypes.c_int]),
     "nn_module_forward": (c_tensor_p, [c_module_p, c_tensor_p]),
     "nn_module_set_training": (c_status, [c_module_p, ctypes.c_bool]),
     "nn_module_param_count": (ctypes.c_int, [c_module_p]),

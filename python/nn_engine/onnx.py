@@ -10,7 +10,7 @@ import os
 from . import _context
 from ._context import BORROWED, Handle
 from ._errors import check, check_ptr
-from ._lib import LOCK, OnnxImportOptions, lib
+from ._lib import LOCK, OnnxImportOptions, PointerArray, lib
 from .model import Model
 from .tensor import Tensor
 
@@ -44,11 +44,15 @@ class ImportedModel(Model):
         object.__setattr__(self, "_owner", owner)
         object.__setattr__(self, "path", path)
 
-    def forward(self, x):
+    def forward(self, *inputs):
+        """The graph's output for its inputs, in the graph's order (Tensors,
+        or arrays made Tensors)."""
         owner = self._owner
-        if not isinstance(x, Tensor):
-            x = Tensor(x, device=None)
-        ptr = lib.nn_module_forward(owner.ptr, x._h)
+        xs = [x if isinstance(x, Tensor) else Tensor(x) for x in inputs]
+        if len(xs) == 1:
+            ptr = lib.nn_module_forward(owner.ptr, xs[0]._h)
+        else:
+            ptr = lib.nn_onnx_run(owner.ptr, PointerArray([x._h for x in xs]), len(xs))
         return Tensor._result(ptr, owner.ctx, "imported ONNX model")
 
     def _listing(self, count, name, tensor):

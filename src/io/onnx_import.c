@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/context_mismatch.h"
+#include "core/ctx_guard.h"
 #include "core/error.h"
 #include "core/internal.h"
 #include "nn_io.h"
@@ -81,7 +83,7 @@ static void imported_free_contents(imported *im) {
         if (im->node_outputs) free(im->node_outputs[i]);
     }
     free(im->node_inputs), free(im->node_outputs), free(im->values), free(im->gelu_input), free(im->fused_away);
-    free(im->index);
+    free(im->index), free(im->inputs);
     nn_onnx_model_free(&im->model);
 }
 
@@ -106,12 +108,13 @@ static nn_status link_graph(imported *im, const char *who) {
         im->values[v].constant = &m->initializers[i];
     }
     im->input = -1;
+    im->inputs = malloc(((size_t)m->n_inputs + 1) * sizeof *im->inputs);
+    if (!im->inputs) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
     for (int i = 0; i < m->n_inputs; i++) {
         if (find_value(im, m->inputs[i].name) >= 0) continue; /* an initializer listed as an input (IR < 4) */
-        if (im->input >= 0)
-            return nn_set_error(NN_ERR_IO, "%s: the graph has several inputs ('%s', '%s'); one is supported", who,
-                                im->values[im->input].name, m->inputs[i].name);
-        NN_TRY(add_value(im, m->inputs[i].name, VALUE_INPUT, who, &im->input));
+        NN_TRY(add_value(im, m->inputs[i].name, VALUE_INPUT, who, &im->inputs[im->n_inputs]));
+        if (im->input < 0) im->input = im->inputs[0];
+        im->n_inputs++;
         const int type = m->inputs[i].elem_type;
         if (type != ONNX_FLOAT && type != ONNX_INT64 && type != ONNX_INT32)
             return nn_set_error(NN_ERR_IO, "%s: the graph's input '%s' is of type %d; float and integer (token "
@@ -456,7 +459,8 @@ nn_status nn_onnx_refuse(const node_run *r, const char *fmt, ...) {
                         r->node->op_type, (long long)r->im->model.opset, what);
 }
 
-static nn_tensor *imported_forward(nn_module *self, nn_tensor *x) {
+/* The graph run on its inputs (count of them, in the graph's order). */
+static nn_tensor *run_graph(nn_module *self, nn_tensor *const *xs) {
     imported *im = nn_module_data(self);
     slot *slots = calloc((size_t)im->n_values, sizeof *slots);
     if (!slots) return NN_FAIL_NULL(NN_ERR_MEMORY, "imported ONNX graph: out of host memory");
@@ -465,7 +469,7 @@ static nn_tensor *imported_forward(nn_module *self, nn_tensor *x) {
         if (g->kind == VALUE_STATE) slots[v].t = g->state;
         if (g->kind == VALUE_CONSTANT) slots[v].host = g->constant, slots[v].t = g->device_constant;
     }
-    slots[im->input].t = x;
+    for (int i = 0; i < im->n_inputs; i++) slots[im->inputs[i]].t = xs[i];
     nn_status st = NN_OK;
     for (int k = 0; k < im->model.n_nodes && st == NN_OK; k++) {
         if (im->fused_away[k]) continue;
@@ -488,6 +492,38 @@ static nn_tensor *imported_forward(nn_module *self, nn_tensor *x) {
         free(slots[v].owned.name), free(slots[v].owned.floats), free(slots[v].owned.ints);
     }
     free(slots);
+    return y;
+}
+
+static nn_tensor *imported_forward(nn_module *self, nn_tensor *x) {
+    const imported *im = nn_module_data(self);
+    if (im->n_inputs != 1)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "imported ONNX graph: it has %d inputs ('%s', '%s'%s); give them all "
+                            "with nn_onnx_run", im->n_inputs, im->values[im->inputs[0]].name,
+                            im->values[im->inputs[1]].name, im->n_inputs > 2 ? ", ..." : "");
+    return run_graph(self, &x);
+}
+
+nn_tensor *nn_onnx_run(nn_module *m, nn_tensor *const *inputs, int count) {
+    if (!m || strcmp(nn_module_kind(m), "ONNXGraph") != 0)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_onnx_run: %s is not a module nn_onnx_import made",
+                            m ? nn_module_kind(m) : "NULL");
+    const imported *im = nn_module_data(m);
+    if (!inputs || count != im->n_inputs)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_onnx_run: the graph takes %d inputs, given %d", im->n_inputs,
+                            inputs ? count : 0);
+    for (int i = 0; i < count; i++) {
+        if (!inputs[i])
+            return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_onnx_run: input %d ('%s') is NULL", i, im->values[im->inputs[i]].name);
+        if (inputs[i]->ctx != nn_module_ctx(m)) {
+            nn_error_other_context(NN_ERR_STATE, "nn_onnx_run", "the graph's parameters", nn_module_ctx(m),
+                                   "an input", inputs[i]->ctx);
+            return NULL;
+        }
+    }
+    if (nn_ctx_enter(nn_module_ctx(m), "nn_onnx_run") != NN_OK) return NULL;
+    nn_tensor *y = run_graph(m, inputs);
+    nn_ctx_leave(nn_module_ctx(m));
     return y;
 }
 

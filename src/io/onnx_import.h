@@ -40,7 +40,8 @@ typedef struct imported {
     int *index; /* values by name (onnx_import.c's hash table) */
     uint32_t index_size;
     int **node_inputs, **node_outputs; /* value indices; -1 for an omitted optional input */
-    int input, output;                 /* the graph's input and output values */
+    int *inputs, n_inputs;             /* the graph's inputs' values, in its order */
+    int input, output;                 /* its first input's value, its output's */
     /* The exporters' GELU, x * 0.5 * (1 + erf(x / sqrt(2))), found at import:
      * its last node computes it from value gelu_input[k] (else -1), the
      * others are fused away. */

@@ -130,6 +130,31 @@ def test_a_constant_read_on_the_device_and_on_the_host_runs_twice(tmp_path):
         nn.end_batch()
 
 
+def test_a_graph_of_two_inputs_runs_with_both(tmp_path):
+    """Scores and an additive mask (as attention's): the graph's inputs in
+    its order; a call with one input says how many the graph takes."""
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+    w = np.random.default_rng(67).standard_normal((5, 4)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["s"]), helper.make_node("Add", ["s", "mask"], ["m"]),
+         helper.make_node("Softmax", ["m"], ["y"], axis=-1)], "masked",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5]),
+         helper.make_tensor_value_info("mask", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel().tolist())])
+    path = tmp_path / "masked.onnx"
+    path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString())
+    rng = np.random.default_rng(71)
+    x = rng.standard_normal((3, 5)).astype(np.float32)
+    mask = np.where(rng.random((3, 4)) < 0.3, -1e9, 0.0).astype(np.float32)
+    want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x, "mask": mask})[0]
+    model = nn.onnx.load(path)
+    np.testing.assert_allclose(model(nn.Tensor(x), nn.Tensor(mask)).numpy(), want, rtol=1e-5, atol=1e-7)
+    with pytest.raises(Exception, match="2 inputs"):
+        model(nn.Tensor(x))
+
+
 def test_unsupported_file_raises_with_the_reason(tmp_path):
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x0a\x03abc")  # a well-formed message holding no graph
