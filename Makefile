@@ -274,7 +274,7 @@ fuzz-regress: $(BUILD)/fuzz/fuzz_train_state $(BUILD)/fuzz/fuzz_window_ops $(BUI
 .PHONY: fuzz-state fuzz-ops fuzz-onnx
 fuzz-onnx: $(BUILD)/fuzz/fuzz_onnx_import
 	@mkdir -p $(BUILD)/fuzz/found_onnx
-	$< -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=8192 -malloc_limit_mb=1024 $(BUILD)/fuzz/found_onnx tests/fuzz/corpus_onnx
+	$< -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=20000 -malloc_limit_mb=1024 $(BUILD)/fuzz/found_onnx tests/fuzz/corpus_onnx
 fuzz-state: $(BUILD)/fuzz/fuzz_train_state
 	@mkdir -p $(BUILD)/fuzz/found_state
 	$< -max_total_time=$(FUZZ_SECONDS) -timeout=$(FUZZ_UNIT_SECONDS) -max_len=8192 -malloc_limit_mb=512 $(BUILD)/fuzz/found_state tests/fuzz/corpus_state

@@ -1,7 +1,9 @@
 """Writes the ONNX importer's fuzz seeds into tests/fuzz/corpus_onnx/: a
-one-node graph, and torch.onnx exports of a small convolutional network
+one-node graph, torch.onnx exports of a small convolutional network
 (3 input channels) in evaluation mode (BatchNorm folded) and in training
-mode (BatchNorm and Dropout kept)."""
+mode (BatchNorm and Dropout kept), and of a one-layer transformer encoder
+over the rows of the [2, 3, 8, 8] input (attention, LayerNorm, GELU in its
+Erf form)."""
 from pathlib import Path
 
 import torch
@@ -20,3 +22,16 @@ x = torch.zeros(2, 3, 8, 8)
 torch.onnx.export(net.eval(), x, str(out / "convnet-eval.onnx"), opset_version=17)
 torch.onnx.export(net.train(), x, str(out / "convnet-train.onnx"), opset_version=17,
                   training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu", batch_first=True)
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.head(self.layer(x.flatten(1, 2)).mean(dim=1))
+
+
+torch.onnx.export(Encoder().eval(), x, str(out / "encoder.onnx"), opset_version=17, do_constant_folding=False)
