@@ -217,8 +217,8 @@ nn_module *nn_onnx_import_with(nn_ctx *ctx, const char *path, const nn_onnx_impo
  * of one input and refuses the others, naming them. Returns the output
  * (step-owned), or NULL with the error set. */
 nn_tensor *nn_onnx_run(nn_module *module, nn_tensor *const *inputs, int count);
-/* The shapes the ONNX file at `path` declares for its graph's input and
- * output (up to NN_MAX_DIMS each; -1 for a symbolic or unknown dimension,
+/* The shapes the ONNX file at `path` declares for its graph's (first)
+ * input and its output (up to NN_MAX_DIMS each; -1 for a symbolic or unknown dimension,
  * such as a dynamic batch; *ndim -1 when the file gives no shape), read
  * without making a module. */
 nn_status nn_onnx_io_shapes(const char *path, int64_t *input, int *input_ndim, int64_t *output, int *output_ndim);

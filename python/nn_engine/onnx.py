@@ -37,7 +37,7 @@ class _ModuleOwner:
 
 
 class ImportedModel(Model):
-    """A model made from an ONNX file by load(): one input, one output."""
+    """A model made from an ONNX file by load(): the graph's inputs in, its one output out."""
 
     def __init__(self, owner, path):
         super().__init__()
