@@ -56,6 +56,12 @@ def test_torchvision_export_matches_onnxruntime(tmp_path, name, device, training
     torch.manual_seed(3)
     extra = {"dropout": 0.0} if name == "mobilenet_v2" else {}  # no random masks to compare in training mode
     model = getattr(torchvision.models, name)(num_classes=10, **extra).train(training)
+    with torch.no_grad():  # BatchNorm other than its initial identity, so evaluation mode computes something
+        for bn in (m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.2, 0.2)
     x = np.random.default_rng(5).standard_normal((3, 3, 37, 34)).astype(np.float32)
     path = tmp_path / f"{name}.onnx"
     export(model, x, path, training=training)
