@@ -83,7 +83,7 @@ static void imported_free_contents(imported *im) {
         if (im->node_outputs) free(im->node_outputs[i]);
     }
     free(im->node_inputs), free(im->node_outputs), free(im->values), free(im->gelu_input), free(im->fused_away);
-    free(im->index), free(im->inputs);
+    free(im->index), free(im->inputs), free(im->readers);
     nn_onnx_model_free(&im->model);
 }
 
@@ -152,6 +152,12 @@ static nn_status link_graph(imported *im, const char *who) {
     im->output = find_value(im, m->outputs[0].name);
     if (im->output < 0)
         return nn_set_error(NN_ERR_IO, "%s: the graph's output '%s' is not computed by any node", who, m->outputs[0].name);
+    im->readers = calloc((size_t)im->n_values + 1, sizeof *im->readers);
+    if (!im->readers) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
+    for (int k = 0; k < m->n_nodes; k++)
+        for (int i = 0; i < m->nodes[k].n_inputs; i++)
+            if (im->node_inputs[k][i] >= 0) im->readers[im->node_inputs[k][i]]++;
+    im->readers[im->output]++;
     return find_gelus(im, who);
 }
 
@@ -167,15 +173,11 @@ static int producer(const imported *im, int v) {
 
 /* The one node reading v (and v not the graph's output), or -1. */
 static int only_reader(const imported *im, int v) {
-    int reader = -1;
-    if (v == im->output) return -1;
+    if (v < 0 || v == im->output || im->readers[v] != 1) return -1;
     for (int k = 0; k < im->model.n_nodes; k++)
         for (int i = 0; i < im->model.nodes[k].n_inputs; i++)
-            if (im->node_inputs[k][i] == v) {
-                if (reader >= 0) return -1;
-                reader = k;
-            }
-    return reader;
+            if (im->node_inputs[k][i] == v) return k;
+    return -1;
 }
 
 /* Whether value v is a constant holding the one number `want`. */

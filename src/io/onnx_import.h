@@ -41,6 +41,7 @@ typedef struct imported {
     uint32_t index_size;
     int **node_inputs, **node_outputs; /* value indices; -1 for an omitted optional input */
     int *inputs, n_inputs;             /* the graph's inputs' values, in its order */
+    int *readers;                      /* per value: the node inputs reading it, + 1 for the graph's output */
     int input, output;                 /* its first input's value, its output's */
     /* The exporters' GELU, x * 0.5 * (1 + erf(x / sqrt(2))), found at import:
      * its last node computes it from value gelu_input[k] (else -1), the

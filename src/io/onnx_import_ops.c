@@ -79,6 +79,16 @@ static nn_status check_axis(node_run *r, int64_t axis, int ndim, int *out) {
     return NN_OK;
 }
 
+/* Inputs 0 and 1 on the device and input 2, optional, there too (NULL
+ * when omitted): a weighted operation's x, weight and bias (Conv,
+ * ConvTranspose, LayerNormalization; Gemm's A, B and C). */
+static nn_status weighted_inputs(node_run *r, nn_tensor **x, nn_tensor **w, nn_tensor **b) {
+    *x = nn_onnx_device_in(r, 0);
+    *w = *x ? nn_onnx_device_in(r, 1) : NULL;
+    *b = *w && nn_onnx_in(r, 2) ? nn_onnx_device_in(r, 2) : NULL;
+    return !*w || (nn_onnx_in(r, 2) && !*b) ? nn_last_status() : NN_OK;
+}
+
 /* ---- windows (Conv, pools) ---- */
 
 typedef struct window {
@@ -130,9 +140,8 @@ static nn_status read_window(node_run *r, nn_tensor *x, const int64_t *kernel, w
 }
 
 static nn_status op_conv(node_run *r) {
-    nn_tensor *x = nn_onnx_device_in(r, 0), *w = x ? nn_onnx_device_in(r, 1) : NULL;
-    nn_tensor *b = w && nn_onnx_in(r, 2) ? nn_onnx_device_in(r, 2) : NULL;
-    if (!w || (nn_onnx_in(r, 2) && !b)) return nn_last_status();
+    nn_tensor *x, *w, *b;
+    NN_TRY(weighted_inputs(r, &x, &w, &b));
     if (nn_tensor_ndim(w) != 4) return nn_onnx_refuse(r, "only 2-D convolutions (a 4-D weight) are supported");
     window win;
     const int64_t kernel[2] = {nn_tensor_dim(w, 2), nn_tensor_dim(w, 3)};
@@ -152,10 +161,8 @@ static nn_status only_first_output(node_run *r) {
     const imported *im = r->im;
     for (int i = 1; i < r->node->n_outputs; i++) {
         const int v = im->node_outputs[r->node - im->model.nodes][i];
-        bool read = v >= 0 && v == im->output;
-        for (int k = 0; v >= 0 && !read && k < im->model.n_nodes; k++)
-            for (int j = 0; j < im->model.nodes[k].n_inputs; j++) read = read || im->node_inputs[k][j] == v;
-        if (read) return nn_onnx_refuse(r, "output %d ('%s') is not supported", i, r->node->outputs[i]);
+        if (v >= 0 && im->readers[v] > 0)
+            return nn_onnx_refuse(r, "output %d ('%s') is not supported", i, r->node->outputs[i]);
     }
     return NN_OK;
 }
@@ -291,9 +298,8 @@ static nn_status op_binary(node_run *r) {
 }
 
 static nn_status op_gemm(node_run *r) {
-    nn_tensor *a = nn_onnx_device_in(r, 0), *b = a ? nn_onnx_device_in(r, 1) : NULL;
-    nn_tensor *c = b && nn_onnx_in(r, 2) ? nn_onnx_device_in(r, 2) : NULL;
-    if (!b || (nn_onnx_in(r, 2) && !c)) return nn_last_status();
+    nn_tensor *a, *b, *c;
+    NN_TRY(weighted_inputs(r, &a, &b, &c));
     const bool ta = attr_int(r->node, "transA", 0) != 0, tb = attr_int(r->node, "transB", 0) != 0;
     const float alpha = attr_float(r->node, "alpha", 1.0f), beta = attr_float(r->node, "beta", 1.0f);
     if (nn_tensor_ndim(a) != 2 || nn_tensor_ndim(b) != 2) return nn_onnx_refuse(r, "A and B must be matrices");
@@ -541,9 +547,8 @@ static nn_status op_reduce(node_run *r) {
 /* LayerNormalization (opset 17): over the dimensions from axis on. Its
  * optional Mean and InvStdDev outputs are not made. */
 static nn_status op_layer_norm(node_run *r) {
-    nn_tensor *x = nn_onnx_device_in(r, 0), *w = x ? nn_onnx_device_in(r, 1) : NULL;
-    nn_tensor *b = w && nn_onnx_in(r, 2) ? nn_onnx_device_in(r, 2) : NULL;
-    if (!w || (nn_onnx_in(r, 2) && !b)) return nn_last_status();
+    nn_tensor *x, *w, *b;
+    NN_TRY(weighted_inputs(r, &x, &w, &b));
     NN_TRY(only_first_output(r));
     const int ndim = nn_tensor_ndim(x);
     int axis;
@@ -626,9 +631,8 @@ static nn_status op_fused_away(node_run *r) {
 
 /* ConvTranspose: 2-D, explicit padding (or VALID), no output_shape. */
 static nn_status op_conv_transpose(node_run *r) {
-    nn_tensor *x = nn_onnx_device_in(r, 0), *w = x ? nn_onnx_device_in(r, 1) : NULL;
-    nn_tensor *b = w && nn_onnx_in(r, 2) ? nn_onnx_device_in(r, 2) : NULL;
-    if (!w || (nn_onnx_in(r, 2) && !b)) return nn_last_status();
+    nn_tensor *x, *w, *b;
+    NN_TRY(weighted_inputs(r, &x, &w, &b));
     if (nn_tensor_ndim(w) != 4) return nn_onnx_refuse(r, "only 2-D transposed convolutions (a 4-D weight) are supported");
     const onnx_attr *auto_pad = nn_onnx_attr(r->node, "auto_pad");
     if ((auto_pad && auto_pad->s && strcmp(auto_pad->s, "NOTSET") != 0 && strcmp(auto_pad->s, "VALID") != 0) ||
