@@ -180,6 +180,11 @@ static int only_reader(const imported *im, int v) {
     return -1;
 }
 
+/* Node k's value when it has exactly one output, else -1 (k -1 too). */
+static int only_output(const imported *im, int k) {
+    return k >= 0 && im->model.nodes[k].n_outputs == 1 ? im->node_outputs[k][0] : -1;
+}
+
 /* Whether value v is a constant holding the one number `want`. */
 static bool constant_is(const imported *im, int v, double want) {
     const onnx_tensor *t = NULL;
@@ -224,16 +229,17 @@ static nn_status find_gelus(imported *im, const char *who) {
     for (int erf = 0; erf < n; erf++) {
         const onnx_node *e = &im->model.nodes[erf];
         if (strcmp(e->op_type, "Erf") != 0) continue;
+        /* Each step's node and output are -1 once a step fails to match. */
         const int scaled = e->n_inputs == 1 ? im->node_inputs[erf][0] : -1;
         const int div = scaled >= 0 ? producer(im, scaled) : -1;
         int x = binary_with(im, div, "Div", -1, 1.4142135623730951);
         if (x < 0) x = binary_with(im, div, "Mul", -1, 0.7071067811865476);
-        const int add = e->n_outputs == 1 ? only_reader(im, im->node_outputs[erf][0]) : -1;
-        const bool plus_one = binary_with(im, add, "Add", im->node_outputs[erf][0], 1.0) >= 0;
-        const int mul = plus_one ? only_reader(im, im->node_outputs[add][0]) : -1;
-        const bool times_x = x >= 0 && binary_with(im, mul, "Mul", im->node_outputs[add][0], NAN) == x;
-        const int half = times_x ? only_reader(im, im->node_outputs[mul][0]) : -1;
-        const bool halved = binary_with(im, half, "Mul", im->node_outputs[mul][0], 0.5) >= 0;
+        const int erf_out = only_output(im, erf), add = only_reader(im, erf_out);
+        const int add_out = binary_with(im, add, "Add", erf_out, 1.0) >= 0 ? only_output(im, add) : -1;
+        const int mul = only_reader(im, add_out);
+        const int mul_out = x >= 0 && binary_with(im, mul, "Mul", add_out, NAN) == x ? only_output(im, mul) : -1;
+        const int half = only_reader(im, mul_out);
+        const bool halved = mul_out >= 0 && binary_with(im, half, "Mul", mul_out, 0.5) >= 0;
         if (x < 0 || only_reader(im, scaled) != erf || !halved)
             return nn_set_error(NN_ERR_IO,
                                 "%s: node '%s': operator Erf (opset %lld) is supported only in GELU's form "

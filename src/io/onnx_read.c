@@ -153,7 +153,7 @@ static bool read_tensor(parse *ps, nn_pb_reader r, onnx_tensor *t) {
         t->ints = is_int_type(t->data_type) ? malloc((size_t)t->numel * sizeof *t->ints + 1) : NULL;
         if (!t->floats && !t->ints) ok = fail(ps, "out of host memory for tensor '%s'", t->name);
     }
-    if (ok) {
+    if (ok && t->numel) { /* an empty tensor's arrays may be NULL */
         if (has_raw) decode_raw(t, raw);
         else if (t->data_type == ONNX_FLOAT) memcpy(t->floats, floats, (size_t)t->numel * sizeof *floats);
         else if (t->data_type == ONNX_DOUBLE) for (int64_t i = 0; i < t->numel; i++) t->floats[i] = (float)doubles[i];
