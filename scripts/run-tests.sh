@@ -10,6 +10,14 @@ total_passed=0
 total_failed=0
 status=0
 
+# Each section's heading; its wall time is printed with its counts, to see
+# where the suite's minutes go.
+section_started=$SECONDS
+section() {
+    echo "== $1"
+    section_started=$SECONDS
+}
+
 # A step that could not run or report counts as one failure.
 fail_step() {
     echo "$1"
@@ -19,7 +27,7 @@ fail_step() {
 
 run_variant() {
     local label=$1; shift
-    echo "== $label"
+    section "$label"
     if ! make -s -j"$jobs" "$@" lib cli >/dev/null; then
         fail_step "build failed: make $*"
         return
@@ -40,6 +48,7 @@ count_summary() {
         fail_step "no summary from the $label run (crashed?)"
         return
     fi
+    echo "   ($label: $((SECONDS - section_started)) s)"
     total_passed=$((total_passed + $(echo "$summary" | cut -d' ' -f1)))
     total_failed=$((total_failed + $(echo "$summary" | cut -d' ' -f3)))
 }
@@ -48,7 +57,7 @@ count_summary() {
 # last line is "N passed, N failed" too.
 run_cli_tests() {
     local label=$1 binary=$2
-    echo "== $label"
+    section "$label"
     local log
     log=$(mktemp)
     python3 tests/cli/test_cli.py "$binary" 2>&1 | tee "$log"
@@ -59,7 +68,7 @@ run_cli_tests() {
 # Data parallelism (issue 24): 2 ranks under mpirun on the CPU; the script
 # says it skips when mpirun or the build's MPI is missing.
 run_dist_tests() {
-    echo "== data parallel (mpirun -n 2, CPU)"
+    section "data parallel (mpirun -n 2, CPU)"
     local log
     log=$(mktemp)
     python3 tests/dist/test_dist.py build/nnengine 2>&1 | tee "$log"
@@ -98,6 +107,7 @@ count_pytest_summary() {
         fail_step "no summary from $label (crashed?)"
         return
     fi
+    echo "   ($label: $((SECONDS - section_started)) s)"
     passed=$(echo "$summary" | grep -oE '[0-9]+ passed' | cut -d' ' -f1)
     failed=$(echo "$summary" | grep -oE '[0-9]+ failed' | cut -d' ' -f1)
     errors=$(echo "$summary" | grep -oE '[0-9]+ errors?' | cut -d' ' -f1)
@@ -109,7 +119,7 @@ count_pytest_summary() {
 # build/libnnengine.so in the virtual environment of scripts/python-env.sh;
 # its pass/fail counts join the grand total.
 run_python_tests() {
-    echo "== Python package (pytest, reference: Debian's PyTorch)"
+    section "Python package (pytest, reference: Debian's PyTorch)"
     local py
     if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build lib >/dev/null; then
         fail_step "Python test setup failed (scripts/python-env.sh or make lib)"
@@ -130,7 +140,7 @@ run_python_tests
 # tests/io/ (pytest: onnx, onnxruntime, safetensors, PyTorch) against the C
 # fixture; both join the grand total.
 run_io_tests() {
-    echo "== io: fuzz corpora (libFuzzer regression)"
+    section "io: fuzz corpora (libFuzzer regression)"
     if make -s BUILD=build fuzz-regress >/dev/null 2>&1; then
         echo "ok   fuzz corpora: $(ls tests/fuzz/corpus | wc -l) safetensors headers," \
             "$(ls tests/fuzz/corpus_idx | wc -l) IDX files, $(ls tests/fuzz/corpus_image | wc -l) images," \
@@ -140,7 +150,8 @@ run_io_tests() {
     else
         fail_step "FAIL fuzz corpora: run 'make fuzz-regress' to see the input"
     fi
-    echo "== io: checkpoint and ONNX interop (pytest)"
+    echo "   (fuzz corpora: $((SECONDS - section_started)) s)"
+    section "io: checkpoint and ONNX interop (pytest)"
     local py log
     if ! py=$(scripts/python-env.sh) || ! make -s -j"$jobs" BUILD=build io-fixture lib cli >/dev/null; then
         fail_step "io interop setup failed (scripts/python-env.sh or make io-fixture lib cli)"
@@ -159,7 +170,7 @@ run_io_tests
 # ---- Windows (issue 27): the mingw-w64 build's C tests and LeNet-5 under
 # Wine (scripts/run-windows-tests.sh says what it skips and why).
 run_windows_tests() {
-    echo "== Windows build under Wine"
+    section "Windows build under Wine"
     local log
     log=$(mktemp)
     scripts/run-windows-tests.sh 2>&1 | tee "$log"

@@ -16,6 +16,9 @@ void nn_test_fail(const char *file, int line, const char *fmt, ...)
     NN_PRINTF_FORMAT(3, 4);
 /* Failures recorded so far in the running test (to stop early if wanted). */
 int nn_test_failures(void);
+/* Seconds on a monotonic clock, and whether NN_TESTS_TIMES asks for the parts' times. */
+double nn_test_seconds(void);
+int nn_test_show_times(void);
 
 #define TEST(name)                                                                  \
     static void name(void);                                                         \

@@ -148,8 +148,12 @@ TEST(kernel_parity_every_kernel_on_every_backend) {
             if (!kCases[k].run) continue; /* kernel_parity_every_kernel_has_a_case names it */
             kernels++;
             const int before = nn_test_failures();
+            const double start = nn_test_seconds();
             kCases[k].run(others[b]);
             parity_arrays_free();
+            if (nn_test_show_times())
+                printf("    %s on %s [%.2f s]\n", nn_kernel_name((nn_kernel)k), others[b]->name,
+                       nn_test_seconds() - start);
             /* every kernel that failed, past the runner's first few messages */
             if (nn_test_failures() > before) {
                 printf("    %s on %s: %d failed checks\n", nn_kernel_name((nn_kernel)k), others[b]->name,

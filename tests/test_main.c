@@ -1,6 +1,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "test.h"
 
@@ -37,13 +38,27 @@ void nn_test_fail(const char *file, int line, const char *fmt, ...) {
 
 int nn_test_failures(void) { return current_failures; }
 
+/* NN_TESTS_TIMES=1 appends each test's wall time, to find what makes the suite long. */
+int nn_test_show_times(void) {
+    const char *times = getenv("NN_TESTS_TIMES");
+    return times && strcmp(times, "0") != 0;
+}
+
 static int by_name(const void *a, const void *b) {
     const char *x = *(const char *const *)a, *y = *(const char *const *)b;
     return strcmp(x, y);
 }
 
+double nn_test_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 int main(int argc, char **argv) {
     const char *filter = argc > 1 ? argv[1] : NULL;
+    /* NN_TESTS_TIMES=1 appends each test's wall time, to find what makes the suite long. */
+    const int show_times = nn_test_show_times();
     /* Kernel variants by the heuristic, the same on every run and machine;
      * test_vulkan_tune.c turns the tuner on for itself. */
     setenv("NN_ENGINE_VULKAN_TUNE", "off", 0);
@@ -53,14 +68,17 @@ int main(int argc, char **argv) {
     for (int i = 0; i < test_count; i++) {
         if (filter && !strstr(tests[i].name, filter)) continue;
         current_failures = 0;
+        double start = nn_test_seconds();
         tests[i].fn();
         if (current_failures == 0) {
             passed++;
-            printf("ok   %s\n", tests[i].name);
+            printf("ok   %s", tests[i].name);
         } else {
             failed++;
-            printf("FAIL %s (%d failed checks)\n", tests[i].name, current_failures);
+            printf("FAIL %s (%d failed checks)", tests[i].name, current_failures);
         }
+        if (show_times) printf(" [%.2f s]", nn_test_seconds() - start);
+        putchar('\n');
         fflush(stdout);
     }
     printf("%d passed, %d failed\n", passed, failed);

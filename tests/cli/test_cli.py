@@ -17,6 +17,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from png_files import write_png, write_rgb_png  # noqa: E402
@@ -54,13 +55,16 @@ def test(fn):
     only_here = only or os.environ.get("NN_ENGINE_CLI_ONLY", "")  # a substring of the names to run
     if only_here not in fn.__name__:
         return fn
+    started = time.monotonic()
+    # NN_TESTS_TIMES=1 appends each test's wall time, as the C suite's does.
+    took = lambda: f" [{time.monotonic() - started:.2f} s]" if os.environ.get("NN_TESTS_TIMES", "0") != "0" else ""
     try:
         fn()
         passed += 1
-        print(f"ok   {fn.__name__}")
+        print(f"ok   {fn.__name__}{took()}")
     except Exception as e:  # one failing case must not hide the others
         failed += 1
-        print(f"FAIL {fn.__name__}: {e}")
+        print(f"FAIL {fn.__name__}{took()}: {e}")
     return fn
 
 
