@@ -171,7 +171,9 @@ typedef struct nn_onnx_options {
 } nn_onnx_options;
 
 /* options may be NULL. Unnamed initializers are "param_<k>", the input
- * "input" and the output "output". Written atomically. */
+ * "input" and the output "output". The input is float32, or int32 token
+ * indices (an int32 graph input, with no normalisation in the info).
+ * Written atomically. */
 nn_status nn_onnx_export(const char *path, nn_tensor *input, nn_tensor *output,
                          const nn_onnx_options *options);
 /* Runs the module on a zero input of input_shape (dimension 0 = batch, made

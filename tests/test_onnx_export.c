@@ -160,6 +160,16 @@ TEST(onnx_refusals) {
     CHECK(nn_onnx_export(path, x, moved, NULL) == NN_ERR_SHAPE);
     CHECK_MSG(strstr(nn_last_error(), "nn_reshape changes dimension 0"), "%s", nn_last_error());
 
+    /* Token indices as the input (an int32 graph input), but no pixel
+     * normalisation in front of them. */
+    nn_tensor *table = nn_tensor_new(ctx, NN_F32, 2, (int64_t[]){5, 3});
+    nn_tensor_set_requires_grad(table, true);
+    nn_tensor *rows = nn_embedding(y, table, -1);
+    CHECK_MSG(nn_onnx_export(path, y, rows, NULL) == NN_OK, "%s", nn_last_error());
+    const nn_model_info pixels = {.channels = 1, .mean = {0.5f}, .std = {0.25f}};
+    CHECK(nn_onnx_export(path, y, rows, &(nn_onnx_options){.info = &pixels}) == NN_ERR_DTYPE);
+    CHECK_MSG(strstr(nn_last_error(), "needs a float32 input, and the input is int32"), "%s", nn_last_error());
+
     /* After backward the recording is gone. */
     nn_tensor *l2 = nn_sum(nn_module_forward(mlp, x));
     CHECK(nn_backward(l2) == NN_OK);

@@ -9,7 +9,7 @@ from collections import namedtuple
 import numpy as np
 
 from . import _context, _lib
-from ._errors import check
+from ._errors import check, last_error_message
 from ._lib import lib
 from .layers import ConvLayer, Linear
 from .metrics import Metrics
@@ -266,8 +266,12 @@ class Model:
 
     # ---- export ----
 
-    def export(self, path, input_shape=None, model_name=None, include_preprocessing=True):
+    def export(self, path, input_shape=None, model_name=None, include_preprocessing=True, input_dtype=None):
         """Write the model as ONNX (opset 17, dynamic batch dimension).
+
+        input_dtype: None or float32 for images and features; an integer
+        dtype (int32, int64) for token indices, as an Embedding first layer
+        reads: the graph's input is then int32.
 
         A subclass defining _onnx_graph(input_shape, helper, TensorProto,
         numpy_helper) builds the graph itself (the seed's way, through the onnx
@@ -283,9 +287,13 @@ class Model:
         name = model_name if model_name is not None else type(self).__name__
         if not isinstance(name, str):
             raise TypeError(f"export: model_name must be a str, got {type(name).__name__}")
+        dtype = _export_input_dtype(input_dtype)
         if hasattr(self, "_onnx_graph"):
+            if dtype != np.float32:
+                raise ValueError(f"export: input_dtype {np.dtype(input_dtype)}: a model exported through "
+                                 f"_onnx_graph takes float32 input")
             return _export_with_onnx_package(self, path, shape, name)
-        return _export_native(self, path, shape, name, bool(include_preprocessing))
+        return _export_native(self, path, shape, name, bool(include_preprocessing), dtype)
 
     @staticmethod
     def _conv_onnx(layer, name, input_name, output_name, helper, numpy_helper, initializers,
@@ -412,18 +420,39 @@ def _export_with_onnx_package(model, path, shape, name):
     return path
 
 
-def _export_native(model, path, shape, name, include_preprocessing):
+def _export_input_dtype(input_dtype):
+    """The traced input's dtype: float32, or int32 for any integer dtype."""
+    if input_dtype is None:
+        return np.dtype(np.float32)
+    try:
+        dtype = np.dtype(input_dtype)
+    except TypeError:
+        raise TypeError(f"export: input_dtype must be a NumPy dtype (float32, int32, int64), "
+                        f"got {input_dtype!r}") from None
+    if dtype == np.float32:
+        return dtype
+    if dtype.kind in "iu":
+        return np.dtype(np.int32)
+    raise TypeError(f"export: input_dtype must be float32 or an integer dtype (token indices), got {dtype}")
+
+
+def _export_native(model, path, shape, name, include_preprocessing, dtype):
     if not _lib.has_symbol("nn_onnx_export"):
         raise NotImplementedError(
             f"export: native ONNX export (nn_onnx_export) is not in this build of the library "
             f"({_lib.library_path}); define _onnx_graph(input_shape, helper, TensorProto, "
             f"numpy_helper) on the model to export through the onnx package")
-    named = model._state()
+    # int32 state counts training batches (BatchNorm's num_batches_tracked):
+    # no inference graph reads it, and torch.onnx leaves it out too.
+    named = [(key, t) for key, t in model._state() if t.dtype != np.int32]
     # The library walks the tape from input to output: record every
     # operation, including those before the first parameter.
     device = named[0][1]._h.ctx if named else None
     with _context.enable_grad():
-        x = Tensor(np.zeros(shape, dtype=np.float32), requires_grad=True, track=False, device=device)
+        if dtype == np.float32:
+            x = Tensor(np.zeros(shape, dtype=np.float32), requires_grad=True, track=False, device=device)
+        else:  # indices can take no gradient; the parameters that read them record the graph
+            x = Tensor(np.zeros(shape, dtype=np.int32), track=False, dtype=np.int32, device=device)
         y = model(x)
     if not isinstance(y, Tensor):
         raise TypeError(f"export: forward returned {type(y).__name__}, not a Tensor")
@@ -434,8 +463,13 @@ def _export_native(model, path, shape, name, include_preprocessing):
         tensors = _lib.PointerArray(t._ptr() for _, t in named).get()
         options = _lib.OnnxOptions(name.encode(), 0, False, n, tensors, names,
                                    ctypes.pointer(info.struct) if info else None)
-        check(lib.nn_onnx_export(os.fsencode(path), x._ptr(), y._ptr(), ctypes.byref(options)),
-              "nn_onnx_export")
+        status = lib.nn_onnx_export(os.fsencode(path), x._ptr(), y._ptr(), ctypes.byref(options))
+        message = last_error_message()
+    if status != 0 and dtype == np.float32 and "does not depend on the input" in message:
+        # A float trace that an Embedding converted to indices never reaches the output.
+        raise RuntimeError(f"{message}; a model whose input is token indices (an Embedding first) "
+                           f"exports with input_dtype=np.int64")
+    check(status, "nn_onnx_export")
     return path
 
 

@@ -188,8 +188,11 @@ static nn_status check_options(const char *who, nn_tensor *input, nn_tensor *out
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s is NULL", who, !input ? "input" : "output");
     if (input->ctx != output->ctx)
         return nn_error_other_context(NN_ERR_STATE, who, "input", input->ctx, "output", output->ctx);
-    if (input->dtype != NN_F32)
-        return nn_set_error(NN_ERR_DTYPE, "%s: the input must be float32", who);
+    if (input->dtype != NN_F32 && input->dtype != NN_I32)
+        return nn_set_error(NN_ERR_DTYPE, "%s: the input must be float32 or int32 (indices)", who);
+    if (input->dtype != NN_F32 && o->info && o->info->channels > 0)
+        return nn_set_error(NN_ERR_DTYPE, "%s: the input normalisation of the model's info needs a float32 input, "
+                                          "and the input is int32", who);
     if (o->opset != 0 && (o->opset < MIN_OPSET || o->opset > DEFAULT_OPSET))
         return nn_set_error(NN_ERR_ARGUMENT, "%s: opset %d is not supported (%d..%d)", who,
                             o->opset, MIN_OPSET, DEFAULT_OPSET);
@@ -248,7 +251,8 @@ static nn_status export_graph(const char *who, const char *path, nn_tensor *inpu
     if (status == NN_OK) {
         value *out = find_value(&x, output);
         nn_pb_string(&x.graph, 2, o->graph_name ? o->graph_name : "nn_engine");
-        nn_onnx_value_info(&x.graph, NN_ONNX_GRAPH_INPUT, input_name, NN_ONNX_FLOAT, input->shape,
+        nn_onnx_value_info(&x.graph, NN_ONNX_GRAPH_INPUT, input_name,
+                           input->dtype == NN_F32 ? NN_ONNX_FLOAT : NN_ONNX_INT32, input->shape,
                            input->ndim, x.dynamic ? "batch" : NULL);
         nn_onnx_value_info(&x.graph, NN_ONNX_GRAPH_OUTPUT, out->name,
                            output->dtype == NN_F32 ? NN_ONNX_FLOAT : NN_ONNX_INT32, output->shape,
