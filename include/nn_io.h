@@ -94,6 +94,12 @@ typedef struct nn_train_progress {
     int64_t best_epoch;
     double best_metric;
     char best_by[16];
+    /* The stopped epoch's training figures so far, for a run stopped part
+     * way (epoch_step > 0): the loss summed over its images, the images
+     * classified right and the images seen, so the resumed epoch reports
+     * the whole epoch's figures. Zero when none (and in older files). */
+    double epoch_loss_sum, epoch_correct;
+    int64_t epoch_images;
 } nn_train_progress;
 
 /* `opt` must be the optimizer over exactly the module's parameters, in the

@@ -1,6 +1,7 @@
 /* Training state: the best epoch so far (best_epoch, best_metric, best_by)
- * saved and read back exactly, absent in a state without one, and refused
- * when out of range or malformed, on saving and on loading. */
+ * and a stopped epoch's figures so far, saved and read back exactly, absent
+ * in a state without them, and refused when out of range or malformed, on
+ * saving and on loading. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,58 @@ TEST(train_state_best_epoch_refusals) {
     CHECK(edited_copy(path, edited, "\"best_by\":\"loss\"", "\"best_by\":\"\\t  \""));
     CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
     CHECK_MSG(strstr(nn_last_error(), "metadata \"best_by\""), "%s", nn_last_error());
+    small_close(&r);
+    io_test_rmdir(dir);
+}
+
+/* A run stopped part way keeps its epoch's figures so far (a resumed epoch
+ * reports the whole epoch): saved exactly, read back, none without
+ * epoch_step, refused when they are not figures an epoch gives. */
+TEST(train_state_stopped_epoch_figures) {
+    const char *dir = io_test_dir();
+    const char *path = io_test_path(dir, "stopped.safetensors"), *edited = io_test_path(dir, "edited.safetensors");
+    small_run r;
+    small_open(&r);
+    nn_train_progress p = {.epoch = 1, .step = 7, .seed = 9, .epoch_step = 3, .epoch_loss_sum = 0.1 + 0.7,
+                           .epoch_correct = 61, .epoch_images = 96};
+    CHECK_MSG(nn_save_train_state(path, r.net, r.opt, &p) == NN_OK, "%s", nn_last_error());
+    nn_train_progress got = {0};
+    CHECK_MSG(nn_load_train_state(path, r.net, r.opt, &got) == NN_OK, "%s", nn_last_error());
+    CHECK_MSG(got.epoch_step == 3 && got.epoch_loss_sum == 0.1 + 0.7 && got.epoch_correct == 61 &&
+                  got.epoch_images == 96, "%lld %.17g %g %lld", (long long)got.epoch_step, got.epoch_loss_sum,
+              got.epoch_correct, (long long)got.epoch_images);
+    /* Malformed in the file: refused by key. */
+    CHECK(edited_copy(path, edited, "\"epoch_correct\":\"61\"", "\"epoch_correct\":\"-1\""));
+    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
+    CHECK_MSG(strstr(nn_last_error(), "metadata \"epoch_correct\" = \"-1\" is not a finite number of at least 0"),
+              "%s", nn_last_error());
+    CHECK(edited_copy(path, edited, "\"epoch_images\":\"96\"", "\"epoch_images\":\"9x\""));
+    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
+    CHECK_MSG(strstr(nn_last_error(), "metadata \"epoch_images\" = \"9x\" is not an integer"), "%s", nn_last_error());
+    CHECK(edited_copy(path, edited, "\"epoch_loss_sum\"", "\"epoch_loss_suX\""));
+    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
+    CHECK_MSG(strstr(nn_last_error(), "lacks metadata \"epoch_loss_sum\""), "%s", nn_last_error());
+    /* A file without them (written before they were kept): zeros, the resumed part's figures alone. */
+    CHECK(edited_copy(path, edited, "\"epoch_images\"", "\"epoch_imageX\""));
+    got = (nn_train_progress){.epoch_loss_sum = 5, .epoch_correct = 5, .epoch_images = 5};
+    CHECK_MSG(nn_load_train_state(edited, r.net, r.opt, &got) == NN_OK, "%s", nn_last_error());
+    CHECK(got.epoch_step == 3 && got.epoch_loss_sum == 0 && got.epoch_correct == 0 && got.epoch_images == 0);
+    /* Refused on saving: not finite, negative, or given without epoch_step. */
+    p.epoch_loss_sum = NAN;
+    CHECK(nn_save_train_state(path, r.net, r.opt, &p) == NN_ERR_ARGUMENT);
+    CHECK_MSG(strstr(nn_last_error(), "the stopped epoch's figures must be finite"), "%s", nn_last_error());
+    p.epoch_loss_sum = 1, p.epoch_images = -4;
+    CHECK(nn_save_train_state(path, r.net, r.opt, &p) == NN_ERR_ARGUMENT);
+    p.epoch_images = 96, p.epoch_step = 0;
+    CHECK(nn_save_train_state(path, r.net, r.opt, &p) == NN_ERR_ARGUMENT);
+    CHECK_MSG(strstr(nn_last_error(), "all 0 without epoch_step"), "%s", nn_last_error());
+    /* A whole epoch's state holds none of the keys. */
+    p = (nn_train_progress){.epoch = 2, .step = 8, .seed = 9};
+    CHECK(nn_save_train_state(path, r.net, r.opt, &p) == NN_OK);
+    size_t size;
+    uint8_t *bytes = io_test_read_bytes(path, &size);
+    CHECK(bytes && !memmem(bytes, size, "epoch_", 6));
+    free(bytes);
     small_close(&r);
     io_test_rmdir(dir);
 }

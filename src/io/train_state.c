@@ -14,7 +14,9 @@
  * __metadata__ (all values are strings, as safetensors requires):
  *   format "nn-engine-train-state", format_version "1",
  *   epoch, step, seed, rng_state, rng_increment (decimal integers),
- *   epoch_step (only for a run stopped part way), best_epoch, best_metric
+ *   epoch_step and the stopped epoch's figures so far, epoch_loss_sum,
+ *   epoch_correct (%.17g) and epoch_images (only for a run stopped part
+ *   way), best_epoch, best_metric
  *   (%.17g: the double read back exactly) and best_by (only when a best
  *   epoch is recorded),
  *   optimizer (nn_optimizer_name) and its options (informational: a
@@ -175,9 +177,17 @@ nn_status nn_save_train_state_with(const char *path, const nn_module *module, co
                                              "step], got %" PRId64 ", %" PRId64 " and %" PRId64, who, MAX_EPOCHS,
                             progress->epoch, progress->step, progress->epoch_step);
     NN_TRY(check_best(who, progress));
+    if (!isfinite(progress->epoch_loss_sum) || !(progress->epoch_correct >= 0) ||
+        !isfinite(progress->epoch_correct) || progress->epoch_images < 0 || progress->epoch_images > MAX_STEPS ||
+        (!progress->epoch_step && (progress->epoch_loss_sum || progress->epoch_correct || progress->epoch_images)))
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: the stopped epoch's figures must be finite, its correct and images "
+                                             "counts at least 0, and all 0 without epoch_step; got loss sum %g, "
+                                             "correct %g, images %" PRId64 " (epoch_step %" PRId64 ")", who,
+                            progress->epoch_loss_sum, progress->epoch_correct, progress->epoch_images,
+                            progress->epoch_step);
     NN_TRY(check_pairing(who, module, opt));
     const nn_rng *rng = &nn_module_ctx(module)->rng;
-    char values[8][32];
+    char values[11][32];
     snprintf(values[0], 32, "%" PRId64, progress->epoch);
     snprintf(values[1], 32, "%" PRId64, progress->step);
     snprintf(values[2], 32, "%" PRIu64, progress->seed);
@@ -186,13 +196,21 @@ nn_status nn_save_train_state_with(const char *path, const nn_module *module, co
     snprintf(values[5], 32, "%" PRId64, progress->epoch_step);
     snprintf(values[6], 32, "%" PRId64, progress->best_epoch);
     snprintf(values[7], 32, "%.17g", progress->best_metric);
-    nn_st_meta meta[13 + MAX_OPTIONS] = { /* 8 always, epoch_step, 3 of the best epoch, run */
+    snprintf(values[8], 32, "%.17g", progress->epoch_loss_sum);
+    snprintf(values[9], 32, "%.17g", progress->epoch_correct);
+    snprintf(values[10], 32, "%" PRId64, progress->epoch_images);
+    nn_st_meta meta[16 + MAX_OPTIONS] = { /* 8 always, 4 of a stopped epoch, 3 of the best epoch, run */
         {"format", FORMAT_NAME}, {"format_version", FORMAT_VERSION},
         {"epoch", values[0]}, {"step", values[1]}, {"seed", values[2]},
         {"rng_state", values[3]}, {"rng_increment", values[4]}, {"optimizer", (char *)nn_optimizer_name(opt)},
     };
     int meta_count = 8;
-    if (progress->epoch_step) meta[meta_count++] = (nn_st_meta){"epoch_step", values[5]}; /* only when stopped part way */
+    if (progress->epoch_step) { /* only when stopped part way */
+        meta[meta_count++] = (nn_st_meta){"epoch_step", values[5]};
+        meta[meta_count++] = (nn_st_meta){"epoch_loss_sum", values[8]};
+        meta[meta_count++] = (nn_st_meta){"epoch_correct", values[9]};
+        meta[meta_count++] = (nn_st_meta){"epoch_images", values[10]};
+    }
     if (progress->best_epoch) {
         meta[meta_count++] = (nn_st_meta){"best_epoch", values[6]};
         meta[meta_count++] = (nn_st_meta){"best_metric", values[7]};
@@ -234,6 +252,36 @@ static nn_status meta_u64(const char *who, const char *path, const nn_st_header 
         return nn_set_error(NN_ERR_IO, "%s: %s: metadata \"%s\" = \"%.40s\" is not an integer in "
                                        "[0, %" PRIu64 "]", who, path, key, text, max);
     *out = v;
+    return NN_OK;
+}
+
+/* A finite decimal metadata number, at least `min`. */
+static nn_status meta_double(const char *who, const char *path, const nn_st_header *h, const char *key, double min,
+                             double *out) {
+    const char *text = nn_st_meta_get(h, key);
+    if (!text) return nn_set_error(NN_ERR_IO, "%s: %s: training state lacks metadata \"%s\"", who, path, key);
+    char *end;
+    errno = 0;
+    const double value = strtod(text, &end);
+    if (end == text || *end || !isfinite(value) || !(value >= min))
+        return nn_set_error(NN_ERR_IO, "%s: %s: metadata \"%s\" = \"%.40s\" is not a finite number of at least %g",
+                            who, path, key, text, min);
+    *out = value;
+    return NN_OK;
+}
+
+/* The stopped epoch's figures (all three, or none: an older file, or a
+ * state written after a whole epoch). */
+static nn_status read_stopped_epoch(const char *who, const char *path, const nn_st_header *h, uint64_t epoch_step,
+                                    nn_train_progress *progress) {
+    progress->epoch_loss_sum = progress->epoch_correct = 0;
+    progress->epoch_images = 0;
+    if (!epoch_step || !nn_st_meta_get(h, "epoch_images")) return NN_OK;
+    uint64_t images;
+    NN_TRY(meta_u64(who, path, h, "epoch_images", MAX_STEPS, &images));
+    NN_TRY(meta_double(who, path, h, "epoch_loss_sum", -HUGE_VAL, &progress->epoch_loss_sum));
+    NN_TRY(meta_double(who, path, h, "epoch_correct", 0, &progress->epoch_correct));
+    progress->epoch_images = (int64_t)images;
     return NN_OK;
 }
 
@@ -299,6 +347,7 @@ static nn_status read_metadata(const char *who, const char *path, const nn_st_he
     uint64_t epoch_step = 0;
     if (nn_st_meta_get(h, "epoch_step")) NN_TRY(meta_u64(who, path, h, "epoch_step", step, &epoch_step));
     NN_TRY(read_best(who, path, h, epoch, progress));
+    NN_TRY(read_stopped_epoch(who, path, h, epoch_step, progress));
     if (increment % 2 == 0) /* PCG32 needs an odd increment */
         return nn_set_error(NN_ERR_IO, "%s: %s: metadata rng_increment must be odd", who, path);
     progress->epoch = (int64_t)epoch;

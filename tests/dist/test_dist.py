@@ -237,6 +237,30 @@ def resumed_two_rank_run_ends_where_an_uninterrupted_one_does():
     close_weights(weights("resumed.safetensors"), weights("whole.safetensors"), 0.0, "resumed weights")
 
 
+def epoch_figures(stdout):
+    """(epoch, train loss, train accuracy) of each epoch line."""
+    found = re.findall(r"^epoch (\d+)/\d+ +train loss ([\d.]+) acc +([\d.]+)%", stdout, re.M)
+    return [(int(e), float(loss), float(acc)) for e, loss, acc in found]
+
+
+@test
+def two_ranks_stopped_inside_an_epoch_resume_with_its_figures():
+    # Issue 41 under mpirun: stopped at step 3 of 10 (each rank's 32 of a global 64), resumed: the weights are
+    # the uninterrupted run's and the stopped epoch's line counts its steps before the stop, every rank's
+    # (the state keeps their sum; the resumed sums add in another order, so the loss agrees to rounding).
+    args = ["train", "lenet5", *COMMON, "--epochs", "2", "--batch", "32"]
+    whole = ok(mpirun(2, *args, "--save", path("mid-whole.safetensors")), "uninterrupted")
+    ok(mpirun(2, *args, "--stop-after-step", "3", "--checkpoint", path("mid-state.safetensors")), "stopped")
+    p = ok(mpirun(2, *args, "--resume", path("mid-state.safetensors"), "--save", path("mid-resumed.safetensors")),
+           "resumed")
+    assert "within epoch 1 after its step 3" in p.stderr, p.stderr
+    close_weights(weights("mid-resumed.safetensors"), weights("mid-whole.safetensors"), 0.0, "resumed weights")
+    want, got = epoch_figures(whole.stdout), epoch_figures(p.stdout)
+    assert len(want) == 2 and [e for e, _, _ in got] == [1, 2], (want, got)
+    for (_, want_loss, want_acc), (_, got_loss, got_acc) in zip(want, got):
+        assert got_acc == want_acc and abs(got_loss - want_loss) <= 2e-4, (want, got)
+
+
 @test
 def a_failing_rank_ends_the_job_naming_itself_and_keeps_the_checkpoint():
     ok(single("train", "lenet5", *COMMON, "--epochs", "2", "--stop-after", "1", "--batch", "64", "--checkpoint",

@@ -149,6 +149,10 @@ typedef struct trainer {
     int64_t photo_failures_reported;
     loss_guard guard;        /* the divergence guard */
     int64_t resume_step;     /* steps of first_epoch done before --resume (an interrupted epoch), else 0 */
+    /* The stopped epoch's figures so far, every rank's: saved at a stop inside
+     * an epoch, restored by --resume so the epoch's line covers all of it. */
+    double stopped_loss_sum, stopped_correct;
+    int64_t stopped_images;
     int64_t interrupted_at;  /* Ctrl+C: the steps of the epoch done when it stopped, else -1 */
     int64_t stop_step;       /* --stop-after-step: the step of this epoch to stop before, else -1 */
     bool stopped_by_step;    /* interrupted_at is --stop-after-step's, not a signal's */
@@ -293,6 +297,14 @@ static nn_status log_step(trainer *t, int epoch, int64_t step, double loss_sum, 
     return st;
 }
 
+/* A resumed epoch's sums start from its figures before the stop (held by
+ * the main rank alone: the epoch's totals add every rank's). */
+static nn_status resume_sums(trainer *t) {
+    if (!dist_train_is_main(&t->dist)) return NN_OK;
+    return device_steps_set_sums(&t->steps, t->stopped_loss_sum, t->stopped_correct);
+}
+static int64_t carried_images(const trainer *t) { return dist_train_is_main(&t->dist) ? t->stopped_images : 0; }
+
 /* An epoch over a dataset held on the device: the steps are submitted
  * in runs of `tick` (all at once without a progress bar), from `first`
  * (a resumed interrupted epoch) on. The divergence guard reads the sums
@@ -303,6 +315,8 @@ static nn_status device_epoch(trainer *t, progress *bar, int epoch, int64_t step
     int64_t count = t->steps.images - first * step_images, logged_seen = 0;
     double logged_sum = 0;
     nn_status st = device_steps_begin_epoch(&t->steps, t->order, epoch, first);
+    if (st == NN_OK && first > 0) st = resume_sums(t);
+    const int64_t carried = first > 0 ? carried_images(t) : 0; /* in the sums, not in `seen` */
     int64_t tick = t->config.log_steps ? 1 : bar->enabled ? STEPS_PER_TICK : steps;
     for (int64_t s = first; st == NN_OK && s < steps && t->interrupted_at < 0; s += tick) {
         int64_t to = s + tick < steps ? s + tick : steps;
@@ -312,7 +326,7 @@ static nn_status device_epoch(trainer *t, progress *bar, int epoch, int64_t step
         if (st == NN_OK && !loss_guard_check(&t->guard, epoch, to, *loss_sum)) st = NN_ERR_STATE;
         if (st == NN_OK) {
             int64_t seen = (to - first) * step_images < count ? (to - first) * step_images : count;
-            progress_update(bar, to, seen, *loss_sum / (double)(seen > 0 ? seen : 1));
+            progress_update(bar, to, seen, *loss_sum / (double)(seen + carried > 0 ? seen + carried : 1));
             if (t->config.log_steps) st = log_step(t, epoch, to, *loss_sum - logged_sum, seen - logged_seen);
             logged_sum = *loss_sum;
             logged_seen = seen;
@@ -342,6 +356,8 @@ static nn_status every_rank_has_the_batch(trainer *t, int64_t got, int64_t want)
 static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *images, double *loss_sum,
                              double *correct) {
     nn_status st = device_steps_begin_host_epoch(&t->steps);
+    if (st == NN_OK && t->resume_step > 0) st = resume_sums(t);
+    const int64_t carried = t->resume_step > 0 ? carried_images(t) : 0; /* in the sums, not in `seen` */
     if (st == NN_OK) st = nn_loader_start_epoch(t->photo.train_loader, epoch - 1);
     nn_batch b;
     int64_t step = 0, seen = 0, logged_seen = 0;
@@ -365,7 +381,7 @@ static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *imag
         if (st == NN_OK && bar->enabled && step % PHOTO_STEPS_PER_TICK == 0) {
             st = device_steps_sums(&t->steps, loss_sum, correct);
             if (st == NN_OK && !loss_guard_check(&t->guard, epoch, step, *loss_sum)) st = NN_ERR_STATE;
-            progress_update(bar, step, seen, *loss_sum / (double)seen);
+            progress_update(bar, step, seen, *loss_sum / (double)(seen + carried));
         }
     }
     if (st == NN_OK && stopped) t->interrupted_at = step;
@@ -399,9 +415,19 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     loss_guard_begin_epoch(&t->guard, first + 1);
     nn_status st = t->photos ? photo_epoch(t, bar, epoch, &count, &loss_sum, &correct)
                              : device_epoch(t, bar, epoch, steps, first, &count, &loss_sum, &correct);
+    const int64_t carried = first > 0 ? carried_images(t) : 0; /* the sums hold them already */
+    count += carried;
     if (st == NN_OK && t->interrupted_at >= 0) { /* Ctrl+C: no evaluation; the caller saves */
         progress_clear(bar);
         t->steps_done += t->interrupted_at - first;
+        double so_far[3] = {loss_sum, correct, (double)count}; /* every rank's, for the checkpoint */
+        if ((st = dist_train_sum(&t->dist, so_far, 3)) != NN_OK) {
+            fprintf(stderr, "nnengine train: epoch %d: %s\n", epoch, library_error());
+            return EXIT_FAILURE_RUNTIME;
+        }
+        if (!isfinite(so_far[0]) || !isfinite(so_far[1])) /* the state saves none: the resumed part's alone */
+            so_far[0] = so_far[1] = so_far[2] = 0;
+        t->stopped_loss_sum = so_far[0], t->stopped_correct = so_far[1], t->stopped_images = (int64_t)so_far[2];
         return EXIT_INTERRUPTED;
     }
     if (st == NN_OK && count == 0) st = NN_ERR_STATE;
@@ -414,8 +440,9 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     }
     t->steps_done += steps - first;
     t->resume_step = 0;
-    double totals[3] = {loss_sum, correct, (double)count}; /* data parallel: every rank's images */
-    if ((st = dist_train_sum(&t->dist, totals, 3)) != NN_OK) {
+    /* data parallel: every rank's images; the throughput counts those this run trained on */
+    double totals[4] = {loss_sum, correct, (double)count, (double)(count - carried)};
+    if ((st = dist_train_sum(&t->dist, totals, 4)) != NN_OK) {
         fprintf(stderr, "nnengine train: epoch %d: %s\n", epoch, library_error());
         return EXIT_FAILURE_RUNTIME;
     }
@@ -424,7 +451,7 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     stats->seconds = now_seconds() - start;
     stats->train_loss = loss_sum / count;
     stats->train_acc = correct / count;
-    stats->images_per_s = count / stats->seconds;
+    stats->images_per_s = totals[3] / stats->seconds;
     progress_clear(bar);
     /* --ema: the averaged weights are the ones evaluated (swapped in and back). */
     if (t->ema && (st = nn_ema_swap(t->ema)) != NN_OK) {
@@ -547,6 +574,7 @@ static int resume(trainer *t) {
     t->first_epoch = (int)p.epoch + 1;
     t->steps_done = p.step;
     t->resume_step = p.epoch_step;
+    t->stopped_loss_sum = p.epoch_loss_sum, t->stopped_correct = p.epoch_correct, t->stopped_images = p.epoch_images;
     if (c->checkpoint && paths_name_the_same_file(c->checkpoint, c->resume)) t->guard.checkpoint_epoch = p.epoch;
     if (p.epoch_step)
         fprintf(stderr, "resuming from %s within epoch %lld after its step %lld (stopped part way)\n", c->resume,
@@ -889,8 +917,12 @@ static void apply_recipe(train_config *c) {
  * when Ctrl+C stopped the next epoch part way). */
 static int write_checkpoint(trainer *t, int epoch) {
     if (!t->config.checkpoint) return EXIT_OK;
+    const bool part_way = t->interrupted_at > 0;
     nn_train_progress done = {.epoch = epoch, .step = t->steps_done, .seed = (uint64_t)t->config.seed,
-                              .epoch_step = t->interrupted_at > 0 ? t->interrupted_at : 0};
+                              .epoch_step = part_way ? t->interrupted_at : 0,
+                              .epoch_loss_sum = part_way ? t->stopped_loss_sum : 0,
+                              .epoch_correct = part_way ? t->stopped_correct : 0,
+                              .epoch_images = part_way ? t->stopped_images : 0};
     best_epoch_save(&t->best, &done.best_epoch, &done.best_metric, done.best_by, sizeof done.best_by);
     nn_train_extras extras = {t->schedule, t->ema, t->run_flags[0] ? t->run_flags : NULL};
     if (nn_save_train_state_with(t->config.checkpoint, t->net, t->opt, &extras, &done) != NN_OK) {

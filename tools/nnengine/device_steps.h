@@ -85,6 +85,8 @@ nn_status device_steps_run(device_steps *s, int64_t from, int64_t to);
 /* The summed loss and correct predictions of the epoch's steps so far
  * (waits for them). */
 nn_status device_steps_sums(device_steps *s, double *loss_sum, double *correct);
+/* The sums a resumed epoch starts from: those of its steps before the stop. */
+nn_status device_steps_set_sums(device_steps *s, double loss_sum, double correct);
 void device_steps_close(device_steps *s);
 
 #endif
