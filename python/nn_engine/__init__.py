@@ -9,6 +9,8 @@ The device is chosen once per process: nn_engine.set_device("cpu" | "vulkan" |
 ValueError (bad argument, shape, dtype), MemoryError, RuntimeError (state,
 backend) or OSError, carrying the library's message.
 """
+import numpy as np
+
 from ._context import (Device, devices, end_batch, enable_grad, get_device, manual_seed,
                        no_grad, release_all_buffers, set_device)
 from ._lib import library_path
@@ -35,7 +37,10 @@ from .optim import SGD, Adam, AdamW, Lion, Muon, RMSprop
 from .rearrange import (cat, chunk, concat, expand, narrow, permute, select, split, squeeze, stack, transpose,
                         unsqueeze)
 from .reductions import amax, amin, argmax, argmin, max, mean, min, std, sum, var  # noqa: A004
-from .tensor import ReusableTensor, Tensor
+from .tensor import ReusableTensor, Tensor, from_numpy, tensor
+
+# dtypes by torch's names (NumPy's types): integer ones are int32 on the device
+float32, int32, int64 = np.float32, np.int32, np.int64
 
 __version__ = "0.1.0"
 
@@ -44,7 +49,8 @@ __all__ = [
     "Tensor", "ReusableTensor", "Linear", "ConvLayer", "Dropout", "Model", "SGD", "Metrics",
     "relu", "sigmoid", "tanh", "dropout", "maxpool2d", "flatten", "reshape", "softmax", "softmax_ce", "add",
     "mul", "scale", "sum", "mean", "matmul", "add_bias", "bias_relu", "linear", "conv2d",
-    "end_batch", "release_all_buffers", "no_grad", "enable_grad",
+    "end_batch", "release_all_buffers", "no_grad", "enable_grad", "tensor", "from_numpy",
+    "float32", "int32", "int64",
     "devices", "Device", "set_device", "get_device", "manual_seed", "library_path",
     "capture", "CapturedStep",
     # arithmetic, math, reductions, rearrangements (torch's names)

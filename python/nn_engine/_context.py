@@ -16,6 +16,7 @@ another thread's check and call.
 """
 import atexit
 import ctypes
+import functools
 import os
 import weakref
 from collections import namedtuple
@@ -280,9 +281,16 @@ def release_all_buffers():
 
 
 class no_grad:
-    """Context manager: operations inside record nothing for backward, on
-    every device opened so far."""
+    """Context manager, or decorator of a function: operations inside record
+    nothing for backward, on every device opened so far."""
     _enabled = False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapped(*args, **kwargs):
+            with type(self)():  # an instance per call: calls may nest or run in threads
+                return fn(*args, **kwargs)
+        return wrapped
 
     def __enter__(self):
         default_context()
@@ -298,7 +306,7 @@ class no_grad:
 
 
 class enable_grad(no_grad):
-    """Context manager: operations inside are recorded (the default)."""
+    """Context manager or decorator: operations inside are recorded (the default)."""
     _enabled = True
 
 

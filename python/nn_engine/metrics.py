@@ -67,7 +67,7 @@ class Metrics:
             if not isinstance(value, Tensor):
                 raise TypeError(f"Metrics.update: {name} must be a Tensor, got "
                                 f"{type(value).__name__}")
-        if loss.size != 1:
+        if loss.numel() != 1:
             raise ValueError(f"Metrics.update: loss must have one element, got shape {loss.shape}")
         if logits.ndim != 2:
             raise ValueError(f"Metrics.update: logits must be [N, classes], got shape "
@@ -75,8 +75,8 @@ class Metrics:
         ctx = logits._h.ctx
         # The library checks the loss's dtype (and everything else) itself.
         if isinstance(labels, Tensor) and labels.dtype == np.int32 and labels._h.ctx is ctx and loss._h.ctx is ctx:
-            if labels.size != logits.shape[0]:
-                raise ValueError(f"Metrics.update: {labels.size} labels for {logits.shape[0]} "
+            if labels.numel() != logits.shape[0]:
+                raise ValueError(f"Metrics.update: {labels.numel()} labels for {logits.shape[0]} "
                                  "rows of logits")
             sums = self._devices.get(id(ctx))
             if sums is None:

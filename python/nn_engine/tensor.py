@@ -44,6 +44,15 @@ def as_host_array(data, dtype, where):
     return np.ascontiguousarray(array, dtype=target)
 
 
+def _dim_index(dim, ndim, fn):
+    """A dimension in [-ndim, ndim) as its index from 0."""
+    if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
+        raise TypeError(f"{fn}: dim must be an int, got {type(dim).__name__}")
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"{fn}: dim {dim} is out of range for a tensor of {ndim} dimensions")
+    return int(dim) % ndim
+
+
 def shape_tuple(ptr):
     """The shape of a C tensor (a pointer or a handle)."""
     dims = (ctypes.c_int64 * NN_MAX_DIMS)()
@@ -118,12 +127,22 @@ class Tensor:
     def shape(self):
         return self._shape
 
-    @property
-    def size(self):
+    def size(self, dim=None):
+        """The shape (torch.Tensor.size), or its length along `dim` (may be
+        negative)."""
+        if dim is None:
+            return self._shape
+        return self._shape[_dim_index(dim, len(self._shape), "size")]
+
+    def numel(self):
+        """The number of elements."""
         n = 1
         for d in self._shape:
             n *= d
         return n
+
+    def dim(self):
+        return len(self._shape)
 
     @property
     def ndim(self):
@@ -174,9 +193,13 @@ class Tensor:
         return self.sync()
 
     def item(self):
-        if self.size != 1:
-            raise ValueError(f"item(): the tensor has {self.size} elements, not 1")
+        if self.numel() != 1:
+            raise ValueError(f"item(): the tensor has {self.numel()} elements, not 1")
         return self.sync().reshape(-1)[0].item()
+
+    def tolist(self):
+        """The values as (nested) Python lists of floats or ints."""
+        return self.sync().tolist()
 
     def __array__(self, dtype=None, copy=None):
         values = self.sync()
@@ -222,15 +245,16 @@ class Tensor:
 
     def backward(self, grad=None):
         """Back-propagate from this tensor. A one-element tensor needs no
-        `grad`; for a larger one, `grad` (same shape) weights each element,
-        and None means all ones (as in the seed)."""
+        `grad`; a larger one needs `grad` (same shape), which weights each
+        element, as in PyTorch."""
         from . import functional as F
         ptr = self._ptr()
-        if grad is None and self.size == 1:
+        if grad is None and self.numel() == 1:
             check(lib.nn_backward(ptr), "nn_backward")
             return
         if grad is None:
-            loss = F.sum(self)
+            raise RuntimeError(f"backward: grad can be implicitly created only for a tensor of one element; this "
+                               f"one has shape {self._shape}: pass grad (e.g. ones of that shape) or reduce it first")
         else:
             if not isinstance(grad, Tensor):
                 grad = Tensor(grad, track=True)
@@ -351,6 +375,18 @@ class Tensor:
     def sigmoid(self):
         from .functional import sigmoid
         return sigmoid(self)
+
+    def relu(self):
+        from .functional import relu
+        return relu(self)
+
+    def softmax(self, dim):
+        from .functional import softmax
+        return softmax(self, dim)
+
+    def log_softmax(self, dim):
+        from .functional import log_softmax
+        return log_softmax(self, dim)
 
     def tanh(self):
         from .functional import tanh
@@ -490,6 +526,34 @@ class Tensor:
             shape, dtype = self._known_shape or "?", self._known_dtype or "?"
             return f"Tensor(shape={shape}, dtype={dtype}, freed)"
         return f"Tensor(shape={self._shape}, dtype={self._dtype})"
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of `data` (torch.tensor): integer data
+    (Python ints, NumPy integer or boolean arrays, an int32 Tensor) stays
+    integer, as int32 on the device (values must fit), anything else becomes
+    float32; `dtype` asks for one (any integer dtype is int32). Kept until
+    garbage-collected, as PyTorch's."""
+    if isinstance(data, Tensor):
+        data = data.sync()
+    if dtype is None:
+        array = np.asarray(data)
+        integer = array.dtype.kind in "iub"
+    else:
+        try:
+            integer = np.dtype(dtype).kind in "iub"
+        except TypeError:
+            raise TypeError(f"tensor: dtype must be a NumPy dtype such as float32 or int64, got {dtype!r}") from None
+    return Tensor(data, requires_grad=requires_grad, track=False, dtype=np.int32 if integer else np.float32,
+                  device=device)
+
+
+def from_numpy(array):
+    """tensor(array) for a NumPy array: a copy on the default device (the
+    device's memory cannot share the array's, as torch.from_numpy's does)."""
+    if not isinstance(array, np.ndarray):
+        raise TypeError(f"from_numpy: expected a NumPy array, got {type(array).__name__}")
+    return tensor(array)
 
 
 class ReusableTensor:
