@@ -88,8 +88,10 @@ fi
 # skip them on purpose (NN_ENGINE_TEST_VULKAN=0) to keep CI short.
 NN_ENGINE_TEST_VULKAN=0 run_variant "built-in blocked GEMM" BUILD=build/noblas BLAS=0
 NN_ENGINE_TEST_VULKAN=0 run_variant "built-in GEMM, baseline SSE2 kernels" BUILD=build/sse2 BLAS=0 GEMM_KERNELS=baseline
+# The sanitizers check the host code: the parity test runs each kernel's
+# first variant and 1 in 3 of the rest there (all of them above).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-LSAN_OPTIONS=suppressions=$PWD/tests/lsan-mesa.supp \
+LSAN_OPTIONS=suppressions=$PWD/tests/lsan-mesa.supp NN_TESTS_PARITY_SAMPLE=3 \
     run_variant "AddressSanitizer + UBSan (built-in GEMM)" BUILD=build/asan BLAS=0 SANITIZE=1
 # NN_ENGINE_CLI_QUICK: AlexNet's 8-epoch CPU run would take minutes under
 # the sanitizers; there it trains one short epoch (the same code paths).

@@ -105,6 +105,10 @@ NN_PRINTF_FORMAT(6, 7) void parity_check(nn_backend *other, nn_kernel kernel, pa
 NN_PRINTF_FORMAT(6, 7) void parity_check_skips(nn_backend *other, nn_kernel kernel, parity_arg *args, int nargs,
                                                const void *params, const char *fmt, ...);
 
+/* NN_TESTS_PARITY_SAMPLE's N (1 when unset): parity_check runs each
+ * kernel's first variant and every Nth after it. */
+int parity_sample_every(void);
+
 /* The kernel on the CPU alone, for a later case's inputs (cpu_after). */
 void parity_cpu_outputs(nn_kernel kernel, parity_arg *args, int nargs, const void *params, const char *what);
 

@@ -161,7 +161,10 @@ TEST(kernel_parity_every_kernel_on_every_backend) {
                 failed++;
             }
         }
-        printf("    %s: %d runs of %d kernels against the cpu, %d kernels differ\n", others[b]->name, parity_runs,
+        printf("    %s: %d runs of %d kernels against the cpu, %d kernels differ", others[b]->name, parity_runs,
                kernels, failed);
+        if (parity_sample_every() > 1)
+            printf(" (each kernel's first variant, then 1 in %d: NN_TESTS_PARITY_SAMPLE)", parity_sample_every());
+        putchar('\n');
     }
 }
