@@ -42,6 +42,16 @@ static bool edited_copy(const char *path, const char *out, const char *from, con
     return ok;
 }
 
+/* The file at `path` edited as edited_copy does is refused on loading
+ * (NN_ERR_IO) with a message holding `want`. */
+static void check_edit_refused(small_run *r, const char *path, const char *edited, const char *from, const char *to,
+                               const char *want) {
+    CHECK_MSG(edited_copy(path, edited, from, to), "no %s in %s", from, path);
+    nn_train_progress got;
+    CHECK_MSG(nn_load_train_state(edited, r->net, r->opt, &got) == NN_ERR_IO, "%s -> %s was not refused", from, to);
+    CHECK_MSG(strstr(nn_last_error(), want), "%s -> %s: want \"%s\" in: %s", from, to, want, nn_last_error());
+}
+
 TEST(train_state_best_epoch_round_trip) {
     const char *dir = io_test_dir();
     const char *path = io_test_path(dir, "best.safetensors");
@@ -105,27 +115,18 @@ TEST(train_state_best_epoch_refusals) {
     snprintf(p.best_by, sizeof p.best_by, "loss");
     p.best_metric = 0.625;
     CHECK(nn_save_train_state(path, r.net, r.opt, &p) == NN_OK);
-    nn_train_progress got;
-    CHECK(edited_copy(path, edited, "\"best_epoch\":\"2\"", "\"best_epoch\":\"7\""));
-    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
-    CHECK_MSG(strstr(nn_last_error(), "metadata \"best_epoch\" = \"7\" is not an integer in [0, 4]"), "%s",
-              nn_last_error());
-    CHECK(edited_copy(path, edited, "\"best_epoch\":\"2\"", "\"best_epoch\":\"0\""));
-    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
-    CHECK_MSG(strstr(nn_last_error(), "\"best_epoch\" is 0"), "%s", nn_last_error());
-    CHECK(edited_copy(path, edited, "\"best_metric\":\"0.625\"", "\"best_metric\":\"inf00\""));
-    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
-    CHECK_MSG(strstr(nn_last_error(), "metadata \"best_metric\" = \"inf00\" is not a finite number"), "%s",
-              nn_last_error());
-    CHECK(edited_copy(path, edited, "\"best_metric\":\"0.625\"", "\"best_metric\":\"1e999\""));
-    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
-    CHECK_MSG(strstr(nn_last_error(), "\"1e999\" is not a finite number"), "%s", nn_last_error());
-    CHECK(edited_copy(path, edited, "\"best_metric\"", "\"best_metriX\""));
-    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
-    CHECK_MSG(strstr(nn_last_error(), "has \"best_epoch\" but lacks metadata \"best_metric\""), "%s", nn_last_error());
-    CHECK(edited_copy(path, edited, "\"best_by\":\"loss\"", "\"best_by\":\"\\t  \""));
-    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
-    CHECK_MSG(strstr(nn_last_error(), "metadata \"best_by\""), "%s", nn_last_error());
+    check_edit_refused(&r, path, edited, "\"best_epoch\":\"2\"", "\"best_epoch\":\"7\"",
+                       "metadata \"best_epoch\" = \"7\" is not an integer in [0, 4]");
+    check_edit_refused(&r, path, edited, "\"best_epoch\":\"2\"", "\"best_epoch\":\"0\"",
+                       "\"best_epoch\" is 0");
+    check_edit_refused(&r, path, edited, "\"best_metric\":\"0.625\"", "\"best_metric\":\"inf00\"",
+                       "metadata \"best_metric\" = \"inf00\" is not a finite number");
+    check_edit_refused(&r, path, edited, "\"best_metric\":\"0.625\"", "\"best_metric\":\"1e999\"",
+                       "\"1e999\" is not a finite number");
+    check_edit_refused(&r, path, edited, "\"best_metric\"", "\"best_metriX\"",
+                       "has \"best_epoch\" but lacks metadata \"best_metric\"");
+    check_edit_refused(&r, path, edited, "\"best_by\":\"loss\"", "\"best_by\":\"\\t  \"",
+                       "metadata \"best_by\"");
     small_close(&r);
     io_test_rmdir(dir);
 }
@@ -147,16 +148,12 @@ TEST(train_state_stopped_epoch_figures) {
                   got.epoch_images == 96, "%lld %.17g %g %lld", (long long)got.epoch_step, got.epoch_loss_sum,
               got.epoch_correct, (long long)got.epoch_images);
     /* Malformed in the file: refused by key. */
-    CHECK(edited_copy(path, edited, "\"epoch_correct\":\"61\"", "\"epoch_correct\":\"-1\""));
-    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
-    CHECK_MSG(strstr(nn_last_error(), "metadata \"epoch_correct\" = \"-1\" is not a finite number of at least 0"),
-              "%s", nn_last_error());
-    CHECK(edited_copy(path, edited, "\"epoch_images\":\"96\"", "\"epoch_images\":\"9x\""));
-    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
-    CHECK_MSG(strstr(nn_last_error(), "metadata \"epoch_images\" = \"9x\" is not an integer"), "%s", nn_last_error());
-    CHECK(edited_copy(path, edited, "\"epoch_loss_sum\"", "\"epoch_loss_suX\""));
-    CHECK(nn_load_train_state(edited, r.net, r.opt, &got) == NN_ERR_IO);
-    CHECK_MSG(strstr(nn_last_error(), "lacks metadata \"epoch_loss_sum\""), "%s", nn_last_error());
+    check_edit_refused(&r, path, edited, "\"epoch_correct\":\"61\"", "\"epoch_correct\":\"-1\"",
+                       "metadata \"epoch_correct\" = \"-1\" is not a finite number of at least 0");
+    check_edit_refused(&r, path, edited, "\"epoch_images\":\"96\"", "\"epoch_images\":\"9x\"",
+                       "metadata \"epoch_images\" = \"9x\" is not an integer");
+    check_edit_refused(&r, path, edited, "\"epoch_loss_sum\"", "\"epoch_loss_suX\"",
+                       "lacks metadata \"epoch_loss_sum\"");
     /* A file without them (written before they were kept): zeros, the resumed part's figures alone. */
     CHECK(edited_copy(path, edited, "\"epoch_images\"", "\"epoch_imageX\""));
     got = (nn_train_progress){.epoch_loss_sum = 5, .epoch_correct = 5, .epoch_images = 5};

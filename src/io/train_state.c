@@ -255,7 +255,7 @@ static nn_status meta_u64(const char *who, const char *path, const nn_st_header 
     return NN_OK;
 }
 
-/* A finite decimal metadata number, at least `min`. */
+/* A finite decimal metadata number, at least `min` (-HUGE_VAL: any). */
 static nn_status meta_double(const char *who, const char *path, const nn_st_header *h, const char *key, double min,
                              double *out) {
     const char *text = nn_st_meta_get(h, key);
@@ -263,9 +263,12 @@ static nn_status meta_double(const char *who, const char *path, const nn_st_head
     char *end;
     errno = 0;
     const double value = strtod(text, &end);
-    if (end == text || *end || !isfinite(value) || !(value >= min))
-        return nn_set_error(NN_ERR_IO, "%s: %s: metadata \"%s\" = \"%.40s\" is not a finite number of at least %g",
-                            who, path, key, text, min);
+    if (end == text || *end || !isfinite(value) || !(value >= min)) {
+        char bound[48] = "";
+        if (isfinite(min)) snprintf(bound, sizeof bound, " of at least %g", min);
+        return nn_set_error(NN_ERR_IO, "%s: %s: metadata \"%s\" = \"%.40s\" is not a finite number%s", who, path,
+                            key, text, bound);
+    }
     *out = value;
     return NN_OK;
 }
@@ -299,12 +302,8 @@ static nn_status read_best(const char *who, const char *path, const nn_st_header
     if (!metric || !by)
         return nn_set_error(NN_ERR_IO, "%s: %s: training state has \"best_epoch\" but lacks metadata \"%s\"", who,
                             path, !metric ? "best_metric" : "best_by");
-    char *end;
-    errno = 0;
-    double value = strtod(metric, &end);
-    if (end == metric || *end || !isfinite(value))
-        return nn_set_error(NN_ERR_IO, "%s: %s: metadata \"best_metric\" = \"%.40s\" is not a finite number", who,
-                            path, metric);
+    double value;
+    NN_TRY(meta_double(who, path, h, "best_metric", -HUGE_VAL, &value));
     if (!metric_name_ok(by, sizeof progress->best_by))
         return nn_set_error(NN_ERR_IO, "%s: %s: metadata \"best_by\" = \"%.40s\" is not a metric name (1 to %zu "
                                        "printable characters)", who, path, by, sizeof progress->best_by - 1);

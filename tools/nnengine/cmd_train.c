@@ -297,13 +297,15 @@ static nn_status log_step(trainer *t, int epoch, int64_t step, double loss_sum, 
     return st;
 }
 
-/* A resumed epoch's sums start from its figures before the stop (held by
- * the main rank alone: the epoch's totals add every rank's). */
+/* A resumed epoch (resume_step > 0) starts its sums from its figures before
+ * the stop, held by the main rank alone: the epoch's totals add every
+ * rank's. carried_images: the images those sums hold, 0 otherwise. */
+static bool carries_figures(const trainer *t) { return t->resume_step > 0 && dist_train_is_main(&t->dist); }
 static nn_status resume_sums(trainer *t) {
-    if (!dist_train_is_main(&t->dist)) return NN_OK;
+    if (!carries_figures(t)) return NN_OK;
     return device_steps_set_sums(&t->steps, t->stopped_loss_sum, t->stopped_correct);
 }
-static int64_t carried_images(const trainer *t) { return dist_train_is_main(&t->dist) ? t->stopped_images : 0; }
+static int64_t carried_images(const trainer *t) { return carries_figures(t) ? t->stopped_images : 0; }
 
 /* An epoch over a dataset held on the device: the steps are submitted
  * in runs of `tick` (all at once without a progress bar), from `first`
@@ -315,8 +317,8 @@ static nn_status device_epoch(trainer *t, progress *bar, int epoch, int64_t step
     int64_t count = t->steps.images - first * step_images, logged_seen = 0;
     double logged_sum = 0;
     nn_status st = device_steps_begin_epoch(&t->steps, t->order, epoch, first);
-    if (st == NN_OK && first > 0) st = resume_sums(t);
-    const int64_t carried = first > 0 ? carried_images(t) : 0; /* in the sums, not in `seen` */
+    if (st == NN_OK) st = resume_sums(t);
+    const int64_t carried = carried_images(t); /* in the sums, not in `seen` */
     int64_t tick = t->config.log_steps ? 1 : bar->enabled ? STEPS_PER_TICK : steps;
     for (int64_t s = first; st == NN_OK && s < steps && t->interrupted_at < 0; s += tick) {
         int64_t to = s + tick < steps ? s + tick : steps;
@@ -356,8 +358,8 @@ static nn_status every_rank_has_the_batch(trainer *t, int64_t got, int64_t want)
 static nn_status photo_epoch(trainer *t, progress *bar, int epoch, int64_t *images, double *loss_sum,
                              double *correct) {
     nn_status st = device_steps_begin_host_epoch(&t->steps);
-    if (st == NN_OK && t->resume_step > 0) st = resume_sums(t);
-    const int64_t carried = t->resume_step > 0 ? carried_images(t) : 0; /* in the sums, not in `seen` */
+    if (st == NN_OK) st = resume_sums(t);
+    const int64_t carried = carried_images(t); /* in the sums, not in `seen` */
     if (st == NN_OK) st = nn_loader_start_epoch(t->photo.train_loader, epoch - 1);
     nn_batch b;
     int64_t step = 0, seen = 0, logged_seen = 0;
@@ -415,7 +417,7 @@ static int run_epoch(trainer *t, progress *bar, int epoch, epoch_stats *stats) {
     loss_guard_begin_epoch(&t->guard, first + 1);
     nn_status st = t->photos ? photo_epoch(t, bar, epoch, &count, &loss_sum, &correct)
                              : device_epoch(t, bar, epoch, steps, first, &count, &loss_sum, &correct);
-    const int64_t carried = first > 0 ? carried_images(t) : 0; /* the sums hold them already */
+    const int64_t carried = carried_images(t); /* the sums hold them already */
     count += carried;
     if (st == NN_OK && t->interrupted_at >= 0) { /* Ctrl+C: no evaluation; the caller saves */
         progress_clear(bar);
