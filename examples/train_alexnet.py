@@ -39,7 +39,7 @@ class AlexNet(Model):
         x = self.c3(x, relu=True)
         x = self.c4(x, relu=True)
         x = maxpool2d(self.c5(x, relu=True), pool_size=3, stride=2)
-        x = flatten(x)
+        x = flatten(x, 1)
         x = self.l1(x, relu=True)
         x = self.l2(x, relu=True)
         return self.l3(x)

@@ -30,7 +30,7 @@ class LeNet(Model):
     def forward(self, x):
         x = maxpool2d(self.c1(x, relu=True))
         x = maxpool2d(self.c2(x, relu=True))
-        x = flatten(x)
+        x = flatten(x, 1)
         x = self.l1(x, relu=True)
         x = self.l2(x, relu=True)
         return self.l3(x)

@@ -117,6 +117,10 @@ nn_status nn_ctx_step_end(nn_ctx *ctx);
 
 /* Number of tensors the current step owns (a leak check for callers). */
 int64_t nn_ctx_step_tensor_count(const nn_ctx *ctx);
+/* Number of operations on the autograd tape that no nn_backward has
+ * consumed yet: 0 when ending the step loses no graph a backward could
+ * still walk (Python's nn_engine ends steps by itself then). */
+int64_t nn_ctx_tape_length(const nn_ctx *ctx);
 
 /* The most tensors one step may own: operations recorded without a step
  * end (a loop that never calls nn_ctx_step_end) hold every result, and

@@ -38,6 +38,30 @@ nn_status nn_load_module_except(nn_module *module, const char *path, const char 
 nn_status nn_save_tensors(const char *path, int count, nn_tensor *const *tensors, const char *const *names);
 nn_status nn_load_tensors(const char *path, int count, nn_tensor *const *tensors, const char *const *names);
 
+/* ---- files of named tensors with a note ----
+ * nn_save_tensors with one __metadata__ entry key -> value (text: JSON,
+ * say). Python's nn_engine.save writes a nested structure this way: its
+ * tensors, and the structure in the note. */
+nn_status nn_save_tensors_meta(const char *path, int count, nn_tensor *const *tensors, const char *const *names,
+                               const char *key, const char *value);
+/* What a safetensors file holds, its tensors' bytes left unread, so that
+ * a reader can make the tensors and fill them with nn_load_tensors: each
+ * entry's name, dtype and shape (shapes[i * NN_MAX_DIMS + d]), and the
+ * metadata value under key (NULL: absent, or key NULL). A file holding a
+ * tensor the engine cannot (a dtype other than F32 and I32, 0 or more
+ * than NN_MAX_DIMS dimensions) is refused, naming it. Free it with
+ * nn_tensor_listing_free (also after a failure). */
+typedef struct nn_tensor_listing {
+    int count;
+    char **names;
+    nn_dtype *dtypes;
+    int *ndims;
+    int64_t *shapes;
+    char *value;
+} nn_tensor_listing;
+nn_status nn_list_tensors(const char *path, const char *key, nn_tensor_listing *out);
+void nn_tensor_listing_free(nn_tensor_listing *listing);
+
 /* ---- what a model needs besides its weights ----
  * To run on raw pixels a trained model needs the normalisation its training
  * fed it and, to name its outputs, the class names. Both travel in the
@@ -158,7 +182,12 @@ nn_status nn_train_state_run(const char *path, char *out, size_t size);
  * AveragePool (count_include_pad, ceil_mode; a divisor_override is
  * refused), the adaptive pools -> GlobalAveragePool / GlobalMaxPool at
  * 1 x 1, else a plain pool where the output divides the input (other sizes
- * refused). Any other operation
+ * refused), compare -> Equal / Less / LessOrEqual / Greater / GreaterOrEqual
+ * (NE: Equal then Not) then Cast to int32, cast -> Cast (float32 -> int32 as
+ * IsNaN, Where, Clip, Cast to int64, Clip, Cast to int32: nn_cast's rule for
+ * NaN and values beyond int32's range, which a bare Cast leaves undefined).
+ * Operations on int32 results (argmax's, a comparison's) are recorded as
+ * long as their inputs are, so they export too. Any other operation
  * (softmax_cross_entropy, a loss) is refused with its name.
  * Tensors that are not computed from `input` (parameters) become
  * initializers. Opset 13..17 (17 by default), IR version 8. */

@@ -132,6 +132,29 @@ nn_tensor *nn_minimum(nn_tensor *a, nn_tensor *b);
 /* x times a constant. */
 nn_tensor *nn_scale(nn_tensor *x, float factor);
 
+/* Elementwise comparison a op b, broadcasting as nn_add: an int32 tensor of
+ * 0 and 1 (PyTorch's bool), (a == b).sum() counting matches. a and b are
+ * both float32 or both int32, of one context; a comparison with NaN is
+ * false, except NE's, which is true (IEEE, PyTorch). No gradient: the
+ * result never requires grad (inputs may). */
+typedef enum nn_compare_op {
+    NN_COMPARE_EQ, /* == */
+    NN_COMPARE_NE, /* != */
+    NN_COMPARE_LT, /* <  */
+    NN_COMPARE_LE, /* <= */
+    NN_COMPARE_GT, /* >  */
+    NN_COMPARE_GE  /* >= */
+} nn_compare_op;
+nn_tensor *nn_compare(nn_tensor *a, nn_tensor *b, nn_compare_op op);
+
+/* x converted to dtype (PyTorch's .float(), and .int() / .long() as int32).
+ * float32 -> int32 truncates toward zero (-2.7 gives -2); NaN gives 0 and
+ * values beyond int32's range INT32_MIN or INT32_MAX, the same on every
+ * device. int32 -> float32 rounds to nearest, ties to even (16777217 gives
+ * 16777216). To x's own dtype: a copy; a float32 copy passes its gradient
+ * through as the identity, and int32 results have no gradient. */
+nn_tensor *nn_cast(nn_tensor *x, nn_dtype dtype);
+
 /* Dropout (PyTorch's): with training set, each element is zeroed with
  * probability p (0 <= p < 1) and the others scaled by 1 / (1 - p); the mask
  * is drawn on the device from the context's generator (nn_ctx_manual_seed
@@ -139,7 +162,10 @@ nn_tensor *nn_scale(nn_tensor *x, float factor);
  * Without training: the identity (a view of x). */
 nn_tensor *nn_dropout(nn_tensor *x, float p, bool training);
 
-/* Reductions over all elements, to a one-element tensor. */
+/* Reductions over all elements, to a one-element tensor. nn_sum and
+ * nn_sum_dims also take an int32 x and return int32: exact integer sums,
+ * wrapping modulo 2^32 on overflow, with no gradient. The other reductions
+ * take float32 only (the mean of int32 is refused, as in PyTorch). */
 nn_tensor *nn_sum(nn_tensor *x);
 nn_tensor *nn_mean(nn_tensor *x);
 

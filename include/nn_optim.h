@@ -123,6 +123,19 @@ float nn_optimizer_group_lr(const nn_optimizer *opt, int group);
  * nn_optimizer_lr_tensor). */
 nn_tensor *nn_optimizer_group_lr_tensor(nn_optimizer *opt, int group);
 
+/* A group's options by PyTorch's names, as torch's param_groups hold them:
+ * "lr", "weight_decay" and the optimizer's own that may differ per group
+ * (Adam, AdamW: "beta1", "beta2", "eps"); each group starts with the
+ * options given at creation. Set between steps, as a scheduler cycling
+ * momentum does. The update kernels take every option but lr as a
+ * constant, so a captured step recorded before such a change refuses to
+ * replay (nn_replay names it): record the step again, or leave it eager. */
+int nn_optimizer_option_count(const nn_optimizer *opt);
+/* Option i's name, i in [0, nn_optimizer_option_count); NULL outside. */
+const char *nn_optimizer_option_name(const nn_optimizer *opt, int i);
+nn_status nn_optimizer_group_option(const nn_optimizer *opt, int group, const char *name, float *value);
+nn_status nn_optimizer_set_group_option(nn_optimizer *opt, int group, const char *name, float value);
+
 /* ---- Adam and AdamW ----
  * torch.optim.Adam / AdamW (defaults lr 1e-3, betas 0.9, 0.999, eps 1e-8;
  * weight_decay 0 for Adam, 1e-2 for AdamW). Per element, step t >= 1:

@@ -32,6 +32,8 @@
 #define PUSH_BIAS_GRAD(F)                                                                                  \
     F(uint, off[4]) F(uint, outer) F(uint, inner) F(uint, channels) F(int, accumulate) F(uint, chunks)   \
     F(uint, chunk) F(uint, counters) F(uint, columns)
+/* op: nn_cast_op (kernels.h) */
+#define PUSH_CAST(F) F(uint, off[4]) F(uint, n) F(int, op)
 #define PUSH_DROPOUT_FORWARD(F) \
     F(uint, off[4]) F(uint, n) F(uint, threshold) F(float, scale) F(uint, seed_lo) F(uint, seed_hi)
 
@@ -40,16 +42,20 @@
 #define PUSH_BROADCAST(F)                                                                                    \
     F(uint, off[4]) F(int, ndim) F(int, op) F(int, accumulate) F(float, alpha) F(int, shape[6])            \
     F(int, stride_a[6]) F(int, stride_b[6]) F(int, stride_c[6])
+/* nn_compare_params: stride_a/b are its stride[0/1] */
+#define PUSH_COMPARE(F)                                                                                      \
+    F(uint, off[4]) F(int, ndim) F(int, op) F(int, integer) F(int, shape[6]) F(int, stride_a[6])           \
+    F(int, stride_b[6])
 #define PUSH_STRIDED_COPY(F)                                                                                 \
     F(uint, off[4]) F(int, ndim) F(int, accumulate) F(int, shape[6]) F(int, src_stride[6])                 \
     F(int, dst_stride[6])
 /* nn_reduce_dims_params; lanes: invocations per output (a power of 2 up
  * to 256); chunks > 1 (sums only): each output's elements in that many
  * slices of chunk elements, each slice's raw sum written to out[slice *
- * outputs + output] for a second pass to add */
+ * outputs + output] for a second pass to add; integer: an int32 sum */
 #define PUSH_REDUCE_DIMS(F)                                                                                  \
     F(uint, off[4]) F(int, op) F(int, kept) F(int, reduced) F(int, accumulate) F(float, alpha)             \
-    F(int, lanes) F(int, chunks) F(int, chunk) F(int, shape[6]) F(int, stride[6])
+    F(int, lanes) F(int, chunks) F(int, chunk) F(int, shape[6]) F(int, stride[6]) F(int, integer)
 
 /* ---- softmax and its losses ---- */
 /* row_groups (the cross-entropy kernels): a workgroup per row, else an

@@ -41,6 +41,7 @@ void parity_counter_add_case(nn_backend *o);
 void parity_fill_case(nn_backend *o);
 void parity_metrics_accumulate_case(nn_backend *o);
 void parity_dropout_forward_case(nn_backend *o);
+void parity_cast_case(nn_backend *o);
 
 /* parity_cases_fused.c */
 void parity_conv_pool_forward_case(nn_backend *o);
@@ -57,6 +58,7 @@ void parity_broadcast_case(nn_backend *o);
 void parity_strided_copy_case(nn_backend *o);
 void parity_reduce_dims_case(nn_backend *o);
 void parity_reduce_dims_scatter_case(nn_backend *o);
+void parity_compare_case(nn_backend *o);
 /* parity_cases_norm.c */
 void parity_norm_stats_case(nn_backend *o);
 void parity_norm_apply_case(nn_backend *o);

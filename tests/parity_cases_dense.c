@@ -437,6 +437,35 @@ void parity_elementwise_case(nn_backend *o) {
             }
 }
 
+/* float32 -> int32 over random magnitudes up to 2^40 with NaN, infinities,
+ * halves and the edges of int32's range; int32 -> float32 over any int32,
+ * with neighbours of 2^24 and 2^31 (ties to even). */
+void parity_cast_case(nn_backend *o) {
+    static const float edges[] = {NAN, INFINITY, -INFINITY, -2.7f, 2.7f, -0.5f, -0.0f, 3e9f, -3e9f,
+                                  2147483520.0f, 2147483648.0f, -2147483648.0f, -2147483904.0f};
+    static const int32_t edge_ints[] = {16777217, 16777219, -16777217, 33554435, 2147483583, 2147483584, -2147483585};
+    for (size_t s = 0; s < SIZES; s++)
+        for (int op = 0; op < NN_CAST_OP_COUNT; op++) {
+            const size_t n = kSizes[s];
+            const nn_pointwise_params p = {.n = (int64_t)n, .op = op};
+            void *x;
+            if (op == NN_CAST_FLOAT_TO_INT) {
+                float *f = parity_randoms(n, -1, 1);
+                const float *scale = parity_randoms(n, 0, 40);
+                for (size_t j = 0; j < n; j++) f[j] = ldexpf(f[j], (int)scale[j]);
+                for (size_t j = 0; j < n && j < sizeof edges / sizeof edges[0]; j++) f[(j * 5) % n] = edges[j];
+                x = f;
+            } else {
+                int32_t *i = parity_ints(n, INT32_MIN, INT32_MAX);
+                for (size_t j = 0; j < n && j < sizeof edge_ints / sizeof edge_ints[0]; j++)
+                    i[(j * 3) % n] = edge_ints[j];
+                x = i;
+            }
+            parity_arg a[2] = {arg_in(x, n, view_at(s, 0)), arg_exact(parity_randoms(n, -1, 1), n, view_at(s, 1))};
+            parity_check(o, NN_KERNEL_CAST, a, 2, &p, "conversion %d n=%zu", op, n);
+        }
+}
+
 void parity_broadcast_scalar_case(nn_backend *o) {
     for (size_t s = 0; s < SIZES; s++)
         for (int acc = 0; acc < 2; acc++) {

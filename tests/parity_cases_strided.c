@@ -1,8 +1,10 @@
 /* The kernel parity test's cases for the strided kernels (parity_cases.h):
- * BROADCAST over every row of broadcast_ops.h, STRIDED_COPY (permutations,
- * slices into and out of larger tensors, expansions), REDUCE_DIMS (sums,
- * maxima and minima over leading, inner, trailing, scattered and all
- * dimensions, with ties and a NaN) and REDUCE_DIMS_SCATTER. */
+ * BROADCAST over every row of broadcast_ops.h, COMPARE (every op, float32
+ * with ties, NaN and infinities, int32 with ties, negatives and extremes),
+ * STRIDED_COPY (permutations, slices into and out of larger tensors,
+ * expansions), REDUCE_DIMS (sums, maxima and minima over leading, inner,
+ * trailing, scattered and all dimensions, with ties and a NaN; integer sums
+ * that wrap) and REDUCE_DIMS_SCATTER. */
 #include <math.h>
 #include <string.h>
 
@@ -82,6 +84,39 @@ void parity_broadcast_case(nn_backend *o) {
                 parity_arg args[4] = {arg_in(a, n[0], 4), arg_in(b, n[1], 0), arg_in(c, n[2], 8),
                                       arg_near(parity_randoms(out, -1, 1), out, 12, 4 * ROUNDING)};
                 parity_check(o, NN_KERNEL_BROADCAST, args, 4, &p, "op %d layout %zu accumulate %d", op, i, acc);
+            }
+}
+
+/* ---- COMPARE ---- */
+
+/* Operands a and b of kLayouts (c unused), for every op of nn_compare_op. */
+void parity_compare_case(nn_backend *o) {
+    for (int op = 0; op <= 5; op++)
+        for (size_t i = 0; i < LAYOUTS; i++)
+            for (int integer = 0; integer < 2; integer++) {
+                const broadcast_layout *l = &kLayouts[i];
+                nn_compare_params p = {.ndim = l->ndim, .op = op, .integer = integer};
+                memcpy(p.shape, l->shape, sizeof p.shape);
+                size_t n[2];
+                for (int k = 0; k < 2; k++) n[k] = operand_strides(l, k, p.stride[k]);
+                const size_t out = count_of(l->ndim, l->shape);
+                const void *operand[2];
+                for (int k = 0; k < 2; k++) {
+                    if (integer) {
+                        operand[k] = parity_ints(n[k], -3, 3);
+                        continue;
+                    }
+                    float *x = parity_steps(n[k], 2.0f); /* ties between a and b */
+                    for (size_t j = 0; j < n[k]; j++) {
+                        if (j % 7 == (size_t)k + 2) x[j] = NAN;
+                        if (j % 13 == 4) x[j] = k ? INFINITY : -INFINITY;
+                        if (x[j] == 0.0f && j % 2) x[j] = -0.0f;
+                    }
+                    operand[k] = x;
+                }
+                parity_arg args[3] = {arg_in(operand[0], n[0], 4), arg_in(operand[1], n[1], 8),
+                                      arg_exact(parity_ints(out, -9, 9), out, 12)};
+                parity_check(o, NN_KERNEL_COMPARE, args, 3, &p, "op %d layout %zu integer %d", op, i, integer);
             }
 }
 
@@ -194,6 +229,16 @@ void parity_reduce_dims_case(nn_backend *o) {
                                    given(!sum, arg_exact(parity_randoms(out, -1, 1), out, 0))};
                 parity_check(o, NN_KERNEL_REDUCE_DIMS, a, 3, &p, "op %d reduction %zu accumulate %d", op, i, acc);
             }
+    /* integer sums of any int32 (they wrap), exact; alpha is not applied */
+    for (size_t i = 0; i < REDUCTIONS; i++)
+        for (int acc = 0; acc < 2; acc++) {
+            size_t in, out, count;
+            nn_reduce_dims_params p = reduce_params(&kReductions[i], NN_REDUCE_SUM, acc, &in, &out, &count);
+            p.integer = 1;
+            parity_arg a[3] = {arg_in(parity_ints(in, INT32_MIN, INT32_MAX), in, 8),
+                               arg_exact(parity_ints(out, INT32_MIN, INT32_MAX), out, 4), arg_none()};
+            parity_check(o, NN_KERNEL_REDUCE_DIMS, a, 3, &p, "integer reduction %zu accumulate %d", i, acc);
+        }
 }
 
 /* The winners are the CPU's maxima of random values. */

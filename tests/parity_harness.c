@@ -73,6 +73,19 @@ float *parity_randoms(size_t n, float lo, float hi) {
 
 float *parity_steps(size_t n, float denominator) { return own(conv_pool_steps(n, denominator, g_seed++)); }
 
+int32_t *parity_ints(size_t n, int32_t lo, int32_t hi) {
+    int32_t *x = parity_array(n * sizeof *x);
+    uint64_t s = 0x9E3779B97F4A7C15ULL * g_seed++;
+    const uint64_t span = (uint64_t)((int64_t)hi - lo) + 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        x[i] = (int32_t)((int64_t)lo + (int64_t)((s >> 11) % span));
+        if (i % 17 == 5) x[i] = INT32_MIN; /* the extremes among them */
+        if (i % 17 == 11) x[i] = INT32_MAX;
+    }
+    return x;
+}
+
 int32_t *parity_labels_of(size_t rows, int classes) {
     const float *u = parity_randoms(rows, 0.0f, 1.0f);
     int32_t *labels = parity_array(rows * sizeof *labels);

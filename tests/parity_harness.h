@@ -36,6 +36,8 @@ float *parity_randoms(size_t n, float lo, float hi);
 /* Whole numbers in [-3, 3] over `denominator`: convolutions of them are
  * exact in float, whatever the order of the sums (conv_pool_reference.h). */
 float *parity_steps(size_t n, float denominator);
+/* Whole numbers uniform in [lo, hi], with INT32_MIN and INT32_MAX among them. */
+int32_t *parity_ints(size_t n, int32_t lo, int32_t hi);
 /* Valid labels in [0, classes). */
 int32_t *parity_labels_of(size_t rows, int classes);
 /* Frees every array allocated since the last call (after each case). */

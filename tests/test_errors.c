@@ -165,7 +165,8 @@ TEST(errors_ops_shapes) {
     CHECK_ERROR(!nn_add(a, b), NN_ERR_SHAPE, "nn_add", "[2, 3]", "[4, 5]");
     CHECK_ERROR(!nn_mul(a, foreign), NN_ERR_STATE, "nn_mul");
     CHECK_ERROR(!nn_scale(NULL, 2.0f), NN_ERR_ARGUMENT, "nn_scale");
-    CHECK_ERROR(!nn_sum(labels_short), NN_ERR_DTYPE, "nn_sum");
+    CHECK_ERROR(!nn_sum(NULL), NN_ERR_ARGUMENT, "nn_sum");
+    CHECK_ERROR(!nn_mean(labels_short), NN_ERR_DTYPE, "nn_mean", "float32"); /* int32 sums only */
     CHECK_ERROR(!nn_mean(NULL), NN_ERR_ARGUMENT, "nn_mean");
     /* Failed ops leave no tensors behind in the step. */
     CHECK(nn_ctx_step_tensor_count(ctx) == 0);

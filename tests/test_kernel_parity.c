@@ -127,6 +127,8 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_LOSS_SCALE] = {parity_loss_scale_case},
     [NN_KERNEL_NORM_BACKWARD_SUMS] = {parity_norm_backward_sums_case},
     [NN_KERNEL_NORM_BACKWARD_FROM_SUMS] = {parity_norm_backward_from_sums_case},
+    [NN_KERNEL_COMPARE] = {parity_compare_case},
+    [NN_KERNEL_CAST] = {parity_cast_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

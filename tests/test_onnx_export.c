@@ -207,3 +207,73 @@ TEST(onnx_refusals) {
     nn_ctx_free(ctx);
     io_test_rmdir(dir);
 }
+
+/* The element type of a graph input (11) or output (12): ValueInfoProto's
+ * type (2), its tensor_type (1), its elem_type (1). */
+static int64_t value_elem_type(const uint8_t *graph, size_t graph_len, int field) {
+    const uint8_t *info = NULL, *type = NULL, *tensor = NULL;
+    size_t info_len = 0, type_len = 0, tensor_len = 0;
+    pb_field f;
+    if (sub(graph, graph_len, field, 0, &info, &info_len) || sub(info, info_len, 2, 0, &type, &type_len) ||
+        sub(type, type_len, 1, 0, &tensor, &tensor_len) || pb_get(tensor, tensor_len, 1, 0, &f))
+        return -1;
+    return (int64_t)f.value;
+}
+
+/* Comparisons, casts and integer sums (the accuracy count's operations):
+ * NE as Equal then Not, each comparison's bool cast to int32; the
+ * float-to-int cast as the kernel's rule in standard operators (NaN to 0,
+ * saturated: ONNX's Cast leaves both undefined); ReduceSum on int32; the
+ * int32 results typed as such at the graph's output. */
+TEST(onnx_compare_cast_int_sum_structure) {
+    const char *dir = io_test_dir();
+    const char *path = io_test_path(dir, "compare.onnx");
+    nn_ctx *ctx = cpu_ctx();
+    const int64_t xs[2] = {3, 5}, ts[1] = {5};
+    const float threshold[5] = {0.5f, -1.0f, 2.0f, 0.0f, 7.0f};
+    nn_tensor *x = nn_tensor_new(ctx, NN_F32, 2, xs), *t = nn_tensor_from_data(ctx, NN_F32, 1, ts, threshold);
+    nn_tensor_set_requires_grad(x, true);
+    const int dim1 = 1;
+    nn_tensor *differs = nn_compare(x, t, NN_COMPARE_NE), *truncated = nn_cast(x, NN_I32);
+    nn_tensor *counts = nn_sum_dims(nn_compare(truncated, differs, NN_COMPARE_GE), &dim1, 1, false);
+    nn_tensor *as_float = nn_cast(counts, NN_F32);
+    CHECK_MSG(as_float && !nn_tensor_requires_grad(as_float), "%s", nn_last_error());
+    CHECK_MSG(nn_onnx_export(path, x, as_float, NULL) == NN_OK, "%s", nn_last_error());
+    size_t size;
+    uint8_t *file = io_test_read_bytes(path, &size);
+    const uint8_t *graph = NULL;
+    size_t graph_len = 0;
+    CHECK(file && sub(file, size, 7, 0, &graph, &graph_len) == 0);
+    const char *ops[] = {"Equal", "Not", "Cast", "IsNaN", "Where", "Clip", "Cast", "Clip", "Cast",
+                         "GreaterOrEqual", "Cast", "ReduceSum", "Cast"};
+    /* the element type each Cast converts to: INT32 (6), INT64 (7), FLOAT (1) */
+    const int64_t cast_to[] = {6, 7, 6, 6, 1};
+    enum { NODES = sizeof ops / sizeof ops[0] };
+    CHECK_MSG(pb_count(graph, graph_len, 1) == NODES, "%d nodes", pb_count(graph, graph_len, 1));
+    for (int i = 0, casts = 0; i < NODES && graph; i++) {
+        const uint8_t *node = NULL, *attr = NULL;
+        size_t node_len = 0, attr_len = 0;
+        CHECK(sub(graph, graph_len, 1, i, &node, &node_len) == 0);
+        CHECK_MSG(pb_string_is(node, node_len, 4, 0, ops[i]), "node %d is not %s", i, ops[i]);
+        if (strcmp(ops[i], "Cast") != 0) continue;
+        pb_field f;
+        CHECK(sub(node, node_len, 5, 0, &attr, &attr_len) == 0 && pb_string_is(attr, attr_len, 1, 0, "to"));
+        CHECK_MSG(pb_get(attr, attr_len, 3, 0, &f) == 0 && (int64_t)f.value == cast_to[casts], "cast %d to %lld",
+                  casts, (long long)f.value);
+        casts++;
+    }
+    CHECK(value_elem_type(graph, graph_len, 11) == 1 && value_elem_type(graph, graph_len, 12) == 1);
+    free(file);
+
+    /* an int32 result as the graph's output, typed INT32 */
+    CHECK_MSG(nn_onnx_export(path, x, counts, NULL) == NN_OK, "%s", nn_last_error());
+    file = io_test_read_bytes(path, &size);
+    CHECK(file && sub(file, size, 7, 0, &graph, &graph_len) == 0);
+    CHECK(pb_count(graph, graph_len, 1) == NODES - 1 && value_elem_type(graph, graph_len, 12) == 6);
+    free(file);
+    CHECK(nn_ctx_step_end(ctx) == NN_OK);
+    nn_tensor_free(x);
+    nn_tensor_free(t);
+    nn_ctx_free(ctx);
+    io_test_rmdir(dir);
+}

@@ -15,13 +15,13 @@ from ._context import (Device, devices, end_batch, enable_grad, get_device, manu
                        no_grad, release_all_buffers, set_device)
 from ._lib import library_path
 from .capture import CapturedStep, capture
-from .containers import Flatten, Sequential
+from .containers import Flatten, ModuleDict, ModuleList, Sequential
 # functional: the seed's functions and PyTorch's; conv2d keeps the seed's
 # argument order (actType sixth), nn_engine.functional.conv2d is PyTorch's.
 from .functional import seed_conv2d as conv2d
 from .functional import (abs, adaptive_avg_pool2d, adaptive_max_pool2d, add, add_bias,  # noqa: A004
                          avg_pool2d, batch_norm, bias_relu, binary_cross_entropy_with_logits, clamp,
-                         conv_transpose2d, cross_entropy, div, dropout, embedding, exp, flatten, group_norm,
+                         conv_transpose2d, cross_entropy, div, dropout, embedding, exp, group_norm,
                          interpolate, l1_loss, layer_norm, linear, log, log_softmax, matmul, max_pool2d,
                          maximum, maxpool2d, minimum, mse_loss, mul, neg, nll_loss, pow, relu, reshape, scale,
                          scaled_dot_product_attention, sigmoid, smooth_l1_loss, softmax, softmax_ce, sqrt, sub,
@@ -33,9 +33,12 @@ from .layers import (ELU, GELU, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d,
                      SmoothL1Loss, Softmax, Softplus, Tanh, Upsample)
 from .metrics import Metrics
 from .model import Model
+from .module import Module
 from .optim import SGD, Adam, AdamW, Lion, Muon, RMSprop
-from .rearrange import (cat, chunk, concat, expand, narrow, permute, select, split, squeeze, stack, transpose,
-                        unsqueeze)
+
+from .compare import eq, ge, gt, le, lt, ne
+from .rearrange import (cat, chunk, concat, expand, flatten, narrow, permute, select, split, squeeze, stack,
+                        transpose, unsqueeze)
 from .reductions import amax, amin, argmax, argmin, max, mean, min, std, sum, var  # noqa: A004
 from .tensor import ReusableTensor, Tensor, from_numpy, tensor
 
@@ -56,6 +59,7 @@ __all__ = [
     # arithmetic, math, reductions, rearrangements (torch's names)
     "sub", "div", "maximum", "minimum", "exp", "log", "sqrt", "abs", "neg", "clamp", "pow",
     "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
+    "eq", "ne", "lt", "le", "gt", "ge",
     "cat", "concat", "stack", "split", "chunk", "narrow", "select", "permute", "transpose", "expand",
     "squeeze", "unsqueeze",
     # functions of torch.nn.functional's
@@ -64,7 +68,7 @@ __all__ = [
     "binary_cross_entropy_with_logits", "nll_loss", "cross_entropy", "embedding", "scaled_dot_product_attention",
     "conv_transpose2d", "interpolate",
     # layers (torch.nn's)
-    "Sequential", "Flatten", "ReLU", "Identity", "Conv2d", "ConvTranspose2d", "Upsample",
+    "Module", "Sequential", "ModuleList", "ModuleDict", "Flatten", "ReLU", "Identity", "Conv2d", "ConvTranspose2d", "Upsample",
     "BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d",
     "AdaptiveMaxPool2d", "GELU", "LeakyReLU", "ELU", "SiLU", "ReLU6", "Hardswish", "Hardsigmoid", "Softplus",
     "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "MSELoss", "L1Loss", "SmoothL1Loss", "BCEWithLogitsLoss",
@@ -97,3 +101,11 @@ __all__ += ["check_writable"]
 from . import onnx  # noqa: E402  (nn_engine.onnx.load: ONNX import)
 
 __all__ += ["onnx"]
+
+# PyTorch's namespaces (issue 36): nn_engine.nn, nn_engine.optim (with
+# lr_scheduler), nn_engine.utils.data, as torch.nn, torch.optim, torch.utils.data
+from . import cuda, models, nn, optim, utils  # noqa: E402
+from ._context import torch_device as device  # noqa: E402
+from .serialization import load, save  # noqa: E402
+
+__all__ += ["nn", "optim", "utils", "models", "cuda", "device", "save", "load"]

@@ -18,6 +18,7 @@ import atexit
 import ctypes
 import functools
 import os
+import threading
 import weakref
 from collections import namedtuple
 
@@ -50,6 +51,7 @@ class Context:
         self.type = self.device_name.split(" ", 1)[0].split(":", 1)[0]
         self.generation = 0
         self.tracked = weakref.WeakSet()  # OWNED handles end_batch() frees
+        self.step_results = weakref.WeakSet()  # this step's STEP handles Python still holds
         _contexts.add(self)
 
     @property
@@ -62,6 +64,22 @@ class Context:
             for handle in list(self.tracked):
                 handle.release()
             self.tracked = weakref.WeakSet()
+            self.step_results = weakref.WeakSet()
+            check(lib.nn_ctx_step_end(self.ptr), "nn_ctx_step_end")
+            self.generation += 1
+
+    def end_step_keeping_results(self):
+        """End the step as PyTorch's reference counting would: every result
+        Python still holds is kept (persisted: freed when garbage-collected),
+        the rest of the step's tensors and its tape are freed. Tracked inputs
+        stay until end_batch() or garbage collection."""
+        with _lib.LOCK:
+            for handle in list(self.step_results):
+                if handle.ptr is not None and handle.kind == STEP and handle.generation == self.generation:
+                    check(lib.nn_tensor_persist(handle.ptr), "nn_tensor_persist")
+                    handle.kind = OWNED
+            _lib.note_step_end()
+            self.step_results = weakref.WeakSet()
             check(lib.nn_ctx_step_end(self.ptr), "nn_ctx_step_end")
             self.generation += 1
 
@@ -90,6 +108,8 @@ class Handle(_lib.Deferred):
             # that returned it is born freed.
             alive = kind != STEP or _lib.last_results_alive()
             self.generation = ctx.generation if alive else -1
+            if kind == STEP and alive:
+                ctx.step_results.add(self)
 
     def valid(self):
         if self.ptr is None:
@@ -157,6 +177,8 @@ class Handle(_lib.Deferred):
 # ---- the default context -------------------------------------------------
 
 _DEVICES = ("cpu", "vulkan", "auto")
+# PyTorch's name for the GPU, so that scripts' device lines run unchanged: the GPU here is Vulkan's.
+_ALIASES = {"cuda": "vulkan"}
 _default = None
 _seed = None  # manual_seed(), else $NN_ENGINE_SEED, else 0
 _threads = 0
@@ -177,13 +199,17 @@ def _initial_seed():
 
 
 def _check_device_name(device, where="set_device"):
+    """The device's name as the library knows it ("cuda:1" is "vulkan:1"),
+    or an exception naming what is wrong."""
     if not isinstance(device, str):
         raise TypeError(f"{where}: device must be a str ('cpu', 'vulkan' or 'auto'), "
                         f"got {type(device).__name__}")
-    base = device.split(":", 1)[0]
+    base, colon, index = device.partition(":")
+    base = _ALIASES.get(base, base)
     if base not in _DEVICES:
         raise ValueError(f"{where}: unknown device '{device}' (choose from "
-                         f"{', '.join(_DEVICES)})")
+                         f"{', '.join(_DEVICES)}, or 'cuda' for the GPU)")
+    return base + colon + index
 
 
 # The context of each device opened so far, by (name, threads): asking for a
@@ -207,7 +233,7 @@ def context_for(device, where="to"):
     Context), opened on first use with the default context's threads."""
     if isinstance(device, Context):
         return device
-    _check_device_name(device, where)
+    device = _check_device_name(device, where)
     if _default is not None and device in (_default.device, _default.type):
         return _default
     return _open(device, _threads)
@@ -220,11 +246,19 @@ def default_context():
     if _default is None:
         device = os.environ.get("NN_ENGINE_DEVICE") or "auto"
         try:
-            _check_device_name(device)
+            device = _check_device_name(device)
         except ValueError as err:
             raise ValueError(f"NN_ENGINE_DEVICE: {err}") from None
         _default = _open(device, _threads)
     return _default
+
+
+def torch_device(type, index=None):  # noqa: A002 - torch.device's argument name
+    """torch.device("cuda"), torch.device("cpu"), torch.device("cuda", 1):
+    the device's name, checked, as every device argument here takes it."""
+    name = type if index is None else f"{type}:{int(index)}"
+    _check_device_name(name, "device")
+    return name
 
 
 def set_device(device, threads=0):
@@ -234,7 +268,7 @@ def set_device(device, threads=0):
     used again, so tensors made on it before still work with new ones;
     tensors on another device must be moved with .to() first."""
     global _default, _threads
-    _check_device_name(device)
+    device = _check_device_name(device)
     if not isinstance(threads, int) or isinstance(threads, bool) or threads < 0:
         raise ValueError(f"set_device: threads must be an int >= 0 (0 = one per core), "
                          f"got {threads!r}")
@@ -272,6 +306,39 @@ end_batch._count = 0
 # backend decides when to submit, so the attribute is kept only for scripts
 # that set it.
 end_batch.flush_interval = 1
+
+
+# Automatic step ends (PyTorch's scripts never call end_batch()): after a
+# backward and after a host read, when no graph awaits a backward and one
+# thread alone has used the library since the step began, the step ends
+# keeping what Python holds. Paused while a captured step runs (its runner
+# ends the step) and inside keep_step().
+_auto_end = threading.local()
+
+
+class keep_step:
+    """Context manager: no automatic step end inside (a captured step's
+    function; code that reads values between a forward and a later
+    backward of another graph)."""
+
+    def __enter__(self):
+        _auto_end.paused = getattr(_auto_end, "paused", 0) + 1
+        return self
+
+    def __exit__(self, *exc):
+        _auto_end.paused -= 1
+        return False
+
+
+def step_may_end(ctx):
+    """End ctx's step keeping Python's results (Context.end_step_keeping_results)
+    when nothing on the tape awaits a backward and one thread alone uses the
+    library: ending it then loses nothing anyone could still use."""
+    if getattr(_auto_end, "paused", 0) or ctx.ptr is None:
+        return
+    with _lib.LOCK:
+        if _lib.one_caller_this_step() and lib.nn_ctx_tape_length(ctx.ptr) == 0:
+            ctx.end_step_keeping_results()
 
 
 def release_all_buffers():

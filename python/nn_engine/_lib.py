@@ -194,6 +194,7 @@ _SIGNATURES = {
     "nn_ctx_grad_enabled": (ctypes.c_bool, [c_ctx_p]),
     "nn_ctx_step_end": (c_status, [c_ctx_p]),
     "nn_ctx_step_tensor_count": (ctypes.c_int64, [c_ctx_p]),
+    "nn_ctx_tape_length": (ctypes.c_int64, [c_ctx_p]),
     # nn_step.h (capture and replay, through the step runner)
     "nn_step_runner_new": (c_step_runner_p, [c_ctx_p, StepFn, ctypes.c_void_p,
                                              ctypes.POINTER(StepOptions)]),
@@ -387,12 +388,21 @@ class PointerArray(Deferred):
 # the step results a call returned are alive while the two are equal.
 _steps_ended = 0
 _calls = threading.local()
+# The thread that has called the library since the last step end, and
+# whether another has too (then no step ends by itself: _context.step_may_end).
+_step_caller, _step_callers_many = None, False
 
 
 def note_step_end():
     """Count a step end; called under LOCK before its tensors are freed."""
-    global _steps_ended
+    global _steps_ended, _step_caller, _step_callers_many
     _steps_ended += 1
+    _step_caller, _step_callers_many = None, False
+
+
+def one_caller_this_step():
+    """Whether a single thread has called the library since the last step end."""
+    return not _step_callers_many
 
 
 def last_results_alive():
@@ -413,8 +423,13 @@ class _SerialisedFunction:
     argtypes = property(lambda self: self._fn.argtypes, lambda self, value: setattr(self._fn, "argtypes", value))
 
     def __call__(self, *args):
+        global _step_caller, _step_callers_many
         with LOCK:
             _calls.steps_ended = _steps_ended
+            caller = threading.get_ident()
+            if caller != _step_caller:
+                _step_callers_many = _step_caller is not None
+                _step_caller = caller
             return self._fn(*[a.get() if isinstance(a, Deferred) else a for a in args])
 
 

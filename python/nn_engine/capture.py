@@ -115,7 +115,8 @@ class CapturedStep:
         it is kept for _run to raise, and the runner told of a failure."""
         try:
             phase, call_args = self._call
-            outputs = self._fn(*call_args)
+            with _context.keep_step():  # the runner ends the step
+                outputs = self._fn(*call_args)
             _persist(outputs)
             if phase == NN_STEP_RECORD:
                 self._ctx.end_step()

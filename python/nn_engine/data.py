@@ -25,7 +25,19 @@ from .tensor import Tensor
 _IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".ppm", ".pgm", ".tif", ".tiff")
 
 
-class TensorDataset:
+class Dataset:
+    """torch.utils.data.Dataset: a subclass defines __len__ and
+    __getitem__(i), which returns sample i as a tuple of arrays, numbers or
+    Tensors (the DataLoader stacks each position into a batch)."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError(f"{type(self).__name__} must define __getitem__(self, index)")
+
+    def __len__(self):
+        raise NotImplementedError(f"{type(self).__name__} must define __len__(self)")
+
+
+class TensorDataset(Dataset):
     """torch.utils.data.TensorDataset: sample i is (a[i] for a in arrays);
     every array (NumPy, or an engine Tensor, read once) has the same length."""
 

@@ -48,15 +48,18 @@ def _same_shape(ptr, like, what):
     return Tensor._result(ptr, like._h.ctx, what, like._known_shape, like._known_dtype)
 
 
-def relu(x):
+def relu(x, inplace=False):
+    """max(x, 0). inplace=True is accepted (torch's F.relu takes it); the
+    result is a new tensor all the same, x keeps its values."""
     if type(x) is not Tensor:  # the common case stays a single check
         _tensor(x, "relu", "x")
     return _same_shape(lib.nn_relu(x._h), x, "nn_relu")
 
 
-def _elementwise(name, doc):
+def _elementwise(name, doc, inplace=False):
     """The operation nn_<name> of one tensor, a row of the library's
-    shaders/unary_ops.h, as a function of a Tensor."""
+    shaders/unary_ops.h, as a function of a Tensor; with inplace, taking
+    torch's inplace=False argument (as relu does)."""
     function = _lib.declare(f"nn_{name}", _lib.c_tensor_p, [_lib.c_tensor_p])
     what = f"nn_{name}"
 
@@ -64,6 +67,12 @@ def _elementwise(name, doc):
         if type(x) is not Tensor:
             _tensor(x, name, "x")
         return _same_shape(function(x._h), x, what)
+
+    if inplace:
+        plain = operation
+
+        def operation(x, inplace=False):  # noqa: F811 - the same with torch's argument
+            return plain(x)
 
     operation.__name__ = operation.__qualname__ = name
     operation.__doc__ = doc
@@ -77,10 +86,10 @@ exp = _elementwise("exp", "e ** x, elementwise (torch.exp).")
 log = _elementwise("log", "The natural logarithm, elementwise: NaN below 0, -inf at 0 (torch.log).")
 sqrt = _elementwise("sqrt", "The square root, elementwise: NaN below 0 (torch.sqrt).")
 abs = _elementwise("abs", "|x|, elementwise; gradient sign(x), 0 at 0 (torch.abs).")  # noqa: A001
-silu = _elementwise("silu", "x * sigmoid(x), elementwise (F.silu).")
-relu6 = _elementwise("relu6", "min(max(x, 0), 6), elementwise (F.relu6).")
-hardswish = _elementwise("hardswish", "x * relu6(x + 3) / 6, elementwise (F.hardswish).")
-hardsigmoid = _elementwise("hardsigmoid", "relu6(x + 3) / 6, elementwise (F.hardsigmoid).")
+silu = _elementwise("silu", "x * sigmoid(x), elementwise (F.silu).", inplace=True)
+relu6 = _elementwise("relu6", "min(max(x, 0), 6), elementwise (F.relu6).", inplace=True)
+hardswish = _elementwise("hardswish", "x * relu6(x + 3) / 6, elementwise (F.hardswish).", inplace=True)
+hardsigmoid = _elementwise("hardsigmoid", "relu6(x + 3) / 6, elementwise (F.hardsigmoid).", inplace=True)
 softsign = _elementwise("softsign", "x / (1 + |x|), elementwise (F.softsign).")
 
 
@@ -111,14 +120,14 @@ def gelu(x, approximate="none"):
     return _same_shape(_gelu(px, approximate == "tanh"), x, "nn_gelu")
 
 
-def leaky_relu(x, negative_slope=0.01):
+def leaky_relu(x, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x (F.leaky_relu)."""
     px = _tensor(x, "leaky_relu", "x")
     slope = _float(negative_slope, "leaky_relu", "negative_slope")
     return _same_shape(_leaky_relu(px, slope), x, "nn_leaky_relu")
 
 
-def elu(x, alpha=1.0):
+def elu(x, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x) - 1) (F.elu)."""
     px = _tensor(x, "elu", "x")
     return _same_shape(_elu(px, _float(alpha, "elu", "alpha")), x, "nn_elu")
@@ -175,7 +184,7 @@ def rdiv_scalar(x, s):
                        "nn_rdiv_scalar")
 
 
-def dropout(x, p=0.5, training=True):
+def dropout(x, p=0.5, training=True, inplace=False):
     """PyTorch's dropout: in training, zero each element with probability p
     (0 <= p < 1) and scale the rest by 1 / (1 - p), with a mask drawn on the
     device from the generator (nn_engine.manual_seed); otherwise x unchanged."""

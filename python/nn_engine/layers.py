@@ -16,6 +16,7 @@ from . import functional as F
 from ._context import OWNED, Handle
 from ._errors import check, check_ptr
 from ._lib import NN_F32, lib
+from .module import Module
 from .tensor import Tensor
 
 
@@ -40,36 +41,39 @@ def _parameter(shape, fan_in, weight):
     return t
 
 
-class Linear:
-    """y = x @ w.T + b over the last dimension of x [..., in_features]; `w`
-    [out, in], `b` [out] (None with bias=False)."""
-    # Attribute -> PyTorch state_dict name (Model.named_parameters, export).
-    _parameter_names = (("w", "weight"), ("b", "bias"))
+class Linear(Module):
+    """y = x @ weight.T + bias over the last dimension of x [..., in_features];
+    `weight` [out, in], `bias` [out] (None with bias=False). The seed's
+    names for them, `w` and `b`, are the same tensors."""
 
     def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
         self.in_features = _positive_int(in_features, "Linear", "in_features")
         self.out_features = _positive_int(out_features, "Linear", "out_features")
-        self.w = _parameter((out_features, in_features), in_features, weight=True)
-        self.b = _parameter((out_features,), in_features, weight=False) if bias else None
+        self.weight = _parameter((out_features, in_features), in_features, weight=True)
+        self.bias = _parameter((out_features,), in_features, weight=False) if bias else None
 
-    def __call__(self, x, relu=False):
-        y = F.linear(x, self.w, self.b)
+    w = property(lambda self: self.weight, lambda self, value: setattr(self, "weight", value))
+    b = property(lambda self: self.bias, lambda self, value: setattr(self, "bias", value))
+
+    def forward(self, x, relu=False):
+        y = F.linear(x, self.weight, self.bias)
         return F.relu(y) if relu else y
 
-    def __repr__(self):
-        return f"Linear({self.in_features}, {self.out_features}, bias={self.b is not None})"
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-class ConvLayer:
-    """2-D convolution of x [N, inC, H, W]; `filters` [outC, inC / groups, kH, kW],
-    `bias` [outC] (None with bias=False). kernel_size, stride, padding and
-    dilation take an int or a pair (padding also 'same' or 'valid')."""
-    _parameter_names = (("filters", "weight"), ("bias", "bias"))
-    _name = "ConvLayer"
+class ConvLayer(Module):
+    """2-D convolution of x [N, inC, H, W]; `weight` (the seed's `filters`)
+    [outC, inC / groups, kH, kW], `bias` [outC] (None with bias=False).
+    kernel_size, stride, padding and dilation take an int or a pair
+    (padding also 'same' or 'valid')."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True):
-        name = self._name
+        super().__init__()
+        name = type(self).__name__
         self.in_channels = _positive_int(in_channels, name, "in_channels")
         self.out_channels = _positive_int(out_channels, name, "out_channels")
         self.kernel_size = F._pair(kernel_size, name, "kernel_size", 1)
@@ -91,36 +95,41 @@ class ConvLayer:
         self._make_parameters((out_channels, in_channels // groups) + self.kernel_size, fan_in, bias)
 
     def _make_parameters(self, shape, fan_in, bias):
-        self.filters = _parameter(shape, fan_in, weight=True)
+        self.weight = _parameter(shape, fan_in, weight=True)
         self.bias = _parameter((shape[0],), fan_in, weight=False) if bias else None
 
-    def __call__(self, x, actType=0, relu=False):
-        return F.conv2d(x, self.filters, self.bias, self.stride, self.padding, self.dilation, self.groups,
+    filters = property(lambda self: self.weight, lambda self, value: setattr(self, "weight", value))
+
+    def forward(self, x, actType=0, relu=False):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
                         actType=1 if relu else actType)
 
-    def _arguments(self):
-        def single(v):
-            return v[0] if isinstance(v, tuple) and v[0] == v[1] else v
-        text = f"{self.in_channels}, {self.out_channels}, {single(self.kernel_size)}, stride={single(self.stride)}"
-        text += f", padding={single(self.padding) if not isinstance(self.padding, str) else repr(self.padding)}"
-        if self.dilation != (1, 1):
-            text += f", dilation={single(self.dilation)}"
-        if self.groups != 1:
-            text += f", groups={self.groups}"
-        if self.bias is None:
-            text += ", bias=False"
-        return text
+    def extra_repr(self):
+        return _conv_repr(self)
 
-    def __repr__(self):
-        return f"{self._name}({self._arguments()})"
+
+def _conv_repr(layer, output_padding=None):
+    """torch's extra_repr of a convolution: the settings that differ from the defaults."""
+    padding = layer.padding if isinstance(layer.padding, str) else tuple(layer.padding)
+    text = (f"{layer.in_channels}, {layer.out_channels}, kernel_size={tuple(layer.kernel_size)}, "
+            f"stride={tuple(layer.stride)}")
+    if padding != (0, 0):
+        text += f", padding={padding}"
+    if tuple(layer.dilation) != (1, 1):
+        text += f", dilation={tuple(layer.dilation)}"
+    if output_padding is not None and tuple(output_padding) != (0, 0):
+        text += f", output_padding={tuple(output_padding)}"
+    if layer.groups != 1:
+        text += f", groups={layer.groups}"
+    if layer.bias is None:
+        text += ", bias=False"
+    return text
 
 
 class Conv2d(ConvLayer):
     """torch.nn.Conv2d(in_channels, out_channels, kernel_size, stride=1,
     padding=0, dilation=1, groups=1, bias=True): `weight` [out, in / groups,
     kH, kW] and `bias` [out] under PyTorch's state_dict names."""
-    _parameter_names = (("weight", "weight"), ("bias", "bias"))
-    _name = "Conv2d"
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
                  bias=True, padding_mode="zeros"):
@@ -128,26 +137,18 @@ class Conv2d(ConvLayer):
             raise ValueError(f"Conv2d: padding_mode must be 'zeros', got {padding_mode!r}")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias)
 
-    @property
-    def weight(self):
-        return self.filters
-
-    @weight.setter
-    def weight(self, value):
-        self.filters = value
-
-    def __call__(self, x):
-        return F.conv2d(x, self.filters, self.bias, self.stride, self.padding, self.dilation, self.groups)
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
-class ConvTranspose2d:
+class ConvTranspose2d(Module):
     """torch.nn.ConvTranspose2d(in_channels, out_channels, kernel_size,
     stride=1, padding=0, output_padding=0, groups=1, bias=True, dilation=1):
     `weight` [in, out / groups, kH, kW], `bias` [out]."""
-    _parameter_names = (("weight", "weight"), ("bias", "bias"))
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
                  bias=True, dilation=1, padding_mode="zeros"):
+        super().__init__()
         name = "ConvTranspose2d"
         if padding_mode != "zeros":
             raise ValueError(f"{name}: padding_mode must be 'zeros', got {padding_mode!r}")
@@ -167,46 +168,47 @@ class ConvTranspose2d:
         self.weight = _parameter((in_channels, out_channels // groups) + self.kernel_size, fan_in, weight=True)
         self.bias = _parameter((out_channels,), fan_in, weight=False) if bias else None
 
-    def __call__(self, x):
+    def forward(self, x):
         return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, self.output_padding,
                                   self.groups, self.dilation)
 
-    def __repr__(self):
-        return (f"ConvTranspose2d({self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}, padding={self.padding}, output_padding={self.output_padding}, "
-                f"groups={self.groups}, dilation={self.dilation}, bias={self.bias is not None})")
+    def extra_repr(self):
+        return _conv_repr(self, self.output_padding)
 
 
-class Upsample:
+class Upsample(Module):
     """torch.nn.Upsample(size=None, scale_factor=None, mode='nearest',
     align_corners=None): F.interpolate as a layer. No parameters."""
 
     def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None):
+        super().__init__()
         self.size, self.scale_factor, self.mode, self.align_corners = size, scale_factor, mode, align_corners
 
-    def __call__(self, x):
+    def forward(self, x):
         return F.interpolate(x, self.size, self.scale_factor, self.mode, self.align_corners)
 
-    def __repr__(self):
+    def extra_repr(self):
         what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"
-        return f"Upsample({what}, mode={self.mode!r})"
+        return f"{what}, mode={self.mode!r}"
 
 
-class Dropout:
-    """Dropout(p) as a layer: active while `training` is set (Model.train(),
-    the default), the identity after Model.eval(). No parameters."""
+class Dropout(Module):
+    """Dropout(p) as a layer: active while `training` is set (Module.train(),
+    the default), the identity after Module.eval(). No parameters. inplace:
+    as _Activation's."""
 
-    def __init__(self, p=0.5):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
         self.p = F._float(p, "Dropout", "p")
         if not 0.0 <= self.p < 1.0:
             raise ValueError(f"Dropout: p must be in [0, 1), got {p!r}")
-        self.training = True
+        self.inplace = bool(inplace)
 
-    def __call__(self, x):
+    def forward(self, x):
         return F.dropout(x, self.p, self.training)
 
-    def __repr__(self):
-        return f"Dropout(p={self.p})"
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 # ---- normalisation ----
@@ -215,20 +217,9 @@ def _filled(shape, value, requires_grad):
     return Tensor(np.full(shape, value, dtype=np.float32), requires_grad=requires_grad, track=False)
 
 
-class _Normalization:
+class _Normalization(Module):
     """Shared by the normalisation layers: `weight` and `bias` parameters (or
-    None), buffers kept in `_buffers` under PyTorch's state_dict names and read
-    as attributes (as Model.register_buffer keeps them), and `training`."""
-
-    def __init__(self):
-        self.training = True
-        self._buffers = {}
-
-    def __getattr__(self, name):
-        buffers = self.__dict__.get("_buffers", {})
-        if name in buffers:
-            return buffers[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    None); buffers (Module.register_buffer) under PyTorch's state_dict names."""
 
     def _affine(self, shape, weight, bias):
         self.weight = _filled(shape, 1.0, True) if weight else None
@@ -250,11 +241,12 @@ class _BatchNorm(_Normalization):
         self.track_running_stats = bool(track_running_stats)
         self._affine((self.num_features,), self.affine, self.affine)
         if self.track_running_stats:
-            self._buffers["running_mean"] = _filled((self.num_features,), 0.0, False)
-            self._buffers["running_var"] = _filled((self.num_features,), 1.0, False)
-            self._buffers["num_batches_tracked"] = Tensor(np.zeros(1, dtype=np.int32), dtype=np.int32, track=False)
+            self.register_buffer("running_mean", _filled((self.num_features,), 0.0, False))
+            self.register_buffer("running_var", _filled((self.num_features,), 1.0, False))
+            self.register_buffer("num_batches_tracked", Tensor(np.zeros(1, dtype=np.int32), dtype=np.int32,
+                                                               track=False))
 
-    def __call__(self, x):
+    def forward(self, x):
         name = type(self).__name__
         if isinstance(x, Tensor) and x.ndim not in self._dims:
             wanted = " or ".join(f"{d}D" for d in self._dims)
@@ -263,9 +255,9 @@ class _BatchNorm(_Normalization):
         return F._batch_norm_call(x, b.get("running_mean"), b.get("running_var"), self.weight, self.bias,
                                   self.training, self.momentum, self.eps, b.get("num_batches_tracked"), name)
 
-    def __repr__(self):
-        return (f"{type(self).__name__}({self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats})")
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -290,12 +282,11 @@ class LayerNorm(_Normalization):
         self.elementwise_affine = bool(elementwise_affine)
         self._affine(self.normalized_shape, self.elementwise_affine, self.elementwise_affine and bool(bias))
 
-    def __call__(self, x):
+    def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 
-    def __repr__(self):
-        return (f"LayerNorm({self.normalized_shape}, eps={self.eps}, "
-                f"elementwise_affine={self.elementwise_affine})")
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
 class GroupNorm(_Normalization):
@@ -311,32 +302,36 @@ class GroupNorm(_Normalization):
         self.affine = bool(affine)
         self._affine((self.num_channels,), self.affine, self.affine)
 
-    def __call__(self, x):
+    def forward(self, x):
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
-    def __repr__(self):
-        return f"GroupNorm({self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine})"
-class MaxPool2d:
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class MaxPool2d(Module):
     """torch.nn.MaxPool2d as a layer (F.max_pool2d). No parameters."""
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        super().__init__()
         F._window("MaxPool2d", kernel_size, stride, padding, dilation, ceil_mode)  # checked now, not at the call
         self.kernel_size, self.stride, self.padding = kernel_size, kernel_size if stride is None else stride, padding
         self.dilation, self.ceil_mode = dilation, bool(ceil_mode)
 
-    def __call__(self, x):
+    def forward(self, x):
         return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
-    def __repr__(self):
-        return (f"MaxPool2d(kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode})")
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class AvgPool2d:
+class AvgPool2d(Module):
     """torch.nn.AvgPool2d as a layer (F.avg_pool2d). No parameters."""
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
+        super().__init__()
         F._window("AvgPool2d", kernel_size, stride, padding, 1, ceil_mode)
         if divisor_override is not None:
             F._int(divisor_override, "AvgPool2d", "divisor_override", 1)
@@ -344,59 +339,71 @@ class AvgPool2d:
         self.ceil_mode, self.count_include_pad = bool(ceil_mode), bool(count_include_pad)
         self.divisor_override = divisor_override
 
-    def __call__(self, x):
+    def forward(self, x):
         return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad,
                             self.divisor_override)
 
-    def __repr__(self):
-        return f"AvgPool2d(kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding})"
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool2d:
+class AdaptiveAvgPool2d(Module):
     """torch.nn.AdaptiveAvgPool2d(output_size): an int or a pair, None keeping the input's size."""
 
     def __init__(self, output_size):
+        super().__init__()
         self.output_size = output_size
 
-    def __call__(self, x):
+    def forward(self, x):
         return F.adaptive_avg_pool2d(x, self.output_size)
 
-    def __repr__(self):
-        return f"AdaptiveAvgPool2d(output_size={self.output_size})"
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
 
 
-class AdaptiveMaxPool2d:
+class AdaptiveMaxPool2d(Module):
     """torch.nn.AdaptiveMaxPool2d(output_size): an int or a pair, None keeping the input's size."""
 
     def __init__(self, output_size):
+        super().__init__()
         self.output_size = output_size
 
-    def __call__(self, x):
+    def forward(self, x):
         return F.adaptive_max_pool2d(x, self.output_size)
 
-    def __repr__(self):
-        return f"AdaptiveMaxPool2d(output_size={self.output_size})"
-class _Activation:
-    """An elementwise function as a layer (PyTorch's module of that name): no
-    parameters, the same in training and evaluation."""
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
 
-    def __call__(self, x):
+
+class _Activation(Module):
+    """An elementwise function as a layer (PyTorch's module of that name): no
+    parameters, the same in training and evaluation. inplace=True is
+    accepted as torch's modules take it; the result is a new tensor all the
+    same (the input keeps its values), which is what a model that uses the
+    layer's output sees."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = bool(inplace)
+
+    def forward(self, x):
         return self._apply(x)
 
     def _apply(self, x):
         raise NotImplementedError
 
     def _arguments(self):
-        return ""
+        return "inplace=True" if getattr(self, "inplace", False) else ""
 
-    def __repr__(self):
-        return f"{type(self).__name__}({self._arguments()})"
+    def extra_repr(self):
+        return self._arguments()
 
 
 class GELU(_Activation):
     """x * Phi(x), or its tanh approximation with approximate='tanh'."""
 
     def __init__(self, approximate="none"):
+        super().__init__()
         if approximate not in ("none", "tanh"):
             raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
         self.approximate = approximate
@@ -411,33 +418,36 @@ class GELU(_Activation):
 class LeakyReLU(_Activation):
     """x where x > 0, else negative_slope * x."""
 
-    def __init__(self, negative_slope=0.01):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__(inplace)
         self.negative_slope = F._float(negative_slope, "LeakyReLU", "negative_slope")
 
     def _apply(self, x):
         return F.leaky_relu(x, self.negative_slope)
 
     def _arguments(self):
-        return f"negative_slope={self.negative_slope}"
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
 class ELU(_Activation):
     """x where x > 0, else alpha * (exp(x) - 1)."""
 
-    def __init__(self, alpha=1.0):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__(inplace)
         self.alpha = F._float(alpha, "ELU", "alpha")
 
     def _apply(self, x):
         return F.elu(x, self.alpha)
 
     def _arguments(self):
-        return f"alpha={self.alpha}"
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
 class Softplus(_Activation):
     """log(1 + exp(beta x)) / beta, linear where beta x > threshold."""
 
     def __init__(self, beta=1, threshold=20):
+        super().__init__()
         self.beta = F._float(beta, "Softplus", "beta")
         self.threshold = F._float(threshold, "Softplus", "threshold")
         if not self.beta > 0 or not math.isfinite(self.beta):
@@ -450,20 +460,37 @@ class Softplus(_Activation):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-def _parameterless(name, function, doc):
-    layer = type(name, (_Activation,), {"_apply": staticmethod(function), "__doc__": doc})
+def _parameterless(name, function, doc, inplace=True):
+    """A layer class for `function`, taking inplace=False where torch's does."""
+    def init(self, inplace=False):
+        _Activation.__init__(self, inplace)
+
+    def init_without(self):
+        _Activation.__init__(self)
+    layer = type(name, (_Activation,), {"_apply": staticmethod(function), "__doc__": doc,
+                                        "__init__": init if inplace else init_without})
     layer.__module__ = __name__
     return layer
 
 
 ReLU = _parameterless("ReLU", F.relu, "max(x, 0).")
-Identity = _parameterless("Identity", lambda x: x, "x itself.")
 SiLU = _parameterless("SiLU", F.silu, "x * sigmoid(x).")
 ReLU6 = _parameterless("ReLU6", F.relu6, "min(max(x, 0), 6).")
 Hardswish = _parameterless("Hardswish", F.hardswish, "x * relu6(x + 3) / 6.")
 Hardsigmoid = _parameterless("Hardsigmoid", F.hardsigmoid, "relu6(x + 3) / 6.")
-Sigmoid = _parameterless("Sigmoid", F.sigmoid, "1 / (1 + exp(-x)).")
-Tanh = _parameterless("Tanh", F.tanh, "The hyperbolic tangent.")
+Sigmoid = _parameterless("Sigmoid", F.sigmoid, "1 / (1 + exp(-x)).", inplace=False)
+Tanh = _parameterless("Tanh", F.tanh, "The hyperbolic tangent.", inplace=False)
+
+
+class Identity(_Activation):
+    """x itself; any arguments are ignored, as torch's Identity ignores them."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    @staticmethod
+    def _apply(x):
+        return x
 
 
 # ---- softmax along a dimension, and losses (PyTorch's modules) ----
@@ -473,6 +500,7 @@ class Softmax(_Activation):
     """Softmax along dim (None: PyTorch's implicit choice)."""
 
     def __init__(self, dim=None):
+        super().__init__()
         self.dim = dim
 
     def _apply(self, x):
@@ -486,6 +514,7 @@ class LogSoftmax(_Activation):
     """log_softmax along dim (None: PyTorch's implicit choice)."""
 
     def __init__(self, dim=None):
+        super().__init__()
         self.dim = dim
 
     def _apply(self, x):
@@ -495,20 +524,16 @@ class LogSoftmax(_Activation):
         return f"dim={self.dim}"
 
 
-class _Loss:
+class _Loss(Module):
     """A loss function as a module: called with (input, target)."""
 
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
         F._reduction(type(self).__name__, size_average, reduce, reduction)  # refuse a bad one now
         if size_average is not None or reduce is not None:
             reduction = {0: "none", 1: "mean", 2: "sum"}[F._reduction("", size_average, reduce, reduction)]
         self.reduction = reduction
 
-    def __call__(self, input, target):  # noqa: A002 - PyTorch's argument name
-        return self.forward(input, target)
-
-    def __repr__(self):
-        return f"{type(self).__name__}()"
 
 
 class MSELoss(_Loss):
@@ -563,15 +588,14 @@ class CrossEntropyLoss(_Loss):
 _init_normal = F._lib.declare("nn_init_normal", ctypes.c_int, [F._lib.c_tensor_p, ctypes.c_float, ctypes.c_float])
 
 
-class Embedding:
+class Embedding(Module):
     """A lookup table (torch.nn.Embedding): `weight` [num_embeddings,
     embedding_dim] drawn from N(0, 1) (the context's generator), the row
     padding_idx zeroed and never trained. Called on integer indices of any
     shape: [..., embedding_dim]."""
-    _parameter_names = (("weight", "weight"),)
-
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False):
+        super().__init__()
         self.num_embeddings = _positive_int(num_embeddings, "Embedding", "num_embeddings")
         self.embedding_dim = _positive_int(embedding_dim, "Embedding", "embedding_dim")
         for name, value, default in (("max_norm", max_norm, None), ("scale_grad_by_freq", scale_grad_by_freq, False),
@@ -591,15 +615,15 @@ class Embedding:
             self.weight.upload(values)
         self.weight.requires_grad = True
 
-    def __call__(self, input):  # noqa: A002 - torch's name
+    def forward(self, input):  # noqa: A002 - torch's name
         return F.embedding(input, self.weight, self.padding_idx)
 
-    def __repr__(self):
+    def extra_repr(self):
         padding = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
-        return f"Embedding({self.num_embeddings}, {self.embedding_dim}{padding})"
+        return f"{self.num_embeddings}, {self.embedding_dim}{padding}"
 
 
-class MultiheadAttention:
+class MultiheadAttention(Module):
     """torch.nn.MultiheadAttention with its parameter names (in_proj_weight
     [3E, E], in_proj_bias [3E], out_proj.weight, out_proj.bias), so torch's
     state_dict loads: query [N, L, E] with batch_first=True, [L, N, E]
@@ -611,6 +635,7 @@ class MultiheadAttention:
 
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False):
+        super().__init__()
         self.embed_dim = _positive_int(embed_dim, "MultiheadAttention", "embed_dim")
         self.num_heads = _positive_int(num_heads, "MultiheadAttention", "num_heads")
         if embed_dim % num_heads:
@@ -629,10 +654,9 @@ class MultiheadAttention:
         self.in_proj_bias = _filled((3 * embed_dim,), 0.0, True) if bias else None
         self.out_proj = Linear(embed_dim, embed_dim)
         if bias:
-            self.out_proj.b.upload(np.zeros(embed_dim, np.float32))
+            self.out_proj.bias.upload(np.zeros(embed_dim, np.float32))
         else:
-            self.out_proj.b = None
-        self.training = True
+            self.out_proj.bias = None
 
     def _project(self, x, part):
         e = self.embed_dim
@@ -655,7 +679,7 @@ class MultiheadAttention:
         raise ValueError(f"MultiheadAttention: attn_mask must be [{length}, {source}] or "
                          f"[{n * self.num_heads}, {length}, {source}], got {tuple(attn_mask.shape)}")
 
-    def __call__(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
+    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
                  average_attn_weights=True, is_causal=False):
         if key_padding_mask is not None:
             raise ValueError("MultiheadAttention: key_padding_mask is not supported (pass an attn_mask)")
@@ -676,13 +700,12 @@ class MultiheadAttention:
         weights = F.softmax(scores)  # [N, heads, L, S]
         heads = F.matmul(weights, v)  # [N, heads, L, head_dim]
         merged = F.reshape(F._transposed(heads, 1, 2), (n, length, self.embed_dim))
-        out = F.linear(merged, self.out_proj.w, self.out_proj.b)
+        out = F.linear(merged, self.out_proj.weight, self.out_proj.bias)
         if not self.batch_first:
             out = F._transposed(out, 0, 1)
         if not need_weights:
             return out, None
         return out, (F._mean_over(weights, 1) if average_attn_weights else weights)
 
-    def __repr__(self):
-        return (f"MultiheadAttention(embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
-                f"batch_first={self.batch_first})")
+    def extra_repr(self):
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"

@@ -3,7 +3,6 @@ and loaded as safetensors, and ONNX export (native, or the seed's
 _onnx_graph hook through the onnx package)."""
 import ctypes
 import os
-import types
 from collections import namedtuple
 
 import numpy as np
@@ -12,48 +11,12 @@ from . import _context, _lib
 from ._errors import check, last_error_message
 from ._lib import lib
 from .layers import ConvLayer, Linear
-from .metrics import Metrics
-from .optim import Optimizer
+from .module import Module
 from .paths import check_writable
 from .tensor import Tensor
 
-# Objects never searched for parameters (an optimizer holds parameters but
-# does not own them).
-_OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
-           types.MethodType, np.ndarray, str, bytes, Optimizer, Metrics)
-
-
-def _walk(value, prefix, seen, buffers=False):
-    """Yield (name, Tensor) for every parameter reachable from value: Tensors
-    that require grad, layers (under PyTorch's names), and anything nested in
-    attributes, lists, tuples and dicts. With buffers=True, the buffers of
-    every nested Model instead (Model.register_buffer). Each object is
-    visited once."""
-    if isinstance(value, Tensor):
-        if not buffers and value.alive and value.requires_grad:
-            yield prefix, value
-        return
-    if isinstance(value, _OPAQUE) or id(value) in seen:
-        return
-    seen.add(id(value))
-    join = (prefix + ".") if prefix else ""
-    if isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            yield from _walk(item, f"{join}{i}", seen, buffers)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _walk(item, f"{join}{key}", seen, buffers)
-    elif hasattr(value, "_parameter_names"):
-        if not buffers:
-            for attr, name in value._parameter_names:
-                yield from _walk(getattr(value, attr), f"{join}{name}", seen)
-    elif hasattr(value, "__dict__"):
-        for key, item in vars(value).items():
-            if key == "_buffers":
-                if buffers:
-                    yield from ((f"{join}{name}", t) for name, t in item.items())
-                continue
-            yield from _walk(item, f"{join}{key}", seen, buffers)
+# What load_state_dict(strict=False) reports, as torch's NamedTuple.
+IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
 
 
 def _check_input_shape(input_shape):
@@ -81,219 +44,10 @@ def _check_path(path):
     return path
 
 
-# What load_state_dict(strict=False) reports, as torch's NamedTuple.
-IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
-
-
-class Model:
-    """Base class for models: subclasses set layers as attributes (directly or
-    in lists/dicts/nested objects) and define forward(x).
-
-    Two attributes travel with the weights (save/load, and export, which can
-    put the normalisation in front of the graph): input_normalization, None
-    or (mean, std) per input channel as the data was fed to the model
-    ((x - mean) / std on values in [0, 1]), and class_names, None or a list
-    of str, one per output."""
-
-    def __init__(self):
-        self.training = True
-        self._buffers = {}
-        self.input_normalization = None
-        self.class_names = None
-
-    def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
-
-    def forward(self, x):
-        raise NotImplementedError(f"{type(self).__name__} must define forward(self, x)")
-
-    def named_parameters(self):
-        """[(name, Tensor)] with PyTorch's state_dict names, e.g. 'c1.weight',
-        'blocks.0.bias', in attribute order; a shared parameter appears once."""
-        seen_tensors = set()
-        out = []
-        for key, item in vars(self).items():
-            for name, tensor in _walk(item, key, {id(self)}):
-                if id(tensor._h) not in seen_tensors:
-                    seen_tensors.add(id(tensor._h))
-                    out.append((name, tensor))
-        return out
-
-    def parameters(self):
-        """Every trainable Tensor found in the model (see named_parameters)."""
-        return [tensor for _, tensor in self.named_parameters()]
-
-    # ---- buffers and the state_dict ----
-
-    def register_buffer(self, name, value):
-        """Keep `value` (a Tensor or an array, copied) as a buffer: state the
-        model saves and loads but does not train, such as running statistics;
-        read and replaced as the attribute `name` (PyTorch's register_buffer)."""
-        if not isinstance(name, str) or not name.isidentifier() or name == "_buffers":
-            raise ValueError(f"register_buffer: name must be an identifier, got {name!r}")
-        if name in vars(self):
-            raise KeyError(f"register_buffer: {type(self).__name__} has an attribute {name!r} already")
-        self.__dict__.setdefault("_buffers", {})[name] = _as_buffer(value, name)
-
-    def __getattr__(self, name):
-        buffers = self.__dict__.get("_buffers", {})
-        if name in buffers:
-            return buffers[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def __setattr__(self, name, value):
-        buffers = self.__dict__.get("_buffers", {})
-        if name in buffers:
-            buffers[name] = _as_buffer(value, name)
-            return
-        if isinstance(value, Tensor) and value.alive and value.requires_grad:
-            value.persist()  # a parameter made in __init__ outlives end_batch()
-        object.__setattr__(self, name, value)
-
-    def named_buffers(self):
-        """[(name, Tensor)] of this model's buffers and those of the Models
-        nested in it, under dotted names as named_parameters gives."""
-        return list(_walk(self, "", set(), buffers=True))
-
-    def buffers(self):
-        return [tensor for _, tensor in self.named_buffers()]
-
-    def _state(self):
-        """[(name, Tensor)]: the parameters, then the buffers."""
-        state = self.named_parameters() + self.named_buffers()
-        names = [name for name, _ in state]
-        clash = {name for name in names if names.count(name) > 1}
-        if clash:
-            raise ValueError(f"state_dict: {sorted(clash)} name both a parameter and a buffer")
-        return state
-
-    def state_dict(self):
-        """{name: NumPy array}: every parameter and buffer under its name (a
-        copy of the values, as torch's model.state_dict() with tensors)."""
-        return {name: tensor.numpy() for name, tensor in self._state()}
-
-    def load_state_dict(self, state, strict=True):
-        """Copy values from {name: array or Tensor} into the parameters and
-        buffers, all or nothing: shapes must match, and with strict=True the
-        names must match exactly. Returns (missing, unexpected) names."""
-        if not isinstance(state, dict):
-            raise TypeError(f"load_state_dict: expected a dict, got {type(state).__name__}")
-        own = dict(self._state())
-        missing = [name for name in own if name not in state]
-        unexpected = [name for name in state if name not in own]
-        if strict and (missing or unexpected):
-            raise KeyError(f"load_state_dict: missing {missing}, unexpected {unexpected}")
-        arrays = {}
-        for name, tensor in own.items():
-            if name in state:
-                array = np.asarray(state[name].numpy() if isinstance(state[name], Tensor) else state[name])
-                if array.shape == () and tensor.shape == (1,):  # torch's 0-d counters (num_batches_tracked)
-                    array = array.reshape(1)
-                if array.shape != tensor.shape:
-                    raise ValueError(f"load_state_dict: {name!r} has shape {array.shape}, the model's "
-                                     f"{tensor.shape}")
-                arrays[name] = array
-        for name, array in arrays.items():
-            own[name].upload(array)
-        return IncompatibleKeys(missing, unexpected)
-
-    def save(self, path):
-        """Write the state_dict as a safetensors file (atomically), under
-        PyTorch's names: torch loads it with safetensors.torch.load_file. The
-        input_normalization and class_names go in its metadata, as
-        `nnengine train --save` writes them."""
-        info = _model_info(self, "save")
-        state, tensors, names = self._state_arrays("save", path)
-        check(lib.nn_save_tensors_info(os.fsencode(path), len(state), tensors, names,
-                                       ctypes.byref(info.struct) if info else None), "nn_save_tensors_info")
-        return path
-
-    def load(self, path):
-        """Load a file written by save() or `nnengine train --save` (or by
-        torch's safetensors save_file(model.state_dict())): every parameter
-        and buffer must be in it with its shape, and nothing else; otherwise
-        nothing is loaded. The file's input_normalization and class_names,
-        where it has them, replace the model's."""
-        state, tensors, names = self._state_arrays("load", path)
-        check(lib.nn_load_tensors(os.fsencode(path), len(state), tensors, names), "nn_load_tensors")
-        normalization, classes = read_model_info(path)
-        if normalization is not None:
-            self.input_normalization = normalization
-        if classes is not None:
-            self.class_names = classes
-        return self
-
-    def _state_arrays(self, where, path):
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"{where}: path must be a str or os.PathLike, got {type(path).__name__}")
-        state = self._state()
-        n = len(state)
-        tensors = _lib.PointerArray(t._ptr() for _, t in state)
-        names = (ctypes.c_char_p * max(n, 1))(*[key.encode() for key, _ in state])
-        return state, tensors, names
-
-    def to(self, device):
-        """Move every parameter and buffer to `device` ("cpu", "vulkan",
-        "auto") in place, keeping the Tensor objects (so references to them
-        stay good); returns self. Gradients are dropped; make the optimizer
-        after moving, as in PyTorch."""
-        for _, tensor in self._state():
-            moved = tensor.to(device)
-            if moved is not tensor:
-                tensor._h = moved._h
-        return self
-
-    def train(self, mode=True):
-        """Set `training` on this model and every nested object that has it."""
-        stack, seen = [self], set()
-        while stack:
-            obj = stack.pop()
-            if id(obj) in seen or isinstance(obj, _OPAQUE + (Tensor,)):
-                continue
-            seen.add(id(obj))
-            if isinstance(obj, (list, tuple)):
-                stack.extend(obj)
-            elif isinstance(obj, dict):
-                stack.extend(obj.values())
-            elif hasattr(obj, "__dict__"):
-                if obj is self or "training" in vars(obj):
-                    obj.training = bool(mode)
-                stack.extend(vars(obj).values())
-        return self
-
-    def eval(self):
-        return self.train(False)
-
-    # ---- export ----
-
-    def export(self, path, input_shape=None, model_name=None, include_preprocessing=True, input_dtype=None):
-        """Write the model as ONNX (opset 17, dynamic batch dimension).
-
-        input_dtype: None or float32 for images and features; an integer
-        dtype (int32, int64) for token indices, as an Embedding first layer
-        reads: the graph's input is then int32.
-
-        A subclass defining _onnx_graph(input_shape, helper, TensorProto,
-        numpy_helper) builds the graph itself (the seed's way, through the onnx
-        package). Otherwise the library writes it natively from the graph that
-        a forward pass on zeros of input_shape records; then, when the model
-        has an input_normalization and include_preprocessing is true, the
-        graph starts with it and takes raw pixel values 0..255 (as float),
-        and class_names go into the model's metadata_props."""
-        path = _check_path(path)
-        if input_shape is None:
-            raise ValueError("export: input_shape is required, e.g. [1, 1, 28, 28]")
-        shape = _check_input_shape(input_shape)
-        name = model_name if model_name is not None else type(self).__name__
-        if not isinstance(name, str):
-            raise TypeError(f"export: model_name must be a str, got {type(name).__name__}")
-        dtype = _export_input_dtype(input_dtype)
-        if hasattr(self, "_onnx_graph"):
-            if dtype != np.float32:
-                raise ValueError(f"export: input_dtype {np.dtype(input_dtype)}: a model exported through "
-                                 f"_onnx_graph takes float32 input")
-            return _export_with_onnx_package(self, path, shape, name)
-        return _export_native(self, path, shape, name, bool(include_preprocessing), dtype)
+class Model(Module):
+    """The seed's name for a model: a Module (nn_engine.nn.Module) with the
+    seed's helpers for models that build their ONNX graph themselves
+    (_onnx_graph, _conv_onnx, _linear_onnx)."""
 
     @staticmethod
     def _conv_onnx(layer, name, input_name, output_name, helper, numpy_helper, initializers,
@@ -336,6 +90,74 @@ class Model:
         return _chain(stages, name, input_name, output_name, helper, nodes)
 
 
+def save_state(model, path):
+    """Write the state_dict as a safetensors file (atomically), under
+    PyTorch's names: torch loads it with safetensors.torch.load_file. The
+    input_normalization and class_names go in its metadata, as
+    `nnengine train --save` writes them."""
+    info = _model_info(model, "save")
+    state, tensors, names = _state_arrays(model, "save", path)
+    check(lib.nn_save_tensors_info(os.fsencode(path), len(state), tensors, names,
+                                   ctypes.byref(info.struct) if info else None), "nn_save_tensors_info")
+    return path
+
+
+def load_state(model, path):
+    """Load a file written by save() or `nnengine train --save` (or by
+    torch's safetensors save_file(model.state_dict())): every parameter
+    and buffer must be in it with its shape, and nothing else; otherwise
+    nothing is loaded. The file's input_normalization and class_names,
+    where it has them, replace the model's."""
+    state, tensors, names = _state_arrays(model, "load", path)
+    check(lib.nn_load_tensors(os.fsencode(path), len(state), tensors, names), "nn_load_tensors")
+    normalization, classes = read_model_info(path)
+    if normalization is not None:
+        model.input_normalization = normalization
+    if classes is not None:
+        model.class_names = classes
+    return model
+
+
+def _state_arrays(model, where, path):
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{where}: path must be a str or os.PathLike, got {type(path).__name__}")
+    state = model._state()
+    n = len(state)
+    tensors = _lib.PointerArray(t._ptr() for _, t in state)
+    names = (ctypes.c_char_p * max(n, 1))(*[key.encode() for key, _ in state])
+    return state, tensors, names
+
+
+def export_onnx(model, path, input_shape=None, model_name=None, include_preprocessing=True, input_dtype=None):
+    """Write the model as ONNX (opset 17, dynamic batch dimension).
+
+    input_dtype: None or float32 for images and features; an integer
+    dtype (int32, int64) for token indices, as an Embedding first layer
+    reads: the graph's input is then int32.
+
+    A model defining _onnx_graph(input_shape, helper, TensorProto,
+    numpy_helper) builds the graph itself (the seed's way, through the onnx
+    package). Otherwise the library writes it natively from the graph that
+    a forward pass on zeros of input_shape records; then, when the model
+    has an input_normalization and include_preprocessing is true, the
+    graph starts with it and takes raw pixel values 0..255 (as float),
+    and class_names go into the model's metadata_props."""
+    path = _check_path(path)
+    if input_shape is None:
+        raise ValueError("export: input_shape is required, e.g. [1, 1, 28, 28]")
+    shape = _check_input_shape(input_shape)
+    name = model_name if model_name is not None else type(model).__name__
+    if not isinstance(name, str):
+        raise TypeError(f"export: model_name must be a str, got {type(name).__name__}")
+    dtype = _export_input_dtype(input_dtype)
+    if hasattr(model, "_onnx_graph"):
+        if dtype != np.float32:
+            raise ValueError(f"export: input_dtype {np.dtype(input_dtype)}: a model exported through "
+                             f"_onnx_graph takes float32 input")
+        return _export_with_onnx_package(model, path, shape, name)
+    return _export_native(model, path, shape, name, bool(include_preprocessing), dtype)
+
+
 def _conv_pads(layer):
     """ONNX pads [top, left, bottom, right] of a ConvLayer: its padding, or
     PyTorch's for 'same' (the odd one after) and 'valid'."""
@@ -364,14 +186,6 @@ def _chain(stages, name, input_name, output_name, helper, nodes):
                                       **attrs))
         current = out
     return output_name
-
-
-def _as_buffer(value, name):
-    if isinstance(value, Tensor):
-        if value.requires_grad:
-            raise ValueError(f"buffer {name!r} requires grad: a trained tensor is a parameter")
-        return value
-    return Tensor(value, track=False)
 
 
 def _import_onnx():

@@ -8,40 +8,17 @@ import ctypes
 import os
 
 from . import _context
-from ._context import BORROWED, Handle
-from ._errors import check, check_ptr
-from ._lib import LOCK, OnnxImportOptions, PointerArray, lib
-from .model import Model
+from ._errors import check_ptr
+from ._lib import OnnxImportOptions, PointerArray, lib
+from .native import ModuleOwner, NativeModule
 from .tensor import Tensor
 
 
-class _ModuleOwner:
-    """The C module: freed when the model and every Tensor over one of its
-    parameters are gone (their handles name this as their parent)."""
-
-    def __init__(self, ptr, ctx):
-        self.ptr = ptr
-        self.ctx = ctx
-
-    def valid(self):
-        return self.ptr is not None and getattr(self.ctx, "ptr", None) is not None
-
-    def __del__(self):
-        if self.ptr is not None and getattr(self.ctx, "ptr", None) is not None and not _context._shutting_down:
-            try:
-                with LOCK:
-                    lib.nn_module_free(self.ptr)
-            except Exception:  # interpreter teardown: ctypes may be half gone
-                pass
-        self.ptr = None
-
-
-class ImportedModel(Model):
+class ImportedModel(NativeModule):
     """A model made from an ONNX file by load(): the graph's inputs in, its one output out."""
 
     def __init__(self, owner, path):
-        super().__init__()
-        object.__setattr__(self, "_owner", owner)
+        super().__init__(owner)
         object.__setattr__(self, "path", path)
 
     def forward(self, *inputs):
@@ -55,26 +32,8 @@ class ImportedModel(Model):
             ptr = lib.nn_onnx_run(owner.ptr, PointerArray([x._h for x in xs]), len(xs))
         return Tensor._result(ptr, owner.ctx, "imported ONNX model")
 
-    def _listing(self, count, name, tensor):
-        owner = self._owner
-        out = []
-        for i in range(count(owner.ptr)):
-            handle = Handle(tensor(owner.ptr, i), owner.ctx, BORROWED, parent=owner)
-            out.append((name(owner.ptr, i).decode(), Tensor._wrap(handle)))
-        return out
-
-    def named_parameters(self):
-        """[(name, Tensor)]: the initializers trained, under their ONNX names."""
-        return self._listing(lib.nn_module_param_count, lib.nn_module_param_name, lib.nn_module_param)
-
-    def named_buffers(self):
-        """[(name, Tensor)]: BatchNormalization's running statistics."""
-        return self._listing(lib.nn_module_buffer_count, lib.nn_module_buffer_name, lib.nn_module_buffer)
-
-    def train(self, mode=True):
-        check(lib.nn_module_set_training(self._owner.ptr, bool(mode)), "nn_module_set_training")
-        object.__setattr__(self, "training", bool(mode))
-        return self
+    def named_children(self):
+        return []  # the graph's nodes are not modules
 
     def __repr__(self):
         return f"ImportedModel({self.path!r}, {len(self.named_parameters())} parameters)"
@@ -95,4 +54,4 @@ def load(path, device=None, classes=None):
     ctx = _context.default_context() if device is None else _context.context_for(device, "onnx.load")
     options = OnnxImportOptions(classes=classes or 0)
     ptr = check_ptr(lib.nn_onnx_import_with(ctx.ptr, os.fsencode(path), ctypes.byref(options)), "nn_onnx_import")
-    return ImportedModel(_ModuleOwner(ptr, ctx), path)
+    return ImportedModel(ModuleOwner(ptr, ctx), path)

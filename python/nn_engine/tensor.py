@@ -164,24 +164,72 @@ class Tensor:
         """The device the tensor lives on: "cpu" or "vulkan"."""
         return self._h.ctx.type
 
-    def to(self, device):
-        """This tensor on `device` ("cpu", "vulkan", "auto"): itself when it is
-        there already, else a copy (kept until garbage-collected) that
-        requires grad as this one does; its gradient is not copied."""
+    def to(self, *args, **kwargs):
+        """This tensor on a device ("cpu", "vulkan", "cuda" for the default
+        GPU, "auto") and/or as a dtype (float32, an integer dtype):
+        itself when nothing changes, else a copy (kept until
+        garbage-collected) that requires grad as this one does; its gradient
+        is not copied."""
+        device, dtype = _device_and_dtype(args, kwargs, "Tensor.to")
+        result = self if dtype is None else self.type(dtype)
+        if device is None:
+            return result
         ctx = _context.context_for(device, "Tensor.to")
-        if ctx is self._h.ctx:
-            return self
-        return Tensor(self.sync(), requires_grad=self.requires_grad, track=False, dtype=self._dtype,
+        if ctx is result._h.ctx:
+            return result
+        return Tensor(result.sync(), requires_grad=result.requires_grad, track=False, dtype=result._dtype,
                       device=ctx)
+
+    def type(self, dtype):
+        """This tensor as float32 or int32 (any integer dtype): a float
+        becomes its integer part, truncated toward zero (nn_cast)."""
+        from .compare import cast
+        return cast(self, dtype)
+
+    def float(self):
+        return self.type(np.float32)
+
+    def long(self):
+        """As integers (int32 on the device: the engine has no int64)."""
+        return self.type(np.int32)
+
+    def int(self):
+        return self.type(np.int32)
+
+    def detach(self):
+        """A copy of the values outside autograd, kept until garbage-collected
+        (torch's detach shares the storage; here it is a device-to-device
+        copy)."""
+        out = self._empty_like()
+        check(lib.nn_tensor_copy(out._ptr(), self._ptr()), "nn_tensor_copy")
+        return out
+
+    def clone(self):
+        """A copy; while gradients are recorded, one that passes them back to
+        this tensor (torch.clone)."""
+        if self.requires_grad and lib.nn_ctx_grad_enabled(self._h.ctx.ptr):
+            from .functional import mul_scalar
+            return mul_scalar(self, 1.0)
+        return self.detach()
+
+    def _empty_like(self):
+        shape = self._shape
+        dims = (ctypes.c_int64 * len(shape))(*shape)
+        ctx = self._h.ctx
+        ptr = check_ptr(lib.nn_tensor_new(ctx.ptr, _DTYPES[self._dtype], len(shape), dims), "nn_tensor_new")
+        return Tensor._wrap(Handle(ptr, ctx, OWNED), shape, self._dtype)
 
     def cpu(self):
         return self.to("cpu")
 
     # ---- values ----
     def sync(self):
-        """Wait for the device and return the values as a new NumPy array."""
+        """Wait for the device and return the values as a new NumPy array.
+        When no graph awaits a backward, the step ends here, keeping every
+        result Python holds (_context.step_may_end)."""
         out = np.empty(self._shape, dtype=self._dtype)
         check(lib.nn_tensor_read(self._ptr(), out.ctypes.data, out.nbytes), "nn_tensor_read")
+        _context.step_may_end(self._h.ctx)
         return out
 
     def numpy(self):
@@ -243,14 +291,20 @@ class Tensor:
                             "computes it")
         check(lib.nn_tensor_zero_grad(self._ptr()), "nn_tensor_zero_grad")
 
-    def backward(self, grad=None):
+    def backward(self, grad=None, retain_graph=None, create_graph=False):
         """Back-propagate from this tensor. A one-element tensor needs no
         `grad`; a larger one needs `grad` (same shape), which weights each
-        element, as in PyTorch."""
+        element, as in PyTorch. Then, when no other graph awaits a backward,
+        the step ends, keeping every result Python holds, as PyTorch frees
+        the graph (retain_graph=True: the step goes on)."""
         from . import functional as F
+        if create_graph:
+            raise NotImplementedError("backward: create_graph=True (gradients of gradients) is not supported")
         ptr = self._ptr()
         if grad is None and self.numel() == 1:
             check(lib.nn_backward(ptr), "nn_backward")
+            if not retain_graph:
+                _context.step_may_end(self._h.ctx)
             return
         if grad is None:
             raise RuntimeError(f"backward: grad can be implicitly created only for a tensor of one element; this "
@@ -263,6 +317,8 @@ class Tensor:
                                  f"{self._shape}")
             loss = F.sum(F.mul(self, grad))
         check(lib.nn_backward(loss._ptr()), "nn_backward")
+        if not retain_graph:
+            _context.step_may_end(self._h.ctx)
 
     def zero_grad(self):
         check(lib.nn_tensor_zero_grad(self._ptr()), "nn_tensor_zero_grad")
@@ -517,6 +573,35 @@ class Tensor:
         from .rearrange import narrow
         return narrow(self, dim, start, length)
 
+    # ---- comparisons: int32 0/1 tensors (nn_engine.compare) ----
+    __hash__ = object.__hash__  # identity, as torch.Tensor's, though == compares values
+
+    def __eq__(self, other):
+        return _compared(self, other, "eq")
+
+    def __ne__(self, other):
+        return _compared(self, other, "ne")
+
+    def __lt__(self, other):
+        return _compared(self, other, "lt")
+
+    def __le__(self, other):
+        return _compared(self, other, "le")
+
+    def __gt__(self, other):
+        return _compared(self, other, "gt")
+
+    def __ge__(self, other):
+        return _compared(self, other, "ge")
+
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of a Tensor with {self.numel()} elements is ambiguous "
+                               f"(shape {self._shape}): use .any(), .all() or a comparison's .sum()")
+        return bool(self.item())
+
     def __getitem__(self, index):
         from .rearrange import getitem
         return getitem(self, index)
@@ -526,6 +611,38 @@ class Tensor:
             shape, dtype = self._known_shape or "?", self._known_dtype or "?"
             return f"Tensor(shape={shape}, dtype={dtype}, freed)"
         return f"Tensor(shape={self._shape}, dtype={self._dtype})"
+
+
+def _compared(a, other, op):
+    """a `op` other for a Tensor or a number; NotImplemented for anything
+    else (so `t == None` and `t in [...]` fall back to identity)."""
+    if not isinstance(other, (Tensor, numbers.Real, np.number)):
+        return NotImplemented
+    from .compare import compare
+    return compare(a, other, op)
+
+
+def _device_and_dtype(args, kwargs, where):
+    """(device, dtype) from .to()'s arguments as torch takes them: a device
+    (str or Context), a dtype, or a Tensor (its device and dtype), in any
+    order, or as device= / dtype= keywords; None for what is not given."""
+    device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("copy", None)
+    if kwargs:
+        raise TypeError(f"{where}: unexpected arguments {sorted(kwargs)}")
+    for arg in args:
+        if isinstance(arg, Tensor):
+            device, dtype = arg._h.ctx, arg.dtype
+        elif isinstance(arg, (str, _context.Context)):
+            device = arg
+        else:
+            try:
+                dtype = np.dtype(arg)
+            except TypeError:
+                raise TypeError(f"{where}: device must be a str ('cpu', 'vulkan', 'cuda' or 'auto'), or give a "
+                                f"dtype; got {arg!r}") from None
+    return device, dtype
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):

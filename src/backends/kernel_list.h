@@ -118,7 +118,7 @@
     X(BROADCAST, broadcast, nn_broadcast_params, 4, NN_ARG(3), NN_ARG(1) | NN_ARG(2))                           \
     /* src, dst */                                                                                              \
     X(STRIDED_COPY, strided_copy, nn_strided_copy_params, 2, NN_ARG(1), 0)                                      \
-    /* x, out, winners (int32; MAX and MIN, optional) */                                                        \
+    /* x, out, winners (int32; MAX and MIN, optional); x and out int32 for integer sums */                     \
     X(REDUCE_DIMS, reduce_dims, nn_reduce_dims_params, 3, NN_ARG(1) | NN_ARG(2), NN_ARG(2))                     \
     /* dy, winners (int32), dx */                                                                               \
     X(REDUCE_DIMS_SCATTER, reduce_dims_scatter, nn_reduce_dims_params, 3, NN_ARG(2), 0)                          \
@@ -189,6 +189,10 @@
     X(NORM_BACKWARD_SUMS, norm_backward_sums, nn_norm_params, 7, NN_ARG(5), NN_ARG(3) | NN_ARG(6))              \
     /* x, mean, var, weight, dy, dx, sums [2 * groups], dweight, dbias, bias (grad_mask) */                    \
     X(NORM_BACKWARD_FROM_SUMS, norm_backward_from_sums, nn_norm_params, 10, NN_ARG(5) | NN_ARG(7) | NN_ARG(8),     \
-      NN_ARG(3) | NN_ARG(7) | NN_ARG(8) | NN_ARG(9))
+      NN_ARG(3) | NN_ARG(7) | NN_ARG(8) | NN_ARG(9))                                                            \
+    /* a, b (both float32 or both int32: nn_compare_params.integer), out (int32, 0 or 1) */                     \
+    X(COMPARE, compare, nn_compare_params, 3, NN_ARG(2), 0)                                                     \
+    /* x, out (nn_pointwise_params.op: nn_cast_op, float32 -> int32 or int32 -> float32) */                    \
+    X(CAST, cast, nn_pointwise_params, 2, NN_ARG(1), 0)
 
 #endif

@@ -94,7 +94,7 @@ typedef struct nn_pointwise_epilogue {
 /* For elementwise kernels, relu, unary functions, broadcast, reductions. */
 typedef struct nn_pointwise_params {
     int64_t n;
-    int32_t op;         /* nn_elementwise_op (ELEMENTWISE), nn_unary_op (UNARY_*) */
+    int32_t op;         /* nn_elementwise_op (ELEMENTWISE), nn_unary_op (UNARY_*), nn_cast_op (CAST) */
     int32_t accumulate; /* add into the output instead of overwriting it */
     float alpha;        /* scale factor (SCALE, REDUCE_SUM, BROADCAST_SCALAR); UNARY_*: the row's first parameter */
     float beta;         /* UNARY_*: the row's second parameter */
@@ -137,15 +137,38 @@ typedef enum nn_reduce_op { NN_REDUCE_SUM, NN_REDUCE_MAX, NN_REDUCE_MIN, NN_REDU
  * out[j] (+)= alpha * op over r of x[j . stride[0, kept) + r . stride[kept,
  * kept + reduced)]. MAX and MIN also write winners[j], the winner's r as a
  * row-major position in the reduced dimensions (the first of equal values;
- * a NaN wins, as in PyTorch). REDUCE_DIMS_SCATTER, with the same parameters
- * (alpha, op unused): dx at the winner of output j (+)= dy[j]; the other
- * elements of dx are left as they are. */
+ * a NaN wins, as in PyTorch). With `integer` (SUM only; alpha unused), x
+ * and out hold int32 and the sum is exact, wrapping modulo 2^32 on
+ * overflow. REDUCE_DIMS_SCATTER, with the same parameters (alpha, op
+ * unused): dx at the winner of output j (+)= dy[j]; the other elements of
+ * dx are left as they are. */
 typedef struct nn_reduce_dims_params {
     int32_t op, kept, reduced, accumulate;
     float alpha;
     int32_t shape[NN_STRIDED_DIMS];
     int32_t stride[NN_STRIDED_DIMS];
+    int32_t integer;
 } nn_reduce_dims_params;
+
+/* COMPARE: for every index i of shape[0, ndim) in row-major order, out[i] =
+ * 1 where a[i . stride[0]] op b[i . stride[1]] holds, else 0; op an
+ * nn_compare_op (nn_ops.h), out dense int32. The operands are int32 with
+ * `integer`, else float32, where a comparison with a NaN holds only for NE
+ * (IEEE's unordered). */
+typedef struct nn_compare_params {
+    int32_t ndim, op, integer;
+    int32_t shape[NN_STRIDED_DIMS];
+    int32_t stride[2][NN_STRIDED_DIMS];
+} nn_compare_params;
+
+/* CAST (nn_pointwise_params: n, op), out[i] = x[i] converted. */
+typedef enum nn_cast_op {
+    /* truncated toward zero (PyTorch's .int()); NaN gives 0 and values beyond
+     * int32's range INT32_MIN or INT32_MAX, on every backend */
+    NN_CAST_FLOAT_TO_INT,
+    NN_CAST_INT_TO_FLOAT, /* rounded to nearest, ties to even */
+    NN_CAST_OP_COUNT
+} nn_cast_op;
 
 /* Row-wise softmax and softmax + cross-entropy over [rows, cols]. */
 typedef struct nn_softmax_params {

@@ -8,10 +8,13 @@
 #include "fusion.h"
 #include "graph.h"
 
+/* A result on the tape that requires no grad (an int32 one, or a float32
+ * one computed from those) is traced too, so that an export can follow a
+ * graph through argmax, comparisons, casts and integer sums. */
 bool nn_autograd_needed(nn_ctx *ctx, nn_tensor *const *inputs, int count) {
     if (!ctx->grad_enabled) return false;
     for (int i = 0; i < count; i++)
-        if (inputs[i] && inputs[i]->requires_grad) return true;
+        if (inputs[i] && (inputs[i]->requires_grad || inputs[i]->grad_fn)) return true;
     return false;
 }
 
@@ -22,8 +25,11 @@ nn_status nn_tape_push(nn_node *node) {
     NN_TRY(nn_node_list_push(&ctx->tape, &ctx->tape_count, &ctx->tape_capacity, node, "the tape"));
     node->tape_index = ctx->tape_count - 1;
     node->output->grad_fn = node;
-    /* an int32 result (argmax) is on the tape only to be traced (ONNX export) */
-    node->output->requires_grad = node->output->dtype == NN_F32;
+    /* an int32 result (argmax), or one computed from traced inputs alone, is
+     * on the tape only to be traced (ONNX export) */
+    bool differentiable = false;
+    for (int i = 0; i < node->input_count; i++) differentiable |= nn_wants_grad(node->inputs[i]);
+    node->output->requires_grad = node->output->dtype == NN_F32 && differentiable;
     node->output->is_result = true;
     return NN_OK;
 }
@@ -53,6 +59,33 @@ static void consume_walked_nodes(nn_ctx *ctx, int64_t start) {
         }
     }
     ctx->tape_count = kept;
+}
+
+/* Drop the nodes whose result nothing holds any more (no caller, no step,
+ * no later node, no saved reference: the node's own is its only one) and
+ * that nothing pending still runs: no backward can reach them, as PyTorch
+ * frees a graph nobody refers to (a metric computed from the outputs and
+ * read, a branch the loss never used). From the end, so that a node
+ * dropped lets the nodes that fed only it go too. */
+static void drop_unreachable_nodes(nn_ctx *ctx) {
+    int64_t kept = ctx->tape_count;
+    for (int64_t i = ctx->tape_count - 1; i >= 0; i--) {
+        nn_node *node = ctx->tape[i];
+        if (node->refs == 1 && node->output && node->output->refcount == 1 && !node->segment) {
+            node->tape_index = -1;
+            ctx->tape[i] = NULL;
+            nn_node_release(node);
+            kept--;
+        }
+    }
+    if (kept == ctx->tape_count) return;
+    int64_t at = 0;
+    for (int64_t i = 0; i < ctx->tape_count; i++)
+        if (ctx->tape[i]) {
+            ctx->tape[i]->tape_index = at;
+            ctx->tape[at++] = ctx->tape[i];
+        }
+    ctx->tape_count = at;
 }
 
 int nn_tape_consumers(const nn_tensor *t) { return t->tape_readers; }
@@ -246,6 +279,7 @@ static nn_status backward_entered(nn_tensor *loss) {
     }
     loss->grad_seeded = false;
     consume_walked_nodes(ctx, start);
+    drop_unreachable_nodes(ctx);
     return status;
 }
 

@@ -46,6 +46,7 @@ struct nn_capture {
     host_call *calls; /* calls[k] runs after commands [0, calls[k].at) */
     int64_t call_count, call_capacity;
     void **plans;     /* one per segment (call_count + 1): the backend's, or NULL: command by command */
+    uint64_t constants_version; /* the context's when recording began (nn_ctx_constants_changed) */
     bool failed;      /* an operation failed (or host memory ran out) while recording */
     char failure[256];
 };
@@ -134,6 +135,7 @@ static nn_status begin_entered(nn_ctx *ctx) {
     if (!c) return nn_set_error(NN_ERR_MEMORY, "nn_capture_begin: out of host memory");
     c->ctx = ctx;
     c->id = ++ctx->next_capture_id;
+    c->constants_version = ctx->constants_version;
     c->next = ctx->captures;
     ctx->captures = c;
     ctx->recording = c;
@@ -246,6 +248,10 @@ static nn_status replay_entered(nn_capture *c, int64_t times) {
     nn_ctx *ctx = c->ctx;
     if (ctx->recording)
         return nn_set_error(NN_ERR_STATE, "nn_replay: a capture is recording on this context; end it first");
+    if (c->constants_version != ctx->constants_version)
+        return nn_set_error(NN_ERR_STATE, "nn_replay: a value the recorded kernels hold as a constant has changed since "
+                                          "the step was recorded (an optimizer's option other than lr: "
+                                          "nn_optimizer_set_group_option); record the step again, or run it eagerly");
     NN_TRY(nn_ctx_flush(ctx, NULL));
     if (c->call_count == 0) return issue_segment(c, 0, times);
     for (int64_t t = 0; t < times; t++)
@@ -255,6 +261,8 @@ static nn_status replay_entered(nn_capture *c, int64_t times) {
         }
     return NN_OK;
 }
+
+void nn_ctx_constants_changed(nn_ctx *ctx) { ctx->constants_version++; }
 
 nn_status nn_replay(nn_capture *c, int64_t times) {
     if (!c) return nn_set_error(NN_ERR_ARGUMENT, "nn_replay: capture is NULL");

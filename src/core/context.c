@@ -161,6 +161,8 @@ nn_status nn_ctx_step_end(nn_ctx *ctx) {
 
 int64_t nn_ctx_step_tensor_count(const nn_ctx *ctx) { return ctx ? ctx->step_live : 0; }
 
+int64_t nn_ctx_tape_length(const nn_ctx *ctx) { return ctx ? ctx->tape_count : 0; }
+
 /* While a capture records, every command is appended to it and then run;
  * a failure makes the capture unusable (nn_capture_end says why). */
 static nn_status after_command(nn_ctx *ctx, nn_status status) {

@@ -103,6 +103,7 @@ struct nn_ctx {
     nn_capture *recording;     /* the capture being recorded, or NULL */
     nn_capture *captures;      /* every capture alive (a list through capture->next) */
     uint64_t next_capture_id;
+    uint64_t constants_version; /* nn_ctx_constants_changed: recordings made before refuse to replay */
     /* dropout (ops/dropout.c): the draw counter lives on the device (a
      * persistent uint32 tensor, freed with the context's live tensors) so
      * that a replayed step draws a fresh mask; the key is drawn from `rng`
@@ -189,6 +190,11 @@ nn_status nn_ctx_run(nn_ctx *ctx, nn_kernel kernel, const nn_buffer_ref *args, i
 
 /* ---- capture (capture.c) ---- */
 
+/* A value that kernels take as a constant, and that recordings therefore
+ * hold as recorded, has changed (an optimizer's momentum or betas): every
+ * capture recorded on ctx before now refuses to replay. */
+void nn_ctx_constants_changed(nn_ctx *ctx);
+
 /* The recording capture uses this storage: keep its memory until the
  * capture is freed. */
 void nn_capture_pin(nn_ctx *ctx, nn_storage *storage);
@@ -207,10 +213,12 @@ void nn_capture_free_all(nn_ctx *ctx);
 /* ---- autograd (autograd.c) ---- */
 
 /* True when an op on these inputs must be recorded (grad mode on and some
- * input requires grad). NULL entries are skipped. */
+ * input requires grad, or is itself on the tape without requiring grad: an
+ * int32 result such as argmax's or a comparison's, traced for ONNX export).
+ * NULL entries are skipped. */
 bool nn_autograd_needed(nn_ctx *ctx, nn_tensor *const *inputs, int count);
 /* Put a node on the tape (it takes a reference); marks its output as
- * requiring grad. */
+ * requiring grad when it is float32 and an input requires grad. */
 nn_status nn_tape_push(nn_node *node);
 /* Drop every node (and the references they hold). */
 void nn_tape_clear(nn_ctx *ctx);

@@ -52,6 +52,10 @@ nn_status nn_onnx_refuse_batch(exporter *x, const op_io *io, const char *why);
 /* Inputs other than `batch_input` must not depend on the batch; the
  * output carries it when that input does. */
 nn_status nn_onnx_only_input_carries_batch(exporter *x, op_io *io, int batch_input);
+/* Inputs 0 and 1 broadcast together (add, compare): with a dynamic batch,
+ * one without the batch must broadcast along it; the output carries the
+ * batch when either input does. */
+nn_status nn_onnx_broadcast_batch(exporter *x, op_io *io);
 /* A unique node name ("Conv_3") into io->name. */
 void nn_onnx_reserve_name(exporter *x, const char *op_type, op_io *io);
 /* A node of op_type named by nn_onnx_reserve_name. */
@@ -73,6 +77,8 @@ void nn_onnx_pair(exporter *x, const char *op_type, const char *name, const char
  * attribute and ends the node. */
 void nn_onnx_begin_window(exporter *x, nn_onnx_node *n, const char *op_type, op_io *io, int inputs, const char *out,
                           const int64_t kernel[2], const int64_t strides[2], const int64_t pads[4]);
+/* A Cast node of `from` to the element type `to` (NN_ONNX_FLOAT, ...). */
+void nn_onnx_cast(exporter *x, const char *from, int to, const char *out);
 /* A Reshape node `name` of `from` to dims (an int64 constant named after it). */
 nn_status nn_onnx_reshape_to(exporter *x, const char *name, const char *from, const int64_t *dims, int ndim,
                              const char *out);

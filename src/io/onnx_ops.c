@@ -21,6 +21,22 @@ nn_status nn_onnx_only_input_carries_batch(exporter *x, op_io *io, int batch_inp
     return NN_OK;
 }
 
+/* With a dynamic batch, an operand without it must broadcast along the
+ * batch dimension (size 1 there, or fewer dimensions): one of the traced
+ * batch's size would stop matching at another. */
+nn_status nn_onnx_broadcast_batch(exporter *x, op_io *io) {
+    const bool ba = io->in[0]->batch, bb = io->in[1]->batch;
+    if (x->dynamic && ba != bb) {
+        const nn_tensor *batched = io->node->inputs[ba ? 0 : 1], *other = io->node->inputs[ba ? 1 : 0];
+        const int aligned = other->ndim - batched->ndim;
+        if (aligned > 0 || (aligned == 0 && other->shape[0] != 1))
+            return nn_onnx_refuse_batch(x, io, "combines a batch value with a constant that does not broadcast "
+                                               "along the batch");
+    }
+    io->out_batch = ba || bb;
+    return NN_OK;
+}
+
 void nn_onnx_reserve_name(exporter *x, const char *op_type, op_io *io) {
     snprintf(io->name, sizeof io->name, "%s_%d", op_type, x->nodes_made++);
 }
@@ -77,6 +93,17 @@ void nn_onnx_begin_window(exporter *x, nn_onnx_node *n, const char *op_type, op_
     nn_onnx_attr_ints(n, "kernel_shape", kernel, 2);
     nn_onnx_attr_ints(n, "strides", strides, 2);
     nn_onnx_attr_ints(n, "pads", pads, 4);
+}
+
+void nn_onnx_cast(exporter *x, const char *from, int to, const char *out) {
+    char name[48];
+    snprintf(name, sizeof name, "Cast_%d", x->nodes_made++);
+    nn_onnx_node n;
+    nn_onnx_node_begin(&n, "Cast", name);
+    nn_onnx_node_input(&n, from);
+    nn_onnx_node_output(&n, out);
+    nn_onnx_attr_int(&n, "to", to);
+    nn_onnx_node_end(&n, &x->graph);
 }
 
 nn_status nn_onnx_reshape_to(exporter *x, const char *name, const char *from, const int64_t *dims, int ndim,

@@ -70,18 +70,8 @@ static nn_status binary_backward(nn_node *node) {
     return NN_OK;
 }
 
-/* With a dynamic batch, an operand without it must broadcast along the
- * batch dimension (size 1 there, or fewer dimensions): one of the traced
- * batch's size would stop matching at another. */
 static nn_status binary_onnx(exporter *x, op_io *io, const char *out, const char *op_type) {
-    const bool ba = io->in[0]->batch, bb = io->in[1]->batch;
-    if (x->dynamic && ba != bb) {
-        const nn_tensor *batched = io->node->inputs[ba ? 0 : 1], *other = io->node->inputs[ba ? 1 : 0];
-        const int aligned = other->ndim - batched->ndim;
-        if (aligned > 0 || (aligned == 0 && other->shape[0] != 1))
-            return nn_onnx_refuse_batch(x, io, "combines a batch value with a constant that does not broadcast along the batch");
-    }
-    io->out_batch = ba || bb;
+    NN_TRY(nn_onnx_broadcast_batch(x, io));
     return nn_onnx_simple(x, io, out, op_type);
 }
 

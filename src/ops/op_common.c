@@ -60,6 +60,11 @@ nn_status nn_check_padded(const char *op, const char *axis, int64_t size, int64_
     return NN_OK;
 }
 
+nn_status nn_no_gradient(nn_node *node) {
+    (void)node;
+    return NN_OK;
+}
+
 nn_tensor *nn_op_scratch(nn_ctx *ctx, nn_dtype dtype, int ndim, const int64_t *shape) {
     return nn_tensor_alloc(ctx, dtype, ndim, shape, false);
 }

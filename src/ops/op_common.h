@@ -51,6 +51,11 @@ nn_status nn_grad_hand_on(nn_tensor *t, nn_tensor *g);
  * no more: later rules may add into it through x. */
 nn_status nn_grad_share(nn_tensor *x, nn_tensor *dy, bool *shared);
 
+/* The backward of an operation whose result is int32: it carries no
+ * gradient, and the node is on the tape only so that an ONNX export can
+ * trace the graph through it (autograd.c; argmax, compare, cast, int sums). */
+nn_status nn_no_gradient(nn_node *node);
+
 /* counter is NULL or an int32 tensor of one element (device_loop.c). */
 nn_status nn_check_counter(const char *op, const nn_tensor *counter);
 

@@ -1,7 +1,9 @@
 /* Reductions: sum and mean over all elements (backward broadcasts the
  * scalar gradient); sum, mean, max, min, argmax, argmin and var over given
  * dimensions (REDUCE_DIMS; max and min pass the gradient to each output's
- * winner, as PyTorch's max(dim) does). */
+ * winner, as PyTorch's max(dim) does). Sums of int32 tensors, over all
+ * elements or dimensions, are REDUCE_DIMS's exact integer sums (wrapping
+ * modulo 2^32), with no gradient. */
 #include <stdio.h>
 
 #include "io/onnx_graph.h"
@@ -63,11 +65,6 @@ static nn_tensor *reduce_all(const nn_op *op, nn_tensor *x, float factor) {
     return nn_op_result(op, &x, 1, &p, sizeof p, 1, &one);
 }
 
-nn_tensor *nn_sum(nn_tensor *x) {
-    if (nn_check_tensor("nn_sum", "x", x, NN_F32)) return NULL;
-    return reduce_all(&nn_op_sum, x, 1.0f);
-}
-
 nn_tensor *nn_mean(nn_tensor *x) {
     if (nn_check_tensor("nn_mean", "x", x, NN_F32)) return NULL;
     return reduce_all(&nn_op_mean, x, (float)(1.0 / (double)x->numel));
@@ -87,6 +84,7 @@ static nn_status reduce_dims_forward(nn_node *node) {
     nn_tensor *x = node->inputs[0];
     nn_reduce_dims_params p;
     NN_TRY(nn_reduce_dims_plan(x, r->reduced, (nn_reduce_op)r->op, r->alpha, &p));
+    p.integer = x->dtype == NN_I32;
     nn_tensor *winners = NULL;
     if (r->op != NN_REDUCE_SUM && !(winners = nn_node_save_new(node, NN_I32, node->output->ndim, node->output->shape)))
         return nn_last_status();
@@ -188,6 +186,11 @@ const nn_op nn_op_max_dims = {
     .name = "nn_max_dims", .forward = reduce_dims_forward, .backward = reduce_dims_backward, .to_onnx = max_dims_onnx};
 const nn_op nn_op_min_dims = {
     .name = "nn_min_dims", .forward = reduce_dims_forward, .backward = reduce_dims_backward, .to_onnx = min_dims_onnx};
+/* int32 sums: over all elements as over every dimension (a [1] result either way). */
+static const nn_op nn_op_sum_int = {
+    .name = "nn_sum", .forward = reduce_dims_forward, .backward = nn_no_gradient, .to_onnx = sum_dims_onnx};
+static const nn_op nn_op_sum_dims_int = {
+    .name = "nn_sum_dims", .forward = reduce_dims_forward, .backward = nn_no_gradient, .to_onnx = sum_dims_onnx};
 
 /* The reduced dimensions' bits from a list (negative: from the end; none:
  * all), refusing repeats and dimensions x lacks; the output's shape. */
@@ -219,17 +222,26 @@ static nn_status reduction_shape(const char *op, const nn_tensor *x, const int *
 
 static nn_tensor *reduce_dims(const nn_op *op, nn_reduce_op kind, bool mean, nn_tensor *x, const int *dims,
                               int count, bool keepdim) {
-    if (nn_check_tensor(op->name, "x", x, NN_F32)) return NULL;
+    const bool integer = op == &nn_op_sum_int || op == &nn_op_sum_dims_int;
+    if (nn_check_tensor(op->name, "x", x, integer ? NN_I32 : NN_F32)) return NULL;
     reduce_dims_node p = {.op = kind, .keepdim = keepdim, .alpha = 1.0f};
     int ndim;
     int64_t shape[NN_MAX_DIMS], elements;
     if (reduction_shape(op->name, x, dims, count, keepdim, &p.reduced, &ndim, shape, &elements)) return NULL;
     if (mean) p.alpha = (float)(1.0 / (double)elements);
-    return nn_op_result(op, &x, 1, &p, sizeof p, ndim, shape);
+    return nn_op_record(op, &x, 1, &p, sizeof p, x->dtype, ndim, shape);
+}
+
+/* An int32 sum over every element is one over every dimension. */
+nn_tensor *nn_sum(nn_tensor *x) {
+    if (x && x->dtype == NN_I32) return reduce_dims(&nn_op_sum_int, NN_REDUCE_SUM, false, x, NULL, 0, false);
+    if (nn_check_tensor("nn_sum", "x", x, NN_F32)) return NULL;
+    return reduce_all(&nn_op_sum, x, 1.0f);
 }
 
 nn_tensor *nn_sum_dims(nn_tensor *x, const int *dims, int count, bool keepdim) {
-    return reduce_dims(&nn_op_sum_dims, NN_REDUCE_SUM, false, x, dims, count, keepdim);
+    const nn_op *op = x && x->dtype == NN_I32 ? &nn_op_sum_dims_int : &nn_op_sum_dims;
+    return reduce_dims(op, NN_REDUCE_SUM, false, x, dims, count, keepdim);
 }
 nn_tensor *nn_mean_dims(nn_tensor *x, const int *dims, int count, bool keepdim) {
     return reduce_dims(&nn_op_mean_dims, NN_REDUCE_SUM, true, x, dims, count, keepdim);
@@ -301,30 +313,18 @@ static nn_status arg_onnx(exporter *x, op_io *io, const char *out, const char *o
         NN_TRY(nn_onnx_reshape_to(x, reshape_name, wide, ones, in->ndim, shaped));
         cast_input = shaped;
     }
-    char cast_name[48];
-    snprintf(cast_name, sizeof cast_name, "Cast_%d", x->nodes_made++);
-    nn_onnx_node_begin(&n, "Cast", cast_name);
-    nn_onnx_node_input(&n, cast_input);
-    nn_onnx_node_output(&n, out);
-    nn_onnx_attr_int(&n, "to", NN_ONNX_INT32);
-    nn_onnx_node_end(&n, &x->graph);
+    nn_onnx_cast(x, cast_input, NN_ONNX_INT32, out);
     return NN_OK;
 }
 
 static nn_status argmax_onnx(exporter *x, op_io *io, const char *out) { return arg_onnx(x, io, out, "ArgMax"); }
 static nn_status argmin_onnx(exporter *x, op_io *io, const char *out) { return arg_onnx(x, io, out, "ArgMin"); }
 
-/* Positions carry no gradient; the node is on the tape so that an export
- * can trace the graph through it. */
-static nn_status arg_backward(nn_node *node) {
-    (void)node;
-    return NN_OK;
-}
-
+/* Positions carry no gradient (nn_no_gradient). */
 const nn_op nn_op_argmax = {
-    .name = "nn_argmax", .forward = arg_forward, .backward = arg_backward, .to_onnx = argmax_onnx};
+    .name = "nn_argmax", .forward = arg_forward, .backward = nn_no_gradient, .to_onnx = argmax_onnx};
 const nn_op nn_op_argmin = {
-    .name = "nn_argmin", .forward = arg_forward, .backward = arg_backward, .to_onnx = argmin_onnx};
+    .name = "nn_argmin", .forward = arg_forward, .backward = nn_no_gradient, .to_onnx = argmin_onnx};
 
 static nn_tensor *arg_dims(const nn_op *op, nn_reduce_op kind, nn_tensor *x, const int *dims, int count,
                            bool keepdim) {

@@ -94,6 +94,24 @@ nn_status nn_run_broadcast(nn_ctx *ctx, nn_broadcast_op op, float alpha, int32_t
     return nn_ctx_run(ctx, NN_KERNEL_BROADCAST, args, 4, &p);
 }
 
+nn_status nn_run_compare(nn_ctx *ctx, nn_compare_op op, nn_tensor *out, const nn_tensor *a, const nn_tensor *b) {
+    const nn_tensor *operands[2] = {a, b};
+    space s = {.ndim = out->ndim, .operands = 2};
+    memcpy(s.shape, out->shape, sizeof(int64_t) * (size_t)out->ndim);
+    for (int k = 0; k < 2; k++)
+        broadcast_strides(out->ndim, out->shape, operands[k]->ndim, operands[k]->shape, s.stride[k]);
+    space_simplify(&s);
+    NN_TRY(fits32("compare", s.shape, s.ndim));
+    nn_compare_params p = {.ndim = s.ndim, .op = op, .integer = a->dtype == NN_I32};
+    narrow(p.shape, s.shape, s.ndim);
+    for (int k = 0; k < 2; k++) {
+        NN_TRY(fits32("compare", s.stride[k], s.ndim));
+        narrow(p.stride[k], s.stride[k], s.ndim);
+    }
+    nn_buffer_ref args[3] = {nn_tensor_ref(a), nn_tensor_ref(b), nn_tensor_ref(out)};
+    return nn_ctx_run(ctx, NN_KERNEL_COMPARE, args, 3, &p);
+}
+
 nn_status nn_reduce_dims_plan(const nn_tensor *x, uint32_t reduced, nn_reduce_op op, float alpha,
                               nn_reduce_dims_params *p) {
     int64_t stride[NN_MAX_DIMS], step = 1;

@@ -1,8 +1,9 @@
 /* Launching the strided kernels (kernels.h) on tensors: NumPy's
- * broadcasting rule, a broadcast function of up to three operands, a sum
- * down to a broadcast operand's shape (its gradient), a strided copy. Each
- * run drops dimensions of size 1 and merges neighbours that every operand
- * walks contiguously, so most launches index one or two dimensions. */
+ * broadcasting rule, a broadcast function of up to three operands, a
+ * comparison of two, a sum down to a broadcast operand's shape (its
+ * gradient), a strided copy. Each run drops dimensions of size 1 and merges
+ * neighbours that every operand walks contiguously, so most launches index
+ * one or two dimensions. */
 #ifndef NN_OPS_STRIDED_H
 #define NN_OPS_STRIDED_H
 
@@ -18,6 +19,10 @@ nn_status nn_broadcast_shapes(const char *op, int a_ndim, const int64_t *a_shape
  * shape that broadcasts to out's. */
 nn_status nn_run_broadcast(nn_ctx *ctx, nn_broadcast_op op, float alpha, int32_t accumulate, nn_tensor *out,
                            const nn_tensor *a, const nn_tensor *b, const nn_tensor *c);
+
+/* out = (a op b) as 0 or 1 over out's shape (dense int32); a and b, both
+ * float32 or both int32, have shapes that broadcast to out's. */
+nn_status nn_run_compare(nn_ctx *ctx, nn_compare_op op, nn_tensor *out, const nn_tensor *a, const nn_tensor *b);
 
 /* REDUCE_DIMS's parameters for reducing x over the dimensions whose bits
  * are set in `reduced` (the output dense in x's order of the others). */

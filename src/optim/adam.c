@@ -2,6 +2,7 @@
  * ADAM_UPDATE kernel over each group's run of the flat buffers, after a
  * COUNTER_ADD of the group's step count (so a captured step replays with
  * the bias corrections of each replayed step). */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -15,6 +16,11 @@ typedef struct adam {
 
 enum { EXP_AVG, EXP_AVG_SQ, STEP, MAX_EXP_AVG_SQ };
 
+/* Each group's own (nn_optimizer_set_group_option), in this order. */
+enum { BETA1, BETA2, EPS };
+static const nn_optimizer_option_spec kOptions[] = {
+    {"beta1", 0.0f, 1.0f, true}, {"beta2", 0.0f, 1.0f, true}, {"eps", 0.0f, FLT_MAX, false}};
+
 static nn_status check_options(const char *fn, const nn_adam_options *o) {
     if (!(o->beta1 >= 0.0f && o->beta1 < 1.0f) || !(o->beta2 >= 0.0f && o->beta2 < 1.0f))
         return nn_set_error(NN_ERR_ARGUMENT, "%s: betas must be in [0, 1), got (%g, %g)", fn, o->beta1, o->beta2);
@@ -25,8 +31,9 @@ static nn_status check_options(const char *fn, const nn_adam_options *o) {
 
 static nn_status adam_update(nn_optimizer *opt, const nn_optimizer_run *run) {
     const adam *a = (const adam *)opt;
-    const nn_adam_params p = {.n = run->n, .beta1 = a->options.beta1, .beta2 = a->options.beta2,
-                              .eps = a->options.eps, .weight_decay = opt->groups[run->group].weight_decay,
+    const nn_optimizer_group *g = &opt->groups[run->group];
+    const nn_adam_params p = {.n = run->n, .beta1 = g->option[BETA1], .beta2 = g->option[BETA2],
+                              .eps = g->option[EPS], .weight_decay = g->weight_decay,
                               .decoupled = a->decoupled, .amsgrad = a->options.amsgrad,
                               .maximize = a->options.maximize};
     nn_buffer_ref args[8] = {run->param, run->grad, run->state[EXP_AVG], run->state[EXP_AVG_SQ],
@@ -43,19 +50,22 @@ static nn_status adam_step(nn_optimizer *opt, bool flat) {
 /* Informational in a training state: group 0's settings. */
 static int adam_describe(const nn_optimizer *opt, nn_optimizer_option *out, int capacity) {
     const nn_adam_options *o = &((const adam *)opt)->options;
+    const float *g = opt->groups[0].option;
     const nn_optimizer_number numbers[] = {
-        {"lr", opt->lr},     {"beta1", o->beta1},     {"beta2", o->beta2},
-        {"eps", o->eps},     {"weight_decay", opt->groups[0].weight_decay},
+        {"lr", opt->lr},     {"beta1", g[BETA1]},     {"beta2", g[BETA2]},
+        {"eps", g[EPS]},     {"weight_decay", opt->groups[0].weight_decay},
         {"amsgrad", o->amsgrad}, {"maximize", o->maximize}};
     return nn_optimizer_describe_numbers(out, capacity, numbers, sizeof numbers / sizeof numbers[0]);
 }
 
 static void adam_lr_changed(nn_optimizer *opt) { ((adam *)opt)->options.lr = opt->lr; }
 
+#define OPTIONS .option_specs = kOptions, .option_count = sizeof kOptions / sizeof kOptions[0]
 static const nn_optimizer_class kAdam = {
-    .name = "adam", .step = adam_step, .describe = adam_describe, .lr_changed = adam_lr_changed};
+    .name = "adam", .step = adam_step, .describe = adam_describe, .lr_changed = adam_lr_changed, OPTIONS};
 static const nn_optimizer_class kAdamW = {
-    .name = "adamw", .step = adam_step, .describe = adam_describe, .lr_changed = adam_lr_changed};
+    .name = "adamw", .step = adam_step, .describe = adam_describe, .lr_changed = adam_lr_changed, OPTIONS};
+#undef OPTIONS
 
 static nn_optimizer *make(const char *fn, bool decoupled, const nn_param_group *groups, int count,
                           const nn_adam_options *options) {
@@ -78,6 +88,8 @@ static nn_optimizer *make(const char *fn, bool decoupled, const nn_param_group *
         return NULL;
     }
     a->options.lr = a->base.lr;
+    const float group_options[] = {[BETA1] = options->beta1, [BETA2] = options->beta2, [EPS] = options->eps};
+    nn_optimizer_init_options(&a->base, group_options);
     return &a->base;
 }
 

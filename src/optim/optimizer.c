@@ -72,7 +72,7 @@ nn_status nn_optimizer_init_groups(nn_optimizer *opt, const nn_optimizer_class *
     if (st == NN_OK) st = nn_param_set_init(&opt->set, fn, params, total, opt->lr);
     free(params);
     NN_TRY(st);
-    opt->groups[0] = (nn_optimizer_group){groups[0].lr, groups[0].weight_decay, groups[0].lr, opt->set.lr};
+    opt->groups[0] = (nn_optimizer_group){groups[0].lr, groups[0].weight_decay, groups[0].lr, opt->set.lr, {0}};
     opt->group_count = 1;
     for (int g = 1; g < count; g++) NN_TRY(nn_optimizer_add_group(opt, groups[g].lr, groups[g].weight_decay));
     return NN_OK;
@@ -83,7 +83,8 @@ nn_status nn_optimizer_add_group(nn_optimizer *opt, float lr, float weight_decay
     if (!grown) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", opt->cls->name);
     opt->groups = grown;
     nn_optimizer_group *group = &opt->groups[opt->group_count++];
-    *group = (nn_optimizer_group){lr, weight_decay, lr, NULL};
+    *group = (nn_optimizer_group){lr, weight_decay, lr, NULL, {0}};
+    memcpy(group->option, opt->groups[0].option, sizeof group->option);
     const int64_t one = 1;
     group->lr_tensor = nn_tensor_new(opt->set.ctx, NN_F32, 1, &one);
     if (!group->lr_tensor) return nn_last_status();
@@ -91,6 +92,11 @@ nn_status nn_optimizer_add_group(nn_optimizer *opt, float lr, float weight_decay
 }
 
 void nn_optimizer_assign_group(nn_optimizer *opt, int param, int group) { opt->group_of[param] = group; }
+
+void nn_optimizer_init_options(nn_optimizer *opt, const float *values) {
+    for (int g = 0; g < opt->group_count; g++)
+        for (int i = 0; i < opt->cls->option_count; i++) opt->groups[g].option[i] = values[i];
+}
 
 nn_status nn_optimizer_add_step_state(nn_optimizer *opt) {
     if (opt->state_count == NN_OPTIMIZER_MAX_STATES)
@@ -270,6 +276,62 @@ float nn_optimizer_group_lr(const nn_optimizer *opt, int group) {
 nn_tensor *nn_optimizer_group_lr_tensor(nn_optimizer *opt, int group) {
     if (check_group("nn_optimizer_group_lr_tensor", opt, group)) return NULL;
     return opt->groups[group].lr_tensor;
+}
+
+/* ---- a group's options by name: lr, weight_decay, then the class's ---- */
+
+int nn_optimizer_option_count(const nn_optimizer *opt) { return opt ? 2 + opt->cls->option_count : 0; }
+
+const char *nn_optimizer_option_name(const nn_optimizer *opt, int i) {
+    if (!opt || i < 0 || i >= nn_optimizer_option_count(opt)) return NULL;
+    return i == 0 ? "lr" : i == 1 ? "weight_decay" : opt->cls->option_specs[i - 2].name;
+}
+
+/* The option's index as nn_optimizer_option_name numbers them, or -1 with the error set. */
+static int option_index(const char *fn, const nn_optimizer *opt, const char *name) {
+    if (!name) return nn_set_error(NN_ERR_ARGUMENT, "%s: name is NULL", fn), -1;
+    for (int i = 0; i < nn_optimizer_option_count(opt); i++)
+        if (!strcmp(nn_optimizer_option_name(opt, i), name)) return i;
+    char known[160] = "";
+    for (int i = 0; i < nn_optimizer_option_count(opt); i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                 nn_optimizer_option_name(opt, i));
+    nn_set_error(NN_ERR_ARGUMENT, "%s: %s has no per-group option '%s' (it has %s)", fn, opt->cls->name, name, known);
+    return -1;
+}
+
+nn_status nn_optimizer_group_option(const nn_optimizer *opt, int group, const char *name, float *value) {
+    const char *fn = "nn_optimizer_group_option";
+    NN_TRY(check_group(fn, opt, group));
+    if (!value) return nn_set_error(NN_ERR_ARGUMENT, "%s: value is NULL", fn);
+    const int i = option_index(fn, opt, name);
+    if (i < 0) return nn_last_status();
+    const nn_optimizer_group *g = &opt->groups[group];
+    *value = i == 0 ? g->lr : i == 1 ? g->weight_decay : g->option[i - 2];
+    return NN_OK;
+}
+
+nn_status nn_optimizer_set_group_option(nn_optimizer *opt, int group, const char *name, float value) {
+    const char *fn = "nn_optimizer_set_group_option";
+    NN_TRY(check_group(fn, opt, group));
+    const int i = option_index(fn, opt, name);
+    if (i < 0) return nn_last_status();
+    if (i == 0) return nn_optimizer_set_group_lr(opt, group, value);
+    nn_optimizer_group *g = &opt->groups[group];
+    if (i == 1) {
+        NN_TRY(nn_optimizer_check_weight_decay(fn, value));
+        if (g->weight_decay != value) nn_ctx_constants_changed(opt->set.ctx);
+        g->weight_decay = value;
+        return NN_OK;
+    }
+    const nn_optimizer_option_spec *spec = &opt->cls->option_specs[i - 2];
+    if (!(value >= spec->low && (spec->high_open ? value < spec->high : value <= spec->high)))
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s's %s must be in [%g, %g%c, got %g", fn, opt->cls->name,
+                            spec->name, spec->low, spec->high, spec->high_open ? ')' : ']', value);
+    if (opt->cls->check_option) NN_TRY(opt->cls->check_option(opt, group, i - 2, value));
+    if (g->option[i - 2] != value) nn_ctx_constants_changed(opt->set.ctx);
+    g->option[i - 2] = value;
+    return NN_OK;
 }
 
 float nn_optimizer_lr(const nn_optimizer *opt) { return opt ? opt->lr : 0.0f; }

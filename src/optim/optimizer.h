@@ -10,6 +10,7 @@
 #include "param_set.h"
 
 #define NN_OPTIMIZER_MAX_STATES 4
+#define NN_OPTIMIZER_MAX_OPTIONS 4
 
 /* A parameter group (nn_param_group): its rate and decay; its parameters
  * are those whose group_of is its index. */
@@ -17,7 +18,16 @@ typedef struct nn_optimizer_group {
     float lr, weight_decay;
     float initial_lr;     /* nn_optimizer_set_lr keeps the groups' initial ratios */
     nn_tensor *lr_tensor; /* the rate on the device; group 0's is the param set's (owned otherwise) */
+    float option[NN_OPTIMIZER_MAX_OPTIONS]; /* the class's per-group options, in its option_specs' order */
 } nn_optimizer_group;
+
+/* An option of a class that each group holds (nn_optimizer_set_group_option):
+ * its name and the values it accepts, [low, high] or [low, high). */
+typedef struct nn_optimizer_option_spec {
+    const char *name;
+    float low, high;
+    bool high_open;
+} nn_optimizer_option_spec;
 
 /* One of an optimizer's options as text (a training state's metadata). */
 typedef struct nn_optimizer_option {
@@ -36,6 +46,13 @@ typedef struct nn_optimizer_class {
     void (*lr_changed)(nn_optimizer *opt);
     /* Frees what the class adds to nn_optimizer (NULL: nothing). */
     void (*release)(nn_optimizer *opt);
+    /* The options each group holds beyond lr and weight_decay (none: NULL, 0). */
+    const nn_optimizer_option_spec *option_specs;
+    int option_count;
+    /* A new value of option i (option_specs' order) within its spec's range,
+     * checked against the rest of the optimizer (NULL: every such value
+     * is accepted). */
+    nn_status (*check_option)(const nn_optimizer *opt, int group, int option, float value);
 } nn_optimizer_class;
 
 /* Work on the gradients before every update, from outside the optimizer:
@@ -86,6 +103,9 @@ nn_status nn_optimizer_init(nn_optimizer *opt, const nn_optimizer_class *cls, co
  * decay, on the device), the parameters in the groups' order. */
 nn_status nn_optimizer_init_groups(nn_optimizer *opt, const nn_optimizer_class *cls, const char *fn,
                                    const nn_param_group *groups, int count);
+/* Every group's class options (option_specs' order), for a constructor
+ * after the groups exist; a group added later copies group 0's. */
+void nn_optimizer_init_options(nn_optimizer *opt, const float *values);
 /* Appends a group with no parameters yet (nn_optimizer_assign_group). */
 nn_status nn_optimizer_add_group(nn_optimizer *opt, float lr, float weight_decay);
 /* Assigns parameter i to group g (constructors that split parameters

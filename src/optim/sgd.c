@@ -2,6 +2,7 @@
  * every parameter when they all live in the flat buffers (param_set.h),
  * else one per parameter; the learning rate and the squared global norm are
  * read on the device. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,11 @@ typedef struct sgd {
 } sgd;
 
 static const nn_optimizer_class kSgd;
+
+/* The group's own options (nn_optimizer_set_group_option): momentum, as a
+ * scheduler cycles it (OneCycleLR); SGD has one group. */
+enum { MOMENTUM };
+static const nn_optimizer_option_spec kOptions[] = {{"momentum", 0.0f, FLT_MAX, false}};
 
 static sgd *as_sgd(const nn_optimizer *opt) { return opt && opt->cls == &kSgd ? (sgd *)opt : NULL; }
 
@@ -36,8 +42,9 @@ static nn_status check_options(const char *fn, const nn_sgd_options *o) {
 static nn_status update(sgd *s, nn_tensor *param, nn_tensor *grad, nn_tensor *velocity, int64_t n) {
     const nn_sgd_options *o = &s->options;
     nn_sgd_params p = {
-        .n = n, .lr = o->lr /* not read: the kernel takes scalars[0] */, .momentum = o->momentum,
-        .weight_decay = o->weight_decay, .clip_value = o->clip_value, .max_grad_norm = o->max_grad_norm,
+        .n = n, .lr = o->lr /* not read: the kernel takes scalars[0] */,
+        .momentum = s->base.groups[0].option[MOMENTUM],
+        .weight_decay = s->base.groups[0].weight_decay, .clip_value = o->clip_value, .max_grad_norm = o->max_grad_norm,
         .nesterov = o->nesterov,
     };
     nn_buffer_ref args[5] = {nn_tensor_ref(param), nn_tensor_ref(grad), nn_optional_ref(velocity),
@@ -69,8 +76,8 @@ static int sgd_describe(const nn_optimizer *opt, nn_optimizer_option *out, int c
         const char *name;
         double value;
     } numbers[] = {{"lr", o->lr},
-                   {"momentum", o->momentum},
-                   {"weight_decay", o->weight_decay},
+                   {"momentum", opt->groups[0].option[MOMENTUM]},
+                   {"weight_decay", opt->groups[0].weight_decay},
                    {"clip_value", o->clip_value},
                    {"max_grad_norm", o->max_grad_norm}};
     int n = 0;
@@ -87,8 +94,27 @@ static int sgd_describe(const nn_optimizer *opt, nn_optimizer_option *out, int c
 
 static void sgd_lr_changed(nn_optimizer *opt) { ((sgd *)opt)->options.lr = opt->lr; }
 
-static const nn_optimizer_class kSgd = {
-    .name = "sgd", .step = sgd_step, .describe = sgd_describe, .lr_changed = sgd_lr_changed};
+/* Momentum needs its buffers, made only when the optimizer starts with
+ * momentum; nesterov needs momentum. */
+static nn_status sgd_check_option(const nn_optimizer *opt, int group, int option, float value) {
+    (void)group;
+    const sgd *s = (const sgd *)opt;
+    if (option == MOMENTUM && value > 0.0f && !velocity_of((sgd *)s))
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_set_group_option: this SGD was made without momentum "
+                                             "(it keeps no momentum buffers); make it with momentum > 0");
+    if (option == MOMENTUM && value <= 0.0f && s->options.nesterov)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_set_group_option: nesterov needs momentum > 0, got %g",
+                            value);
+    return NN_OK;
+}
+
+static const nn_optimizer_class kSgd = {.name = "sgd",
+                                        .step = sgd_step,
+                                        .describe = sgd_describe,
+                                        .lr_changed = sgd_lr_changed,
+                                        .option_specs = kOptions,
+                                        .option_count = 1,
+                                        .check_option = sgd_check_option};
 
 nn_optimizer *nn_sgd_new(nn_tensor *const *params, int count, const nn_sgd_options *options) {
     const char *fn = "nn_sgd_new";
@@ -103,6 +129,8 @@ nn_optimizer *nn_sgd_new(nn_tensor *const *params, int count, const nn_sgd_optio
         nn_optimizer_free(&s->base);
         return NULL;
     }
+    s->base.groups[0].weight_decay = options->weight_decay;
+    nn_optimizer_init_options(&s->base, &options->momentum);
     return &s->base;
 }
 
@@ -123,6 +151,10 @@ NN_SGD_SETTER(nn_sgd_set_max_grad_norm, max_grad_norm)
 #undef NN_SGD_SETTER
 
 const nn_sgd_options *nn_sgd_get_options(const nn_optimizer *opt) {
-    const sgd *s = as_sgd(opt);
-    return s ? &s->options : NULL;
+    sgd *s = as_sgd(opt);
+    if (!s) return NULL;
+    /* nn_optimizer_set_group_option may have changed them since */
+    s->options.momentum = s->base.groups[0].option[MOMENTUM];
+    s->options.weight_decay = s->base.groups[0].weight_decay;
+    return &s->options;
 }

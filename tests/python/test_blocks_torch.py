@@ -73,7 +73,7 @@ class Separable(nn.Model):
     def forward(self, x):
         h = F.relu6(self.bn1(self.dw(x)))
         h = F.relu6(self.bn2(self.pw(h)))
-        return self.fc(nn.flatten(F.adaptive_avg_pool2d(h, 1)))
+        return self.fc(nn.flatten(F.adaptive_avg_pool2d(h, 1), 1))
 
 
 BLOCKS = {"residual": PreActResidual, "transformer": EncoderBlock, "separable": Separable}

@@ -42,4 +42,4 @@ def test_sequential_indexing_and_errors():
         ours[7]
     with pytest.raises(TypeError, match="must be callable"):
         nn.Sequential(nn.ReLU(), 3)
-    assert "(6): Linear(16, 5" in repr(ours)
+    assert "(6): Linear(in_features=16, out_features=5, bias=True)" in repr(ours)

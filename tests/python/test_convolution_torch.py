@@ -117,9 +117,9 @@ def test_layers_match_torch_and_keep_its_state_dict_names():
         assert names == sorted(f"layer.{k}" for k in theirs.state_dict().keys())
         assert tuple(ours.filters.shape if hasattr(ours, "filters") else ours.weight.shape) == tuple(theirs.weight.shape)
         with torch.no_grad():
-            theirs.weight.copy_(torch.from_numpy(model.state_dict()["layer.weight"]))
+            theirs.weight.copy_(torch.from_numpy(model.state_dict()["layer.weight"].numpy()))
             if theirs.bias is not None:
-                theirs.bias.copy_(torch.from_numpy(model.state_dict()["layer.bias"]))
+                theirs.bias.copy_(torch.from_numpy(model.state_dict()["layer.bias"].numpy()))
         x = rand(2, 4 if not isinstance(ours, nn.Conv2d) or ours.in_channels == 4 else 3, 9, 8)
         np.testing.assert_allclose(ours(nn.Tensor(x)).sync(), theirs(torch.from_numpy(x)).detach().numpy(),
                                    rtol=2e-5, atol=2e-5)
@@ -140,7 +140,7 @@ def test_seed_conv2d_forms_keep_working():
                  nn.conv2d(nn.Tensor(x), nn.Tensor(w), nn.Tensor(b), 2, 1, 1)]:  # the seed's order: actType 6th
         np.testing.assert_allclose(relu.sync(), torch.relu(want).numpy(), rtol=2e-5, atol=2e-5)
     layer = nn.ConvLayer(3, 4, 3, 2, 1)
-    assert layer.filters.shape == (4, 3, 3, 3) and repr(layer) == "ConvLayer(3, 4, 3, stride=2, padding=1)"
+    assert layer.filters.shape == (4, 3, 3, 3) and repr(layer) == "ConvLayer(3, 4, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))"
     assert layer(nn.Tensor(x), relu=True).shape == (2, 4, 4, 4)
 
 

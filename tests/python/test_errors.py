@@ -47,7 +47,7 @@ TYPE_ERRORS = [
     (lambda: nn.softmax([1.0]), "softmax: x"),
     (lambda: nn.matmul(t(2, 2), "b"), "matmul: b"),
     (lambda: nn.add(None, t(2)), "add: a"),
-    (lambda: nn.flatten(3), "flatten: x"),
+    (lambda: nn.flatten(3), "flatten: input"),
     (lambda: nn.maxpool2d(t(1, 1, 4, 4), pool_size=2.5), "pool_size must be an int"),
     (lambda: nn.maxpool2d(t(1, 1, 4, 4), stride="2"), "stride must be an int"),
     (lambda: nn.softmax_ce(t(2, 3), 1), "labels must be a Tensor"),

@@ -24,7 +24,7 @@ class ConvBatchNorm(ne.Model):
         self.fc = ne.Linear(5 * 7 * 9, 4)
 
     def forward(self, x):
-        return self.fc(ne.flatten(ne.relu(self.bn(self.conv(x)))))
+        return self.fc(ne.flatten(ne.relu(self.bn(self.conv(x))), 1))
 
 
 class TokenClassifier(ne.Model):
@@ -34,7 +34,7 @@ class TokenClassifier(ne.Model):
         self.fc = ne.Linear(6 * 11, 3)
 
     def forward(self, tokens):
-        return self.fc(ne.flatten(self.embed(tokens)))
+        return self.fc(ne.flatten(self.embed(tokens), 1))
 
 
 def test_a_batchnorm_model_exports_and_runs_in_onnxruntime(tmp_path):

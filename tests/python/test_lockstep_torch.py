@@ -30,7 +30,7 @@ class LeNet(nn.Model):
     def forward(self, x):
         x = nn.maxpool2d(self.c1(x, relu=True))
         x = nn.maxpool2d(self.c2(x, relu=True))
-        x = nn.flatten(x)
+        x = nn.flatten(x, 1)
         x = self.l1(x, relu=True)
         x = self.l2(x, relu=True)
         return self.l3(x)

@@ -148,7 +148,7 @@ def test_scaled_dot_product_attention_matches_torch(case):
     yt = _torch_attention(*theirs, mask=mt, causal=case == "causal", scale=scale)
     _close(yo, yt)
     _backward_both(yo, yt)
-    for o, t in zip(ours + ([mo] if mo else []), theirs + ([mt] if mt is not None else [])):
+    for o, t in zip(ours + ([mo] if mo is not None else []), theirs + ([mt] if mt is not None else [])):
         _close(o.grad, t.grad, rtol=1e-3, atol=1e-4)
 
 

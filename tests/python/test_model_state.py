@@ -93,7 +93,7 @@ def test_save_loads_into_torch_strictly_with_the_same_outputs(tmp_path, make, ma
     np.testing.assert_allclose(model(nn.Tensor(x)).numpy(), want, rtol=1e-4, atol=1e-5)
     # state_dict() holds the same values torch now has
     for name, value in theirs.state_dict().items():
-        np.testing.assert_array_equal(model.state_dict()[name].reshape(value.shape), value.numpy(), err_msg=name)
+        np.testing.assert_array_equal(model.state_dict()[name].numpy().reshape(value.shape), value.numpy(), err_msg=name)
 
 
 def test_torch_weights_load_in_a_fresh_process(tmp_path):

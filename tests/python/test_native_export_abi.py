@@ -43,7 +43,7 @@ class Net(Model):
         self.c1 = ConvLayer(1, 2, 3)
         self.head = [Linear(2 * 4 * 4, 3)]
     def forward(self, x):
-        return self.head[0](flatten(maxpool2d(self.c1(x, relu=True))))
+        return self.head[0](flatten(maxpool2d(self.c1(x, relu=True)), 1))
 Net().export({str(tmp_path / 'net.onnx')!r}, input_shape=[1, 1, 10, 10], model_name="Small")
 """
     env = dict(os.environ, NN_ENGINE_LIBRARY=library_with_export,

@@ -144,7 +144,7 @@ def test_state_dict_round_trips_with_torch_both_ways(tmp_path):
     state = ours.state_dict()
     assert set(state) == set(theirs.state_dict()) == {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var",
                                                       "bn.num_batches_tracked"}
-    theirs.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()}, strict=True)
+    theirs.load_state_dict({k: torch.from_numpy(v.numpy()) for k, v in state.items()}, strict=True)
     assert int(theirs.bn.num_batches_tracked) == 2
     np.testing.assert_array_equal(theirs.bn.running_var.numpy(), state["bn.running_var"])
     # torch's state (an int64 0-d counter) into ours, through arrays and through a safetensors file

@@ -82,7 +82,7 @@ def test_maxpool2d_defaults_are_2_and_2():
 def test_flatten_and_add():
     a, ta = pair(rand(3, 2, 5, 3))
     b, tb = pair(rand(3, 30))
-    out, tout = nn.add(nn.flatten(a), b), ta.flatten(1) + tb
+    out, tout = nn.add(nn.flatten(a, 1), b), ta.flatten(1) + tb
     check(out, tout)
     backward_both(out, tout)
     check(a.grad, ta.grad)

@@ -79,8 +79,10 @@ def test_bad_arguments_raise_naming_them():
         lr_scheduler.CosineAnnealingLR(opt, T_max=-3)
     with pytest.raises(ValueError, match="anneal_strategy"):
         lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10, anneal_strategy="square", cycle_momentum=False)
-    with pytest.raises(ValueError, match="cycle_momentum"):
-        lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)
+    with pytest.raises(ValueError, match="cycle_momentum"):  # Lion's betas are fixed at creation
+        lion = nn.Lion(nn.Linear(2, 2).parameters())
+        lr_scheduler.OneCycleLR(lion, max_lr=1.0, total_steps=10)
+        lion.step()
     with pytest.raises(ValueError, match="milestones"):
         lr_scheduler.SequentialLR(opt, [lr_scheduler.ExponentialLR(opt, 0.9)], milestones=[3])
     with pytest.raises(TypeError, match="not an Optimizer"):
@@ -90,3 +92,37 @@ def test_bad_arguments_raise_naming_them():
         sched.step()
     with pytest.raises(ValueError, match="total_steps is 10"):
         sched.step()
+
+
+@pytest.mark.parametrize("kind", ["SGD", "AdamW"])
+def test_one_cycle_cycles_momentum_into_the_update_as_torch(kind):
+    """OneCycleLR's momentum (SGD's momentum, AdamW's beta1) reaches every
+    update: weights in lock-step with torch's for 12 steps."""
+    rng = np.random.default_rng(5)
+    w0, x = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((6, 3)).astype(np.float32)
+    ours, theirs = nn.Linear(3, 4, bias=False), torch.nn.Linear(3, 4, bias=False)
+    ours.weight.upload(w0)
+    theirs.weight.data = torch.from_numpy(w0.copy())
+    make = {"SGD": lambda p, m: m.SGD(p, lr=0.01, momentum=0.9, weight_decay=1e-3),
+            "AdamW": lambda p, m: m.AdamW(p, lr=0.01)}[kind]
+    opt_ours, opt_theirs = make(ours.parameters(), nn.optim), make(theirs.parameters(), torch.optim)
+    sched_ours = lr_scheduler.OneCycleLR(opt_ours, max_lr=0.1, total_steps=12)
+    sched_theirs = torch.optim.lr_scheduler.OneCycleLR(opt_theirs, max_lr=0.1, total_steps=12)
+    key = "momentum" if kind == "SGD" else "betas"
+    for step in range(11):
+        loss_ours = nn.sum(nn.mul(ours(nn.tensor(x)), ours(nn.tensor(x))))
+        loss_theirs = (theirs(torch.from_numpy(x)) ** 2).sum()
+        opt_ours.zero_grad(), opt_theirs.zero_grad()
+        loss_ours.backward(), loss_theirs.backward()
+        opt_ours.step(), opt_theirs.step()
+        sched_ours.step(), sched_theirs.step()
+        assert opt_ours.param_groups[0][key] == opt_theirs.param_groups[0][key]
+        np.testing.assert_allclose(ours.weight.numpy(), theirs.weight.detach().numpy(), rtol=2e-5, atol=2e-6,
+                                   err_msg=f"step {step}")
+
+
+def test_momentum_cannot_be_given_to_an_sgd_made_without_it():
+    opt = nn.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
+    lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)  # sets param_groups' momentum to 0.95
+    with pytest.raises(ValueError, match="made without momentum"):
+        opt.step()

@@ -25,7 +25,7 @@ class LeNet(Model):
         x = maxpool2d(x)
         x = self.c2(x, relu=True)
         x = maxpool2d(x)
-        x = flatten(x)
+        x = flatten(x, 1)
         x = self.l1(x, relu=True)
         x = self.l2(x, relu=True)
         return self.l3(x)

@@ -54,11 +54,11 @@ def test_step_results_are_refused_after_end_batch():
     keep = nn.Tensor(np.ones((2, 2)), track=False)
     tracked = nn.Tensor(np.ones((2, 2)))
     untracked = nn.Tensor(np.ones((2, 2))).persist()
+    grad_owner = nn.Tensor(np.ones(3), requires_grad=True, track=True)
+    nn.sum(grad_owner).backward()  # the step may end by itself here (test_auto_step_end)
+    grad = grad_owner.grad
     result = nn.relu(keep)
     kept = nn.relu(keep).persist()
-    grad_owner = nn.Tensor(np.ones(3), requires_grad=True, track=True)
-    nn.sum(grad_owner).backward()
-    grad = grad_owner.grad
     nn.end_batch()
     assert keep.alive and kept.alive and untracked.alive
     assert not result.alive and not tracked.alive and not grad.alive
@@ -177,3 +177,31 @@ print(nn.add(a, b).numpy().sum())
     done = _run(code)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["12.0"]
+
+
+def test_steps_end_by_themselves_keeping_what_python_holds():
+    """PyTorch's scripts never call end_batch(): after a backward, and after a
+    host read, with no graph awaiting a backward, the step ends by itself;
+    results Python still holds stay readable, the rest is freed."""
+    from nn_engine import _context
+    ctx = _context.default_context()
+    w = nn.Tensor(np.arange(6, dtype=np.float32).reshape(2, 3), requires_grad=True, track=False)
+    x = nn.Tensor(np.ones((4, 2), np.float32), track=False)
+    for _ in range(3):
+        hidden = nn.relu(x @ w)   # held
+        loss = nn.sum(hidden * hidden)
+        before = nn.sum(hidden).item()  # a read while loss's graph awaits backward: the step goes on
+        assert nn._lib.lib.nn_ctx_tape_length(ctx.ptr) > 0
+        loss.backward()
+        assert nn._lib.lib.nn_ctx_step_tensor_count(ctx.ptr) == 0  # ended: what Python holds is persisted
+        assert hidden.alive and loss.alive and before == 60.0
+        np.testing.assert_array_equal(hidden.numpy(), np.full((4, 3), [3, 5, 7], np.float32))
+        assert loss.item() == 4 * (9 + 25 + 49)
+    np.testing.assert_allclose(w.grad.numpy(), 3 * 2 * np.ones((2, 4)) @ np.full((4, 3), [3, 5, 7]))
+    # inside keep_step() nothing ends by itself
+    with _context.keep_step():
+        y = nn.relu(x @ w)
+        nn.sum(y).backward()
+        assert nn._lib.lib.nn_ctx_step_tensor_count(ctx.ptr) > 0
+    nn.end_batch()
+    assert not y.alive  # end_batch() still frees every result of the step

@@ -92,15 +92,16 @@ def get_then_let_the_other_thread_end_the_step(handle):
     return ptr
 
 _context.Handle.get = get_then_let_the_other_thread_end_the_step
-read = y.sync()
-_context.Handle.get = original_get
-ender.join()
-assert np.array_equal(read, want), "read a freed tensor"
-try:
-    y.sync()
-    raise AssertionError("a result of an ended step was read")
-except RuntimeError as error:
-    assert "end_batch" in str(error), error
+with _context.keep_step():  # this thread's read must not end the step itself (that would keep y)
+    read = y.sync()
+    _context.Handle.get = original_get
+    ender.join()
+    assert np.array_equal(read, want), "read a freed tensor"
+    try:
+        y.sync()
+        raise AssertionError("a result of an ended step was read")
+    except RuntimeError as error:
+        assert "end_batch" in str(error), error
 
 sys.setswitchinterval(1e-6)
 stop, reads, refused = threading.Event(), [0], [0]

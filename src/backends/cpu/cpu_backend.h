@@ -37,14 +37,20 @@ NN_KERNEL_LIST(NN_CPU_RUN_DECLARE)
  * workers costs more than the work. */
 #define NN_CPU_MIN_CHUNK 16384
 
-/* The strided kernels (cpu_strided.c). */
+/* The strided kernels (cpu_strided.c). COMPARE's operands are int32 or
+ * float32 as p->integer says; REDUCE_DIMS's x and out int32 likewise. */
 nn_status nn_cpu_broadcast(nn_thread_pool *pool, const nn_broadcast_params *p, const float *a, const float *b,
                            const float *c, float *out);
+nn_status nn_cpu_compare(nn_thread_pool *pool, const nn_compare_params *p, const void *a, const void *b,
+                         int32_t *out);
 nn_status nn_cpu_strided_copy(nn_thread_pool *pool, const nn_strided_copy_params *p, const float *src, float *dst);
 nn_status nn_cpu_reduce_dims(nn_thread_pool *pool, const nn_reduce_dims_params *p, const float *x, float *out,
                              int32_t *winners);
 nn_status nn_cpu_reduce_dims_scatter(nn_thread_pool *pool, const nn_reduce_dims_params *p, const float *dy,
                                      const int32_t *winners, float *dx);
+
+/* CAST (cpu_cast.c): x and out float32 or int32 as p->op (nn_cast_op) says. */
+nn_status nn_cpu_cast(nn_thread_pool *pool, const nn_pointwise_params *p, const void *x, void *out);
 
 nn_status nn_cpu_im2col(nn_thread_pool *pool, const nn_conv_geometry *g, const float *image,
                         float *cols);

@@ -1,12 +1,13 @@
-/* The strided kernels on the CPU (kernels.h): BROADCAST, STRIDED_COPY,
- * REDUCE_DIMS and REDUCE_DIMS_SCATTER. Each walks its index space in
- * row-major order with an odometer of per-operand offsets; a range of
- * indices starts from its first index's coordinates. Arithmetic is in
- * double, rounded once. */
+/* The strided kernels on the CPU (kernels.h): BROADCAST, COMPARE,
+ * STRIDED_COPY, REDUCE_DIMS and REDUCE_DIMS_SCATTER. Each walks its index
+ * space in row-major order with an odometer of per-operand offsets; a range
+ * of indices starts from its first index's coordinates. Float arithmetic is
+ * in double, rounded once; integer sums wrap modulo 2^32. */
 #include <math.h>
 
 #include "core/error.h"
 #include "cpu_backend.h"
+#include "nn_ops.h"
 
 /* An index space of up to NN_STRIDED_DIMS dimensions and the element
  * offsets of up to four operands at the current index. */
@@ -107,6 +108,61 @@ nn_status nn_cpu_broadcast(nn_thread_pool *pool, const nn_broadcast_params *p, c
     return NN_OK;
 }
 
+/* ---- COMPARE ---- */
+
+typedef struct compare_job {
+    const nn_compare_params *p;
+    const void *a, *b;
+    int32_t *out;
+} compare_job;
+
+/* Whether the op holds for operands ordered as `order` says (-1: a < b, 0:
+ * equal, 1: a > b); NaN's unordered case is decided before. */
+static bool order_holds(nn_compare_op op, int order) {
+    switch (op) {
+    case NN_COMPARE_EQ: return order == 0;
+    case NN_COMPARE_NE: return order != 0;
+    case NN_COMPARE_LT: return order < 0;
+    case NN_COMPARE_LE: return order <= 0;
+    case NN_COMPARE_GT: return order > 0;
+    case NN_COMPARE_GE: return order >= 0;
+    }
+    return false;
+}
+
+static void compare_range(void *arg, int64_t begin, int64_t end, int worker) {
+    const compare_job *job = arg;
+    const nn_compare_params *p = job->p;
+    const nn_compare_op op = (nn_compare_op)p->op;
+    odometer o = {.ndim = p->ndim, .operands = 2, .shape = p->shape, .stride = {p->stride[0], p->stride[1]}};
+    odometer_start(&o, begin);
+    const int32_t *ia = job->a, *ib = job->b;
+    const float *fa = job->a, *fb = job->b;
+    for (int64_t i = begin; i < end; i++, odometer_next(&o)) {
+        bool holds;
+        if (p->integer) {
+            const int32_t a = ia[o.offset[0]], b = ib[o.offset[1]];
+            holds = order_holds(op, (a > b) - (a < b));
+        } else {
+            const float a = fa[o.offset[0]], b = fb[o.offset[1]];
+            holds = isnan(a) || isnan(b) ? op == NN_COMPARE_NE : order_holds(op, (a > b) - (a < b));
+        }
+        job->out[i] = holds;
+    }
+}
+
+nn_status nn_cpu_compare(nn_thread_pool *pool, const nn_compare_params *p, const void *a, const void *b,
+                         int32_t *out) {
+    nn_status st;
+    const int64_t n = space_size("compare", p->ndim, p->shape, &st);
+    NN_TRY(st);
+    if (p->op < NN_COMPARE_EQ || p->op > NN_COMPARE_GE)
+        return nn_set_error(NN_ERR_ARGUMENT, "cpu compare: unknown op %d (nn_compare_op)", p->op);
+    compare_job job = {.p = p, .a = a, .b = b, .out = out};
+    nn_parallel_for(pool, n, NN_CPU_MIN_CHUNK, compare_range, &job);
+    return NN_OK;
+}
+
 /* ---- STRIDED_COPY ---- */
 
 typedef struct copy_job {
@@ -177,6 +233,24 @@ static void reduce_range(void *arg, int64_t begin, int64_t end, int worker) {
     }
 }
 
+/* Integer sums in unsigned arithmetic, whose wrap modulo 2^32 C defines. */
+static void integer_sum_range(void *arg, int64_t begin, int64_t end, int worker) {
+    const reduce_job *job = arg;
+    const nn_reduce_dims_params *p = job->p;
+    const int32_t *x = (const int32_t *)(const void *)job->x;
+    int32_t *out = (int32_t *)(void *)job->out;
+    odometer kept = {.ndim = p->kept, .operands = 1, .shape = p->shape, .stride = {p->stride}};
+    odometer_start(&kept, begin);
+    for (int64_t j = begin; j < end; j++, odometer_next(&kept)) {
+        odometer r = {.ndim = p->reduced, .operands = 1, .shape = p->shape + p->kept,
+                      .stride = {p->stride + p->kept}};
+        odometer_start(&r, 0);
+        uint32_t total = p->accumulate ? (uint32_t)out[j] : 0u;
+        for (int64_t k = 0; k < job->count; k++, odometer_next(&r)) total += (uint32_t)x[kept.offset[0] + r.offset[0]];
+        out[j] = (int32_t)total;
+    }
+}
+
 static nn_status reduce_sizes(const char *kernel, const nn_reduce_dims_params *p, int64_t *outputs,
                               int64_t *count) {
     nn_status st;
@@ -198,9 +272,12 @@ nn_status nn_cpu_reduce_dims(nn_thread_pool *pool, const nn_reduce_dims_params *
     NN_TRY(reduce_sizes("reduce_dims", p, &outputs, &count));
     if (count == 0 && p->op != NN_REDUCE_SUM)
         return nn_set_error(NN_ERR_ARGUMENT, "cpu reduce_dims: the max or min of no elements");
+    if (p->integer && p->op != NN_REDUCE_SUM)
+        return nn_set_error(NN_ERR_ARGUMENT, "cpu reduce_dims: integer reductions are sums only (op %d)", p->op);
     reduce_job job = {.p = p, .x = x, .out = out, .winners = p->op == NN_REDUCE_SUM ? NULL : winners,
                       .count = count};
-    nn_parallel_for(pool, outputs, count > 0 ? NN_CPU_MIN_CHUNK / count + 1 : outputs, reduce_range, &job);
+    nn_parallel_for(pool, outputs, count > 0 ? NN_CPU_MIN_CHUNK / count + 1 : outputs,
+                    p->integer ? integer_sum_range : reduce_range, &job);
     return NN_OK;
 }
 

@@ -85,6 +85,16 @@ nn_status vk_run_unary_backward(vk_backend *vk, const nn_pointwise_params *p, co
                      vk_groups_for((uint64_t)p->n), 1, 1);
 }
 
+nn_status vk_run_cast(vk_backend *vk, const nn_pointwise_params *p, const nn_buffer_ref *a) {
+    NN_TRY(vk_fits32(NN_KERNEL_CAST, "n", p->n));
+    if (p->op < 0 || p->op >= NN_CAST_OP_COUNT)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan cast: unknown conversion %d (nn_cast_op)", p->op);
+    if (p->n == 0) return NN_OK;
+    VK_PUSH(CAST) push = {.n = (uint32_t)p->n, .op = p->op};
+    return vk_record(vk, NN_KERNEL_CAST, VK_PIPE_CAST, 0, a, 2, VK_PUSH_REF(push), vk_groups_for((uint64_t)p->n), 1,
+                     1);
+}
+
 nn_status vk_run_elementwise(vk_backend *vk, const nn_pointwise_params *p, const nn_buffer_ref *a) {
     NN_TRY(vk_fits32(NN_KERNEL_ELEMENTWISE, "n", p->n));
     if (p->op != NN_EW_ADD && p->op != NN_EW_MUL && p->op != NN_EW_SCALE)

@@ -42,6 +42,7 @@
     P(RELU_BACKWARD, relu_backward, "relu_backward", 0, 0, 0, 0, 0, 0, 0)                                      \
     P(UNARY_FORWARD, unary_forward, "unary_forward", 0, 0, 0, 0, 0, 0, 0)                                      \
     P(UNARY_BACKWARD, unary_backward, "unary_backward", 0, 0, 0, 0, 0, 0, 0)                                   \
+    P(CAST, cast, "cast", 0, 0, 0, 0, 0, 0, 0)                                                                 \
     P(ELEMENTWISE, elementwise, "elementwise", 0, 0, 0, 0, 0, 0, 0)                                            \
     P(SOFTMAX_FORWARD, softmax_forward, "softmax_forward", 0, 0, 0, 0, 0, 0, 0)                                \
     P(SOFTMAX_BACKWARD, softmax_backward, "softmax_backward", 0, 0, 0, 0, 0, 0, 0)                             \
@@ -67,6 +68,7 @@
     P(LINEAR_HEAD_DATA, linear_head_data, "linear_head_backward_data", 0, 0, 0, 0, 0, 0, 0)                    \
     P(LINEAR_HEAD_LOSS, linear_head_loss, "linear_head_cross_entropy", 0, 0, 0, 0, 0, 0, 0)                    \
     P(BROADCAST, broadcast, "broadcast", 0, 0, 0, 0, 0, 0, 0)                                                  \
+    P(COMPARE, compare, "compare", 0, 0, 0, 0, 0, 0, 0)                                                        \
     P(STRIDED_COPY, strided_copy, "strided_copy", 0, 0, 0, 0, 0, 0, 0)                                         \
     P(REDUCE_DIMS, reduce_dims, "reduce_dims", 0, 0, 0, 0, 0, 0, 0)                                            \
     P(REDUCE_DIMS_SCATTER, reduce_dims_scatter, "reduce_dims_scatter", 0, 0, 0, 0, 0, 0, 0)                     \

@@ -1,10 +1,15 @@
-/* The strided kernels on Vulkan (kernels.h): BROADCAST, STRIDED_COPY,
- * REDUCE_DIMS and REDUCE_DIMS_SCATTER, one dispatch each. Semantics follow
- * the CPU's (cpu_strided.c). */
+/* The strided kernels on Vulkan (kernels.h): BROADCAST, COMPARE,
+ * STRIDED_COPY, REDUCE_DIMS and REDUCE_DIMS_SCATTER, one dispatch each.
+ * Semantics follow the CPU's (cpu_strided.c). */
 #include <string.h>
 
 #include "core/error.h"
+#include "nn_ops.h"
 #include "vk_backend.h"
+
+_Static_assert(NN_COMPARE_EQ == 0 && NN_COMPARE_NE == 1 && NN_COMPARE_LT == 2 && NN_COMPARE_LE == 3 &&
+                   NN_COMPARE_GT == 4 && NN_COMPARE_GE == 5,
+               "shaders/compare.comp numbers the ops as nn_compare_op");
 
 static const int kOperands[NN_BROADCAST_COUNT] = {
 #define OPERANDS_ROW(ID, operands, f) operands,
@@ -48,6 +53,20 @@ nn_status vk_run_broadcast(vk_backend *vk, const nn_broadcast_params *p, const n
     return vk_record(vk, kernel, VK_PIPE_BROADCAST, 0, a, 4, VK_PUSH_REF(push), vk_groups_for(n), 1, 1);
 }
 
+nn_status vk_run_compare(vk_backend *vk, const nn_compare_params *p, const nn_buffer_ref *a) {
+    const nn_kernel kernel = NN_KERNEL_COMPARE;
+    uint64_t n;
+    NN_TRY(space_size(kernel, p->ndim, p->shape, &n));
+    if (p->op < NN_COMPARE_EQ || p->op > NN_COMPARE_GE)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan compare: unknown op %d (nn_compare_op)", p->op);
+    if (n == 0) return NN_OK;
+    VK_PUSH(COMPARE) push = {.ndim = p->ndim, .op = p->op, .integer = p->integer != 0};
+    memcpy(push.shape, p->shape, sizeof push.shape);
+    memcpy(push.stride_a, p->stride[0], sizeof push.stride_a);
+    memcpy(push.stride_b, p->stride[1], sizeof push.stride_b);
+    return vk_record(vk, kernel, VK_PIPE_COMPARE, 0, a, 3, VK_PUSH_REF(push), vk_groups_for(n), 1, 1);
+}
+
 nn_status vk_run_strided_copy(vk_backend *vk, const nn_strided_copy_params *p, const nn_buffer_ref *a) {
     const nn_kernel kernel = NN_KERNEL_STRIDED_COPY;
     uint64_t n;
@@ -71,8 +90,11 @@ static nn_status reduce_push(nn_kernel kernel, const nn_reduce_dims_params *p, u
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: unknown op %d", nn_kernel_name(kernel), p->op);
     NN_TRY(space_size(kernel, p->kept, p->shape, outputs));
     NN_TRY(space_size(kernel, p->reduced, p->shape + p->kept, count));
+    if (p->integer && p->op != NN_REDUCE_SUM)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: integer reductions are sums only (op %d)",
+                            nn_kernel_name(kernel), p->op);
     *push = (reduce_dims_push){.op = p->op, .kept = p->kept, .reduced = p->reduced,
-                                   .accumulate = p->accumulate, .alpha = p->alpha};
+                                   .accumulate = p->accumulate, .alpha = p->alpha, .integer = p->integer != 0};
     memcpy(push->shape, p->shape, sizeof push->shape);
     memcpy(push->stride, p->stride, sizeof push->stride);
     return NN_OK;
@@ -134,7 +156,8 @@ nn_status vk_run_reduce_dims(vk_backend *vk, const nn_reduce_dims_params *p, con
     if (st == NN_OK) {
         reduce_dims_push total = {.op = NN_REDUCE_SUM, .kept = 1, .reduced = 1, .accumulate = p->accumulate,
                                   .alpha = p->alpha, .lanes = 1, .chunks = 1,
-                                  .shape = {(int32_t)outputs, (int32_t)chunks}, .stride = {1, (int32_t)outputs}};
+                                  .shape = {(int32_t)outputs, (int32_t)chunks}, .stride = {1, (int32_t)outputs},
+                                  .integer = push.integer};
         nn_buffer_ref second[3] = {{partials, 0, 0}, a[1], a[2]};
         st = vk_record(vk, kernel, VK_PIPE_REDUCE_DIMS, 0, second, 3, VK_PUSH_REF(total), reduce_groups(outputs, 1),
                        1, 1);
