@@ -102,7 +102,7 @@ nn_status nn_sgd_set_max_grad_norm(nn_optimizer *opt, float max_grad_norm);
 /* NULL for another optimizer. */
 const nn_sgd_options *nn_sgd_get_options(const nn_optimizer *opt);
 
-/* ---- parameter groups (every optimizer but SGD) ----
+/* ---- parameter groups (every optimizer) ----
  * Each group has its own learning rate and weight decay (e.g. no decay on
  * biases and normalisation weights); its rate lives in a device tensor of
  * its own. The optimizer's parameters are the groups' in order. */
@@ -115,6 +115,12 @@ typedef struct nn_param_group {
      * norms, embeddings, the head) instead of Muon; other optimizers refuse it. */
     bool adamw;
 } nn_param_group;
+
+/* SGD over parameter groups: each group's lr and weight_decay replace the
+ * options'; momentum is the options' for every group (a group's own by
+ * nn_optimizer_set_group_option; the momentum buffers exist when the
+ * options' momentum is > 0). max_grad_norm takes one group. */
+nn_optimizer *nn_sgd_new_groups(const nn_param_group *groups, int count, const nn_sgd_options *options);
 
 int nn_optimizer_group_count(const nn_optimizer *opt);
 nn_status nn_optimizer_set_group_lr(nn_optimizer *opt, int group, float lr);

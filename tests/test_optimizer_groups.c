@@ -131,3 +131,64 @@ TEST(recorded_step_refuses_to_replay_after_a_group_option_changed) {
     nn_tensor_free(p);
     nn_ctx_free(ctx);
 }
+
+/* SGD over two groups (its own rate, decay and momentum each, group 1's
+ * momentum changed after two steps) against the formulas of nn_optim.h in
+ * double; the refusals that groups bring. */
+TEST(sgd_groups_match_a_double_reference) {
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 1});
+    int64_t shape[1] = {N};
+    float w0[2][N], g[2][N];
+    double w[2][N], v[2][N] = {{0}};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < N; i++) {
+            w0[k][i] = (float)cos(2.0 * i + k) * 1.3f;
+            g[k][i] = (float)sin(5.0 * i + 0.7 * k) * 0.6f;
+            w[k][i] = w0[k][i];
+        }
+    nn_tensor *p[2];
+    for (int k = 0; k < 2; k++) {
+        p[k] = nn_tensor_from_data(ctx, NN_F32, 1, shape, w0[k]);
+        nn_tensor_set_requires_grad(p[k], true);
+    }
+    const nn_param_group groups[2] = {{&p[0], 1, 0.05f, 0.01f, false}, {&p[1], 1, 0.2f, 0.0f, false}};
+    const nn_sgd_options options = {.lr = 0.05f, .momentum = 0.9f, .nesterov = true};
+    nn_optimizer *opt = nn_sgd_new_groups(groups, 2, &options);
+    CHECK_MSG(opt != NULL, "%s", nn_last_error());
+    CHECK(nn_optimizer_set_group_option(opt, 1, "momentum", 0.5f) == NN_OK);
+    const double lr[2] = {0.05f, 0.2f}, decay[2] = {0.01f, 0.0};
+    for (int t = 1; t <= 4; t++) {
+        if (t == 3) CHECK(nn_optimizer_set_group_option(opt, 1, "momentum", 0.7f) == NN_OK);
+        const double momentum[2] = {0.9f, t >= 3 ? 0.7f : 0.5f};
+        nn_tensor *loss = nn_add(nn_sum(nn_mul(p[0], nn_tensor_from_data(ctx, NN_F32, 1, shape, g[0]))),
+                                 nn_sum(nn_mul(p[1], nn_tensor_from_data(ctx, NN_F32, 1, shape, g[1]))));
+        CHECK(nn_optimizer_zero_grad(opt) == NN_OK && nn_backward(loss) == NN_OK);
+        CHECK(nn_optimizer_step(opt) == NN_OK);
+        CHECK(nn_ctx_step_end(ctx) == NN_OK);
+        for (int k = 0; k < 2; k++) {
+            float got[N];
+            CHECK(nn_tensor_read(p[k], got, sizeof got) == NN_OK);
+            for (int i = 0; i < N; i++) {
+                double grad = g[k][i] + decay[k] * w[k][i];
+                v[k][i] = momentum[k] * v[k][i] + grad;
+                w[k][i] -= lr[k] * (grad + momentum[k] * v[k][i]); /* nesterov */
+                CHECK_MSG(fabs(got[i] - w[k][i]) <= 3e-6 * fmax(1.0, fabs(w[k][i])), "group %d step %d element %d: "
+                          "%g vs %g", k, t, i, got[i], w[k][i]);
+            }
+        }
+    }
+    CHECK(nn_sgd_set_max_grad_norm(opt, 1.0f) == NN_ERR_ARGUMENT);
+    CHECK(strstr(nn_last_error(), "max_grad_norm takes one group") != NULL);
+    CHECK(nn_optimizer_set_group_option(opt, 0, "momentum", 0.0f) == NN_ERR_ARGUMENT); /* nesterov needs some */
+    nn_optimizer_free(opt);
+
+    const nn_sgd_options clipped = {.lr = 0.1f, .max_grad_norm = 1.0f};
+    CHECK(nn_sgd_new_groups(groups, 2, &clipped) == NULL && strstr(nn_last_error(), "max_grad_norm takes one group"));
+    nn_optimizer *plain = nn_sgd_new_groups(groups, 2, &(nn_sgd_options){.lr = 0.1f});
+    CHECK_MSG(plain != NULL, "%s", nn_last_error());
+    CHECK(nn_optimizer_set_group_option(plain, 1, "momentum", 0.9f) == NN_ERR_ARGUMENT);
+    CHECK(strstr(nn_last_error(), "made without momentum") != NULL);
+    nn_optimizer_free(plain);
+    for (int k = 0; k < 2; k++) nn_tensor_free(p[k]);
+    nn_ctx_free(ctx);
+}

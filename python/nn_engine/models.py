@@ -28,8 +28,11 @@ def _build(where, c_name, argtypes, args, weights, device, kwargs):
     if kwargs:
         raise TypeError(f"{where}: unexpected arguments {sorted(kwargs)}")
     ctx = _context.default_context() if device is None else _context.context_for(device, where)
-    make = _lib.declare(c_name, c_module_p, [c_ctx_p] + argtypes)
-    return NativeModule(ModuleOwner(check_ptr(make(ctx.ptr, *args), c_name), ctx))
+    build = _lib.declare(c_name, c_module_p, [c_ctx_p] + argtypes)
+
+    def make(context):
+        return check_ptr(build(context.ptr, *args), c_name)
+    return NativeModule(ModuleOwner(make(ctx), ctx), make=make)
 
 
 def resnet18(weights=None, num_classes=1000, device=None, **kwargs):

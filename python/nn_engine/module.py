@@ -32,67 +32,35 @@ def _items(value):
     return None
 
 
-def _own_attributes(module):
-    return [(key, item) for key, item in vars(module).items() if key != "_buffers"]
+def _direct(module, plain=None):
+    """(children, tensors) of a module: the modules and the Tensors in its
+    attributes and in the containers and plain objects they hold (the
+    seed's habit), each named by its path ("blocks.0"), not looking inside
+    the child modules; each object once. The plain objects go into `plain`
+    when given."""
+    children, tensors, seen = [], [], {id(module)}
 
-
-def _walk_modules(value, prefix, seen):
-    """(name, Module) for every module reachable from value, value first
-    when it is one; each object once."""
-    if isinstance(value, Tensor) or _opaque(value) or id(value) in seen:
-        return
-    seen.add(id(value))
-    join = (prefix + ".") if prefix else ""
-    if isinstance(value, Module):
-        yield prefix, value
-        for key, item in _own_attributes(value):
-            yield from _walk_modules(item, join + key, seen)
-        return
-    items = _items(value)
-    if items is not None:
-        for key, item in items:
-            yield from _walk_modules(item, join + key, seen)
-    elif hasattr(value, "__dict__"):  # a plain object holding layers (the seed's habit)
-        for key, item in vars(value).items():
-            yield from _walk_modules(item, join + key, seen)
-
-
-def _walk_parameters(value, prefix, seen, into_modules=True):
-    """(name, Tensor) for every Tensor that requires grad reachable from
-    value (without into_modules, not from the modules under it)."""
-    if isinstance(value, Tensor):
-        if value.alive and value.requires_grad:
-            yield prefix, value
-        return
-    if _opaque(value) or id(value) in seen or (not into_modules and isinstance(value, Module)):
-        return
-    seen.add(id(value))
-    join = (prefix + ".") if prefix else ""
-    if isinstance(value, Module):
-        pairs = _own_attributes(value)
-    else:
-        pairs = _items(value)
-        if pairs is None:
-            pairs = list(vars(value).items()) if hasattr(value, "__dict__") else []
-    for key, item in pairs:
-        yield from _walk_parameters(item, join + key, seen, into_modules)
-
-
-def _children(module):
-    """(name, Module) of the modules directly under `module`: its attributes
-    that are modules, and the modules in its containers (named "blocks.0")."""
-    out = []
-
-    def visit(value, name, depth):
+    def find(value, name):
+        if isinstance(value, Tensor):
+            tensors.append((name, value))
+            return
+        if _opaque(value) or id(value) in seen:
+            return
+        seen.add(id(value))
         if isinstance(value, Module):
-            out.append((name, value))
-        elif depth < 8 and not isinstance(value, Tensor) and not _opaque(value):
-            items = _items(value)
-            for key, item in items or ():
-                visit(item, f"{name}.{key}", depth + 1)
-    for key, item in _own_attributes(module):
-        visit(item, key, 0)
-    return out
+            children.append((name, value))
+            return
+        items = _items(value)
+        if items is None and hasattr(value, "__dict__"):
+            if plain is not None:
+                plain.append(value)
+            items = list(vars(value).items())
+        for key, item in items or ():
+            find(item, f"{name}.{key}")
+    for key, item in vars(module).items():
+        if key != "_buffers":
+            find(item, key)
+    return children, tensors
 
 
 def _as_buffer(value, name):
@@ -184,19 +152,52 @@ class Module:
 
     # ---- the tree ----
 
+    # What each module holds itself: the walks below are built from these
+    # three, which a module kept in C (native.py) answers from the C module.
+
+    def named_children(self):
+        """[(name, Module)] of the modules directly under this one."""
+        return _direct(self)[0]
+
+    def _own_parameters(self):
+        """[(name, Tensor)] of the parameters this module holds itself."""
+        return [(name, t) for name, t in _direct(self)[1] if t.alive and t.requires_grad]
+
+    def _own_buffers(self):
+        return [(name, t) for name, t in self.__dict__.get("_buffers", {}).items() if t is not None]
+
+    def children(self):
+        return [module for _, module in self.named_children()]
+
+    def named_modules(self, memo=None, prefix=""):
+        """[(name, Module)]: this module ('') and every module under it, each once."""
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return []
+        memo.add(id(self))
+        out = [(prefix, self)]
+        for name, child in self.named_children():
+            out += child.named_modules(memo, f"{prefix}.{name}" if prefix else name)
+        return out
+
+    def modules(self):
+        return [module for _, module in self.named_modules()]
+
+    def _members(self, own, prefix, recurse, remove_duplicate=True):
+        """[(dotted name, Tensor)] of own(module) over the modules, module by module (torch's order)."""
+        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        seen, out = set(), []
+        for path, module in modules:
+            for name, tensor in own(module):
+                if not remove_duplicate or id(tensor._h) not in seen:
+                    seen.add(id(tensor._h))
+                    out.append((f"{path}.{name}" if path else name, tensor))
+        return out
+
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
         """[(name, Tensor)] with PyTorch's state_dict names, e.g. 'c1.weight',
-        'blocks.0.bias', in attribute order; a shared parameter appears once."""
-        join = (prefix + ".") if prefix else ""
-        seen_tensors, out = set(), []
-        for key, item in _own_attributes(self):
-            if not recurse and isinstance(item, Module):
-                continue
-            for name, tensor in _walk_parameters(item, join + key, {id(self)}):
-                if not remove_duplicate or id(tensor._h) not in seen_tensors:
-                    seen_tensors.add(id(tensor._h))
-                    out.append((name, tensor))
-        return out
+        'blocks.0.bias', module by module; a shared parameter appears once."""
+        return self._members(lambda m: m._own_parameters(), prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
         """Every trainable Tensor found in the module (see named_parameters)."""
@@ -205,31 +206,10 @@ class Module:
     def named_buffers(self, prefix="", recurse=True):
         """[(name, Tensor)] of this module's buffers and those of the modules
         under it, under dotted names as named_parameters gives."""
-        out, seen = [], set()
-        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
-        for path, module in modules:
-            join = (path + ".") if path else ""
-            for name, tensor in module.__dict__.get("_buffers", {}).items():
-                if tensor is not None and id(tensor._h) not in seen:
-                    seen.add(id(tensor._h))
-                    out.append((join + name, tensor))
-        return out
+        return self._members(lambda m: m._own_buffers(), prefix, recurse)
 
     def buffers(self, recurse=True):
         return [tensor for _, tensor in self.named_buffers(recurse=recurse)]
-
-    def named_children(self):
-        return _children(self)
-
-    def children(self):
-        return [module for _, module in _children(self)]
-
-    def named_modules(self, memo=None, prefix=""):
-        """[(name, Module)]: this module ('') and every module under it."""
-        return list(_walk_modules(self, prefix, set() if memo is None else memo))
-
-    def modules(self):
-        return [module for _, module in self.named_modules()]
 
     def get_submodule(self, target):
         module = self
@@ -257,23 +237,19 @@ class Module:
     # ---- training ----
 
     def train(self, mode=True):
-        """Set `training` on this module and every module (or object with a
-        `training` attribute) under it; returns self."""
+        """Set `training` on this module and every module under it (their
+        train(mode): a module kept in C switches the C module), and on plain
+        objects under it that have a `training` attribute; returns self."""
         if not isinstance(mode, bool):
             raise ValueError(f"train: mode must be a bool, got {type(mode).__name__}")
-        stack, seen = [self], set()
-        while stack:
-            obj = stack.pop()
-            if id(obj) in seen or isinstance(obj, Tensor) or _opaque(obj):
-                continue
-            seen.add(id(obj))
-            items = _items(obj)
-            if items is not None:
-                stack.extend(item for _, item in items)
-            elif hasattr(obj, "__dict__"):
-                if isinstance(obj, Module) or "training" in vars(obj):
-                    object.__setattr__(obj, "training", mode)
-                stack.extend(vars(obj).values())
+        object.__setattr__(self, "training", mode)
+        plain = []
+        children, _ = _direct(self, plain)
+        for _, child in children:
+            child.train(mode)
+        for obj in plain:
+            if "training" in vars(obj):
+                obj.training = mode
         return self
 
     def eval(self):
@@ -297,17 +273,7 @@ class Module:
     def _state(self):
         """[(name, Tensor)] in torch's state_dict order: module by module, its
         own parameters, then its buffers."""
-        state, seen = [], set()
-        for path, module in self.named_modules():
-            join = (path + ".") if path else ""
-            own = [(join + key, tensor) for key, item in _own_attributes(module)
-                   for key, tensor in _walk_parameters(item, key, {id(module)}, into_modules=False)]
-            own += [(join + key, tensor) for key, tensor in module.__dict__.get("_buffers", {}).items()
-                    if tensor is not None]
-            for name, tensor in own:
-                if id(tensor._h) not in seen:
-                    seen.add(id(tensor._h))
-                    state.append((name, tensor))
+        state = self._members(lambda m: m._own_parameters() + m._own_buffers(), "", True)
         names = [name for name, _ in state]
         clash = {name for name in names if names.count(name) > 1}
         if clash:
@@ -358,10 +324,12 @@ class Module:
                              f"not supported (mixed precision: nn_engine.autocast)")
         if device is None:
             return self
-        for _, tensor in self._state():
+        for _, tensor in self._own_parameters() + self._own_buffers():
             moved = tensor.to(device)
             if moved is not tensor:
                 tensor._h = moved._h
+        for child in self.children():  # each moves its own (one kept in C is built again there)
+            child.to(device)
         return self
 
     def cpu(self):

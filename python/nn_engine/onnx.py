@@ -17,8 +17,8 @@ from .tensor import Tensor
 class ImportedModel(NativeModule):
     """A model made from an ONNX file by load(): the graph's inputs in, its one output out."""
 
-    def __init__(self, owner, path):
-        super().__init__(owner)
+    def __init__(self, owner, path, make):
+        super().__init__(owner, make=make)
         object.__setattr__(self, "path", path)
 
     def forward(self, *inputs):
@@ -31,9 +31,6 @@ class ImportedModel(NativeModule):
         else:
             ptr = lib.nn_onnx_run(owner.ptr, PointerArray([x._h for x in xs]), len(xs))
         return Tensor._result(ptr, owner.ctx, "imported ONNX model")
-
-    def named_children(self):
-        return []  # the graph's nodes are not modules
 
     def __repr__(self):
         return f"ImportedModel({self.path!r}, {len(self.named_parameters())} parameters)"
@@ -53,5 +50,8 @@ def load(path, device=None, classes=None):
     path = os.fspath(path)
     ctx = _context.default_context() if device is None else _context.context_for(device, "onnx.load")
     options = OnnxImportOptions(classes=classes or 0)
-    ptr = check_ptr(lib.nn_onnx_import_with(ctx.ptr, os.fsencode(path), ctypes.byref(options)), "nn_onnx_import")
-    return ImportedModel(ModuleOwner(ptr, ctx), path)
+
+    def make(context):  # the file imported on `context` (to() moves the model so)
+        return check_ptr(lib.nn_onnx_import_with(context.ptr, os.fsencode(path), ctypes.byref(options)),
+                         "nn_onnx_import")
+    return ImportedModel(ModuleOwner(make(ctx), ctx), path, make)

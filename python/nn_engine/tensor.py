@@ -613,6 +613,23 @@ class Tensor:
         return f"Tensor(shape={self._shape}, dtype={self._dtype})"
 
 
+def tensor_list(values, where):
+    """A list of the Tensors in `values` (an iterable of them, such as
+    model.parameters(); not one Tensor), or a TypeError naming the first
+    thing that is not one."""
+    if isinstance(values, Tensor):
+        raise TypeError(f"{where}: params must be an iterable of Tensors (e.g. model.parameters()), got a "
+                        f"single Tensor")
+    try:
+        values = list(values)
+    except TypeError:
+        raise TypeError(f"{where}: params must be an iterable of Tensors, got {type(values).__name__}") from None
+    for i, value in enumerate(values):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{where}: parameter {i} is a {type(value).__name__}, not a Tensor")
+    return values
+
+
 def _compared(a, other, op):
     """a `op` other for a Tensor or a number; NotImplemented for anything
     else (so `t == None` and `t in [...]` fall back to identity)."""

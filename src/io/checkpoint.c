@@ -1,6 +1,7 @@
-/* Checkpoints: named tensors in a safetensors file, nothing else; a
- * module's are its state_dict under PyTorch's names, so the file is a plain
- * state_dict for torch (see nn_io.h). */
+/* Checkpoints: named tensors in a safetensors file, nothing else (but
+ * the model info, or a caller's note: nn_save_tensors_meta); a module's are
+ * its state_dict under PyTorch's names, so the file is a plain state_dict
+ * for torch (see nn_io.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,19 @@ nn_status nn_load_tensors(const char *path, int count, nn_tensor *const *tensors
 nn_status nn_save_tensors_info(const char *path, int count, nn_tensor *const *tensors, const char *const *names,
                                const nn_model_info *info) {
     return save_info("nn_save_tensors_info", path, count, tensors, names, info);
+}
+
+nn_status nn_save_tensors_meta(const char *path, int count, nn_tensor *const *tensors, const char *const *names,
+                               const char *key, const char *value) {
+    const char *who = "nn_save_tensors_meta";
+    if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
+    if (!key || !*key || !value) return nn_set_error(NN_ERR_ARGUMENT, "%s: key is NULL or empty, or value is NULL", who);
+    nn_st_binding *b = bindings(who, count, tensors, names);
+    if (!b) return nn_last_status();
+    nn_st_meta meta = {(char *)key, (char *)value};
+    nn_status status = nn_st_save(who, path, b, count, &meta, 1);
+    free(b);
+    return status;
 }
 
 /* save or load over the module's state_dict. */

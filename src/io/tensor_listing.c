@@ -1,33 +1,11 @@
-/* Files of named tensors with a note (include/nn_io.h): what Python's
- * nn_engine.save writes, the tensors of a nested structure with the
- * structure as text in the metadata, and the listing that lets a reader
- * make the tensors before loading them (nn_load_tensors). */
+/* The listing of a safetensors file (include/nn_io.h, nn_list_tensors):
+ * its entries' names, dtypes and shapes and a metadata value, so that a
+ * reader (Python's nn_engine.load) can make the tensors before loading
+ * them with nn_load_tensors. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "safetensors.h"
-
-nn_status nn_save_tensors_meta(const char *path, int count, nn_tensor *const *tensors, const char *const *names,
-                               const char *key, const char *value) {
-    const char *who = "nn_save_tensors_meta";
-    if (!path || !*path) return nn_set_error(NN_ERR_ARGUMENT, "%s: path is NULL or empty", who);
-    if (!key || !*key || !value) return nn_set_error(NN_ERR_ARGUMENT, "%s: key is NULL or empty, or value is NULL", who);
-    if (count < 0 || (count > 0 && (!tensors || !names)))
-        return nn_set_error(NN_ERR_ARGUMENT, "%s: %d tensors, tensors or names NULL", who, count);
-    nn_st_binding *b = calloc((size_t)count + 1, sizeof *b);
-    if (!b) return nn_set_error(NN_ERR_MEMORY, "%s: out of host memory", who);
-    for (int i = 0; i < count; i++) {
-        if (!tensors[i] || !names[i] || !*names[i]) {
-            free(b);
-            return nn_set_error(NN_ERR_ARGUMENT, "%s: tensor %d or its name is NULL or empty", who, i);
-        }
-        b[i] = (nn_st_binding){names[i], tensors[i]};
-    }
-    nn_st_meta meta = {(char *)key, (char *)value};
-    nn_status status = nn_st_save(who, path, b, count, &meta, 1);
-    free(b);
-    return status;
-}
 
 void nn_tensor_listing_free(nn_tensor_listing *listing) {
     if (!listing) return;

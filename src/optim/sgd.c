@@ -39,34 +39,30 @@ static nn_status check_options(const char *fn, const nn_sgd_options *o) {
     return NN_OK;
 }
 
-static nn_status update(sgd *s, nn_tensor *param, nn_tensor *grad, nn_tensor *velocity, int64_t n) {
-    const nn_sgd_options *o = &s->options;
-    nn_sgd_params p = {
-        .n = n, .lr = o->lr /* not read: the kernel takes scalars[0] */,
-        .momentum = s->base.groups[0].option[MOMENTUM],
-        .weight_decay = s->base.groups[0].weight_decay, .clip_value = o->clip_value, .max_grad_norm = o->max_grad_norm,
-        .nesterov = o->nesterov,
-    };
-    nn_buffer_ref args[5] = {nn_tensor_ref(param), nn_tensor_ref(grad), nn_optional_ref(velocity),
-                             nn_tensor_ref(s->base.set.scalars), nn_loss_scaler_skip(&s->base)};
-    return nn_ctx_run(s->base.set.ctx, NN_KERNEL_SGD_UPDATE_DEVICE_LR, args, 5, &p);
-}
-
 /* The momentum buffers: the state SGD keeps with momentum. */
 static nn_flat_state *velocity_of(sgd *s) { return s->base.state_count > 0 ? &s->base.states[0] : NULL; }
 
-static nn_status sgd_step(nn_optimizer *opt, bool flat) {
+/* One run of one group's parameters. The kernel reads the rate from
+ * scalars[0] and, with max_grad_norm (one group only), the squared norm
+ * from scalars[1]: group 0 passes the param set's scalars, another group
+ * its own rate. */
+static nn_status update(nn_optimizer *opt, const nn_optimizer_run *run) {
     sgd *s = (sgd *)opt;
-    nn_param_set *set = &opt->set;
-    const nn_flat_state *velocity = velocity_of(s);
-    if (s->options.max_grad_norm > 0.0f) NN_TRY(nn_param_set_grad_norm_sq(set, flat));
-    if (flat) return update(s, set->flat_params, set->flat_grads, velocity ? velocity->flat : NULL, set->total);
-    for (int i = 0; i < set->count; i++) {
-        nn_tensor *param = set->params[i];
-        if (!param->grad) continue; /* unused in every backward so far, as PyTorch skips it */
-        NN_TRY(update(s, param, param->grad, velocity ? velocity->views[i] : NULL, param->numel));
-    }
-    return NN_OK;
+    const nn_sgd_options *o = &s->options;
+    const nn_optimizer_group *g = &opt->groups[run->group];
+    nn_sgd_params p = {
+        .n = run->n, .lr = g->lr /* not read: the kernel takes scalars[0] */, .momentum = g->option[MOMENTUM],
+        .weight_decay = g->weight_decay, .clip_value = o->clip_value, .max_grad_norm = o->max_grad_norm,
+        .nesterov = o->nesterov,
+    };
+    nn_buffer_ref args[5] = {run->param, run->grad, velocity_of(s) ? run->state[0] : (nn_buffer_ref){0},
+                             run->group == 0 ? nn_tensor_ref(opt->set.scalars) : run->lr, run->skip};
+    return nn_ctx_run(opt->set.ctx, NN_KERNEL_SGD_UPDATE_DEVICE_LR, args, 5, &p);
+}
+
+static nn_status sgd_step(nn_optimizer *opt, bool flat) {
+    if (((sgd *)opt)->options.max_grad_norm > 0.0f) NN_TRY(nn_param_set_grad_norm_sq(&opt->set, flat));
+    return nn_optimizer_for_each_run(opt, flat, update);
 }
 
 /* Informational in a training state: a resumed run may change them. */
@@ -116,22 +112,40 @@ static const nn_optimizer_class kSgd = {.name = "sgd",
                                         .option_count = 1,
                                         .check_option = sgd_check_option};
 
-nn_optimizer *nn_sgd_new(nn_tensor *const *params, int count, const nn_sgd_options *options) {
-    const char *fn = "nn_sgd_new";
+static nn_optimizer *make(const char *fn, const nn_param_group *groups, int count, const nn_sgd_options *options) {
     if (!options) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: options is NULL", fn);
     if (check_options(fn, options)) return NULL;
+    if (count > 1 && options->max_grad_norm > 0.0f)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: max_grad_norm takes one group (%d given): clip the gradients "
+                                             "before the step instead (Python: nn.utils.clip_grad_norm_)", fn, count);
+    for (int g = 0; groups && g < count; g++)
+        if (groups[g].adamw)
+            return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: group %d is marked adamw, which only Muon takes", fn, g);
     sgd *s = calloc(1, sizeof *s);
     if (!s) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory", fn);
     s->options = *options;
-    nn_status st = nn_optimizer_init(&s->base, &kSgd, fn, params, count, options->lr);
+    nn_status st = nn_optimizer_init_groups(&s->base, &kSgd, fn, groups, count);
     if (st == NN_OK && options->momentum > 0.0f) st = nn_optimizer_add_state(&s->base, "momentum_buffer");
     if (st != NN_OK) {
         nn_optimizer_free(&s->base);
         return NULL;
     }
-    s->base.groups[0].weight_decay = options->weight_decay;
+    s->options.lr = s->base.lr;
     nn_optimizer_init_options(&s->base, &options->momentum);
     return &s->base;
+}
+
+nn_optimizer *nn_sgd_new(nn_tensor *const *params, int count, const nn_sgd_options *options) {
+    const char *fn = "nn_sgd_new";
+    if (!options) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: options is NULL", fn);
+    if (!params) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: need at least one parameter, got %d (params is NULL)", fn,
+                                     count);
+    const nn_param_group group = {params, count, options->lr, options->weight_decay, false};
+    return make(fn, &group, 1, options);
+}
+
+nn_optimizer *nn_sgd_new_groups(const nn_param_group *groups, int count, const nn_sgd_options *options) {
+    return make("nn_sgd_new_groups", groups, count, options);
 }
 
 /* Setters validate the changed options as a whole before applying them. */
@@ -143,6 +157,9 @@ nn_optimizer *nn_sgd_new(nn_tensor *const *params, int count, const nn_sgd_optio
         nn_sgd_options changed = s->options;                                                       \
         changed.field = value;                                                                     \
         NN_TRY(check_options(#function, &changed));                                                \
+        if (changed.max_grad_norm > 0.0f && opt->group_count > 1)                                  \
+            return nn_set_error(NN_ERR_ARGUMENT, #function ": max_grad_norm takes one group (%d here)", \
+                                opt->group_count);                                                 \
         s->options = changed;                                                                      \
         return NN_OK;                                                                              \
     }

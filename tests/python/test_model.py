@@ -40,16 +40,16 @@ class Tiny(Model):
 def test_parameters_are_found_in_nested_attributes_lists_and_dicts():
     model = Nested()
     names = [name for name, _ in model.named_parameters()]
-    assert names == [
+    assert names == [  # torch's order: the model's own first, then module by module
+        "scale",
         "stem.weight", "stem.bias",
         "blocks.0.conv.weight", "blocks.0.conv.bias",
         "blocks.1.conv.weight", "blocks.1.conv.bias",
         "heads.a.weight", "heads.a.bias", "heads.b.0.weight", "heads.b.0.bias",
         "inner.fc.weight", "inner.fc.bias",
-        "scale",
     ]
     params = model.parameters()
-    assert params[0] is model.stem.w and params[2] is model.blocks[0].conv.filters
+    assert params[1] is model.stem.w and params[3] is model.blocks[0].conv.filters
     nn.SGD(params, lr=0.1)  # no duplicates: the C optimizer refuses those
 
 

@@ -72,3 +72,72 @@ def test_a_zoo_model_trains_with_capture_as_eagerly(tmp_path):
     session = ort.InferenceSession(str(tmp_path / "resnet.onnx"), providers=["CPUExecutionProvider"])
     got = session.run(None, {session.get_inputs()[0].name: x})[0]
     np.testing.assert_allclose(got, out, rtol=1e-4, atol=1e-5)
+
+
+def test_a_zoo_model_moves_between_devices_with_its_state():
+    if not any(d.backend == "vulkan" and d.usable for d in ne.devices()):
+        pytest.skip("no Vulkan device")
+    model = ne.models.resnet18_cifar(in_channels=1, num_classes=3, device="cpu").eval()
+    x = np.random.default_rng(6).standard_normal((2, 1, 8, 8)).astype(np.float32)
+    before = model(ne.tensor(x, device="cpu")).numpy()
+    assert model.to("vulkan") is model and model.parameters()[0].device == "vulkan"
+    assert not model.training
+    np.testing.assert_allclose(model(ne.tensor(x, device="vulkan")).numpy(), before, rtol=1e-4, atol=1e-5)
+    model.to("cpu")
+    np.testing.assert_allclose(model(ne.tensor(x, device="cpu")).numpy(), before, rtol=1e-4, atol=1e-5)
+
+
+def test_a_python_module_holds_a_zoo_model_as_a_child():
+    class Classifier(ne.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = ne.models.resnet18_cifar(in_channels=1, num_classes=8)
+            self.head = ne.nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.head(ne.nn.functional.relu(self.backbone(x)))
+
+    model = Classifier()
+    names = [n for n, _ in model.named_parameters()]
+    assert names[0] == "backbone.conv1.weight" and names[-2:] == ["head.weight", "head.bias"]
+    assert len(names) == len(model.backbone.parameters()) + 2
+    assert "backbone.layer4.1.bn2.running_var" in model.state_dict()
+    assert [n for n, _ in model.named_children()] == ["backbone", "head"]
+    assert "(backbone): ResNet(" in repr(model)
+    model.eval()
+    assert not model.backbone.training and not model.backbone.get_submodule("layer1.0.bn1").training
+    x = ne.tensor(np.random.default_rng(8).standard_normal((2, 1, 8, 8)).astype(np.float32))
+    loss = ne.sum(model(x))
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters())
+
+
+def test_a_python_module_with_a_zoo_child_moves_as_a_whole():
+    if not any(d.backend == "vulkan" and d.usable for d in ne.devices()):
+        pytest.skip("no Vulkan device")
+
+    class Wrapped(ne.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = ne.models.resnet18_cifar(in_channels=1, num_classes=3)
+            self.scale = ne.nn.Parameter(np.full(3, 2.0, np.float32))
+
+        def forward(self, x):
+            return self.backbone(x) * self.scale
+
+    model = Wrapped().to("cpu").eval()
+    x = np.random.default_rng(9).standard_normal((2, 1, 8, 8)).astype(np.float32)
+    before = model(ne.tensor(x, device="cpu")).numpy()
+    model.to("vulkan")
+    assert {p.device for p in model.parameters()} == {"vulkan"}
+    np.testing.assert_allclose(model(ne.tensor(x, device="vulkan")).numpy(), before, rtol=1e-4, atol=1e-5)
+
+
+def test_a_zoo_models_children_are_attributes_and_cannot_be_replaced():
+    model = ne.models.resnet18_cifar(in_channels=1, num_classes=5)
+    assert model.fc.weight.shape == (5, 512)
+    assert [n for n, _ in model.layer1.named_children()] == ["0", "1"]
+    with pytest.raises(TypeError, match="cannot change"):
+        model.fc = ne.nn.Linear(512, 3)
+    with pytest.raises(AttributeError):
+        model.no_such_child

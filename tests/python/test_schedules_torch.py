@@ -117,7 +117,8 @@ def test_one_cycle_cycles_momentum_into_the_update_as_torch(kind):
         opt_ours.step(), opt_theirs.step()
         sched_ours.step(), sched_theirs.step()
         assert opt_ours.param_groups[0][key] == opt_theirs.param_groups[0][key]
-        np.testing.assert_allclose(ours.weight.numpy(), theirs.weight.detach().numpy(), rtol=2e-5, atol=2e-6,
+        # float32 sums in another order on a GPU: 2e-4; a momentum that missed the update: 1e-3 and more
+        np.testing.assert_allclose(ours.weight.numpy(), theirs.weight.detach().numpy(), rtol=2e-4, atol=1e-5,
                                    err_msg=f"step {step}")
 
 

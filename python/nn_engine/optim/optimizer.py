@@ -9,7 +9,7 @@ import numpy as np
 from .. import _context, _lib
 from .._errors import check, check_ptr
 from .._lib import c_optimizer_p, c_tensor_p, lib
-from ..tensor import Tensor
+from ..tensor import Tensor, tensor_list
 
 _state_count = _lib.declare("nn_optimizer_state_count", ctypes.c_int, [c_optimizer_p])
 _state_name = _lib.declare("nn_optimizer_state_name", ctypes.c_char_p, [c_optimizer_p, ctypes.c_int])
@@ -22,21 +22,6 @@ def _number(value, name, owner):
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
         raise TypeError(f"{owner}: {name} must be a number, got {type(value).__name__}")
     return float(value)
-
-
-def _tensors(params, owner):
-    if isinstance(params, Tensor):
-        raise TypeError(f"{owner}: params must be an iterable of Tensors (e.g. "
-                        "model.parameters()), got a single Tensor")
-    try:
-        params = list(params)
-    except TypeError:
-        raise TypeError(f"{owner}: params must be an iterable of Tensors, got "
-                        f"{type(params).__name__}") from None
-    for i, p in enumerate(params):
-        if not isinstance(p, Tensor):
-            raise TypeError(f"{owner}: parameter {i} is a {type(p).__name__}, not a Tensor")
-    return params
 
 
 class Optimizer:
@@ -73,7 +58,7 @@ class Optimizer:
 
     # ---- state_dict: torch's layout, {"state": {index: {name: Tensor}}, "param_groups": [...]} ----
 
-    def _state_tensors(self):
+    def _statetensor_list(self):
         """[(param index, state name, Tensor)] of the C optimizer's state
         (exp_avg, step, momentum_buffer, ...), borrowed."""
         from .._context import BORROWED, Handle
@@ -96,7 +81,7 @@ class Optimizer:
         "param_groups" lists each group's options with its parameters'
         indices. nn_engine.save writes it; load_state_dict takes it back."""
         state = {}
-        for i, name, tensor in self._state_tensors():
+        for i, name, tensor in self._statetensor_list():
             state.setdefault(i, {})[name] = tensor.detach()
         return {"state": state, "param_groups": self._groups_for_state()}
 
@@ -115,7 +100,7 @@ class Optimizer:
                              f"{[len(g.get('params', ())) for g in groups]} parameters, this optimizer's "
                              f"{[len(g['params']) for g in mine]}")
         saved, uploads = state_dict["state"], []
-        for i, name, tensor in self._state_tensors():
+        for i, name, tensor in self._statetensor_list():
             value = saved.get(i, saved.get(str(i), {})).get(name)
             if value is None:
                 raise KeyError(f"{owner}.load_state_dict: parameter {i} has no saved {name!r}")
@@ -171,7 +156,7 @@ def _param_groups(params, owner, defaults):
         tensors = [tensors] if isinstance(tensors, Tensor) else tensors
         full = dict(defaults)
         full.update(group)
-        full["params"] = _tensors(tensors, f"{owner} group {g}")
+        full["params"] = tensor_list(tensors, f"{owner} group {g}")
         groups.append(full)
     return groups
 

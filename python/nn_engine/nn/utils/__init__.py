@@ -11,20 +11,12 @@ from ..._errors import check
 from ..._lib import lib
 from ...rearrange import cat
 from ...reductions import amax
-from ...tensor import Tensor
+from ...tensor import Tensor, tensor_list
 
 
 def _gradients(parameters, fn):
-    if isinstance(parameters, Tensor):
-        parameters = [parameters]
-    try:
-        parameters = list(parameters)
-    except TypeError:
-        raise TypeError(f"{fn}: parameters must be a Tensor or an iterable of Tensors, got "
-                        f"{type(parameters).__name__}") from None
-    for i, p in enumerate(parameters):
-        if not isinstance(p, Tensor):
-            raise TypeError(f"{fn}: parameter {i} is a {type(p).__name__}, not a Tensor")
+    """The gradients of a Tensor or of an iterable of them (those that have one)."""
+    parameters = tensor_list([parameters] if isinstance(parameters, Tensor) else parameters, fn)
     return [g for g in (p.grad for p in parameters) if g is not None]
 
 
