@@ -131,8 +131,9 @@ nn_tensor *nn_optimizer_group_lr_tensor(nn_optimizer *opt, int group);
 
 /* A group's options by PyTorch's names, as torch's param_groups hold them:
  * "lr", "weight_decay" and the optimizer's own that may differ per group
- * (Adam, AdamW: "beta1", "beta2", "eps"); each group starts with the
- * options given at creation. Set between steps, as a scheduler cycling
+ * (Adam, AdamW: "beta1", "beta2", "eps"; SGD: "momentum"; RMSprop:
+ * "alpha", "eps", "momentum"; Lion: "beta1", "beta2"; Muon: none); each
+ * group starts with the options given at creation. Set between steps, as a scheduler cycling
  * momentum does. The update kernels take every option but lr as a
  * constant, so a captured step recorded before such a change refuses to
  * replay (nn_replay names it): record the step again, or leave it eager. */

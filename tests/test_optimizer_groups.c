@@ -192,3 +192,31 @@ TEST(sgd_groups_match_a_double_reference) {
     for (int k = 0; k < 2; k++) nn_tensor_free(p[k]);
     nn_ctx_free(ctx);
 }
+
+/* RMSprop's and Lion's own per-group options by name, and their refusals
+ * (their updates against torch: tests/python/test_save_and_optimizer_state.py). */
+TEST(rmsprop_and_lion_group_options) {
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 1});
+    const int64_t shape[1] = {N};
+    nn_tensor *p = nn_tensor_new(ctx, NN_F32, 1, shape);
+    nn_tensor_set_requires_grad(p, true);
+    nn_optimizer *rms = nn_rmsprop_new(&p, 1, &(nn_rmsprop_options){.lr = 0.01f, .alpha = 0.99f, .eps = 1e-8f});
+    CHECK_MSG(rms != NULL, "%s", nn_last_error());
+    float value = 0;
+    CHECK(nn_optimizer_option_count(rms) == 5 && !strcmp(nn_optimizer_option_name(rms, 4), "momentum"));
+    CHECK(nn_optimizer_set_group_option(rms, 0, "alpha", 0.9f) == NN_OK);
+    CHECK(nn_optimizer_group_option(rms, 0, "alpha", &value) == NN_OK && value == 0.9f);
+    CHECK(nn_optimizer_set_group_option(rms, 0, "alpha", 1.5f) == NN_ERR_ARGUMENT);
+    CHECK(nn_optimizer_set_group_option(rms, 0, "momentum", 0.5f) == NN_ERR_ARGUMENT);
+    CHECK(strstr(nn_last_error(), "made without momentum") != NULL);
+    nn_optimizer_free(rms);
+    nn_optimizer *lion = nn_lion_new(&p, 1, &(nn_lion_options){.lr = 1e-4f, .beta1 = 0.9f, .beta2 = 0.99f});
+    CHECK_MSG(lion != NULL, "%s", nn_last_error());
+    CHECK(nn_optimizer_set_group_option(lion, 0, "beta1", 0.85f) == NN_OK);
+    CHECK(nn_optimizer_group_option(lion, 0, "beta1", &value) == NN_OK && value == 0.85f);
+    CHECK(nn_optimizer_set_group_option(lion, 0, "beta2", -0.1f) == NN_ERR_ARGUMENT);
+    CHECK(nn_optimizer_set_group_option(lion, 0, "eps", 0.1f) == NN_ERR_ARGUMENT);
+    nn_optimizer_free(lion);
+    nn_tensor_free(p);
+    nn_ctx_free(ctx);
+}

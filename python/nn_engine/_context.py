@@ -51,7 +51,7 @@ class Context:
         self.type = self.device_name.split(" ", 1)[0].split(":", 1)[0]
         self.generation = 0
         self.tracked = weakref.WeakSet()  # OWNED handles end_batch() frees
-        self.step_results = weakref.WeakSet()  # this step's STEP handles Python still holds
+        self.step_results = []  # weak references to this step's STEP handles (cheaper than a WeakSet)
         _contexts.add(self)
 
     @property
@@ -64,7 +64,7 @@ class Context:
             for handle in list(self.tracked):
                 handle.release()
             self.tracked = weakref.WeakSet()
-            self.step_results = weakref.WeakSet()
+            self.step_results = []
             check(lib.nn_ctx_step_end(self.ptr), "nn_ctx_step_end")
             self.generation += 1
 
@@ -74,12 +74,14 @@ class Context:
         the rest of the step's tensors and its tape are freed. Tracked inputs
         stay until end_batch() or garbage collection."""
         with _lib.LOCK:
-            for handle in list(self.step_results):
-                if handle.ptr is not None and handle.kind == STEP and handle.generation == self.generation:
+            for ref in self.step_results:
+                handle = ref()
+                if handle is not None and handle.ptr is not None and handle.kind == STEP \
+                        and handle.generation == self.generation:
                     check(lib.nn_tensor_persist(handle.ptr), "nn_tensor_persist")
                     handle.kind = OWNED
             _lib.note_step_end()
-            self.step_results = weakref.WeakSet()
+            self.step_results = []
             check(lib.nn_ctx_step_end(self.ptr), "nn_ctx_step_end")
             self.generation += 1
 
@@ -109,7 +111,7 @@ class Handle(_lib.Deferred):
             alive = kind != STEP or _lib.last_results_alive()
             self.generation = ctx.generation if alive else -1
             if kind == STEP and alive:
-                ctx.step_results.add(self)
+                ctx.step_results.append(weakref.ref(self))
 
     def valid(self):
         if self.ptr is None:

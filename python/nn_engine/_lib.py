@@ -9,6 +9,11 @@ import os
 import sys
 import threading
 
+# The C structs' mirrors, generated from the headers (scripts/ctypes_structs.py).
+from ._structs import (AdamOptions, Conv2dParams, CtxOptions, Dataset, DeviceInfo, LionOptions,  # noqa: F401
+                       ModelInfo, MuonOptions, OnnxImportOptions, OnnxOptions, ParamGroup, RmspropOptions,
+                       SgdOptions, StepOptions)
+
 c_tensor_p = ctypes.c_void_p  # nn_tensor * (opaque)
 c_ctx_p = ctypes.c_void_p     # nn_ctx *
 c_optimizer_p = ctypes.c_void_p  # nn_optimizer *
@@ -30,147 +35,7 @@ NN_STEP_REPLAY = 2
 # nn_step_fn: nn_status (*)(void *user)
 StepFn = ctypes.CFUNCTYPE(c_status, ctypes.c_void_p)
 
-
-class DeviceInfo(ctypes.Structure):
-    """struct nn_device_info (include/nn_devices.h)."""
-    _fields_ = [
-        ("backend", ctypes.c_char * 16),
-        ("index", ctypes.c_int),
-        ("name", ctypes.c_char * 128),
-        ("kind", ctypes.c_char * 32),
-        ("detail", ctypes.c_char * 192),
-        ("usable", ctypes.c_bool),
-        ("reason", ctypes.c_char * 256),
-    ]
-
-
-class CtxOptions(ctypes.Structure):
-    """struct nn_ctx_options (include/nn_context.h)."""
-    _fields_ = [
-        ("device", ctypes.c_char_p),
-        ("threads", ctypes.c_int),
-        ("seed", ctypes.c_uint64),
-    ]
-
-
-class SgdOptions(ctypes.Structure):
-    """struct nn_sgd_options (include/nn_optim.h)."""
-    _fields_ = [
-        ("lr", ctypes.c_float),
-        ("momentum", ctypes.c_float),
-        ("weight_decay", ctypes.c_float),
-        ("nesterov", ctypes.c_bool),
-        ("clip_value", ctypes.c_float),
-        ("max_grad_norm", ctypes.c_float),
-    ]
-
-
-class ParamGroup(ctypes.Structure):
-    """struct nn_param_group (include/nn_optim.h)."""
-    _fields_ = [
-        ("params", ctypes.POINTER(c_tensor_p)),
-        ("count", ctypes.c_int),
-        ("lr", ctypes.c_float),
-        ("weight_decay", ctypes.c_float),
-        ("adamw", ctypes.c_bool),
-    ]
-
-
-class AdamOptions(ctypes.Structure):
-    """struct nn_adam_options (include/nn_optim.h)."""
-    _fields_ = [(name, ctypes.c_float) for name in ("lr", "beta1", "beta2", "eps", "weight_decay")] + [
-        ("amsgrad", ctypes.c_bool), ("maximize", ctypes.c_bool)]
-
-
-class RmspropOptions(ctypes.Structure):
-    """struct nn_rmsprop_options (include/nn_optim.h)."""
-    _fields_ = [(name, ctypes.c_float) for name in ("lr", "alpha", "eps", "weight_decay", "momentum")] + [
-        ("centered", ctypes.c_bool), ("maximize", ctypes.c_bool)]
-
-
-class LionOptions(ctypes.Structure):
-    """struct nn_lion_options (include/nn_optim.h)."""
-    _fields_ = [(name, ctypes.c_float) for name in ("lr", "beta1", "beta2", "weight_decay")] + [
-        ("maximize", ctypes.c_bool)]
-
-
-class MuonOptions(ctypes.Structure):
-    """struct nn_muon_options (include/nn_optim.h)."""
-    _fields_ = [("lr", ctypes.c_float), ("momentum", ctypes.c_float), ("nesterov", ctypes.c_bool),
-                ("ns_steps", ctypes.c_int)] + [
-        (name, ctypes.c_float) for name in ("weight_decay", "adamw_lr", "adamw_beta1", "adamw_beta2", "adamw_eps",
-                                            "adamw_weight_decay")]
-
-
-class StepOptions(ctypes.Structure):
-    """struct nn_step_options (include/nn_step.h)."""
-    _fields_ = [
-        ("warmup", ctypes.c_int),
-        ("eager", ctypes.c_bool),
-    ]
-
-
-NN_MODEL_INFO_MAX_CHANNELS = 8
-
-
-class ModelInfo(ctypes.Structure):
-    """struct nn_model_info (include/nn_io.h): the normalisation and class
-    names a checkpoint carries."""
-    _fields_ = [
-        ("channels", ctypes.c_int),
-        ("mean", ctypes.c_float * NN_MODEL_INFO_MAX_CHANNELS),
-        ("std", ctypes.c_float * NN_MODEL_INFO_MAX_CHANNELS),
-        ("class_count", ctypes.c_int),
-        ("class_names", ctypes.POINTER(ctypes.c_char_p)),
-    ]
-
-
-class OnnxOptions(ctypes.Structure):
-    """struct nn_onnx_options (include/nn_io.h, native ONNX export)."""
-    _fields_ = [
-        ("graph_name", ctypes.c_char_p),
-        ("opset", ctypes.c_int),
-        ("static_batch", ctypes.c_bool),
-        ("n_names", ctypes.c_int),
-        ("named_tensors", ctypes.POINTER(c_tensor_p)),
-        ("names", ctypes.POINTER(ctypes.c_char_p)),
-        ("info", ctypes.POINTER(ModelInfo)),
-    ]
-
-
-class OnnxImportOptions(ctypes.Structure):
-    """nn_onnx_import_options (nn_io.h): fine-tuning's new classifier size."""
-    _fields_ = [("classes", ctypes.c_int)]
-
-
-class Dataset(ctypes.Structure):
-    """struct nn_dataset (include/nn_data.h)."""
-    _fields_ = [
-        ("count", ctypes.c_int64),
-        ("channels", ctypes.c_int),
-        ("height", ctypes.c_int),
-        ("width", ctypes.c_int),
-        ("classes", ctypes.c_int),
-        ("pixels", ctypes.POINTER(ctypes.c_uint8)),
-        ("labels", ctypes.POINTER(ctypes.c_int32)),
-        ("class_names", ctypes.POINTER(ctypes.c_char_p)),
-        ("skipped", ctypes.c_int64),
-        ("first_skipped", ctypes.c_char * 512),
-        ("skipped_entries", ctypes.c_char * 512),
-    ]
-
-
-class Conv2dParams(ctypes.Structure):
-    """struct nn_conv2d_params (include/nn_ops.h)."""
-    _fields_ = [
-        ("stride_h", ctypes.c_int),
-        ("stride_w", ctypes.c_int),
-        ("pad_h", ctypes.c_int),
-        ("pad_w", ctypes.c_int),
-        ("dilation_h", ctypes.c_int),
-        ("dilation_w", ctypes.c_int),
-        ("groups", ctypes.c_int),
-    ]
+NN_MODEL_INFO_MAX_CHANNELS = 8  # include/nn_io.h
 
 
 # name: (restype, [argtypes]). Optional symbols may be missing from a build.

@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import NN_MAX_DIMS, lib
+from ._structs import ConvTranspose2dParams, Pool2dParams
 from .tensor import Tensor, as_host_array
 
 _INT_MAX = 2**31 - 1
@@ -489,15 +490,11 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     ptr = _group_norm(px, groups, _optional(weight, "group_norm", "weight"), _optional(bias, "group_norm", "bias"),
                       _float(eps, "group_norm", "eps"))
     return _same_shape(ptr, input, "nn_group_norm")
+
+
 # ---- 2-D pooling with PyTorch's arguments ----
 
-class _Pool2dParams(ctypes.Structure):
-    """nn_pool2d_params (nn_ops.h)."""
-    _fields_ = [(name, ctypes.c_int) for name in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_h",
-                                                  "pad_w", "dilation_h", "dilation_w")] + [("ceil_mode", ctypes.c_bool)]
-
-
-_c_pool2d_params_p = ctypes.POINTER(_Pool2dParams)
+_c_pool2d_params_p = ctypes.POINTER(Pool2dParams)
 _maxpool2d_window = _lib.declare("nn_maxpool2d_window", _lib.c_tensor_p, [_lib.c_tensor_p, _c_pool2d_params_p])
 _avgpool2d = _lib.declare("nn_avgpool2d", _lib.c_tensor_p,
                           [_lib.c_tensor_p, _c_pool2d_params_p, ctypes.c_bool, ctypes.c_int])
@@ -522,7 +519,7 @@ def _window(fn, kernel_size, stride, padding, dilation, ceil_mode):
     sh, sw = (kh, kw) if stride is None or stride == [] or stride == () else _pair(stride, fn, "stride", 1)
     ph, pw = _pair(padding, fn, "padding", 0)
     dh, dw = _pair(dilation, fn, "dilation", 1)
-    return _Pool2dParams(kh, kw, sh, sw, ph, pw, dh, dw, bool(ceil_mode))
+    return Pool2dParams(kh, kw, sh, sw, ph, pw, dh, dw, bool(ceil_mode))
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
@@ -796,15 +793,9 @@ _slice = _lib.declare("nn_slice", _lib.c_tensor_p, [_lib.c_tensor_p, ctypes.c_in
                                                     ctypes.c_int64])
 
 
-class _ConvTranspose2dParams(ctypes.Structure):
-    """nn_conv_transpose2d_params (nn_ops.h)."""
-    _fields_ = [(name, ctypes.c_int) for name in ("stride_h", "stride_w", "pad_h", "pad_w", "output_pad_h",
-                                                  "output_pad_w", "dilation_h", "dilation_w", "groups")]
-
-
 _conv_transpose2d = _lib.declare("nn_conv_transpose2d", _lib.c_tensor_p,
                                  [_lib.c_tensor_p, _lib.c_tensor_p, _lib.c_tensor_p,
-                                  ctypes.POINTER(_ConvTranspose2dParams)])
+                                  ctypes.POINTER(ConvTranspose2dParams)])
 _interpolate = _lib.declare("nn_interpolate", _lib.c_tensor_p,
                             [_lib.c_tensor_p, ctypes.c_int, ctypes.c_int, ctypes.c_double, ctypes.c_double,
                              ctypes.c_int, ctypes.c_bool])
@@ -821,7 +812,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     oph, opw = _pair(output_padding, "conv_transpose2d", "output_padding", 0)
     dh, dw = _pair(dilation, "conv_transpose2d", "dilation", 1)
     g = _int(groups, "conv_transpose2d", "groups", 1)
-    params = _ConvTranspose2dParams(sh, sw, ph, pw_, oph, opw, dh, dw, g)
+    params = ConvTranspose2dParams(sh, sw, ph, pw_, oph, opw, dh, dw, g)
     return _result(_conv_transpose2d(px, pw, pb, ctypes.byref(params)), input, "nn_conv_transpose2d")
 
 

@@ -21,52 +21,13 @@ import numpy as np
 
 from ._errors import check, check_ptr
 from ._lib import c_status, lib
+from ._structs import Batch as _Batch
+from ._structs import ImageIndex as _Index
+from ._structs import LoaderOptions as _Options
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 CROPS = {"none": 0, "random-resized": 1, "center": 2}  # enum nn_crop_mode
-
-
-class _Index(ctypes.Structure):
-    """struct nn_image_index."""
-    _fields_ = [
-        ("count", ctypes.c_int64),
-        ("classes", ctypes.c_int),
-        ("class_names", ctypes.POINTER(ctypes.c_char_p)),
-        ("paths", ctypes.POINTER(ctypes.c_char_p)),
-        ("labels", ctypes.POINTER(ctypes.c_int32)),
-        ("skipped", ctypes.c_int64),
-        ("first_skipped", ctypes.c_char * 512),
-        ("skipped_entries", ctypes.c_char * 512),
-    ]
-
-
-class _Options(ctypes.Structure):
-    """struct nn_loader_options."""
-    _fields_ = [
-        ("channels", ctypes.c_int),
-        ("height", ctypes.c_int),
-        ("width", ctypes.c_int),
-        ("batch", ctypes.c_int64),
-        ("threads", ctypes.c_int),
-        ("prefetch", ctypes.c_int),
-        ("seed", ctypes.c_uint64),
-        ("shuffle", ctypes.c_bool),
-        ("flip", ctypes.c_bool),
-        ("crop", ctypes.c_int),
-        ("mean", ctypes.c_float * 3),
-        ("std", ctypes.c_float * 3),
-    ]
-
-
-class _Batch(ctypes.Structure):
-    """struct nn_batch."""
-    _fields_ = [
-        ("images", ctypes.POINTER(ctypes.c_float)),
-        ("labels", ctypes.POINTER(ctypes.c_int32)),
-        ("count", ctypes.c_int64),
-        ("first", ctypes.c_int64),
-    ]
 
 
 _index_p = ctypes.POINTER(_Index)

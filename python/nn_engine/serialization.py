@@ -14,23 +14,18 @@ import numpy as np
 from . import _context, _lib
 from ._errors import check
 from ._lib import NN_F32, NN_MAX_DIMS, lib
+from ._structs import TensorListing
 from .paths import check_writable
 from .tensor import Tensor
 
 _STRUCTURE_KEY = b"nn_engine.structure"
 
 
-class _Listing(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_int), ("names", ctypes.POINTER(ctypes.c_char_p)),
-                ("dtypes", ctypes.POINTER(ctypes.c_int)), ("ndims", ctypes.POINTER(ctypes.c_int)),
-                ("shapes", ctypes.POINTER(ctypes.c_int64)), ("value", ctypes.c_char_p)]
-
-
 _save_meta = _lib.declare("nn_save_tensors_meta", ctypes.c_int,
                           [ctypes.c_char_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p,
                            ctypes.c_char_p])
-_list = _lib.declare("nn_list_tensors", ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(_Listing)])
-_listing_free = _lib.declare("nn_tensor_listing_free", None, [ctypes.POINTER(_Listing)])
+_list = _lib.declare("nn_list_tensors", ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(TensorListing)])
+_listing_free = _lib.declare("nn_tensor_listing_free", None, [ctypes.POINTER(TensorListing)])
 
 
 def _path(f, where):
@@ -117,7 +112,7 @@ def load(f, map_location=None, weights_only=None):
     nothing but data is ever read."""
     path = _path(f, "load")
     ctx = _context.default_context() if map_location is None else _context.context_for(map_location, "load")
-    listing = _Listing()
+    listing = TensorListing()
     try:
         check(_list(os.fsencode(path), _STRUCTURE_KEY, ctypes.byref(listing)), "nn_list_tensors")
         if listing.value is None:

@@ -602,6 +602,23 @@ class Tensor:
                                f"(shape {self._shape}): use .any(), .all() or a comparison's .sum()")
         return bool(self.item())
 
+    # a one-element tensor in Python's numbers' places: float(loss), f"{loss:.4f}", range(n)
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype != np.int32:
+            raise TypeError("only an integer tensor of one element can be used as an index")
+        return int(self.item())
+
+    def __format__(self, spec):
+        if spec and self.numel() == 1:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
     def __getitem__(self, index):
         from .rearrange import getitem
         return getitem(self, index)

@@ -4,6 +4,10 @@
 
 #include "optimizer.h"
 
+/* Each group's own (nn_optimizer_set_group_option), in this order. */
+enum { BETA1, BETA2 };
+static const nn_optimizer_option_spec kOptions[] = {{"beta1", 0.0f, 1.0f, false}, {"beta2", 0.0f, 1.0f, false}};
+
 typedef struct lion {
     nn_optimizer base; /* first: an nn_optimizer * is a lion * */
     nn_lion_options options;
@@ -17,8 +21,9 @@ static nn_status check_options(const char *fn, const nn_lion_options *o) {
 
 static nn_status lion_update(nn_optimizer *opt, const nn_optimizer_run *run) {
     const lion *l = (const lion *)opt;
-    const nn_lion_params p = {.n = run->n, .beta1 = l->options.beta1, .beta2 = l->options.beta2,
-                              .weight_decay = opt->groups[run->group].weight_decay, .maximize = l->options.maximize};
+    const nn_optimizer_group *g = &opt->groups[run->group];
+    const nn_lion_params p = {.n = run->n, .beta1 = g->option[BETA1], .beta2 = g->option[BETA2],
+                              .weight_decay = g->weight_decay, .maximize = l->options.maximize};
     nn_buffer_ref args[5] = {run->param, run->grad, run->state[0], run->lr, run->skip};
     return nn_ctx_run(opt->set.ctx, NN_KERNEL_LION_UPDATE, args, 5, &p);
 }
@@ -29,8 +34,8 @@ static nn_status lion_step(nn_optimizer *opt, bool flat) { return nn_optimizer_f
 static int lion_describe(const nn_optimizer *opt, nn_optimizer_option *out, int capacity) {
     const nn_lion_options *o = &((const lion *)opt)->options;
     const nn_optimizer_number numbers[] = {{"lr", opt->lr},
-                                           {"beta1", o->beta1},
-                                           {"beta2", o->beta2},
+                                           {"beta1", opt->groups[0].option[BETA1]},
+                                           {"beta2", opt->groups[0].option[BETA2]},
                                            {"weight_decay", opt->groups[0].weight_decay},
                                            {"maximize", o->maximize}};
     return nn_optimizer_describe_numbers(out, capacity, numbers, sizeof numbers / sizeof numbers[0]);
@@ -38,8 +43,12 @@ static int lion_describe(const nn_optimizer *opt, nn_optimizer_option *out, int 
 
 static void lion_lr_changed(nn_optimizer *opt) { ((lion *)opt)->options.lr = opt->lr; }
 
-static const nn_optimizer_class kLion = {
-    .name = "lion", .step = lion_step, .describe = lion_describe, .lr_changed = lion_lr_changed};
+static const nn_optimizer_class kLion = {.name = "lion",
+                                         .step = lion_step,
+                                         .describe = lion_describe,
+                                         .lr_changed = lion_lr_changed,
+                                         .option_specs = kOptions,
+                                         .option_count = sizeof kOptions / sizeof kOptions[0]};
 
 static nn_optimizer *make(const char *fn, const nn_param_group *groups, int count, const nn_lion_options *options) {
     if (!options) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: options is NULL", fn);
@@ -57,6 +66,8 @@ static nn_optimizer *make(const char *fn, const nn_param_group *groups, int coun
         return NULL;
     }
     l->options.lr = l->base.lr;
+    const float group_options[] = {[BETA1] = options->beta1, [BETA2] = options->beta2};
+    nn_optimizer_init_options(&l->base, group_options);
     return &l->base;
 }
 

@@ -1,9 +1,15 @@
 /* RMSprop (include/nn_optim.h) behind the optimizer interface: the
  * RMSPROP_UPDATE kernel over each group's run of the flat buffers. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
 #include "optimizer.h"
+
+/* Each group's own (nn_optimizer_set_group_option), in this order. */
+enum { ALPHA, EPS, MOMENTUM };
+static const nn_optimizer_option_spec kOptions[] = {
+    {"alpha", 0.0f, 1.0f, false}, {"eps", 0.0f, FLT_MAX, false}, {"momentum", 0.0f, FLT_MAX, false}};
 
 typedef struct rmsprop {
     nn_optimizer base; /* first: an nn_optimizer * is an rmsprop * */
@@ -27,10 +33,10 @@ static nn_buffer_ref state_or_none(const nn_optimizer_run *run, int state) {
 
 static nn_status rmsprop_update(nn_optimizer *opt, const nn_optimizer_run *run) {
     const rmsprop *r = (const rmsprop *)opt;
-    const nn_rmsprop_params p = {.n = run->n, .alpha = r->options.alpha, .eps = r->options.eps,
-                                 .weight_decay = opt->groups[run->group].weight_decay,
-                                 .momentum = r->options.momentum, .centered = r->options.centered,
-                                 .maximize = r->options.maximize};
+    const nn_optimizer_group *g = &opt->groups[run->group];
+    const nn_rmsprop_params p = {.n = run->n, .alpha = g->option[ALPHA], .eps = g->option[EPS],
+                                 .weight_decay = g->weight_decay, .momentum = g->option[MOMENTUM],
+                                 .centered = r->options.centered, .maximize = r->options.maximize};
     nn_buffer_ref args[7] = {run->param, run->grad, run->state[0], state_or_none(run, r->momentum_state),
                              state_or_none(run, r->grad_avg_state), run->lr, run->skip};
     return nn_ctx_run(opt->set.ctx, NN_KERNEL_RMSPROP_UPDATE, args, 7, &p);
@@ -43,17 +49,32 @@ static nn_status rmsprop_step(nn_optimizer *opt, bool flat) {
 /* Informational in a training state: group 0's settings. */
 static int rmsprop_describe(const nn_optimizer *opt, nn_optimizer_option *out, int capacity) {
     const nn_rmsprop_options *o = &((const rmsprop *)opt)->options;
+    const float *g = opt->groups[0].option;
     const nn_optimizer_number numbers[] = {
-        {"lr", opt->lr},           {"alpha", o->alpha},       {"eps", o->eps},
-        {"weight_decay", opt->groups[0].weight_decay}, {"momentum", o->momentum},
+        {"lr", opt->lr},           {"alpha", g[ALPHA]},       {"eps", g[EPS]},
+        {"weight_decay", opt->groups[0].weight_decay}, {"momentum", g[MOMENTUM]},
         {"centered", o->centered}, {"maximize", o->maximize}};
     return nn_optimizer_describe_numbers(out, capacity, numbers, sizeof numbers / sizeof numbers[0]);
 }
 
 static void rmsprop_lr_changed(nn_optimizer *opt) { ((rmsprop *)opt)->options.lr = opt->lr; }
 
-static const nn_optimizer_class kRmsprop = {
-    .name = "rmsprop", .step = rmsprop_step, .describe = rmsprop_describe, .lr_changed = rmsprop_lr_changed};
+/* Momentum needs its buffers, made only when the optimizer starts with momentum. */
+static nn_status rmsprop_check_option(const nn_optimizer *opt, int group, int option, float value) {
+    (void)group;
+    if (option == MOMENTUM && value > 0.0f && ((const rmsprop *)opt)->momentum_state < 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_set_group_option: this RMSprop was made without momentum "
+                                             "(it keeps no momentum buffers); make it with momentum > 0");
+    return NN_OK;
+}
+
+static const nn_optimizer_class kRmsprop = {.name = "rmsprop",
+                                            .step = rmsprop_step,
+                                            .describe = rmsprop_describe,
+                                            .lr_changed = rmsprop_lr_changed,
+                                            .option_specs = kOptions,
+                                            .option_count = sizeof kOptions / sizeof kOptions[0],
+                                            .check_option = rmsprop_check_option};
 
 static nn_status add_state(rmsprop *r, const char *name, int *index) {
     *index = r->base.state_count;
@@ -80,6 +101,8 @@ static nn_optimizer *make(const char *fn, const nn_param_group *groups, int coun
         return NULL;
     }
     r->options.lr = r->base.lr;
+    const float group_options[] = {[ALPHA] = options->alpha, [EPS] = options->eps, [MOMENTUM] = options->momentum};
+    nn_optimizer_init_options(&r->base, group_options);
     return &r->base;
 }
 

@@ -113,3 +113,14 @@ def test_a_model_with_comparisons_and_casts_exports_to_onnxruntime(tmp_path):
     session = ort.InferenceSession(str(tmp_path / "gated.onnx"), providers=["CPUExecutionProvider"])
     got = session.run(None, {session.get_inputs()[0].name: x})[0]
     np.testing.assert_allclose(got, model(ne.tensor(x)).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_one_element_tensors_stand_in_for_numbers():
+    loss, count = ne.tensor(np.array([0.123456], np.float32)), ne.tensor(np.array([3]))
+    t_loss, t_count = torch.tensor(0.123456), torch.tensor(3)
+    assert f"{loss:.4f}" == f"{t_loss:.4f}" and float(loss) == pytest.approx(float(t_loss))
+    assert int(count) == int(t_count) and list(range(count)) == [0, 1, 2]
+    with pytest.raises(TypeError, match="integer tensor"):
+        range(loss)
+    with pytest.raises(ValueError):
+        float(ne.tensor(np.zeros(2, np.float32)))

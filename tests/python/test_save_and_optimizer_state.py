@@ -171,3 +171,31 @@ def test_sgd_groups_follow_torchs(nesterov):
         np.testing.assert_allclose(ours.weight.numpy(), theirs.weight.detach().numpy(), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(ours.bias.numpy(), theirs.bias.detach().numpy(), rtol=1e-4, atol=1e-5)
     assert [len(g["params"]) for g in opt_ours.state_dict()["param_groups"]] == [1, 1]
+
+
+def test_rmsprop_group_options_follow_torchs():
+    """RMSprop groups of their own alpha, eps and momentum, changed between steps."""
+    rng = np.random.default_rng(13)
+    w0, b0 = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    ours, theirs = nn.Linear(4, 3), torch.nn.Linear(4, 3)
+    ours.weight.upload(w0), ours.bias.upload(b0)
+    theirs.weight.data, theirs.bias.data = torch.from_numpy(w0.copy()), torch.from_numpy(b0.copy())
+
+    def groups(m):
+        return [{"params": [m.weight], "momentum": 0.9, "alpha": 0.9},
+                {"params": [m.bias], "eps": 1e-3}]
+    opt_ours = ne.optim.RMSprop(groups(ours), lr=0.01, weight_decay=1e-3)
+    opt_theirs = torch.optim.RMSprop(groups(theirs), lr=0.01, weight_decay=1e-3)
+    for step in range(6):
+        if step == 3:
+            for opt in (opt_ours, opt_theirs):
+                opt.param_groups[0]["momentum"] = 0.5
+                opt.param_groups[1]["alpha"] = 0.8
+        loss_ours = ne.sum(ne.mul(ours(ne.tensor(x)), ours(ne.tensor(x))))
+        loss_theirs = (theirs(torch.from_numpy(x)) ** 2).sum()
+        opt_ours.zero_grad(), opt_theirs.zero_grad()
+        loss_ours.backward(), loss_theirs.backward()
+        opt_ours.step(), opt_theirs.step()
+        np.testing.assert_allclose(ours.weight.numpy(), theirs.weight.detach().numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(ours.bias.numpy(), theirs.bias.detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -79,10 +79,10 @@ def test_bad_arguments_raise_naming_them():
         lr_scheduler.CosineAnnealingLR(opt, T_max=-3)
     with pytest.raises(ValueError, match="anneal_strategy"):
         lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10, anneal_strategy="square", cycle_momentum=False)
-    with pytest.raises(ValueError, match="cycle_momentum"):  # Lion's betas are fixed at creation
-        lion = nn.Lion(nn.Linear(2, 2).parameters())
-        lr_scheduler.OneCycleLR(lion, max_lr=1.0, total_steps=10)
-        lion.step()
+    with pytest.raises(ValueError, match="cycle_momentum"):  # Muon's momentum is fixed at creation
+        muon = nn.Muon(nn.Linear(2, 2).parameters())
+        lr_scheduler.OneCycleLR(muon, max_lr=1.0, total_steps=10)
+        muon.step()
     with pytest.raises(ValueError, match="milestones"):
         lr_scheduler.SequentialLR(opt, [lr_scheduler.ExponentialLR(opt, 0.9)], milestones=[3])
     with pytest.raises(TypeError, match="not an Optimizer"):

@@ -1,4 +1,6 @@
-"""Every ctypes mirror of a C struct in the package has the C struct's size
+"""The ctypes mirrors of the C structs (python/nn_engine/_structs.py) are
+generated from the headers by scripts/ctypes_structs.py: the file must be
+what the script writes now, and every mirror must have the C struct's size
 and field offsets. A mirror that falls behind its header (a field added in
 C only) lets the library write past the memory Python gave it, which shows
 up much later as heap corruption; this test names the struct instead. The
@@ -9,11 +11,12 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
 import nn_engine
-from nn_engine import _lib, functional, image_loader
+from nn_engine import _structs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -23,7 +26,7 @@ def mirrors():
     """(C type name, ctypes class) for every Structure whose docstring names
     its C struct ("struct nn_dataset (...)" or "nn_pool2d_params (...)")."""
     found = {}
-    for module in (_lib, functional, image_loader):
+    for module in (_structs,):
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if not issubclass(cls, ctypes.Structure) or cls.__module__ != module.__name__:
                 continue
@@ -60,3 +63,10 @@ def test_every_mirror_matches_its_c_struct(tmp_path):
             f"{cls.__name__} is {ctypes.sizeof(cls)} bytes, {name} {c_side[(name, 'size')]}: a field is missing"
         for field in cls._fields_:
             assert getattr(cls, field[0]).offset == c_side[(name, field[0])], f"{name}.{field[0]}: offset differs"
+
+
+def test_the_mirrors_are_what_the_headers_generate():
+    """A header changed without rerunning scripts/ctypes_structs.py fails here."""
+    run = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "ctypes_structs.py"), "--check"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

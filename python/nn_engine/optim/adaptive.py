@@ -59,12 +59,16 @@ class RMSprop(_GroupOptimizer):
         defaults = {"lr": lr, "alpha": alpha, "eps": eps, "weight_decay": weight_decay, "momentum": momentum,
                     "centered": bool(centered), "maximize": bool(maximize)}
         groups = _param_groups(params, "RMSprop", defaults)
+        most = max(_number(g["momentum"], "momentum", "RMSprop") for g in groups)  # buffers made when > 0
         options = _lib.RmspropOptions(*[_number(v, n, "RMSprop") for v, n in (
-            (lr, "lr"), (alpha, "alpha"), (eps, "eps"), (weight_decay, "weight_decay"), (momentum, "momentum"))],
+            (lr, "lr"), (alpha, "alpha"), (eps, "eps"), (weight_decay, "weight_decay"), (most, "momentum"))],
             bool(centered), bool(maximize))
         super().__init__(groups, lib.nn_rmsprop_new_groups, options, defaults)
 
-    _shared = ("alpha", "eps", "momentum", "centered", "maximize")
+    _shared = ("centered", "maximize")
+
+    def _c_options(self, group):
+        return dict(super()._c_options(group), alpha=group["alpha"], eps=group["eps"], momentum=group["momentum"])
 
 
 class Lion(_GroupOptimizer):
@@ -79,7 +83,11 @@ class Lion(_GroupOptimizer):
                                    _number(weight_decay, "weight_decay", "Lion"), bool(maximize))
         super().__init__(groups, lib.nn_lion_new_groups, options, defaults)
 
-    _shared = ("betas", "maximize")
+    _shared = ("maximize",)
+
+    def _c_options(self, group):
+        beta1, beta2 = _betas(group["betas"], "Lion")
+        return dict(super()._c_options(group), beta1=beta1, beta2=beta2)
 
 
 class Muon(_GroupOptimizer):

@@ -1,0 +1,255 @@
+"""The ctypes mirrors of the public C structs the package passes to the
+library. Generated from include/*.h by scripts/ctypes_structs.py: do not
+edit; run the script after changing a header."""
+import ctypes
+
+
+class DeviceInfo(ctypes.Structure):
+    """nn_device_info (include/nn_devices.h)."""
+    _fields_ = [
+        ("backend", ctypes.c_char * 16),
+        ("index", ctypes.c_int),
+        ("name", ctypes.c_char * 128),
+        ("kind", ctypes.c_char * 32),
+        ("detail", ctypes.c_char * 192),
+        ("usable", ctypes.c_bool),
+        ("reason", ctypes.c_char * 256),
+    ]
+
+
+class CtxOptions(ctypes.Structure):
+    """nn_ctx_options (include/nn_context.h)."""
+    _fields_ = [
+        ("device", ctypes.c_char_p),
+        ("threads", ctypes.c_int),
+        ("seed", ctypes.c_uint64),
+    ]
+
+
+class SgdOptions(ctypes.Structure):
+    """nn_sgd_options (include/nn_optim.h)."""
+    _fields_ = [
+        ("lr", ctypes.c_float),
+        ("momentum", ctypes.c_float),
+        ("weight_decay", ctypes.c_float),
+        ("nesterov", ctypes.c_bool),
+        ("clip_value", ctypes.c_float),
+        ("max_grad_norm", ctypes.c_float),
+    ]
+
+
+class ParamGroup(ctypes.Structure):
+    """nn_param_group (include/nn_optim.h)."""
+    _fields_ = [
+        ("params", ctypes.POINTER(ctypes.c_void_p)),
+        ("count", ctypes.c_int),
+        ("lr", ctypes.c_float),
+        ("weight_decay", ctypes.c_float),
+        ("adamw", ctypes.c_bool),
+    ]
+
+
+class AdamOptions(ctypes.Structure):
+    """nn_adam_options (include/nn_optim.h)."""
+    _fields_ = [
+        ("lr", ctypes.c_float),
+        ("beta1", ctypes.c_float),
+        ("beta2", ctypes.c_float),
+        ("eps", ctypes.c_float),
+        ("weight_decay", ctypes.c_float),
+        ("amsgrad", ctypes.c_bool),
+        ("maximize", ctypes.c_bool),
+    ]
+
+
+class RmspropOptions(ctypes.Structure):
+    """nn_rmsprop_options (include/nn_optim.h)."""
+    _fields_ = [
+        ("lr", ctypes.c_float),
+        ("alpha", ctypes.c_float),
+        ("eps", ctypes.c_float),
+        ("weight_decay", ctypes.c_float),
+        ("momentum", ctypes.c_float),
+        ("centered", ctypes.c_bool),
+        ("maximize", ctypes.c_bool),
+    ]
+
+
+class LionOptions(ctypes.Structure):
+    """nn_lion_options (include/nn_optim.h)."""
+    _fields_ = [
+        ("lr", ctypes.c_float),
+        ("beta1", ctypes.c_float),
+        ("beta2", ctypes.c_float),
+        ("weight_decay", ctypes.c_float),
+        ("maximize", ctypes.c_bool),
+    ]
+
+
+class MuonOptions(ctypes.Structure):
+    """nn_muon_options (include/nn_optim.h)."""
+    _fields_ = [
+        ("lr", ctypes.c_float),
+        ("momentum", ctypes.c_float),
+        ("nesterov", ctypes.c_bool),
+        ("ns_steps", ctypes.c_int),
+        ("weight_decay", ctypes.c_float),
+        ("adamw_lr", ctypes.c_float),
+        ("adamw_beta1", ctypes.c_float),
+        ("adamw_beta2", ctypes.c_float),
+        ("adamw_eps", ctypes.c_float),
+        ("adamw_weight_decay", ctypes.c_float),
+    ]
+
+
+class StepOptions(ctypes.Structure):
+    """nn_step_options (include/nn_step.h)."""
+    _fields_ = [
+        ("warmup", ctypes.c_int),
+        ("eager", ctypes.c_bool),
+    ]
+
+
+class ModelInfo(ctypes.Structure):
+    """nn_model_info (include/nn_io.h)."""
+    _fields_ = [
+        ("channels", ctypes.c_int),
+        ("mean", ctypes.c_float * 8),
+        ("std", ctypes.c_float * 8),
+        ("class_count", ctypes.c_int),
+        ("class_names", ctypes.POINTER(ctypes.c_char_p)),
+    ]
+
+
+class OnnxOptions(ctypes.Structure):
+    """nn_onnx_options (include/nn_io.h)."""
+    _fields_ = [
+        ("graph_name", ctypes.c_char_p),
+        ("opset", ctypes.c_int),
+        ("static_batch", ctypes.c_bool),
+        ("n_names", ctypes.c_int),
+        ("named_tensors", ctypes.POINTER(ctypes.c_void_p)),
+        ("names", ctypes.POINTER(ctypes.c_char_p)),
+        ("info", ctypes.POINTER(ModelInfo)),
+    ]
+
+
+class OnnxImportOptions(ctypes.Structure):
+    """nn_onnx_import_options (include/nn_io.h)."""
+    _fields_ = [
+        ("classes", ctypes.c_int),
+    ]
+
+
+class TensorListing(ctypes.Structure):
+    """nn_tensor_listing (include/nn_io.h)."""
+    _fields_ = [
+        ("count", ctypes.c_int),
+        ("names", ctypes.POINTER(ctypes.c_char_p)),
+        ("dtypes", ctypes.POINTER(ctypes.c_int)),
+        ("ndims", ctypes.POINTER(ctypes.c_int)),
+        ("shapes", ctypes.POINTER(ctypes.c_int64)),
+        ("value", ctypes.c_char_p),
+    ]
+
+
+class Dataset(ctypes.Structure):
+    """nn_dataset (include/nn_data.h)."""
+    _fields_ = [
+        ("count", ctypes.c_int64),
+        ("channels", ctypes.c_int),
+        ("height", ctypes.c_int),
+        ("width", ctypes.c_int),
+        ("classes", ctypes.c_int),
+        ("pixels", ctypes.POINTER(ctypes.c_uint8)),
+        ("labels", ctypes.POINTER(ctypes.c_int32)),
+        ("class_names", ctypes.POINTER(ctypes.c_char_p)),
+        ("skipped", ctypes.c_int64),
+        ("first_skipped", ctypes.c_char * 512),
+        ("skipped_entries", ctypes.c_char * 512),
+    ]
+
+
+class Conv2dParams(ctypes.Structure):
+    """nn_conv2d_params (include/nn_ops.h)."""
+    _fields_ = [
+        ("stride_h", ctypes.c_int),
+        ("stride_w", ctypes.c_int),
+        ("pad_h", ctypes.c_int),
+        ("pad_w", ctypes.c_int),
+        ("dilation_h", ctypes.c_int),
+        ("dilation_w", ctypes.c_int),
+        ("groups", ctypes.c_int),
+    ]
+
+
+class Pool2dParams(ctypes.Structure):
+    """nn_pool2d_params (include/nn_ops.h)."""
+    _fields_ = [
+        ("kernel_h", ctypes.c_int),
+        ("kernel_w", ctypes.c_int),
+        ("stride_h", ctypes.c_int),
+        ("stride_w", ctypes.c_int),
+        ("pad_h", ctypes.c_int),
+        ("pad_w", ctypes.c_int),
+        ("dilation_h", ctypes.c_int),
+        ("dilation_w", ctypes.c_int),
+        ("ceil_mode", ctypes.c_bool),
+    ]
+
+
+class ConvTranspose2dParams(ctypes.Structure):
+    """nn_conv_transpose2d_params (include/nn_ops.h)."""
+    _fields_ = [
+        ("stride_h", ctypes.c_int),
+        ("stride_w", ctypes.c_int),
+        ("pad_h", ctypes.c_int),
+        ("pad_w", ctypes.c_int),
+        ("output_pad_h", ctypes.c_int),
+        ("output_pad_w", ctypes.c_int),
+        ("dilation_h", ctypes.c_int),
+        ("dilation_w", ctypes.c_int),
+        ("groups", ctypes.c_int),
+    ]
+
+
+class ImageIndex(ctypes.Structure):
+    """nn_image_index (include/nn_loader.h)."""
+    _fields_ = [
+        ("count", ctypes.c_int64),
+        ("classes", ctypes.c_int),
+        ("class_names", ctypes.POINTER(ctypes.c_char_p)),
+        ("paths", ctypes.POINTER(ctypes.c_char_p)),
+        ("labels", ctypes.POINTER(ctypes.c_int32)),
+        ("skipped", ctypes.c_int64),
+        ("first_skipped", ctypes.c_char * 512),
+        ("skipped_entries", ctypes.c_char * 512),
+    ]
+
+
+class LoaderOptions(ctypes.Structure):
+    """nn_loader_options (include/nn_loader.h)."""
+    _fields_ = [
+        ("channels", ctypes.c_int),
+        ("height", ctypes.c_int),
+        ("width", ctypes.c_int),
+        ("batch", ctypes.c_int64),
+        ("threads", ctypes.c_int),
+        ("prefetch", ctypes.c_int),
+        ("seed", ctypes.c_uint64),
+        ("shuffle", ctypes.c_bool),
+        ("flip", ctypes.c_bool),
+        ("crop", ctypes.c_int),
+        ("mean", ctypes.c_float * 3),
+        ("std", ctypes.c_float * 3),
+    ]
+
+
+class Batch(ctypes.Structure):
+    """nn_batch (include/nn_loader.h)."""
+    _fields_ = [
+        ("images", ctypes.POINTER(ctypes.c_float)),
+        ("labels", ctypes.POINTER(ctypes.c_int32)),
+        ("count", ctypes.c_int64),
+        ("first", ctypes.c_int64),
+    ]
