@@ -78,7 +78,7 @@ class Small(nn.Model):
         self.fc = nn.Linear(4 * 5 * 7, 3)
 
     def forward(self, x):
-        return self.fc(nn.flatten(nn.relu(self.conv(x))))
+        return self.fc(nn.flatten(nn.relu(self.conv(x)), 1))
 
 
 def test_three_channel_normalisation_in_python_export_matches_numpy(tmp_path):
