@@ -104,26 +104,23 @@ def test_resuming_from_saved_states_continues_exactly(kind, tmp_path):
             {"state": {}, "param_groups": [{"params": [0]}]})
 
 
-def test_param_group_options_reach_the_update_as_torchs():
-    """AdamW groups with their own betas and eps, and a group's weight decay
-    and beta1 changed between steps: the weights follow torch's."""
-    rng = np.random.default_rng(9)
-    w0, b0 = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
-    x = rng.standard_normal((7, 3)).astype(np.float32)
-    ours, theirs = nn.Linear(3, 4), torch.nn.Linear(3, 4)
+def in_lock_step(seed, shape, make, groups, change_at, change):
+    """A Linear layer of ours and torch's, the same weights, trained 6 steps
+    by make(groups(layer), module) (nn_engine.optim or torch.optim);
+    change(optimizer) edits the param_groups before step change_at. The
+    weights must follow torch's after every step. Returns our layer and
+    optimizer."""
+    rng = np.random.default_rng(seed)
+    out, inp = shape
+    w0, b0 = rng.standard_normal((out, inp)).astype(np.float32), rng.standard_normal(out).astype(np.float32)
+    x = rng.standard_normal((7, inp)).astype(np.float32)
+    ours, theirs = nn.Linear(inp, out), torch.nn.Linear(inp, out)
     ours.weight.upload(w0), ours.bias.upload(b0)
     theirs.weight.data, theirs.bias.data = torch.from_numpy(w0.copy()), torch.from_numpy(b0.copy())
-
-    def groups(m):
-        return [{"params": [m.weight], "betas": (0.7, 0.9), "weight_decay": 0.2},
-                {"params": [m.bias], "eps": 1e-3, "weight_decay": 0.0}]
-    opt_ours = ne.optim.AdamW(groups(ours), lr=0.05)
-    opt_theirs = torch.optim.AdamW(groups(theirs), lr=0.05)
+    opt_ours, opt_theirs = make(groups(ours), ne.optim), make(groups(theirs), torch.optim)
     for step in range(6):
-        if step == 3:
-            for opt in (opt_ours, opt_theirs):
-                opt.param_groups[0]["weight_decay"] = 0.01
-                opt.param_groups[1]["betas"] = (0.5, 0.99)
+        if step == change_at:
+            change(opt_ours), change(opt_theirs)
         loss_ours = ne.sum(ne.mul(ours(ne.tensor(x)), ours(ne.tensor(x))))
         loss_theirs = (theirs(torch.from_numpy(x)) ** 2).sum()
         opt_ours.zero_grad(), opt_theirs.zero_grad()
@@ -132,6 +129,19 @@ def test_param_group_options_reach_the_update_as_torchs():
         # float32 sums in another order on a GPU: 1e-4; a changed option moves the weights by 1e-2
         np.testing.assert_allclose(ours.weight.numpy(), theirs.weight.detach().numpy(), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(ours.bias.numpy(), theirs.bias.detach().numpy(), rtol=1e-4, atol=1e-5)
+    return ours, opt_ours
+
+
+def test_param_group_options_reach_the_update_as_torchs():
+    """AdamW groups with their own betas and eps, and a group's weight decay
+    and beta1 changed between steps: the weights follow torch's."""
+    def change(opt):
+        opt.param_groups[0]["weight_decay"] = 0.01
+        opt.param_groups[1]["betas"] = (0.5, 0.99)
+    ours, opt_ours = in_lock_step(
+        9, (4, 3), lambda g, m: m.AdamW(g, lr=0.05),
+        lambda m: [{"params": [m.weight], "betas": (0.7, 0.9), "weight_decay": 0.2},
+                   {"params": [m.bias], "eps": 1e-3, "weight_decay": 0.0}], 3, change)
     assert opt_ours.defaults["betas"] == (0.9, 0.999)
     opt_ours.param_groups[0]["amsgrad"] = True
     with pytest.raises(ValueError, match="amsgrad is fixed at creation"):
@@ -146,56 +156,21 @@ def test_param_group_options_reach_the_update_as_torchs():
 def test_sgd_groups_follow_torchs(nesterov):
     """SGD with a decayed group and a bias group of its own rate and momentum,
     the momentum changed between steps: the weights follow torch's."""
-    rng = np.random.default_rng(12)
-    w0, b0 = rng.standard_normal((5, 4)).astype(np.float32), rng.standard_normal(5).astype(np.float32)
-    x = rng.standard_normal((9, 4)).astype(np.float32)
-    ours, theirs = nn.Linear(4, 5), torch.nn.Linear(4, 5)
-    ours.weight.upload(w0), ours.bias.upload(b0)
-    theirs.weight.data, theirs.bias.data = torch.from_numpy(w0.copy()), torch.from_numpy(b0.copy())
-
-    def groups(m):
-        return [{"params": [m.weight], "weight_decay": 5e-3},
-                {"params": [m.bias], "lr": 0.003, "momentum": 0.5, "weight_decay": 0.0}]
-    opt_ours = ne.optim.SGD(groups(ours), lr=0.01, momentum=0.9, nesterov=nesterov)
-    opt_theirs = torch.optim.SGD(groups(theirs), lr=0.01, momentum=0.9, nesterov=nesterov)
-    for step in range(6):
-        if step == 2:
-            for opt in (opt_ours, opt_theirs):
-                opt.param_groups[0]["momentum"] = 0.8
-                opt.param_groups[1]["lr"] = 0.02
-        loss_ours = ne.sum(ne.mul(ours(ne.tensor(x)), ours(ne.tensor(x))))
-        loss_theirs = (theirs(torch.from_numpy(x)) ** 2).sum()
-        opt_ours.zero_grad(), opt_theirs.zero_grad()
-        loss_ours.backward(), loss_theirs.backward()
-        opt_ours.step(), opt_theirs.step()
-        np.testing.assert_allclose(ours.weight.numpy(), theirs.weight.detach().numpy(), rtol=1e-4, atol=1e-5)
-        np.testing.assert_allclose(ours.bias.numpy(), theirs.bias.detach().numpy(), rtol=1e-4, atol=1e-5)
+    def change(opt):
+        opt.param_groups[0]["momentum"] = 0.8
+        opt.param_groups[1]["lr"] = 0.02
+    _, opt_ours = in_lock_step(
+        12, (5, 4), lambda g, m: m.SGD(g, lr=0.01, momentum=0.9, nesterov=nesterov),
+        lambda m: [{"params": [m.weight], "weight_decay": 5e-3},
+                   {"params": [m.bias], "lr": 0.003, "momentum": 0.5, "weight_decay": 0.0}], 2, change)
     assert [len(g["params"]) for g in opt_ours.state_dict()["param_groups"]] == [1, 1]
 
 
 def test_rmsprop_group_options_follow_torchs():
     """RMSprop groups of their own alpha, eps and momentum, changed between steps."""
-    rng = np.random.default_rng(13)
-    w0, b0 = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(3).astype(np.float32)
-    x = rng.standard_normal((5, 4)).astype(np.float32)
-    ours, theirs = nn.Linear(4, 3), torch.nn.Linear(4, 3)
-    ours.weight.upload(w0), ours.bias.upload(b0)
-    theirs.weight.data, theirs.bias.data = torch.from_numpy(w0.copy()), torch.from_numpy(b0.copy())
-
-    def groups(m):
-        return [{"params": [m.weight], "momentum": 0.9, "alpha": 0.9},
-                {"params": [m.bias], "eps": 1e-3}]
-    opt_ours = ne.optim.RMSprop(groups(ours), lr=0.01, weight_decay=1e-3)
-    opt_theirs = torch.optim.RMSprop(groups(theirs), lr=0.01, weight_decay=1e-3)
-    for step in range(6):
-        if step == 3:
-            for opt in (opt_ours, opt_theirs):
-                opt.param_groups[0]["momentum"] = 0.5
-                opt.param_groups[1]["alpha"] = 0.8
-        loss_ours = ne.sum(ne.mul(ours(ne.tensor(x)), ours(ne.tensor(x))))
-        loss_theirs = (theirs(torch.from_numpy(x)) ** 2).sum()
-        opt_ours.zero_grad(), opt_theirs.zero_grad()
-        loss_ours.backward(), loss_theirs.backward()
-        opt_ours.step(), opt_theirs.step()
-        np.testing.assert_allclose(ours.weight.numpy(), theirs.weight.detach().numpy(), rtol=1e-4, atol=1e-5)
-        np.testing.assert_allclose(ours.bias.numpy(), theirs.bias.detach().numpy(), rtol=1e-4, atol=1e-5)
+    def change(opt):
+        opt.param_groups[0]["momentum"] = 0.5
+        opt.param_groups[1]["alpha"] = 0.8
+    in_lock_step(13, (3, 4), lambda g, m: m.RMSprop(g, lr=0.01, weight_decay=1e-3),
+                 lambda m: [{"params": [m.weight], "momentum": 0.9, "alpha": 0.9},
+                            {"params": [m.bias], "eps": 1e-3}], 3, change)
