@@ -72,8 +72,27 @@ typedef struct nn_loss_scale_options {
 nn_status nn_optimizer_enable_loss_scaling(nn_optimizer *opt, const nn_loss_scale_options *options);
 /* loss times the current scale (a step tensor), for nn_backward. */
 nn_tensor *nn_optimizer_scale_loss(nn_optimizer *opt, nn_tensor *loss);
+/* The scale as a one-element float32 device tensor (borrowed; NULL, with
+ * a message, when loss scaling is not enabled). */
+nn_tensor *nn_optimizer_loss_scale_tensor(nn_optimizer *opt);
 /* The scale now and the steps skipped so far (reads the device: a sync). */
 nn_status nn_optimizer_loss_scale_stats(nn_optimizer *opt, float *scale, int64_t *skipped);
+/* Divides the gradients by the scale now rather than in the next
+ * nn_optimizer_step, which then does not again (torch's
+ * GradScaler.unscale_: to clip or read the true gradients between backward
+ * and step). The gradient hooks (data parallelism's average) run first, as
+ * in a step. A second call before the step is refused. */
+nn_status nn_optimizer_unscale_grads(nn_optimizer *opt);
+/* The scaler's whole state: the scale, the good steps in a row since the
+ * scale last moved (torch's growth tracker) and the steps skipped. Get
+ * reads the device (a sync); set writes it (a resumed scaler, or torch's
+ * update(new_scale)): a normal float scale, counts in [0, 2^24). */
+typedef struct nn_loss_scale_state {
+    float scale;
+    int64_t good_steps, skipped_steps;
+} nn_loss_scale_state;
+nn_status nn_optimizer_loss_scale_state(nn_optimizer *opt, nn_loss_scale_state *state);
+nn_status nn_optimizer_set_loss_scale_state(nn_optimizer *opt, const nn_loss_scale_state *state);
 
 /* ---- SGD ----
  * Stochastic gradient descent, with PyTorch's semantics (torch.optim.SGD,

@@ -9,8 +9,8 @@
  *         .kind = NN_SCHEDULE_COSINE, .warmup = 500, .total_steps = 10000});
  *     step:  ... nn_optimizer_step(opt); nn_schedule_step(s); ...
  *
- * With t the counter and base the rate at creation (options.base_lr, or
- * the optimizer's rate when that is 0):
+ * With t the counter and base the group's rate at creation (options.base_lr
+ * scales them: group 0's becomes base_lr; options.group_lrs gives each):
  *   CONSTANT     base
  *   STEP         base * gamma^floor(t / step_size)             (StepLR)
  *   MULTISTEP    base * gamma^(milestones <= t)                 (MultiStepLR)
@@ -20,10 +20,19 @@
  *                (SequentialLR of LinearLR(s, 1, warmup) and CosineAnnealingLR(total - warmup,
  *                eta_min) at milestone warmup; warmup 0 is plain CosineAnnealingLR(total))
  *   ONECYCLE     OneCycleLR(max_lr, total_steps, pct_start, anneal_strategy, div_factor,
- *                final_div_factor, three_phase), base unused; t is held at total_steps.
- *                The momentum is not cycled (cycle_momentum=False).
+ *                final_div_factor, three_phase), base unused (every group's peak is
+ *                max_lr, or its group_lrs entry); t is held at total_steps. With
+ *                cycle_momentum, each step also sets the groups' momentum option
+ *                (Adam's and Lion's beta1, SGD's and RMSprop's momentum) from
+ *                max_momentum to base_momentum and back, on the host: a step
+ *                captured with it is refused at replay (its constants changed).
+ *   LINEAR       base * (s + (e - s) * min(t, total_steps) / total_steps), s = start_factor,
+ *                e = end_factor                                 (LinearLR, total_iters = total_steps)
+ * nn_schedule_sequential joins schedules as torch's SequentialLR: the k-th
+ * runs from milestone k-1 with its own t starting at 0.
  * The CPU computes in double and rounds once to float; Vulkan computes in
- * float. The counter is what a training state saves (nn_io.h). */
+ * float; nn_schedule_rate gives the double. The counter is what a training
+ * state saves (nn_io.h). */
 #ifndef NN_SCHEDULE_H
 #define NN_SCHEDULE_H
 
@@ -41,7 +50,8 @@ typedef enum nn_schedule_kind {
     NN_SCHEDULE_MULTISTEP = 2,
     NN_SCHEDULE_EXPONENTIAL = 3,
     NN_SCHEDULE_COSINE = 4,
-    NN_SCHEDULE_ONECYCLE = 5
+    NN_SCHEDULE_ONECYCLE = 5,
+    NN_SCHEDULE_LINEAR = 6
 } nn_schedule_kind;
 
 #define NN_SCHEDULE_MAX_MILESTONES 8
@@ -49,13 +59,15 @@ typedef enum nn_schedule_kind {
 typedef struct nn_schedule_options {
     nn_schedule_kind kind;
     double base_lr;      /* 0: the optimizer's rate at creation */
+    const double *group_lrs; /* NULL, or one per parameter group: its base (ONECYCLE: its max_lr) */
     int64_t step_size;   /* STEP: > 0 */
     double gamma;        /* STEP, MULTISTEP, EXPONENTIAL: >= 0 */
-    int64_t milestones[NN_SCHEDULE_MAX_MILESTONES]; /* MULTISTEP: increasing, >= 0 */
+    int64_t milestones[NN_SCHEDULE_MAX_MILESTONES]; /* MULTISTEP: non-decreasing, >= 0 (a repeat counts twice) */
     int milestone_count;
     int64_t warmup;      /* COSINE: linear warm-up steps (0: none) */
     double warmup_start; /* COSINE: the warm-up's first factor s, in [0, 1] */
-    int64_t total_steps; /* COSINE (> warmup), ONECYCLE (> 0) */
+    int64_t total_steps; /* COSINE (> warmup), ONECYCLE, LINEAR (> 0) */
+    double start_factor, end_factor; /* LINEAR: in (0, 1] and [0, 1] */
     double eta_min;      /* COSINE: the final rate */
     double max_lr;       /* ONECYCLE: > 0 */
     double pct_start;    /* ONECYCLE: in [0, 1]; 0 takes torch's 0.3 */
@@ -63,6 +75,8 @@ typedef struct nn_schedule_options {
     double div_factor;       /* ONECYCLE: initial_lr = max_lr / div_factor; 0 takes torch's 25 */
     double final_div_factor; /* ONECYCLE: min_lr = initial_lr / final_div_factor; 0 takes torch's 1e4 */
     bool three_phase;        /* ONECYCLE */
+    bool cycle_momentum;     /* ONECYCLE: cycle the momentum (beta1) too */
+    double base_momentum, max_momentum; /* ONECYCLE: 0 takes torch's 0.85 and 0.95 */
 } nn_schedule_options;
 
 typedef struct nn_schedule nn_schedule;
@@ -71,6 +85,13 @@ typedef struct nn_schedule nn_schedule;
  * NULL (with nn_last_error() naming the option) for invalid options. The
  * schedule borrows opt: free it first. */
 nn_schedule *nn_schedule_new(nn_optimizer *opt, const nn_schedule_options *options);
+/* torch's SequentialLR: parts[0] until milestones[0], then parts[1] from
+ * its own step 0, and so on (count - 1 milestones, increasing, > 0). The
+ * parts are schedules of opt, copied (free them as before); the sequence
+ * has a counter of its own and writes the rate of step 0. Sequences do not
+ * nest. */
+nn_schedule *nn_schedule_sequential(nn_optimizer *opt, nn_schedule *const *parts, int count,
+                                    const int64_t *milestones);
 /* Advances the counter by one and writes the rate of the new step, on the
  * device (recorded in a captured step like any kernel). */
 nn_status nn_schedule_step(nn_schedule *s);
@@ -87,11 +108,20 @@ nn_status nn_schedule_advance(nn_schedule *s);
 nn_status nn_schedule_set_step(nn_schedule *s, int64_t step);
 /* The counter's value (reads it back: waits for the device). */
 nn_status nn_schedule_get_step(nn_schedule *s, int64_t *step);
+/* The rate of `group` at `step` (>= 0), in double, computed on the host
+ * by the formulas the kernels run: what a scheduler reports. NAN (with
+ * nn_last_error()) for a group or step out of range. */
+double nn_schedule_rate(const nn_schedule *s, int group, int64_t step);
+/* The momentum (beta1) a cycling ONECYCLE gives `group` at `step`; NAN
+ * when the schedule cycles none. */
+double nn_schedule_momentum(const nn_schedule *s, int group, int64_t step);
 /* The counter, int32 [1] (borrowed). */
 nn_tensor *nn_schedule_counter(nn_schedule *s);
-/* The options as given, with the defaults filled in. */
+/* The options as given, with the defaults filled in (a sequence: its
+ * first part's; group_lrs is not kept: NULL). */
 const nn_schedule_options *nn_schedule_get_options(const nn_schedule *s);
-/* "constant", "step", "multistep", "exponential", "cosine", "onecycle";
+/* "constant", "step", "multistep", "exponential", "cosine", "onecycle",
+ * "linear";
  * nn_schedule_kind_parse is the inverse (false for an unknown name). */
 const char *nn_schedule_kind_name(nn_schedule_kind kind);
 bool nn_schedule_kind_parse(const char *name, nn_schedule_kind *kind);

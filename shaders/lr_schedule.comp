@@ -1,8 +1,9 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
-// NN_KERNEL_LR_SCHEDULE: counter[0] += delta, then lr[0] = the rate of step
-// counter[0] (include/nn_schedule.h's formulas, in float). One invocation.
+// NN_KERNEL_LR_SCHEDULE: counter[0] += delta, then, for a counter in
+// [start, until), lr[0] = the rate of step counter[0] - start
+// (include/nn_schedule.h's formulas, in float). One invocation.
 layout(local_size_x = 1) in;
 PUSH_CONSTANTS(PUSH_LR_SCHEDULE)
 layout(std430, binding = 0) buffer C { int counter[]; };
@@ -18,17 +19,18 @@ float anneal(float start, float end_, float pct) {
     return end_ + (start - end_) / 2.0 * (cos(PI * pct) + 1.0);
 }
 
-float one_cycle(int t) {
+// torch's OneCycleLR: a to b over the first phase, then b to c (three
+// phases: b to a, then a to c).
+float one_cycle(int t, float a, float b, float c) {
     float step = float(min(t, p.total));
     float last = float(p.total) - 1.0;
-    if (step <= p.phase_end1) return anneal(p.initial_lr, p.max_lr, step / p.phase_end1);
-    if (p.three_phase == 0) return anneal(p.max_lr, p.min_lr, (step - p.phase_end1) / (last - p.phase_end1));
-    if (step <= p.phase_end2)
-        return anneal(p.max_lr, p.initial_lr, (step - p.phase_end1) / (p.phase_end2 - p.phase_end1));
-    return anneal(p.initial_lr, p.min_lr, (step - p.phase_end2) / (last - p.phase_end2));
+    if (step <= p.phase_end1) return anneal(a, b, step / p.phase_end1);
+    if (p.three_phase == 0) return anneal(b, c, (step - p.phase_end1) / (last - p.phase_end1));
+    if (step <= p.phase_end2) return anneal(b, a, (step - p.phase_end1) / (p.phase_end2 - p.phase_end1));
+    return anneal(a, c, (step - p.phase_end2) / (last - p.phase_end2));
 }
 
-// p.kind is nn_schedule_kind: constant, step, multistep, exponential, cosine, onecycle.
+// p.kind is nn_schedule_kind: constant, step, multistep, exponential, cosine, onecycle, linear.
 float rate(int t) {
     switch (p.kind) {
     case 0: return p.base_lr;
@@ -45,12 +47,15 @@ float rate(int t) {
         float c = cos(PI * float(t - p.warmup) / float(p.total - p.warmup));
         return p.eta_min + (p.base_lr - p.eta_min) * (1.0 + c) / 2.0;
     }
-    default: return one_cycle(t);
+    case 5: return one_cycle(t, p.initial_lr, p.max_lr, p.min_lr);
+    default:
+        return p.base_lr * (p.warmup_start + (p.end_factor - p.warmup_start) * float(min(t, p.total)) / float(p.total));
     }
 }
 
 void main() {
     int t = counter[p.off[0]] + p.delta;
     counter[p.off[0]] = t;
-    lr[p.off[1]] = rate(max(t, 0));
+    t = max(t, 0);
+    if (t >= p.start && t < p.until) lr[p.off[1]] = rate(t - p.start);
 }

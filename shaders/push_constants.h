@@ -226,12 +226,12 @@
     F(float, weight_decay) F(int, has_skip)
 /* ---- learning-rate schedules and weight averages ---- */
 /* nn_lr_schedule_params, its rates rounded to float; milestones: the first
- * milestone_count entries */
+ * milestone_count entries (128 bytes: the block is full) */
 #define PUSH_LR_SCHEDULE(F)                                                                                   \
-    F(uint, off[4]) F(int, kind) F(int, delta) F(float, base_lr) F(float, gamma) F(float, eta_min)            \
-    F(float, warmup_start) F(int, step_size) F(int, warmup) F(int, total) F(int, milestone_count)            \
-    F(int, milestones[8]) F(float, initial_lr) F(float, max_lr) F(float, min_lr) F(float, phase_end1)         \
-    F(float, phase_end2) F(int, anneal_linear) F(int, three_phase)
+    F(uint, off[4]) F(int, kind) F(int, delta) F(int, start) F(int, until) F(float, base_lr) F(float, gamma)  \
+    F(float, eta_min) F(float, warmup_start) F(float, end_factor) F(int, step_size) F(int, warmup)            \
+    F(int, total) F(int, milestone_count) F(int, milestones[8]) F(float, initial_lr) F(float, max_lr)         \
+    F(float, min_lr) F(float, phase_end1) F(float, phase_end2) F(int, anneal_linear) F(int, three_phase)
 /* nn_ema_params: mode 0 average, 1 copy, 2 swap */
 #define PUSH_EMA_UPDATE(F) F(uint, off[4]) F(uint, n) F(int, mode) F(float, decay) F(float, weight)
 #define PUSH_LOSS_SCALE(F)                                                                                    \

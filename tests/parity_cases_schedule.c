@@ -1,7 +1,8 @@
 /* The kernel parity test's cases for LR_SCHEDULE and EMA_UPDATE
  * (parity_cases.h): every schedule kind at steps around its turning
  * points (warm-up's end, milestones, one-cycle's phase ends, past the
- * total), advancing and not; the average, copy and swap of odd sizes. */
+ * total), advancing and not, whole and as a sequence's part (a range of
+ * steps); the average, copy and swap of odd sizes. */
 #include <math.h>
 #include <stdint.h>
 
@@ -10,7 +11,8 @@
 #include "parity_harness.h"
 
 static nn_lr_schedule_params schedule_of(int kind) {
-    nn_lr_schedule_params p = {.kind = kind, .base_lr = 0.1, .gamma = 0.5, .step_size = 7, .total = 101};
+    nn_lr_schedule_params p = {.kind = kind, .base_lr = 0.1, .gamma = 0.5, .step_size = 7, .total = 101,
+                               .until = INT32_MAX};
     switch (kind) {
     case NN_SCHEDULE_MULTISTEP:
         p.milestone_count = 3;
@@ -22,6 +24,7 @@ static nn_lr_schedule_params schedule_of(int kind) {
         p.max_lr = 0.4, p.initial_lr = 0.4 / 25.0, p.min_lr = 0.4 / 25.0 / 1e4;
         p.phase_end1 = 0.3 * 101 - 1, p.phase_end2 = 2 * 0.3 * 101 - 2;
         break;
+    case NN_SCHEDULE_LINEAR: p.warmup_start = 0.1, p.end_factor = 0.7, p.total = 29; break;
     default: break;
     }
     return p;
@@ -29,14 +32,18 @@ static nn_lr_schedule_params schedule_of(int kind) {
 
 void parity_lr_schedule_case(nn_backend *o) {
     static const int32_t steps[] = {0, 1, 2, 12, 13, 29, 30, 31, 59, 100, 101, 5000};
-    for (int kind = NN_SCHEDULE_CONSTANT; kind <= NN_SCHEDULE_ONECYCLE; kind++)
-        for (int variant = 0; variant < (kind == NN_SCHEDULE_ONECYCLE ? 4 : 1); variant++)
+    for (int kind = NN_SCHEDULE_CONSTANT; kind <= NN_SCHEDULE_LINEAR; kind++)
+        for (int variant = 0; variant < (kind == NN_SCHEDULE_ONECYCLE ? 4 : 2); variant++)
             for (size_t s = 0; s < sizeof steps / sizeof steps[0]; s++)
                 for (int delta = 0; delta < 2; delta++) {
                     nn_lr_schedule_params p = schedule_of(kind);
                     p.delta = delta;
-                    p.anneal_linear = variant & 1; /* one-cycle: linear or cosine, two or three phases */
-                    p.three_phase = variant >> 1;
+                    if (kind == NN_SCHEDULE_ONECYCLE) {
+                        p.anneal_linear = variant & 1; /* linear or cosine, two or three phases */
+                        p.three_phase = variant >> 1;
+                    } else if (variant == 1) { /* a sequence's part: writes within [start, until) only */
+                        p.start = 12, p.until = 31;
+                    }
                     float *lr = parity_randoms(1, -1, 1);
                     parity_arg a[2] = {arg_exact(&steps[s], 1, 4), arg_near(lr, 1, 8, 2e-6)};
                     parity_check(o, NN_KERNEL_LR_SCHEDULE, a, 2, &p, "kind %d variant %d step %d delta %d", kind,

@@ -146,3 +146,45 @@ TEST(loss_scale_refuses_bad_use) {
     CHECK(nn_optimizer_loss_scale_stats(r.opt, &scale, NULL) == NN_OK && scale == 65536.0f);
     close_run(&r);
 }
+
+/* unscale_grads divides the gradients now (the true gradients, to clip or
+ * read), the step then does not again and equals a plain step; a second
+ * unscale before the step is refused; the state reads and writes whole. */
+TEST(loss_scale_unscales_before_the_step_and_keeps_its_state) {
+    for (int device = 0; device < 2; device++) {
+        if (device && vkt_skipped()) continue;
+        run plain, scaled;
+        if (!open_run(&plain, device, ADAM) || !open_run(&scaled, device, ADAM)) {
+            CHECK_MSG(false, "%s", nn_last_error());
+            return;
+        }
+        CHECK(nn_optimizer_enable_loss_scaling(scaled.opt, &(nn_loss_scale_options){.init_scale = 512.0f}) == NN_OK);
+        for (int i = 0; i < 2; i++) {
+            CHECK(step(&plain, false, 1.0f) == NN_OK);
+            CHECK(nn_optimizer_zero_grad(scaled.opt) == NN_OK);
+            nn_tensor *y = nn_linear(scaled.x, scaled.w, scaled.b);
+            CHECK(nn_backward(nn_optimizer_scale_loss(scaled.opt, nn_sum(nn_mul(y, y)))) == NN_OK);
+            CHECK(nn_optimizer_unscale_grads(scaled.opt) == NN_OK);
+            CHECK(nn_optimizer_unscale_grads(scaled.opt) == NN_ERR_STATE && strstr(nn_last_error(), "already"));
+            float plain_grad[OUT * IN], scaled_grad[OUT * IN];
+            CHECK(nn_tensor_read(nn_tensor_grad(plain.w), plain_grad, sizeof plain_grad) == NN_OK);
+            CHECK(nn_tensor_read(nn_tensor_grad(scaled.w), scaled_grad, sizeof scaled_grad) == NN_OK);
+            CHECK_MSG(memcmp(plain_grad, scaled_grad, sizeof plain_grad) == 0, "step %d: unscaled gradients differ", i);
+            CHECK(nn_optimizer_step(scaled.opt) == NN_OK && nn_ctx_step_end(scaled.ctx) == NN_OK);
+        }
+        uint32_t a[256], b[256];
+        const int n = snapshot(&plain, a);
+        CHECK(snapshot(&scaled, b) == n && memcmp(a, b, sizeof(uint32_t) * (size_t)n) == 0);
+        nn_loss_scale_state state;
+        CHECK(nn_optimizer_loss_scale_state(scaled.opt, &state) == NN_OK);
+        CHECK(state.scale == 512.0f && state.good_steps == 2 && state.skipped_steps == 0);
+        CHECK(nn_optimizer_set_loss_scale_state(scaled.opt, &(nn_loss_scale_state){8.0f, 5, 3}) == NN_OK);
+        CHECK(nn_optimizer_loss_scale_state(scaled.opt, &state) == NN_OK);
+        CHECK(state.scale == 8.0f && state.good_steps == 5 && state.skipped_steps == 3);
+        CHECK(nn_optimizer_set_loss_scale_state(scaled.opt, &(nn_loss_scale_state){0.0f, 0, 0}) == NN_ERR_ARGUMENT &&
+              strstr(nn_last_error(), "scale"));
+        CHECK(nn_optimizer_unscale_grads(plain.opt) == NN_ERR_ARGUMENT && strstr(nn_last_error(), "not enabled"));
+        close_run(&plain);
+        close_run(&scaled);
+    }
+}

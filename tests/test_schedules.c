@@ -31,6 +31,10 @@ static double reference_rate(const nn_schedule_options *o, double base, int64_t 
         if (t < o->warmup) return base * (o->warmup_start + (1 - o->warmup_start) * (double)t / (double)o->warmup);
         return o->eta_min + (base - o->eta_min) *
                                 (1 + cos(M_PI * (double)(t - o->warmup) / (double)(o->total_steps - o->warmup))) / 2;
+    case NN_SCHEDULE_LINEAR: {
+        double held = (double)(t < o->total_steps ? t : o->total_steps);
+        return base * (o->start_factor + (o->end_factor - o->start_factor) * held / (double)o->total_steps);
+    }
     case NN_SCHEDULE_ONECYCLE: {
         double total = (double)o->total_steps, pct = o->pct_start;
         double step = (double)(t < o->total_steps ? t : o->total_steps); /* held at the total */
@@ -75,11 +79,19 @@ static nn_schedule_options schedule_case(int c) {
         o = (nn_schedule_options){.kind = NN_SCHEDULE_ONECYCLE, .max_lr = 0.3, .total_steps = 127,
                                   .anneal_linear = true, .three_phase = true};
         break;
+    case 8:
+        o = (nn_schedule_options){.kind = NN_SCHEDULE_LINEAR, .start_factor = 0.1, .end_factor = 0.9,
+                                  .total_steps = 23};
+        break;
+    case 9: /* a repeated milestone counts twice, as in torch's MultiStepLR */
+        o = (nn_schedule_options){.kind = NN_SCHEDULE_MULTISTEP, .gamma = 0.5, .milestone_count = 3,
+                                  .milestones = {5, 30, 30}};
+        break;
     default: break;
     }
     return o;
 }
-#define SCHEDULE_CASES 8
+#define SCHEDULE_CASES 10
 
 /* One parameter and an SGD over it at lr 0.05. */
 static nn_optimizer *one_param_sgd(nn_ctx *ctx, nn_tensor **param) {
@@ -179,11 +191,15 @@ TEST(schedules_refuse_bad_options_naming_them) {
         {{.kind = 9}, "kind 9"},
         {{.kind = NN_SCHEDULE_STEP, .step_size = 0, .gamma = 0.1}, "step_size"},
         {{.kind = NN_SCHEDULE_EXPONENTIAL, .gamma = -1}, "gamma"},
-        {{.kind = NN_SCHEDULE_MULTISTEP, .gamma = 0.1, .milestone_count = 2, .milestones = {5, 5}}, "milestone 1"},
+        {{.kind = NN_SCHEDULE_MULTISTEP, .gamma = 0.1, .milestone_count = 2, .milestones = {5, 4}}, "milestone 1"},
+        {{.kind = NN_SCHEDULE_LINEAR, .start_factor = 0, .end_factor = 1, .total_steps = 5}, "start_factor"},
+        {{.kind = NN_SCHEDULE_LINEAR, .start_factor = 0.5, .end_factor = 1}, "total_steps"},
+        {{.kind = NN_SCHEDULE_ONECYCLE, .max_lr = 1, .total_steps = 10, .cycle_momentum = true, .max_momentum = 1},
+         "max_momentum"},
         {{.kind = NN_SCHEDULE_COSINE, .warmup = 10, .total_steps = 10}, "warmup"},
         {{.kind = NN_SCHEDULE_COSINE, .total_steps = 10, .warmup_start = 2}, "warmup_start"},
         {{.kind = NN_SCHEDULE_ONECYCLE, .max_lr = 0, .total_steps = 10}, "max_lr"},
-        {{.kind = NN_SCHEDULE_ONECYCLE, .max_lr = 1, .total_steps = 2}, "phase of no steps"},
+        {{.kind = NN_SCHEDULE_ONECYCLE, .max_lr = 1, .total_steps = 10, .pct_start = 0.1}, "phase of no steps"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK(nn_schedule_new(opt, &bad[i].o) == NULL);
@@ -198,6 +214,155 @@ TEST(schedules_refuse_bad_options_naming_them) {
     nn_module_free(net);
     nn_optimizer_free(opt);
     nn_tensor_free(param);
+    nn_ctx_free(ctx);
+}
+
+/* Two groups at 0.05 and 0.2 under Adam (beta1 0.9). */
+static nn_optimizer *two_group_adam(nn_ctx *ctx, nn_tensor **params) {
+    for (int i = 0; i < 2; i++) {
+        params[i] = nn_tensor_new(ctx, NN_F32, 1, (int64_t[]){3 + i});
+        nn_tensor_set_requires_grad(params[i], true);
+    }
+    const nn_param_group groups[2] = {{.params = &params[0], .count = 1, .lr = 0.05f},
+                                      {.params = &params[1], .count = 1, .lr = 0.2f}};
+    return nn_adam_new_groups(groups, 2, &(nn_adam_options){.beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f});
+}
+
+static void free_two_group_adam(nn_optimizer *opt, nn_tensor **params) {
+    nn_optimizer_free(opt);
+    nn_tensor_free(params[0]);
+    nn_tensor_free(params[1]);
+}
+
+static float read_group_lr(nn_optimizer *opt, int group) {
+    float lr = NAN;
+    CHECK(nn_tensor_read(nn_optimizer_group_lr_tensor(opt, group), &lr, sizeof lr) == NN_OK);
+    return lr;
+}
+
+/* Every group follows the schedule from its own base (torch's base_lrs),
+ * or from group_lrs; one-cycle's peak is max_lr for every group unless
+ * group_lrs gives each; nn_schedule_rate is the rate the device wrote
+ * (the CPU rounds the same double). */
+static void check_groups_on(const char *device, double tol) {
+    nn_ctx *ctx = vkt_open_device(device);
+    if (!ctx) return;
+    for (int c = 0; c < SCHEDULE_CASES; c++)
+        for (int given = 0; given < 2; given++) {
+            nn_tensor *params[2];
+            nn_optimizer *opt = two_group_adam(ctx, params);
+            nn_schedule_options o = schedule_case(c);
+            const double group_lrs[2] = {0.03, 0.4};
+            if (given) o.group_lrs = group_lrs;
+            nn_schedule *s = nn_schedule_new(opt, &o);
+            CHECK_MSG(s, "case %d: %s", c, nn_last_error());
+            nn_schedule_options filled = *nn_schedule_get_options(s);
+            for (int64_t t = 0; s && t < STEPS; t += 9) {
+                CHECK(nn_schedule_set_step(s, t) == NN_OK);
+                for (int g = 0; g < 2; g++) {
+                    double base = given ? group_lrs[g] : (double)(g == 0 ? 0.05f : 0.2f);
+                    nn_schedule_options per_group = filled;
+                    if (o.kind == NN_SCHEDULE_ONECYCLE && given) per_group.max_lr = group_lrs[g];
+                    const double want = reference_rate(&per_group, base, t), host = nn_schedule_rate(s, g, t);
+                    const float got = read_group_lr(opt, g);
+                    CHECK_MSG(fabs(got - want) <= tol * fmax(fabs(want), 1e-3) && fabs(host - want) <= 1e-12 * fabs(want),
+                              "%s case %d group %d step %lld: device %.9g, host %.12g, want %.12g", device, c, g,
+                              (long long)t, got, host, want);
+                    if (!strcmp(device, "cpu")) CHECK(got == (float)host);
+                }
+            }
+            CHECK(isnan(nn_schedule_rate(s, 2, 0)) && strstr(nn_last_error(), "group 2"));
+            CHECK(isnan(nn_schedule_rate(s, 0, -1)) && strstr(nn_last_error(), "step"));
+            nn_schedule_free(s);
+            free_two_group_adam(opt, params);
+        }
+    nn_ctx_free(ctx);
+}
+
+TEST(schedules_drive_every_parameter_group) {
+    check_groups_on("cpu", 1e-7);
+    check_groups_on("vulkan", 2e-5);
+}
+
+/* torch's SequentialLR: a linear warm-up, then a cosine, then a step
+ * schedule, each from its own step 0 at its milestone; step, set_step and
+ * nn_schedule_rate agree with the parts' formulas. */
+static void check_sequence_on(const char *device, double tol) {
+    nn_ctx *ctx = vkt_open_device(device);
+    if (!ctx) return;
+    nn_tensor *params[2];
+    nn_optimizer *opt = two_group_adam(ctx, params);
+    const nn_schedule_options o[3] = {
+        {.kind = NN_SCHEDULE_LINEAR, .start_factor = 0.05, .end_factor = 1, .total_steps = 11},
+        {.kind = NN_SCHEDULE_COSINE, .total_steps = 60, .eta_min = 1e-4},
+        {.kind = NN_SCHEDULE_STEP, .step_size = 5, .gamma = 0.5},
+    };
+    nn_schedule *parts[3];
+    for (int k = 0; k < 3; k++) CHECK((parts[k] = nn_schedule_new(opt, &o[k])) != NULL);
+    const int64_t milestones[2] = {11, 71};
+    nn_schedule *s = nn_schedule_sequential(opt, parts, 3, milestones);
+    CHECK_MSG(s, "%s", nn_last_error());
+    for (int64_t t = 0; s && t < 100; t++) {
+        const int k = t < 11 ? 0 : t < 71 ? 1 : 2;
+        const int64_t local = t - (k == 0 ? 0 : milestones[k - 1]);
+        for (int g = 0; g < 2; g++) {
+            const double want = reference_rate(&o[k], (double)(g == 0 ? 0.05f : 0.2f), local);
+            const float got = read_group_lr(opt, g);
+            CHECK_MSG(fabs(got - want) <= tol * fmax(fabs(want), 1e-3), "%s step %lld group %d: %.9g, want %.9g",
+                      device, (long long)t, g, got, want);
+            CHECK(fabs(nn_schedule_rate(s, g, t) - want) <= 1e-12 * want);
+        }
+        CHECK(nn_schedule_step(s) == NN_OK);
+    }
+    CHECK(nn_schedule_set_step(s, 12) == NN_OK);
+    CHECK_CLOSE(read_group_lr(opt, 0), reference_rate(&o[1], (double)0.05f, 1), tol);
+    nn_schedule *nested = nn_schedule_sequential(opt, (nn_schedule *[]){s, parts[0]}, 2, (int64_t[]){5});
+    CHECK(!nested && strstr(nn_last_error(), "part 0") && strstr(nn_last_error(), "nest"));
+    CHECK(!nn_schedule_sequential(opt, parts, 3, (int64_t[]){11, 11}) && strstr(nn_last_error(), "milestone 1"));
+    nn_schedule_free(s);
+    for (int k = 0; k < 3; k++) nn_schedule_free(parts[k]);
+    free_two_group_adam(opt, params);
+    nn_ctx_free(ctx);
+}
+
+TEST(a_sequence_runs_its_parts_from_their_milestones) {
+    check_sequence_on("cpu", 1e-7);
+    check_sequence_on("vulkan", 2e-5);
+}
+
+/* One-cycle with cycle_momentum moves Adam's beta1 each step from
+ * max_momentum to base_momentum and back (torch's curve, with the rate's
+ * phases); an optimizer without momentum or beta1 is refused by name. */
+TEST(one_cycle_cycles_beta1_and_refuses_an_optimizer_without_momentum) {
+    nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 1});
+    nn_tensor *params[2];
+    nn_optimizer *opt = two_group_adam(ctx, params);
+    const nn_schedule_options o = {.kind = NN_SCHEDULE_ONECYCLE, .max_lr = 0.3, .total_steps = 40,
+                                   .cycle_momentum = true};
+    nn_schedule *s = nn_schedule_new(opt, &o);
+    CHECK_MSG(s, "%s", nn_last_error());
+    const double end1 = 0.3 * 40 - 1;
+    for (int64_t t = 0; s && t < 40; t++) {
+        const double pct = t <= end1 ? t / end1 : (t - end1) / (39 - end1);
+        const double from = t <= end1 ? 0.95 : 0.85, to = t <= end1 ? 0.85 : 0.95;
+        const double want = to + (from - to) / 2 * (cos(M_PI * pct) + 1);
+        float beta1 = NAN;
+        for (int g = 0; g < 2; g++) {
+            CHECK(nn_optimizer_group_option(opt, g, "beta1", &beta1) == NN_OK);
+            CHECK_MSG(fabs(beta1 - want) < 1e-6 && fabs(nn_schedule_momentum(s, g, t) - want) < 1e-12,
+                      "step %lld group %d: beta1 %.9g, want %.9g", (long long)t, g, beta1, want);
+        }
+        CHECK(nn_schedule_step(s) == NN_OK);
+    }
+    nn_schedule_free(s);
+    nn_tensor *param;
+    nn_optimizer *sgd = one_param_sgd(ctx, &param);
+    s = nn_schedule_new(sgd, &o); /* an SGD made without momentum has none to cycle */
+    CHECK(!s && strstr(nn_last_error(), "momentum"));
+    nn_schedule_free(s);
+    nn_optimizer_free(sgd);
+    nn_tensor_free(param);
+    free_two_group_adam(opt, params);
     nn_ctx_free(ctx);
 }
 

@@ -49,6 +49,25 @@ class ParamGroup(ctypes.Structure):
     ]
 
 
+class LossScaleOptions(ctypes.Structure):
+    """nn_loss_scale_options (include/nn_optim.h)."""
+    _fields_ = [
+        ("init_scale", ctypes.c_float),
+        ("growth_factor", ctypes.c_float),
+        ("backoff_factor", ctypes.c_float),
+        ("growth_interval", ctypes.c_int),
+    ]
+
+
+class LossScaleState(ctypes.Structure):
+    """nn_loss_scale_state (include/nn_optim.h)."""
+    _fields_ = [
+        ("scale", ctypes.c_float),
+        ("good_steps", ctypes.c_int64),
+        ("skipped_steps", ctypes.c_int64),
+    ]
+
+
 class AdamOptions(ctypes.Structure):
     """nn_adam_options (include/nn_optim.h)."""
     _fields_ = [
@@ -99,6 +118,34 @@ class MuonOptions(ctypes.Structure):
         ("adamw_beta2", ctypes.c_float),
         ("adamw_eps", ctypes.c_float),
         ("adamw_weight_decay", ctypes.c_float),
+    ]
+
+
+class ScheduleOptions(ctypes.Structure):
+    """nn_schedule_options (include/nn_schedule.h)."""
+    _fields_ = [
+        ("kind", ctypes.c_int),
+        ("base_lr", ctypes.c_double),
+        ("group_lrs", ctypes.POINTER(ctypes.c_double)),
+        ("step_size", ctypes.c_int64),
+        ("gamma", ctypes.c_double),
+        ("milestones", ctypes.c_int64 * 8),
+        ("milestone_count", ctypes.c_int),
+        ("warmup", ctypes.c_int64),
+        ("warmup_start", ctypes.c_double),
+        ("total_steps", ctypes.c_int64),
+        ("start_factor", ctypes.c_double),
+        ("end_factor", ctypes.c_double),
+        ("eta_min", ctypes.c_double),
+        ("max_lr", ctypes.c_double),
+        ("pct_start", ctypes.c_double),
+        ("anneal_linear", ctypes.c_bool),
+        ("div_factor", ctypes.c_double),
+        ("final_div_factor", ctypes.c_double),
+        ("three_phase", ctypes.c_bool),
+        ("cycle_momentum", ctypes.c_bool),
+        ("base_momentum", ctypes.c_double),
+        ("max_momentum", ctypes.c_double),
     ]
 
 

@@ -18,11 +18,21 @@ with the same results.
     scaler.step(optimizer)
     scaler.update()
 """
-import math
+import ctypes
 
-from . import _context
+from . import _context, _lib
 from ._errors import check
-from ._lib import lib
+from ._lib import c_optimizer_p, c_tensor_p, lib
+from ._structs import LossScaleOptions, LossScaleState
+from .tensor import Tensor
+
+_enable = _lib.declare("nn_optimizer_enable_loss_scaling", ctypes.c_int,
+                       [c_optimizer_p, ctypes.POINTER(LossScaleOptions)])
+_scale_tensor = _lib.declare("nn_optimizer_loss_scale_tensor", c_tensor_p, [c_optimizer_p])
+_unscale = _lib.declare("nn_optimizer_unscale_grads", ctypes.c_int, [c_optimizer_p])
+_get_state = _lib.declare("nn_optimizer_loss_scale_state", ctypes.c_int, [c_optimizer_p, ctypes.POINTER(LossScaleState)])
+_set_state = _lib.declare("nn_optimizer_set_loss_scale_state", ctypes.c_int,
+                          [c_optimizer_p, ctypes.POINTER(LossScaleState)])
 
 _NAMES = {"float32": 0, "fp32": 0, "float": 0, "float16": 1, "fp16": 1, "half": 1, "bfloat16": 2, "bf16": 2}
 _CANONICAL = ("fp32", "fp16", "bf16")
@@ -90,89 +100,101 @@ class autocast:
 
 
 class GradScaler:
-    """torch.amp.GradScaler: scale(loss) multiplies the loss by the scale;
-    step(optimizer) divides the gradients by it and runs the step only when
-    they are all finite (one read from the device per step), skipping and
-    counting the step otherwise; update() halves the scale after a skipped
-    step and doubles it after `growth_interval` good ones."""
+    """torch.amp.GradScaler over the optimizer's own loss scaler (the C one,
+    include/nn_optim.h): scale(loss) multiplies the loss by the scale, which
+    lives on the device; step(optimizer) runs the step, which divides the
+    gradients by the scale and, when one is infinite or NaN, leaves the
+    parameters as they were, counts the step as skipped and backs the scale
+    off; after growth_interval good steps in a row it grows. All of it runs
+    on the device (a captured step replays it); update() has nothing left
+    to do but take a new_scale. The scaler joins the first optimizer it
+    steps (or unscales) and serves that one only."""
 
     def __init__(self, device=None, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):
         if not init_scale > 0 or not growth_factor > 1 or not 0 < backoff_factor < 1 or growth_interval < 1:
             raise ValueError("GradScaler: init_scale > 0, growth_factor > 1, 0 < backoff_factor < 1 and "
                              "growth_interval >= 1 are required")
-        self._scale = float(init_scale)
-        self._growth_factor = float(growth_factor)
-        self._backoff_factor = float(backoff_factor)
-        self._growth_interval = int(growth_interval)
+        self._options = LossScaleOptions(float(init_scale), float(growth_factor), float(backoff_factor),
+                                         int(growth_interval))
         self._enabled = bool(enabled)
-        self._good_steps = 0
-        self._found_inf = None  # for the current step: None until checked
-        self._unscaled = set()
-        self.skipped_steps = 0
+        self._optimizer = None  # the optimizer whose scaler holds the scale
+        self._state = LossScaleState(float(init_scale), 0, 0)  # until then
+        self._scale_tensor = None
 
     def is_enabled(self):
         return self._enabled
 
+    def _join(self, optimizer, what):
+        if self._optimizer is optimizer:
+            return
+        if self._optimizer is not None:
+            raise ValueError(f"GradScaler.{what}: this scaler serves the optimizer it first stepped (its scale "
+                             "lives in that optimizer); make a GradScaler per optimizer")
+        check(_enable(optimizer._ptr, ctypes.byref(self._options)), "nn_optimizer_enable_loss_scaling")
+        check(_set_state(optimizer._ptr, ctypes.byref(self._state)), "nn_optimizer_set_loss_scale_state")
+        self._optimizer = optimizer
+        handle = _context.Handle(_scale_tensor(optimizer._ptr), optimizer._ctx, _context.BORROWED, parent=optimizer)
+        self._scale_tensor = Tensor._wrap(handle)
+
+    def _read_state(self):
+        if self._optimizer is not None:
+            check(_get_state(self._optimizer._ptr, ctypes.byref(self._state)), "nn_optimizer_loss_scale_state")
+        return self._state
+
     def get_scale(self):
-        return self._scale if self._enabled else 1.0
+        return float(self._read_state().scale) if self._enabled else 1.0
+
+    @property
+    def skipped_steps(self):
+        return int(self._read_state().skipped_steps)
 
     def scale(self, loss):
-        return loss * self._scale if self._enabled else loss
+        """loss times the scale (the device's value once the scaler has joined its optimizer)."""
+        if not self._enabled:
+            return loss
+        return loss * (self._scale_tensor if self._scale_tensor is not None else self._state.scale)
 
     def unscale_(self, optimizer):
-        """Divide the optimizer's gradients by the scale (once per step) and
-        note whether any is infinite or NaN."""
-        if not self._enabled or id(optimizer) in self._unscaled:
+        """Divide the optimizer's gradients by the scale now (once per step),
+        to clip or read them before step()."""
+        if not self._enabled:
             return
-        self._unscaled.add(id(optimizer))
-        total = None
-        inverse = 1.0 / self._scale
-        with _context.no_grad():
-            for p in optimizer.params:
-                g = p.grad
-                if g is None:
-                    continue
-                unscaled = g * inverse
-                check(lib.nn_tensor_copy(g._ptr(), unscaled._ptr()), "nn_tensor_copy")
-                part = unscaled.abs().sum()
-                total = part if total is None else total + part
-            found = total is not None and not math.isfinite(total.item())
-        self._found_inf = bool(found) or bool(self._found_inf)
+        self._join(optimizer, "unscale_")
+        check(_unscale(optimizer._ptr), "nn_optimizer_unscale_grads")
 
     def step(self, optimizer, *args, **kwargs):
-        """optimizer.step(...) unless a gradient was infinite or NaN."""
-        if not self._enabled:
-            return optimizer.step(*args, **kwargs)
-        self.unscale_(optimizer)
-        if self._found_inf:
-            self.skipped_steps += 1
-            return None
+        """optimizer.step(), which skips itself on the device when a gradient
+        overflowed."""
+        if self._enabled:
+            self._join(optimizer, "step")
         return optimizer.step(*args, **kwargs)
 
     def update(self, new_scale=None):
-        if not self._enabled:
+        """The scale moved in step(); new_scale replaces it."""
+        if not self._enabled or new_scale is None:
             return
-        if new_scale is not None:
-            self._scale = float(new_scale)
-        elif self._found_inf:
-            self._scale *= self._backoff_factor
-            self._good_steps = 0
-        else:
-            self._good_steps += 1
-            if self._good_steps == self._growth_interval:
-                self._scale *= self._growth_factor
-                self._good_steps = 0
-        self._found_inf = None
-        self._unscaled = set()
+        value = float(new_scale.item() if isinstance(new_scale, Tensor) else new_scale)
+        state = self._read_state()
+        state.scale = value
+        if self._optimizer is not None:
+            check(_set_state(self._optimizer._ptr, ctypes.byref(state)), "nn_optimizer_set_loss_scale_state")
 
     def state_dict(self):
-        return {"scale": self._scale, "growth_factor": self._growth_factor, "backoff_factor": self._backoff_factor,
-                "growth_interval": self._growth_interval, "_growth_tracker": self._good_steps}
+        state = self._read_state()
+        return {"scale": float(state.scale), "growth_factor": self._options.growth_factor,
+                "backoff_factor": self._options.backoff_factor, "growth_interval": self._options.growth_interval,
+                "_growth_tracker": int(state.good_steps)}
 
     def load_state_dict(self, state):
-        self._scale = float(state["scale"])
-        self._growth_factor = float(state["growth_factor"])
-        self._backoff_factor = float(state["backoff_factor"])
-        self._growth_interval = int(state["growth_interval"])
-        self._good_steps = int(state["_growth_tracker"])
+        options = LossScaleOptions(float(state["scale"]), float(state["growth_factor"]),
+                                   float(state["backoff_factor"]), int(state["growth_interval"]))
+        if self._optimizer is not None and [getattr(options, f) for f, _ in options._fields_[1:]] != \
+                [getattr(self._options, f) for f, _ in options._fields_[1:]]:
+            raise ValueError("GradScaler.load_state_dict: the saved growth_factor, backoff_factor and growth_interval "
+                             "differ from those of the optimizer this scaler serves")
+        self._options = options
+        current = self._read_state()
+        self._state = LossScaleState(float(state["scale"]), int(state["_growth_tracker"]), current.skipped_steps)
+        if self._optimizer is not None:
+            check(_set_state(self._optimizer._ptr, ctypes.byref(self._state)), "nn_optimizer_set_loss_scale_state")

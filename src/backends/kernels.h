@@ -641,15 +641,19 @@ typedef struct nn_muon_params {
     int32_t nesterov;
     float eps, scale, weight_decay;
 } nn_muon_params;
-/* LR_SCHEDULE: counter[0] += delta, then lr[0] = the rate of step
- * t = counter[0] (include/nn_schedule.h gives each kind's formula, which is
- * torch.optim.lr_scheduler's closed form). One invocation; the CPU
- * computes in double (as PyTorch's schedulers do), Vulkan in float. */
+/* LR_SCHEDULE: counter[0] += delta, then, when t = counter[0] is in
+ * [start, until), lr[0] = the rate of step t - start (include/nn_schedule.h
+ * gives each kind's formula, which is torch.optim.lr_scheduler's closed
+ * form); outside, lr[0] is left (another part of a sequential schedule
+ * writes it). One invocation; the CPU computes in double (as PyTorch's
+ * schedulers do), Vulkan in float. */
 #define NN_LR_SCHEDULE_MAX_MILESTONES 8
 typedef struct nn_lr_schedule_params {
     int32_t kind;  /* nn_schedule_kind */
     int32_t delta; /* 0: rewrite the rate of the current step; 1: advance */
-    double base_lr, gamma, eta_min, warmup_start;
+    int32_t start, until;
+    double base_lr, gamma, eta_min;
+    double warmup_start, end_factor; /* cosine's warm-up and LinearLR: the first and the last factor */
     int32_t step_size, warmup, total;
     int32_t milestone_count;
     int32_t milestones[NN_LR_SCHEDULE_MAX_MILESTONES];
@@ -658,6 +662,16 @@ typedef struct nn_lr_schedule_params {
     double initial_lr, max_lr, min_lr, phase_end1, phase_end2;
     int32_t anneal_linear, three_phase;
 } nn_lr_schedule_params;
+/* Whether the parameters are ones the kernel can run (a known kind, its
+ * divisors non-zero): both backends refuse others. */
+bool nn_lr_schedule_params_valid(const nn_lr_schedule_params *p);
+/* The rate of step t >= 0 (relative to p->start), in double: the CPU
+ * kernel's value and the host's (nn_schedule_rate). */
+double nn_lr_schedule_rate(const nn_lr_schedule_params *p, int64_t t);
+/* torch's OneCycleLR curve at step t: a to b over the first phase, then b
+ * to c (three phases: b to a, then a to c). The rate is (initial, max,
+ * min), the cycled momentum (max, base, max). */
+double nn_one_cycle_value(const nn_lr_schedule_params *p, int64_t t, double a, double b, double c);
 
 /* EMA_UPDATE over n 32-bit words of shadow and value: mode AVERAGE,
  * shadow = shadow * decay + weight * value (floats; weight = 1 - decay,

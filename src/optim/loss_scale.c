@@ -16,6 +16,7 @@ struct nn_loss_scaler {
     nn_tensor *state; /* [4]: scale, found, good steps, skipped steps */
     nn_tensor *scale; /* state[0] as a [1] tensor, for the loss's product */
     nn_loss_scale_options options;
+    bool unscaled;    /* nn_optimizer_unscale_grads ran since the last step */
 };
 
 void nn_loss_scaler_free(nn_loss_scaler *s) {
@@ -83,6 +84,13 @@ nn_tensor *nn_optimizer_scale_loss(nn_optimizer *opt, nn_tensor *loss) {
     return nn_mul(loss, opt->loss_scaler->scale);
 }
 
+nn_tensor *nn_optimizer_loss_scale_tensor(nn_optimizer *opt) {
+    if (!opt || !opt->loss_scaler)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_optimizer_loss_scale_tensor: %s",
+                            opt ? "loss scaling is not enabled" : "optimizer is NULL");
+    return opt->loss_scaler->scale;
+}
+
 nn_status nn_optimizer_loss_scale_stats(nn_optimizer *opt, float *scale, int64_t *skipped) {
     if (!opt || !opt->loss_scaler)
         return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_loss_scale_stats: %s",
@@ -110,7 +118,7 @@ static nn_status run(nn_optimizer *opt, int mode, nn_tensor *x, int64_t n) {
     return nn_ctx_run(opt->set.ctx, NN_KERNEL_LOSS_SCALE, args, 2, &p);
 }
 
-nn_status nn_loss_scaler_before_update(nn_optimizer *opt) {
+static nn_status unscale(nn_optimizer *opt) {
     if (!nn_param_set_is_flat(&opt->set))
         return nn_set_error(NN_ERR_STATE, "nn_optimizer_step: loss scaling needs every parameter and gradient in the "
                                           "optimizer's flat buffers (a parameter shared with another tensor, or one "
@@ -118,4 +126,54 @@ nn_status nn_loss_scaler_before_update(nn_optimizer *opt) {
     return run(opt, NN_LOSS_SCALE_UNSCALE, opt->set.flat_grads, opt->set.total);
 }
 
-nn_status nn_loss_scaler_after_update(nn_optimizer *opt) { return run(opt, NN_LOSS_SCALE_UPDATE, NULL, 0); }
+bool nn_loss_scaler_unscaled(const nn_optimizer *opt) { return opt->loss_scaler && opt->loss_scaler->unscaled; }
+
+nn_status nn_loss_scaler_before_update(nn_optimizer *opt) {
+    return nn_loss_scaler_unscaled(opt) ? NN_OK : unscale(opt);
+}
+
+nn_status nn_loss_scaler_after_update(nn_optimizer *opt) {
+    opt->loss_scaler->unscaled = false;
+    return run(opt, NN_LOSS_SCALE_UPDATE, NULL, 0);
+}
+
+nn_status nn_optimizer_unscale_grads(nn_optimizer *opt) {
+    const char *fn = "nn_optimizer_unscale_grads";
+    if (!opt || !opt->loss_scaler)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s", fn, opt ? "loss scaling is not enabled" : "optimizer is NULL");
+    if (opt->loss_scaler->unscaled)
+        return nn_set_error(NN_ERR_STATE, "%s: the gradients were unscaled already since the last step", fn);
+    NN_TRY(nn_ctx_enter(opt->set.ctx, fn));
+    nn_status status = nn_optimizer_prepare_grads(opt);
+    if (status == NN_OK) status = unscale(opt);
+    if (status == NN_OK) opt->loss_scaler->unscaled = true;
+    nn_ctx_leave(opt->set.ctx);
+    return status;
+}
+
+nn_status nn_optimizer_loss_scale_state(nn_optimizer *opt, nn_loss_scale_state *state) {
+    if (!opt || !opt->loss_scaler || !state)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_loss_scale_state: %s",
+                            !opt ? "optimizer is NULL" : !state ? "state is NULL" : "loss scaling is not enabled");
+    float v[4];
+    NN_TRY(nn_tensor_read(opt->loss_scaler->state, v, sizeof v));
+    *state = (nn_loss_scale_state){v[0], (int64_t)v[2], (int64_t)v[3]};
+    return NN_OK;
+}
+
+nn_status nn_optimizer_set_loss_scale_state(nn_optimizer *opt, const nn_loss_scale_state *state) {
+    const char *fn = "nn_optimizer_set_loss_scale_state";
+    if (!opt || !opt->loss_scaler || !state)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s", fn,
+                            !opt ? "optimizer is NULL" : !state ? "state is NULL" : "loss scaling is not enabled");
+    const bool counts_ok = state->good_steps >= 0 && state->good_steps < (1 << 24) && state->skipped_steps >= 0 &&
+                           state->skipped_steps < (1 << 24);
+    if (!(isfinite(state->scale) && state->scale >= FLT_MIN && state->scale < 3e38f) || !counts_ok)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: the scale must be a finite normal float above 0 and the counts in "
+                                             "[0, 2^24); got scale %g, %lld good and %lld skipped steps", fn,
+                            state->scale, (long long)state->good_steps, (long long)state->skipped_steps);
+    float v[4];
+    NN_TRY(nn_tensor_read(opt->loss_scaler->state, v, sizeof v)); /* keeps this step's overflow flag */
+    v[0] = state->scale, v[2] = (float)state->good_steps, v[3] = (float)state->skipped_steps;
+    return nn_tensor_write(opt->loss_scaler->state, v, sizeof v);
+}

@@ -213,12 +213,18 @@ int nn_optimizer_describe(const nn_optimizer *opt, nn_optimizer_option *out, int
     return opt->cls->describe ? opt->cls->describe(opt, out, capacity) : 0;
 }
 
-nn_status nn_optimizer_step(nn_optimizer *opt) {
-    if (!opt) return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_step: optimizer is NULL");
-    NN_TRY(nn_ctx_enter(opt->set.ctx, "nn_optimizer_step"));
+nn_status nn_optimizer_prepare_grads(nn_optimizer *opt) {
     nn_status status = nn_param_set_adopt_grads(&opt->set);
     if (status == NN_OK && opt->grad_hook.before_update)
         status = opt->grad_hook.before_update(opt, opt->grad_hook.user);
+    return status;
+}
+
+nn_status nn_optimizer_step(nn_optimizer *opt) {
+    if (!opt) return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_step: optimizer is NULL");
+    NN_TRY(nn_ctx_enter(opt->set.ctx, "nn_optimizer_step"));
+    /* nn_optimizer_unscale_grads prepared them already this step */
+    nn_status status = nn_loss_scaler_unscaled(opt) ? NN_OK : nn_optimizer_prepare_grads(opt);
     if (status == NN_OK && opt->loss_scaler) status = nn_loss_scaler_before_update(opt);
     if (status == NN_OK) status = opt->cls->step(opt, nn_param_set_is_flat(&opt->set));
     if (status == NN_OK && opt->loss_scaler) status = nn_loss_scaler_after_update(opt);

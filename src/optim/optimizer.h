@@ -134,11 +134,16 @@ int nn_optimizer_describe_numbers(nn_optimizer_option *out, int capacity, const 
                                   int count);
 /* Installs the optimizer's one gradient hook; refused when it has one. */
 nn_status nn_optimizer_set_grad_hook(nn_optimizer *opt, const nn_grad_hook *hook);
+/* What a step does to the gradients before the update: adopt them into the
+ * flat buffers and run the gradient hook (data parallelism's average). */
+nn_status nn_optimizer_prepare_grads(nn_optimizer *opt);
 /* Dynamic loss scaling around an update (loss_scale.c): before, the
  * gradients divided by the scale, which flags a gradient that is not
  * finite; after, the scale updated. */
 nn_status nn_loss_scaler_before_update(nn_optimizer *opt);
 nn_status nn_loss_scaler_after_update(nn_optimizer *opt);
+/* Whether nn_optimizer_unscale_grads ran since the last step (false without a scaler). */
+bool nn_loss_scaler_unscaled(const nn_optimizer *opt);
 /* The skip argument of the optimizer's update kernels and step counters
  * (kernels.h: skipped updates): the scaler's overflow flag, so a step whose
  * gradients overflowed writes nothing; absent without loss scaling. */

@@ -135,3 +135,38 @@ def test_lock_step_with_torch_cpu_autocast_bf16():
         nn_engine.end_batch()
     for name, value in net.state_dict().items():
         assert np.allclose(ours.state_dict()[name], value.detach().numpy(), atol=1e-2), name
+
+
+def test_grad_scaler_unscale_then_clip_equals_an_unscaled_clipped_run():
+    """unscale_ divides the gradients before step (the C scaler's
+    nn_optimizer_unscale_grads); clipping them then gives the plain run's
+    weights bit for bit (a power-of-two scale); the scale's state saves
+    and loads; a second optimizer is refused."""
+    rng = np.random.default_rng(11)
+    w0, x = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((7, 5)).astype(np.float32)
+    runs = []
+    for scaled in (False, True):
+        w = nn_engine.Tensor(w0.copy(), requires_grad=True)
+        opt = nn_engine.optim.Adam([w], lr=0.01)
+        scaler = amp.GradScaler(init_scale=256.0, growth_interval=3, enabled=scaled)
+        for _ in range(4):
+            opt.zero_grad()
+            loss = (F.linear(nn_engine.Tensor(x), w) ** 2).sum()
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            nn_engine.nn.utils.clip_grad_norm_([w], max_norm=1.0)
+            scaler.step(opt)
+            scaler.update()
+        runs.append(w.numpy())
+    np.testing.assert_array_equal(runs[0], runs[1])
+    assert scaler.get_scale() == 512.0 and scaler.skipped_steps == 0  # grew once after 3 good steps
+    state = scaler.state_dict()
+    assert state["scale"] == 512.0 and state["_growth_tracker"] == 1
+    fresh = amp.GradScaler(init_scale=256.0, growth_interval=3)
+    fresh.load_state_dict(state)
+    assert fresh.get_scale() == 512.0
+    scaler.update(new_scale=64.0)
+    assert scaler.get_scale() == 64.0
+    other = nn_engine.optim.SGD([nn_engine.Tensor(w0.copy(), requires_grad=True)], lr=0.1)
+    with pytest.raises(ValueError, match="GradScaler per optimizer"):
+        scaler.step(other)

@@ -744,6 +744,8 @@ static nn_schedule_options schedule_options(const train_config *c, int64_t total
                              .max_lr = c->max_lr > 0 ? c->max_lr : c->lr, .pct_start = c->pct_start};
     nn_schedule_kind_parse(c->schedule, &o.kind);
     parse_milestones(c->milestones, &o);
+    if (o.kind == NN_SCHEDULE_LINEAR) /* a ramp from --warmup-start of --lr to --lr, then --lr */
+        o.start_factor = c->warmup_start, o.end_factor = 1.0, o.total_steps = c->warmup > 0 ? c->warmup : total;
     return o;
 }
 
@@ -1018,8 +1020,8 @@ static int train(train_config config) {
     }
     nn_schedule_kind kind;
     if (!nn_schedule_kind_parse(config.schedule, &kind)) {
-        fprintf(stderr, "nnengine train: --schedule takes constant, step, multistep, exponential, cosine or onecycle, "
-                        "got '%s'\n", config.schedule);
+        fprintf(stderr, "nnengine train: --schedule takes constant, step, multistep, exponential, cosine, onecycle or "
+                        "linear, got '%s'\n", config.schedule);
         return EXIT_BAD_INPUT;
     }
     nn_schedule_options parsed;
@@ -1157,9 +1159,9 @@ int command_train(int argc, char **argv) {
         {"--batch", OPTION_INT, &c.batch, 1, 65536, "B", "images per step (default 64; 3x224x224 models 16; resnet18-cifar 128)"},
         {"--optimizer", OPTION_STRING, &c.optimizer, 0, 0, "O", "sgd (default), adam, adamw, rmsprop, lion or muon"},
         {"--lr", OPTION_FLOAT, &c.lr, 0, 1e3, "X", "learning rate (sgd 0.05, 3x224x224 models 0.03, resnet18-cifar 0.1; adam, adamw 1e-3; rmsprop 1e-2; lion 1e-4; muon 0.02)"},
-        {"--schedule", OPTION_STRING, &c.schedule, 0, 0, "S", "learning-rate schedule: cosine (default; resnet18-cifar onecycle), constant, step, multistep, exponential or onecycle"},
-        {"--warmup", OPTION_INT, &c.warmup, 0, 2e9, "N", "cosine: linear warm-up over the first N optimizer steps (default 0)"},
-        {"--warmup-start", OPTION_FLOAT, &c.warmup_start, 0, 1, "F", "cosine: the warm-up's first rate, a fraction of --lr (default 0.1)"},
+        {"--schedule", OPTION_STRING, &c.schedule, 0, 0, "S", "learning-rate schedule: cosine (default; resnet18-cifar onecycle), constant, step, multistep, exponential, onecycle or linear"},
+        {"--warmup", OPTION_INT, &c.warmup, 0, 2e9, "N", "cosine and linear: linear warm-up over the first N optimizer steps (default 0)"},
+        {"--warmup-start", OPTION_FLOAT, &c.warmup_start, 0, 1, "F", "cosine and linear: the warm-up's first rate, a fraction of --lr (default 0.1)"},
         {"--eta-min", OPTION_FLOAT, &c.eta_min, 0, 1e3, "X", "cosine: the final learning rate (default 0)"},
         {"--step-size", OPTION_INT, &c.step_size, 1, 2e9, "N", "step: multiply the rate by --gamma every N optimizer steps (default 1)"},
         {"--gamma", OPTION_FLOAT, &c.gamma, 0, 1e3, "G", "step, multistep, exponential: the factor (default 0.1)"},

@@ -7,15 +7,14 @@
 #include "vk_backend.h"
 
 nn_status vk_run_lr_schedule(vk_backend *vk, const nn_lr_schedule_params *p, const nn_buffer_ref *a) {
-    if (p->kind < NN_SCHEDULE_CONSTANT || p->kind > NN_SCHEDULE_ONECYCLE || p->milestone_count < 0 ||
-        p->milestone_count > NN_LR_SCHEDULE_MAX_MILESTONES || (p->kind == NN_SCHEDULE_STEP && p->step_size <= 0) ||
-        ((p->kind == NN_SCHEDULE_COSINE || p->kind == NN_SCHEDULE_ONECYCLE) && p->total <= p->warmup))
+    if (!nn_lr_schedule_params_valid(p))
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan lr_schedule: invalid kind %d, step_size %d, %d milestones, "
                                              "warmup %d or total %d", p->kind, p->step_size, p->milestone_count,
                             p->warmup, p->total);
     VK_PUSH(LR_SCHEDULE) push = {
-        .kind = p->kind, .delta = p->delta, .base_lr = (float)p->base_lr, .gamma = (float)p->gamma,
-        .eta_min = (float)p->eta_min, .warmup_start = (float)p->warmup_start, .step_size = p->step_size,
+        .kind = p->kind, .delta = p->delta, .start = p->start, .until = p->until, .base_lr = (float)p->base_lr, .gamma = (float)p->gamma,
+        .eta_min = (float)p->eta_min, .warmup_start = (float)p->warmup_start,
+        .end_factor = (float)p->end_factor, .step_size = p->step_size,
         .warmup = p->warmup, .total = p->total, .milestone_count = p->milestone_count,
         .initial_lr = (float)p->initial_lr, .max_lr = (float)p->max_lr, .min_lr = (float)p->min_lr,
         .phase_end1 = (float)p->phase_end1, .phase_end2 = (float)p->phase_end2, .anneal_linear = p->anneal_linear,
