@@ -116,3 +116,37 @@ def test_exceptions_in_the_step_reach_the_caller():
     assert forward(x + 1) is recorded  # replayed: train_step is not called
     assert calls == [1, 2, 3, 4]
     np.testing.assert_allclose(recorded.sync(), layer(nn.Tensor(x + 1)).sync(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("where", ["inside", "outside"])
+def test_a_scheduler_steps_inside_or_beside_a_captured_step_as_eagerly(where):
+    """lr_scheduler's classes are C schedules: stepped inside the captured
+    function, the replay advances the device's counter and rates; stepped
+    beside it, the kernel runs eagerly before the replayed update reads the
+    rate. Either way the weights equal the eager run's bit for bit."""
+    def run(captured):
+        nn.manual_seed(5)
+        model = LeNet()
+        opt = nn.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        sched = nn.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.2, total_steps=8, cycle_momentum=False)
+
+        def train_step(x, y):
+            opt.zero_grad()
+            loss = nn.softmax_ce(model(x), y)
+            loss.backward()
+            opt.step()
+            if where == "inside":
+                sched.step()
+            return loss
+
+        step = nn.capture(train_step) if captured else train_step
+        for xb, yb in batches()[:6]:
+            x, y = nn.Tensor(xb), nn.Tensor(yb.astype(np.int32), dtype=np.int32)
+            step(x, y).item()
+            if where == "outside":
+                sched.step()
+            nn.end_batch()
+        return [p.sync() for p in model.parameters()]
+
+    for got, want in zip(run(True), run(False)):
+        np.testing.assert_array_equal(got, want)
