@@ -19,7 +19,7 @@ _OPS = {"eq": 0, "ne": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5}
 
 
 def _operand(value, like, fn):
-    """A Tensor for the other side: a number becomes a one-element tensor of
+    """A Tensor for the other side: a number becomes a 0-dim tensor of
     like's dtype (a fraction compared with an int32 tensor makes it float)."""
     if isinstance(value, Tensor):
         return like, value
@@ -27,9 +27,9 @@ def _operand(value, like, fn):
         if like.dtype == np.int32 and float(value) != int(value):
             like = cast(like, np.float32)
         dtype = like.dtype
-        return like, Tensor(np.array([value], dtype=dtype), dtype=dtype, device=like._h.ctx)
+        return like, Tensor(np.array(value, dtype=dtype), dtype=dtype, device=like._h.ctx)
     if isinstance(value, bool):
-        return like, Tensor(np.array([int(value)], dtype=like.dtype), dtype=like.dtype, device=like._h.ctx)
+        return like, Tensor(np.array(int(value), dtype=like.dtype), dtype=like.dtype, device=like._h.ctx)
     raise TypeError(f"{fn}: cannot compare a Tensor with {type(value).__name__}")
 
 
@@ -40,7 +40,8 @@ def compare(a, b, op):
     a, b = _operand(b, a, op)
     if a.dtype != b.dtype:  # torch promotes int to float
         a, b = (cast(t, np.float32) for t in (a, b))
-    return Tensor._result(_compare(a._ptr(), b._ptr(), _OPS[op]), a._h.ctx, "nn_compare", dtype=np.dtype(np.int32))
+    return Tensor._result(_compare(a._ptr(), b._ptr(), _OPS[op]), a._h.ctx, "nn_compare",
+                          () if a._known_shape == () and b._known_shape == () else None, np.dtype(np.int32))
 
 
 def eq(input, other):  # noqa: A002 - torch's argument names

@@ -43,6 +43,18 @@ def _result(ptr, like, what):
     return Tensor._result(ptr, like._h.ctx, what)
 
 
+# A 0-dim tensor (torch's scalar) is the library's one-element [1] tensor
+# with the Python shape (): full reductions and reduced losses make one, and
+# an elementwise result of 0-dim operands is one.
+def _reduced(ptr, like, what):
+    """A full reduction's result: a 0-dim tensor."""
+    return Tensor._result(ptr, like._h.ctx, what, ())
+
+
+def _both_scalars(a, b):
+    return a._known_shape == () and b._known_shape == ()
+
+
 def _same_shape(ptr, like, what):
     """The result of an elementwise operation: like's shape and dtype (asked
     of the library later, if ever, when like has not learnt them yet)."""
@@ -220,12 +232,17 @@ def flatten(x):
 
 
 def reshape(x, shape):
-    """A view of x with another shape (one dimension may be -1)."""
+    """A view of x with another shape (one dimension may be -1; () for a
+    one-element x: 0-dim)."""
     px = _tensor(x, "reshape", "x")
     try:
         dims = [int(d) for d in shape]
     except (TypeError, ValueError):
         raise TypeError(f"reshape: shape must be a sequence of ints, got {shape!r}") from None
+    if not dims:
+        if x.numel() != 1:
+            raise ValueError(f"reshape: shape () holds one element, the tensor {x.numel()} (shape {x.shape})")
+        return Tensor._result(lib.nn_reshape(px, 1, (ctypes.c_int64 * 1)(1)), x._h.ctx, "nn_reshape", ())
     if not 1 <= len(dims) <= NN_MAX_DIMS:
         raise ValueError(f"reshape: shape must have 1 to {NN_MAX_DIMS} dimensions, got {len(dims)}")
     arr = (ctypes.c_int64 * len(dims))(*dims)
@@ -248,7 +265,8 @@ def _binary(name, a, b, scalar):
     """nn_<name>(a, b) broadcasting two Tensors (NumPy's rule); a number on
     either side goes to scalar(tensor, number, tensor_first)."""
     if isinstance(a, Tensor) and isinstance(b, Tensor):
-        return _result(getattr(lib, f"nn_{name}")(a._ptr(), b._ptr()), a, f"nn_{name}")
+        return Tensor._result(getattr(lib, f"nn_{name}")(a._ptr(), b._ptr()), a._h.ctx, f"nn_{name}",
+                              () if _both_scalars(a, b) else None)
     if isinstance(a, Tensor) and isinstance(b, numbers.Real) and not isinstance(b, bool):
         return scalar(a, float(b), True)
     if isinstance(b, Tensor) and isinstance(a, numbers.Real) and not isinstance(a, bool):
@@ -305,13 +323,13 @@ def scale(x, factor):
 
 
 def sum(x):  # noqa: A001 - the seed's and NumPy's name
-    """Sum of all elements, as a one-element tensor."""
-    return _result(lib.nn_sum(_tensor(x, "sum", "x")), x, "nn_sum")
+    """Sum of all elements, as a 0-dim tensor."""
+    return _reduced(lib.nn_sum(_tensor(x, "sum", "x")), x, "nn_sum")
 
 
 def mean(x):
-    """Mean of all elements, as a one-element tensor."""
-    return _result(lib.nn_mean(_tensor(x, "mean", "x")), x, "nn_mean")
+    """Mean of all elements, as a 0-dim tensor."""
+    return _reduced(lib.nn_mean(_tensor(x, "mean", "x")), x, "nn_mean")
 
 
 def add_bias(x, bias):
@@ -414,13 +432,13 @@ def _labels_ptr(labels, logits, device=None):
 def softmax_ce(logits, labels):
     """Mean cross-entropy of softmax(logits) [N, C] against class indices
     labels [N] (an int32 or float32 Tensor, or an integer array); returns a
-    one-element Tensor."""
+    0-dim Tensor."""
     pl = _tensor(logits, "softmax_ce", "logits")
     if not isinstance(labels, (Tensor, np.ndarray, list, tuple)):
         raise TypeError(f"softmax_ce: labels must be a Tensor or an array of class indices, "
                         f"got {type(labels).__name__}")
     py, keep = _labels_ptr(labels, logits, logits._h.ctx)
-    result = Tensor._result(lib.nn_softmax_cross_entropy(pl, py), logits._h.ctx, "nn_softmax_cross_entropy", (1,),
+    result = Tensor._result(lib.nn_softmax_cross_entropy(pl, py), logits._h.ctx, "nn_softmax_cross_entropy", (),
                             np.dtype(np.float32))
     del keep  # the tape holds its own reference to the labels
     return result
@@ -615,8 +633,9 @@ def _reduction(fn, size_average, reduce, reduction):
     return _REDUCTIONS[reduction]
 
 
-def _loss_result(ptr, like, what):
-    return Tensor._result(ptr, like._h.ctx, what)
+def _loss_result(ptr, like, what, reduction):
+    """A loss: 0-dim when reduced (mean or sum), as torch's."""
+    return Tensor._result(ptr, like._h.ctx, what, () if reduction != _REDUCTIONS["none"] else None)
 
 
 def _target(target, fn, float_allowed, device=None):
@@ -637,14 +656,14 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  
     """(input - target) ** 2, reduced (F.mse_loss)."""
     r = _reduction("mse_loss", size_average, reduce, reduction)
     return _loss_result(_mse_loss(_tensor(input, "mse_loss", "input"), _tensor(target, "mse_loss", "target"), r),
-                        input, "nn_mse_loss")
+                        input, "nn_mse_loss", r)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
     """|input - target|, reduced (F.l1_loss)."""
     r = _reduction("l1_loss", size_average, reduce, reduction)
     return _loss_result(_l1_loss(_tensor(input, "l1_loss", "input"), _tensor(target, "l1_loss", "target"), r),
-                        input, "nn_l1_loss")
+                        input, "nn_l1_loss", r)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
@@ -654,7 +673,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     b = _float(beta, "smooth_l1_loss", "beta")
     return _loss_result(_smooth_l1_loss(_tensor(input, "smooth_l1_loss", "input"),
                                         _tensor(target, "smooth_l1_loss", "target"), r, b),
-                        input, "nn_smooth_l1_loss")
+                        input, "nn_smooth_l1_loss", r)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
@@ -666,7 +685,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     r = _reduction(fn, size_average, reduce, reduction)
     return _loss_result(_bce_with_logits(_tensor(input, fn, "input"), _tensor(target, fn, "target"),
                                          _optional(weight, fn, "weight"), _optional(pos_weight, fn, "pos_weight"), r),
-                        input, "nn_binary_cross_entropy_with_logits")
+                        input, "nn_binary_cross_entropy_with_logits", r)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
@@ -678,7 +697,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     t = _target(target, "nll_loss", False, input._h.ctx if isinstance(input, Tensor) else None)
     index = _int(ignore_index, "nll_loss", "ignore_index", -_INT_MAX - 1)
     return _loss_result(_nll_loss(_tensor(input, "nll_loss", "input"), t._ptr(), _optional(weight, "nll_loss", "weight"),
-                                  r, index), input, "nn_nll_loss")
+                                  r, index), input, "nn_nll_loss", r)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
@@ -692,7 +711,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     smoothing = _float(label_smoothing, "cross_entropy", "label_smoothing")
     return _loss_result(_cross_entropy(_tensor(input, "cross_entropy", "input"), t._ptr(),
                                        _optional(weight, "cross_entropy", "weight"), r, index, smoothing),
-                        input, "nn_cross_entropy")
+                        input, "nn_cross_entropy", r)
 # ---- batched matmul, embedding, scaled dot-product attention ----
 
 _matmul_batched = _lib.declare("nn_matmul_batched", _lib.c_tensor_p, [_lib.c_tensor_p, _lib.c_tensor_p])

@@ -58,8 +58,13 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim=0):
-    """The tensors (all of one shape) along a new dimension dim (torch.stack)."""
+    """The tensors (all of one shape) along a new dimension dim (torch.stack;
+    of 0-dim tensors, a 1-D one)."""
     arr, n = _tensor_array(tensors, "stack")
+    if all(t._known_shape == () for t in tensors):  # each is [1] to the library: join them
+        if _int(dim, "stack", "dim") not in (0, -1):
+            raise IndexError(f"stack: dim {dim} is out of range for 0-dim tensors (0 or -1)")
+        return _result(lib.nn_cat(arr, n, 0), tensors[0], "nn_cat")
     return _result(lib.nn_stack(arr, n, _int(dim, "stack", "dim")), tensors[0], "nn_stack")
 
 
@@ -77,9 +82,10 @@ def _slice(input, dim, start, end, step, fn):
 
 
 def select(input, dim, index):
-    """input[..., index, ...] along dim, which is dropped (torch.select)."""
-    return _result(lib.nn_select(_tensor(input, "select", "input"), _int(dim, "select", "dim"),
-                                 _int(index, "select", "index")), input, "nn_select")
+    """input[..., index, ...] along dim, which is dropped (torch.select; of a
+    1-D tensor, a 0-dim one)."""
+    ptr = lib.nn_select(_tensor(input, "select", "input"), _int(dim, "select", "dim"), _int(index, "select", "index"))
+    return Tensor._result(ptr, input._h.ctx, "nn_select", () if input.ndim == 1 else None)
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -128,24 +134,32 @@ def expand(input, *sizes):
 
 def unsqueeze(input, dim):
     """input with a dimension of size 1 inserted at dim (torch.unsqueeze)."""
+    if isinstance(input, Tensor) and input._known_shape == ():
+        if _int(dim, "unsqueeze", "dim") not in (0, -1):
+            raise IndexError(f"unsqueeze: dim {dim} is out of range for a 0-dim tensor (0 or -1)")
+        return reshape(input, [1])
     return _result(lib.nn_unsqueeze(_tensor(input, "unsqueeze", "input"), _int(dim, "unsqueeze", "dim")), input,
                    "nn_unsqueeze")
 
 
 def squeeze(input, dim=None):
     """input without dim if its size is 1, or without every dimension of size
-    1 when dim is None (one stays for a tensor of one element)."""
-    if dim is not None:
-        return _result(lib.nn_squeeze(_tensor(input, "squeeze", "input"), _int(dim, "squeeze", "dim")), input,
-                       "nn_squeeze")
+    1 when dim is None (a tensor of one element becomes 0-dim)."""
     _tensor(input, "squeeze", "input")
-    shape = [d for d in input.shape if d != 1] or [1]
-    return reshape(input, shape)
+    if input._known_shape == ():
+        return reshape(input, ())
+    if dim is not None:
+        if input.ndim == 1 and input.shape[0] == 1 and _int(dim, "squeeze", "dim") in (0, -1):
+            return reshape(input, ())
+        return _result(lib.nn_squeeze(input._ptr(), _int(dim, "squeeze", "dim")), input, "nn_squeeze")
+    return reshape(input, [d for d in input.shape if d != 1])
 
 
 def flatten(input, start_dim=0, end_dim=-1):
     """Dimensions start_dim..end_dim joined into one (torch.flatten)."""
     _tensor(input, "flatten", "input")
+    if input._known_shape == ():  # torch: a 0-dim tensor flattens to [1]
+        return reshape(input, [1])
     n = input.ndim
     start, end = _int(start_dim, "flatten", "start_dim"), _int(end_dim, "flatten", "end_dim")
     start, end = start + n if start < 0 else start, end + n if end < 0 else end
@@ -225,5 +239,5 @@ def getitem(x, index):
                 result = _slice(result, dim, start, stop, step, "Tensor indexing")
             dim += 1
         else:
-            result = _select_index(result, dim, item)  # of a 1-D tensor: shape (1,), no 0-d tensors
+            result = _select_index(result, dim, item)  # of a 1-D tensor: 0-dim
     return result

@@ -1,13 +1,12 @@
 """Reductions with PyTorch's names and arguments: sum, mean, max, min,
 argmax, argmin, var and std over all dimensions or the ones given, with
-keepdim. A reduction of every dimension gives a one-element tensor of shape
-(1,) (the engine has no 0-d tensors)."""
+keepdim. A reduction of every dimension gives a 0-dim tensor, as torch's."""
 import collections
 import ctypes
 import numbers
 
 from ._lib import lib
-from .functional import _result, _tensor, sqrt
+from .functional import _reduced, _result, _tensor, sqrt
 from .tensor import Tensor
 
 # torch.return_types.max / min: (values, indices).
@@ -33,20 +32,22 @@ def _dims(dim, fn):
 def _reduce(cname, fn, x, dim, keepdim, *extra):
     px = _tensor(x, fn, "input")
     dims, count = _dims(dim, fn)
-    return _result(getattr(lib, cname)(px, dims, count, *extra, bool(keepdim)), x, cname)
+    ptr = getattr(lib, cname)(px, dims, count, *extra, bool(keepdim))
+    every = count == 0 or len({d % x.ndim for d in dims[:count]}) == x.ndim  # out-of-range dims: C refused
+    return _reduced(ptr, x, cname) if every and not keepdim else _result(ptr, x, cname)
 
 
 def sum(input, dim=None, keepdim=False):  # noqa: A001 - torch.sum's name
     """The sum over dim (all dimensions when None) (torch.sum)."""
     if dim is None and not keepdim:
-        return _result(lib.nn_sum(_tensor(input, "sum", "input")), input, "nn_sum")
+        return _reduced(lib.nn_sum(_tensor(input, "sum", "input")), input, "nn_sum")
     return _reduce("nn_sum_dims", "sum", input, dim, keepdim)
 
 
 def mean(input, dim=None, keepdim=False):
     """The mean over dim (all dimensions when None) (torch.mean)."""
     if dim is None and not keepdim:
-        return _result(lib.nn_mean(_tensor(input, "mean", "input")), input, "nn_mean")
+        return _reduced(lib.nn_mean(_tensor(input, "mean", "input")), input, "nn_mean")
     return _reduce("nn_mean_dims", "mean", input, dim, keepdim)
 
 

@@ -51,7 +51,7 @@ def _encode(value, tensors, where):
     """value as JSON with each tensor replaced by its index in `tensors`."""
     if isinstance(value, Tensor):
         tensors.append(value)
-        return {"tensor": len(tensors) - 1}
+        return {"tensor": len(tensors) - 1, "scalar": value._known_shape == ()}
     if isinstance(value, np.ndarray):
         original = str(value.dtype)
         tensors.append(_array_tensor(value.reshape(1) if value.ndim == 0 else value, where))
@@ -92,7 +92,8 @@ def _decode(value, tensors):
     if kind == "value":
         return value["value"]
     if kind == "tensor":
-        return tensors[value["tensor"]]
+        tensor = tensors[value["tensor"]]
+        return tensor.reshape(()).detach() if value.get("scalar") else tensor  # 0-dim: the file holds [1]
     if kind == "ndarray":
         array = tensors[value["ndarray"]].sync().astype(value["dtype"])
         return array.reshape(()) if value.get("scalar") else array

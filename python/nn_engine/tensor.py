@@ -30,8 +30,8 @@ def as_host_array(data, dtype, where):
     target = np.dtype(np.float32) if dtype is None else np.dtype(dtype)
     if target not in _DTYPES:
         raise TypeError(f"{where}: dtype must be float32 or int32, got {target}")
-    if array.ndim == 0 or array.ndim > NN_MAX_DIMS:
-        raise ValueError(f"{where}: tensors have 1 to {NN_MAX_DIMS} dimensions, got "
+    if array.ndim > NN_MAX_DIMS:
+        raise ValueError(f"{where}: tensors have at most {NN_MAX_DIMS} dimensions, got "
                          f"{array.ndim} (shape {array.shape})")
     if array.size == 0:
         raise ValueError(f"{where}: every dimension must be >= 1, got shape {array.shape}")
@@ -41,7 +41,7 @@ def as_host_array(data, dtype, where):
                              "fractions, NaN or infinity")
         if array.size and (array.min() < -2**31 or array.max() > 2**31 - 1):
             raise ValueError(f"{where}: values out of int32 range")
-    return np.ascontiguousarray(array, dtype=target)
+    return np.asarray(array, dtype=target, order="C")  # (ascontiguousarray would make a 0-d array 1-D)
 
 
 def _dim_index(dim, ndim, fn):
@@ -71,6 +71,9 @@ class Tensor:
     tensor at the next end_batch(); track=False keeps it until it is
     garbage-collected. By default a tensor that requires grad is a parameter
     and is kept; any other is tracked.
+
+    A 0-dim tensor (shape (), torch's scalar: a number as data, a full
+    reduction, a reduced loss) is the library's one-element tensor [1].
     """
     __slots__ = ("_h", "_known_shape", "_known_dtype")
 
@@ -79,8 +82,9 @@ class Tensor:
         ctx = _context.default_context() if device is None else _context.context_for(device, "Tensor")
         if track is None:
             track = not requires_grad
-        shape = (ctypes.c_int64 * array.ndim)(*array.shape)
-        ptr = check_ptr(lib.nn_tensor_from_data(ctx.ptr, _DTYPES[array.dtype], array.ndim,
+        dims = array.shape or (1,)  # a 0-dim tensor is the library's [1]
+        shape = (ctypes.c_int64 * len(dims))(*dims)
+        ptr = check_ptr(lib.nn_tensor_from_data(ctx.ptr, _DTYPES[array.dtype], len(dims),
                                                 shape, array.ctypes.data), "nn_tensor_from_data")
         self._h = Handle(ptr, ctx, OWNED)
         self._known_shape = tuple(array.shape)
@@ -214,9 +218,9 @@ class Tensor:
 
     def _empty_like(self):
         shape = self._shape
-        dims = (ctypes.c_int64 * len(shape))(*shape)
+        dims = (ctypes.c_int64 * max(1, len(shape)))(*(shape or (1,)))
         ctx = self._h.ctx
-        ptr = check_ptr(lib.nn_tensor_new(ctx.ptr, _DTYPES[self._dtype], len(shape), dims), "nn_tensor_new")
+        ptr = check_ptr(lib.nn_tensor_new(ctx.ptr, _DTYPES[self._dtype], len(dims), dims), "nn_tensor_new")
         return Tensor._wrap(Handle(ptr, ctx, OWNED), shape, self._dtype)
 
     def cpu(self):

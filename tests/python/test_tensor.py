@@ -101,7 +101,7 @@ def test_reusable_tensor_reuses_one_buffer():
     tl = rb.update(last)
     assert tl.shape == (2, 1, 3, 3) and np.allclose(tl.sync(), last)
     assert np.array_equal(tb.sync(), b)  # the earlier buffer stays valid
-    with pytest.raises(ValueError, match="1 to 6"):
+    with pytest.raises(ValueError, match="at most 6"):
         rb.update(np.ones((1, 1, 1, 1, 1, 1, 2)))
 
 

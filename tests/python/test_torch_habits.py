@@ -1,7 +1,8 @@
 """PyTorch habits the package keeps (issue 36): tensor()/from_numpy keep
 integer data integer, size(dim)/numel/dim/tolist, activation methods,
 no_grad as a decorator, backward() of a tensor of more than one element
-raises as PyTorch's does. Each against torch on the same values."""
+raises as PyTorch's does, scalars are 0-dim tensors. Each against torch on
+the same values."""
 import numpy as np
 import pytest
 import torch
@@ -84,3 +85,61 @@ def test_backward_of_a_larger_tensor_needs_its_gradient():
     (ours * ours).backward(weights)
     (theirs * theirs).backward(torch.tensor(weights))
     np.testing.assert_allclose(ours.grad.sync(), theirs.grad.numpy(), rtol=1e-6)
+
+
+SCALAR_CASES = [
+    ("cross_entropy", lambda m, x, y: m.nn.functional.cross_entropy(x, y)),
+    ("mse_loss", lambda m, x, y: m.nn.functional.mse_loss(x, x * 0.5)),
+    ("mse_loss none", lambda m, x, y: m.nn.functional.mse_loss(x, x * 0.5, reduction="none")),
+    ("sum", lambda m, x, y: x.sum()),
+    ("mean", lambda m, x, y: x.mean()),
+    ("max", lambda m, x, y: x.max()),
+    ("amax over all", lambda m, x, y: x.amax(dim=(0, 1))),
+    ("argmax", lambda m, x, y: x.argmax()),
+    ("sum over dim 1", lambda m, x, y: x.sum(dim=1)),
+    ("accuracy", lambda m, x, y: (x.argmax(1) == y).sum()),
+    ("loss arithmetic", lambda m, x, y: x.sum() * 2 + x.mean() / 3 - 1),
+    ("loss compared", lambda m, x, y: x.sum() > 0),
+    ("scalar and vector", lambda m, x, y: x.sum() * x[0]),
+    ("stacked losses", lambda m, x, y: m.stack([x.sum(), x.mean(), x.max()])),
+    ("number", lambda m, x, y: m.tensor(2.5) * 2),
+    ("element", lambda m, x, y: x[1, 2]),
+    ("element of a row", lambda m, x, y: x[1][2]),
+    ("unsqueezed", lambda m, x, y: x.sum().unsqueeze(0)),
+    ("squeezed", lambda m, x, y: x[:1, :1].squeeze()),
+    ("squeezed dim", lambda m, x, y: x[0, :1].squeeze(0)),
+    ("reshaped to ()", lambda m, x, y: x[:1, :1].reshape(())),
+    ("flattened", lambda m, x, y: x.sum().flatten()),
+    ("detached", lambda m, x, y: x.sum().detach()),
+    ("cast", lambda m, x, y: x.sum().long()),
+    ("relu of a scalar", lambda m, x, y: x.sum().relu()),
+]
+
+
+@pytest.mark.parametrize("name,make", SCALAR_CASES, ids=[c[0] for c in SCALAR_CASES])
+def test_scalars_are_0_dim_as_torch(name, make):
+    """Full reductions, reduced losses, numbers and single elements are 0-dim
+    (shape ()), elementwise results of 0-dim operands stay 0-dim, and
+    stacking them makes a vector: shapes and values as torch's."""
+    x, y = RNG.normal(size=(4, 5)).astype(np.float32), np.array([0, 3, 4, 3])
+    ours = make(ne, ne.tensor(x), ne.tensor(y))
+    theirs = make(torch, torch.tensor(x), torch.tensor(y))
+    assert ours.shape == tuple(theirs.shape) and ours.dim() == theirs.dim(), (ours.shape, tuple(theirs.shape))
+    np.testing.assert_allclose(ours.numpy(), theirs.detach().numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(np.array(ours.tolist()), np.array(theirs.tolist()), rtol=1e-6, atol=1e-6)
+    assert isinstance(ours.tolist(), list) == isinstance(theirs.tolist(), list)  # a number for a 0-dim tensor
+
+
+def test_a_0_dim_parameter_trains_saves_and_refuses_bad_reshapes(tmp_path):
+    scale = ne.tensor(2.0, requires_grad=True)
+    x = ne.tensor(RNG.normal(size=(3, 4)).astype(np.float32))
+    (scale * x).sum().backward()
+    assert scale.grad.shape == () and scale.grad.item() == pytest.approx(float(x.sum().item()), rel=1e-6)
+    with pytest.raises(ValueError, match="shape \\(\\) holds one element"):
+        x.reshape(())
+    with pytest.raises(IndexError, match="0-dim"):
+        scale.unsqueeze(1)
+    ne.save({"scale": scale, "steps": ne.tensor(7)}, tmp_path / "state.nn")
+    back = ne.load(tmp_path / "state.nn")
+    assert back["scale"].shape == () and back["scale"].item() == 2.0
+    assert back["steps"].shape == () and back["steps"].item() == 7
