@@ -137,8 +137,8 @@ typedef struct nn_param_group {
 
 /* SGD over parameter groups: each group's lr and weight_decay replace the
  * options'; momentum is the options' for every group (a group's own by
- * nn_optimizer_set_group_option; the momentum buffers exist when the
- * options' momentum is > 0). max_grad_norm takes one group. */
+ * nn_optimizer_set_group_option; the momentum buffers are made, zero, when
+ * a group first has momentum > 0). max_grad_norm takes one group. */
 nn_optimizer *nn_sgd_new_groups(const nn_param_group *groups, int count, const nn_sgd_options *options);
 
 int nn_optimizer_group_count(const nn_optimizer *opt);
@@ -153,7 +153,8 @@ nn_tensor *nn_optimizer_group_lr_tensor(nn_optimizer *opt, int group);
  * (Adam, AdamW: "beta1", "beta2", "eps"; SGD: "momentum"; RMSprop:
  * "alpha", "eps", "momentum"; Lion: "beta1", "beta2"; Muon: none); each
  * group starts with the options given at creation. Set between steps, as a scheduler cycling
- * momentum does. The update kernels take every option but lr as a
+ * momentum does; SGD's and RMSprop's momentum buffers are made (zero) when a
+ * group first gets momentum. The update kernels take every option but lr as a
  * constant, so a captured step recorded before such a change refuses to
  * replay (nn_replay names it): record the step again, or leave it eager. */
 int nn_optimizer_option_count(const nn_optimizer *opt);

@@ -355,12 +355,12 @@ TEST(one_cycle_cycles_beta1_and_refuses_an_optimizer_without_momentum) {
         CHECK(nn_schedule_step(s) == NN_OK);
     }
     nn_schedule_free(s);
-    nn_tensor *param;
-    nn_optimizer *sgd = one_param_sgd(ctx, &param);
-    s = nn_schedule_new(sgd, &o); /* an SGD made without momentum has none to cycle */
-    CHECK(!s && strstr(nn_last_error(), "momentum"));
-    nn_schedule_free(s);
-    nn_optimizer_free(sgd);
+    nn_tensor *param = nn_tensor_new(ctx, NN_F32, 2, (int64_t[]){3, 3});
+    nn_tensor_set_requires_grad(param, true);
+    nn_optimizer *muon = nn_muon_new(&param, 1, &(nn_muon_options){.lr = 0.02f, .momentum = 0.95f, .ns_steps = 5});
+    s = nn_schedule_new(muon, &o); /* Muon's momentum is fixed at creation */
+    CHECK_MSG(!s && strstr(nn_last_error(), "momentum or beta1; muon has neither"), "%s", nn_last_error());
+    nn_optimizer_free(muon);
     nn_tensor_free(param);
     free_two_group_adam(opt, params);
     nn_ctx_free(ctx);

@@ -411,6 +411,81 @@ class Tensor:
         from .functional import matmul
         return matmul(self, other)
 
+    # ---- in place (inplace.py: computed out of place, then copied in) ----
+    def __iadd__(self, other):
+        from .functional import add
+        return _inplace().augmented(self, other, add, "+=")
+
+    def __isub__(self, other):
+        from .functional import sub
+        return _inplace().augmented(self, other, sub, "-=")
+
+    def __imul__(self, other):
+        from .functional import mul
+        return _inplace().augmented(self, other, mul, "*=")
+
+    def __itruediv__(self, other):
+        from .functional import div
+        return _inplace().augmented(self, other, div, "/=")
+
+    def add_(self, other, alpha=1):
+        return _inplace().apply(self, "add_", lambda: self + (other * alpha if alpha != 1 else other), other)
+
+    def sub_(self, other, alpha=1):
+        return _inplace().apply(self, "sub_", lambda: self - (other * alpha if alpha != 1 else other), other)
+
+    def mul_(self, other):
+        return _inplace().apply(self, "mul_", lambda: self * other, other)
+
+    def div_(self, other):
+        return _inplace().apply(self, "div_", lambda: self / other, other)
+
+    def clamp_(self, min=None, max=None):  # noqa: A002 - torch's argument names
+        return _inplace().apply(self, "clamp_", lambda: self.clamp(min, max))
+
+    def pow_(self, exponent):
+        return _inplace().apply(self, "pow_", lambda: self.pow(exponent))
+
+    def neg_(self):
+        return _inplace().apply(self, "neg_", self.neg)
+
+    def abs_(self):
+        return _inplace().apply(self, "abs_", self.abs)
+
+    def exp_(self):
+        return _inplace().apply(self, "exp_", self.exp)
+
+    def sqrt_(self):
+        return _inplace().apply(self, "sqrt_", self.sqrt)
+
+    def relu_(self):
+        return _inplace().apply(self, "relu_", self.relu)
+
+    def sigmoid_(self):
+        return _inplace().apply(self, "sigmoid_", self.sigmoid)
+
+    def tanh_(self):
+        return _inplace().apply(self, "tanh_", self.tanh)
+
+    def fill_(self, value):
+        return _inplace().fill(self, value)
+
+    def zero_(self):
+        return _inplace().fill(self, 0, "zero_")
+
+    def copy_(self, src):
+        return _inplace().copy(self, src)
+
+    def uniform_(self, a=0.0, b=1.0):
+        _inplace().refuse_if_recording(self, (), "uniform_")
+        from .nn.init import uniform_
+        return uniform_(self, a, b)
+
+    def normal_(self, mean=0.0, std=1.0):
+        _inplace().refuse_if_recording(self, (), "normal_")
+        from .nn.init import normal_
+        return normal_(self, mean, std)
+
     # ---- methods (torch.Tensor's names) ----
     def exp(self):
         from .functional import exp
@@ -632,6 +707,11 @@ class Tensor:
             shape, dtype = self._known_shape or "?", self._known_dtype or "?"
             return f"Tensor(shape={shape}, dtype={dtype}, freed)"
         return f"Tensor(shape={self._shape}, dtype={self._dtype})"
+
+
+def _inplace():
+    from . import inplace
+    return inplace
 
 
 def tensor_list(values, where):

@@ -50,9 +50,10 @@ typedef struct nn_optimizer_class {
     const nn_optimizer_option_spec *option_specs;
     int option_count;
     /* A new value of option i (option_specs' order) within its spec's range,
-     * checked against the rest of the optimizer (NULL: every such value
-     * is accepted). */
-    nn_status (*check_option)(const nn_optimizer *opt, int group, int option, float value);
+     * checked against the rest of the optimizer, and what it needs made
+     * (SGD's and RMSprop's momentum buffers, the first time a group gets
+     * momentum). NULL: every such value is accepted. */
+    nn_status (*check_option)(nn_optimizer *opt, int group, int option, float value);
 } nn_optimizer_class;
 
 /* Work on the gradients before every update, from outside the optimizer:

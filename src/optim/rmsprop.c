@@ -59,12 +59,20 @@ static int rmsprop_describe(const nn_optimizer *opt, nn_optimizer_option *out, i
 
 static void rmsprop_lr_changed(nn_optimizer *opt) { ((rmsprop *)opt)->options.lr = opt->lr; }
 
-/* Momentum needs its buffers, made only when the optimizer starts with momentum. */
-static nn_status rmsprop_check_option(const nn_optimizer *opt, int group, int option, float value) {
+static nn_status add_state(rmsprop *r, const char *name, int *index) {
+    const int next = r->base.state_count;
+    NN_TRY(nn_optimizer_add_state(&r->base, name));
+    *index = next;
+    return NN_OK;
+}
+
+/* Momentum needs its buffers: made zero the first time a group gets
+ * momentum (torch's start). */
+static nn_status rmsprop_check_option(nn_optimizer *opt, int group, int option, float value) {
     (void)group;
-    if (option == MOMENTUM && value > 0.0f && ((const rmsprop *)opt)->momentum_state < 0)
-        return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_set_group_option: this RMSprop was made without momentum "
-                                             "(it keeps no momentum buffers); make it with momentum > 0");
+    rmsprop *r = (rmsprop *)opt;
+    if (option == MOMENTUM && value > 0.0f && r->momentum_state < 0)
+        return add_state(r, "momentum_buffer", &r->momentum_state);
     return NN_OK;
 }
 
@@ -75,11 +83,6 @@ static const nn_optimizer_class kRmsprop = {.name = "rmsprop",
                                             .option_specs = kOptions,
                                             .option_count = sizeof kOptions / sizeof kOptions[0],
                                             .check_option = rmsprop_check_option};
-
-static nn_status add_state(rmsprop *r, const char *name, int *index) {
-    *index = r->base.state_count;
-    return nn_optimizer_add_state(&r->base, name);
-}
 
 static nn_optimizer *make(const char *fn, const nn_param_group *groups, int count, const nn_rmsprop_options *options) {
     if (!options) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: options is NULL", fn);

@@ -90,14 +90,13 @@ static int sgd_describe(const nn_optimizer *opt, nn_optimizer_option *out, int c
 
 static void sgd_lr_changed(nn_optimizer *opt) { ((sgd *)opt)->options.lr = opt->lr; }
 
-/* Momentum needs its buffers, made only when the optimizer starts with
- * momentum; nesterov needs momentum. */
-static nn_status sgd_check_option(const nn_optimizer *opt, int group, int option, float value) {
+/* Momentum needs its buffers: made zero the first time a group gets
+ * momentum (a first momentum step then equals torch's, whose buffer starts
+ * as that step's gradient); nesterov needs momentum. */
+static nn_status sgd_check_option(nn_optimizer *opt, int group, int option, float value) {
     (void)group;
-    const sgd *s = (const sgd *)opt;
-    if (option == MOMENTUM && value > 0.0f && !velocity_of((sgd *)s))
-        return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_set_group_option: this SGD was made without momentum "
-                                             "(it keeps no momentum buffers); make it with momentum > 0");
+    sgd *s = (sgd *)opt;
+    if (option == MOMENTUM && value > 0.0f && !velocity_of(s)) NN_TRY(nn_optimizer_add_state(opt, "momentum_buffer"));
     if (option == MOMENTUM && value <= 0.0f && s->options.nesterov)
         return nn_set_error(NN_ERR_ARGUMENT, "nn_optimizer_set_group_option: nesterov needs momentum > 0, got %g",
                             value);

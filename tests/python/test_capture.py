@@ -44,7 +44,7 @@ def train(captured, steps=6, as_tensors=False):
 def test_replay_equals_eager(as_tensors):
     eager_losses, eager_weights, _ = train(False, as_tensors=as_tensors)
     losses, weights, step = train(True, as_tensors=as_tensors)
-    assert step.command_count > 20
+    assert step.command_count > 10  # LeNet's step, recorded (17 kernels on an H200, which fuses more)
     assert losses == eager_losses  # exactly
     for w, e in zip(weights, eager_weights):
         np.testing.assert_array_equal(w, e)

@@ -157,7 +157,21 @@ def test_one_cycle_cycles_momentum_into_the_update_as_torch(kind):
                                    err_msg=f"step {step}")
 
 
-def test_momentum_cannot_be_given_to_an_sgd_made_without_it():
-    opt = nn.SGD(nn.Linear(2, 2).parameters(), lr=0.1)
-    with pytest.raises(ValueError, match="made without momentum"):
-        lr_scheduler.OneCycleLR(opt, max_lr=1.0, total_steps=10)  # cycles the momentum from 0.95
+def test_one_cycle_gives_momentum_to_an_sgd_made_without_it_as_torch():
+    """torch's OneCycleLR sets an SGD's momentum even when it was made
+    without: the buffers are made then, and the weights follow torch's."""
+    rng = np.random.default_rng(9)
+    w0, x = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((5, 4)).astype(np.float32)
+    runs = []
+    for m, s in ((nn, lr_scheduler), (torch, torch.optim.lr_scheduler)):
+        w = m.tensor(w0.copy(), requires_grad=True)
+        opt = m.optim.SGD([w], lr=0.1)
+        sched = s.OneCycleLR(opt, max_lr=0.2, total_steps=10)
+        for _ in range(9):
+            opt.zero_grad()
+            ((m.tensor(x) @ w.T) ** 2).mean().backward()
+            opt.step()
+            sched.step()
+        runs.append((w.detach().numpy(), opt.param_groups[0]["momentum"]))
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=2e-5, atol=1e-6)
+    assert runs[0][1] == pytest.approx(runs[1][1], rel=1e-12)

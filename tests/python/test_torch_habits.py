@@ -143,3 +143,73 @@ def test_a_0_dim_parameter_trains_saves_and_refuses_bad_reshapes(tmp_path):
     back = ne.load(tmp_path / "state.nn")
     assert back["scale"].shape == () and back["scale"].item() == 2.0
     assert back["steps"].shape == () and back["steps"].item() == 7
+
+
+INPLACE_CASES = [
+    ("add_ alpha", lambda t, o: t.add_(o, alpha=0.5)),
+    ("sub_", lambda t, o: t.sub_(o)),
+    ("mul_ number", lambda t, o: t.mul_(3.0)),
+    ("div_ broadcast", lambda t, o: t.div_(o[0:1] + 3.0)),
+    ("clamp_", lambda t, o: t.clamp_(min=-0.5, max=0.5)),
+    ("pow_", lambda t, o: t.abs_().pow_(1.5)),
+    ("neg_ exp_", lambda t, o: t.neg_().exp_()),
+    ("sqrt_", lambda t, o: t.abs_().sqrt_()),
+    ("relu_ sigmoid_ tanh_", lambda t, o: t.relu_().sigmoid_().tanh_()),
+    ("fill_ zero_", lambda t, o: t.fill_(2.5).mul_(o).zero_().add_(1.0)),
+    ("copy_", lambda t, o: t.copy_(o)),
+    ("copy_ broadcast", lambda t, o: t.copy_(o[1])),
+    ("+= -= *= /=", lambda t, o: _augmented(t, o)),
+]
+
+
+def _augmented(t, o):
+    t += o
+    t -= 0.25
+    t *= o
+    t /= 2.0
+    return t
+
+
+@pytest.mark.parametrize("name,op", INPLACE_CASES, ids=[c[0] for c in INPLACE_CASES])
+def test_in_place_operations_change_the_tensor_as_torch(name, op):
+    x, o = RNG.normal(size=(3, 4)).astype(np.float32), RNG.normal(size=(3, 4)).astype(np.float32)
+    ours, theirs = ne.tensor(x), torch.tensor(x)
+    ours_id, theirs_id = id(ours), id(theirs)
+    got, want = op(ours, ne.tensor(o)), op(theirs, torch.tensor(o))
+    assert id(got) == ours_id and id(want) == theirs_id  # the same tensor, changed
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_a_hand_written_sgd_step_under_no_grad_trains_as_torch():
+    """PyTorch's first tutorial: w -= lr * w.grad under no_grad, then
+    w.grad.zero_(); five steps in lock-step with torch."""
+    w0, x = RNG.normal(size=(3, 5)).astype(np.float32), RNG.normal(size=(8, 5)).astype(np.float32)
+    y = RNG.normal(size=(8, 3)).astype(np.float32)
+    runs = []
+    for m in (ne, torch):
+        w = m.tensor(w0.copy(), requires_grad=True)
+        for _ in range(5):
+            loss = ((m.tensor(x) @ w.T - m.tensor(y)) ** 2).mean()
+            loss.backward()
+            with m.no_grad():
+                w -= 0.1 * w.grad
+                w.grad.zero_()
+        runs.append(w.detach().numpy())
+    np.testing.assert_allclose(runs[0], runs[1], rtol=1e-5, atol=1e-6)
+
+
+def test_in_place_where_grad_is_recorded_refuses_or_rebinds():
+    w = ne.tensor(RNG.normal(size=(2, 3)).astype(np.float32), requires_grad=True)
+    with pytest.raises(RuntimeError, match="mul_: in-place operations are not recorded by autograd"):
+        w.mul_(2.0)
+    with pytest.raises(RuntimeError, match="zero_"):
+        w.zero_()
+    # total += loss binds total to total + loss: the gradient reaches both terms, as torch's
+    total = ne.tensor(0.0)
+    for scale in (1.0, 2.0):
+        total += (w * scale).sum()
+    total.backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.full((2, 3), 3.0))
+    a = ne.tensor(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match="the result has shape \\(2, 2, 3\\), the tensor \\(2, 3\\)"):
+        a.add_(ne.tensor(np.ones((2, 1, 3), np.float32)))

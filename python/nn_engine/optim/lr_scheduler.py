@@ -258,8 +258,8 @@ class SequentialLR(_LRScheduler):
 
 class OneCycleLR(_LRScheduler):
     """torch's OneCycleLR. cycle_momentum moves SGD's and RMSprop's momentum
-    or Adam's, AdamW's and Lion's beta1 (their param_groups' "betas"); an
-    SGD made without momentum keeps none, so pass cycle_momentum=False."""
+    (made without, they get their buffers then, as torch's) or Adam's,
+    AdamW's and Lion's beta1 (their param_groups' "betas")."""
 
     def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None, pct_start=0.3,
                  anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85, max_momentum=0.95,
