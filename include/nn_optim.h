@@ -61,10 +61,11 @@ void nn_optimizer_free(nn_optimizer *opt);
  * and the optimizer's state as they were (skipped and counted) and the
  * scale is multiplied by backoff_factor; after growth_interval steps in a
  * row without, by growth_factor. Zeros in the options take torch's
- * defaults: 65536, 2, 0.5, 2000. The parameters must live in the
- * optimizer's flat buffers (none shared with another tensor). Costs one
- * pass over the gradients per step; the update kernels skip a step whose
- * gradients overflowed on the device. */
+ * defaults: 65536, 2, 0.5, 2000. Costs one pass over the gradients per
+ * step (one kernel when every parameter lives in the optimizer's flat
+ * buffers, else one per gradient; a parameter without one, frozen, is
+ * skipped); the update kernels skip a step whose gradients overflowed on
+ * the device. */
 typedef struct nn_loss_scale_options {
     float init_scale, growth_factor, backoff_factor;
     int growth_interval;

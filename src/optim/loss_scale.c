@@ -118,12 +118,17 @@ static nn_status run(nn_optimizer *opt, int mode, nn_tensor *x, int64_t n) {
     return nn_ctx_run(opt->set.ctx, NN_KERNEL_LOSS_SCALE, args, 2, &p);
 }
 
+/* The gradients divided by the scale, flagging one that is not finite: one
+ * kernel over the flat buffer, or one per gradient where a parameter lives
+ * elsewhere (shared with another tensor) or has none yet (frozen: skipped,
+ * as its update is). */
 static nn_status unscale(nn_optimizer *opt) {
-    if (!nn_param_set_is_flat(&opt->set))
-        return nn_set_error(NN_ERR_STATE, "nn_optimizer_step: loss scaling needs every parameter and gradient in the "
-                                          "optimizer's flat buffers (a parameter shared with another tensor, or one "
-                                          "without a gradient yet, is not)");
-    return run(opt, NN_LOSS_SCALE_UNSCALE, opt->set.flat_grads, opt->set.total);
+    if (nn_param_set_is_flat(&opt->set)) return run(opt, NN_LOSS_SCALE_UNSCALE, opt->set.flat_grads, opt->set.total);
+    for (int i = 0; i < opt->set.count; i++) {
+        nn_tensor *grad = opt->set.params[i]->grad;
+        if (grad) NN_TRY(run(opt, NN_LOSS_SCALE_UNSCALE, grad, grad->numel));
+    }
+    return NN_OK;
 }
 
 bool nn_loss_scaler_unscaled(const nn_optimizer *opt) { return opt->loss_scaler && opt->loss_scaler->unscaled; }

@@ -170,3 +170,31 @@ def test_grad_scaler_unscale_then_clip_equals_an_unscaled_clipped_run():
     other = nn_engine.optim.SGD([nn_engine.Tensor(w0.copy(), requires_grad=True)], lr=0.1)
     with pytest.raises(ValueError, match="GradScaler per optimizer"):
         scaler.step(other)
+
+
+def test_grad_scaler_with_a_parameter_that_gets_no_gradient():
+    """A frozen parameter in the optimizer (no gradient): the scaler unscales
+    the others one by one, the steps equal unscaled ones bit for bit, and an
+    overflowing step is still skipped."""
+    rng = np.random.default_rng(12)
+    w0, x = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((7, 5)).astype(np.float32)
+    runs = []
+    for scaled in (False, True):
+        w = nn_engine.Tensor(w0.copy(), requires_grad=True)
+        frozen = nn_engine.Tensor(np.ones(3, np.float32), requires_grad=True)
+        opt = nn_engine.optim.SGD([w, frozen], lr=0.05, momentum=0.9)
+        scaler = amp.GradScaler(init_scale=1024.0, enabled=scaled)
+        for factor in (1.0, 1.0, 1e36, 1.0):  # the third overflows once scaled; the plain run leaves it out
+            if factor != 1.0 and not scaled:
+                continue
+            opt.zero_grad()
+            scaler.scale((F.linear(nn_engine.Tensor(x), w) ** 2).sum() * factor).backward()
+            before = w.numpy().copy()
+            scaler.step(opt)
+            scaler.update()
+            if factor != 1.0:
+                np.testing.assert_array_equal(w.numpy(), before)
+        runs.append(w.numpy())
+    assert scaler.skipped_steps == 1 and scaler.get_scale() == 512.0
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(frozen.numpy(), np.ones(3, np.float32))
