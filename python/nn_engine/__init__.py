@@ -20,10 +20,10 @@ from .containers import Flatten, ModuleDict, ModuleList, Sequential
 # argument order (actType sixth), nn_engine.functional.conv2d is PyTorch's.
 from .functional import seed_conv2d as conv2d
 from .functional import (abs, adaptive_avg_pool2d, adaptive_max_pool2d, add, add_bias,  # noqa: A004
-                         avg_pool2d, batch_norm, bias_relu, binary_cross_entropy_with_logits, clamp,
+                         avg_pool2d, batch_norm, bias_relu, binary_cross_entropy_with_logits, bmm, clamp,
                          conv_transpose2d, cross_entropy, div, dropout, embedding, exp, group_norm,
                          interpolate, l1_loss, layer_norm, linear, log, log_softmax, matmul, max_pool2d,
-                         maximum, maxpool2d, minimum, mse_loss, mul, neg, nll_loss, pow, relu, reshape, scale,
+                         maximum, maxpool2d, minimum, mm, mse_loss, mul, neg, nll_loss, pow, relu, reshape, scale,
                          scaled_dot_product_attention, sigmoid, smooth_l1_loss, softmax, softmax_ce, sqrt, sub,
                          tanh)
 from .layers import (ELU, GELU, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d,
@@ -41,9 +41,12 @@ from .rearrange import (cat, chunk, concat, expand, flatten, narrow, permute, se
                         transpose, unsqueeze)
 from .reductions import amax, amin, argmax, argmin, max, mean, min, std, sum, var  # noqa: A004
 from .tensor import ReusableTensor, Tensor, from_numpy, tensor
+from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like, rand, randint,
+                       randn, randperm, zeros, zeros_like)
 
 # dtypes by torch's names (NumPy's types): integer ones are int32 on the device
 float32, int32, int64 = np.float32, np.int32, np.int64
+float, int, long = np.float32, np.int32, np.int64  # noqa: A001 - torch.float, torch.int, torch.long
 
 __version__ = "0.1.0"
 
@@ -51,9 +54,12 @@ __all__ = [
     # the seed's API
     "Tensor", "ReusableTensor", "Linear", "ConvLayer", "Dropout", "Model", "SGD", "Metrics",
     "relu", "sigmoid", "tanh", "dropout", "maxpool2d", "flatten", "reshape", "softmax", "softmax_ce", "add",
-    "mul", "scale", "sum", "mean", "matmul", "add_bias", "bias_relu", "linear", "conv2d",
+    "mul", "scale", "sum", "mean", "matmul", "mm", "bmm", "add_bias", "bias_relu", "linear", "conv2d",
     "end_batch", "release_all_buffers", "no_grad", "enable_grad", "tensor", "from_numpy",
-    "float32", "int32", "int64",
+    "float32", "int32", "int64", "float", "int", "long",
+    # creation (torch's)
+    "zeros", "ones", "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like", "arange", "linspace",
+    "eye", "rand", "randn", "randint", "randperm",
     "devices", "Device", "set_device", "get_device", "manual_seed", "library_path",
     "capture", "CapturedStep",
     # arithmetic, math, reductions, rearrangements (torch's names)

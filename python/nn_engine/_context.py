@@ -22,6 +22,8 @@ import threading
 import weakref
 from collections import namedtuple
 
+import numpy as np
+
 from . import _lib
 from ._errors import check, check_ptr
 from ._lib import lib
@@ -285,13 +287,26 @@ def get_device():
 
 
 def manual_seed(seed):
-    """Seed the generator that layer initialisers draw from."""
-    global _seed
+    """Seed the generators: the device's, which layer initialisers, rand and
+    randn draw from, and the host's (randint, randperm)."""
+    global _seed, _host_generator
     if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
         raise ValueError(f"manual_seed: seed must be an int in [0, 2**64), got {seed!r}")
     _seed = seed
+    _host_generator = None
     if _default is not None:
         check(lib.nn_ctx_manual_seed(_default.ptr, seed), "nn_ctx_manual_seed")
+
+
+_host_generator = None
+
+
+def host_generator():
+    """The host's generator (creation.py's randint, randperm), from the seed."""
+    global _host_generator
+    if _host_generator is None:
+        _host_generator = np.random.default_rng(_initial_seed())
+    return _host_generator
 
 
 def end_batch():

@@ -261,6 +261,22 @@ def matmul(a, b, transA=False, transB=False):
     return _result(_matmul_batched(pa, pb), a, "nn_matmul_batched")
 
 
+def mm(a, b):
+    """a @ b for two 2-D tensors (torch.mm)."""
+    _tensor(a, "mm", "a"), _tensor(b, "mm", "b")
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"mm: a and b must be 2-D, got shapes {a.shape} and {b.shape} (matmul broadcasts)")
+    return matmul(a, b)
+
+
+def bmm(a, b):
+    """Batched a @ b for two 3-D tensors of one batch size (torch.bmm)."""
+    _tensor(a, "bmm", "a"), _tensor(b, "bmm", "b")
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
+        raise ValueError(f"bmm: a and b must be 3-D with one batch size, got shapes {a.shape} and {b.shape}")
+    return matmul(a, b)
+
+
 def _binary(name, a, b, scalar):
     """nn_<name>(a, b) broadcasting two Tensors (NumPy's rule); a number on
     either side goes to scalar(tensor, number, tensor_first)."""
