@@ -60,7 +60,8 @@ nn_tensor *nn_reshape(nn_tensor *x, int ndim, const int64_t *shape);
  * the result is dimension perm[d] of x. slice: elements start, start + step,
  * ... before end along dim (PyTorch's rules: negative start and end count
  * from the end and both are clamped; the result must not be empty). select:
- * x[..., index, ...] along dim, which is dropped. cat: along dim, the others
+ * x[..., index, ...] along dim, which is dropped (slice and select take
+ * int32 tensors too; the rest float32). cat: along dim, the others
  * equal; stack: along a new dimension dim. expand: x repeated along its
  * dimensions of size 1 and new leading ones (-1 keeps a size). unsqueeze
  * inserts a dimension of size 1; squeeze drops dim when its size is 1. */

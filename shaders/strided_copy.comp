@@ -4,8 +4,9 @@
 #include "strided.glsl"
 layout(local_size_x = 256) in;
 PUSH_CONSTANTS(PUSH_STRIDED_COPY)
-layout(std430, binding = 0) readonly buffer S { float src[]; };
-layout(std430, binding = 1) buffer D { float dst[]; };
+// 32-bit words, moved as they are (int32 tensors too); accumulate adds floats.
+layout(std430, binding = 0) readonly buffer S { uint src[]; };
+layout(std430, binding = 1) buffer D { uint dst[]; };
 
 void main() {
     uint n = 1;
@@ -13,8 +14,8 @@ void main() {
     GRID_STRIDE_LOOP(i, n) {
         int is, id, unused;
         STRIDED_OFFSETS(i, p.ndim, p.shape, p.src_stride, p.dst_stride, p.dst_stride, is, id, unused);
-        float v = src[p.off[0] + is];
+        uint v = src[p.off[0] + is];
         uint k = p.off[1] + uint(id);
-        dst[k] = p.accumulate != 0 ? dst[k] + v : v;
+        dst[k] = p.accumulate != 0 ? floatBitsToUint(uintBitsToFloat(dst[k]) + uintBitsToFloat(v)) : v;
     }
 }

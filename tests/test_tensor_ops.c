@@ -420,6 +420,43 @@ TEST(tensor_ops_rearrangements) {
     }
 }
 
+/* int32 slices and selections (labels[i:j], x[k] of an index tensor) are
+ * the source's words, bit for bit: small values are float denormals and
+ * some patterns float NaNs, which a copy through float arithmetic could
+ * flush or quiet. */
+static void check_int_slices(const char *device) {
+    nn_ctx *ctx = vkt_open_device(device);
+    if (!ctx) return;
+    enum { ROWS = 7, COLS = 5 };
+    int32_t x[ROWS * COLS];
+    for (int i = 0; i < ROWS * COLS; i++) x[i] = (i * 2654435761u) % 2001 - 1000; /* small: denormal as floats */
+    x[3] = INT32_MIN, x[8] = INT32_MAX, x[13] = 0x7fc00001, x[21] = (int32_t)0xff800001u; /* a NaN, -NaN */
+    nn_tensor *t = nn_tensor_from_data(ctx, NN_I32, 2, (int64_t[]){ROWS, COLS}, x);
+    nn_tensor *rows = nn_slice(t, 0, 1, 7, 2), *col = nn_select(t, 1, 3);
+    CHECK_MSG(rows && col, "%s: %s", device, nn_last_error());
+    if (rows && col) {
+        CHECK(nn_tensor_dtype(rows) == NN_I32 && nn_tensor_dtype(col) == NN_I32);
+        int32_t got_rows[3 * COLS], got_col[ROWS];
+        CHECK(nn_tensor_read(rows, got_rows, sizeof got_rows) == NN_OK);
+        CHECK(nn_tensor_read(col, got_col, sizeof got_col) == NN_OK);
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < COLS; c++)
+                CHECK_MSG(got_rows[r * COLS + c] == x[(1 + 2 * r) * COLS + c], "%s row %d col %d: %d, want %d", device,
+                          r, c, got_rows[r * COLS + c], x[(1 + 2 * r) * COLS + c]);
+        for (int r = 0; r < ROWS; r++)
+            CHECK_MSG(got_col[r] == x[r * COLS + 3], "%s select row %d: %d, want %d", device, r, got_col[r],
+                      x[r * COLS + 3]);
+    }
+    CHECK(nn_ctx_step_end(ctx) == NN_OK);
+    nn_tensor_free(t);
+    nn_ctx_free(ctx);
+}
+
+TEST(tensor_ops_int32_slices_are_bit_exact) {
+    check_int_slices("cpu");
+    check_int_slices("vulkan");
+}
+
 /* ---- errors name the function, the argument and the values ---- */
 
 TEST(tensor_ops_errors) {

@@ -276,6 +276,11 @@ class Tensor:
         check(lib.nn_tensor_set_requires_grad(self._ptr(), bool(value)),
               "nn_tensor_set_requires_grad")
 
+    def requires_grad_(self, requires_grad=True):
+        """Set requires_grad in place and return the tensor (torch's)."""
+        self.requires_grad = requires_grad
+        return self
+
     @property
     def grad(self):
         """The accumulated gradient as a Tensor, or None before any backward.
@@ -564,6 +569,14 @@ class Tensor:
         from .functional import matmul
         return matmul(self, other)
 
+    def mm(self, other):
+        from .functional import mm
+        return mm(self, other)
+
+    def bmm(self, other):
+        from .functional import bmm
+        return bmm(self, other)
+
     def sum(self, dim=None, keepdim=False):
         from .reductions import sum
         return sum(self, dim, keepdim)
@@ -609,6 +622,17 @@ class Tensor:
         return reshape(self, shape[0] if len(shape) == 1 and not isinstance(shape[0], numbers.Integral) else shape)
 
     view = reshape
+
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
+
+    view_as = reshape_as
+
+    def t(self):
+        """A 2-D tensor transposed (1-D: itself), as torch.Tensor.t."""
+        if self.ndim > 2:
+            raise ValueError(f"t: expects a tensor of at most 2 dimensions, got shape {self._shape} (use transpose)")
+        return self.T
 
     def flatten(self, start_dim=0, end_dim=-1):
         from .rearrange import flatten

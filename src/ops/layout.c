@@ -188,9 +188,14 @@ const nn_op nn_op_slice = {
 
 /* PyTorch's slice rules: negative start and end count from the end, and
  * both are clamped to the dimension; the result must not be empty. */
+/* Slices and selections move 32-bit words: float32 and int32 tensors alike. */
+static nn_status check_words(const char *op, const nn_tensor *x) {
+    return x && x->dtype == NN_I32 ? NN_OK : nn_check_tensor(op, "x", x, NN_F32);
+}
+
 nn_tensor *nn_slice(nn_tensor *x, int dim, int64_t start, int64_t end, int64_t step) {
     const char *op = "nn_slice";
-    if (nn_check_tensor(op, "x", x, NN_F32) || check_dim(op, "dim", x, dim, x->ndim)) return NULL;
+    if (check_words(op, x) || check_dim(op, "dim", x, dim, x->ndim)) return NULL;
     if (step < 1) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: step must be >= 1, got %lld", op, (long long)step);
     const int d = normalize_dim(dim, x->ndim);
     const int64_t size = x->shape[d];
@@ -207,12 +212,12 @@ nn_tensor *nn_slice(nn_tensor *x, int dim, int64_t start, int64_t end, int64_t s
     memcpy(shape, x->shape, sizeof(int64_t) * (size_t)x->ndim);
     shape[d] = 1 + (end - start - 1) / step; /* not (end - start + step - 1) / step: overflows for huge steps */
     const slice_node p = {.dim = d, .start = start, .step = step};
-    return nn_op_result(&nn_op_slice, &x, 1, &p, sizeof p, x->ndim, shape);
+    return nn_op_record(&nn_op_slice, &x, 1, &p, sizeof p, x->dtype, x->ndim, shape);
 }
 
 nn_tensor *nn_select(nn_tensor *x, int dim, int64_t index) {
     const char *op = "nn_select";
-    if (nn_check_tensor(op, "x", x, NN_F32) || check_dim(op, "dim", x, dim, x->ndim)) return NULL;
+    if (check_words(op, x) || check_dim(op, "dim", x, dim, x->ndim)) return NULL;
     const int d = normalize_dim(dim, x->ndim);
     char sx[96];
     if (index < -x->shape[d] || index >= x->shape[d])
@@ -225,7 +230,7 @@ nn_tensor *nn_select(nn_tensor *x, int dim, int64_t index) {
         if (i != d) shape[ndim++] = x->shape[i];
     if (ndim == 0) shape[ndim++] = 1; /* a one-element result, as nn_sum's */
     const slice_node p = {.dim = d, .start = index, .step = 1, .select = 1};
-    return nn_op_result(&nn_op_slice, &x, 1, &p, sizeof p, ndim, shape);
+    return nn_op_record(&nn_op_slice, &x, 1, &p, sizeof p, x->dtype, ndim, shape);
 }
 
 /* ---- cat and stack ---- */

@@ -4,6 +4,7 @@
  * of indices starts from its first index's coordinates. Float arithmetic is
  * in double, rounded once; integer sums wrap modulo 2^32. */
 #include <math.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "cpu_backend.h"
@@ -165,10 +166,11 @@ nn_status nn_cpu_compare(nn_thread_pool *pool, const nn_compare_params *p, const
 
 /* ---- STRIDED_COPY ---- */
 
+/* 32-bit words, moved as they are (int32 tensors too); accumulate adds floats. */
 typedef struct copy_job {
     const nn_strided_copy_params *p;
-    const float *src;
-    float *dst;
+    const uint32_t *src;
+    uint32_t *dst;
 } copy_job;
 
 static void copy_range(void *arg, int64_t begin, int64_t end, int worker) {
@@ -177,9 +179,17 @@ static void copy_range(void *arg, int64_t begin, int64_t end, int worker) {
     odometer o = {.ndim = p->ndim, .operands = 2, .shape = p->shape, .stride = {p->src_stride, p->dst_stride}};
     odometer_start(&o, begin);
     for (int64_t i = begin; i < end; i++, odometer_next(&o)) {
-        const float v = job->src[o.offset[0]];
-        float *d = &job->dst[o.offset[1]];
-        *d = p->accumulate ? *d + v : v;
+        const uint32_t v = job->src[o.offset[0]];
+        uint32_t *d = &job->dst[o.offset[1]];
+        if (p->accumulate) {
+            float sum, add;
+            memcpy(&sum, d, sizeof sum);
+            memcpy(&add, &v, sizeof add);
+            sum += add;
+            memcpy(d, &sum, sizeof sum);
+        } else {
+            *d = v;
+        }
     }
 }
 
@@ -187,7 +197,7 @@ nn_status nn_cpu_strided_copy(nn_thread_pool *pool, const nn_strided_copy_params
     nn_status st;
     const int64_t n = space_size("strided_copy", p->ndim, p->shape, &st);
     NN_TRY(st);
-    copy_job job = {.p = p, .src = src, .dst = dst};
+    copy_job job = {.p = p, .src = (const uint32_t *)src, .dst = (uint32_t *)dst};
     nn_parallel_for(pool, n, NN_CPU_MIN_CHUNK, copy_range, &job);
     return NN_OK;
 }
