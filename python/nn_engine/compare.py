@@ -9,6 +9,7 @@ import numpy as np
 
 from . import _lib
 from ._lib import NN_F32, NN_I32
+from .functional import _both_scalars
 from .tensor import Tensor
 
 _compare = _lib.declare("nn_compare", _lib.c_tensor_p, [_lib.c_tensor_p, _lib.c_tensor_p, ctypes.c_int])
@@ -41,7 +42,7 @@ def compare(a, b, op):
     if a.dtype != b.dtype:  # torch promotes int to float
         a, b = (cast(t, np.float32) for t in (a, b))
     return Tensor._result(_compare(a._ptr(), b._ptr(), _OPS[op]), a._h.ctx, "nn_compare",
-                          () if a._known_shape == () and b._known_shape == () else None, np.dtype(np.int32))
+                          () if _both_scalars(a, b) else None, np.dtype(np.int32))
 
 
 def eq(input, other):  # noqa: A002 - torch's argument names

@@ -77,7 +77,8 @@ def copy(tensor, source):
         refuse_if_recording(tensor, (), "copy_")
         tensor.upload(np.broadcast_to(np.asarray(source, dtype=tensor.dtype), tensor.shape))
         return tensor
-    if source.shape == tensor.shape or source.numel() == tensor.numel() == 1:
-        return apply(tensor, "copy_", lambda: source if source.shape == tensor.shape else source.reshape(tensor.shape),
-                     source)
+    if source.shape == tensor.shape:
+        return apply(tensor, "copy_", lambda: source, source)
+    if source.numel() == tensor.numel() == 1:  # a 0-dim tensor into a [1] one, or back
+        return apply(tensor, "copy_", lambda: source.reshape(tensor.shape), source)
     return apply(tensor, "copy_", lambda: source.expand(*tensor.shape), source)

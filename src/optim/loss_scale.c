@@ -58,19 +58,20 @@ nn_status nn_optimizer_enable_loss_scaling(nn_optimizer *opt, const nn_loss_scal
 nn_tensor *nn_loss_scaler_state(const nn_optimizer *opt) { return opt->loss_scaler ? opt->loss_scaler->state : NULL; }
 
 /* A scale the updates can divide by (a normal float: its inverse is finite
- * too), a found flag of 0 or 1, and counts that are whole, >= 0 and below
- * 2^24 (exact in a float): a file with a scale of NaN, 0 or 1e-45 would
- * skip every step of the resumed run. */
+ * too), and a count that is whole, >= 0 and below 2^24 (exact in a float):
+ * a state with a scale of NaN, 0 or 1e-45 would skip every step after it. */
+static bool usable_scale(float scale) { return isfinite(scale) && scale >= FLT_MIN && scale < 3e38f; }
+static bool exact_count(double count) { return count >= 0.0 && count < 16777216.0 && count == floor(count); }
+
+/* The state a training-state file gave: a usable scale, a found flag of 0
+ * or 1, exact counts. */
 nn_status nn_loss_scaler_check_state(const nn_optimizer *opt, const char *who, const char *path) {
     const nn_tensor *state = nn_loss_scaler_state(opt);
     if (!state) return NN_OK;
     float v[4];
     NN_TRY(nn_tensor_read(state, v, sizeof v));
-    const bool scale_ok = isfinite(v[0]) && v[0] >= FLT_MIN && v[0] < 3e38f;
     const bool found_ok = v[1] == 0.0f || v[1] == 1.0f;
-    bool counts_ok = true;
-    for (int i = 2; i < 4; i++) counts_ok = counts_ok && v[i] >= 0.0f && v[i] < 16777216.0f && v[i] == floorf(v[i]);
-    if (scale_ok && found_ok && counts_ok) return NN_OK;
+    if (usable_scale(v[0]) && found_ok && exact_count(v[2]) && exact_count(v[3])) return NN_OK;
     return nn_set_error(NN_ERR_IO, "%s: %s: the loss scale's state (scale %g, overflow flag %g, %g good and %g "
                         "skipped steps) is not one a run leaves: the scale must be a finite normal number above 0, "
                         "the flag 0 or 1, the counts whole numbers from 0", who, path, v[0], v[1], v[2], v[3]);
@@ -171,9 +172,8 @@ nn_status nn_optimizer_set_loss_scale_state(nn_optimizer *opt, const nn_loss_sca
     if (!opt || !opt->loss_scaler || !state)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s", fn,
                             !opt ? "optimizer is NULL" : !state ? "state is NULL" : "loss scaling is not enabled");
-    const bool counts_ok = state->good_steps >= 0 && state->good_steps < (1 << 24) && state->skipped_steps >= 0 &&
-                           state->skipped_steps < (1 << 24);
-    if (!(isfinite(state->scale) && state->scale >= FLT_MIN && state->scale < 3e38f) || !counts_ok)
+    if (!usable_scale(state->scale) || !exact_count((double)state->good_steps) ||
+        !exact_count((double)state->skipped_steps))
         return nn_set_error(NN_ERR_ARGUMENT, "%s: the scale must be a finite normal float above 0 and the counts in "
                                              "[0, 2^24); got scale %g, %lld good and %lld skipped steps", fn,
                             state->scale, (long long)state->good_steps, (long long)state->skipped_steps);
