@@ -17,7 +17,7 @@ CASES = [
     ("ones int", lambda m: m.ones(2, 2, dtype=m.int64)),
     ("full float", lambda m: m.full((2, 3), 1.5)),
     ("full int", lambda m: m.full((3,), 7)),
-    ("empty", lambda m: m.empty(2, 5) * 0),
+    ("empty", lambda m: m.empty(2, 5).fill_(0.5)),  # torch.empty is uninitialised (NaNs possible)
     ("zeros_like", lambda m: m.zeros_like(m.ones(3, 4))),
     ("ones_like int", lambda m: m.ones_like(m.arange(4))),
     ("full_like", lambda m: m.full_like(m.zeros(2, 2), 3.25)),
