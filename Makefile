@@ -92,6 +92,27 @@ ifeq ($(VULKAN),1)
   COOPMAT_SPIRV := $(COOPMAT_SHADERS:shaders/%.comp=$(BUILD)/spv/%.spv)
   VK_GEN_OBJ := $(BUILD)/obj/gen/vk_shaders.o
 endif
+# ---- run-time GLSL for custom kernels (include/nn_custom.h) ---------------
+# libshaderc compiles a user's GLSL when a custom kernel is made. Debian 12's
+# shared libshaderc1 lacks its glslang and SPIRV-Tools (it cannot be loaded),
+# so the library links shaderc in from the static archives of libshaderc-dev,
+# glslang-dev and spirv-tools where they are (their symbols kept private);
+# elsewhere (Windows, SHADERC=0) it looks for a shared libshaderc at run time,
+# and without one GLSL is refused while SPIR-V still works.
+SHADERC ?= auto
+SHADERC_LIBDIR ?= /usr/lib/$(shell $(CC) -print-multiarch 2>/dev/null)
+SHADERC_ARCHIVES := $(foreach a,shaderc_combined glslang MachineIndependent GenericCodeGen OGLCompiler OSDependent \
+                      SPIRV SPIRV-Tools-opt SPIRV-Tools glslang-default-resource-limits,$(SHADERC_LIBDIR)/lib$(a).a)
+ifeq ($(SHADERC),auto)
+  SHADERC := $(if $(filter 1,$(WINDOWS)),0,$(if $(filter-out $(wildcard $(SHADERC_ARCHIVES)),$(SHADERC_ARCHIVES)),0,1))
+  ifeq ($(SHADERC),0)
+    $(info nn-engine: custom kernels' GLSL through a shared libshaderc found at run time (no static shaderc archives; install libshaderc-dev spirv-tools to link it in))
+  endif
+endif
+ifeq ($(SHADERC),1)
+  CPPFLAGS += -DNN_WITH_SHADERC
+  LDLIBS += -Wl,--exclude-libs,ALL -Wl,--start-group $(SHADERC_ARCHIVES) -Wl,--end-group -lstdc++
+endif
 # ---- platform layer (src/platform/) and the image decoders ----------------
 LIB_SRC += $(sort $(wildcard src/platform/*.c))
 # IMAGE_CODECS=wic: the Windows Imaging Component decodes (mk/windows.mk).

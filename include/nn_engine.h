@@ -21,5 +21,6 @@
 #include "nn_schedule.h"
 #include "nn_ema.h"
 #include "nn_dist.h"
+#include "nn_custom.h"
 
 #endif

@@ -46,6 +46,11 @@ STRUCTS = [
     ("ImageIndex", "nn_image_index", "nn_loader.h"),
     ("LoaderOptions", "nn_loader_options", "nn_loader.h"),
     ("Batch", "nn_batch", "nn_loader.h"),
+    ("CustomCpuCall", "nn_custom_cpu_call", "nn_custom.h"),
+    ("CustomKernelDesc", "nn_custom_kernel_desc", "nn_custom.h"),
+    ("CustomOutput", "nn_custom_output", "nn_custom.h"),
+    ("FunctionCall", "nn_function_call", "nn_custom.h"),
+    ("FunctionDef", "nn_function_def", "nn_custom.h"),
 ]
 
 NUMBERS = {"int": "ctypes.c_int", "int32_t": "ctypes.c_int32", "int64_t": "ctypes.c_int64",
@@ -94,6 +99,8 @@ def ctype(base, stars, mirrored, enum_names, where):
             return "ctypes.c_int"
         if base in mirrored:
             return mirrored[base]
+        if base.endswith("_fn"):  # a function pointer's typedef (nn_custom_cpu_fn)
+            return "ctypes.c_void_p"
         raise SystemExit(f"ctypes_structs: {where}: no ctypes type for '{base}'")
     if base == "char":
         inner = "ctypes.c_char_p"

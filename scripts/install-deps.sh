@@ -7,6 +7,8 @@ set -euo pipefail
 needed=(gcc make pkg-config libopenblas-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
         python3 dataset-fashion-mnist
         glslc libvulkan-dev mesa-vulkan-drivers "$@") # Vulkan: shader compiler, headers, lavapipe (CI's GPU)
+# Custom kernels' GLSL (issue 37): shaderc, glslang and SPIRV-Tools as static archives.
+needed+=(libshaderc-dev spirv-tools)
 # Data parallelism (issue 24): Open MPI's headers (pkg-config ompi-c) and mpirun.
 needed+=(libopenmpi-dev openmpi-bin)
 # io: clang and its libFuzzer runtime for the safetensors fuzz regression.

@@ -42,6 +42,7 @@ void parity_fill_case(nn_backend *o);
 void parity_metrics_accumulate_case(nn_backend *o);
 void parity_dropout_forward_case(nn_backend *o);
 void parity_cast_case(nn_backend *o);
+void parity_custom_case(nn_backend *o);
 
 /* parity_cases_fused.c */
 void parity_conv_pool_forward_case(nn_backend *o);

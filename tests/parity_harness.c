@@ -251,7 +251,7 @@ void parity_check(nn_backend *other, nn_kernel kernel, parity_arg *args, int nar
                   nn_kernel_arg_count(kernel));
         return;
     }
-    const unsigned written = nn_kernel_written_args(kernel);
+    const unsigned written = nn_kernel_launch_written_args(kernel, params);
     for (int i = 0; i < nargs; i++) {
         if (!args[i].data) continue;
         const bool declared = args[i].kind != ARG_READ, listed = (written >> i) & 1u;

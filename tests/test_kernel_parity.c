@@ -129,6 +129,7 @@ static const parity_case kCases[NN_KERNEL_COUNT] = {
     [NN_KERNEL_NORM_BACKWARD_FROM_SUMS] = {parity_norm_backward_from_sums_case},
     [NN_KERNEL_COMPARE] = {parity_compare_case},
     [NN_KERNEL_CAST] = {parity_cast_case},
+    [NN_KERNEL_CUSTOM] = {parity_custom_case},
 };
 
 /* A kernel added to nn_kernel needs a case (in parity_cases_dense.c or

@@ -226,9 +226,13 @@ def _open(device, threads):
     ctx = _opened.get((device, threads))
     if ctx is None or ctx.ptr is None:
         ctx = Context(device, threads, _initial_seed())
-        check(lib.nn_ctx_set_precision(ctx.ptr, _precision), "nn_ctx_set_precision")
+        same = _opened.get((ctx.type, threads))
+        if device == "auto" and same is not None and same.ptr is not None:
+            ctx = same  # "auto" chose a device opened already by name: one context for it (the new one is freed)
+        else:
+            check(lib.nn_ctx_set_precision(ctx.ptr, _precision), "nn_ctx_set_precision")
+            _opened.setdefault((ctx.type, threads), ctx)
         _opened[(device, threads)] = ctx
-        _opened.setdefault((ctx.type, threads), ctx)
     return ctx
 
 

@@ -1,4 +1,6 @@
 """C status codes -> Python exceptions carrying nn_last_error()."""
+import threading
+
 from ._lib import lib
 
 NN_OK = 0
@@ -26,11 +28,29 @@ def last_error_message():
     return message.decode("utf-8", "replace") if message else ""
 
 
+_callbacks = threading.local()
+
+
+def keep_callback_exception(exc):
+    """An exception raised in Python code the library called back (a custom
+    function's backward, a custom kernel's CPU function): the failed call
+    that led there raises it (error_for), on this thread."""
+    _callbacks.exception = exc
+
+
 def error_for(status, what=""):
     """The exception for a failed call; `what` names the call when the
-    library left no message (it always should)."""
+    library left no message (it always should). A Python callback's own
+    exception, where one failed the call, is that exception, the library's
+    message as its cause."""
     message = last_error_message() or f"{what}: failed with status {status}"
-    return _EXCEPTIONS.get(status, RuntimeError)(message)
+    error = _EXCEPTIONS.get(status, RuntimeError)(message)
+    kept = getattr(_callbacks, "exception", None)
+    if kept is not None:
+        _callbacks.exception = None
+        kept.__cause__ = error
+        return kept
+    return error
 
 
 def check(status, what=""):

@@ -300,3 +300,63 @@ class Batch(ctypes.Structure):
         ("count", ctypes.c_int64),
         ("first", ctypes.c_int64),
     ]
+
+
+class CustomCpuCall(ctypes.Structure):
+    """nn_custom_cpu_call (include/nn_custom.h)."""
+    _fields_ = [
+        ("buffers", ctypes.c_void_p * 8),
+        ("counts", ctypes.c_int64 * 8),
+        ("buffer_count", ctypes.c_int),
+        ("params", ctypes.c_void_p),
+        ("params_size", ctypes.c_size_t),
+        ("grid", ctypes.c_uint32 * 3),
+        ("user", ctypes.c_void_p),
+        ("error", ctypes.c_char * 256),
+    ]
+
+
+class CustomKernelDesc(ctypes.Structure):
+    """nn_custom_kernel_desc (include/nn_custom.h)."""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("cpu", ctypes.c_void_p),
+        ("cpu_user", ctypes.c_void_p),
+        ("glsl", ctypes.c_char_p),
+        ("spirv", ctypes.POINTER(ctypes.c_uint32)),
+        ("spirv_bytes", ctypes.c_size_t),
+        ("local_size", ctypes.c_uint32 * 3),
+        ("not_capturable", ctypes.c_bool),
+    ]
+
+
+class CustomOutput(ctypes.Structure):
+    """nn_custom_output (include/nn_custom.h)."""
+    _fields_ = [
+        ("dtype", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+    ]
+
+
+class FunctionCall(ctypes.Structure):
+    """nn_function_call (include/nn_custom.h)."""
+    _fields_ = [
+        ("inputs", ctypes.POINTER(ctypes.c_void_p)),
+        ("input_count", ctypes.c_int),
+        ("output", ctypes.c_void_p),
+        ("grad_output", ctypes.c_void_p),
+        ("saved", ctypes.POINTER(ctypes.c_void_p)),
+        ("saved_count", ctypes.c_int),
+        ("needs_grad", ctypes.POINTER(ctypes.c_bool)),
+        ("grad_inputs", ctypes.POINTER(ctypes.c_void_p)),
+        ("user", ctypes.c_void_p),
+    ]
+
+
+class FunctionDef(ctypes.Structure):
+    """nn_function_def (include/nn_custom.h)."""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("backward", ctypes.c_void_p),
+    ]

@@ -68,7 +68,8 @@ class CapturedStep:
         return lib.nn_step_runner_command_count(self._runner) if self._runner else 0
 
     def __call__(self, *args):
-        runner = self._runner_on(_context.default_context())
+        runner = self._runner_on(next((a._h.ctx for a in args if isinstance(a, Tensor)), None) or
+                                 _context.default_context())
         phase = lib.nn_step_runner_phase(runner)
         if phase == NN_STEP_REPLAY:
             self._write_inputs(args)
@@ -85,6 +86,7 @@ class CapturedStep:
         return outputs
 
     def _runner_on(self, ctx):
+        """The runner, made on the context of the first call's tensors (the default one without)."""
         if self._runner is None:
             options = StepOptions(warmup=self._warmup, eager=False)
             self._runner = check_ptr(lib.nn_step_runner_new(ctx.ptr, self._step_fn, None,
@@ -185,7 +187,7 @@ def _as_tensor(a, index, keep=False):
     survive end_batch (they are the recorded step's inputs)."""
     if isinstance(a, Tensor):
         if keep:
-            copy = Tensor(np.zeros(a.shape, dtype=a.dtype), track=False, dtype=a.dtype)
+            copy = Tensor(np.zeros(a.shape, dtype=a.dtype), track=False, dtype=a.dtype, device=a._h.ctx)
             check(lib.nn_tensor_copy(copy._ptr(), a._ptr()), "nn_tensor_copy")
             return copy
         return a

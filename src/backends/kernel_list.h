@@ -193,6 +193,8 @@
     /* a, b (both float32 or both int32: nn_compare_params.integer), out (int32, 0 or 1) */                     \
     X(COMPARE, compare, nn_compare_params, 3, NN_ARG(2), 0)                                                     \
     /* x, out (nn_pointwise_params.op: nn_cast_op, float32 -> int32 or int32 -> float32) */                    \
-    X(CAST, cast, nn_pointwise_params, 2, NN_ARG(1), 0)
+    X(CAST, cast, nn_pointwise_params, 2, NN_ARG(1), 0)                                                         \
+    /* a custom kernel (nn_custom_params): up to 8 buffers, those it writes named by the launch */             \
+    X(CUSTOM, custom, nn_custom_params, 8, 0xffu, 0xffu)
 
 #endif

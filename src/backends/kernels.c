@@ -70,6 +70,11 @@ unsigned nn_kernel_written_args(nn_kernel kernel) {
     return k ? k->written : ~0u; /* unknown: assume it writes everything */
 }
 
+unsigned nn_kernel_launch_written_args(nn_kernel kernel, const void *params) {
+    if (kernel == NN_KERNEL_CUSTOM && params) return ((const nn_custom_params *)params)->written;
+    return nn_kernel_written_args(kernel);
+}
+
 unsigned nn_kernel_optional_args(nn_kernel kernel) {
     const kernel_info *k = info(kernel);
     return k ? k->optional : 0;

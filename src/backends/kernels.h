@@ -497,6 +497,9 @@ size_t nn_kernel_params_size(nn_kernel kernel);
 /* Bit i set: the kernel writes buffer argument i (it may read it too; every
  * argument may be read). Unknown kernels: every argument. */
 unsigned nn_kernel_written_args(nn_kernel kernel);
+/* The arguments one launch writes: the row's, or a custom kernel's as its
+ * parameters name them (nn_custom_params.written). */
+unsigned nn_kernel_launch_written_args(nn_kernel kernel, const void *params);
 /* Bit i set: buffer argument i may be absent (a NULL buffer). */
 unsigned nn_kernel_optional_args(nn_kernel kernel);
 /* The number of buffer arguments the kernel takes (0 for an unknown id). */
@@ -677,6 +680,18 @@ double nn_one_cycle_value(const nn_lr_schedule_params *p, int64_t t, double a, d
  * shadow = shadow * decay + weight * value (floats; weight = 1 - decay,
  * rounded once on the host); COPY, shadow = value; SWAP, exchanges them
  * (any 32-bit data). */
+/* A launch of a kernel written outside the library (include/nn_custom.h):
+ * its id in the process's registry (custom_kernels.h), the arguments it
+ * writes (NN_ARG bits: the schedules and barriers follow them, not the
+ * registry row's), its invocations and the call's parameter bytes. */
+typedef struct nn_custom_params {
+    int32_t id;
+    uint32_t written;
+    uint32_t grid[3];
+    uint32_t params_size;
+    _Alignas(8) unsigned char params[48];
+} nn_custom_params;
+
 typedef enum nn_ema_mode { NN_EMA_AVERAGE = 0, NN_EMA_COPY = 1, NN_EMA_SWAP = 2 } nn_ema_mode;
 typedef struct nn_ema_params {
     int64_t n;

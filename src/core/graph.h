@@ -42,7 +42,7 @@ struct nn_op {
 };
 
 /* The most inputs or saved tensors any operation has. */
-#define NN_NODE_MAX_TENSORS 5
+#define NN_NODE_MAX_TENSORS 8
 /* The largest parameter struct of any operation. */
 #define NN_NODE_MAX_PARAMS 128
 

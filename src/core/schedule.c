@@ -21,7 +21,7 @@ static bool overlap(nn_buffer_ref a, nn_buffer_ref b) {
  * also read (accumulating ones are), so every argument counts as read. */
 static unsigned written_args(const nn_command *c) {
     switch (c->kind) {
-    case NN_COMMAND_RUN: return nn_kernel_written_args(c->kernel);
+    case NN_COMMAND_RUN: return nn_kernel_launch_written_args(c->kernel, c->params);
     case NN_COMMAND_FILL:
     case NN_COMMAND_COPY:
     case NN_COMMAND_WRITE: return 1u;

@@ -196,6 +196,9 @@ typedef struct vk_backend {
      * candidates, commands go into `tuning` instead of a frame or plan. */
     struct vk_tuner *tuner;
     vk_target *tuning;
+    /* Custom kernels' pipelines, indexed by their ids (vk_custom.c), built on first use. */
+    VkPipeline *custom_pipelines;
+    uint32_t custom_capacity;
     /* Self-reducing splits' counters and partials (vk_split_work.c). */
     nn_buffer *split_work;
     uint64_t work_counter_cursor, work_partial_cursor;
@@ -303,6 +306,11 @@ void vk_pipelines_destroy(vk_backend *vk);
  * failing to build on this device is an error naming the kernel). variant:
  * 0 for pipelines without variants (VK_PIPE_VARIANTS above). */
 nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipeline *out);
+/* A pipeline from SPIR-V `code` (`bytes` long) with `count` specialization
+ * constants (0 to count-1; none when count is 0), in the shared layout;
+ * kernel and shader name it in errors. */
+nn_status vk_pipeline_build(vk_backend *vk, const char *kernel, const char *shader, const uint32_t *code,
+                            size_t bytes, const uint32_t *constants, uint32_t count, VkPipeline *out);
 /* Whether shaders/<name>.comp is built into this library (COOPMAT=0 leaves
  * the cooperative-matrix shaders out). */
 bool vk_shader_built(const char *name);
@@ -347,6 +355,11 @@ nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, in
 nn_status vk_record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
                           const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
                           vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz);
+/* vk_custom.c: custom kernels' pipelines, freed with the others. */
+void vk_custom_destroy(vk_backend *vk);
+/* A dispatch of a pipeline made elsewhere (a custom kernel's, vk_custom.c). */
+nn_status vk_record_pipeline(vk_backend *vk, nn_kernel kernel, VkPipeline pipeline, const nn_buffer_ref *args,
+                             int nargs, unsigned written, vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz);
 /* A dispatch of a pipeline specialised by `constants` (vk_pipeline_special);
  * `work`, when given, is a split's work area (its counters and partials
  * are tracked as written, as by vk_record_split). */

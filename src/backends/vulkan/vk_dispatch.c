@@ -37,13 +37,13 @@ static bool skipped(const char *list, const char *label) {
 }
 
 /* One dispatch of pipeline `pipe` (its `variant`, or specialised by
- * `special` when that is not NULL); `work`, when given, is a split's work
+ * `special` when that is not NULL, or `given` when that is not null); `work`, when given, is a split's work
  * area, whose counters and partials are tracked as written (the counters
  * are not an argument of their own, and whichever argument carries the
  * partials, the kernel writes them). */
 static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const uint32_t *special,
-                          const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
-                          vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz) {
+                          VkPipeline given, const nn_buffer_ref *args, int nargs, unsigned written,
+                          const vk_split_work *work, vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz) {
     if (nargs > (int)vk->arg_bindings)
         return nn_set_error(NN_ERR_BACKEND, "vulkan %s: %d buffer arguments; kernels on this device bind at most %u",
                             nn_kernel_name(kernel), nargs, vk->arg_bindings);
@@ -86,7 +86,8 @@ static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
     VkPipeline pipeline;
     VkDescriptorSet set;
     VkCommandBuffer cmd;
-    if (special) NN_TRY(vk_pipeline_special(vk, pipe, special, &pipeline));
+    if (given) pipeline = given;
+    else if (special) NN_TRY(vk_pipeline_special(vk, pipe, special, &pipeline));
     else NN_TRY(vk_pipeline_get(vk, pipe, variant, &pipeline));
     NN_TRY(vk_descriptor_set(vk, blocks, &set));
     NN_TRY(vk_begin_command(vk, accesses, access_count, &cmd));
@@ -104,24 +105,29 @@ static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
 
 nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
                     int nargs, vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz) {
-    return dispatch(vk, kernel, pipe, variant, NULL, args, nargs, nn_kernel_written_args(kernel), NULL, push, gx, gy,
-                    gz);
+    return dispatch(vk, kernel, pipe, variant, NULL, VK_NULL_HANDLE, args, nargs, nn_kernel_written_args(kernel), NULL,
+                    push, gx, gy, gz);
 }
 
 nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,
                        int nargs, unsigned written, vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz) {
-    return dispatch(vk, kernel, pipe, variant, NULL, args, nargs, written, NULL, push, gx, gy, gz);
+    return dispatch(vk, kernel, pipe, variant, NULL, VK_NULL_HANDLE, args, nargs, written, NULL, push, gx, gy, gz);
 }
 
 nn_status vk_record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
                           const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
                           vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz) {
-    return dispatch(vk, kernel, pipe, variant, NULL, args, nargs, written, work, push, gx, gy, gz);
+    return dispatch(vk, kernel, pipe, variant, NULL, VK_NULL_HANDLE, args, nargs, written, work, push, gx, gy, gz);
 }
 
 nn_status vk_record_special(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe,
                             const uint32_t constants[VK_SPECIAL_CONSTANTS], const nn_buffer_ref *args, int nargs,
                             const vk_split_work *work, vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz) {
-    return dispatch(vk, kernel, pipe, 0, constants, args, nargs, nn_kernel_written_args(kernel), work, push, gx, gy,
-                    gz);
+    return dispatch(vk, kernel, pipe, 0, constants, VK_NULL_HANDLE, args, nargs, nn_kernel_written_args(kernel), work,
+                    push, gx, gy, gz);
+}
+
+nn_status vk_record_pipeline(vk_backend *vk, nn_kernel kernel, VkPipeline pipeline, const nn_buffer_ref *args,
+                             int nargs, unsigned written, vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz) {
+    return dispatch(vk, kernel, 0, 0, NULL, pipeline, args, nargs, written, NULL, push, gx, gy, gz);
 }

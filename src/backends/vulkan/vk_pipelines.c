@@ -101,6 +101,7 @@ nn_status vk_pipelines_init(vk_backend *vk) {
 /* Every handle is cleared as it goes: an open that failed part way and
  * the backend's destroy may both come here. */
 void vk_pipelines_destroy(vk_backend *vk) {
+    vk_custom_destroy(vk);
     for (int i = 0; i < VK_PIPE_COUNT; i++)
         for (int v = 0; v < VK_PIPE_VARIANTS; v++) {
             if (vk->pipelines[i][v]) vk->fn.vkDestroyPipeline(vk->device, vk->pipelines[i][v], NULL);
@@ -128,8 +129,6 @@ static const nn_vk_shader *find_shader(const char *name) {
 
 bool vk_shader_built(const char *name) { return find_shader(name) != NULL; }
 
-/* Build the pipeline of `spec` with `count` specialization constants (0 to
- * count-1; none when count is 0). */
 /* NN_ENGINE_VULKAN_SHADER_DIR=DIR (for shader work): DIR/<shader>.spv, where
  * present, replaces the built-in SPIR-V, so variants of a shader can be
  * timed on a machine without a shader compiler. Returns NULL (and the
@@ -154,23 +153,15 @@ static uint32_t *shader_override(const char *name, size_t *size) {
     return code;
 }
 
-static nn_status build_pipeline(vk_backend *vk, const pipeline_spec *spec, const uint32_t *constants, uint32_t count,
-                                VkPipeline *out) {
-    const nn_vk_shader *shader = find_shader(spec->shader);
-    size_t override_size = 0;
-    uint32_t *override = shader_override(spec->shader, &override_size);
-    if (!shader && !override)
-        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s is missing: shader %s.comp is not built into "
-                            "this library", spec->kernel, spec->shader);
+nn_status vk_pipeline_build(vk_backend *vk, const char *kernel, const char *shader, const uint32_t *code,
+                            size_t bytes, const uint32_t *constants, uint32_t count, VkPipeline *out) {
     VkShaderModuleCreateInfo module_info = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                            .codeSize = override ? override_size : shader->size,
-                                            .pCode = override ? override : (const uint32_t *)shader->code};
+                                            .codeSize = bytes, .pCode = code};
     VkShaderModule module;
     VkResult r = vk->fn.vkCreateShaderModule(vk->device, &module_info, NULL, &module);
-    free(override);
     if (r != VK_SUCCESS)
-        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: the device rejects shader %s (%s)", spec->kernel,
-                            spec->shader, nn_vk_result_name(r));
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: the device rejects shader %s (%s)", kernel, shader,
+                            nn_vk_result_name(r));
     VkSpecializationMapEntry entries[16];
     for (uint32_t i = 0; i < count; i++) entries[i] = (VkSpecializationMapEntry){i, i * 4, 4};
     VkSpecializationInfo spec_info = {.mapEntryCount = count, .pMapEntries = entries, .dataSize = count * 4,
@@ -183,14 +174,31 @@ static nn_status build_pipeline(vk_backend *vk, const pipeline_spec *spec, const
         .layout = vk->pipeline_layout};
     if (vk->pipeline_statistics) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     r = vk->fn.vkCreateComputePipelines(vk->device, VK_NULL_HANDLE, 1, &info, NULL, out);
-    if (r == VK_SUCCESS) vk_pipeline_stats_print(vk, *out, spec->shader, constants, count);
+    if (r == VK_SUCCESS) vk_pipeline_stats_print(vk, *out, shader, constants, count);
     vk->fn.vkDestroyShaderModule(vk->device, module, NULL);
     if (r != VK_SUCCESS) {
         *out = VK_NULL_HANDLE;
-        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: building its pipeline failed on %s (%s)",
-                            spec->kernel, vk->phys->props.deviceName, nn_vk_result_name(r));
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s: building its pipeline failed on %s (%s)", kernel,
+                            vk->phys->props.deviceName, nn_vk_result_name(r));
     }
     return NN_OK;
+}
+
+/* Build the pipeline of `spec` with `count` specialization constants (0 to
+ * count-1; none when count is 0). */
+static nn_status build_pipeline(vk_backend *vk, const pipeline_spec *spec, const uint32_t *constants, uint32_t count,
+                                VkPipeline *out) {
+    const nn_vk_shader *shader = find_shader(spec->shader);
+    size_t override_size = 0;
+    uint32_t *override = shader_override(spec->shader, &override_size);
+    if (!shader && !override)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan: kernel %s is missing: shader %s.comp is not built into "
+                            "this library", spec->kernel, spec->shader);
+    nn_status st = vk_pipeline_build(vk, spec->kernel, spec->shader,
+                                     override ? override : (const uint32_t *)shader->code,
+                                     override ? override_size : shader->size, constants, count, out);
+    free(override);
+    return st;
 }
 
 nn_status vk_pipeline_get(vk_backend *vk, vk_pipeline_id id, int variant, VkPipeline *out) {

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/custom_kernels.h"
 #include "core/error.h"
 #include "vk_backend.h"
 
@@ -26,7 +27,8 @@
 #define STATUS_NONE INT32_MAX
 /* status[3], who reported a bad label or index: the kernels that write none
  * (softmax_ce's) leave it at 0; nll_forward.comp writes 1,
- * embedding_forward.comp 2. */
+ * embedding_forward.comp 2, a custom kernel's prelude NN_CUSTOM_STATUS_KIND
+ * (status[4] its id). */
 #define STATUS_SOFTMAX_CE 0
 #define STATUS_NLL 1
 #define STATUS_EMBEDDING 2
@@ -293,6 +295,13 @@ nn_status vk_finish(vk_backend *vk) {
                                 "cross_entropy / nll_loss: target %d at position %d is outside [0, %d) and is not "
                                 "ignore_index %d (found on the Vulkan device; reported at the first read or sync "
                                 "after the kernel ran)", (int)label, (int)row, (int)cols, (int)ignore_index);
+        if (kind == NN_CUSTOM_STATUS_KIND) {
+            const nn_custom_kernel *k = nn_custom_kernel_find(status[4]);
+            return nn_set_error(NN_ERR_ARGUMENT,
+                                "custom kernel %s: index %u is outside buffer %d of %d elements (found on the "
+                                "Vulkan device; reported at the first read or sync after the kernel ran)",
+                                k ? k->name : "(freed)", (unsigned)row, (int)label, (int)cols);
+        }
         if (kind == STATUS_EMBEDDING)
             return nn_set_error(NN_ERR_ARGUMENT,
                                 "embedding: index %d at position %d is outside [0, %d) (found on the Vulkan "

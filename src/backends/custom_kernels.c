@@ -1,0 +1,157 @@
+/* The registry of kernels written outside the library (custom_kernels.h)
+ * and the GLSL prelude their shaders are compiled with. */
+#include "custom_kernels.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "kernels.h"
+
+#define MAX_KERNELS 4096 /* per process; ids are never reused */
+
+static _Atomic(nn_custom_kernel *) kKernels[MAX_KERNELS];
+static atomic_int kNextId;
+
+_Static_assert(sizeof(((nn_custom_params *)0)->params) == NN_CUSTOM_MAX_PARAMS,
+               "nn_custom_params holds a call's parameters");
+
+const nn_custom_kernel *nn_custom_kernel_find(int32_t id) {
+    return id >= 0 && id < MAX_KERNELS ? atomic_load(&kKernels[id]) : NULL;
+}
+
+static nn_status check_name(const char *name) {
+    if (!name || !*name) return nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new: the kernel has no name");
+    size_t n = strlen(name);
+    if (n >= sizeof(((nn_custom_kernel *)0)->name))
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new: name '%.40s...' is longer than %zu characters",
+                            name, sizeof(((nn_custom_kernel *)0)->name) - 1);
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
+            return nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new: name '%s' has '%c'; use letters, digits "
+                                "and '_'", name, c);
+    }
+    return NN_OK;
+}
+
+static nn_status check_local_size(const char *name, const uint32_t local[3]) {
+    uint64_t total = (uint64_t)local[0] * local[1] * local[2];
+    if (!local[0] || !local[1] || !local[2] || total > 1024)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new %s: local_size %u x %u x %u; each must be >= 1 "
+                            "and their product at most 1024", name, local[0], local[1], local[2]);
+    return NN_OK;
+}
+
+static nn_status fill_code(nn_custom_kernel *k, const nn_custom_kernel_desc *d) {
+    if (d->glsl && d->spirv)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new %s: give glsl or spirv, not both", k->name);
+    if (d->glsl) return nn_custom_compile_glsl(k->name, d->glsl, k->local_size, &k->spirv, &k->spirv_bytes);
+    if (!d->spirv) return NN_OK;
+    const uint32_t kMagic = 0x07230203u;
+    if (d->spirv_bytes < 20 || d->spirv_bytes % 4 != 0 || d->spirv[0] != kMagic)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new %s: spirv is not a SPIR-V module (%zu bytes, "
+                            "a multiple of 4 from 20, starting with the magic word 0x07230203)", k->name,
+                            d->spirv_bytes);
+    k->spirv = malloc(d->spirv_bytes);
+    if (!k->spirv) return nn_set_error(NN_ERR_MEMORY, "nn_custom_kernel_new %s: out of memory", k->name);
+    memcpy(k->spirv, d->spirv, d->spirv_bytes);
+    k->spirv_bytes = d->spirv_bytes;
+    return NN_OK;
+}
+
+nn_custom_kernel *nn_custom_kernel_new(const nn_custom_kernel_desc *desc) {
+    if (!desc) {
+        nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new: desc is NULL");
+        return NULL;
+    }
+    if (check_name(desc->name) != NN_OK) return NULL;
+    if (!desc->cpu && !desc->glsl && !desc->spirv) {
+        nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new %s: no code (cpu, glsl or spirv)", desc->name);
+        return NULL;
+    }
+    nn_custom_kernel *k = calloc(1, sizeof *k);
+    if (!k) {
+        nn_set_error(NN_ERR_MEMORY, "nn_custom_kernel_new %s: out of memory", desc->name);
+        return NULL;
+    }
+    snprintf(k->name, sizeof k->name, "%s", desc->name);
+    k->cpu = desc->cpu;
+    k->cpu_user = desc->cpu_user;
+    k->not_capturable = desc->not_capturable;
+    bool defaults = !desc->local_size[0] && !desc->local_size[1] && !desc->local_size[2];
+    const uint32_t fallback[3] = {256, 1, 1};
+    memcpy(k->local_size, defaults ? fallback : desc->local_size, sizeof k->local_size);
+    nn_status st = check_local_size(k->name, k->local_size);
+    if (st == NN_OK) st = fill_code(k, desc);
+    if (st == NN_OK) {
+        int id = atomic_fetch_add(&kNextId, 1);
+        if (id >= MAX_KERNELS)
+            st = nn_set_error(NN_ERR_STATE, "nn_custom_kernel_new %s: a process makes at most %d custom kernels",
+                              k->name, MAX_KERNELS);
+        else {
+            k->id = id;
+            atomic_store(&kKernels[id], k);
+            return k;
+        }
+    }
+    free(k->spirv);
+    free(k);
+    return NULL;
+}
+
+void nn_custom_kernel_free(nn_custom_kernel *kernel) {
+    if (!kernel) return;
+    atomic_store(&kKernels[kernel->id], NULL);
+    free(kernel->spirv);
+    free(kernel);
+}
+
+const char *nn_custom_kernel_name(const nn_custom_kernel *kernel) { return kernel ? kernel->name : NULL; }
+
+/* The push-constant block (128 bytes, every device's minimum): the
+ * buffers' element offsets (written by the Vulkan dispatch, as for the
+ * library's kernels), their element counts, the grid, the kernel's id (for
+ * the out-of-range report) and the call's 12 parameter words. */
+static const char kPreludeHead[] =
+    "#version 450\n"
+    "layout(local_size_x = %u, local_size_y = %u, local_size_z = %u) in;\n"
+    "layout(push_constant) uniform NN_Push {\n"
+    "    uint off[8]; uint len[8]; uint grid[3]; uint kernel; uint params[12];\n"
+    "} nn_push;\n"
+    "layout(std430, binding = 8) buffer NN_Status { int nn_status[]; };\n"
+    "void nn_out_of_range(uint b, uint i) {\n"
+    "    if (atomicCompSwap(nn_status[0], 0x7fffffff, int(i)) == 0x7fffffff) {\n"
+    "        nn_status[1] = int(b); nn_status[2] = int(nn_push.len[b]); nn_status[4] = int(nn_push.kernel);\n"
+    "        nn_status[3] = 3;\n"
+    "    }\n"
+    "}\n"
+    "#define NN_DEFINE_BUFFER(b) \\\n"
+    "layout(std430, binding = b) buffer NN_Buffer##b { uint nn_words##b[]; }; \\\n"
+    "uint nn_word##b(uint i) { if (i >= nn_push.len[b]) { nn_out_of_range(b, i); return 0u; } \\\n"
+    "    return nn_words##b[nn_push.off[b] + i]; } \\\n"
+    "void nn_put##b(uint i, uint v) { if (i >= nn_push.len[b]) { nn_out_of_range(b, i); return; } \\\n"
+    "    nn_words##b[nn_push.off[b] + i] = v; }\n"
+    "NN_DEFINE_BUFFER(0) NN_DEFINE_BUFFER(1) NN_DEFINE_BUFFER(2) NN_DEFINE_BUFFER(3)\n"
+    "NN_DEFINE_BUFFER(4) NN_DEFINE_BUFFER(5) NN_DEFINE_BUFFER(6) NN_DEFINE_BUFFER(7)\n"
+    "#define NN_LOAD(b, i) uintBitsToFloat(nn_word##b(uint(i)))\n"
+    "#define NN_LOAD_INT(b, i) int(nn_word##b(uint(i)))\n"
+    "#define NN_STORE(b, i, v) nn_put##b(uint(i), floatBitsToUint(float(v)))\n"
+    "#define NN_STORE_INT(b, i, v) nn_put##b(uint(i), uint(int(v)))\n"
+    "#define NN_COUNT(b) nn_push.len[b]\n"
+    "#define NN_PARAM_UINT(k) nn_push.params[k]\n"
+    "#define NN_PARAM_INT(k) int(nn_push.params[k])\n"
+    "#define NN_PARAM_FLOAT(k) uintBitsToFloat(nn_push.params[k])\n"
+    "#define NN_GRID uvec3(nn_push.grid[0], nn_push.grid[1], nn_push.grid[2])\n"
+    "#define NN_INDEX gl_GlobalInvocationID\n"
+    "#line 1\n";
+
+const char *nn_custom_glsl_prelude(const uint32_t local_size[3]) {
+    static _Thread_local char text[sizeof kPreludeHead + 64];
+    const bool defaults = !local_size || (!local_size[0] && !local_size[1] && !local_size[2]);
+    snprintf(text, sizeof text, kPreludeHead, defaults ? 256u : local_size[0], defaults ? 1u : local_size[1],
+             defaults ? 1u : local_size[2]);
+    return text;
+}

@@ -1,0 +1,252 @@
+"""User-written operations and optimizers (issue 37) from Python: a fused
+SiLU-gated linear unit whose gate is a custom shader (GLSL on Vulkan, NumPy
+on the CPU) inside an autograd.Function, against PyTorch's silu(x W1) * (x W2)
+forward and backward, on each device, through gradcheck and check_devices;
+sign-SGD written by a user as a custom kernel launched in place, against
+the same update in PyTorch; a captured step replaying as eager; errors from
+the shader compiler, the CPU function and backward reaching the caller."""
+import numpy as np
+import pytest
+import torch
+
+import nn_engine as ne
+from nn_engine import functional as F
+
+DEVICES = [d for d in ("cpu", "vulkan") if d in {x.backend for x in ne.devices() if x.usable}]
+
+GATE = ne.CustomKernel("silu_gate", glsl="""
+void main() {
+    uint i = NN_INDEX.x;
+    if (i >= NN_GRID.x) return;
+    float a = NN_LOAD(0, i);
+    NN_STORE(2, i, a / (1.0 + exp(-a)) * NN_LOAD(1, i));
+}""", cpu=lambda bufs, params, grid: np.multiply(bufs[0] / (1 + np.exp(-bufs[0])), bufs[1], out=bufs[2]))
+
+
+def _gate_grad_cpu(bufs, params, grid):
+    a, b, dy, out = bufs
+    n = grid[0]
+    s = 1 / (1 + np.exp(-a))
+    out[:n] = dy * s * (1 + a * (1 - s)) * b
+    out[n:] = dy * a * s
+
+
+GATE_GRAD = ne.CustomKernel("silu_gate_grad", glsl="""
+void main() {
+    uint i = NN_INDEX.x, n = NN_GRID.x;
+    if (i >= n) return;
+    float a = NN_LOAD(0, i), b = NN_LOAD(1, i), dy = NN_LOAD(2, i);
+    float s = 1.0 / (1.0 + exp(-a));
+    NN_STORE(3, i, dy * s * (1.0 + a * (1.0 - s)) * b);
+    NN_STORE(3, n + i, dy * a * s);
+}""", cpu=_gate_grad_cpu)
+
+
+class SiluGate(ne.autograd.Function):
+    """silu(a) * b in one kernel each way."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return GATE(a, b, shape=a.shape, grid=a.numel())
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        packed = GATE_GRAD(a, b, grad, shape=(2,) + a.shape, grid=a.numel())
+        return packed[0], packed[1]
+
+
+class GatedLinear(ne.nn.Module):
+    """A SiLU-gated linear unit (SwiGLU's gate): silu(x W1) * (x W2), projected by W3."""
+
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.w1 = ne.nn.Linear(width, hidden, bias=False)
+        self.w2 = ne.nn.Linear(width, hidden, bias=False)
+        self.w3 = ne.nn.Linear(hidden, width, bias=False)
+
+    def forward(self, x):
+        return self.w3(SiluGate.apply(self.w1(x), self.w2(x)))
+
+
+def _torch_gated(x, w1, w2, w3):
+    return torch.nn.functional.linear(
+        torch.nn.functional.silu(torch.nn.functional.linear(x, w1)) * torch.nn.functional.linear(x, w2), w3)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape", [(1,), (7, 13), (3, 5, 11)])
+def test_gate_forward_and_gradients_match_torch(device, shape):
+    rng = np.random.default_rng(len(shape))
+    ha, hb = rng.normal(0, 2, shape).astype(np.float32), rng.normal(0, 1, shape).astype(np.float32)
+    a = ne.Tensor(ha, requires_grad=True, device=device)
+    b = ne.Tensor(hb, requires_grad=True, device=device)
+    y = SiluGate.apply(a, b)
+    assert y.shape == shape and y.requires_grad
+    w = rng.uniform(-1, 1, shape).astype(np.float32)
+    (y * ne.Tensor(w, device=device)).sum().backward()
+    ta, tb = torch.tensor(ha, requires_grad=True), torch.tensor(hb, requires_grad=True)
+    ty = torch.nn.functional.silu(ta) * tb
+    (ty * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gradcheck_and_devices_agree(device):
+    rng = np.random.default_rng(3)
+    a = ne.Tensor(rng.normal(0, 1.5, (5, 9)).astype(np.float32), requires_grad=True, device=device)
+    b = ne.Tensor(rng.normal(0, 1, (5, 9)).astype(np.float32), requires_grad=True, device=device)
+    assert ne.autograd.gradcheck(SiluGate.apply, (a, b))
+    assert ne.check_devices(SiluGate.apply, a, b)[0] == "cpu"
+
+
+def test_gradcheck_finds_a_wrong_backward():
+    class Wrong(SiluGate):
+        @staticmethod
+        def backward(ctx, grad):
+            da, db = SiluGate.backward(ctx, grad)
+            return da * 1.1, db
+
+    a = ne.Tensor(np.linspace(-2, 2, 12, dtype=np.float32), requires_grad=True, device="cpu")
+    b = ne.Tensor(np.linspace(1, 3, 12, dtype=np.float32), requires_grad=True, device="cpu")
+    with pytest.raises(AssertionError, match="gradcheck: input 0"):
+        ne.autograd.gradcheck(Wrong.apply, (a, b))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gated_linear_unit_trains_as_torch(device):
+    """Three SGD steps of the module with the custom gate against torch's."""
+    ne.manual_seed(0)
+    model = GatedLinear(6, 10).to(device)
+    weights = [p.numpy().copy() for p in (model.w1.weight, model.w2.weight, model.w3.weight)]
+    tw = [torch.tensor(w, requires_grad=True) for w in weights]
+    opt, topt = ne.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(tw, lr=0.1)
+    rng = np.random.default_rng(1)
+    for _ in range(3):
+        x, target = rng.normal(0, 1, (9, 6)).astype(np.float32), rng.normal(0, 1, (9, 6)).astype(np.float32)
+        opt.zero_grad()
+        loss = F.mse_loss(model(ne.Tensor(x, device=device)), ne.Tensor(target, device=device))
+        loss.backward()
+        opt.step()
+        topt.zero_grad()
+        tloss = torch.nn.functional.mse_loss(_torch_gated(torch.tensor(x), *tw), torch.tensor(target))
+        tloss.backward()
+        topt.step()
+        assert loss.item() == pytest.approx(tloss.item(), rel=1e-5)
+    for p, t in zip((model.w1.weight, model.w2.weight, model.w3.weight), tw):
+        np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-6)
+
+
+SIGN_SGD = ne.CustomKernel("sign_sgd", glsl="""
+void main() {
+    uint i = NN_INDEX.x;
+    if (i >= NN_GRID.x) return;
+    NN_STORE(0, i, NN_LOAD(0, i) - NN_PARAM_FLOAT(0) * sign(NN_LOAD(1, i)));
+}""", cpu=lambda bufs, params, grid: np.subtract(bufs[0], params.float(0) * np.sign(bufs[1]), out=bufs[0]))
+
+
+class SignSGD:
+    """A user's optimizer: p -= lr * sign(grad), one in-place launch per parameter."""
+
+    def __init__(self, params, lr):
+        self.params, self.lr = list(params), lr
+
+    def zero_grad(self):
+        for p in self.params:
+            p.zero_grad()
+
+    def step(self):
+        for p in self.params:
+            SIGN_SGD.launch(p, p.grad, written=(0,), grid=p.numel(), params=[self.lr])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sign_sgd_written_by_a_user_matches_torch(device):
+    ne.manual_seed(2)
+    model = ne.nn.Sequential(ne.nn.Linear(5, 7), ne.nn.ReLU(), ne.nn.Linear(7, 3)).to(device)
+    tmodel = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.ReLU(), torch.nn.Linear(7, 3))
+    tmodel.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
+    opt = SignSGD(model.parameters(), lr=0.01)
+    rng = np.random.default_rng(4)
+    for _ in range(4):
+        x, y = rng.normal(0, 1, (8, 5)).astype(np.float32), rng.integers(0, 3, 8)
+        opt.zero_grad()
+        F.cross_entropy(model(ne.Tensor(x, device=device)), ne.Tensor(y, dtype=np.int32, device=device)).backward()
+        opt.step()
+        tmodel.zero_grad()
+        torch.nn.functional.cross_entropy(tmodel(torch.tensor(x)), torch.tensor(y)).backward()
+        with torch.no_grad():
+            for p in tmodel.parameters():
+                p -= 0.01 * torch.sign(p.grad)
+    for k, v in model.state_dict().items():
+        np.testing.assert_allclose(v.numpy(), tmodel.state_dict()[k].numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_custom_ops_in_a_captured_step_replay_as_eager(device):
+    ne.manual_seed(5)
+    model = GatedLinear(4, 8).to(device)
+    opt = SignSGD(model.parameters(), lr=0.01)
+    start = [p.numpy().copy() for p in model.parameters()]
+
+    def step(x, t):
+        opt.zero_grad()
+        loss = F.mse_loss(model(x), t)
+        loss.backward()
+        opt.step()
+        return loss
+
+    rng = np.random.default_rng(6)
+    batches = [(rng.normal(0, 1, (5, 4)).astype(np.float32), rng.normal(0, 1, (5, 4)).astype(np.float32))
+               for _ in range(4)]
+    captured = ne.capture(step)
+    replayed = [captured(ne.Tensor(x, device=device), ne.Tensor(t, device=device)).item() for x, t in batches]
+    after = [p.numpy().copy() for p in model.parameters()]
+    with ne.no_grad():
+        for p, values in zip(model.parameters(), start):
+            p.copy_(ne.Tensor(values, device=device))
+    eager = [step(ne.Tensor(x, device=device), ne.Tensor(t, device=device)).item() for x, t in batches]
+    assert replayed == eager
+    for p, values in zip(model.parameters(), after):
+        np.testing.assert_array_equal(p.numpy(), values)
+
+
+def test_errors_name_the_kernel_and_reach_the_caller():
+    with pytest.raises(ValueError, match=r"custom kernel broken: the GLSL does not compile:\n.*broken:2:"):
+        ne.CustomKernel("broken", glsl="void main() {\n    undefined_thing;\n}")
+
+    def failing(bufs, params, grid):
+        raise ZeroDivisionError("the user's CPU code failed")
+
+    bad = ne.CustomKernel("fails_on_cpu", cpu=failing)
+    x = ne.Tensor(np.ones(4, np.float32), device="cpu")
+    y = bad(x, shape=(4,), grid=4)
+    with pytest.raises(ZeroDivisionError, match="the user's CPU code failed") as info:
+        y.numpy()
+    assert "custom kernel fails_on_cpu failed on the CPU" in str(info.value.__cause__)
+
+    class Raises(SiluGate):
+        @staticmethod
+        def backward(ctx, grad):
+            raise KeyError("in backward")
+
+    a = ne.Tensor(np.ones(3, np.float32), requires_grad=True, device="cpu")
+    with pytest.raises(KeyError, match="in backward"):
+        Raises.apply(a, a).sum().backward()
+
+    class TooFew(SiluGate):
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    with pytest.raises(ValueError, match="TooFew.backward returned 1 gradients for 2 forward arguments"):
+        TooFew.apply(a, a).sum().backward()
+    with pytest.raises(RuntimeError, match="silu_gate: input 0 requires grad"):
+        GATE(a, a, shape=(3,), grid=3)
+    with pytest.raises(ValueError, match="parameter words; at most 12"):
+        GATE(x, x, shape=(4,), grid=4, params=[1.0] * 13)
+    with pytest.raises(ValueError, match="names a position past the 2 tensors"):
+        SIGN_SGD.launch(x, x, written=(2,), grid=4)
