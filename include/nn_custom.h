@@ -54,6 +54,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "nn_optim.h"
 #include "nn_tensor.h"
 
 #ifdef __cplusplus
@@ -180,6 +181,56 @@ typedef struct nn_function_def {
  * ONNX export refuses it, naming def->name. */
 nn_tensor *nn_function_apply(const nn_function_def *def, nn_tensor *const *inputs, int count, nn_tensor *result,
                              nn_tensor *const *saved, int saved_count, void *user);
+
+/* ---- custom optimizers ----
+ * An optimizer whose update the user writes (launches of custom kernels,
+ * nn_custom_launch), with everything else the library's: parameter groups
+ * in flat buffers, per-parameter state saved in training states under its
+ * names, rates on the device (schedules drive them), a step count, loss
+ * scaling, data parallelism's averaged gradients, and capture (the update's
+ * launches are recorded). nn_optimizer_step calls `update` once per run:
+ * a group's consecutive parameters in the flat buffers, or one parameter
+ * where they are not flat. */
+
+#define NN_CUSTOM_OPTIMIZER_MAX_STATES 3
+#define NN_CUSTOM_OPTIMIZER_MAX_OPTIONS 4
+
+/* One run of an update. The tensors are views (valid during the call) of
+ * `n` elements: the parameters, their gradients and each state, float32. */
+typedef struct nn_custom_update {
+    nn_tensor *param, *grad;
+    nn_tensor *state[NN_CUSTOM_OPTIMIZER_MAX_STATES];
+    int64_t n;
+    nn_tensor *lr;   /* float32 [1]: the group's rate, on the device */
+    nn_tensor *step; /* int32 [1]: the group's step count, this step's included; NULL without step_count */
+    /* float32 [1]: non-zero when loss scaling found a gradient that is not
+     * finite, and the update must write nothing; NULL without loss scaling */
+    nn_tensor *skip;
+    int group;
+    float weight_decay;
+    const float *options; /* the group's options, in the desc's order */
+    void *user;
+} nn_custom_update;
+
+typedef struct nn_custom_optimizer_desc {
+    const char *name; /* training states name it, and refuse another optimizer's */
+    /* Per-parameter states (zeros at first), under their names ("exp_avg"). */
+    const char *states[NN_CUSTOM_OPTIMIZER_MAX_STATES];
+    int state_count;
+    bool step_count; /* a "step" state: each group's count of steps, advanced before the update */
+    /* Each group's options beyond lr and weight_decay (nn_optimizer_set_group_option). */
+    const char *options[NN_CUSTOM_OPTIMIZER_MAX_OPTIONS];
+    float option_values[NN_CUSTOM_OPTIMIZER_MAX_OPTIONS];
+    int option_count;
+    /* Launches the run's update (writing param and states); NN_OK or the error. */
+    nn_status (*update)(const nn_custom_update *run);
+    void *user;
+} nn_custom_optimizer_desc;
+
+/* An optimizer over parameter groups (as nn_sgd_new_groups takes them;
+ * `adamw` refused) whose update is desc's (copied). Free with
+ * nn_optimizer_free. NULL with the error naming the problem. */
+nn_optimizer *nn_custom_optimizer_new(const nn_custom_optimizer_desc *desc, const nn_param_group *groups, int count);
 
 #ifdef __cplusplus
 }

@@ -51,6 +51,8 @@ STRUCTS = [
     ("CustomOutput", "nn_custom_output", "nn_custom.h"),
     ("FunctionCall", "nn_function_call", "nn_custom.h"),
     ("FunctionDef", "nn_function_def", "nn_custom.h"),
+    ("CustomUpdate", "nn_custom_update", "nn_custom.h"),
+    ("CustomOptimizerDesc", "nn_custom_optimizer_desc", "nn_custom.h"),
 ]
 
 NUMBERS = {"int": "ctypes.c_int", "int32_t": "ctypes.c_int32", "int64_t": "ctypes.c_int64",

@@ -98,6 +98,19 @@ class Context:
 _contexts = weakref.WeakSet()
 
 
+class CallScope:
+    """The parent of the handles the library lends to a Python callback (a
+    custom function's backward, a custom optimizer's update): they are valid
+    until the callback returns, then raise if used."""
+    __slots__ = ("open",)
+
+    def __init__(self):
+        self.open = True
+
+    def valid(self):
+        return self.open
+
+
 class Handle(_lib.Deferred):
     """A C tensor pointer with its lifetime rule (see the module docstring)."""
     __slots__ = ("ptr", "ctx", "kind", "generation", "parent", "__weakref__")

@@ -360,3 +360,35 @@ class FunctionDef(ctypes.Structure):
         ("name", ctypes.c_char_p),
         ("backward", ctypes.c_void_p),
     ]
+
+
+class CustomUpdate(ctypes.Structure):
+    """nn_custom_update (include/nn_custom.h)."""
+    _fields_ = [
+        ("param", ctypes.c_void_p),
+        ("grad", ctypes.c_void_p),
+        ("state", ctypes.c_void_p * 3),
+        ("n", ctypes.c_int64),
+        ("lr", ctypes.c_void_p),
+        ("step", ctypes.c_void_p),
+        ("skip", ctypes.c_void_p),
+        ("group", ctypes.c_int),
+        ("weight_decay", ctypes.c_float),
+        ("options", ctypes.POINTER(ctypes.c_float)),
+        ("user", ctypes.c_void_p),
+    ]
+
+
+class CustomOptimizerDesc(ctypes.Structure):
+    """nn_custom_optimizer_desc (include/nn_custom.h)."""
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("states", ctypes.c_char_p * 3),
+        ("state_count", ctypes.c_int),
+        ("step_count", ctypes.c_bool),
+        ("options", ctypes.c_char_p * 4),
+        ("option_values", ctypes.c_float * 4),
+        ("option_count", ctypes.c_int),
+        ("update", ctypes.c_void_p),
+        ("user", ctypes.c_void_p),
+    ]

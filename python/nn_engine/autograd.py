@@ -77,23 +77,11 @@ def _forget_ended_steps():
         del _pending[token]
 
 
-class _CallScope:
-    """The parent of the handles a backward call lends: they are valid
-    until the call returns (the library frees the output's gradient after)."""
-    __slots__ = ("open",)
-
-    def __init__(self):
-        self.open = True
-
-    def valid(self):
-        return self.open
-
-
 def _run_backward(call):
     pending = _pending.get(call.user or 0)
     if pending is None:
         raise RuntimeError("autograd.Function: backward was called for a step that has ended")
-    scope = _CallScope()
+    scope = _context.CallScope()  # the library frees the output's gradient after
     try:
         grad = Tensor._wrap(_context.Handle(call.grad_output, pending.ctx, BORROWED, parent=scope))
         with no_grad():

@@ -2,8 +2,9 @@
 SiLU-gated linear unit whose gate is a custom shader (GLSL on Vulkan, NumPy
 on the CPU) inside an autograd.Function, against PyTorch's silu(x W1) * (x W2)
 forward and backward, on each device, through gradcheck and check_devices;
-sign-SGD written by a user as a custom kernel launched in place, against
-the same update in PyTorch; a captured step replaying as eager; errors from
+Signum (sign-SGD with momentum) written by a user as a CustomOptimizer
+over parameter groups, against the same update in PyTorch, its state_dict
+resumed; a captured step replaying as eager; errors from
 the shader compiler, the CPU function and backward reaching the caller."""
 import numpy as np
 import pytest
@@ -140,63 +141,89 @@ def test_gated_linear_unit_trains_as_torch(device):
         np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-6)
 
 
-SIGN_SGD = ne.CustomKernel("sign_sgd", glsl="""
+# Signum (sign-SGD with momentum; momentum=0 is sign-SGD): m = b m + (1 - b) g, p -= lr sign(m).
+# Buffers: param, grad, momentum_buffer, lr[1]; word 0: b.
+SIGNUM = ne.CustomKernel("signum", glsl="""
 void main() {
     uint i = NN_INDEX.x;
     if (i >= NN_GRID.x) return;
-    NN_STORE(0, i, NN_LOAD(0, i) - NN_PARAM_FLOAT(0) * sign(NN_LOAD(1, i)));
-}""", cpu=lambda bufs, params, grid: np.subtract(bufs[0], params.float(0) * np.sign(bufs[1]), out=bufs[0]))
+    float b = NN_PARAM_FLOAT(0);
+    float m = b * NN_LOAD(2, i) + (1.0 - b) * NN_LOAD(1, i);
+    NN_STORE(2, i, m);
+    NN_STORE(0, i, NN_LOAD(0, i) - NN_LOAD(3, 0) * sign(m));
+}""", cpu=lambda bufs, params, grid: _signum_cpu(bufs, params.float(0)))
 
 
-class SignSGD:
-    """A user's optimizer: p -= lr * sign(grad), one in-place launch per parameter."""
+def _signum_cpu(bufs, beta):
+    p, g, m, lr = bufs
+    m[:] = np.float32(beta) * m + np.float32(1 - beta) * g
+    p -= lr[0] * np.sign(m)
 
-    def __init__(self, params, lr):
-        self.params, self.lr = list(params), lr
 
-    def zero_grad(self):
-        for p in self.params:
-            p.zero_grad()
+class Signum(ne.optim.CustomOptimizer):
+    """A user's optimizer: one in-place launch per run of parameters."""
+    states = ("momentum_buffer",)
 
-    def step(self):
-        for p in self.params:
-            SIGN_SGD.launch(p, p.grad, written=(0,), grid=p.numel(), params=[self.lr])
+    def __init__(self, params, lr=0.01, momentum=0.9):
+        super().__init__(params, lr=lr, momentum=momentum)
+
+    def update(self, run):
+        SIGNUM.launch(run.param, run.grad, run.state["momentum_buffer"], run.lr, written=(0, 2), grid=run.n,
+                      params=[run.options["momentum"]])
+
+
+def _torch_signum(params, lrs, beta, buffers):
+    with torch.no_grad():
+        for p, lr, m in zip(params, lrs, buffers):
+            m.mul_(beta).add_((1 - beta) * p.grad)
+            p -= lr * torch.sign(m)
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_sign_sgd_written_by_a_user_matches_torch(device):
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_signum_written_by_a_user_matches_torch(device, momentum):
+    """Two parameter groups (biases at another rate), four steps, then its
+    state_dict into a fresh optimizer, which continues as the first."""
     ne.manual_seed(2)
     model = ne.nn.Sequential(ne.nn.Linear(5, 7), ne.nn.ReLU(), ne.nn.Linear(7, 3)).to(device)
     tmodel = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.ReLU(), torch.nn.Linear(7, 3))
     tmodel.load_state_dict({k: torch.tensor(v.numpy()) for k, v in model.state_dict().items()})
-    opt = SignSGD(model.parameters(), lr=0.01)
+    groups = [{"params": [model[0].weight, model[2].weight]}, {"params": [model[0].bias, model[2].bias], "lr": 0.03}]
+    opt = Signum(groups, lr=0.01, momentum=momentum)
+    tparams = [tmodel[0].weight, tmodel[2].weight, tmodel[0].bias, tmodel[2].bias]
+    tbuffers = [torch.zeros_like(p) for p in tparams]
     rng = np.random.default_rng(4)
-    for _ in range(4):
+    for s in range(6):
+        if s == 4:  # the state so far, into a fresh optimizer over the same parameters
+            saved = opt.state_dict()
+            opt = Signum(groups, lr=0.5, momentum=0.1)
+            opt.load_state_dict(saved)
+            assert opt.param_groups[1]["lr"] == 0.03 and opt.param_groups[0]["momentum"] == momentum
         x, y = rng.normal(0, 1, (8, 5)).astype(np.float32), rng.integers(0, 3, 8)
         opt.zero_grad()
         F.cross_entropy(model(ne.Tensor(x, device=device)), ne.Tensor(y, dtype=np.int32, device=device)).backward()
         opt.step()
         tmodel.zero_grad()
         torch.nn.functional.cross_entropy(tmodel(torch.tensor(x)), torch.tensor(y)).backward()
-        with torch.no_grad():
-            for p in tmodel.parameters():
-                p -= 0.01 * torch.sign(p.grad)
+        _torch_signum(tparams, [0.01, 0.01, 0.03, 0.03], momentum, tbuffers)
     for k, v in model.state_dict().items():
         np.testing.assert_allclose(v.numpy(), tmodel.state_dict()[k].numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+    np.testing.assert_allclose(opt.state_dict()["state"][0]["momentum_buffer"].numpy(), tbuffers[0].numpy(),
+                               rtol=1e-5, atol=1e-7)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_custom_ops_in_a_captured_step_replay_as_eager(device):
     ne.manual_seed(5)
     model = GatedLinear(4, 8).to(device)
-    opt = SignSGD(model.parameters(), lr=0.01)
+    opts = [Signum(model.parameters(), lr=0.01)]
     start = [p.numpy().copy() for p in model.parameters()]
 
     def step(x, t):
-        opt.zero_grad()
+        opts[-1].zero_grad()
         loss = F.mse_loss(model(x), t)
         loss.backward()
-        opt.step()
+        opts[-1].step()
         return loss
 
     rng = np.random.default_rng(6)
@@ -208,6 +235,7 @@ def test_custom_ops_in_a_captured_step_replay_as_eager(device):
     with ne.no_grad():
         for p, values in zip(model.parameters(), start):
             p.copy_(ne.Tensor(values, device=device))
+    opts.append(Signum(model.parameters(), lr=0.01))  # its momentum from zero again
     eager = [step(ne.Tensor(x, device=device), ne.Tensor(t, device=device)).item() for x, t in batches]
     assert replayed == eager
     for p, values in zip(model.parameters(), after):
@@ -249,4 +277,15 @@ def test_errors_name_the_kernel_and_reach_the_caller():
     with pytest.raises(ValueError, match="parameter words; at most 12"):
         GATE(x, x, shape=(4,), grid=4, params=[1.0] * 13)
     with pytest.raises(ValueError, match="names a position past the 2 tensors"):
-        SIGN_SGD.launch(x, x, written=(2,), grid=4)
+        SIGNUM.launch(x, x, written=(2,), grid=4)
+
+    class Broken(Signum):
+        def update(self, run):
+            raise IndexError("the user's update failed")
+
+    w = ne.Tensor(np.ones(3, np.float32), requires_grad=True, device="cpu")
+    opt = Broken([w])
+    (w * w).sum().backward()
+    with pytest.raises(IndexError, match="the user's update failed") as info:
+        opt.step()
+    assert "optimizer Broken: update" in str(info.value.__cause__)
