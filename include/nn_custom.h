@@ -170,6 +170,12 @@ typedef struct nn_function_def {
     /* Runs with grad mode off; returns NN_OK or an error (from the
      * operations it called). */
     nn_status (*backward)(nn_function_call *call);
+    /* The function as library operations with ONNX forms, for an export
+     * (nn_onnx_export_module): while it traces the forward,
+     * nn_function_apply returns compose(inputs, count, user) and the export
+     * writes those operations. NULL: the export refuses the function by
+     * name. */
+    nn_tensor *(*compose)(nn_tensor *const *inputs, int count, void *user);
 } nn_function_def;
 
 /* `result`, computed from inputs (count <= NN_FUNCTION_MAX_INPUTS) with grad
@@ -177,8 +183,8 @@ typedef struct nn_function_def {
  * with respect to each input is def->backward's: a view of result (no
  * copy). `saved` (up to 8 tensors, may be 0) are kept
  * for backward with references; `user` is handed to backward as it is.
- * When no input requires grad or grad mode is off, returns result itself.
- * ONNX export refuses it, naming def->name. */
+ * While an export traces the model, returns def->compose's tensor instead
+ * (or, without compose, the export refuses the function naming def->name). */
 nn_tensor *nn_function_apply(const nn_function_def *def, nn_tensor *const *inputs, int count, nn_tensor *result,
                              nn_tensor *const *saved, int saved_count, void *user);
 

@@ -153,7 +153,23 @@ static nn_status gate_backward(nn_function_call *call) {
 
 static const nn_function_def kGate = {.name = "silu_gate", .backward = gate_backward};
 
+/* The same with its composition for an export: scale * silu(a) * b. */
+static nn_tensor *gate_compose(nn_tensor *const *in, int count, void *user) {
+    const gate_state *s = user;
+    return nn_scale(nn_mul(nn_silu(in[0]), in[1]), s->scale);
+}
+
+static const nn_function_def kGateComposed = {.name = "silu_gate", .backward = gate_backward, .compose = gate_compose};
+
+static nn_tensor *gate_as(const nn_function_def *def, const kernels *k, gate_state *state, nn_tensor *a,
+                          nn_tensor *b);
+
 static nn_tensor *gate(const kernels *k, gate_state *state, nn_tensor *a, nn_tensor *b) {
+    return gate_as(&kGate, k, state, a, b);
+}
+
+static nn_tensor *gate_as(const nn_function_def *def, const kernels *k, gate_state *state, nn_tensor *a,
+                          nn_tensor *b) {
     nn_ctx *ctx = nn_tensor_ctx(a);
     const bool was = nn_ctx_set_grad_enabled(ctx, false);
     const int ndim = nn_tensor_ndim(a);
@@ -164,7 +180,7 @@ static nn_tensor *gate(const kernels *k, gate_state *state, nn_tensor *a, nn_ten
     nn_tensor *y = nn_custom_call(k->gate, in, 2, &(nn_custom_output){NN_F32, ndim, shape}, &state->scale,
                                   sizeof state->scale, grid);
     nn_ctx_set_grad_enabled(ctx, was);
-    return y ? nn_function_apply(&kGate, in, 2, y, NULL, 0, state) : NULL;
+    return y ? nn_function_apply(def, in, 2, y, NULL, 0, state) : NULL;
 }
 
 /* ---- tests ---- */
@@ -465,5 +481,42 @@ TEST(custom_kernels_refuse_bad_arguments_naming_them) {
     nn_ctx_step_end(ctx);
     nn_tensor_free(x), nn_tensor_free(ry);
     free_kernels(&ks);
+    nn_ctx_free(ctx);
+}
+
+/* A module whose forward is the custom function of (x, x / 2). */
+typedef struct gate_module {
+    const nn_function_def *def;
+    kernels k;
+    gate_state state;
+} gate_module;
+
+static nn_tensor *gate_module_forward(nn_module *self, nn_tensor *x) {
+    gate_module *g = nn_module_data(self);
+    return gate_as(g->def, &g->k, &g->state, x, nn_scale(x, 0.5f));
+}
+
+/* An export writes the composition where the function has one (the
+ * onnxruntime run is tests/python/test_custom_ops.py's), and refuses the
+ * function by name where it has none. */
+TEST(custom_function_exports_its_composition_or_is_refused) {
+    nn_ctx *ctx = vkt_open_device("cpu");
+    kernels k = make_kernels();
+    const char *path = "/tmp/nn_custom_function.onnx";
+    const nn_function_def *defs[2] = {&kGateComposed, &kGate};
+    for (int i = 0; i < 2; i++) {
+        gate_module g = {defs[i], k, {k.gate_grad, 1.5f}};
+        nn_module *m = nn_module_new(ctx, "Gate", gate_module_forward, &g, NULL);
+        remove(path);
+        const nn_status st = nn_onnx_export_module(path, m, (int64_t[]){2, 7}, 2);
+        FILE *f = fopen(path, "rb");
+        if (i == 0) CHECK_MSG(st == NN_OK && f, "%s", nn_last_error());
+        else CHECK_MSG(st != NN_OK && !f && strstr(nn_last_error(), "custom function silu_gate has no ONNX form"), "%s",
+                       nn_last_error());
+        if (f) fclose(f);
+        nn_module_free(m);
+    }
+    remove(path);
+    free_kernels(&k);
     nn_ctx_free(ctx);
 }

@@ -15,6 +15,7 @@ end_batch() holds that lock throughout, so it never frees a tensor between
 another thread's check and call.
 """
 import atexit
+import contextlib
 import ctypes
 import functools
 import os
@@ -96,6 +97,24 @@ class Context:
 
 
 _contexts = weakref.WeakSet()
+
+
+_export = threading.local()
+
+
+@contextlib.contextmanager
+def tracing_export():
+    """While an ONNX export runs the model's forward: custom functions
+    (autograd.Function) record their `symbolic` composition instead."""
+    _export.depth = getattr(_export, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _export.depth -= 1
+
+
+def is_tracing_export():
+    return getattr(_export, "depth", 0) > 0
 
 
 class CallScope:

@@ -17,7 +17,8 @@ forward runs with grad mode off; its result becomes, through the library's
 nn_function_apply (include/nn_custom.h), a view whose gradient is
 backward's, which autograd calls while it walks the graph (grad mode off
 there too). backward returns one gradient (or None) per forward argument.
-A function returns one tensor."""
+A function returns one tensor. An export writes its `symbolic` composition
+(torch's symbolic, as library operations) or refuses it by name."""
 import ctypes
 import itertools
 import sys
@@ -125,7 +126,10 @@ def _backward_trampoline(call_ptr):
 
 class Function:
     """Base class of custom autograd functions: define forward(ctx, *args)
-    and backward(ctx, grad_output) as static methods, call Cls.apply(*args)."""
+    and backward(ctx, grad_output) as static methods, call Cls.apply(*args).
+    An ONNX export writes symbolic(*args), a static method computing the
+    same with library operations, where the class defines one; without, the
+    export refuses the function by name."""
 
     @staticmethod
     def forward(ctx, *args):
@@ -137,6 +141,9 @@ class Function:
 
     @classmethod
     def apply(cls, *args):
+        symbolic = getattr(cls, "symbolic", None)
+        if symbolic is not None and _context.is_tracing_export():
+            return symbolic(*args)
         inputs = [a for a in args if isinstance(a, Tensor)]
         if len(inputs) > MAX_INPUTS:
             raise ValueError(f"{cls.__name__}.apply: {len(inputs)} tensor arguments; at most {MAX_INPUTS}")

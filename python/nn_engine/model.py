@@ -267,7 +267,8 @@ def _export_native(model, path, shape, name, include_preprocessing, dtype):
             x = Tensor(np.zeros(shape, dtype=np.float32), requires_grad=True, track=False, device=device)
         else:  # indices can take no gradient; the parameters that read them record the graph
             x = Tensor(np.zeros(shape, dtype=np.int32), track=False, dtype=np.int32, device=device)
-        y = model(x)
+        with _context.tracing_export():
+            y = model(x)
     if not isinstance(y, Tensor):
         raise TypeError(f"export: forward returned {type(y).__name__}, not a Tensor")
     n = len(named)

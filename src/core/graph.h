@@ -31,6 +31,10 @@ struct nn_op {
     /* The ONNX node(s) for the node (io/onnx_graph.h); NULL: refused,
      * naming the operation. */
     nn_status (*to_onnx)(struct exporter *x, struct op_io *io, const char *out);
+    /* Without to_onnx: why its node has no ONNX form, naming what the user
+     * knows it by (a custom kernel's or function's name); NULL: the export
+     * names the operation. Asked before the node's inputs are looked at. */
+    nn_status (*export_refusal)(struct exporter *x, const nn_node *node);
     bool view;
     /* The layouts (core/layout.h) for a call on these inputs and params
      * with an output of ndim/shape: input_layouts[i] (preset to dense) is

@@ -83,6 +83,9 @@ struct nn_ctx {
     nn_backend *backend;
     nn_rng rng;
     bool grad_enabled;
+    /* An ONNX export is tracing the model's forward (io/onnx_export.c):
+     * custom functions record their composition (nn_function_def.compose). */
+    bool tracing_export;
 
     nn_node **tape;
     int64_t tape_count, tape_capacity;

@@ -161,6 +161,7 @@ static nn_status collect_nodes(exporter *x, nn_node ***out, int *count) {
 }
 
 static nn_status emit_node(exporter *x, nn_node *node) {
+    if (!node->op->to_onnx && node->op->export_refusal) return node->op->export_refusal(x, node);
     op_io io = {.node = node};
     for (int i = 0; i < node->input_count; i++) {
         if (!node->inputs[i]) continue;
@@ -301,7 +302,9 @@ static nn_status export_module(const char *who, const char *path, nn_module *mod
     if (!x) return nn_set_error(nn_last_status(), "%s: input_shape: %s", who, nn_last_error());
     bool was_enabled = nn_ctx_set_grad_enabled(ctx, true);
     nn_status status = nn_tensor_set_requires_grad(x, true);
+    ctx->tracing_export = true;
     nn_tensor *y = status == NN_OK ? nn_module_forward(module, x) : NULL;
+    ctx->tracing_export = false;
     if (status == NN_OK && !y) status = nn_last_status();
     const int named = nn_module_state_count(module);
     nn_tensor **tensors = status == NN_OK ? calloc((size_t)named + 1, sizeof *tensors) : NULL;

@@ -43,8 +43,8 @@ static nn_status custom_call_forward(nn_node *node) {
     return run_launch(ctx, &p->launch, tensors, p->inputs + 1);
 }
 
-static nn_status custom_call_onnx(exporter *x, op_io *io, const char *out) {
-    const custom_call_node *p = NN_NODE_PARAMS(io->node, custom_call_node);
+static nn_status custom_call_refusal(exporter *x, const nn_node *node) {
+    const custom_call_node *p = NN_NODE_PARAMS(node, custom_call_node);
     const nn_custom_kernel *k = nn_custom_kernel_find(p->launch.id);
     return nn_set_error(NN_ERR_ARGUMENT, "%s: custom kernel %s has no ONNX form (wrap it in a custom function whose "
                         "ONNX form is a composition, or export without it)", x->who, k ? k->name : "(freed)");
@@ -52,8 +52,10 @@ static nn_status custom_call_onnx(exporter *x, op_io *io, const char *out) {
 
 /* On the tape only to be traced: an input that wants a gradient is refused
  * when the call is made. */
-static const nn_op nn_op_custom_call = {
-    .name = "nn_custom_call", .forward = custom_call_forward, .backward = nn_no_gradient, .to_onnx = custom_call_onnx};
+static const nn_op nn_op_custom_call = {.name = "nn_custom_call",
+                                        .forward = custom_call_forward,
+                                        .backward = nn_no_gradient,
+                                        .export_refusal = custom_call_refusal};
 
 /* The launch's parameters, checked; `who` names the caller. */
 static nn_status make_launch(const char *who, const nn_custom_kernel *k, const void *params, size_t params_size,

@@ -70,16 +70,16 @@ static nn_status function_backward(nn_node *node) {
     return st;
 }
 
-static nn_status function_onnx(exporter *x, op_io *io, const char *out) {
-    const function_node *p = NN_NODE_PARAMS(io->node, function_node);
-    return nn_set_error(NN_ERR_ARGUMENT, "%s: custom function %s has no ONNX form", x->who,
-                        p->def->name ? p->def->name : "(unnamed)");
+static nn_status function_refusal(exporter *x, const nn_node *node) {
+    const function_node *p = NN_NODE_PARAMS(node, function_node);
+    return nn_set_error(NN_ERR_ARGUMENT, "%s: custom function %s has no ONNX form (give its definition a compose: "
+                        "the function as library operations)", x->who, p->def->name ? p->def->name : "(unnamed)");
 }
 
 static const nn_op nn_op_custom_function = {.name = "nn_function_apply",
                                             .forward = NULL,
                                             .backward = function_backward,
-                                            .to_onnx = function_onnx,
+                                            .export_refusal = function_refusal,
                                             .view = true,
                                             .layouts = function_layouts};
 
@@ -109,6 +109,7 @@ nn_tensor *nn_function_apply(const nn_function_def *def, nn_tensor *const *input
     if (result->requires_grad)
         return NN_FAIL_NULL(NN_ERR_STATE, "nn_function_apply %s: the result requires grad: compute it with grad mode "
                             "off, so that its gradient is the function's backward alone", name);
+    if (result->ctx->tracing_export && def->compose) return def->compose(inputs, count, user);
     const function_node p = {def, user};
     nn_tensor *out = nn_op_record(&nn_op_custom_function, all, count + 1, &p, sizeof p, result->dtype, result->ndim,
                                   result->shape);

@@ -289,3 +289,39 @@ def test_errors_name_the_kernel_and_reach_the_caller():
     with pytest.raises(IndexError, match="the user's update failed") as info:
         opt.step()
     assert "optimizer Broken: update" in str(info.value.__cause__)
+
+
+class SiluGateComposed(SiluGate):
+    """The same function with an ONNX form: silu(a) * b in library operations."""
+
+    @staticmethod
+    def symbolic(a, b):
+        return F.silu(a) * b
+
+
+class ExportableGatedLinear(GatedLinear):
+    def forward(self, x):
+        return self.w3(SiluGateComposed.apply(self.w1(x), self.w2(x)))
+
+
+def test_a_model_with_a_custom_function_exports_its_composition_or_is_refused(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    ne.manual_seed(7)
+    model = ExportableGatedLinear(6, 10)
+    x = np.random.default_rng(8).normal(0, 1, (3, 6)).astype(np.float32)
+    want = model(ne.Tensor(x)).numpy()
+    path = model.export(tmp_path / "gated.onnx", input_shape=[1, 6])
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = session.run(None, {session.get_inputs()[0].name: x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="custom function SiluGate has no ONNX form"):
+        GatedLinear(6, 10).export(tmp_path / "refused.onnx", input_shape=[1, 6])
+
+
+def test_a_model_with_a_custom_function_saves_and_loads(tmp_path):
+    ne.manual_seed(9)
+    model, fresh = GatedLinear(5, 8), GatedLinear(5, 8)
+    x = ne.Tensor(np.random.default_rng(10).normal(0, 1, (4, 5)).astype(np.float32))
+    ne.save(model.state_dict(), tmp_path / "gated.pt")
+    fresh.load_state_dict(ne.load(tmp_path / "gated.pt"))
+    np.testing.assert_array_equal(fresh(x).numpy(), model(x).numpy())
