@@ -429,6 +429,23 @@ TEST(custom_kernels_refuse_bad_arguments_naming_them) {
     k = nn_custom_kernel_new(&(nn_custom_kernel_desc){.name = "notspirv", .spirv = (const uint32_t[6]){1, 2, 3, 4, 5, 6},
                                                       .spirv_bytes = 24});
     CHECK(!k && strstr(nn_last_error(), "notspirv: spirv is not a SPIR-V module"));
+    if (nn_custom_glsl_available()) { /* shaders outside the shared layout, refused before a device sees them */
+        static const struct {
+            const char *glsl, *message;
+        } bad[] = {
+            {"layout(std430, binding = 12) buffer X { float x[]; };\nvoid main() { x[0] = 1.0; }",
+             "binds a buffer at set 0, binding 12"},
+            {"layout(std430, set = 1, binding = 0) buffer X { float x[]; };\nvoid main() { x[0] = 1.0; }",
+             "binds a buffer at set 1, binding 0"},
+            {"layout(binding = 3) uniform U { float u; };\nvoid main() { NN_STORE(0, 0, u); }",
+             "a resource that is not a storage buffer"},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            k = nn_custom_kernel_new(&(nn_custom_kernel_desc){.name = "layout", .glsl = bad[i].glsl});
+            CHECK_MSG(!k && strstr(nn_last_error(), "custom kernel layout: the shader") &&
+                          strstr(nn_last_error(), bad[i].message), "case %zu: %s", i, nn_last_error());
+        }
+    }
     k = nn_custom_kernel_new(&(nn_custom_kernel_desc){.name = "huge", .cpu = gate_cpu, .local_size = {64, 64, 1}});
     CHECK(!k && strstr(nn_last_error(), "huge: local_size 64 x 64 x 1"));
 

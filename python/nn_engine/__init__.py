@@ -42,7 +42,7 @@ from .rearrange import (cat, chunk, concat, expand, flatten, narrow, permute, se
 from .reductions import amax, amin, argmax, argmin, max, mean, min, std, sum, var  # noqa: A004
 from .tensor import ReusableTensor, Tensor, from_numpy, tensor
 from . import autograd
-from .custom_kernel import CustomKernel, check_devices
+from .custom_kernel import CustomKernel, check_devices, glsl_available, glsl_prelude
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones, ones_like, rand, randint,
                        randn, randperm, zeros, zeros_like)
 
@@ -65,7 +65,7 @@ __all__ = [
     "devices", "Device", "set_device", "get_device", "manual_seed", "library_path",
     "capture", "CapturedStep",
     # user-written operations (include/nn_custom.h)
-    "autograd", "CustomKernel", "check_devices",
+    "autograd", "CustomKernel", "check_devices", "glsl_prelude", "glsl_available",
     # arithmetic, math, reductions, rearrangements (torch's names)
     "sub", "div", "maximum", "minimum", "exp", "log", "sqrt", "abs", "neg", "clamp", "pow",
     "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",

@@ -30,6 +30,8 @@ from .tensor import Tensor
 
 _lib.declare("nn_custom_kernel_new", ctypes.c_void_p, [ctypes.POINTER(CustomKernelDesc)])
 _lib.declare("nn_custom_kernel_free", None, [ctypes.c_void_p])
+_lib.declare("nn_custom_glsl_prelude", ctypes.c_char_p, [ctypes.POINTER(ctypes.c_uint32)])
+_lib.declare("nn_custom_glsl_available", ctypes.c_bool, [])
 _lib.declare("nn_custom_call", _lib.c_tensor_p,
              [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.POINTER(CustomOutput),
               ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_uint32)])
@@ -172,6 +174,19 @@ class CustomKernel:
             pointers = (ctypes.c_void_p * MAX_BUFFERS)(*[t._h.get() for t in tensors])
             check(lib.nn_custom_launch(self._ptr, pointers, len(tensors), mask, data or None, len(data),
                                        _grid(grid, who)), "nn_custom_launch")
+
+
+def glsl_prelude(local_size=(256, 1, 1)):
+    """The GLSL put before a kernel's body (the buffers, NN_LOAD, NN_STORE,
+    NN_PARAM_FLOAT ...): prelude + body, compiled with glslc, is SPIR-V for
+    CustomKernel(spirv=...) of that local_size."""
+    local = tuple(local_size) + (1,) * (3 - len(tuple(local_size)))
+    return lib.nn_custom_glsl_prelude((ctypes.c_uint32 * 3)(*local)).decode()
+
+
+def glsl_available():
+    """Whether GLSL compiles here (else give kernels SPIR-V)."""
+    return bool(lib.nn_custom_glsl_available())
 
 
 def check_devices(fn, *inputs, rtol=1e-5, atol=1e-6, devices=("cpu", "vulkan")):

@@ -48,13 +48,12 @@ static nn_status check_local_size(const char *name, const uint32_t local[3]) {
 static nn_status fill_code(nn_custom_kernel *k, const nn_custom_kernel_desc *d) {
     if (d->glsl && d->spirv)
         return nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new %s: give glsl or spirv, not both", k->name);
-    if (d->glsl) return nn_custom_compile_glsl(k->name, d->glsl, k->local_size, &k->spirv, &k->spirv_bytes);
+    if (d->glsl) {
+        NN_TRY(nn_custom_compile_glsl(k->name, d->glsl, k->local_size, &k->spirv, &k->spirv_bytes));
+        return nn_custom_check_spirv(k->name, k->spirv, k->spirv_bytes, k->local_size);
+    }
     if (!d->spirv) return NN_OK;
-    const uint32_t kMagic = 0x07230203u;
-    if (d->spirv_bytes < 20 || d->spirv_bytes % 4 != 0 || d->spirv[0] != kMagic)
-        return nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new %s: spirv is not a SPIR-V module (%zu bytes, "
-                            "a multiple of 4 from 20, starting with the magic word 0x07230203)", k->name,
-                            d->spirv_bytes);
+    NN_TRY(nn_custom_check_spirv(k->name, d->spirv, d->spirv_bytes, k->local_size));
     k->spirv = malloc(d->spirv_bytes);
     if (!k->spirv) return nn_set_error(NN_ERR_MEMORY, "nn_custom_kernel_new %s: out of memory", k->name);
     memcpy(k->spirv, d->spirv, d->spirv_bytes);

@@ -35,4 +35,10 @@ const nn_custom_kernel *nn_custom_kernel_find(int32_t id);
 nn_status nn_custom_compile_glsl(const char *kernel, const char *body, const uint32_t local_size[3],
                                  uint32_t **spirv, size_t *bytes);
 
+/* custom_spirv.c: whether the module is one the shared pipeline layout
+ * runs (one compute entry point "main" of workgroup local_size, storage
+ * buffers at set 0 bindings 0-8 only, at most 128 bytes of push
+ * constants); the error names `kernel` and what is wrong. */
+nn_status nn_custom_check_spirv(const char *kernel, const uint32_t *code, size_t bytes, const uint32_t local_size[3]);
+
 #endif

@@ -6,6 +6,9 @@ Signum (sign-SGD with momentum) written by a user as a CustomOptimizer
 over parameter groups, against the same update in PyTorch, its state_dict
 resumed; a captured step replaying as eager; errors from
 the shader compiler, the CPU function and backward reaching the caller."""
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 import torch
@@ -325,3 +328,29 @@ def test_a_model_with_a_custom_function_saves_and_loads(tmp_path):
     ne.save(model.state_dict(), tmp_path / "gated.pt")
     fresh.load_state_dict(ne.load(tmp_path / "gated.pt"))
     np.testing.assert_array_equal(fresh(x).numpy(), model(x).numpy())
+
+
+SCALE_BODY = """
+void main() {
+    uint i = NN_INDEX.x;
+    if (i >= NN_GRID.x) return;
+    NN_STORE(1, i, NN_LOAD(0, i) * NN_PARAM_FLOAT(0));
+}"""
+
+
+@pytest.mark.skipif(not shutil.which("glslc"), reason="glslc compiles the SPIR-V")
+def test_a_kernel_from_spirv_compiled_with_the_prelude():
+    def spirv(local):
+        return subprocess.run(["glslc", "-fshader-stage=compute", "-", "-o", "-"], check=True, capture_output=True,
+                              input=(ne.glsl_prelude(local) + SCALE_BODY).encode()).stdout
+    scale = ne.CustomKernel("scale_spirv", spirv=spirv((64,)), local_size=(64,),
+                            cpu=lambda bufs, params, grid: np.multiply(bufs[0], params.float(0), out=bufs[1]))
+    x = np.linspace(-3, 3, 1000, dtype=np.float32)
+    for device in DEVICES:
+        y = scale(ne.Tensor(x, device=device), shape=x.shape, grid=x.size, params=[2.5])
+        np.testing.assert_array_equal(y.numpy(), x * np.float32(2.5))
+    with pytest.raises(ValueError, match="scale_wrong: the shader's workgroup is 64 x 1 x 1, the kernel's local_size "
+                                         "128 x 1 x 1"):
+        ne.CustomKernel("scale_wrong", spirv=spirv((64,)), local_size=(128,))
+    with pytest.raises(ValueError, match="not_spirv: spirv is not a SPIR-V module"):
+        ne.CustomKernel("not_spirv", spirv=b"\0" * 64)
