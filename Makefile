@@ -157,8 +157,11 @@ TEST_SRC := $(sort $(wildcard tests/*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 BENCH_SRC := $(sort $(wildcard bench/*.c))
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+# Programs a user would write against the public API (include/), one per file.
+EXAMPLE_SRC := $(sort $(wildcard examples/*.c))
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
 
-.PHONY: all lib cli deps test check bench demo clean
+.PHONY: all lib cli deps test check bench demo clean examples
 all: deps lib cli
 lib: $(BUILD)/libnnengine.a $(BUILD)/libnnengine.so
 cli: $(BUILD)/nnengine
@@ -185,6 +188,8 @@ check: $(BUILD)/tests/nn_tests
 
 bench: $(BENCH_BIN)
 
+examples: $(EXAMPLE_BIN)
+
 # The image loader's throughput (issue 8): make bench-images && build/bench/bench_image_pipeline --threads 1,2,4,8,16
 .PHONY: bench-images
 bench-images: $(BUILD)/bench/bench_image_pipeline
@@ -205,6 +210,10 @@ $(BUILD)/tests/nn_tests: $(TEST_OBJ) $(BUILD)/libnnengine.a
 $(BUILD)/nnengine: $(CLI_OBJ) $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $(CLI_OBJ) $(BUILD)/libnnengine.a $(LDLIBS)
+
+$(BUILD)/examples/%: $(BUILD)/obj/examples/%.o $(BUILD)/libnnengine.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/libnnengine.a $(LDLIBS)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(BUILD)/libnnengine.a
 	@mkdir -p $(@D)

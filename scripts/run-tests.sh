@@ -28,7 +28,7 @@ fail_step() {
 run_variant() {
     local label=$1; shift
     section "$label"
-    if ! make -s -j"$jobs" "$@" lib cli >/dev/null; then
+    if ! make -s -j"$jobs" "$@" lib cli examples >/dev/null; then
         fail_step "build failed: make $*"
         return
     fi

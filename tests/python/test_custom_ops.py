@@ -6,8 +6,10 @@ Signum (sign-SGD with momentum) written by a user as a CustomOptimizer
 over parameter groups, against the same update in PyTorch, its state_dict
 resumed; a captured step replaying as eager; errors from
 the shader compiler, the CPU function and backward reaching the caller."""
+import os
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -18,47 +20,10 @@ from nn_engine import functional as F
 
 DEVICES = [d for d in ("cpu", "vulkan") if d in {x.backend for x in ne.devices() if x.usable}]
 
-GATE = ne.CustomKernel("silu_gate", glsl="""
-void main() {
-    uint i = NN_INDEX.x;
-    if (i >= NN_GRID.x) return;
-    float a = NN_LOAD(0, i);
-    NN_STORE(2, i, a / (1.0 + exp(-a)) * NN_LOAD(1, i));
-}""", cpu=lambda bufs, params, grid: np.multiply(bufs[0] / (1 + np.exp(-bufs[0])), bufs[1], out=bufs[2]))
-
-
-def _gate_grad_cpu(bufs, params, grid):
-    a, b, dy, out = bufs
-    n = grid[0]
-    s = 1 / (1 + np.exp(-a))
-    out[:n] = dy * s * (1 + a * (1 - s)) * b
-    out[n:] = dy * a * s
-
-
-GATE_GRAD = ne.CustomKernel("silu_gate_grad", glsl="""
-void main() {
-    uint i = NN_INDEX.x, n = NN_GRID.x;
-    if (i >= n) return;
-    float a = NN_LOAD(0, i), b = NN_LOAD(1, i), dy = NN_LOAD(2, i);
-    float s = 1.0 / (1.0 + exp(-a));
-    NN_STORE(3, i, dy * s * (1.0 + a * (1.0 - s)) * b);
-    NN_STORE(3, n + i, dy * a * s);
-}""", cpu=_gate_grad_cpu)
-
-
-class SiluGate(ne.autograd.Function):
-    """silu(a) * b in one kernel each way."""
-
-    @staticmethod
-    def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
-        return GATE(a, b, shape=a.shape, grid=a.numel())
-
-    @staticmethod
-    def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        packed = GATE_GRAD(a, b, grad, shape=(2,) + a.shape, grid=a.numel())
-        return packed[0], packed[1]
+# The example's kernels, function and optimizer are the ones tested here.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                "examples"))
+from custom_ops import GATE, SIGNUM, SiluGate, Signum  # noqa: E402
 
 
 class GatedLinear(ne.nn.Module):
@@ -142,37 +107,6 @@ def test_gated_linear_unit_trains_as_torch(device):
         assert loss.item() == pytest.approx(tloss.item(), rel=1e-5)
     for p, t in zip((model.w1.weight, model.w2.weight, model.w3.weight), tw):
         np.testing.assert_allclose(p.numpy(), t.detach().numpy(), rtol=1e-4, atol=1e-6)
-
-
-# Signum (sign-SGD with momentum; momentum=0 is sign-SGD): m = b m + (1 - b) g, p -= lr sign(m).
-# Buffers: param, grad, momentum_buffer, lr[1]; word 0: b.
-SIGNUM = ne.CustomKernel("signum", glsl="""
-void main() {
-    uint i = NN_INDEX.x;
-    if (i >= NN_GRID.x) return;
-    float b = NN_PARAM_FLOAT(0);
-    float m = b * NN_LOAD(2, i) + (1.0 - b) * NN_LOAD(1, i);
-    NN_STORE(2, i, m);
-    NN_STORE(0, i, NN_LOAD(0, i) - NN_LOAD(3, 0) * sign(m));
-}""", cpu=lambda bufs, params, grid: _signum_cpu(bufs, params.float(0)))
-
-
-def _signum_cpu(bufs, beta):
-    p, g, m, lr = bufs
-    m[:] = np.float32(beta) * m + np.float32(1 - beta) * g
-    p -= lr[0] * np.sign(m)
-
-
-class Signum(ne.optim.CustomOptimizer):
-    """A user's optimizer: one in-place launch per run of parameters."""
-    states = ("momentum_buffer",)
-
-    def __init__(self, params, lr=0.01, momentum=0.9):
-        super().__init__(params, lr=lr, momentum=momentum)
-
-    def update(self, run):
-        SIGNUM.launch(run.param, run.grad, run.state["momentum_buffer"], run.lr, written=(0, 2), grid=run.n,
-                      params=[run.options["momentum"]])
 
 
 def _torch_signum(params, lrs, beta, buffers):
@@ -294,31 +228,28 @@ def test_errors_name_the_kernel_and_reach_the_caller():
     assert "optimizer Broken: update" in str(info.value.__cause__)
 
 
-class SiluGateComposed(SiluGate):
-    """The same function with an ONNX form: silu(a) * b in library operations."""
-
-    @staticmethod
-    def symbolic(a, b):
-        return F.silu(a) * b
+class GateWithoutOnnx(SiluGate):
+    """The same function with no ONNX form."""
+    symbolic = None
 
 
-class ExportableGatedLinear(GatedLinear):
+class UnexportableGatedLinear(GatedLinear):
     def forward(self, x):
-        return self.w3(SiluGateComposed.apply(self.w1(x), self.w2(x)))
+        return self.w3(GateWithoutOnnx.apply(self.w1(x), self.w2(x)))
 
 
 def test_a_model_with_a_custom_function_exports_its_composition_or_is_refused(tmp_path):
     ort = pytest.importorskip("onnxruntime")
     ne.manual_seed(7)
-    model = ExportableGatedLinear(6, 10)
+    model = GatedLinear(6, 10)  # SiluGate's symbolic: silu(a) * b
     x = np.random.default_rng(8).normal(0, 1, (3, 6)).astype(np.float32)
     want = model(ne.Tensor(x)).numpy()
     path = model.export(tmp_path / "gated.onnx", input_shape=[1, 6])
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     got = session.run(None, {session.get_inputs()[0].name: x})[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="custom function SiluGate has no ONNX form"):
-        GatedLinear(6, 10).export(tmp_path / "refused.onnx", input_shape=[1, 6])
+    with pytest.raises(ValueError, match="custom function GateWithoutOnnx has no ONNX form"):
+        UnexportableGatedLinear(6, 10).export(tmp_path / "refused.onnx", input_shape=[1, 6])
 
 
 def test_a_model_with_a_custom_function_saves_and_loads(tmp_path):
@@ -354,3 +285,13 @@ def test_a_kernel_from_spirv_compiled_with_the_prelude():
         ne.CustomKernel("scale_wrong", spirv=spirv((64,)), local_size=(128,))
     with pytest.raises(ValueError, match="not_spirv: spirv is not a SPIR-V module"):
         ne.CustomKernel("not_spirv", spirv=b"\0" * 64)
+
+
+def test_the_readme_example_runs():
+    """README.md's section on custom operations, its code as written."""
+    import re
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    text = open(os.path.join(root, "README.md"), encoding="utf-8").read()
+    section = text[text.index("## Your own operations and optimizers"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})

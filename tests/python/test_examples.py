@@ -190,3 +190,39 @@ def test_examples_refuse_a_save_path_they_cannot_write_before_training(tmp_path,
                            "--save", str(folder)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"{folder} is a folder, not a regular file" in done.stderr and "epoch" not in done.stdout
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_custom_ops_example_trains(device):
+    """examples/custom_ops.py (issue 37): the custom-shader gated unit and the
+    user's Signum learn Fashion-MNIST above chance on each device."""
+    import nn_engine
+    folder = "/usr/share/datasets/fashion-mnist"
+    if not os.path.isdir(folder):
+        pytest.skip("Debian's dataset-fashion-mnist is not installed")
+    if device not in {d.backend for d in nn_engine.devices() if d.usable}:
+        pytest.skip(f"no {device} device here")
+    out = run_example("custom_ops.py", "--idx", folder, "--device", device, "--epochs", "1", "--limit", "1024",
+                      "--hidden", "32", "--batch", "64")
+    found = re.search(r"train loss ([0-9.]+)\s+test acc\s+([0-9.]+)%", out)
+    assert found, out
+    assert float(found.group(1)) < 2.3 and float(found.group(2)) > 25.0, out
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_custom_ops_c_example_trains(device):
+    """examples/custom_ops.c (make examples): the gated unit's custom kernels
+    and Lion written as a custom optimizer, from C, above chance on each device."""
+    import nn_engine
+    program = os.path.join(os.environ.get("NN_ENGINE_EXAMPLES", os.path.join(ROOT, "build", "examples")), "custom_ops")
+    folder = "/usr/share/datasets/fashion-mnist"
+    if not os.path.isdir(folder):
+        pytest.skip("Debian's dataset-fashion-mnist is not installed")
+    if device not in {d.backend for d in nn_engine.devices() if d.usable}:
+        pytest.skip(f"no {device} device here")
+    assert os.path.exists(program), f"{program} is missing: make examples"
+    done = subprocess.run([program, folder, device, "1", "1024", "32", "1e-3"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    found = re.search(r"train loss ([0-9.]+)\s+test acc\s+([0-9.]+)%", done.stdout)
+    assert found and float(found.group(1)) < 2.3 and float(found.group(2)) > 25.0, done.stdout
