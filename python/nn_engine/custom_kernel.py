@@ -13,7 +13,8 @@ NN_STORE, NN_PARAM_FLOAT, NN_GRID ...).
 
 The CPU function sees what the shader sees: the buffers as flat float32
 arrays over the tensors' memory (an int32 tensor's: .view(np.int32)), the
-call's parameters and grid; it writes its outputs in place. It runs when the
+call's parameters and grid; it writes its outputs in place. Or the CPU's
+code is nn_engine operations (cpu_ops), which a call on the CPU runs. It runs when the
 library runs the kernel (at the next read, and again at each replay of a
 captured step). A kernel gives no gradient: wrap its calls in an
 autograd.Function for one."""
@@ -94,14 +95,18 @@ def _grid(grid, who):
 class CustomKernel:
     """A kernel of the user's: `glsl` (the body after the prelude) or
     `spirv` (bytes of a module built with nn_custom_glsl_prelude) for Vulkan,
-    `cpu` (fn(buffers, params, grid)) for the CPU; a device without its code
-    refuses it by name. local_size: the shader's workgroup. capturable=False:
-    the CPU function reads state that changes per step, so a step capture
-    refuses the kernel."""
+    and for the CPU either `cpu` (fn(buffers, params, grid), NumPy over the
+    buffers) or `cpu_ops` (fn(*inputs, params=...) of nn_engine operations,
+    returning the output: on a CPU tensor a call is that composition); a
+    device without its code refuses it by name. local_size: the shader's
+    workgroup. capturable=False: the CPU function reads state that changes
+    per step, so a step capture refuses the kernel."""
 
-    def __init__(self, name, glsl=None, spirv=None, cpu=None, local_size=(256, 1, 1), capturable=True):
+    def __init__(self, name, glsl=None, spirv=None, cpu=None, local_size=(256, 1, 1), capturable=True,
+                 cpu_ops=None):
         self.name = name
         self._cpu = cpu
+        self._cpu_ops = cpu_ops
         self._cpu_entry = _CPU_FN(self._run_cpu) if cpu is not None else None
         local = tuple(local_size) + (1,) * (3 - len(tuple(local_size)))
         desc = CustomKernelDesc(name=name.encode(), glsl=glsl.encode() if glsl is not None else None,
@@ -145,6 +150,8 @@ class CustomKernel:
         who = f"CustomKernel {self.name}"
         if not inputs or not all(isinstance(t, Tensor) for t in inputs):
             raise TypeError(f"{who}: inputs are one or more Tensors")
+        if self._cpu_ops is not None and inputs[0].device == "cpu":
+            return self._cpu_ops(*inputs, params=tuple(params))
         dtype = np.dtype(dtype)
         if dtype not in _DTYPES:
             raise ValueError(f"{who}: the output dtype is float32 or int32, not {dtype}")

@@ -295,3 +295,15 @@ def test_the_readme_example_runs():
     section = text[text.index("## Your own operations and optimizers"):]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     exec(compile(code, "README.md", "exec"), {})
+
+
+def test_a_kernel_whose_cpu_code_is_library_operations():
+    """cpu_ops: on the CPU the call is the composition (with its gradient); on the GPU the shader."""
+    scale = ne.CustomKernel("scale_ops", glsl=SCALE_BODY, cpu_ops=lambda x, params: x * params[0])
+    x = np.linspace(-2, 2, 333, dtype=np.float32)
+    for device in DEVICES:
+        y = scale(ne.Tensor(x, device=device), shape=x.shape, grid=x.size, params=[-1.5])
+        np.testing.assert_allclose(y.numpy(), x * np.float32(-1.5), rtol=1e-6)
+    t = ne.Tensor(x, requires_grad=True, device="cpu")
+    scale(t, shape=x.shape, grid=x.size, params=[3.0]).sum().backward()
+    np.testing.assert_array_equal(t.grad.numpy(), np.full_like(x, 3.0))

@@ -175,3 +175,45 @@ def test_sync_batch_norm_over_two_ranks_is_torch_batch_norm_over_both_halves(tmp
     if not dist.is_available():
         pytest.skip("libnnengine was built without MPI")
     run_two_ranks(tmp_path / "sync_bn.py", SYNC_BN_SCRIPT)
+
+
+CUSTOM_OPTIMIZER_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import nn_engine as nn
+    import nn_engine.distributed as dist
+    sys.path.insert(0, EXAMPLES)
+    from custom_ops import Signum  # a user's optimizer: its update a custom kernel
+    dist.init_process_group("mpi")
+    r, n = dist.get_rank(), dist.get_world_size()
+    sizes = [1031, 7]
+    w0 = [np.random.default_rng(i).standard_normal(m).astype(np.float32) for i, m in enumerate(sizes)]
+    ws = [nn.Tensor(w.copy(), requires_grad=True, track=False) for w in w0]
+    opt = dist.DistributedOptimizer(Signum(ws, lr=0.25, momentum=0.5))
+    def xs(step, rank):
+        return [np.random.default_rng((step, rank, i)).standard_normal(m).astype(np.float32)
+                for i, m in enumerate(sizes)]
+    want, momentum = [w.astype(np.float64) for w in w0], [np.zeros(m) for m in sizes]
+    for step in range(3):
+        opt.zero_grad()
+        loss = sum((w * nn.Tensor(x)).sum() for w, x in zip(ws, xs(step, r)))
+        loss.backward()
+        opt.step()
+        nn.end_batch()
+        for i in range(len(sizes)):  # the average gradient's Signum update, on every rank
+            mean = sum(xs(step, q)[i].astype(np.float64) for q in range(n)) / n
+            momentum[i] = 0.5 * momentum[i] + 0.5 * mean
+            want[i] -= 0.25 * np.sign(momentum[i])
+            assert np.allclose(ws[i].numpy(), want[i], rtol=0, atol=1e-6), (step, i)
+    dist.destroy_process_group()
+    print(f"rank {r} ok", flush=True)
+""")
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not found (openmpi-bin)")
+def test_two_ranks_average_gradients_for_a_users_optimizer(tmp_path):
+    """Issue 37: a CustomOptimizer gets data parallelism's averaged gradients as the built-in ones do."""
+    if not dist.is_available():
+        pytest.skip("libnnengine was built without MPI")
+    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
+    run_two_ranks(tmp_path / "custom_optimizer.py", CUSTOM_OPTIMIZER_SCRIPT.replace("EXAMPLES", repr(examples)))
