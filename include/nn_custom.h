@@ -4,8 +4,9 @@
  * A custom kernel is code over up to NN_CUSTOM_MAX_BUFFERS buffers of
  * 32-bit words (float32 or int32 tensors): a C function for the CPU backend
  * and a compute shader for the Vulkan backend, given as GLSL (compiled when
- * the kernel is made, by libshaderc loaded at run time) or as SPIR-V. A
- * backend the kernel has no code for refuses it, naming the kernel.
+ * the kernel is made, by libshaderc: linked into the library where the build
+ * found it, else looked for at run time) or as SPIR-V. A backend the kernel
+ * has no code for refuses it, naming the kernel.
  *
  *   nn_custom_call    runs it as an operation: inputs in, one new output.
  *                     Recorded as the library's operations are, so it runs
@@ -140,8 +141,9 @@ nn_tensor *nn_custom_call(nn_custom_kernel *kernel, nn_tensor *const *inputs, in
 /* The kernel run now on `tensors` (buffers 0..count-1, after every pending
  * operation), writing the ones whose bit is set in `written` (bit i:
  * tensors[i]): a command, as an optimizer's update is, recorded by a step
- * capture. The tensors must not be results still being recorded for
- * autograd. */
+ * capture. The tensors are read as dense rows (a channels-last one is
+ * refused); a backward that needs a tensor's values from before the launch
+ * refuses to run, as after any write. */
 nn_status nn_custom_launch(nn_custom_kernel *kernel, nn_tensor *const *tensors, int count, unsigned written,
                            const void *params, size_t params_size, const uint32_t grid[3]);
 
@@ -181,8 +183,9 @@ typedef struct nn_function_def {
 /* `result`, computed from inputs (count <= NN_FUNCTION_MAX_INPUTS) with grad
  * mode off or by calls that carry no gradient, as a tensor whose gradient
  * with respect to each input is def->backward's: a view of result (no
- * copy). `saved` (up to 8 tensors, may be 0) are kept
- * for backward with references; `user` is handed to backward as it is.
+ * copy). `saved` (up to 8 tensors, may be 0) are kept for backward with
+ * references; `user` is handed to backward as it is; def and user must stay
+ * valid until the step ends (nn_ctx_step_end).
  * While an export traces the model, returns def->compose's tensor instead
  * (or, without compose, the export refuses the function naming def->name). */
 nn_tensor *nn_function_apply(const nn_function_def *def, nn_tensor *const *inputs, int count, nn_tensor *result,

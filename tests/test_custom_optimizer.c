@@ -249,12 +249,46 @@ TEST(custom_optimizer_refuses_bad_descriptions) {
         {{.name = "s", .states = {"m", "m"}, .state_count = 2, .update = no_update}, "state 'm' is named twice"},
         {{.name = "o", .options = {"lr"}, .option_count = 1, .update = no_update}, "option 'lr' is every"},
         {{.name = "o", .state_count = 4, .update = no_update}, "4 states and 0 options; at most 3 and 4"},
+        {{.name = "o", .options = {"beta"}, .option_values = {NAN}, .option_count = 1, .update = no_update},
+         "option 'beta' is nan"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         nn_optimizer *opt = nn_custom_optimizer_new(&cases[i].d, &g, 1);
         CHECK_MSG(!opt && strstr(nn_last_error(), cases[i].message), "case %zu: %s", i, nn_last_error());
         nn_optimizer_free(opt);
     }
+    nn_tensor_free(w);
+    nn_ctx_free(ctx);
+}
+
+/* The step count: a "step" state per group, advanced before each update,
+ * which sees it as an int32 [1] tensor (and the run's options and decay). */
+static nn_status expect_step(const nn_custom_update *u) {
+    int32_t *seen = u->user, step = -1;
+    if (!u->step || nn_tensor_dtype(u->step) != NN_I32 || nn_tensor_read(u->step, &step, sizeof step) != NN_OK)
+        return NN_ERR_STATE;
+    seen[u->group] = step;
+    return u->options[0] == 2.5f && u->weight_decay == 0.25f ? NN_OK : NN_ERR_STATE;
+}
+
+TEST(custom_optimizer_counts_steps_per_group) {
+    nn_ctx *ctx = vkt_open_device("cpu");
+    nn_tensor *w = nn_tensor_new(ctx, NN_F32, 1, (int64_t[]){4});
+    nn_tensor_set_requires_grad(w, true);
+    int32_t seen[1] = {0};
+    const nn_param_group g = {&w, 1, 0.1f, 0.25f, false};
+    const nn_custom_optimizer_desc d = {.name = "counts", .step_count = true, .options = {"k"},
+                                        .option_values = {2.5f}, .option_count = 1, .update = expect_step,
+                                        .user = seen};
+    nn_optimizer *opt = nn_custom_optimizer_new(&d, &g, 1);
+    CHECK_MSG(opt && nn_optimizer_state_count(opt) == 1 && strcmp(nn_optimizer_state_name(opt, 0), "step") == 0,
+              "%s", nn_last_error());
+    for (int s = 1; s <= 3 && opt; s++) {
+        CHECK(nn_backward(nn_sum(nn_mul(w, w))) == NN_OK && nn_optimizer_step(opt) == NN_OK);
+        CHECK_MSG(seen[0] == s, "step %d: the update saw %d", s, seen[0]);
+        CHECK(nn_ctx_step_end(ctx) == NN_OK);
+    }
+    nn_optimizer_free(opt);
     nn_tensor_free(w);
     nn_ctx_free(ctx);
 }

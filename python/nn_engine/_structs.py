@@ -359,6 +359,7 @@ class FunctionDef(ctypes.Structure):
     _fields_ = [
         ("name", ctypes.c_char_p),
         ("backward", ctypes.c_void_p),
+        ("compose", ctypes.c_void_p),
     ]
 
 

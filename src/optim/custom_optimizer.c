@@ -3,6 +3,7 @@
  * states and options), and its step hands each run to the user's update as
  * tensors over the run's part of the flat buffers. */
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,9 @@ static nn_status describe_class(const char *fn, custom_optimizer *c, const nn_cu
         if (strcmp(c->option_names[o], "lr") == 0 || strcmp(c->option_names[o], "weight_decay") == 0)
             return nn_set_error(NN_ERR_ARGUMENT, "%s: option '%s' is every optimizer's already", fn,
                                 c->option_names[o]);
+        if (!isfinite(d->option_values[o]))
+            return nn_set_error(NN_ERR_ARGUMENT, "%s: option '%s' is %g; options are finite", fn, c->option_names[o],
+                                d->option_values[o]);
         c->option_specs[o] = (nn_optimizer_option_spec){c->option_names[o], -FLT_MAX, FLT_MAX, false};
     }
     c->desc = *d;
