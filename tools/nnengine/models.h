@@ -24,6 +24,22 @@ const char *model_classifier(const char *name);
 
 bool model_input(const char *name, int *channels, int *height, int *width);
 
+/* What a model trains with where the flags leave it unset (nnengine train,
+ * train_config_apply_recipe): zeros, NULL and false take the general
+ * defaults (10 epochs, the cosine schedule, the input kind's batch and SGD
+ * rate, no augmentation). */
+typedef struct model_recipe {
+    int epochs;
+    const char *schedule;
+    int batch;
+    double sgd_lr;  /* SGD's rate (the other optimizers' are theirs: optimizers.h) */
+    bool nesterov;  /* SGD's Nesterov momentum */
+    int crop_pad;   /* data on the device: random shifts of up to this many pixels */
+    bool flip;      /* random horizontal flips */
+} model_recipe;
+/* The recipe of `name` (the general defaults for an ONNX file or an unknown name). */
+model_recipe model_recipe_of(const char *name);
+
 /* Builds `name` for images of channels x height x width and `classes`
  * classes. Returns NULL after writing the reason to `why` (an input the model
  * cannot take, or the library's error). */
