@@ -46,7 +46,7 @@ ifeq ($(SANITIZE),1)
   LDFLAGS += -fsanitize=address,undefined
 endif
 
-LIB_SRC := $(sort $(wildcard src/core/*.c src/ops/*.c src/fusion/*.c src/nn/*.c src/optim/*.c \
+LIB_SRC := $(sort $(wildcard src/base/*.c src/core/*.c src/ops/*.c src/fusion/*.c src/nn/*.c src/optim/*.c \
                               src/data/*.c src/io/*.c \
                               src/backends/*.c src/backends/cpu/*.c))
 
@@ -241,7 +241,7 @@ FUZZ_SECONDS ?= 60
 # not a run that hangs: its default is 20 minutes.
 FUZZ_UNIT_SECONDS ?= 30
 FUZZ_BIN := $(BUILD)/fuzz/fuzz_safetensors_header
-FUZZ_SRC := tests/fuzz/fuzz_safetensors_header.c src/io/safetensors_header.c src/core/error.c
+FUZZ_SRC := tests/fuzz/fuzz_safetensors_header.c src/io/safetensors_header.c src/base/error.c
 .PHONY: fuzz fuzz-regress
 $(FUZZ_BIN): $(FUZZ_SRC) src/io/safetensors_header.h
 	@mkdir -p $(@D)
@@ -265,7 +265,7 @@ FUZZ_FLAGS := -std=c11 -g -O1 -Iinclude -Isrc -D_GNU_SOURCE -fno-omit-frame-poin
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_IMAGE_SRC := src/data/image_decode.c $(LIBRARY_DECODER_SRC) src/data/image_jpeg_region.c
 FUZZ_IDX_SRC := src/data/idx.c src/data/dataset.c src/data/class_folders.c src/data/image_folder.c \
-	$(FUZZ_IMAGE_SRC) src/io/file_read.c src/platform/files.c src/core/error.c src/core/rng.c
+	$(FUZZ_IMAGE_SRC) src/io/file_read.c src/platform/files.c src/base/error.c src/core/rng.c
 .PHONY: fuzz-idx fuzz-image
 $(BUILD)/fuzz/fuzz_idx: tests/fuzz/fuzz_idx.c $(FUZZ_IDX_SRC)
 	@mkdir -p $(@D)
@@ -287,7 +287,7 @@ fuzz-image: $(BUILD)/fuzz/fuzz_image_decode
 # `make fuzz-state` / `make fuzz-ops` / `make fuzz-onnx` fuzz for
 # FUZZ_SECONDS, fuzz-regress replays their corpora.
 FUZZ_LIB_SRC := $(filter-out src/data/image_codecs_absent.c $(WIC_DECODER_SRC), \
-	$(sort $(wildcard src/core/*.c src/ops/*.c src/fusion/*.c src/nn/*.c src/optim/*.c src/data/*.c src/io/*.c \
+	$(sort $(wildcard src/base/*.c src/core/*.c src/ops/*.c src/fusion/*.c src/nn/*.c src/optim/*.c src/data/*.c src/io/*.c \
 	                  src/backends/*.c src/backends/cpu/*.c src/dist/*.c src/platform/*.c)))
 FUZZ_LIB := $(BUILD)/fuzz/libnnengine-fuzz.a
 $(BUILD)/fuzz/obj/%.o: %.c

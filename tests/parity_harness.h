@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "backends/backend.h"
-#include "core/error.h"
+#include "base/error.h"
 
 /* ---- the backends compared with the CPU ---- */
 

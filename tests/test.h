@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "core/error.h" /* NN_PRINTF_FORMAT */
+#include "base/error.h" /* NN_PRINTF_FORMAT */
 
 typedef void (*nn_test_fn)(void);
 void nn_test_register(const char *name, nn_test_fn fn);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h" /* nn_set_error: the host function reports as the library does */
+#include "base/error.h" /* nn_set_error: the host function reports as the library does */
 #include "nn_engine.h"
 #include "test.h"
 #include "vulkan_harness.h"

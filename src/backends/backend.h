@@ -110,7 +110,7 @@ struct nn_backend {
      * where its kernels for the layer are faster so (p's layouts are the
      * input's and the dense output's). NULL: dense. */
     nn_layout (*conv_layout)(nn_backend *self, const nn_conv_params *p);
-    /* The capability query: whether this backend runs a fused kernel
+    /* The fused kernels' query: whether this backend runs a fused kernel
      * (kernels.h: CONV2D_POOL_FORWARD for the layer's three kernels,
      * CONV2D_POOL_CHAIN_WEIGHT, CONV2D_POOL_LINEAR_FORWARD,
      * LINEAR_HEAD_FORWARD for the head's forward and data gradient,

@@ -3,7 +3,7 @@
  * what the Vulkan backend does to record one into its plan. */
 #include "backend.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 nn_status nn_command_issue(nn_backend *b, const nn_command *cmd) {
     switch (cmd->kind) {

@@ -1,6 +1,6 @@
 #include "conv_columns.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 nn_status nn_conv_params_check(const char *backend, nn_kernel kernel, const nn_conv_params *p) {
     const nn_conv_geometry *g = &p->g;

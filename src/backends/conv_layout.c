@@ -1,6 +1,6 @@
 #include "conv_layout.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 nn_status nn_conv_layout_check(const char *backend, nn_kernel kernel, const nn_conv_params *p) {
     const bool known = (p->image_layout == NN_LAYOUT_DENSE || p->image_layout == NN_LAYOUT_CHANNELS_LAST) &&

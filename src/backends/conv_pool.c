@@ -1,7 +1,7 @@
 #include "conv_pool.h"
 
 #include "conv_columns.h"
-#include "core/error.h"
+#include "base/error.h"
 
 nn_status nn_conv_pool_params_check(const char *backend, nn_kernel kernel, const nn_conv_pool_params *p) {
     NN_TRY(nn_conv_params_check(backend, NN_KERNEL_CONV2D_FORWARD, &p->conv));

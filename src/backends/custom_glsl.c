@@ -1,4 +1,5 @@
-/* GLSL -> SPIR-V for custom kernels (custom_kernels.h): libshaderc, linked
+/* GLSL -> SPIR-V for custom kernels (custom_kernels.h), after the prelude
+ * that gives a kernel's body its buffers and helpers: libshaderc, linked
  * in where the build found its static archives (NN_WITH_SHADERC, the
  * Makefile's SHADERC), else opened at run time; without it GLSL is refused
  * with the way to get it, and SPIR-V still works. Set up once per process. */
@@ -7,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "custom_kernels.h"
 #include "platform/dynamic_library.h"
 
@@ -89,6 +90,51 @@ static bool shaderc_available(void) {
     while (atomic_load(&kState) == 1) {
     }
     return atomic_load(&kState) == 2;
+}
+
+/* The push-constant block (128 bytes, every device's minimum): the
+ * buffers' element offsets (written by the Vulkan dispatch, as for the
+ * library's kernels), their element counts, the grid, the kernel's id (for
+ * the out-of-range report) and the call's 12 parameter words. */
+static const char kPreludeHead[] =
+    "#version 450\n"
+    "layout(local_size_x = %u, local_size_y = %u, local_size_z = %u) in;\n"
+    "layout(push_constant) uniform NN_Push {\n"
+    "    uint off[8]; uint len[8]; uint grid[3]; uint kernel; uint params[12];\n"
+    "} nn_push;\n"
+    "layout(std430, binding = 8) buffer NN_Status { int nn_status[]; };\n"
+    "void nn_out_of_range(uint b, uint i) {\n"
+    "    if (atomicCompSwap(nn_status[0], 0x7fffffff, int(i)) == 0x7fffffff) {\n"
+    "        nn_status[1] = int(b); nn_status[2] = int(nn_push.len[b]); nn_status[4] = int(nn_push.kernel);\n"
+    "        nn_status[3] = 3;\n"
+    "    }\n"
+    "}\n"
+    "#define NN_DEFINE_BUFFER(b) \\\n"
+    "layout(std430, binding = b) buffer NN_Buffer##b { uint nn_words##b[]; }; \\\n"
+    "uint nn_word##b(uint i) { if (i >= nn_push.len[b]) { nn_out_of_range(b, i); return 0u; } \\\n"
+    "    return nn_words##b[nn_push.off[b] + i]; } \\\n"
+    "void nn_put##b(uint i, uint v) { if (i >= nn_push.len[b]) { nn_out_of_range(b, i); return; } \\\n"
+    "    nn_words##b[nn_push.off[b] + i] = v; }\n"
+    "NN_DEFINE_BUFFER(0) NN_DEFINE_BUFFER(1) NN_DEFINE_BUFFER(2) NN_DEFINE_BUFFER(3)\n"
+    "NN_DEFINE_BUFFER(4) NN_DEFINE_BUFFER(5) NN_DEFINE_BUFFER(6) NN_DEFINE_BUFFER(7)\n"
+    "#define NN_LOAD(b, i) uintBitsToFloat(nn_word##b(uint(i)))\n"
+    "#define NN_LOAD_INT(b, i) int(nn_word##b(uint(i)))\n"
+    "#define NN_STORE(b, i, v) nn_put##b(uint(i), floatBitsToUint(float(v)))\n"
+    "#define NN_STORE_INT(b, i, v) nn_put##b(uint(i), uint(int(v)))\n"
+    "#define NN_COUNT(b) nn_push.len[b]\n"
+    "#define NN_PARAM_UINT(k) nn_push.params[k]\n"
+    "#define NN_PARAM_INT(k) int(nn_push.params[k])\n"
+    "#define NN_PARAM_FLOAT(k) uintBitsToFloat(nn_push.params[k])\n"
+    "#define NN_GRID uvec3(nn_push.grid[0], nn_push.grid[1], nn_push.grid[2])\n"
+    "#define NN_INDEX gl_GlobalInvocationID\n"
+    "#line 1\n";
+
+const char *nn_custom_glsl_prelude(const uint32_t local_size[3]) {
+    static _Thread_local char text[sizeof kPreludeHead + 64];
+    const bool defaults = !local_size || (!local_size[0] && !local_size[1] && !local_size[2]);
+    snprintf(text, sizeof text, kPreludeHead, defaults ? 256u : local_size[0], defaults ? 1u : local_size[1],
+             defaults ? 1u : local_size[2]);
+    return text;
 }
 
 bool nn_custom_glsl_available(void) { return shaderc_available(); }

@@ -3,7 +3,7 @@
 #include "kernels.h"
 
 #include "backend.h"
-#include "core/error.h"
+#include "base/error.h"
 
 typedef struct kernel_info {
     const char *name;

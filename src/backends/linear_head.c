@@ -1,6 +1,6 @@
 #include "linear_head.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 nn_status nn_linear_head_params_check(const char *backend, nn_kernel kernel, const nn_linear_head_params *p) {
     if (p->rows < 0 || p->in < 0 || p->hidden < 0 || p->out < 0)

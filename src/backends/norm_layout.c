@@ -1,6 +1,6 @@
 #include "norm_layout.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 int64_t nn_norm_elements(const nn_norm_params *p) { return p->outer * p->groups * p->inner; }
 

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "registry.h"
 
 static const nn_backend_provider *const kProviders[] = {

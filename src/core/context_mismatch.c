@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 
 nn_status nn_error_other_context(nn_status code, const char *op, const char *first, const nn_ctx *first_ctx, const char *other,
                                  const nn_ctx *other_ctx) {

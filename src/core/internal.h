@@ -9,7 +9,7 @@
 #include "nn_engine.h"
 #include "backends/backend.h"
 #include "ctx_guard.h"
-#include "error.h"
+#include "base/error.h"
 #include "rng.h"
 
 typedef struct nn_capture nn_capture;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 
 /* A command writing no more than this is light: a loss's sum, a step
  * counter, the loss's seed, a learning-rate lookup. */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "ctx_guard.h"
-#include "error.h"
+#include "base/error.h"
 #include "nn_capture.h"
 #include "nn_step.h"
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/rng.h"
 #include "data/class_folders.h"
 #include "data/dataset_internal.h"

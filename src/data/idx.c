@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/dataset_internal.h"
 #include "io/file_read.h"
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/dataset_internal.h"
 #include "data/image_internal.h"
 

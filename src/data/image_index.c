@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/class_folders.h"
 #include "data/dataset_internal.h"
 #include "data/image_internal.h"

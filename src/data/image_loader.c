@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/rng.h"
 #include "data/image_internal.h"
 #include "io/file_read.h"

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/image_internal.h"
 
 /* For each output coordinate: the two source indices and the weight of the

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "data/image_internal.h"
 
 /* Run one epoch of a small loader over the index; *flags then marks the

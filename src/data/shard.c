@@ -1,6 +1,6 @@
 /* One rank's share of an epoch's order under data parallelism (nn_data.h):
  * the one rule the CLI's in-memory datasets and the image loader both use. */
-#include "core/error.h"
+#include "base/error.h"
 #include "nn_data.h"
 
 static nn_status check_shard(const char *fn, int64_t count, int64_t batch, int rank, int ranks) {

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "optim/param_set.h"
 
 typedef struct shared_route shared_route;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 typedef struct dist_group {
     int rank, size;             /* in the world */

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 typedef struct nn_atomic_file nn_atomic_file;
 

@@ -17,7 +17,7 @@
 
 #include "core/context_mismatch.h"
 #include "core/ctx_guard.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/internal.h"
 #include "nn_io.h"
 #include "onnx_import.h"

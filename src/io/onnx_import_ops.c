@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "onnx_import.h"
 
 /* ---- attributes and host values ---- */

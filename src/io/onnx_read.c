@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "file_read.h"
 #include "protobuf.h"
 #include "protobuf_read.h"

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 #define NN_ST_MAX_DIMS 8
 /* The reference implementation's limit; also bounds what a bad file can make us allocate. */

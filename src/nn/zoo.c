@@ -3,7 +3,7 @@
 
 #include <stdio.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 nn_module *nn_lenet5(nn_ctx *ctx, nn_init init) { return nn_lenet5_classes(ctx, 10, init); }
 

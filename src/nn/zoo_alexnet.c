@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 #define APPEND(seq, name, layer) \
     if (status == NN_OK) status = nn_sequential_append(seq, name, layer)

@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 /* Conv2dNormActivation: 0 Conv2d (bias=False), 1 BatchNorm2d, 2 ReLU6. */
 static nn_module *conv_bn_relu6(nn_ctx *ctx, int in_channels, int out_channels, int kernel, int stride, int groups) {

@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 nn_module *nn_zoo_conv(nn_ctx *ctx, int in_channels, int out_channels, int kernel, int stride, int groups) {
     const int pad = (kernel - 1) / 2;

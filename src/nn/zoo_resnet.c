@@ -9,7 +9,7 @@
 
 #include <stdio.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 typedef enum block_kind { BASIC_BLOCK, BOTTLENECK } block_kind;
 

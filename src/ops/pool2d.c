@@ -5,7 +5,7 @@
  * bottom padding (one may end past it). */
 #include <stdio.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "pool2d.h"
 
 static nn_status check_input(const char *op, const nn_tensor *x) {

@@ -1,6 +1,6 @@
 /* Average pooling with PyTorch's arguments (nn_avgpool2d) and adaptive
  * average pooling (nn_adaptive_avgpool2d): the POOL2D_AVG kernels. */
-#include "core/error.h"
+#include "base/error.h"
 #include "pool2d.h"
 
 static nn_status avg_forward(nn_node *node) {

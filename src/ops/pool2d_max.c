@@ -2,7 +2,7 @@
  * max pooling (nn_adaptive_maxpool2d): the POOL2D_MAX kernels, the argmax
  * kept for backward. Windows nn_maxpool2d_ex handles go to it, so the
  * fused convolution patterns (src/fusion/) see only what they handle. */
-#include "core/error.h"
+#include "base/error.h"
 #include "ops.h"
 #include "pool2d.h"
 

@@ -1,7 +1,7 @@
 /* Launching the strided kernels on tensors (strided.h). */
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "strided.h"
 
 nn_status nn_broadcast_shapes(const char *op, int a_ndim, const int64_t *a_shape, int b_ndim,

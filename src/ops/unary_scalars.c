@@ -4,7 +4,7 @@
  * row with them as alpha and beta (nn_ops.h documents each). */
 #include <math.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "unary.h"
 
 static bool refuse(const char *fn, const char *arg, float v, const char *rule) {

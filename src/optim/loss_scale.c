@@ -8,7 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "nn_ops.h"
 #include "optimizer.h"
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "nn_engine.h"
-#include "core/error.h"
+#include "base/error.h"
 
 typedef struct nn_onnx_options {
     const char *graph_name;

@@ -3,7 +3,7 @@
  * values beyond int32's range), as Vulkan's cast.comp defines it too. */
 #include <math.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 typedef struct cast_job {

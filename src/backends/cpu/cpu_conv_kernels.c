@@ -14,7 +14,7 @@
  * (conv_layout.h): the CPU computes in the dense layout. */
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 #include "cpu_gemm.h"
 #include "backends/conv_columns.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "backends/conv_pool.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 static nn_buffer *scratch_for(nn_backend *self, const nn_conv_pool_params *p) {

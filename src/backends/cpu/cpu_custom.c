@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "backends/custom_kernels.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 /* Elements from the reference to the end of its extent or buffer. */

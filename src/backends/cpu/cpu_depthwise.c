@@ -6,7 +6,7 @@
  * the same element and the sums do not depend on the thread count. The
  * shaders (depthwise_conv2d_*.comp) visit the taps in the same order. */
 #include "backends/conv_columns.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 typedef struct depthwise_job {

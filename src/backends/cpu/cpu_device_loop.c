@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "backends/dropout_philox.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 /* The order position output row i takes. */

@@ -2,7 +2,7 @@
  * the reference for the Vulkan shader: same hash, same comparison, same
  * single multiply, so both devices give bit-identical masks and outputs. */
 #include "backends/dropout_philox.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 typedef struct dropout_job {

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 static bool valid(const nn_embedding_params *p) { return p->count >= 0 && p->num > 0 && p->dim > 0; }

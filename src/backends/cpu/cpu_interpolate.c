@@ -4,7 +4,7 @@
  * each input element the outputs that read it, in a fixed order: no
  * scatter, so no two items write one element and the sums do not depend on
  * the thread count. */
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 #include "interpolate_map.h"
 

@@ -2,7 +2,7 @@
  * (nn_cpu_run_<name>, kernel_list.h). Each unpacks its buffer arguments
  * into the typed pointers of its family's function (cpu_*.c). */
 #include "backends/conv_layout.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 #include "cpu_gemm.h"
 

@@ -5,7 +5,7 @@
  * them (it has no nn_backend.supports); the kernels are the reference the
  * other backends' are tested against. */
 #include "backends/linear_head.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 static nn_status product(nn_backend *self, nn_buffer_ref a, nn_buffer_ref b, nn_buffer_ref c, nn_buffer_ref aux,

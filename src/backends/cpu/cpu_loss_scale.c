@@ -2,7 +2,7 @@
  * state = {scale, found, good steps, skipped steps}. */
 #include <math.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 nn_status nn_cpu_loss_scale(const nn_loss_scale_params *p, const nn_buffer_ref *a) {

@@ -4,7 +4,7 @@
  * in position order. */
 #include <math.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 static double weight_of(const float *weight, int32_t c) { return weight ? weight[c] : 1.0; }

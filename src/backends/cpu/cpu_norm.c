@@ -6,7 +6,7 @@
 #include <math.h>
 
 #include "backends/norm_layout.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 typedef struct norm_job {

@@ -4,7 +4,7 @@
  * single-tensor path), so results track it to a rounding. */
 #include <math.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 typedef struct update_job {

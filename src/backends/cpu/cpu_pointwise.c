@@ -3,7 +3,7 @@
  * a result depends only on the thread count, never on timing. */
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 typedef struct pointwise_job {

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 #include "nn_schedule.h"
 

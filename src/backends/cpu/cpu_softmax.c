@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 #include "platform/float_math.h"
 

@@ -3,7 +3,7 @@
  * `inner` apart. Each row is shifted by its maximum before exp. */
 #include <math.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 typedef struct softmax_dim_job {

@@ -4,7 +4,7 @@
  * are math.h's); they are evaluated in double and rounded once. */
 #include <math.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "cpu_backend.h"
 
 #define abs(v) fabs(v)

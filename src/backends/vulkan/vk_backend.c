@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 #include "vk_host_memory.h"
 #include "vk_matrix_cores.h"
@@ -134,6 +134,7 @@ static void vk_destroy(nn_backend *self) {
         vk_tune_destroy(vk);
         vk_stream_destroy(vk);
         vk_profile_destroy(vk);
+        vk_custom_destroy(vk); /* custom kernels' pipelines exist only once one ran: after the open */
         vk_pipelines_destroy(vk);
         vk_memory_destroy(vk);
         vk->fn.vkDestroyDevice(vk->device, NULL);

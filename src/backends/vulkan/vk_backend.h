@@ -355,7 +355,7 @@ nn_status vk_record_ex(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, in
 nn_status vk_record_split(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant,
                           const nn_buffer_ref *args, int nargs, unsigned written, const vk_split_work *work,
                           vk_push_ref push, uint32_t gx, uint32_t gy, uint32_t gz);
-/* vk_custom.c: custom kernels' pipelines, freed with the others. */
+/* vk_custom.c: custom kernels' pipelines, freed before the others (vk_backend.c). */
 void vk_custom_destroy(vk_backend *vk);
 /* A dispatch of a pipeline made elsewhere (a custom kernel's, vk_custom.c). */
 nn_status vk_record_pipeline(vk_backend *vk, nn_kernel kernel, VkPipeline pipeline, const nn_buffer_ref *args,

@@ -31,7 +31,7 @@
 
 #include "backends/conv_columns.h"
 #include "backends/conv_layout.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 #define COLUMN_FLOATS ((int64_t)1 << 26) /* 256 MiB of columns at most */

@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "backends/conv_pool.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 #define THREADS 128

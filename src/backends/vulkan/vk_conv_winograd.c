@@ -27,7 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 #define TILE 4 /* outputs per tile and axis, for both filters */

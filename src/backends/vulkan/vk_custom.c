@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "backends/custom_kernels.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 /* The prelude's NN_Push block. */

@@ -14,7 +14,7 @@
 
 #include "backends/conv_columns.h"
 #include "backends/conv_layout.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 /* The weight gradient's workgroups to aim for (several per multiprocessor

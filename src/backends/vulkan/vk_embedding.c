@@ -1,7 +1,7 @@
 /* The EMBEDDING_* kernels on Vulkan (kernels.h): one dispatch each, an
  * invocation per output element (forward) or per weight element (backward,
  * walking the indices in order: deterministic). Shaders embedding_*.comp. */
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 static nn_status embedding(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_embedding_params *p,

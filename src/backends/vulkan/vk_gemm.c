@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 /* The product's push constants, which gemm.comp and gemm_latency.comp

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_probe.h"
 
 const char *vk_host_memory_extension(const nn_vk_instance *vi, const nn_vk_physical *phys) {

@@ -1,7 +1,7 @@
 /* The INTERPOLATE_* kernels on Vulkan: one dispatch each, an invocation
  * per output (forward) or per input element (backward, gathering); the
  * taps are shaders/interpolate_map.h's, as on the CPU. */
-#include "core/error.h"
+#include "base/error.h"
 #include "interpolate_map.h"
 #include "vk_backend.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 #define NN_ENTRY_SELF vk_backend

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "backends/linear_head.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 #define THREADS 256

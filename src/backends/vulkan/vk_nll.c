@@ -1,7 +1,7 @@
 /* The class-target negative log-likelihood on Vulkan (shaders/nll_*.comp):
  * the forward in one workgroup when it sums (its mean is one division),
  * else one invocation per position; the backward one per input element. */
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 typedef VK_PUSH(NLL) nll_block;

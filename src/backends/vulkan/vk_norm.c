@@ -26,7 +26,7 @@
  * Splits finish in their last workgroup (vk_split_work.c) in a fixed order:
  * results depend on the sizes alone. */
 #include "backends/norm_layout.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 typedef VK_PUSH(NORM) norm_block;

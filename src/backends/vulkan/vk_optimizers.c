@@ -2,7 +2,7 @@
  * LION_UPDATE, Muon's pointwise kernels): one dispatch each, an invocation
  * per element, the formulas of the CPU's cpu_optimizers.c; has_skip says
  * whether the optional skip argument is there (kernels.h). */
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 static nn_status dispatch(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_buffer_ref *a, int nargs,

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 #include "vk_pipeline_list.h"
 #include "platform/files.h"
@@ -101,7 +101,6 @@ nn_status vk_pipelines_init(vk_backend *vk) {
 /* Every handle is cleared as it goes: an open that failed part way and
  * the backend's destroy may both come here. */
 void vk_pipelines_destroy(vk_backend *vk) {
-    vk_custom_destroy(vk);
     for (int i = 0; i < VK_PIPE_COUNT; i++)
         for (int v = 0; v < VK_PIPE_VARIANTS; v++) {
             if (vk->pipelines[i][v]) vk->fn.vkDestroyPipeline(vk->device, vk->pipelines[i][v], NULL);

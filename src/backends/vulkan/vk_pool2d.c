@@ -4,7 +4,7 @@
  * output a workgroup (pool2d_avg_window.comp) so one invocation does not
  * walk a whole image alone. The shaders are pool2d_*.comp; the windows are
  * shaders/pool2d_window.h's, as on the CPU. */
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 /* Windows of at least this many taps get a workgroup each: below it, the

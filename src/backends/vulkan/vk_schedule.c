@@ -2,7 +2,7 @@
  * schedule and the loss scale's update are one invocation, the average and
  * the unscaling one invocation per word. Shaders lr_schedule.comp,
  * ema_update.comp and loss_scale.comp. */
-#include "core/error.h"
+#include "base/error.h"
 #include "nn_schedule.h"
 #include "vk_backend.h"
 

@@ -1,6 +1,6 @@
 /* Softmax and log_softmax along any dimension on Vulkan
  * (shaders/softmax_dim_*.comp): one invocation per row. */
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 static nn_status softmax_dim(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_softmax_dim_params *p,

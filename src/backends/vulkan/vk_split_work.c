@@ -12,7 +12,7 @@
  * slices are tracked as written ranges like any argument, so two kernels
  * whose slices overlap are ordered by a barrier and never share a
  * counter while one of them runs. */
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 #define WORK_COUNTERS ((uint64_t)1 << 14)

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "backends/custom_kernels.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 #define STAGING_BYTES ((VkDeviceSize)16 << 20)

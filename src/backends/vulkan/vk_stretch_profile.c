@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "vk_backend.h"
 
 #define STAMPS 2048   /* a step of up to 2047 stretches (ResNet-50's has about 1,000) is timed whole; the table says what was not */

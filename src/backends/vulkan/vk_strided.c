@@ -3,7 +3,7 @@
  * Semantics follow the CPU's (cpu_strided.c). */
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "nn_ops.h"
 #include "vk_backend.h"
 

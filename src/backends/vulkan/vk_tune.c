@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "platform/files.h"
 #include "vk_backend.h"
 
