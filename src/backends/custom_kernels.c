@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/names.h"
 #include "kernels.h"
 
 #define MAX_KERNELS 4096 /* per process; ids are never reused */
@@ -27,12 +28,10 @@ static nn_status check_name(const char *name) {
     if (n >= sizeof(((nn_custom_kernel *)0)->name))
         return nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new: name '%.40s...' is longer than %zu characters",
                             name, sizeof(((nn_custom_kernel *)0)->name) - 1);
-    for (size_t i = 0; i < n; i++) {
-        char c = name[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
-            return nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new: name '%s' has '%c'; use letters, digits "
-                                "and '_'", name, c);
-    }
+    const char bad = nn_name_bad_char(name);
+    if (bad)
+        return nn_set_error(NN_ERR_ARGUMENT, "nn_custom_kernel_new: name '%s' has '%c'; use letters, digits "
+                            "and '_'", name, bad);
     return NN_OK;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "module.h"
+#include "base/names.h"
 #include "core/context_mismatch.h"
 
 static nn_module *module_create(nn_ctx *ctx, const char *kind, nn_module_forward_fn forward, void *data,
@@ -46,13 +47,7 @@ const char *nn_module_kind(const nn_module *m) { return m ? m->kind : ""; }
 
 /* ---- registration ---- */
 
-static bool valid_name(const char *name) {
-    if (!name || !*name) return false;
-    for (const char *c = name; *c; c++)
-        if (!(*c == '_' || (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z')))
-            return false;
-    return true;
-}
+static bool valid_name(const char *name) { return name && *name && !nn_name_bad_char(name); }
 
 static int find_name(char *const *names, int count, const char *name) {
     for (int i = 0; i < count; i++)

@@ -4,7 +4,6 @@
  * backward runs the user's, with grad mode off, and hands each gradient it
  * returns on to its input. Every input keeps its layout: the node reads
  * none of them. */
-#include <stdio.h>
 #include <string.h>
 
 #include "core/layout.h"
@@ -62,11 +61,9 @@ static nn_status function_backward(nn_node *node) {
             if (st == NN_OK) st = nn_grad_hand_on(inputs[i], grads[i]);
         }
     nn_ctx_set_grad_enabled(ctx, was);
-    if (st != NN_OK) {
-        char cause[512];
-        snprintf(cause, sizeof cause, "%s", nn_last_error());
-        if (!strstr(cause, "custom function")) st = nn_set_error(st, "custom function %s: backward: %s", name, cause);
-    }
+    /* nn_set_error formats apart first: nn_last_error() may be its argument */
+    if (st != NN_OK && !strstr(nn_last_error(), "custom function"))
+        st = nn_set_error(st, "custom function %s: backward: %s", name, nn_last_error());
     return st;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/names.h"
 #include "nn_custom.h"
 #include "optimizer.h"
 
@@ -60,11 +61,9 @@ static nn_status custom_run(nn_optimizer *opt, const nn_optimizer_run *run) {
         if (!u.skip) st = nn_last_status();
     }
     if (st == NN_OK) st = c->desc.update(&u);
-    if (st != NN_OK) {
-        char cause[400];
-        snprintf(cause, sizeof cause, "%s", nn_last_error());
-        if (!strstr(cause, c->name)) st = nn_set_error(st, "optimizer %s: update: %s", c->name, cause);
-    }
+    /* nn_set_error formats apart first: nn_last_error() may be its argument */
+    if (st != NN_OK && !strstr(nn_last_error(), c->name))
+        st = nn_set_error(st, "optimizer %s: update: %s", c->name, nn_last_error());
     nn_tensor *views[] = {u.param, u.grad, u.state[0], u.state[1], u.state[2], u.step, u.skip};
     for (size_t i = 0; i < sizeof views / sizeof views[0]; i++) nn_tensor_free(views[i]);
     return st;
@@ -89,10 +88,9 @@ static int custom_describe(const nn_optimizer *opt, nn_optimizer_option *out, in
 static nn_status copy_name(const char *fn, const char *what, const char *name, char *to, size_t size) {
     if (!name || !*name || strlen(name) >= size)
         return nn_set_error(NN_ERR_ARGUMENT, "%s: %s must be 1 to %zu characters", fn, what, size - 1);
-    for (const char *p = name; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return nn_set_error(NN_ERR_ARGUMENT, "%s: %s '%s' has '%c'; use letters, digits and '_'", fn, what, name,
-                                *p);
+    const char bad = nn_name_bad_char(name);
+    if (bad)
+        return nn_set_error(NN_ERR_ARGUMENT, "%s: %s '%s' has '%c'; use letters, digits and '_'", fn, what, name, bad);
     snprintf(to, size, "%s", name);
     return NN_OK;
 }

@@ -63,9 +63,10 @@ nn_status vk_run_custom(vk_backend *vk, const nn_custom_params *p, const nn_buff
     custom_push push = {.kernel = (uint32_t)k->id};
     for (int i = 0; i < NN_CUSTOM_MAX_BUFFERS; i++) {
         if (!a[i].buffer) continue;
-        size_t bytes = a[i].bytes ? a[i].bytes : a[i].buffer->bytes - a[i].offset;
-        NN_TRY(vk_fits32(NN_KERNEL_CUSTOM, "a buffer's elements", (int64_t)(bytes / 4)));
-        push.len[i] = (uint32_t)(bytes / 4);
+        const vk_access span = vk_access_of(a[i], false); /* the argument's extent */
+        const int64_t words = (int64_t)((span.end - span.begin) / 4);
+        NN_TRY(vk_fits32(NN_KERNEL_CUSTOM, "a buffer's elements", words));
+        push.len[i] = (uint32_t)words;
     }
     memcpy(push.grid, p->grid, sizeof push.grid);
     memcpy(push.params, p->params, p->params_size < sizeof push.params ? p->params_size : sizeof push.params);
