@@ -75,6 +75,11 @@ void parity_pool2d_avg_backward_case(nn_backend *o);
 void parity_embedding_forward_case(nn_backend *o);
 void parity_embedding_backward_case(nn_backend *o);
 
+/* parity_cases_attention.c */
+void parity_attention_forward_case(nn_backend *o);
+void parity_attention_backward_query_case(nn_backend *o);
+void parity_attention_backward_keys_case(nn_backend *o);
+
 /* parity_cases_losses.c */
 void parity_softmax_dim_forward_case(nn_backend *o);
 void parity_softmax_dim_backward_case(nn_backend *o);

@@ -348,6 +348,12 @@ TEST(attention_values_and_gradients) {
         {{3, {1, 4, 3}}, {3, {1, 6, 3}}, {3, {1, 6, 5}}, {0}, {3, {1, 4, 5}}, false, true, 0.7f}, /* L < S */
         {{4, {2, 1, 3, 4}}, {3, {2, 5, 4}}, {2, {5, 3}}, {2, {3, 5}}, {4, {2, 2, 3, 3}}, true, false, 0.0f},
         {{3, {1, 3, 2}}, {3, {1, 3, 2}}, {3, {1, 3, 2}}, {3, {1, 1, 3}}, {3, {1, 3, 2}}, true, false, 1.5f},
+        /* past one tile of 32 queries and keys, a head of two 64-column chunks */
+        {{3, {1, 35, 66}}, {3, {1, 34, 66}}, {3, {1, 34, 5}}, {0}, {3, {1, 35, 5}}, false, false, 0.0f},
+        {{3, {2, 36, 6}}, {3, {2, 36, 6}}, {3, {2, 36, 4}}, {0}, {3, {2, 36, 4}}, false, true, 0.0f},
+        /* k and v repeated along a middle batch dimension: composed */
+        {{5, {2, 3, 2, 3, 4}}, {5, {2, 1, 2, 5, 4}}, {5, {2, 1, 2, 5, 3}}, {0}, {5, {2, 3, 2, 3, 3}}, false, false,
+         0.0f},
     };
     for (int i = 0; i < (int)(sizeof kCases / sizeof kCases[0]); i++) {
         const attention_p *q = &kCases[i];

@@ -145,6 +145,14 @@
     X(SOFTMAX_DIM_FORWARD, softmax_dim_forward, nn_softmax_dim_params, 2, NN_ARG(1), 0)                           \
     /* y, dy, dx */                                                                                             \
     X(SOFTMAX_DIM_BACKWARD, softmax_dim_backward, nn_softmax_dim_params, 3, NN_ARG(2), 0)                         \
+    /* attention without the score matrix (nn_attention_params). q, k, v, mask, out, lse */                     \
+    X(ATTENTION_FORWARD, attention_forward, nn_attention_params, 6, NN_ARG(4) | NN_ARG(5), NN_ARG(3))            \
+    /* q, k, v, mask, out, dout, lse, delta, dq */                                                              \
+    X(ATTENTION_BACKWARD_QUERY, attention_backward_query, nn_attention_params, 9, NN_ARG(7) | NN_ARG(8),        \
+      NN_ARG(3))                                                                                                \
+    /* q, k, v, mask, dout, lse, delta, dk, dv */                                                               \
+    X(ATTENTION_BACKWARD_KEYS, attention_backward_keys, nn_attention_params, 9, NN_ARG(7) | NN_ARG(8),          \
+      NN_ARG(3))                                                                                                \
     /* class-target negative log-likelihood (nn_nll_params). input, target (int32), weight, loss, total_weight */ \
     X(NLL_FORWARD, nll_forward, nn_nll_params, 5, NN_ARG(3) | NN_ARG(4), NN_ARG(2) | NN_ARG(4))                   \
     /* dloss, target (int32), weight, total_weight (MEAN), dinput */                                           \

@@ -588,6 +588,34 @@ typedef struct nn_softmax_dim_params {
     int32_t accumulate; /* BACKWARD */
 } nn_softmax_dim_params;
 
+/* ATTENTION_*: softmax(scale q k^T + mask) v over a batch of [groups,
+ * heads] matrices, computed a block of rows at a time with a running
+ * softmax (FlashAttention-2's scheme), so the [L, S] scores never exist in
+ * memory. Batch entry b = g * heads + h reads q at g * group_stride[0] +
+ * h * head_stride[0] (k, v, mask likewise with entries 1, 2, 3; a stride
+ * of 0 repeats the matrix); q is [L, E], k [S, E], v [S, Ev] row-major,
+ * the mask (optional) an additive [L, S] with strides mask_row and
+ * mask_col. out, dout, dq, dk, dv are dense [batch, rows, cols]; lse and
+ * delta [batch, L]. causal hides key j from query i when j > i (torch's
+ * is_causal). A query whose keys are all hidden (-inf) gets 0, as torch's
+ * safe softmax.
+ *   FORWARD:         out = attention, lse = log sum exp of each row's scores
+ *                    (+inf for a fully hidden row)
+ *   BACKWARD_QUERY:  delta = rowsum(dout * out), dq (+)= d/dq
+ *   BACKWARD_KEYS:   dk (+)= d/dk, dv (+)= d/dv, reading delta
+ * The Vulkan backend takes E and Ev up to 256. */
+typedef struct nn_attention_params {
+    int32_t groups, heads;
+    int32_t queries, keys;        /* L, S */
+    int32_t head_dim, value_dim;  /* E, Ev */
+    int32_t causal;
+    int32_t accumulate;           /* BACKWARD_QUERY: dq; BACKWARD_KEYS: dk */
+    int32_t accumulate_v;         /* BACKWARD_KEYS: dv */
+    float scale;
+    int32_t mask_row, mask_col;
+    int32_t group_stride[4], head_stride[4]; /* q, k, v, mask */
+} nn_attention_params;
+
 /* NLL_FORWARD: the negative log-likelihood of class targets, with label
  * smoothing eps (0 for nll_loss): input is [outer, classes, inner]
  * (log-probabilities), target int32 [outer, inner]; for each position

@@ -118,10 +118,10 @@ typedef enum vk_pipeline_id {
 
 /* Pipeline variants: bit 0 / bit 1 vec4 loads of A / B (GEMM), bits 2-3
  * specialization constant 9 (the operands' rounding, or on the matrix cores
- * the transposes; the implicit GEMM's mode; Winograd's transform), bit 4
- * constant 10 (the implicit GEMM on matrix cores: PRELOAD) (specialization
- * constants, not push-constant branches: a branch costs every variant
- * registers). */
+ * the transposes; the implicit GEMM's mode; Winograd's transform;
+ * attention's chunks), bit 4 constant 10 (the implicit GEMM on matrix
+ * cores: PRELOAD) (specialization constants, not push-constant branches: a
+ * branch costs every variant registers). */
 #define VK_PIPE_VARIANTS 32
 /* Kernel arguments sit at bindings 0-7 and, past the eighth, at 9 and up:
  * binding 8 is the status buffer, where the first kernels put it. A kernel
@@ -339,8 +339,8 @@ bool vk_supports(nn_backend *self, nn_kernel kernel, const void *params);
 NN_KERNEL_LIST(VK_RUN_DECLARE)
 #undef VK_RUN_DECLARE
 
-/* vk_dispatch.c: record one dispatch of pipeline `pipe` (GEMM: `variant`,
- * else 0): bind the blocks of the arguments (an absent one binds any
+/* vk_dispatch.c: record one dispatch of pipeline `pipe` in its `variant`
+ * (VK_PIPE_VARIANTS; 0 for most): bind the blocks of the arguments (an absent one binds any
  * block), push their element offsets into push's first words and the rest
  * of push after them, dispatch gx x gy x gz workgroups. */
 nn_status vk_record(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, int variant, const nn_buffer_ref *args,

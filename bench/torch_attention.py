@@ -1,0 +1,78 @@
+"""PyTorch's side of bench/bench_attention.c (issue 34): reads that
+program's output (its "attention" lines: B, H, L, E, causal, our step's
+milliseconds and peak MiB), times the same step with PyTorch on CUDA in
+fp32 (TF32 off): y = F.scaled_dot_product_attention(q, k, v, is_causal)
+and the gradients of q, k and v from y.sum(), once with the backend
+PyTorch picks for fp32 (memory-efficient attention) and once with its math
+backend (the score matrix in memory, where it fits). Each is captured in a
+CUDA graph of --reps steps and replayed; the figure is the median over
+--runs replays, divided by --reps; peak memory is max_memory_allocated of
+an eager step.
+
+    build/bench/bench_attention > ours.txt
+    python3 bench/torch_attention.py ours.txt [--reps 5] [--runs 7]
+"""
+import argparse
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from torch_conv_layers import graph_ms
+
+
+def parse(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("attention "):
+                w = line.split()
+                rows.append(dict(shape=tuple(int(v) for v in w[1:5]), causal=bool(int(w[5])),
+                                 ms=float(w[6]), mib=float(w[7])))
+    return rows
+
+
+def measure(row, backend, reps, runs):
+    q, k, v = (torch.randn(*row["shape"], device="cuda", requires_grad=True) for _ in range(3))
+
+    def step():
+        with sdpa_kernel(backend):
+            F.scaled_dot_product_attention(q, k, v, is_causal=row["causal"]).sum().backward()
+
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        step()
+        torch.cuda.synchronize()
+        peak = (torch.cuda.max_memory_allocated() - base) / 2**20 + 3 * q.numel() * 4 / 2**20
+        return graph_ms(step, reps, runs), peak
+    except torch.OutOfMemoryError:
+        return None, None
+    finally:
+        del q, k, v
+        torch.cuda.empty_cache()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("ours")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=7)
+    a = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    print(f"PyTorch {torch.__version__}, {torch.cuda.get_device_name()}, fp32, TF32 off")
+    print(f"{'B, H, L, E':>18} {'causal':>6} | {'ours ms':>8} {'MiB':>7} | {'efficient ms':>12} {'MiB':>7} {'ratio':>6}"
+          f" | {'math ms':>8} {'MiB':>7} {'ratio':>6}")
+    for row in parse(a.ours):
+        eff, eff_mib = measure(row, SDPBackend.EFFICIENT_ATTENTION, a.reps, a.runs)
+        math, math_mib = measure(row, SDPBackend.MATH, a.reps, a.runs)
+        cell = lambda ms, mib: (f"{ms:12.3f} {mib:7.0f} {row['ms'] / ms:6.2f}" if ms else f"{'out of memory':>27}")
+        cell_math = lambda ms, mib: (f"{ms:8.3f} {mib:7.0f} {row['ms'] / ms:6.2f}" if ms else f"{'out of memory':>23}")
+        print(f"{str(row['shape']):>18} {int(row['causal']):>6} | {row['ms']:8.3f} {row['mib']:7.0f} | "
+              f"{cell(eff, eff_mib)} | {cell_math(math, math_mib)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+/* Attention without the score matrix on the CPU (kernels.h's
+ * nn_attention_params): a task is a block of ROWS queries (forward, dq) or
+ * of COLS keys (dk, dv) of one batch entry, walking the other side a tile
+ * at a time, so a task's scores are a ROWS x COLS tile in its worker's
+ * scratch whatever the sequence length. Products run with the contiguous
+ * dimension innermost, which the compiler vectorises. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "base/error.h"
+#include "cpu_backend.h"
+
+enum { ROWS = 32, COLS = 64 }; /* queries per tile, keys per tile */
+
+typedef struct attention_job {
+    const nn_attention_params *p;
+    const float *q, *k, *v, *mask, *out, *dout, *lse, *delta;
+    float *out_w, *lse_w, *delta_w, *dq, *dk, *dv;
+    float *scratch;
+    int64_t scratch_floats; /* per worker */
+    int64_t blocks;         /* tasks per batch entry */
+} attention_job;
+
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t widest(const nn_attention_params *p) { return p->head_dim > p->value_dim ? p->head_dim : p->value_dim; }
+
+/* Where batch entry b's matrix of operand `which` (0 q, 1 k, 2 v, 3 mask) starts. */
+static int64_t entry(const nn_attention_params *p, int which, int64_t b) {
+    return (b / p->heads) * p->group_stride[which] + (b % p->heads) * p->head_stride[which];
+}
+
+/* s[r * COLS + c] = scale q_{i0+r} . k_{j0+c} + mask, -inf where causality
+ * hides the key; kt is scratch for the key tile transposed (E x COLS). */
+static void scores(const attention_job *job, int64_t b, int64_t i0, int nr, int64_t j0, int nc, float *kt,
+                   float *s) {
+    const nn_attention_params *p = job->p;
+    const int64_t E = p->head_dim;
+    const float *q = job->q + entry(p, 0, b) + i0 * E, *k = job->k + entry(p, 1, b) + j0 * E;
+    for (int c = 0; c < nc; c++)
+        for (int64_t e = 0; e < E; e++) kt[e * COLS + c] = k[c * E + e];
+    for (int r = 0; r < nr; r++) {
+        float *row = s + r * COLS;
+        for (int c = 0; c < nc; c++) row[c] = 0.0f;
+        for (int64_t e = 0; e < E; e++) {
+            const float a = q[r * E + e], *kr = kt + e * COLS;
+            for (int c = 0; c < nc; c++) row[c] += a * kr[c];
+        }
+        const float *m = job->mask ? job->mask + entry(p, 3, b) + (i0 + r) * p->mask_row + j0 * p->mask_col : NULL;
+        for (int c = 0; c < nc; c++) {
+            float x = row[c] * p->scale;
+            if (m) x += m[c * p->mask_col];
+            row[c] = p->causal && j0 + c > i0 + r ? -INFINITY : x;
+        }
+    }
+}
+
+/* d[r * COLS + c] = a_r . b_{j0+c} over n columns: dout against v rows. */
+static void row_products(const float *a, const float *b, int nr, int nc, int64_t n, float *bt, float *d) {
+    for (int c = 0; c < nc; c++)
+        for (int64_t e = 0; e < n; e++) bt[e * COLS + c] = b[c * n + e];
+    for (int r = 0; r < nr; r++) {
+        float *row = d + r * COLS;
+        for (int c = 0; c < nc; c++) row[c] = 0.0f;
+        for (int64_t e = 0; e < n; e++) {
+            const float x = a[r * n + e], *br = bt + e * COLS;
+            for (int c = 0; c < nc; c++) row[c] += x * br[c];
+        }
+    }
+}
+
+/* The keys query i0 + r sees: all, or those up to it under causality. */
+static int64_t key_end(const nn_attention_params *p, int64_t i0, int nr) {
+    return p->causal ? imin(p->keys, i0 + nr) : p->keys;
+}
+
+/* p = exp(s - lse) for each row, 0 where the score is hidden. */
+static void probabilities(float *s, const float *lse, int nr, int nc) {
+    for (int r = 0; r < nr; r++)
+        for (int c = 0; c < nc; c++) {
+            float *x = s + r * COLS + c;
+            *x = *x == -INFINITY || lse[r] == INFINITY ? 0.0f : expf(*x - lse[r]);
+        }
+}
+
+static void store(float *dst, const float *src, int64_t n, bool accumulate) {
+    for (int64_t i = 0; i < n; i++) dst[i] = accumulate ? dst[i] + src[i] : src[i];
+}
+
+static void forward_tasks(void *arg, int64_t begin, int64_t end, int worker) {
+    const attention_job *job = arg;
+    const nn_attention_params *p = job->p;
+    const int64_t L = p->queries, Ev = p->value_dim;
+    float *kt = job->scratch + worker * job->scratch_floats, *s = kt + widest(p) * COLS, *acc = s + ROWS * COLS;
+    float *m = acc + ROWS * Ev, *l = m + ROWS;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t b = t / job->blocks, i0 = (t % job->blocks) * ROWS;
+        const int nr = (int)imin(ROWS, L - i0);
+        for (int r = 0; r < nr; r++) m[r] = -INFINITY, l[r] = 0.0f;
+        for (int64_t i = 0; i < nr * Ev; i++) acc[i] = 0.0f;
+        const float *v = job->v + entry(p, 2, b);
+        const int64_t keys = key_end(p, i0, nr);
+        for (int64_t j0 = 0; j0 < keys; j0 += COLS) {
+            const int nc = (int)imin(COLS, keys - j0);
+            scores(job, b, i0, nr, j0, nc, kt, s);
+            for (int r = 0; r < nr; r++) {
+                float *row = s + r * COLS, *o = acc + r * Ev, top = m[r];
+                for (int c = 0; c < nc; c++) top = row[c] > top ? row[c] : top;
+                if (top == -INFINITY) continue; /* every key so far hidden */
+                const float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - top);
+                float sum = 0.0f;
+                for (int64_t e = 0; e < Ev; e++) o[e] *= alpha;
+                for (int c = 0; c < nc; c++) {
+                    if (row[c] == -INFINITY) continue;
+                    const float w = expf(row[c] - top), *vr = v + (j0 + c) * Ev;
+                    sum += w;
+                    for (int64_t e = 0; e < Ev; e++) o[e] += w * vr[e];
+                }
+                l[r] = l[r] * alpha + sum;
+                m[r] = top;
+            }
+        }
+        for (int r = 0; r < nr; r++) {
+            const int64_t i = b * L + i0 + r;
+            const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
+            for (int64_t e = 0; e < Ev; e++) job->out_w[i * Ev + e] = acc[r * Ev + e] * inv;
+            job->lse_w[i] = l[r] > 0.0f ? m[r] + logf(l[r]) : INFINITY;
+        }
+    }
+}
+
+static void query_tasks(void *arg, int64_t begin, int64_t end, int worker) {
+    const attention_job *job = arg;
+    const nn_attention_params *p = job->p;
+    const int64_t L = p->queries, E = p->head_dim, Ev = p->value_dim;
+    float *kt = job->scratch + worker * job->scratch_floats, *s = kt + widest(p) * COLS, *dp = s + ROWS * COLS;
+    float *acc = dp + ROWS * COLS, *delta = acc + ROWS * E;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t b = t / job->blocks, i0 = (t % job->blocks) * ROWS;
+        const int nr = (int)imin(ROWS, L - i0);
+        const float *dout = job->dout + (b * L + i0) * Ev, *out = job->out + (b * L + i0) * Ev;
+        const float *lse = job->lse + b * L + i0, *k = job->k + entry(p, 1, b), *v = job->v + entry(p, 2, b);
+        for (int r = 0; r < nr; r++) {
+            double sum = 0.0;
+            for (int64_t e = 0; e < Ev; e++) sum += (double)dout[r * Ev + e] * out[r * Ev + e];
+            delta[r] = (float)sum;
+            job->delta_w[b * L + i0 + r] = delta[r];
+        }
+        for (int64_t i = 0; i < nr * E; i++) acc[i] = 0.0f;
+        const int64_t keys = key_end(p, i0, nr);
+        for (int64_t j0 = 0; j0 < keys; j0 += COLS) {
+            const int nc = (int)imin(COLS, keys - j0);
+            scores(job, b, i0, nr, j0, nc, kt, s);
+            probabilities(s, lse, nr, nc);
+            row_products(dout, v + j0 * Ev, nr, nc, Ev, kt, dp);
+            for (int r = 0; r < nr; r++)
+                for (int c = 0; c < nc; c++) {
+                    const float w = s[r * COLS + c];
+                    if (w == 0.0f) continue;
+                    const float ds = w * (dp[r * COLS + c] - delta[r]) * p->scale, *kr = k + (j0 + c) * E;
+                    for (int64_t e = 0; e < E; e++) acc[r * E + e] += ds * kr[e];
+                }
+        }
+        store(job->dq + (b * L + i0) * E, acc, nr * E, p->accumulate);
+    }
+}
+
+static void key_tasks(void *arg, int64_t begin, int64_t end, int worker) {
+    const attention_job *job = arg;
+    const nn_attention_params *p = job->p;
+    const int64_t L = p->queries, S = p->keys, E = p->head_dim, Ev = p->value_dim;
+    float *kt = job->scratch + worker * job->scratch_floats, *s = kt + widest(p) * COLS, *dp = s + ROWS * COLS;
+    float *dk = dp + ROWS * COLS, *dv = dk + COLS * E;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t b = t / job->blocks, j0 = (t % job->blocks) * COLS;
+        const int nc = (int)imin(COLS, S - j0);
+        for (int64_t i = 0; i < nc * E; i++) dk[i] = 0.0f;
+        for (int64_t i = 0; i < nc * Ev; i++) dv[i] = 0.0f;
+        const float *q = job->q + entry(p, 0, b), *v = job->v + entry(p, 2, b) + j0 * Ev;
+        for (int64_t i0 = p->causal ? j0 / ROWS * ROWS : 0; i0 < L; i0 += ROWS) {
+            const int nr = (int)imin(ROWS, L - i0);
+            const float *dout = job->dout + (b * L + i0) * Ev, *delta = job->delta + b * L + i0;
+            scores(job, b, i0, nr, j0, nc, kt, s);
+            probabilities(s, job->lse + b * L + i0, nr, nc);
+            row_products(dout, v, nr, nc, Ev, kt, dp);
+            for (int r = 0; r < nr; r++)
+                for (int c = 0; c < nc; c++) {
+                    const float w = s[r * COLS + c];
+                    if (w == 0.0f) continue;
+                    const float ds = w * (dp[r * COLS + c] - delta[r]) * p->scale, *qr = q + (i0 + r) * E;
+                    for (int64_t e = 0; e < Ev; e++) dv[c * Ev + e] += w * dout[r * Ev + e];
+                    for (int64_t e = 0; e < E; e++) dk[c * E + e] += ds * qr[e];
+                }
+        }
+        store(job->dk + (b * S + j0) * E, dk, nc * E, p->accumulate);
+        store(job->dv + (b * S + j0) * Ev, dv, nc * Ev, p->accumulate_v);
+    }
+}
+
+static nn_status run(nn_backend *self, const char *name, const nn_attention_params *p, attention_job *job,
+                     int64_t per_entry, int64_t extra, nn_parallel_fn fn) {
+    if (p->groups < 0 || p->heads <= 0 || p->queries <= 0 || p->keys <= 0 || p->head_dim <= 0 || p->value_dim <= 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "cpu %s: groups=%d heads=%d L=%d S=%d E=%d Ev=%d", name, p->groups,
+                            p->heads, p->queries, p->keys, p->head_dim, p->value_dim);
+    nn_thread_pool *pool = nn_cpu_pool(self);
+    const int workers = pool ? nn_thread_pool_size(pool) : 1;
+    job->p = p;
+    job->blocks = per_entry;
+    job->scratch_floats = widest(p) * COLS + 2 * ROWS * COLS + extra;
+    job->scratch = malloc(sizeof(float) * (size_t)(job->scratch_floats * workers));
+    if (!job->scratch) return nn_set_error(NN_ERR_MEMORY, "cpu %s: out of memory for %d workers' tiles", name, workers);
+    nn_parallel_for(pool, (int64_t)p->groups * p->heads * per_entry, 1, fn, job);
+    free(job->scratch);
+    return NN_OK;
+}
+
+#define F32(i) nn_cpu_f32(a[i])
+
+nn_status nn_cpu_run_attention_forward(nn_backend *self, const nn_attention_params *p, const nn_buffer_ref *a) {
+    attention_job job = {.q = F32(0), .k = F32(1), .v = F32(2), .mask = F32(3), .out_w = F32(4), .lse_w = F32(5)};
+    return run(self, "attention_forward", p, &job, (p->queries + ROWS - 1) / ROWS,
+               (int64_t)ROWS * p->value_dim + 2 * ROWS, forward_tasks);
+}
+
+nn_status nn_cpu_run_attention_backward_query(nn_backend *self, const nn_attention_params *p,
+                                              const nn_buffer_ref *a) {
+    attention_job job = {.q = F32(0), .k = F32(1), .v = F32(2), .mask = F32(3), .out = F32(4), .dout = F32(5),
+                         .lse = F32(6), .delta_w = F32(7), .dq = F32(8)};
+    return run(self, "attention_backward_query", p, &job, (p->queries + ROWS - 1) / ROWS,
+               (int64_t)ROWS * p->head_dim + ROWS, query_tasks);
+}
+
+nn_status nn_cpu_run_attention_backward_keys(nn_backend *self, const nn_attention_params *p,
+                                             const nn_buffer_ref *a) {
+    attention_job job = {.q = F32(0), .k = F32(1), .v = F32(2), .mask = F32(3), .dout = F32(4), .lse = F32(5),
+                         .delta = F32(6), .dk = F32(7), .dv = F32(8)};
+    return run(self, "attention_backward_keys", p, &job, (p->keys + COLS - 1) / COLS,
+               (int64_t)COLS * (p->head_dim + p->value_dim), key_tasks);
+}

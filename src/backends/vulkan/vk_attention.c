@@ -1,0 +1,49 @@
+/* Attention without the score matrix on Vulkan (shaders/attention_*.comp):
+ * workgroups of 32 rows by batch entry, the pipeline variant chosen by the
+ * widest of E and Ev (64 columns per chunk, at most four chunks). */
+#include "base/error.h"
+#include "vk_backend.h"
+
+enum { TILE = 32, CHUNK = 64, MAX_CHUNKS = 4 };
+
+static nn_status attention(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_attention_params *p,
+                           const nn_buffer_ref *a, int64_t rows) {
+    const char *name = nn_kernel_name(kernel);
+    if (p->groups < 0 || p->heads <= 0 || p->queries <= 0 || p->keys <= 0 || p->head_dim <= 0 || p->value_dim <= 0)
+        return nn_set_error(NN_ERR_ARGUMENT, "vulkan %s: groups=%d heads=%d L=%d S=%d E=%d Ev=%d", name, p->groups,
+                            p->heads, p->queries, p->keys, p->head_dim, p->value_dim);
+    const int32_t widest = p->head_dim > p->value_dim ? p->head_dim : p->value_dim;
+    if (widest > CHUNK * MAX_CHUNKS)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan %s: head size %d; the kernel takes up to %d", name, widest,
+                            CHUNK * MAX_CHUNKS);
+    const int64_t batch = (int64_t)p->groups * p->heads, blocks = (rows + TILE - 1) / TILE;
+    if (batch > VK_MAX_GROUPS || blocks > VK_MAX_GROUPS)
+        return nn_set_error(NN_ERR_BACKEND, "vulkan %s: %lld batch entries of %lld rows; the kernel takes up to "
+                            "%u of each", name, (long long)batch, (long long)rows, VK_MAX_GROUPS);
+    NN_TRY(vk_fits32(kernel, "elements", batch * (int64_t)p->queries * widest));
+    NN_TRY(vk_fits32(kernel, "elements", batch * (int64_t)p->keys * widest));
+    if (batch == 0) return NN_OK;
+    VK_PUSH(ATTENTION) push = {.groups = p->groups, .heads = p->heads, .queries = p->queries, .keys = p->keys,
+                               .head_dim = p->head_dim, .value_dim = p->value_dim, .causal = p->causal,
+                               .accumulate = p->accumulate, .accumulate_v = p->accumulate_v, .scale = p->scale,
+                               .mask_row = p->mask_row, .mask_col = p->mask_col, .masked = a[3].buffer != NULL};
+    for (int i = 0; i < 4; i++) {
+        push.group_stride[i] = (uint32_t)p->group_stride[i];
+        push.head_stride[i] = (uint32_t)p->head_stride[i];
+    }
+    const int variant = ((widest + CHUNK - 1) / CHUNK - 1) << 2; /* the shader's EXTRA_CHUNKS */
+    return vk_record(vk, kernel, pipe, variant, a, nn_kernel_arg_count(kernel), VK_PUSH_REF(push), (uint32_t)blocks,
+                     (uint32_t)batch, 1);
+}
+
+nn_status vk_run_attention_forward(vk_backend *vk, const nn_attention_params *p, const nn_buffer_ref *a) {
+    return attention(vk, NN_KERNEL_ATTENTION_FORWARD, VK_PIPE_ATTENTION_FORWARD, p, a, p->queries);
+}
+
+nn_status vk_run_attention_backward_query(vk_backend *vk, const nn_attention_params *p, const nn_buffer_ref *a) {
+    return attention(vk, NN_KERNEL_ATTENTION_BACKWARD_QUERY, VK_PIPE_ATTENTION_BACKWARD_QUERY, p, a, p->queries);
+}
+
+nn_status vk_run_attention_backward_keys(vk_backend *vk, const nn_attention_params *p, const nn_buffer_ref *a) {
+    return attention(vk, NN_KERNEL_ATTENTION_BACKWARD_KEYS, VK_PIPE_ATTENTION_BACKWARD_KEYS, p, a, p->keys);
+}
