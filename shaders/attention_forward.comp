@@ -2,47 +2,60 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 // Attention's forward (nn_attention_params): workgroup (x, b) is queries
-// 32x to 32x + 31 of batch entry b, walking the keys 32 at a time with a
-// running maximum and sum (online softmax), so each query's output is one
-// pass over k and v. lse keeps each row's log-sum-exp for the backward.
+// OWN x to OWN x + OWN - 1 of batch entry b, walking the keys 32 at a time
+// with a running maximum and sum per query (online softmax), so each
+// query's output is one pass over k and v. lse keeps each query's
+// log-sum-exp for the backward.
 PUSH_CONSTANTS(PUSH_ATTENTION)
 #include "attention_tiles.glsl"
 layout(std430, binding = 4) buffer Out { float o[]; };
 layout(std430, binding = 5) writeonly buffer Lse { float lse[]; };
 
 void main() {
-    const uint row = gl_LocalInvocationIndex / PER_ROW, lane = gl_LocalInvocationIndex % PER_ROW;
-    const uint b = gl_WorkGroupID.y, i0 = gl_WorkGroupID.x * TILE, i = i0 + row;
+    const uint tx = gl_LocalInvocationIndex % TX, ty = gl_LocalInvocationIndex / TX;
+    const uint b = gl_WorkGroupID.y, i0 = gl_WorkGroupID.x * OWN;
     const uint L = uint(p.queries), S = uint(p.keys), E = uint(p.head_dim), Ev = uint(p.value_dim);
     const uint qb = p.off[0] + entry(0u, b), kb = p.off[1] + entry(1u, b), vb = p.off[2] + entry(2u, b);
-    float acc[CHUNKS * SPAN];
-    [[unroll]] for (uint x = 0u; x < CHUNKS * SPAN; x++) acc[x] = 0.0;
-    float m = NEG_INF, l = 0.0;
-    const uint keys = p.causal != 0 ? min(S, i0 + TILE) : S;
-    for (uint j0 = 0u; j0 < keys; j0 += TILE) {
-        float s[SCORES];
-        [[unroll]] for (uint j = 0u; j < SCORES; j++) s[j] = 0.0;
+    float acc[ACC], m[RM], l[RM];
+    [[unroll]] for (uint x = 0u; x < ACC; x++) acc[x] = 0.0;
+    [[unroll]] for (uint i = 0u; i < RM; i++) m[i] = NEG_INF, l[i] = 0.0;
+    const uint keys = p.causal != 0 ? min(S, i0 + OWN) : S;
+    for (uint j0 = 0u; j0 < keys; j0 += OTHER) {
+        float s[RM * CN], top[RM], sum[RM], alpha[RM];
+        [[unroll]] for (uint x = 0u; x < RM * CN; x++) s[x] = 0.0;
         DOT_ROWS(s, q, qb, i0, L, k, kb, j0, S, E)
-        float top = NEG_INF;
-        [[unroll]] for (uint j = 0u; j < SCORES; j++) {
-            s[j] = finish_score(s[j], b, i, j0 + lane + PER_ROW * j);
-            top = max(top, s[j]);
+        [[unroll]] for (uint i = 0u; i < RM; i++) {
+            top[i] = NEG_INF;
+            [[unroll]] for (uint j = 0u; j < CN; j++) {
+                s[i * CN + j] = finish_score(s[i * CN + j], b, i0 + ty * RM + i, j0 + tx + TX * j);
+                top[i] = max(top[i], s[i * CN + j]);
+            }
         }
-        const float m_new = max(m, row_maximum(row, lane, top));
-        const float alpha = m == NEG_INF ? 0.0 : exp(m - m_new);
-        float sum = 0.0;
-        [[unroll]] for (uint j = 0u; j < SCORES; j++) {
-            float w = s[j] == NEG_INF ? 0.0 : exp(s[j] - m_new);
-            weights[row][lane + PER_ROW * j] = w;
-            sum += w;
+        ROW_REDUCE(top, OP_MAX)
+        [[unroll]] for (uint i = 0u; i < RM; i++) {
+            const float m_new = max(m[i], top[i]);
+            alpha[i] = m[i] == NEG_INF ? 0.0 : exp(m[i] - m_new);
+            sum[i] = 0.0;
+            [[unroll]] for (uint j = 0u; j < CN; j++) {
+                float w = s[i * CN + j] == NEG_INF ? 0.0 : exp(s[i * CN + j] - m_new);
+                weights[ty * RM + i][tx + TX * j] = w;
+                sum[i] += w;
+            }
+            m[i] = m_new;
         }
-        l = l * alpha + row_total(row, lane, sum);
-        m = m_new;
-        [[unroll]] for (uint x = 0u; x < CHUNKS * SPAN; x++) acc[x] *= alpha;
-        ADD_WEIGHTED(acc, weights, v, vb, j0, S, Ev, 1.0)
+        ROW_REDUCE(sum, OP_ADD)
+        [[unroll]] for (uint i = 0u; i < RM; i++) {
+            l[i] = l[i] * alpha[i] + sum[i];
+            [[unroll]] for (uint x = 0u; x < CHUNKS * COLS; x++) acc[i * CHUNKS * COLS + x] *= alpha[i];
+        }
+        ADD_WEIGHTED(acc, v, vb, j0, S, Ev, 1.0)
     }
-    if (i >= L) return;
-    const float inv = l > 0.0 ? 1.0 / l : 0.0;
-    STORE_ROW(o, p.off[4] + (b * L + i) * Ev, Ev, acc, inv, 0)
-    if (lane == 0u) lse[p.off[5] + b * L + i] = l > 0.0 ? m + log(l) : POS_INF;
+    float inv[RM];
+    [[unroll]] for (uint i = 0u; i < RM; i++) inv[i] = l[i] > 0.0 ? 1.0 / l[i] : 0.0;
+    STORE_ROWS(o, i0, L, p.off[4] + (b * L + r_) * Ev, Ev, acc, inv, 0)
+    if (tx == 0u)
+        [[unroll]] for (uint i = 0u; i < RM; i++) {
+            uint r = i0 + ty * RM + i;
+            if (r < L) lse[p.off[5] + b * L + r] = l[i] > 0.0 ? m[i] + log(l[i]) : POS_INF;
+        }
 }

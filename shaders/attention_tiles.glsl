@@ -1,19 +1,25 @@
 // Shared by the attention shaders (nn_attention_params). A workgroup of 128
-// invocations owns a tile of 32 rows (queries; keys for the keys'
-// gradients); invocation t serves row t / 4 and, of each 64-column chunk
-// of a row, the columns t % 4 + 4 j. Its scores against 32 rows of the
-// other side at a time stay in registers (8 per invocation), so nothing of
-// size L x S is ever stored. Rows pass through shared memory a chunk at a
-// time; the pipeline's CHUNKS bounds E and Ev to 64 * CHUNKS.
-// Included after PUSH_CONSTANTS(PUSH_ATTENTION).
+// invocations owns OWN rows (queries; keys for the keys' gradients) and
+// walks the other side OTHER = 32 rows at a time. Invocation (ty, tx), 16
+// by 8, holds RM own rows (ty * RM + i) against CN = 4 other rows
+// (tx + 8 j): its scores are RM x CN registers, so nothing of size L x S
+// is ever stored, and each value it reads from shared memory serves RM or
+// CN products. Rows pass through shared memory CK = 32 columns at a time;
+// the pipeline's EXTRA_CHUNKS bounds E and Ev to 64 * (EXTRA_CHUNKS + 1),
+// and past 64 an invocation holds 2 own rows, not 4, to keep its
+// accumulators in registers. Included after PUSH_CONSTANTS(PUSH_ATTENTION).
 #extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x = 128) in;
 layout(constant_id = 9) const uint EXTRA_CHUNKS = 0;
-const uint CHUNKS = EXTRA_CHUNKS + 1u;
-const uint TILE = 32u, CHUNK = 64u, PER_ROW = 4u;
-const uint SCORES = TILE / PER_ROW; // scores per invocation and tile
-const uint SPAN = CHUNK / PER_ROW;  // columns of a chunk per invocation
+const uint CK = 32u;
+const uint CHUNKS = 2u * (EXTRA_CHUNKS + 1u);
+const uint TX = 8u, TY = 16u;
+const uint RM = 2u * ((EXTRA_CHUNKS + 2u) / (EXTRA_CHUNKS + 1u)); // 4, then 2
+const uint CN = 4u;
+const uint OWN = TY * RM, OTHER = TX * CN;
+const uint COLS = CK / TX; // columns of a chunk per invocation
+const uint ACC = RM * CHUNKS * COLS;
 #define NEG_INF uintBitsToFloat(0xff800000u)
 #define POS_INF uintBitsToFloat(0x7f800000u)
 
@@ -22,11 +28,10 @@ layout(std430, binding = 1) readonly buffer K { float k[]; };
 layout(std430, binding = 2) readonly buffer V { float v[]; };
 layout(std430, binding = 3) readonly buffer Mask { float mask[]; };
 
-shared float own_rows[TILE][CHUNK + 1];
-shared float other_rows[TILE][CHUNK + 1];
-shared float weights[TILE][TILE + 1]; // [own row][other row]
-shared float weights2[TILE][TILE + 1];
-shared float row_part[TILE][PER_ROW];
+shared float own_s[64][CK + 1];
+shared float other_s[32][CK + 1];
+shared float weights[64][32 + 1]; // [own row][other row]
+shared float row_part[64][TX];
 
 // Where batch entry b's matrix of operand `which` (0 q, 1 k, 2 v, 3 mask) starts.
 uint entry(uint which, uint b) {
@@ -42,66 +47,83 @@ float finish_score(float product, uint b, uint i, uint j) {
     return s;
 }
 
-// The sum of each row's four parts (every invocation of the row gets it).
-float row_total(uint row, uint lane, float part) {
-    barrier();
-    row_part[row][lane] = part;
-    barrier();
-    return row_part[row][0] + row_part[row][1] + row_part[row][2] + row_part[row][3];
-}
-
-float row_maximum(uint row, uint lane, float part) {
-    barrier();
-    row_part[row][lane] = part;
-    barrier();
-    return max(max(row_part[row][0], row_part[row][1]), max(row_part[row][2], row_part[row][3]));
-}
-
-// dst[r][e] = column ch * CHUNK + e of row first + r of a dense matrix of
-// `rows` rows of `cols` columns at base; 0 past its edges.
-#define LOAD_CHUNK(dst, buf, base, first, rows, cols, ch)                                                    \
-    for (uint u_ = gl_LocalInvocationIndex; u_ < TILE * CHUNK; u_ += gl_WorkGroupSize.x) {                 \
-        uint r_ = u_ / CHUNK, e_ = (ch) * CHUNK + u_ % CHUNK;                                               \
-        dst[r_][u_ % CHUNK] = (first) + r_ < (rows) && e_ < (cols) ? buf[(base) + ((first) + r_) * (cols) + e_] \
-                                                                   : 0.0;                                   \
+// v[i] becomes the maximum (OP_MAX) or sum (OP_ADD) of own row ty * RM + i
+// over the row's 8 invocations.
+#define OP_MAX(a, b) max(a, b)
+#define OP_ADD(a, b) ((a) + (b))
+#define ROW_REDUCE(v, OP)                                                                                  \
+    barrier();                                                                                             \
+    [[unroll]] for (uint i = 0u; i < RM; i++) row_part[ty * RM + i][tx] = v[i];                           \
+    barrier();                                                                                             \
+    [[unroll]] for (uint i = 0u; i < RM; i++) {                                                           \
+        float t_ = row_part[ty * RM + i][0];                                                               \
+        [[unroll]] for (uint x = 1u; x < TX; x++) t_ = OP(t_, row_part[ty * RM + i][x]);                  \
+        v[i] = t_;                                                                                         \
     }
 
-// acc[j] += own row `row` . other row lane + 4 j, over n columns.
-#define DOT_ROWS(acc, own, own_base, own_first, own_count, other, other_base, other_first, other_count, n)   \
-    [[unroll]] for (uint ch = 0u; ch < CHUNKS; ch++) {                                                      \
-        if (ch * CHUNK >= (n)) break;                                                                       \
-        barrier();                                                                                          \
-        LOAD_CHUNK(own_rows, own, own_base, own_first, own_count, n, ch)                                    \
-        LOAD_CHUNK(other_rows, other, other_base, other_first, other_count, n, ch)                          \
-        barrier();                                                                                          \
-        for (uint e = 0u; e < CHUNK; e++) {                                                                 \
-            float a_ = own_rows[row][e];                                                                    \
-            [[unroll]] for (uint j = 0u; j < SCORES; j++) acc[j] += a_ * other_rows[lane + PER_ROW * j][e]; \
-        }                                                                                                   \
+// dst[r][c] = column ch * CK + c of row first + r (r < rows) of a dense
+// matrix of `count` rows of `cols` columns at base; 0 past its edges.
+#define LOAD_CHUNK(dst, rows, buf, base, first, count, cols, ch)                                          \
+    for (uint u_ = gl_LocalInvocationIndex; u_ < (rows) * CK; u_ += gl_WorkGroupSize.x) {                \
+        uint r_ = u_ / CK, c_ = u_ % CK, e_ = (ch) * CK + c_;                                             \
+        dst[r_][c_] = (first) + r_ < (count) && e_ < (cols) ? buf[(base) + ((first) + r_) * (cols) + e_] : 0.0; \
     }
 
-// acc[ch * SPAN + c] += factor * sum over the other rows r of w[row][r] times
-// column ch * CHUNK + lane + 4 c of other row first + r, over n columns.
-#define ADD_WEIGHTED(acc, w, other, other_base, other_first, other_count, n, factor)                       \
-    [[unroll]] for (uint ch = 0u; ch < CHUNKS; ch++) {                                                      \
-        if (ch * CHUNK >= (n)) break;                                                                       \
-        barrier();                                                                                          \
-        LOAD_CHUNK(other_rows, other, other_base, other_first, other_count, n, ch)                          \
-        barrier();                                                                                          \
-        for (uint r = 0u; r < TILE; r++) {                                                                  \
-            float x_ = w[row][r] * (factor);                                                                \
-            [[unroll]] for (uint c = 0u; c < SPAN; c++)                                                     \
-                acc[ch * SPAN + c] += x_ * other_rows[r][lane + PER_ROW * c];                               \
-        }                                                                                                   \
+// s[i * CN + j] += own row ty * RM + i . other row tx + TX j, over n columns.
+#define DOT_ROWS(s, own, own_base, own_first, own_count, other, other_base, other_first, other_count, n)   \
+    for (uint ch = 0u; ch * CK < (n); ch++) {                                                             \
+        barrier();                                                                                        \
+        LOAD_CHUNK(own_s, OWN, own, own_base, own_first, own_count, n, ch)                                \
+        LOAD_CHUNK(other_s, OTHER, other, other_base, other_first, other_count, n, ch)                    \
+        barrier();                                                                                        \
+        for (uint e = 0u; e < CK; e++) {                                                                  \
+            float a_[RM], b_[CN];                                                                         \
+            [[unroll]] for (uint i = 0u; i < RM; i++) a_[i] = own_s[ty * RM + i][e];                      \
+            [[unroll]] for (uint j = 0u; j < CN; j++) b_[j] = other_s[tx + TX * j][e];                    \
+            [[unroll]] for (uint i = 0u; i < RM; i++)                                                     \
+                [[unroll]] for (uint j = 0u; j < CN; j++) s[i * CN + j] += a_[i] * b_[j];                 \
+        }                                                                                                 \
     }
 
-// Row `row`'s columns held by this invocation, written to dst (+= when accumulate).
-#define STORE_ROW(dst, base, n, acc, scale_by, accumulate)                                                  \
-    [[unroll]] for (uint ch = 0u; ch < CHUNKS; ch++)                                                        \
-        [[unroll]] for (uint c = 0u; c < SPAN; c++) {                                                       \
-            uint col_ = ch * CHUNK + lane + PER_ROW * c;                                                    \
-            if (col_ < (n)) {                                                                               \
-                float x_ = acc[ch * SPAN + c] * (scale_by);                                                 \
-                dst[(base) + col_] = (accumulate) != 0 ? dst[(base) + col_] + x_ : x_;                      \
-            }                                                                                               \
-        }
+// acc[(i * CHUNKS + ch) * COLS + c] += factor * sum over the other rows o of
+// weights[ty * RM + i][o] times column ch * CK + tx + TX c of other row
+// first + o, over n columns. Written out chunk by chunk, so that acc's
+// indices are constants: a loop around barriers is not unrolled, and
+// accumulators indexed by its counter would live in memory.
+#define ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, ch)               \
+    if ((ch) < CHUNKS && (ch) * CK < (n)) {                                                               \
+        barrier();                                                                                        \
+        LOAD_CHUNK(other_s, OTHER, other, other_base, other_first, other_count, n, ch)                    \
+        barrier();                                                                                        \
+        for (uint o = 0u; o < OTHER; o++) {                                                               \
+            float w_[RM], b_[COLS];                                                                       \
+            [[unroll]] for (uint i = 0u; i < RM; i++) w_[i] = weights[ty * RM + i][o] * (factor);         \
+            [[unroll]] for (uint c = 0u; c < COLS; c++) b_[c] = other_s[o][tx + TX * c];                  \
+            [[unroll]] for (uint i = 0u; i < RM; i++)                                                     \
+                [[unroll]] for (uint c = 0u; c < COLS; c++)                                               \
+                    acc[(i * CHUNKS + (ch)) * COLS + c] += w_[i] * b_[c];                                 \
+        }                                                                                                 \
+    }
+#define ADD_WEIGHTED(acc, other, other_base, other_first, other_count, n, factor)                         \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 0u)                   \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 1u)                   \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 2u)                   \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 3u)                   \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 4u)                   \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 5u)                   \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 6u)                   \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 7u)
+
+// Own rows first + ty * RM + i below count, their columns held here, times
+// factor[i], written at row_base (an expression of the row r_) + column
+// (+= when accumulate).
+#define STORE_ROWS(dst, first, count, row_base, n, acc, factor, accumulate)                               \
+    [[unroll]] for (uint i = 0u; i < RM; i++) {                                                           \
+        uint r_ = (first) + ty * RM + i;                                                                  \
+        [[unroll]] for (uint ch = 0u; ch < CHUNKS; ch++)                                                  \
+            [[unroll]] for (uint c = 0u; c < COLS; c++) {                                                 \
+                uint col_ = ch * CK + tx + TX * c, at_ = (row_base) + col_;                               \
+                float x_ = acc[(i * CHUNKS + ch) * COLS + c] * factor[i];                                 \
+                if (r_ < (count) && col_ < (n)) dst[at_] = (accumulate) != 0 ? dst[at_] + x_ : x_;        \
+            }                                                                                             \
+    }

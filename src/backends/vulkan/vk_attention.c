@@ -1,10 +1,11 @@
 /* Attention without the score matrix on Vulkan (shaders/attention_*.comp):
- * workgroups of 32 rows by batch entry, the pipeline variant chosen by the
- * widest of E and Ev (64 columns per chunk, at most four chunks). */
+ * workgroups of 64 rows (32 for heads wider than 64) by batch entry, the
+ * pipeline variant chosen by the widest of E and Ev (attention_tiles.glsl's
+ * EXTRA_CHUNKS: up to 64, 128, 192 or 256 columns). */
 #include "base/error.h"
 #include "vk_backend.h"
 
-enum { TILE = 32, CHUNK = 64, MAX_CHUNKS = 4 };
+enum { CHUNK = 64, MAX_CHUNKS = 4 };
 
 static nn_status attention(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe, const nn_attention_params *p,
                            const nn_buffer_ref *a, int64_t rows) {
@@ -16,7 +17,8 @@ static nn_status attention(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe
     if (widest > CHUNK * MAX_CHUNKS)
         return nn_set_error(NN_ERR_BACKEND, "vulkan %s: head size %d; the kernel takes up to %d", name, widest,
                             CHUNK * MAX_CHUNKS);
-    const int64_t batch = (int64_t)p->groups * p->heads, blocks = (rows + TILE - 1) / TILE;
+    const int64_t per_group = widest > CHUNK ? 32 : 64; /* the shader's OWN */
+    const int64_t batch = (int64_t)p->groups * p->heads, blocks = (rows + per_group - 1) / per_group;
     if (batch > VK_MAX_GROUPS || blocks > VK_MAX_GROUPS)
         return nn_set_error(NN_ERR_BACKEND, "vulkan %s: %lld batch entries of %lld rows; the kernel takes up to "
                             "%u of each", name, (long long)batch, (long long)rows, VK_MAX_GROUPS);
