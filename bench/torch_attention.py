@@ -9,16 +9,19 @@ CUDA graph of --reps steps and replayed; the figure is the median over
 --runs replays, divided by --reps; peak memory is max_memory_allocated of
 an eager step.
 
+With --cpu (ours run with --device cpu), the step runs on the CPU: with
+scaled_dot_product_attention where this PyTorch has it (2.0 on), else
+composed (matmul, softmax, matmul: the score matrix in memory); the figure
+is the median wall time of --runs steps; no memory figure.
+
     build/bench/bench_attention > ours.txt
-    python3 bench/torch_attention.py ours.txt [--reps 5] [--runs 7]
+    python3 bench/torch_attention.py ours.txt [--reps 5] [--runs 7] [--cpu]
 """
 import argparse
+import time
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
-
-from torch_conv_layers import graph_ms
 
 
 def parse(path):
@@ -32,7 +35,32 @@ def parse(path):
     return rows
 
 
+def cpu_ms(row, runs):
+    q, k, v = (torch.randn(*row["shape"], requires_grad=True) for _ in range(3))
+
+    def step():
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=row["causal"])
+        else:
+            s = torch.matmul(q, k.transpose(-1, -2)) / q.shape[-1] ** 0.5
+            if row["causal"]:
+                s = s.masked_fill(torch.ones(s.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+            y = torch.matmul(torch.softmax(s, dim=-1), v)
+        y.sum().backward()
+
+    step()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        step()
+        times.append((time.perf_counter() - start) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
 def measure(row, backend, reps, runs):
+    from torch.nn.attention import sdpa_kernel
+    from torch_conv_layers import graph_ms
+
     q, k, v = (torch.randn(*row["shape"], device="cuda", requires_grad=True) for _ in range(3))
 
     def step():
@@ -50,7 +78,6 @@ def measure(row, backend, reps, runs):
     except torch.OutOfMemoryError:
         return None, None
     finally:
-        del q, k, v
         torch.cuda.empty_cache()
 
 
@@ -59,7 +86,16 @@ def main():
     ap.add_argument("ours")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--cpu", action="store_true")
     a = ap.parse_args()
+    if a.cpu:
+        print(f"PyTorch {torch.__version__}, CPU, {torch.get_num_threads()} threads, fp32")
+        print(f"{'B, H, L, E':>18} {'causal':>6} | {'ours ms':>8} | {'PyTorch ms':>10} {'ratio':>6}")
+        for row in parse(a.ours):
+            ms = cpu_ms(row, a.runs)
+            print(f"{str(row['shape']):>18} {int(row['causal']):>6} | {row['ms']:8.2f} | {ms:10.2f} {row['ms'] / ms:6.2f}")
+        return
+    from torch.nn.attention import SDPBackend  # PyTorch 2.2 on, CUDA runs only
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     print(f"PyTorch {torch.__version__}, {torch.cuda.get_device_name()}, fp32, TF32 off")

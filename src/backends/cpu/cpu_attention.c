@@ -2,15 +2,18 @@
  * nn_attention_params): a task is a block of ROWS queries (forward, dq) or
  * of COLS keys (dk, dv) of one batch entry, walking the other side a tile
  * at a time, so a task's scores are a ROWS x COLS tile in its worker's
- * scratch whatever the sequence length. Products run with the contiguous
- * dimension innermost, which the compiler vectorises. */
+ * scratch whatever the sequence length. The tiles' products are the CPU
+ * GEMM's (OpenBLAS or the built-in one) on one thread: the tasks share the
+ * pool. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/error.h"
 #include "cpu_backend.h"
+#include "cpu_gemm.h"
 
-enum { ROWS = 32, COLS = 64 }; /* queries per tile, keys per tile */
+enum { ROWS = 64, COLS = 64 }; /* queries per tile, keys per tile */
 
 typedef struct attention_job {
     const nn_attention_params *p;
@@ -19,51 +22,39 @@ typedef struct attention_job {
     float *scratch;
     int64_t scratch_floats; /* per worker */
     int64_t blocks;         /* tasks per batch entry */
+    atomic_int failed;      /* a tile's product found no scratch memory */
 } attention_job;
 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t widest(const nn_attention_params *p) { return p->head_dim > p->value_dim ? p->head_dim : p->value_dim; }
 
 /* Where batch entry b's matrix of operand `which` (0 q, 1 k, 2 v, 3 mask) starts. */
 static int64_t entry(const nn_attention_params *p, int which, int64_t b) {
     return (b / p->heads) * p->group_stride[which] + (b % p->heads) * p->head_stride[which];
 }
 
+/* C (m x n, row stride ldc) = A B + beta C, A m x k (or its transpose
+ * stored k x m), B k x n (or n x k), row-major. */
+static void product(attention_job *job, int m, int n, int k, const float *a, int lda, bool trans_a, const float *b,
+                    int ldb, bool trans_b, float *c, int ldc, float beta) {
+    const nn_gemm_params g = {.m = m, .n = n, .k = k, .trans_a = trans_a, .trans_b = trans_b, .lda = lda,
+                              .ldb = ldb, .ldc = ldc, .batch = 1, .alpha = 1.0f, .beta = beta};
+    if (nn_cpu_gemm(NULL, &g, a, b, c) != NN_OK) atomic_store(&job->failed, 1);
+}
+
 /* s[r * COLS + c] = scale q_{i0+r} . k_{j0+c} + mask, -inf where causality
- * hides the key; kt is scratch for the key tile transposed (E x COLS). */
-static void scores(const attention_job *job, int64_t b, int64_t i0, int nr, int64_t j0, int nc, float *kt,
-                   float *s) {
+ * hides the key. */
+static void scores(attention_job *job, int64_t b, int64_t i0, int nr, int64_t j0, int nc, float *s) {
     const nn_attention_params *p = job->p;
-    const int64_t E = p->head_dim;
-    const float *q = job->q + entry(p, 0, b) + i0 * E, *k = job->k + entry(p, 1, b) + j0 * E;
-    for (int c = 0; c < nc; c++)
-        for (int64_t e = 0; e < E; e++) kt[e * COLS + c] = k[c * E + e];
+    const int E = p->head_dim;
+    product(job, nr, nc, E, job->q + entry(p, 0, b) + i0 * E, E, false, job->k + entry(p, 1, b) + j0 * E, E, true, s,
+            COLS, 0.0f);
     for (int r = 0; r < nr; r++) {
         float *row = s + r * COLS;
-        for (int c = 0; c < nc; c++) row[c] = 0.0f;
-        for (int64_t e = 0; e < E; e++) {
-            const float a = q[r * E + e], *kr = kt + e * COLS;
-            for (int c = 0; c < nc; c++) row[c] += a * kr[c];
-        }
         const float *m = job->mask ? job->mask + entry(p, 3, b) + (i0 + r) * p->mask_row + j0 * p->mask_col : NULL;
         for (int c = 0; c < nc; c++) {
             float x = row[c] * p->scale;
             if (m) x += m[c * p->mask_col];
             row[c] = p->causal && j0 + c > i0 + r ? -INFINITY : x;
-        }
-    }
-}
-
-/* d[r * COLS + c] = a_r . b_{j0+c} over n columns: dout against v rows. */
-static void row_products(const float *a, const float *b, int nr, int nc, int64_t n, float *bt, float *d) {
-    for (int c = 0; c < nc; c++)
-        for (int64_t e = 0; e < n; e++) bt[e * COLS + c] = b[c * n + e];
-    for (int r = 0; r < nr; r++) {
-        float *row = d + r * COLS;
-        for (int c = 0; c < nc; c++) row[c] = 0.0f;
-        for (int64_t e = 0; e < n; e++) {
-            const float x = a[r * n + e], *br = bt + e * COLS;
-            for (int c = 0; c < nc; c++) row[c] += x * br[c];
         }
     }
 }
@@ -82,16 +73,30 @@ static void probabilities(float *s, const float *lse, int nr, int nc) {
         }
 }
 
+/* dp (tile of p's shape) = dout rows . v rows; then, in dp, the scores'
+ * gradients scale p (dp - delta). */
+static void score_gradients(attention_job *job, const float *dout, const float *v, const float *s,
+                            const float *delta, int nr, int nc, float *dp) {
+    const int Ev = job->p->value_dim;
+    product(job, nr, nc, Ev, dout, Ev, false, v, Ev, true, dp, COLS, 0.0f);
+    for (int r = 0; r < nr; r++)
+        for (int c = 0; c < nc; c++) {
+            float *x = dp + r * COLS + c;
+            *x = s[r * COLS + c] * (*x - delta[r]) * job->p->scale;
+        }
+}
+
 static void store(float *dst, const float *src, int64_t n, bool accumulate) {
     for (int64_t i = 0; i < n; i++) dst[i] = accumulate ? dst[i] + src[i] : src[i];
 }
 
 static void forward_tasks(void *arg, int64_t begin, int64_t end, int worker) {
-    const attention_job *job = arg;
+    attention_job *job = arg;
     const nn_attention_params *p = job->p;
-    const int64_t L = p->queries, Ev = p->value_dim;
-    float *kt = job->scratch + worker * job->scratch_floats, *s = kt + widest(p) * COLS, *acc = s + ROWS * COLS;
-    float *m = acc + ROWS * Ev, *l = m + ROWS;
+    const int64_t L = p->queries;
+    const int Ev = p->value_dim;
+    float *s = job->scratch + worker * job->scratch_floats, *acc = s + ROWS * COLS, *m = acc + ROWS * Ev;
+    float *l = m + ROWS;
     for (int64_t t = begin; t < end; t++) {
         const int64_t b = t / job->blocks, i0 = (t % job->blocks) * ROWS;
         const int nr = (int)imin(ROWS, L - i0);
@@ -101,39 +106,39 @@ static void forward_tasks(void *arg, int64_t begin, int64_t end, int worker) {
         const int64_t keys = key_end(p, i0, nr);
         for (int64_t j0 = 0; j0 < keys; j0 += COLS) {
             const int nc = (int)imin(COLS, keys - j0);
-            scores(job, b, i0, nr, j0, nc, kt, s);
+            scores(job, b, i0, nr, j0, nc, s);
             for (int r = 0; r < nr; r++) {
                 float *row = s + r * COLS, *o = acc + r * Ev, top = m[r];
                 for (int c = 0; c < nc; c++) top = row[c] > top ? row[c] : top;
-                if (top == -INFINITY) continue; /* every key so far hidden */
+                if (top == -INFINITY) { /* every key so far hidden */
+                    for (int c = 0; c < nc; c++) row[c] = 0.0f;
+                    continue;
+                }
                 const float alpha = m[r] == -INFINITY ? 0.0f : expf(m[r] - top);
                 float sum = 0.0f;
-                for (int64_t e = 0; e < Ev; e++) o[e] *= alpha;
-                for (int c = 0; c < nc; c++) {
-                    if (row[c] == -INFINITY) continue;
-                    const float w = expf(row[c] - top), *vr = v + (j0 + c) * Ev;
-                    sum += w;
-                    for (int64_t e = 0; e < Ev; e++) o[e] += w * vr[e];
-                }
+                for (int c = 0; c < nc; c++) sum += row[c] = row[c] == -INFINITY ? 0.0f : expf(row[c] - top);
+                for (int e = 0; e < Ev; e++) o[e] *= alpha;
                 l[r] = l[r] * alpha + sum;
                 m[r] = top;
             }
+            product(job, nr, Ev, nc, s, COLS, false, v + j0 * Ev, Ev, false, acc, Ev, 1.0f);
         }
         for (int r = 0; r < nr; r++) {
             const int64_t i = b * L + i0 + r;
             const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-            for (int64_t e = 0; e < Ev; e++) job->out_w[i * Ev + e] = acc[r * Ev + e] * inv;
+            for (int e = 0; e < Ev; e++) job->out_w[i * Ev + e] = acc[r * Ev + e] * inv;
             job->lse_w[i] = l[r] > 0.0f ? m[r] + logf(l[r]) : INFINITY;
         }
     }
 }
 
 static void query_tasks(void *arg, int64_t begin, int64_t end, int worker) {
-    const attention_job *job = arg;
+    attention_job *job = arg;
     const nn_attention_params *p = job->p;
-    const int64_t L = p->queries, E = p->head_dim, Ev = p->value_dim;
-    float *kt = job->scratch + worker * job->scratch_floats, *s = kt + widest(p) * COLS, *dp = s + ROWS * COLS;
-    float *acc = dp + ROWS * COLS, *delta = acc + ROWS * E;
+    const int64_t L = p->queries;
+    const int E = p->head_dim, Ev = p->value_dim;
+    float *s = job->scratch + worker * job->scratch_floats, *dp = s + ROWS * COLS, *acc = dp + ROWS * COLS;
+    float *delta = acc + ROWS * E;
     for (int64_t t = begin; t < end; t++) {
         const int64_t b = t / job->blocks, i0 = (t % job->blocks) * ROWS;
         const int nr = (int)imin(ROWS, L - i0);
@@ -141,7 +146,7 @@ static void query_tasks(void *arg, int64_t begin, int64_t end, int worker) {
         const float *lse = job->lse + b * L + i0, *k = job->k + entry(p, 1, b), *v = job->v + entry(p, 2, b);
         for (int r = 0; r < nr; r++) {
             double sum = 0.0;
-            for (int64_t e = 0; e < Ev; e++) sum += (double)dout[r * Ev + e] * out[r * Ev + e];
+            for (int e = 0; e < Ev; e++) sum += (double)dout[r * Ev + e] * out[r * Ev + e];
             delta[r] = (float)sum;
             job->delta_w[b * L + i0 + r] = delta[r];
         }
@@ -149,27 +154,22 @@ static void query_tasks(void *arg, int64_t begin, int64_t end, int worker) {
         const int64_t keys = key_end(p, i0, nr);
         for (int64_t j0 = 0; j0 < keys; j0 += COLS) {
             const int nc = (int)imin(COLS, keys - j0);
-            scores(job, b, i0, nr, j0, nc, kt, s);
+            scores(job, b, i0, nr, j0, nc, s);
             probabilities(s, lse, nr, nc);
-            row_products(dout, v + j0 * Ev, nr, nc, Ev, kt, dp);
-            for (int r = 0; r < nr; r++)
-                for (int c = 0; c < nc; c++) {
-                    const float w = s[r * COLS + c];
-                    if (w == 0.0f) continue;
-                    const float ds = w * (dp[r * COLS + c] - delta[r]) * p->scale, *kr = k + (j0 + c) * E;
-                    for (int64_t e = 0; e < E; e++) acc[r * E + e] += ds * kr[e];
-                }
+            score_gradients(job, dout, v + j0 * Ev, s, delta, nr, nc, dp);
+            product(job, nr, E, nc, dp, COLS, false, k + j0 * E, E, false, acc, E, 1.0f);
         }
-        store(job->dq + (b * L + i0) * E, acc, nr * E, p->accumulate);
+        store(job->dq + (b * L + i0) * E, acc, (int64_t)nr * E, p->accumulate);
     }
 }
 
 static void key_tasks(void *arg, int64_t begin, int64_t end, int worker) {
-    const attention_job *job = arg;
+    attention_job *job = arg;
     const nn_attention_params *p = job->p;
-    const int64_t L = p->queries, S = p->keys, E = p->head_dim, Ev = p->value_dim;
-    float *kt = job->scratch + worker * job->scratch_floats, *s = kt + widest(p) * COLS, *dp = s + ROWS * COLS;
-    float *dk = dp + ROWS * COLS, *dv = dk + COLS * E;
+    const int64_t L = p->queries, S = p->keys;
+    const int E = p->head_dim, Ev = p->value_dim;
+    float *s = job->scratch + worker * job->scratch_floats, *dp = s + ROWS * COLS, *dk = dp + ROWS * COLS;
+    float *dv = dk + COLS * E;
     for (int64_t t = begin; t < end; t++) {
         const int64_t b = t / job->blocks, j0 = (t % job->blocks) * COLS;
         const int nc = (int)imin(COLS, S - j0);
@@ -179,20 +179,14 @@ static void key_tasks(void *arg, int64_t begin, int64_t end, int worker) {
         for (int64_t i0 = p->causal ? j0 / ROWS * ROWS : 0; i0 < L; i0 += ROWS) {
             const int nr = (int)imin(ROWS, L - i0);
             const float *dout = job->dout + (b * L + i0) * Ev, *delta = job->delta + b * L + i0;
-            scores(job, b, i0, nr, j0, nc, kt, s);
+            scores(job, b, i0, nr, j0, nc, s);
             probabilities(s, job->lse + b * L + i0, nr, nc);
-            row_products(dout, v, nr, nc, Ev, kt, dp);
-            for (int r = 0; r < nr; r++)
-                for (int c = 0; c < nc; c++) {
-                    const float w = s[r * COLS + c];
-                    if (w == 0.0f) continue;
-                    const float ds = w * (dp[r * COLS + c] - delta[r]) * p->scale, *qr = q + (i0 + r) * E;
-                    for (int64_t e = 0; e < Ev; e++) dv[c * Ev + e] += w * dout[r * Ev + e];
-                    for (int64_t e = 0; e < E; e++) dk[c * E + e] += ds * qr[e];
-                }
+            score_gradients(job, dout, v, s, delta, nr, nc, dp);
+            product(job, nc, Ev, nr, s, COLS, true, dout, Ev, false, dv, Ev, 1.0f);
+            product(job, nc, E, nr, dp, COLS, true, q + i0 * E, E, false, dk, E, 1.0f);
         }
-        store(job->dk + (b * S + j0) * E, dk, nc * E, p->accumulate);
-        store(job->dv + (b * S + j0) * Ev, dv, nc * Ev, p->accumulate_v);
+        store(job->dk + (b * S + j0) * E, dk, (int64_t)nc * E, p->accumulate);
+        store(job->dv + (b * S + j0) * Ev, dv, (int64_t)nc * Ev, p->accumulate_v);
     }
 }
 
@@ -205,11 +199,14 @@ static nn_status run(nn_backend *self, const char *name, const nn_attention_para
     const int workers = pool ? nn_thread_pool_size(pool) : 1;
     job->p = p;
     job->blocks = per_entry;
-    job->scratch_floats = widest(p) * COLS + 2 * ROWS * COLS + extra;
+    job->scratch_floats = 2 * ROWS * COLS + extra;
     job->scratch = malloc(sizeof(float) * (size_t)(job->scratch_floats * workers));
     if (!job->scratch) return nn_set_error(NN_ERR_MEMORY, "cpu %s: out of memory for %d workers' tiles", name, workers);
+    atomic_init(&job->failed, 0);
     nn_parallel_for(pool, (int64_t)p->groups * p->heads * per_entry, 1, fn, job);
     free(job->scratch);
+    if (atomic_load(&job->failed))
+        return nn_set_error(NN_ERR_MEMORY, "cpu %s: out of memory for a tile's product", name);
     return NN_OK;
 }
 
