@@ -68,6 +68,22 @@ nn_status nn_onnx_set_out(node_run *r, int i, nn_tensor *t);
 /* A refusal naming the node, its operator and the opset. */
 nn_status nn_onnx_refuse(const node_run *r, const char *fmt, ...);
 
+/* The operators on shapes and layouts (onnx_import_shape_ops.c), for the
+ * table in onnx_import_ops.c. */
+nn_status nn_onnx_op_flatten(node_run *r);
+nn_status nn_onnx_op_reshape(node_run *r);
+nn_status nn_onnx_op_identity(node_run *r);
+nn_status nn_onnx_op_constant(node_run *r);
+nn_status nn_onnx_op_concat(node_run *r);
+nn_status nn_onnx_op_transpose(node_run *r);
+nn_status nn_onnx_op_shape(node_run *r);
+nn_status nn_onnx_op_gather(node_run *r);
+nn_status nn_onnx_op_squeeze(node_run *r);
+nn_status nn_onnx_op_slice(node_run *r);
+nn_status nn_onnx_op_cast(node_run *r);
+nn_status nn_onnx_op_expand(node_run *r);
+nn_status nn_onnx_op_split(node_run *r);
+
 /* Runs one node (onnx_import_ops.c); whether an op_type is known (checked
  * for every node before the module is made). */
 nn_status nn_onnx_run_node(node_run *r);

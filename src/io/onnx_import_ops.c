@@ -1,6 +1,6 @@
 /* The ONNX operators the importer runs (onnx_import.h), each as the
- * engine's operations; shapes, axes and the arithmetic exporters write on
- * shapes (Shape, Gather, Concat, Unsqueeze of integers) run on the host. */
+ * engine's operations, and the table of every operator it knows; those on
+ * shapes and layouts are onnx_import_shape_ops.c's. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -8,76 +8,7 @@
 
 #include "base/error.h"
 #include "onnx_import.h"
-
-/* ---- attributes and host values ---- */
-
-static int64_t attr_int(const onnx_node *n, const char *name, int64_t fallback) {
-    const onnx_attr *a = nn_onnx_attr(n, name);
-    return a ? a->i : fallback;
-}
-static float attr_float(const onnx_node *n, const char *name, float fallback) {
-    const onnx_attr *a = nn_onnx_attr(n, name);
-    return a ? a->f : fallback;
-}
-/* An INTS attribute into out[max] (count in *count); false when longer. */
-static bool attr_ints(const onnx_node *n, const char *name, int64_t *out, int max, int *count) {
-    const onnx_attr *a = nn_onnx_attr(n, name);
-    *count = a ? (int)a->n_ints : 0;
-    if (a && a->n_ints > max) return false;
-    for (int i = 0; i < *count; i++) out[i] = a->ints[i];
-    return true;
-}
-
-/* Input i's host values (a constant, or what shapes computed; NULL for a
- * tensor computed on the device). A constant keeps them after a node
- * copied it to the device. */
-static const onnx_tensor *host_in(node_run *r, int i) {
-    slot *s = nn_onnx_in(r, i);
-    return s ? s->host : NULL;
-}
-
-/* Input i as host integers of at most `max` values, into out. */
-static nn_status host_ints(node_run *r, int i, int64_t *out, int max, int *count) {
-    const onnx_tensor *h = host_in(r, i);
-    *count = 0;
-    if (!h || !h->ints) return nn_onnx_refuse(r, "input %d must be a constant list of integers", i);
-    if (h->numel > max) return nn_onnx_refuse(r, "input %d holds more than %d values", i, max);
-    for (int k = 0; k < h->numel; k++) out[k] = h->ints[k];
-    *count = (int)h->numel;
-    return NN_OK;
-}
-
-/* Input i as a host scalar (float or integer): false when absent. */
-static bool host_scalar(node_run *r, int i, float *value) {
-    const onnx_tensor *h = host_in(r, i);
-    if (!h || h->numel != 1) return false;
-    *value = h->floats ? h->floats[0] : (float)h->ints[0];
-    return true;
-}
-
-/* Output i as an owned host tensor of integers. */
-static nn_status set_host_out(node_run *r, int i, const int64_t *values, int count, bool scalar) {
-    const int v = r->im->node_outputs[r->node - r->im->model.nodes][i];
-    if (v < 0) return NN_OK;
-    onnx_tensor *t = &r->slots[v].owned;
-    t->data_type = ONNX_INT64;
-    t->ndim = scalar ? 0 : 1;
-    t->dims[0] = count;
-    t->numel = count;
-    t->ints = malloc(((size_t)count + 1) * sizeof *t->ints);
-    if (!t->ints) return nn_set_error(NN_ERR_MEMORY, "imported ONNX graph: out of host memory");
-    memcpy(t->ints, values, (size_t)count * sizeof *values);
-    r->slots[v].host = t;
-    return NN_OK;
-}
-
-static int norm_axis(int64_t axis, int ndim) { return (int)(axis < 0 ? axis + ndim : axis); }
-
-static nn_status check_axis(node_run *r, int64_t axis, int ndim, int *out) {
-    *out = norm_axis(axis, ndim);
-    if (*out < 0 || *out >= ndim) return nn_onnx_refuse(r, "axis %lld is out of range for %d dimensions", (long long)axis, ndim);
-    return NN_OK;
-}
+#include "onnx_import_values.h"
 
 /* Inputs 0 and 1 on the device and input 2, optional, there too (NULL
  * when omitted): a weighted operation's x, weight and bias (Conv,
@@ -318,42 +249,6 @@ static nn_status op_matmul(node_run *r) {
     return nn_onnx_set_out(r, 0, nn_matmul_batched(a, b));
 }
 
-static nn_status op_flatten(node_run *r) {
-    nn_tensor *x = nn_onnx_device_in(r, 0);
-    if (!x) return nn_last_status();
-    const int ndim = nn_tensor_ndim(x);
-    int axis = norm_axis(attr_int(r->node, "axis", 1), ndim);
-    if (axis < 0 || axis > ndim) return nn_onnx_refuse(r, "axis out of range for %d dimensions", ndim);
-    int64_t shape[2] = {1, 1};
-    for (int d = 0; d < ndim; d++) shape[d >= axis] *= nn_tensor_dim(x, d);
-    return nn_onnx_set_out(r, 0, nn_reshape(x, 2, shape));
-}
-
-static nn_status op_reshape(node_run *r) {
-    nn_tensor *x = nn_onnx_device_in(r, 0);
-    if (!x) return nn_last_status();
-    int64_t shape[NN_MAX_DIMS];
-    int n;
-    NN_TRY(host_ints(r, 1, shape, NN_MAX_DIMS, &n));
-    const bool allowzero = attr_int(r->node, "allowzero", 0) != 0;
-    for (int d = 0; d < n; d++) {
-        if (shape[d] == 0 && !allowzero) {
-            if (d >= nn_tensor_ndim(x)) return nn_onnx_refuse(r, "a 0 in the shape past the input's dimensions");
-            shape[d] = nn_tensor_dim(x, d);
-        }
-    }
-    /* nn_reshape infers a single -1 itself */
-    return nn_onnx_set_out(r, 0, nn_reshape(x, n, shape));
-}
-
-static nn_status op_identity(node_run *r) {
-    slot *s = nn_onnx_in(r, 0);
-    if (!s || (!s->t && !s->host)) return nn_onnx_refuse(r, "its input is missing");
-    const int v = r->im->node_outputs[r->node - r->im->model.nodes][0];
-    if (v >= 0) r->slots[v].t = s->t, r->slots[v].host = s->host;
-    return NN_OK;
-}
-
 static nn_status op_dropout(node_run *r) {
     nn_tensor *x = nn_onnx_device_in(r, 0);
     if (!x) return nn_last_status();
@@ -364,28 +259,6 @@ static nn_status op_dropout(node_run *r) {
     return nn_onnx_set_out(r, 0, nn_dropout(x, p, nn_module_is_training(r->module)));
 }
 
-static nn_status op_constant(node_run *r) {
-    const onnx_node *n = r->node;
-    const int v = r->im->node_outputs[n - r->im->model.nodes][0];
-    if (v < 0) return NN_OK;
-    const onnx_attr *a = nn_onnx_attr(n, "value");
-    if (a && a->t) { r->slots[v].host = a->t; return NN_OK; }
-    if ((a = nn_onnx_attr(n, "value_ints"))) return set_host_out(r, 0, a->ints, (int)a->n_ints, false);
-    if ((a = nn_onnx_attr(n, "value_int"))) return set_host_out(r, 0, &a->i, 1, true);
-    onnx_tensor *t = &r->slots[v].owned;
-    const float *values = NULL;
-    int64_t count = 0;
-    if ((a = nn_onnx_attr(n, "value_float"))) values = &a->f, count = 1, t->ndim = 0;
-    else if ((a = nn_onnx_attr(n, "value_floats"))) values = a->floats, count = a->n_floats, t->ndim = 1;
-    else return nn_onnx_refuse(r, "only value, value_int(s) and value_float(s) are supported");
-    t->data_type = ONNX_FLOAT, t->dims[0] = count, t->numel = count;
-    if (!(t->floats = malloc(((size_t)count + 1) * sizeof *t->floats)))
-        return nn_set_error(NN_ERR_MEMORY, "imported ONNX graph: out of host memory");
-    memcpy(t->floats, values, (size_t)count * sizeof *values);
-    r->slots[v].host = t;
-    return NN_OK;
-}
-
 static nn_status op_softmax(node_run *r) {
     nn_tensor *x = nn_onnx_device_in(r, 0);
     if (!x) return nn_last_status();
@@ -393,126 +266,6 @@ static nn_status op_softmax(node_run *r) {
     NN_TRY(check_axis(r, attr_int(r->node, "axis", -1), nn_tensor_ndim(x), &axis));
     const bool log = strcmp(r->node->op_type, "LogSoftmax") == 0;
     return nn_onnx_set_out(r, 0, log ? nn_log_softmax(x, axis) : nn_softmax_dim(x, axis));
-}
-
-static nn_status op_concat(node_run *r) {
-    const int64_t axis = attr_int(r->node, "axis", 0);
-    bool host = true;
-    for (int i = 0; i < r->n_in; i++) host = host && host_in(r, i) && host_in(r, i)->ints;
-    if (host) { /* shapes being assembled */
-        int64_t out[NN_MAX_DIMS * 4];
-        int n = 0;
-        for (int i = 0; i < r->n_in; i++) {
-            const onnx_tensor *h = host_in(r, i);
-            if (n + h->numel > (int64_t)(sizeof out / sizeof *out)) return nn_onnx_refuse(r, "integer lists longer than 24 values");
-            for (int64_t k = 0; k < h->numel; k++) out[n++] = h->ints[k];
-        }
-        return set_host_out(r, 0, out, n, false);
-    }
-    nn_tensor *parts[64];
-    if (r->n_in > 64 || r->n_in < 1) return nn_onnx_refuse(r, "1 to 64 inputs are supported");
-    for (int i = 0; i < r->n_in; i++)
-        if (!(parts[i] = nn_onnx_device_in(r, i))) return nn_last_status();
-    int dim;
-    NN_TRY(check_axis(r, axis, nn_tensor_ndim(parts[0]), &dim));
-    return nn_onnx_set_out(r, 0, nn_cat(parts, r->n_in, dim));
-}
-
-static nn_status op_transpose(node_run *r) {
-    nn_tensor *x = nn_onnx_device_in(r, 0);
-    if (!x) return nn_last_status();
-    const int ndim = nn_tensor_ndim(x);
-    int64_t perm[NN_MAX_DIMS];
-    int count, p[NN_MAX_DIMS];
-    if (!attr_ints(r->node, "perm", perm, NN_MAX_DIMS, &count) || (count && count != ndim))
-        return nn_onnx_refuse(r, "perm must list the %d dimensions", ndim);
-    for (int d = 0; d < ndim; d++) p[d] = count ? (int)perm[d] : ndim - 1 - d;
-    return nn_onnx_set_out(r, 0, nn_permute(x, p, ndim));
-}
-
-static nn_status op_shape(node_run *r) {
-    slot *s = nn_onnx_in(r, 0);
-    if (!s || (!s->t && !s->host)) return nn_onnx_refuse(r, "its input is missing");
-    int64_t dims[NN_MAX_DIMS];
-    const int ndim = s->t ? nn_tensor_shape(s->t, dims) : s->host->ndim;
-    if (!s->t) memcpy(dims, s->host->dims, sizeof dims);
-    int start = norm_axis(attr_int(r->node, "start", 0), ndim), end = norm_axis(attr_int(r->node, "end", ndim), ndim);
-    start = start < 0 ? 0 : start > ndim ? ndim : start;
-    end = end < start ? start : end > ndim ? ndim : end;
-    return set_host_out(r, 0, dims + start, end - start, false);
-}
-
-/* Gather on the device: rows of a matrix picked by integer indices from
- * the graph's input (an embedding), or constant indices along any axis. */
-static nn_status gather_device(node_run *r) {
-    nn_tensor *data = nn_onnx_device_in(r, 0);
-    if (!data) return nn_last_status();
-    int axis;
-    NN_TRY(check_axis(r, attr_int(r->node, "axis", 0), nn_tensor_ndim(data), &axis));
-    slot *s = nn_onnx_in(r, 1);
-    if (s && s->t) {
-        if (nn_tensor_dtype(s->t) != NN_I32 || axis != 0 || nn_tensor_ndim(data) != 2)
-            return nn_onnx_refuse(r, "indices from the graph pick rows of a matrix (an embedding): integer indices, "
-                                     "axis 0, 2-D data");
-        return nn_onnx_set_out(r, 0, nn_embedding(s->t, data, -1));
-    }
-    const onnx_tensor *index = host_in(r, 1);
-    if (!index || !index->ints || index->ndim > 1 || index->numel < 1 || index->numel > 64)
-        return nn_onnx_refuse(r, "indices must be the graph's integers or a constant scalar or list of up to 64");
-    nn_tensor *parts[64];
-    const int64_t size = nn_tensor_dim(data, axis);
-    for (int64_t i = 0; i < index->numel; i++) {
-        const int64_t k = index->ints[i] < 0 ? index->ints[i] + size : index->ints[i];
-        if (k < 0 || k >= size) return nn_onnx_refuse(r, "index %lld is out of range", (long long)index->ints[i]);
-        parts[i] = index->ndim == 0 ? nn_select(data, axis, k) : nn_slice(data, axis, k, k + 1, 1);
-        if (!parts[i]) return nn_last_status();
-    }
-    return nn_onnx_set_out(r, 0, index->ndim == 0 || index->numel == 1 ? parts[0] : nn_cat(parts, (int)index->numel, axis));
-}
-
-static nn_status op_gather(node_run *r) {
-    const onnx_tensor *data = host_in(r, 0), *index = host_in(r, 1);
-    if (!data || !data->ints) return gather_device(r);
-    if (!index || !index->ints || data->ndim != 1 || index->numel > NN_MAX_DIMS)
-        return nn_onnx_refuse(r, "integer lists (shapes) are gathered with constant indices");
-    int64_t out[NN_MAX_DIMS];
-    for (int64_t i = 0; i < index->numel; i++) {
-        int64_t k = index->ints[i] < 0 ? index->ints[i] + data->numel : index->ints[i];
-        if (k < 0 || k >= data->numel) return nn_onnx_refuse(r, "index %lld is out of range", (long long)index->ints[i]);
-        out[i] = data->ints[k];
-    }
-    return set_host_out(r, 0, out, (int)index->numel, index->ndim == 0);
-}
-
-/* Unsqueeze / Squeeze: axes from input 1 (opset 13 on). */
-static nn_status op_squeeze(node_run *r) {
-    const bool un = r->node->op_type[0] == 'U';
-    int64_t axes[NN_MAX_DIMS];
-    int count = 0;
-    if (nn_onnx_in(r, 1)) NN_TRY(host_ints(r, 1, axes, NN_MAX_DIMS, &count));
-    else if (un) return nn_onnx_refuse(r, "axes are required");
-    const onnx_tensor *h = host_in(r, 0);
-    if (h && h->ints && un && h->ndim == 0 && count == 1) return set_host_out(r, 0, h->ints, 1, false); /* scalar -> [1] */
-    nn_tensor *x = nn_onnx_device_in(r, 0);
-    if (!x) return nn_last_status();
-    int ndim = nn_tensor_ndim(x) + (un ? count : 0);
-    bool chosen[NN_MAX_DIMS + 1] = {false};
-    if (!un && count == 0)
-        for (int d = 0; d < ndim; d++) chosen[d] = nn_tensor_dim(x, d) == 1;
-    for (int i = 0; i < count; i++) {
-        const int d = norm_axis(axes[i], ndim);
-        if (d < 0 || d >= ndim || d > NN_MAX_DIMS) return nn_onnx_refuse(r, "axis %lld is out of range", (long long)axes[i]);
-        chosen[d] = true;
-    }
-    nn_tensor *y = x;
-    if (un) {
-        for (int d = 0; y && d < ndim; d++)
-            if (chosen[d]) y = nn_unsqueeze(y, d);
-    } else {
-        for (int d = ndim - 1; y && d >= 0; d--)
-            if (chosen[d]) y = nn_squeeze(y, d);
-    }
-    return nn_onnx_set_out(r, 0, y);
 }
 
 /* ReduceMean, ReduceSum, ReduceMax, ReduceMin: axes from an attribute, or
@@ -556,69 +309,6 @@ static nn_status op_layer_norm(node_run *r) {
     int64_t shape[NN_MAX_DIMS];
     for (int d = axis; d < ndim; d++) shape[d - axis] = nn_tensor_dim(x, d);
     return nn_onnx_set_out(r, 0, nn_layer_norm(x, ndim - axis, shape, w, b, attr_float(r->node, "epsilon", 1e-5f)));
-}
-
-/* Slice (opset 13): starts, ends, axes and steps are constants; positive
- * steps. Host integer lists (shapes) are sliced on the host. */
-static nn_status op_slice(node_run *r) {
-    int64_t starts[NN_MAX_DIMS], ends[NN_MAX_DIMS], axes[NN_MAX_DIMS], steps[NN_MAX_DIMS];
-    int n, n_ends, n_axes = 0, n_steps = 0;
-    NN_TRY(host_ints(r, 1, starts, NN_MAX_DIMS, &n));
-    NN_TRY(host_ints(r, 2, ends, NN_MAX_DIMS, &n_ends));
-    if (nn_onnx_in(r, 3)) NN_TRY(host_ints(r, 3, axes, NN_MAX_DIMS, &n_axes));
-    if (nn_onnx_in(r, 4)) NN_TRY(host_ints(r, 4, steps, NN_MAX_DIMS, &n_steps));
-    if (n_ends != n || (n_axes && n_axes != n) || (n_steps && n_steps != n))
-        return nn_onnx_refuse(r, "starts, ends, axes and steps must have one entry per sliced axis");
-    const onnx_tensor *h = host_in(r, 0);
-    if (h && h->ints && h->ndim == 1) {
-        if (n != 1 || (n_axes && axes[0] != 0 && axes[0] != -1) || (n_steps && steps[0] != 1))
-            return nn_onnx_refuse(r, "an integer list is sliced along its one axis with step 1");
-        int64_t begin = starts[0] < 0 ? starts[0] + h->numel : starts[0], end = ends[0] < 0 ? ends[0] + h->numel : ends[0];
-        begin = begin < 0 ? 0 : begin > h->numel ? h->numel : begin;
-        end = end < begin ? begin : end > h->numel ? h->numel : end;
-        return set_host_out(r, 0, h->ints + begin, (int)(end - begin), false);
-    }
-    nn_tensor *y = nn_onnx_device_in(r, 0);
-    if (!y) return nn_last_status();
-    for (int i = 0; i < n && y; i++) {
-        int axis;
-        NN_TRY(check_axis(r, n_axes ? axes[i] : i, nn_tensor_ndim(y), &axis));
-        const int64_t step = n_steps ? steps[i] : 1;
-        if (step < 1) return nn_onnx_refuse(r, "step %lld: only positive steps are supported", (long long)step);
-        y = nn_slice(y, axis, starts[i], ends[i], step);
-    }
-    return nn_onnx_set_out(r, 0, y);
-}
-
-/* Cast: host values change type; a device tensor only to float, which it is. */
-static nn_status op_cast(node_run *r) {
-    const int64_t to = attr_int(r->node, "to", 0);
-    const onnx_tensor *h = host_in(r, 0);
-    const int v = r->im->node_outputs[r->node - r->im->model.nodes][0];
-    const bool to_float = to == ONNX_FLOAT || to == ONNX_DOUBLE || to == ONNX_FLOAT16;
-    const bool to_int = to == ONNX_INT64 || to == ONNX_INT32 || to == ONNX_INT16 || to == ONNX_INT8 || to == ONNX_UINT8 ||
-                        to == ONNX_UINT16 || to == ONNX_BOOL;
-    if (!to_float && !to_int) return nn_onnx_refuse(r, "to type %lld is not supported", (long long)to);
-    if (!h) {
-        if (!to_float) return nn_onnx_refuse(r, "a float tensor on the device cannot become type %lld", (long long)to);
-        nn_tensor *x = nn_onnx_device_in(r, 0);
-        return x ? nn_onnx_set_out(r, 0, x) : nn_last_status();
-    }
-    if (v < 0) return NN_OK;
-    onnx_tensor *t = &r->slots[v].owned;
-    t->data_type = to_float ? ONNX_FLOAT : ONNX_INT64;
-    t->ndim = h->ndim, t->numel = h->numel;
-    memcpy(t->dims, h->dims, sizeof t->dims);
-    if (to_float) t->floats = malloc(((size_t)h->numel + 1) * sizeof *t->floats);
-    else t->ints = malloc(((size_t)h->numel + 1) * sizeof *t->ints);
-    if (!t->floats && !t->ints) return nn_set_error(NN_ERR_MEMORY, "imported ONNX graph: out of host memory");
-    for (int64_t i = 0; i < h->numel; i++) {
-        const double value = h->floats ? h->floats[i] : (double)h->ints[i];
-        if (to_float) t->floats[i] = (float)value;
-        else t->ints[i] = to == ONNX_BOOL ? value != 0 : (int64_t)value;
-    }
-    r->slots[v].host = t;
-    return NN_OK;
 }
 
 /* Erf appears only inside the exporters' GELU, x * 0.5 * (1 + erf(x / sqrt(2))),
@@ -729,53 +419,6 @@ static nn_status op_selu(node_run *r) {
     return nn_onnx_set_out(r, 0, nn_mul_scalar(nn_elu(x, alpha), gamma));
 }
 
-/* Expand: x broadcast to the shape (NumPy's rule: a 1 in either keeps the other). */
-static nn_status op_expand(node_run *r) {
-    nn_tensor *x = nn_onnx_device_in(r, 0);
-    if (!x) return nn_last_status();
-    int64_t shape[NN_MAX_DIMS];
-    int n;
-    NN_TRY(host_ints(r, 1, shape, NN_MAX_DIMS, &n));
-    const int ndim = nn_tensor_ndim(x), out = n > ndim ? n : ndim;
-    int64_t target[NN_MAX_DIMS];
-    for (int d = 0; d < out; d++) {
-        const int64_t a = d - (out - ndim) >= 0 ? nn_tensor_dim(x, d - (out - ndim)) : 1;
-        const int64_t b = d - (out - n) >= 0 ? shape[d - (out - n)] : 1;
-        if (a != b && a != 1 && b != 1) return nn_onnx_refuse(r, "shape does not broadcast with the input's");
-        target[d] = a == 1 ? b : a;
-    }
-    return nn_onnx_set_out(r, 0, nn_expand(x, out, target));
-}
-
-/* Split along axis into the sizes of input 1 (or the num_outputs
- * attribute, opset 18; or equal parts, one per output). */
-static nn_status op_split(node_run *r) {
-    nn_tensor *x = nn_onnx_device_in(r, 0);
-    if (!x) return nn_last_status();
-    int axis;
-    NN_TRY(check_axis(r, attr_int(r->node, "axis", 0), nn_tensor_ndim(x), &axis));
-    const int outputs = r->node->n_outputs;
-    const int64_t size = nn_tensor_dim(x, axis);
-    int64_t parts[64];
-    int n = 0;
-    if (outputs > 64) return nn_onnx_refuse(r, "more than 64 outputs");
-    if (nn_onnx_in(r, 1)) {
-        NN_TRY(host_ints(r, 1, parts, 64, &n));
-        if (n != outputs) return nn_onnx_refuse(r, "split gives %d sizes for %d outputs", n, outputs);
-    } else {
-        const int64_t each = (size + outputs - 1) / outputs; /* the last part takes what is left */
-        for (n = 0; n < outputs; n++) parts[n] = n + 1 < outputs ? each : size - each * (outputs - 1);
-    }
-    int64_t start = 0;
-    for (int i = 0; i < n; i++) {
-        if (parts[i] < 1 || start + parts[i] > size) return nn_onnx_refuse(r, "split sizes do not fit the axis");
-        NN_TRY(nn_onnx_set_out(r, i, nn_slice(x, axis, start, start + parts[i], 1)));
-        start += parts[i];
-    }
-    if (start != size) return nn_onnx_refuse(r, "split sizes sum to %lld, the axis has %lld", (long long)start, (long long)size);
-    return NN_OK;
-}
-
 /* InstanceNormalization: a group per channel. GroupNormalization (opset
  * 18): scale and bias per group up to opset 20 (spread over the group's
  * channels here), per channel from 21. */
@@ -850,19 +493,19 @@ static const op_entry ops[] = {
     {"Sub", op_binary, 0, 0, 0},
     {"Mul", op_binary, 0, 0, 0},
     {"Div", op_binary, 0, 0, 0},
-    {"Flatten", op_flatten, 0, 0, 0},
-    {"Reshape", op_reshape, 0x2, 0, 0},
-    {"Identity", op_identity, 0, 0, 0},
+    {"Flatten", nn_onnx_op_flatten, 0, 0, 0},
+    {"Reshape", nn_onnx_op_reshape, 0x2, 0, 0},
+    {"Identity", nn_onnx_op_identity, 0, 0, 0},
     {"Dropout", op_dropout, 0x6, 0, 0},
-    {"Constant", op_constant, 0, 0, 0},
+    {"Constant", nn_onnx_op_constant, 0, 0, 0},
     {"Softmax", op_softmax, 0, 0, 0},
     {"LogSoftmax", op_softmax, 0, 0, 0},
-    {"Concat", op_concat, 0, 0, 0},
-    {"Transpose", op_transpose, 0, 0, 0},
-    {"Shape", op_shape, 0x1, 0, 0},
-    {"Gather", op_gather, 0x2, 0, 0},
-    {"Unsqueeze", op_squeeze, 0x2, 0, 0},
-    {"Squeeze", op_squeeze, 0x2, 0, 0},
+    {"Concat", nn_onnx_op_concat, 0, 0, 0},
+    {"Transpose", nn_onnx_op_transpose, 0, 0, 0},
+    {"Shape", nn_onnx_op_shape, 0x1, 0, 0},
+    {"Gather", nn_onnx_op_gather, 0x2, 0, 0},
+    {"Unsqueeze", nn_onnx_op_squeeze, 0x2, 0, 0},
+    {"Squeeze", nn_onnx_op_squeeze, 0x2, 0, 0},
     {"ReduceMean", op_reduce, 0x2, 0, 0},
     {"ReduceSum", op_reduce, 0x2, 0, 0},
     {"ReduceMax", op_reduce, 0x2, 0, 0},
@@ -876,15 +519,15 @@ static const op_entry ops[] = {
     {"Reciprocal", op_reciprocal, 0, 0, 0},
     {"PRelu", op_prelu, 0, 0x2, 0},
     {"Selu", op_selu, 0, 0, 0},
-    {"Expand", op_expand, 0x2, 0, 0},
-    {"Split", op_split, 0x2, 0, 0},
+    {"Expand", nn_onnx_op_expand, 0x2, 0, 0},
+    {"Split", nn_onnx_op_split, 0x2, 0, 0},
     {"InstanceNormalization", op_group_norm, 0, 0x6, 0},
     {"GroupNormalization", op_group_norm, 0, 0x6, 0},
     {"ArgMax", op_arg_extreme, 0, 0, 0},
     {"ArgMin", op_arg_extreme, 0, 0, 0},
     {"LayerNormalization", op_layer_norm, 0, 0x6, 0},
-    {"Slice", op_slice, 0x1e, 0, 0},
-    {"Cast", op_cast, 0, 0, 0},
+    {"Slice", nn_onnx_op_slice, 0x1e, 0, 0},
+    {"Cast", nn_onnx_op_cast, 0, 0, 0},
     {"Erf", op_fused_away, 0, 0, 0},
 };
 
