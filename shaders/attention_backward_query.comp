@@ -16,7 +16,8 @@ layout(std430, binding = 9) buffer Dq { float dq[]; };
 
 void main() {
     const uint tx = gl_LocalInvocationIndex % TX, ty = gl_LocalInvocationIndex / TX;
-    const uint b = gl_WorkGroupID.y, i0 = gl_WorkGroupID.x * OWN;
+    const uint b = batch_entry(), i0 = gl_WorkGroupID.x * OWN;
+    if (b >= uint(p.groups * p.heads)) return; // the last layer of z's workgroups runs past the batch
     const uint L = uint(p.queries), S = uint(p.keys), E = uint(p.head_dim), Ev = uint(p.value_dim);
     const uint qb = p.off[0] + entry(0u, b), kb = p.off[1] + entry(1u, b), vb = p.off[2] + entry(2u, b);
     const uint db = p.off[5] + b * L * Ev;

@@ -33,6 +33,9 @@ shared float other_s[32][CK + 1];
 shared float weights[64][32 + 1]; // [own row][other row]
 shared float row_part[64][TX];
 
+// The workgroup's batch entry: y, and z for batches past the 65535 workgroups of a dimension.
+uint batch_entry() { return gl_WorkGroupID.y + gl_WorkGroupID.z * gl_NumWorkGroups.y; }
+
 // Where batch entry b's matrix of operand `which` (0 q, 1 k, 2 v, 3 mask) starts.
 uint entry(uint which, uint b) {
     uint heads = uint(p.heads);

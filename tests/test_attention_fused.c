@@ -1,12 +1,15 @@
 /* What the attention kernels add beyond the values and gradients
  * test_batched_matmul.c checks: a query whose keys are all masked gets 0
  * and no NaN reaches any gradient (torch's safe softmax), on the CPU and on
- * Vulkan; and a training step's peak memory grows linearly with the
- * sequence, because the score matrix is never stored. */
+ * Vulkan; a batch of more entries than a dispatch dimension takes (65535)
+ * runs on Vulkan as on the CPU; and a training step's peak memory grows
+ * linearly with the sequence, because the score matrix is never stored. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "nn_devices.h"
 #include "nn_engine.h"
 #include "test.h"
 #include "vulkan_harness.h"
@@ -61,6 +64,56 @@ TEST(attention_query_seeing_no_key_gets_zero_and_no_nan) {
         for (int i = 0; i < S * E; i++) CHECK_MSG(isfinite(dk[i]), "%s: dk[%d] = %g", devices[d], i, dk[i]);
         nn_ctx_free(ctx);
     }
+}
+
+/* out and the three gradients of attention over [entries, 2, 3], after sum(out). */
+static void attend_batch(nn_ctx *ctx, int64_t entries, float *out) {
+    const int64_t n = entries * 2 * 3, shape[3] = {entries, 2, 3};
+    float *data = vkt_randoms((size_t)n, -1, 1, 31);
+    nn_tensor *x[3];
+    for (int i = 0; i < 3; i++) {
+        x[i] = nn_tensor_from_data(ctx, NN_F32, 3, shape, data);
+        nn_tensor_set_requires_grad(x[i], true);
+    }
+    nn_tensor *y = nn_scaled_dot_product_attention(x[0], x[1], x[2], NULL, false, 0.0f);
+    CHECK_MSG(y && nn_backward(nn_sum(y)) == NN_OK, "%s", nn_last_error());
+    CHECK(nn_tensor_read(y, out, sizeof(float) * (size_t)n) == NN_OK);
+    for (int i = 0; i < 3; i++)
+        CHECK(nn_tensor_read(nn_tensor_grad(x[i]), out + (i + 1) * n, sizeof(float) * (size_t)n) == NN_OK);
+    nn_ctx_step_end(ctx);
+    for (int i = 0; i < 3; i++) nn_tensor_free(x[i]);
+    free(data);
+}
+
+/* Whether the first Vulkan device is a hardware one: on lavapipe the
+ * 65537 workgroups of each kernel take minutes. */
+static bool vulkan_hardware(void) {
+    nn_device_info info[16];
+    const int n = nn_list_devices(info, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        if (strcmp(info[i].backend, "vulkan") == 0 && info[i].usable) return strcmp(info[i].kind, "software") != 0;
+    return false;
+}
+
+TEST(attention_batch_past_one_dispatch_dimension) {
+    if (!vulkan_hardware()) {
+        printf("    skipped: no hardware Vulkan device (a software one takes minutes for this batch)\n");
+        return;
+    }
+    nn_ctx *vk = vkt_open_device("vulkan");
+    if (!vk) return;
+    enum { ENTRIES = 65537 };
+    const size_t n = (size_t)ENTRIES * 6;
+    float *on_cpu = malloc(sizeof(float) * n * 4), *on_vk = malloc(sizeof(float) * n * 4);
+    nn_ctx *cpu = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 2});
+    attend_batch(cpu, ENTRIES, on_cpu);
+    attend_batch(vk, ENTRIES, on_vk);
+    size_t bad = 0;
+    for (size_t i = 0; i < n * 4; i++) bad += !(fabsf(on_cpu[i] - on_vk[i]) <= 1e-5f);
+    CHECK_MSG(bad == 0, "%zu of %zu values differ between the CPU and Vulkan", bad, n * 4);
+    free(on_cpu), free(on_vk);
+    nn_ctx_free(cpu);
+    nn_ctx_free(vk);
 }
 
 /* The peak of a causal attention step over [1, 2, seq, 32]. */

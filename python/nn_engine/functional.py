@@ -8,57 +8,13 @@ import numbers
 import numpy as np
 
 from . import _lib
+from ._arguments import (_INT_MAX, _both_scalars, _dim, _float, _implicit_dim, _int,  # noqa: F401 (compare.py's)
+                         _optional, _reduced, _result, _same_shape, _tensor)
 from ._lib import NN_MAX_DIMS, lib
 from ._structs import ConvTranspose2dParams, Pool2dParams
+from .losses import (_reduction, binary_cross_entropy_with_logits, cross_entropy,  # noqa: F401 (F.* re-exported)
+                     l1_loss, mse_loss, nll_loss, smooth_l1_loss)
 from .tensor import Tensor, as_host_array
-
-_INT_MAX = 2**31 - 1
-
-
-def _tensor(value, fn, name):
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{fn}: {name} must be an nn_engine.Tensor, got {type(value).__name__}")
-    return value._ptr()
-
-
-def _int(value, fn, name, minimum):
-    if type(value) is int and minimum <= value <= _INT_MAX:  # the common case, without the ABC check
-        return value
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise TypeError(f"{fn}: {name} must be an int, got {type(value).__name__}")
-    if not minimum <= value <= _INT_MAX:
-        raise ValueError(f"{fn}: {name} must be >= {minimum}, got {value}")
-    return int(value)
-
-
-def _float(value, fn, name):
-    if type(value) is float:  # the common case, without the ABC check
-        return value
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise TypeError(f"{fn}: {name} must be a number, got {type(value).__name__}")
-    return float(value)
-
-
-def _result(ptr, like, what):
-    return Tensor._result(ptr, like._h.ctx, what)
-
-
-# A 0-dim tensor (torch's scalar) is the library's one-element [1] tensor
-# with the Python shape (): full reductions and reduced losses make one, and
-# an elementwise result of 0-dim operands is one.
-def _reduced(ptr, like, what):
-    """A full reduction's result: a 0-dim tensor."""
-    return Tensor._result(ptr, like._h.ctx, what, ())
-
-
-def _both_scalars(a, b):
-    return a._known_shape == () and b._known_shape == ()
-
-
-def _same_shape(ptr, like, what):
-    """The result of an elementwise operation: like's shape and dtype (asked
-    of the library later, if ever, when like has not learnt them yet)."""
-    return Tensor._result(ptr, like._h.ctx, what, like._known_shape, like._known_dtype)
 
 
 def relu(x, inplace=False):
@@ -472,10 +428,6 @@ _group_norm = _lib.declare("nn_group_norm", _lib.c_tensor_p,
                            [_lib.c_tensor_p, ctypes.c_int, _lib.c_tensor_p, _lib.c_tensor_p, ctypes.c_float])
 
 
-def _optional(value, fn, name):
-    return None if value is None else _tensor(value, fn, name)
-
-
 def _batch_norm_call(input, running_mean, running_var, weight, bias, training, momentum, eps,
                      num_batches_tracked=None, fn="batch_norm"):
     px = _tensor(input, fn, "input")
@@ -598,38 +550,10 @@ def adaptive_max_pool2d(x, output_size):
     return _result(_adaptive_maxpool2d(px, oh, ow), x, "nn_adaptive_maxpool2d")
 
 
-# ---- softmax / log_softmax along any dimension, and losses (PyTorch's F.*) ----
+# ---- softmax / log_softmax along any dimension (the losses are losses.py's) ----
 
 _softmax_dim = _lib.declare("nn_softmax_dim", _lib.c_tensor_p, [_lib.c_tensor_p, ctypes.c_int])
 _log_softmax = _lib.declare("nn_log_softmax", _lib.c_tensor_p, [_lib.c_tensor_p, ctypes.c_int])
-_mse_loss = _lib.declare("nn_mse_loss", _lib.c_tensor_p, [_lib.c_tensor_p, _lib.c_tensor_p, ctypes.c_int])
-_l1_loss = _lib.declare("nn_l1_loss", _lib.c_tensor_p, [_lib.c_tensor_p, _lib.c_tensor_p, ctypes.c_int])
-_smooth_l1_loss = _lib.declare("nn_smooth_l1_loss", _lib.c_tensor_p,
-                               [_lib.c_tensor_p, _lib.c_tensor_p, ctypes.c_int, ctypes.c_float])
-_bce_with_logits = _lib.declare("nn_binary_cross_entropy_with_logits", _lib.c_tensor_p,
-                                [_lib.c_tensor_p] * 4 + [ctypes.c_int])
-_nll_loss = _lib.declare("nn_nll_loss", _lib.c_tensor_p,
-                         [_lib.c_tensor_p, _lib.c_tensor_p, _lib.c_tensor_p, ctypes.c_int, ctypes.c_int])
-_cross_entropy = _lib.declare("nn_cross_entropy", _lib.c_tensor_p,
-                              [_lib.c_tensor_p, _lib.c_tensor_p, _lib.c_tensor_p, ctypes.c_int, ctypes.c_int,
-                               ctypes.c_float])
-
-_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}  # the C enum nn_reduction
-
-
-def _dim(value, fn):
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise TypeError(f"{fn}: dim must be an int, got {type(value).__name__}")
-    return int(value)
-
-
-def _implicit_dim(x, dim, fn):
-    """PyTorch's choice when dim is None: 0 for 0-, 1- and 3-D inputs, else 1."""
-    if dim is None:
-        return 0 if len(x.shape) in (0, 1, 3) else 1
-    return _dim(dim, fn)
-
-
 def log_softmax(x, dim=None):
     """log(softmax(x)) along dim (F.log_softmax), computed as x - max -
     log(sum(exp(x - max))), never through the softmax."""
@@ -637,97 +561,6 @@ def log_softmax(x, dim=None):
     return _same_shape(_log_softmax(px, _implicit_dim(x, dim, "log_softmax")), x, "nn_log_softmax")
 
 
-def _reduction(fn, size_average, reduce, reduction):
-    """reduction as the C enum; the deprecated size_average and reduce,
-    when given, decide as in PyTorch."""
-    if size_average is not None or reduce is not None:
-        size_average = True if size_average is None else size_average
-        reduce = True if reduce is None else reduce
-        reduction = "none" if not reduce else "mean" if size_average else "sum"
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{fn}: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
-    return _REDUCTIONS[reduction]
-
-
-def _loss_result(ptr, like, what, reduction):
-    """A loss: 0-dim when reduced (mean or sum), as torch's."""
-    return Tensor._result(ptr, like._h.ctx, what, () if reduction != _REDUCTIONS["none"] else None)
-
-
-def _target(target, fn, float_allowed, device=None):
-    """A target Tensor; an array of whole numbers becomes an int32 Tensor
-    (class indices), of floats a float32 one where float targets are taken."""
-    if isinstance(target, Tensor):
-        return target
-    array = np.asarray(target)
-    if array.dtype.kind in "iub":
-        return Tensor(array, dtype=np.int32, device=device)
-    if float_allowed and array.dtype.kind == "f":
-        return Tensor(array, device=device)
-    raise TypeError(f"{fn}: target must be an nn_engine.Tensor or an array of class indices, got "
-                    f"{type(target).__name__}")
-
-
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    """(input - target) ** 2, reduced (F.mse_loss)."""
-    r = _reduction("mse_loss", size_average, reduce, reduction)
-    return _loss_result(_mse_loss(_tensor(input, "mse_loss", "input"), _tensor(target, "mse_loss", "target"), r),
-                        input, "nn_mse_loss", r)
-
-
-def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):  # noqa: A002
-    """|input - target|, reduced (F.l1_loss)."""
-    r = _reduction("l1_loss", size_average, reduce, reduction)
-    return _loss_result(_l1_loss(_tensor(input, "l1_loss", "input"), _tensor(target, "l1_loss", "target"), r),
-                        input, "nn_l1_loss", r)
-
-
-def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):  # noqa: A002
-    """0.5 d ** 2 / beta where |d| < beta, else |d| - 0.5 beta, d = input -
-    target, reduced (F.smooth_l1_loss); beta 0 is l1_loss."""
-    r = _reduction("smooth_l1_loss", size_average, reduce, reduction)
-    b = _float(beta, "smooth_l1_loss", "beta")
-    return _loss_result(_smooth_l1_loss(_tensor(input, "smooth_l1_loss", "input"),
-                                        _tensor(target, "smooth_l1_loss", "target"), r, b),
-                        input, "nn_smooth_l1_loss", r)
-
-
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
-                                     reduction="mean", pos_weight=None):
-    """Binary cross-entropy of sigmoid(input) against target, in a form that
-    cannot overflow; weight broadcasts to input, pos_weight along the last
-    dimension (F.binary_cross_entropy_with_logits)."""
-    fn = "binary_cross_entropy_with_logits"
-    r = _reduction(fn, size_average, reduce, reduction)
-    return _loss_result(_bce_with_logits(_tensor(input, fn, "input"), _tensor(target, fn, "target"),
-                                         _optional(weight, fn, "weight"), _optional(pos_weight, fn, "pos_weight"), r),
-                        input, "nn_binary_cross_entropy_with_logits", r)
-
-
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
-             reduction="mean"):
-    """-weight[t] * input[n, t, ...] for log-probabilities input [N, C, ...]
-    and class indices target [N, ...] (F.nll_loss); the mean divides by the
-    weights of the targets that are not ignore_index."""
-    r = _reduction("nll_loss", size_average, reduce, reduction)
-    t = _target(target, "nll_loss", False, input._h.ctx if isinstance(input, Tensor) else None)
-    index = _int(ignore_index, "nll_loss", "ignore_index", -_INT_MAX - 1)
-    return _loss_result(_nll_loss(_tensor(input, "nll_loss", "input"), t._ptr(), _optional(weight, "nll_loss", "weight"),
-                                  r, index), input, "nn_nll_loss", r)
-
-
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,  # noqa: A002
-                  reduction="mean", label_smoothing=0.0):
-    """nll_loss(log_softmax(input, 1), target) for class indices, or -sum_c
-    weight[c] target[c] log_softmax(input)[c] for class probabilities (a
-    float target of input's shape), with label_smoothing (F.cross_entropy)."""
-    r = _reduction("cross_entropy", size_average, reduce, reduction)
-    t = _target(target, "cross_entropy", True, input._h.ctx if isinstance(input, Tensor) else None)
-    index = _int(ignore_index, "cross_entropy", "ignore_index", -_INT_MAX - 1)
-    smoothing = _float(label_smoothing, "cross_entropy", "label_smoothing")
-    return _loss_result(_cross_entropy(_tensor(input, "cross_entropy", "input"), t._ptr(),
-                                       _optional(weight, "cross_entropy", "weight"), r, index, smoothing),
-                        input, "nn_cross_entropy", r)
 # ---- batched matmul, embedding, scaled dot-product attention ----
 
 _matmul_batched = _lib.declare("nn_matmul_batched", _lib.c_tensor_p, [_lib.c_tensor_p, _lib.c_tensor_p])

@@ -69,6 +69,10 @@ nn_status nn_onnx_simple(exporter *x, op_io *io, const char *out, const char *op
 nn_status nn_onnx_elementwise(exporter *x, op_io *io, const char *out, const char *op_type);
 /* ... with the attribute axis (Flatten, Softmax). */
 nn_status nn_onnx_along_axis(exporter *x, op_io *io, const char *out, const char *op_type, int64_t axis);
+/* A fresh value name `<io->name>_<what>` in buf, registered with the
+ * exporter (an intermediate of a translation of several nodes); NULL on
+ * failure. */
+const char *nn_onnx_fresh_value(exporter *x, const op_io *io, const char *what, char *buf, size_t size);
 /* A node `name` of op_type on inputs a and b, with one output. */
 void nn_onnx_pair(exporter *x, const char *op_type, const char *name, const char *a, const char *b, const char *out);
 /* Begins a node of op_type over the first `inputs` recorded inputs, with

@@ -76,6 +76,11 @@ nn_status nn_onnx_along_axis(exporter *x, op_io *io, const char *out, const char
     return NN_OK;
 }
 
+const char *nn_onnx_fresh_value(exporter *x, const op_io *io, const char *what, char *buf, size_t size) {
+    snprintf(buf, size, "%s_%s", io->name, what);
+    return nn_onnx_add_value(x, NULL, buf, false) ? buf : NULL;
+}
+
 void nn_onnx_pair(exporter *x, const char *op_type, const char *name, const char *a, const char *b, const char *out) {
     nn_onnx_node n;
     nn_onnx_node_begin(&n, op_type, name);

@@ -163,12 +163,6 @@ static nn_status attention_backward(nn_node *node) {
     return st;
 }
 
-/* A fresh value name `<io->name>_<what>` registered with the exporter. */
-static const char *fresh(exporter *x, const op_io *io, const char *what, char *buf, size_t size) {
-    snprintf(buf, size, "%s_%s", io->name, what);
-    return nn_onnx_add_value(x, NULL, buf, false) ? buf : NULL;
-}
-
 /* The composition: Transpose, MatMul, Mul, Add (the mask, or the causal
  * constant), Softmax, MatMul. */
 static nn_status attention_onnx(exporter *x, op_io *io, const char *out) {
@@ -183,8 +177,8 @@ static nn_status attention_onnx(exporter *x, op_io *io, const char *out) {
     io->out_batch = batch;
     nn_onnx_reserve_name(x, "Attention", io);
     char kt[80], scores[80], scaled[80], masked[80], probs[80], name[96];
-    if (!fresh(x, io, "keys_t", kt, sizeof kt) || !fresh(x, io, "scores", scores, sizeof scores) ||
-        !fresh(x, io, "scaled", scaled, sizeof scaled) || !fresh(x, io, "probs", probs, sizeof probs))
+    if (!nn_onnx_fresh_value(x, io, "keys_t", kt, sizeof kt) || !nn_onnx_fresh_value(x, io, "scores", scores, sizeof scores) ||
+        !nn_onnx_fresh_value(x, io, "scaled", scaled, sizeof scaled) || !nn_onnx_fresh_value(x, io, "probs", probs, sizeof probs))
         return nn_last_status();
     int64_t perm[NN_MAX_DIMS];
     for (int d = 0; d < k->ndim; d++) perm[d] = d;
@@ -205,7 +199,7 @@ static nn_status attention_onnx(exporter *x, op_io *io, const char *out) {
     nn_onnx_pair(x, "Mul", name, scores, scale, scaled);
     const char *logits = scaled;
     if (n->p.causal || io->in[IN_MASK]) {
-        if (!fresh(x, io, "masked", masked, sizeof masked)) return nn_last_status();
+        if (!nn_onnx_fresh_value(x, io, "masked", masked, sizeof masked)) return nn_last_status();
         const char *additive = io->in[IN_MASK] ? io->in[IN_MASK]->name : NULL;
         if (!additive) {
             const int64_t L = n->p.queries, S = n->p.keys, dims[2] = {L, S};
@@ -271,7 +265,7 @@ static bool fused_params(const nn_tensor *q, const nn_tensor *k, const nn_tensor
     const int64_t Ev = v->shape[v->ndim - 1];
     int64_t entries = 1;
     for (int d = 0; d < batch_ndim; d++) entries *= batch[d];
-    if (E > MAX_HEAD || Ev > MAX_HEAD || (mask && mask->requires_grad) || entries * L * (E > Ev ? E : Ev) > INT32_MAX ||
+    if (L == 0 || S == 0 || E == 0 || Ev == 0 || E > MAX_HEAD || Ev > MAX_HEAD || (mask && mask->requires_grad) || entries * L * (E > Ev ? E : Ev) > INT32_MAX ||
         entries * S * (E > Ev ? E : Ev) > INT32_MAX || entries * L > INT32_MAX)
         return false;
     *n = (attention_node){.p = {.groups = 1, .heads = 1, .queries = (int32_t)L, .keys = (int32_t)S,

@@ -14,12 +14,6 @@ enum { IN_INPUT, IN_TARGET, IN_WEIGHT };
 
 static const char *kReductions[] = {"none", "mean", "sum"};
 
-/* A fresh value name `<io->name>_<what>` registered with the exporter. */
-static const char *fresh(exporter *x, const op_io *io, const char *what, char *buf, size_t size) {
-    snprintf(buf, size, "%s_%s", io->name, what);
-    return nn_onnx_add_value(x, NULL, buf, false) ? buf : NULL;
-}
-
 /* A constant `<io->name>_<what>` of 4-byte (float, int32) or 8-byte (int64) elements. */
 static const char *constant(exporter *x, const op_io *io, const char *what, int type, const int64_t *dims, int ndim,
                             const void *data) {
@@ -88,17 +82,17 @@ static nn_status smoothed(exporter *x, op_io *io, const char *targets, const cha
     const float keep = 1.0f - p->smoothing, spread = p->smoothing / (float)p->classes;
     const char *keep_c = scalar_constant(x, io, "keep", NN_ONNX_FLOAT, &keep);
     const char *spread_c = scalar_constant(x, io, "spread", NN_ONNX_FLOAT, &spread);
-    if (!ignore || !axes || !keep_c || !spread_c || !fresh(x, io, "nll", nll, sizeof nll) ||
-        !fresh(x, io, "sums", sums, sizeof sums) || !fresh(x, io, "equal", equal, sizeof equal) ||
-        !fresh(x, io, "valid", valid, sizeof valid) || !fresh(x, io, "mask", mask, sizeof mask) ||
-        !fresh(x, io, "kept", kept, sizeof kept) || !fresh(x, io, "a", a, sizeof a) || !fresh(x, io, "b", b, sizeof b))
+    if (!ignore || !axes || !keep_c || !spread_c || !nn_onnx_fresh_value(x, io, "nll", nll, sizeof nll) ||
+        !nn_onnx_fresh_value(x, io, "sums", sums, sizeof sums) || !nn_onnx_fresh_value(x, io, "equal", equal, sizeof equal) ||
+        !nn_onnx_fresh_value(x, io, "valid", valid, sizeof valid) || !nn_onnx_fresh_value(x, io, "mask", mask, sizeof mask) ||
+        !nn_onnx_fresh_value(x, io, "kept", kept, sizeof kept) || !nn_onnx_fresh_value(x, io, "a", a, sizeof a) || !nn_onnx_fresh_value(x, io, "b", b, sizeof b))
         return nn_last_status();
     nll_node(x, io, nll, targets, 0, nll);
     const char *terms = io->in[IN_INPUT]->name;
     if (io->in[IN_WEIGHT]) {
         int64_t shape[NN_MAX_DIMS];
         for (int d = 0; d < input->ndim; d++) shape[d] = d == 1 ? p->classes : 1;
-        if (!fresh(x, io, "weight_b", wshape, sizeof wshape) || !fresh(x, io, "weighted", weighted, sizeof weighted))
+        if (!nn_onnx_fresh_value(x, io, "weight_b", wshape, sizeof wshape) || !nn_onnx_fresh_value(x, io, "weighted", weighted, sizeof weighted))
             return nn_last_status();
         NN_TRY(nn_onnx_reshape_to(x, wshape, io->in[IN_WEIGHT]->name, shape, input->ndim, wshape));
         nn_onnx_pair(x, "Mul", weighted, terms, wshape, weighted);
@@ -122,8 +116,8 @@ static nn_status smoothed(exporter *x, op_io *io, const char *targets, const cha
     const char *target_weight = mask;
     if (io->in[IN_WEIGHT]) {
         const char *zero_c = scalar_constant(x, io, "zero", NN_ONNX_INT64, &zero);
-        if (!zero_c || !fresh(x, io, "safe", safe, sizeof safe) || !fresh(x, io, "gathered", gathered, sizeof gathered) ||
-            !fresh(x, io, "weights", weights, sizeof weights))
+        if (!zero_c || !nn_onnx_fresh_value(x, io, "safe", safe, sizeof safe) || !nn_onnx_fresh_value(x, io, "gathered", gathered, sizeof gathered) ||
+            !nn_onnx_fresh_value(x, io, "weights", weights, sizeof weights))
             return nn_last_status();
         nn_onnx_node_begin(&n, "Where", safe);
         nn_onnx_node_input(&n, valid);
@@ -148,10 +142,10 @@ nn_status nn_nll_loss_onnx(exporter *x, op_io *io, const char *out) {
     nn_onnx_reserve_name(x, "NegativeLogLikelihoodLoss", io);
     io->out_batch = p->reduction == NN_REDUCTION_NONE && io->in[IN_INPUT]->batch;
     char targets[96], loss[96], total[96], sum[96];
-    if (!fresh(x, io, "targets", targets, sizeof targets)) return nn_last_status();
+    if (!nn_onnx_fresh_value(x, io, "targets", targets, sizeof targets)) return nn_last_status();
     cast(x, targets, io->in[IN_TARGET]->name, NN_ONNX_INT64, targets);
     const bool reduced = p->reduction != NN_REDUCTION_NONE;
-    const char *scalar = reduced ? fresh(x, io, "scalar", loss, sizeof loss) : out;
+    const char *scalar = reduced ? nn_onnx_fresh_value(x, io, "scalar", loss, sizeof loss) : out;
     if (!scalar) return nn_last_status();
     if (p->smoothing == 0.0f) {
         nll_node(x, io, io->name, targets, p->reduction, scalar);
@@ -159,8 +153,8 @@ nn_status nn_nll_loss_onnx(exporter *x, op_io *io, const char *out) {
         NN_TRY(smoothed(x, io, targets, out, NULL));
     } else {
         char per[96];
-        if (!fresh(x, io, "per_position", per, sizeof per) || !fresh(x, io, "sum", sum, sizeof sum) ||
-            (p->reduction == NN_REDUCTION_MEAN && !fresh(x, io, "total", total, sizeof total)))
+        if (!nn_onnx_fresh_value(x, io, "per_position", per, sizeof per) || !nn_onnx_fresh_value(x, io, "sum", sum, sizeof sum) ||
+            (p->reduction == NN_REDUCTION_MEAN && !nn_onnx_fresh_value(x, io, "total", total, sizeof total)))
             return nn_last_status();
         NN_TRY(smoothed(x, io, targets, per, p->reduction == NN_REDUCTION_MEAN ? total : NULL));
         if (p->reduction == NN_REDUCTION_SUM) {

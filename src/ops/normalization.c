@@ -234,12 +234,6 @@ static const char *filled_constant(exporter *x, const op_io *io, const char *wha
     return made;
 }
 
-/* A fresh value name `<io->name>_<what>` registered with the exporter. */
-static const char *intermediate(exporter *x, const op_io *io, const char *what, char *buf, size_t size) {
-    snprintf(buf, size, "%s_%s", io->name, what);
-    return nn_onnx_add_value(x, NULL, buf, false) ? buf : NULL;
-}
-
 /* BatchNormalization in its inference form, with the running statistics,
  * as torch exports a BatchNorm in eval mode. */
 static nn_status batch_norm_onnx(exporter *x, op_io *io, const char *out) {
@@ -303,8 +297,8 @@ static nn_status group_norm_onnx(exporter *x, op_io *io, const char *out) {
     const int64_t groups = n->num_groups;
     const char *ones = filled_constant(x, io, "ones", 1.0f, &groups, 1);
     const char *zeros = filled_constant(x, io, "zeros", 0.0f, &groups, 1);
-    if (!ones || !zeros || !intermediate(x, io, "grouped", grouped, sizeof grouped) ||
-        !intermediate(x, io, "normed", normed, sizeof normed))
+    if (!ones || !zeros || !nn_onnx_fresh_value(x, io, "grouped", grouped, sizeof grouped) ||
+        !nn_onnx_fresh_value(x, io, "normed", normed, sizeof normed))
         return nn_last_status();
     const int64_t grouped_dims[3] = {0, groups, -1}; /* 0: the batch dimension as it comes */
     snprintf(step, sizeof step, "%s_reshape", io->name);
@@ -321,7 +315,7 @@ static nn_status group_norm_onnx(exporter *x, op_io *io, const char *out) {
     int64_t dims[NN_MAX_DIMS];
     memcpy(dims, t->shape, (size_t)t->ndim * sizeof *dims);
     dims[0] = 0;
-    const char *back = weight || bias ? intermediate(x, io, "restored", restored, sizeof restored) : out;
+    const char *back = weight || bias ? nn_onnx_fresh_value(x, io, "restored", restored, sizeof restored) : out;
     if (!back) return nn_last_status();
     snprintf(step, sizeof step, "%s_reshape_back", io->name);
     NN_TRY(nn_onnx_reshape_to(x, step, normed, dims, t->ndim, back));
@@ -331,8 +325,8 @@ static nn_status group_norm_onnx(exporter *x, op_io *io, const char *out) {
     for (int i = 1; i < t->ndim - 1; i++) channel_dims[i] = 1;
     const char *current = back;
     if (weight) {
-        const char *to = bias ? intermediate(x, io, "weighted", weighted, sizeof weighted) : out;
-        if (!to || !intermediate(x, io, "weight_shaped", wshape, sizeof wshape)) return nn_last_status();
+        const char *to = bias ? nn_onnx_fresh_value(x, io, "weighted", weighted, sizeof weighted) : out;
+        if (!to || !nn_onnx_fresh_value(x, io, "weight_shaped", wshape, sizeof wshape)) return nn_last_status();
         snprintf(step, sizeof step, "%s_weight_reshape", io->name);
         NN_TRY(nn_onnx_reshape_to(x, step, io->in[IN_WEIGHT]->name, channel_dims, t->ndim - 1, wshape));
         snprintf(step, sizeof step, "%s_mul", io->name);
@@ -340,7 +334,7 @@ static nn_status group_norm_onnx(exporter *x, op_io *io, const char *out) {
         current = to;
     }
     if (bias) {
-        if (!intermediate(x, io, "bias_shaped", bshape, sizeof bshape)) return nn_last_status();
+        if (!nn_onnx_fresh_value(x, io, "bias_shaped", bshape, sizeof bshape)) return nn_last_status();
         snprintf(step, sizeof step, "%s_bias_reshape", io->name);
         NN_TRY(nn_onnx_reshape_to(x, step, io->in[IN_BIAS]->name, channel_dims, t->ndim - 1, bshape));
         snprintf(step, sizeof step, "%s_add", io->name);

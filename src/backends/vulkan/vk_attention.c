@@ -19,9 +19,12 @@ static nn_status attention(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe
                             CHUNK * MAX_CHUNKS);
     const int64_t per_group = widest > CHUNK ? 32 : 64; /* the shader's OWN */
     const int64_t batch = (int64_t)p->groups * p->heads, blocks = (rows + per_group - 1) / per_group;
-    if (batch > VK_MAX_GROUPS || blocks > VK_MAX_GROUPS)
+    /* the batch over y, and z where it has more entries than y takes */
+    const int64_t layers = (batch + VK_MAX_GROUPS - 1) / VK_MAX_GROUPS;
+    const int64_t per_layer = batch < VK_MAX_GROUPS ? batch : VK_MAX_GROUPS;
+    if (blocks > VK_MAX_GROUPS || layers > VK_MAX_GROUPS)
         return nn_set_error(NN_ERR_BACKEND, "vulkan %s: %lld batch entries of %lld rows; the kernel takes up to "
-                            "%u of each", name, (long long)batch, (long long)rows, VK_MAX_GROUPS);
+                            "%u blocks of rows", name, (long long)batch, (long long)rows, VK_MAX_GROUPS);
     NN_TRY(vk_fits32(kernel, "elements", batch * (int64_t)p->queries * widest));
     NN_TRY(vk_fits32(kernel, "elements", batch * (int64_t)p->keys * widest));
     if (batch == 0) return NN_OK;
@@ -35,7 +38,7 @@ static nn_status attention(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe
     }
     const int variant = ((widest + CHUNK - 1) / CHUNK - 1) << 2; /* the shader's EXTRA_CHUNKS */
     return vk_record(vk, kernel, pipe, variant, a, nn_kernel_arg_count(kernel), VK_PUSH_REF(push), (uint32_t)blocks,
-                     (uint32_t)batch, 1);
+                     (uint32_t)per_layer, (uint32_t)layers);
 }
 
 nn_status vk_run_attention_forward(vk_backend *vk, const nn_attention_params *p, const nn_buffer_ref *a) {
