@@ -1,7 +1,8 @@
 /* What the attention kernels add beyond the values and gradients
  * test_batched_matmul.c checks: a query whose keys are all masked gets 0
  * and no NaN reaches any gradient (torch's safe softmax), on the CPU and on
- * Vulkan; a batch of more entries than a dispatch dimension takes (65535)
+ * Vulkan; one tensor as q, k and v gets the sum of its three gradients; a
+ * batch of more entries than a dispatch dimension takes (65535)
  * runs on Vulkan as on the CPU; and a training step's peak memory grows
  * linearly with the sequence, because the score matrix is never stored. */
 #include <math.h>
@@ -62,6 +63,50 @@ TEST(attention_query_seeing_no_key_gets_zero_and_no_nan) {
             CHECK(fabsf(dq[e] - dq_open[e]) < 1e-5f);
         }
         for (int i = 0; i < S * E; i++) CHECK_MSG(isfinite(dk[i]), "%s: dk[%d] = %g", devices[d], i, dk[i]);
+        nn_ctx_free(ctx);
+    }
+}
+
+/* x's gradient through attention(h, h, h), h = x * 1 (copies = false), or
+ * the sum of three copies' gradients (copies = true), from sum(out * w). */
+static void self_attention_grad(nn_ctx *ctx, bool copies, float *grad) {
+    const int64_t shape[3] = {2, 37, 5};
+    float *data = vkt_randoms(2 * 37 * 5, -1, 1, 41), *w = vkt_randoms(2 * 37 * 5, -1, 1, 42);
+    nn_tensor *x[3], *tw = nn_tensor_from_data(ctx, NN_F32, 3, shape, w);
+    for (int i = 0; i < 3; i++) {
+        x[i] = i == 0 || copies ? nn_tensor_from_data(ctx, NN_F32, 3, shape, data) : x[0];
+        if (i == 0 || copies) nn_tensor_set_requires_grad(x[i], true);
+    }
+    /* computed inputs, whose gradients the first writer overwrites and the others add to */
+    nn_tensor *h[3];
+    for (int i = 0; i < 3; i++) h[i] = i == 0 || copies ? nn_mul_scalar(x[i], 1.0f) : h[0];
+    nn_tensor *y = nn_scaled_dot_product_attention(h[0], h[1], h[2], NULL, true, 0.0f);
+    CHECK_MSG(y && nn_backward(nn_sum(nn_mul(y, tw))) == NN_OK, "%s", nn_last_error());
+    float part[2 * 37 * 5];
+    for (int i = 0; i < 2 * 37 * 5; i++) grad[i] = 0.0f;
+    for (int i = 0; i < (copies ? 3 : 1); i++) {
+        CHECK(nn_tensor_read(nn_tensor_grad(x[i]), part, sizeof part) == NN_OK);
+        for (int e = 0; e < 2 * 37 * 5; e++) grad[e] += part[e];
+    }
+    nn_ctx_step_end(ctx);
+    for (int i = 0; i < (copies ? 3 : 1); i++) nn_tensor_free(x[i]);
+    nn_tensor_free(tw);
+    free(data), free(w);
+}
+
+/* q, k and v one tensor: the kernels write its three gradients into one buffer. */
+TEST(attention_of_one_tensor_with_itself_sums_its_three_gradients) {
+    const char *devices[] = {"cpu", "vulkan"};
+    for (int d = 0; d < 2; d++) {
+        nn_ctx *ctx = vkt_open_device(devices[d]);
+        if (!ctx) continue;
+        float one[2 * 37 * 5], three[2 * 37 * 5];
+        self_attention_grad(ctx, false, one);
+        self_attention_grad(ctx, true, three);
+        double worst = 0.0;
+        for (int i = 0; i < 2 * 37 * 5; i++) worst = fmax(worst, fabs((double)one[i] - three[i]));
+        CHECK_MSG(worst < 1e-5, "%s: attention(x, x, x)'s gradient differs from its copies' sum by %g", devices[d],
+                  worst);
         nn_ctx_free(ctx);
     }
 }
