@@ -158,7 +158,8 @@ class DataLoader:
 
     shuffle draws a new order every epoch from generator= (numpy or torch)
     or seed= (epoch after epoch the same sequence for the same seed), else
-    from NumPy's global state; drop_last leaves out a last, smaller batch.
+    from the host generator manual_seed seeds (as torch's DataLoader draws
+    from torch's default generator); drop_last leaves out a last, smaller batch.
     num_workers > 0 prepares up to num_workers * prefetch_factor batches
     ahead on one background thread."""
 
@@ -186,7 +187,7 @@ class DataLoader:
         n = len(self.dataset)
         if not self.shuffle:
             return np.arange(n)
-        return (self._rng or np.random).permutation(n)
+        return (self._rng or _context.host_generator()).permutation(n)
 
     def _batches(self, order):
         """The host arrays of each batch, in order."""
