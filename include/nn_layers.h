@@ -130,6 +130,50 @@ nn_module *nn_resnet18_cifar(nn_ctx *ctx, int in_channels, int num_classes);
  * pool, classifier.0 Dropout(0.2), classifier.1 Linear 1280->num_classes. */
 nn_module *nn_mobilenet_v2(nn_ctx *ctx, int num_classes);
 
+/* ---- transformers ---- */
+/* torch.nn.MultiheadAttention(embed_dim, num_heads, bias=bias,
+ * batch_first=True) as self-attention: forward takes x [N, T, E] and
+ * attends x to itself (query, key and value all x) through the fused
+ * nn_scaled_dot_product_attention, with causal masking (key j > query i)
+ * where `causal`. torch's names and initialisation: in_proj_weight [3E, E]
+ * (xavier_uniform), in_proj_bias [3E] (0), out_proj.weight (Linear's),
+ * out_proj.bias (0). */
+nn_module *nn_self_attention_layer(nn_ctx *ctx, int embed_dim, int num_heads, bool bias, bool causal);
+
+/* torchvision.models.VisionTransformer's sizes. */
+typedef struct nn_vit_options {
+    int image_size, patch_size; /* the patch size divides the image size */
+    int in_channels, num_classes;
+    int hidden_dim, num_layers, num_heads, mlp_dim; /* the heads divide hidden_dim */
+} nn_vit_options;
+/* A vision transformer with torchvision's module tree, state_dict names
+ * and initialisation (any in_channels; torchvision's takes 3): conv_proj,
+ * class_token, encoder.pos_embedding, encoder.layers.encoder_layer_<i>
+ * (ln_1, self_attention, ln_2, mlp.0, mlp.3; LayerNorm eps 1e-6, GELU),
+ * encoder.ln, heads.head. Input [N, in_channels, image_size, image_size],
+ * output logits [N, num_classes]. No dropout. */
+nn_module *nn_vision_transformer(nn_ctx *ctx, const nn_vit_options *options);
+/* vit-tiny for small images: patch 4, width 192, 6 layers, 3 heads, MLP
+ * 768 (28 x 28: 49 patches and the class token). */
+nn_module *nn_vit_tiny(nn_ctx *ctx, int in_channels, int image_size, int num_classes);
+
+/* A causal decoder of GPT-2's design. */
+typedef struct nn_gpt_options {
+    int vocab_size; /* 256 for bytes */
+    int context;    /* the longest sequence: position embeddings */
+    int width, depth, heads; /* the heads divide the width */
+} nn_gpt_options;
+/* nanoGPT's GPT (its model.py's names, initialisation and design, bias on,
+ * no dropout): transformer.wte, transformer.wpe, transformer.h.<i> (ln_1,
+ * attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj; pre-norm, GELU MLP
+ * 4x wide), transformer.ln_f and lm_head, whose weight is wte's (tied: one
+ * parameter, listed as transformer.wte.weight, in the state_dict under both
+ * names). Input int32 tokens [N, T], T <= context; output logits [N, T,
+ * vocab_size]. */
+nn_module *nn_gpt(nn_ctx *ctx, const nn_gpt_options *options);
+/* gpt-mini: bytes (vocabulary 256), width 384, 6 layers, 6 heads. */
+nn_module *nn_gpt_mini(nn_ctx *ctx, int context);
+
 /* SyncBatchNorm: the BatchNorm1d/2d m takes its batch statistics through
  * sync (nn_ops.h's nn_batch_norm_synced), which it owns from now on (freed
  * with m, or at once on failure); NULL returns it to its own batch's.

@@ -305,9 +305,12 @@ nn_tensor *nn_embedding(nn_tensor *indices, nn_tensor *weight, int padding_idx);
  * torch's F.scaled_dot_product_attention: q [..., L, E], k [..., S, E],
  * v [..., S, Ev] (batch dimensions broadcast), mask NULL or an additive
  * float mask broadcastable to [..., L, S]; is_causal masks key j > query i
- * (with no mask); scale 0 means 1 / sqrt(E). Built from nn_matmul_batched,
- * nn_mul_scalar, nn_add and nn_softmax, so it exports and differentiates
- * as they do. */
+ * (with no mask); scale 0 means 1 / sqrt(E). Fused on every backend (the
+ * [..., L, S] scores never held in memory; a query whose keys are all
+ * hidden gets 0); composed of nn_matmul_batched, nn_mul_scalar, nn_add and
+ * nn_softmax where the fused kernels cannot take the operands (a broadcast
+ * they cannot stride, a head wider than 256, a mask that requires grad).
+ * ONNX export writes the composition. */
 nn_tensor *nn_scaled_dot_product_attention(nn_tensor *q, nn_tensor *k, nn_tensor *v, nn_tensor *mask, bool is_causal,
                                            float scale);
 /* ---- convolution extensions: transposed convolution, resampling ---- */

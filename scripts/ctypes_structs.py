@@ -53,6 +53,8 @@ STRUCTS = [
     ("FunctionDef", "nn_function_def", "nn_custom.h"),
     ("CustomUpdate", "nn_custom_update", "nn_custom.h"),
     ("CustomOptimizerDesc", "nn_custom_optimizer_desc", "nn_custom.h"),
+    ("VitOptions", "nn_vit_options", "nn_layers.h"),
+    ("GptOptions", "nn_gpt_options", "nn_layers.h"),
 ]
 
 NUMBERS = {"int": "ctypes.c_int", "int32_t": "ctypes.c_int32", "int64_t": "ctypes.c_int64",

@@ -182,9 +182,9 @@
     F(int, kernel_h) F(int, kernel_w) F(int, stride_h) F(int, stride_w) F(int, pad_h) F(int, pad_w)         \
     F(int, dilation_h) F(int, dilation_w) F(int, adaptive) F(int, count_include_pad) F(int, divisor)       \
     F(int, accumulate)
-/* ---- embedding (nn_embedding_params) ---- */
+/* ---- embedding (nn_embedding_params); phase: the backward's (embedding_backward.comp) ---- */
 #define PUSH_EMBEDDING(F)                                                                                     \
-    F(uint, off[4]) F(uint, count) F(int, num) F(int, dim) F(int, padding_idx) F(int, accumulate)
+    F(uint, off[6]) F(uint, count) F(int, num) F(int, dim) F(int, padding_idx) F(int, accumulate) F(int, phase)
 
 /* ---- softmax along any dimension, class-target losses (kernels.h) ---- */
 /* nn_softmax_dim_params */

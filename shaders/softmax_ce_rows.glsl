@@ -28,17 +28,7 @@ shared bool last_arrival;
 
 const int NO_ROW = 0x7fffffff;
 
-// part[0] = the workgroup's sum of v (max with take_max), by a fixed tree.
-void tree(float v, bool take_max) {
-    uint tid = gl_LocalInvocationID.x;
-    barrier(); // earlier readers of part[0] are done
-    part[tid] = v;
-    barrier();
-    for (uint s = THREADS / 2u; s > 0u; s >>= 1) {
-        if (tid < s) part[tid] = take_max ? max(part[tid], part[tid + s]) : part[tid] + part[tid + s];
-        barrier();
-    }
-}
+#include "workgroup_tree.glsl"
 
 // bad_rows[0] = the smallest of every invocation's bad row.
 void first_bad_row(int row) {

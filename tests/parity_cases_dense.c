@@ -54,6 +54,9 @@ void parity_gemm_case(nn_backend *o) {
     gemm_run(o, NN_KERNEL_GEMM, 5, 9, 3001, 1, 0, 1, false, 2, 1.0f, 0.0f, 0); /* long k: split over k */
     /* a product large enough for a backend's tiled route */
     gemm_run(o, NN_KERNEL_GEMM, 257, 263, 1025, 0, 1, 1, false, 0, 1.0f, 0.25f, 0);
+    /* B transposed with many rows of A: a backend may store B transposed first */
+    gemm_run(o, NN_KERNEL_GEMM, 601, 37, 45, 0, 1, 1, false, 1, 1.0f, 0.5f, 0);
+    gemm_run(o, NN_KERNEL_GEMM, 530, 19, 23, 1, 1, 1, false, 0, 1.0f, 0.0f, 0);
 }
 
 void parity_gemm_epilogue_case(nn_backend *o) {
@@ -68,6 +71,7 @@ void parity_gemm_epilogue_case(nn_backend *o) {
     gemm_run(o, e, 64, 120, 257, 0, 0, 1, false, 3, 1, 1, NN_EPI_MASK);
     gemm_run(o, e, 8, 8, 8, 0, 0, 1, false, 0, 1, 0, 0); /* no epilogue, no aux */
     gemm_run(o, e, 257, 263, 1025, 0, 1, 1, false, 0, 1, 0, NN_EPI_BIAS_ROWS | NN_EPI_RELU);
+    gemm_run(o, e, 520, 70, 33, 0, 1, 1, false, 2, 1, 0, NN_EPI_BIAS_COLS); /* a Linear of many rows */
 }
 
 /* ---- convolution ---- */

@@ -14,6 +14,8 @@ static const int kSizes[][4] = {
     {13, 7, 5, 3},   /* repeated indices, a padding row among them */
     {40, 11, 3, -1},
     {6, 97, 33, 0},  /* most rows never picked */
+    {3000, 5, 261, 2}, /* long rows to sort (past a workgroup), wider than one */
+    {900, 1000, 3, -1}, /* more rows than a workgroup's invocations to count through */
 };
 #define SIZES (sizeof kSizes / sizeof kSizes[0])
 

@@ -1,12 +1,14 @@
 /* The parity cases of softmax / log_softmax along any dimension and of the
  * class-target negative log-likelihood (kernels.h's nn_softmax_dim_params,
  * nn_nll_params): rows along the first, a middle and the last dimension at
- * awkward sizes, one-element rows, a large logit; targets with ignore_index
+ * awkward sizes, one-element rows, wide contiguous rows, a large logit; targets with ignore_index
  * hits, weights given and absent, label smoothing, every reduction. */
 #include "parity_cases.h"
 #include "parity_harness.h"
 
-static const int kRows[][3] = {{1, 1, 1}, {1, 7, 1}, {3, 5, 7}, {2, 13, 1}, {1, 3, 301}, {17, 1, 4}, {4, 300, 3}};
+/* the last two: contiguous rows a workgroup each on Vulkan, wider than it and not a multiple */
+static const int kRows[][3] = {{1, 1, 1}, {1, 7, 1}, {3, 5, 7}, {2, 13, 1}, {1, 3, 301}, {17, 1, 4}, {4, 300, 3},
+                               {70, 37, 1}, {5, 1003, 1}};
 #define ROW_SHAPES (sizeof kRows / sizeof kRows[0])
 
 static float *logits_of(size_t n) {

@@ -30,6 +30,20 @@ TEST(zoo_refuses_bad_arguments_naming_them) {
     check_refused(nn_resnet50(NULL, 10), "nn_resnet50", "ctx is NULL");
     check_refused(nn_resnet18_cifar(ctx, 0, 10), "nn_resnet18_cifar: in_channels", "got 0");
     check_refused(nn_mobilenet_v2(ctx, 0), "nn_mobilenet_v2: num_classes", "got 0");
+    check_refused(nn_vit_tiny(ctx, 1, 30, 10), "nn_vision_transformer", "image size (30)");
+    check_refused(nn_vision_transformer(ctx, NULL), "nn_vision_transformer", "must not be NULL");
+    check_refused(nn_gpt(ctx, &(nn_gpt_options){.vocab_size = 256, .context = 8, .width = 10, .depth = 1, .heads = 3}),
+                  "nn_gpt", "the heads must divide the width");
+    check_refused(nn_gpt_mini(ctx, 0), "nn_gpt", "context 0");
+    check_refused(nn_self_attention_layer(ctx, 6, 4, true, false), "nn_self_attention_layer", "num_heads (4)");
+    /* A GPT takes int32 tokens no longer than its context: it says so. */
+    nn_module *gpt = nn_gpt(ctx, &(nn_gpt_options){.vocab_size = 7, .context = 4, .width = 8, .depth = 1, .heads = 2});
+    nn_tensor *tokens = nn_tensor_new(ctx, NN_I32, 2, (int64_t[]){1, 5});
+    CHECK(gpt && tokens && nn_module_forward(gpt, tokens) == NULL);
+    CHECK_MSG(strstr(nn_last_error(), "1 <= T <= the context 4") != NULL, "message: %s", nn_last_error());
+    nn_ctx_step_end(ctx);
+    nn_tensor_free(tokens);
+    nn_module_free(gpt);
     /* A ResNet's input must have its channels: the convolution says so. */
     nn_module *net = nn_resnet18_cifar(ctx, 2, 5);
     nn_tensor *x = nn_tensor_new(ctx, NN_F32, 4, (int64_t[]){2, 3, 9, 9});

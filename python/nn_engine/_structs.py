@@ -393,3 +393,28 @@ class CustomOptimizerDesc(ctypes.Structure):
         ("update", ctypes.c_void_p),
         ("user", ctypes.c_void_p),
     ]
+
+
+class VitOptions(ctypes.Structure):
+    """nn_vit_options (include/nn_layers.h)."""
+    _fields_ = [
+        ("image_size", ctypes.c_int),
+        ("patch_size", ctypes.c_int),
+        ("in_channels", ctypes.c_int),
+        ("num_classes", ctypes.c_int),
+        ("hidden_dim", ctypes.c_int),
+        ("num_layers", ctypes.c_int),
+        ("num_heads", ctypes.c_int),
+        ("mlp_dim", ctypes.c_int),
+    ]
+
+
+class GptOptions(ctypes.Structure):
+    """nn_gpt_options (include/nn_layers.h)."""
+    _fields_ = [
+        ("vocab_size", ctypes.c_int),
+        ("context", ctypes.c_int),
+        ("width", ctypes.c_int),
+        ("depth", ctypes.c_int),
+        ("heads", ctypes.c_int),
+    ]

@@ -691,6 +691,10 @@ class MultiheadAttention(Module):
             query, key, value = (F._transposed(t, 0, 1) for t in (query, key, value))
         n, length, source = query.shape[0], query.shape[1], key.shape[1]
         q, k, v = self._project(query, 0), self._project(key, 1), self._project(value, 2)
+        if not need_weights:  # the fused attention: no [N, heads, L, S] weights in memory
+            mask = None if attn_mask is None else self._mask(attn_mask, n, length, source)
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal and mask is None)
+            return self._merge(heads, n, length), None
         scores = F.mul_scalar(F.matmul(q, F._transposed(k, -1, -2)), 1.0 / math.sqrt(self.head_dim))
         if attn_mask is not None:
             scores = F.add(scores, self._mask(attn_mask, n, length, source))
@@ -698,14 +702,14 @@ class MultiheadAttention(Module):
             causal = np.triu(np.full((length, source), -np.inf, np.float32), 1)
             scores = F.add(scores, Tensor(causal, track=False, device=scores.device))
         weights = F.softmax(scores)  # [N, heads, L, S]
-        heads = F.matmul(weights, v)  # [N, heads, L, head_dim]
+        out = self._merge(F.matmul(weights, v), n, length)  # from [N, heads, L, head_dim]
+        return out, (F._mean_over(weights, 1) if average_attn_weights else weights)
+
+    def _merge(self, heads, n, length):
+        """The heads [N, heads, L, head_dim] side by side, through out_proj."""
         merged = F.reshape(F._transposed(heads, 1, 2), (n, length, self.embed_dim))
         out = F.linear(merged, self.out_proj.weight, self.out_proj.bias)
-        if not self.batch_first:
-            out = F._transposed(out, 0, 1)
-        if not need_weights:
-            return out, None
-        return out, (F._mean_over(weights, 1) if average_attn_weights else weights)
+        return F._transposed(out, 0, 1) if not self.batch_first else out
 
     def extra_repr(self):
         return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, batch_first={self.batch_first}"

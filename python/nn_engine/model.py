@@ -258,7 +258,11 @@ def _export_native(model, path, shape, name, include_preprocessing, dtype):
             f"numpy_helper) on the model to export through the onnx package")
     # int32 state counts training batches (BatchNorm's num_batches_tracked):
     # no inference graph reads it, and torch.onnx leaves it out too.
-    named = [(key, t) for key, t in model._state() if t.dtype != np.int32]
+    named, seen = [], set()
+    for key, t in model._state():
+        if t.dtype != np.int32 and t._h.ptr not in seen:  # a tied tensor under its first name
+            seen.add(t._h.ptr)
+            named.append((key, t))
     # The library walks the tape from input to output: record every
     # operation, including those before the first parameter.
     device = named[0][1]._h.ctx if named else None

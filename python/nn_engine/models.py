@@ -6,12 +6,13 @@ No pretrained weights are downloaded: load a state_dict (Module.load or
 load_state_dict) for those."""
 import ctypes
 
-from . import _context, _lib
+from . import _context, _lib, _structs
 from ._errors import check_ptr
 from ._lib import c_ctx_p, c_module_p
 from .native import ModuleOwner, NativeModule
 
-__all__ = ["resnet18", "resnet34", "resnet50", "resnet18_cifar", "mobilenet_v2", "alexnet"]
+__all__ = ["resnet18", "resnet34", "resnet50", "resnet18_cifar", "mobilenet_v2", "alexnet", "vision_transformer",
+           "vit_tiny", "gpt", "gpt_mini"]
 
 
 def _check_int(value, name, where, low=1):
@@ -71,3 +72,40 @@ def alexnet(weights=None, num_classes=1000, device=None, **kwargs):
     """torchvision.models.alexnet (no pretrained weights; PyTorch's initialisation)."""
     n = _check_int(num_classes, "num_classes", "alexnet")
     return _build("alexnet", "nn_alexnet_tv", [ctypes.c_int, ctypes.c_int], [n, 0], weights, device, kwargs)
+
+
+def vision_transformer(image_size, patch_size, num_layers, num_heads, hidden_dim, mlp_dim, num_classes=1000,
+                       in_channels=3, device=None):
+    """torchvision.models.VisionTransformer's module tree, state_dict and
+    initialisation (no dropout, no representation layer), from any number
+    of input channels: input [N, in_channels, image_size, image_size]."""
+    where = "vision_transformer"
+    sizes = {name: _check_int(value, name, where) for name, value in (
+        ("image_size", image_size), ("patch_size", patch_size), ("in_channels", in_channels),
+        ("num_classes", num_classes), ("hidden_dim", hidden_dim), ("num_layers", num_layers),
+        ("num_heads", num_heads), ("mlp_dim", mlp_dim))}
+    options = _structs.VitOptions(**sizes)
+    return _build(where, "nn_vision_transformer", [ctypes.POINTER(_structs.VitOptions)], [ctypes.byref(options)],
+                  None, device, {})
+
+
+def vit_tiny(in_channels=1, image_size=28, num_classes=10, device=None):
+    """vit-tiny for small images: patch 4, width 192, 6 layers, 3 heads,
+    MLP 768 (a vision_transformer)."""
+    return vision_transformer(image_size, 4, 6, 3, 192, 768, num_classes, in_channels, device)
+
+
+def gpt(vocab_size=256, context=256, width=384, depth=6, heads=6, device=None):
+    """A causal decoder of GPT-2's design with nanoGPT's names (transformer.wte,
+    transformer.h.0.attn.c_attn, lm_head tied to wte, ...): int32 tokens
+    [N, T] (T <= context) to logits [N, T, vocab_size]."""
+    where = "gpt"
+    sizes = {name: _check_int(value, name, where) for name, value in (
+        ("vocab_size", vocab_size), ("context", context), ("width", width), ("depth", depth), ("heads", heads))}
+    options = _structs.GptOptions(**sizes)
+    return _build(where, "nn_gpt", [ctypes.POINTER(_structs.GptOptions)], [ctypes.byref(options)], None, device, {})
+
+
+def gpt_mini(context=256, device=None):
+    """gpt-mini: bytes (vocabulary 256), width 384, 6 layers, 6 heads."""
+    return gpt(256, context, 384, 6, 6, device)

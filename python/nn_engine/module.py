@@ -189,8 +189,10 @@ class Module:
         seen, out = set(), []
         for path, module in modules:
             for name, tensor in own(module):
-                if not remove_duplicate or id(tensor._h) not in seen:
-                    seen.add(id(tensor._h))
+                # by the C tensor: a library-built module lists a shared one through fresh handles
+                key = tensor._h.ptr if tensor._h.ptr is not None else id(tensor._h)
+                if not remove_duplicate or key not in seen:
+                    seen.add(key)
                     out.append((f"{path}.{name}" if path else name, tensor))
         return out
 
@@ -272,8 +274,8 @@ class Module:
 
     def _state(self):
         """[(name, Tensor)] in torch's state_dict order: module by module, its
-        own parameters, then its buffers."""
-        state = self._members(lambda m: m._own_parameters() + m._own_buffers(), "", True)
+        own parameters, then its buffers; a shared tensor under each name."""
+        state = self._members(lambda m: m._own_parameters() + m._own_buffers(), "", True, remove_duplicate=False)
         names = [name for name, _ in state]
         clash = {name for name in names if names.count(name) > 1}
         if clash:

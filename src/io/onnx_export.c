@@ -316,6 +316,9 @@ static nn_status export_module(const char *who, const char *path, nn_module *mod
          * no inference graph reads it, and torch.onnx leaves it out too. */
         for (int i = 0; i < named; i++) {
             if (nn_tensor_dtype(nn_module_state(module, i)) == NN_I32) continue;
+            bool named_before = false; /* a tied tensor: its first name is the initializer's */
+            for (int j = 0; j < kept; j++) named_before |= tensors[j] == nn_module_state(module, i);
+            if (named_before) continue;
             tensors[kept] = nn_module_state(module, i);
             names[kept++] = nn_module_state_name(module, i);
         }

@@ -23,6 +23,7 @@ typedef struct exporter {
     int count, capacity;
     nn_pb graph;
     int params_made, values_made, nodes_made;
+    bool batch_size_made; /* nn_onnx_batch_size's value is in the graph */
 } exporter;
 /* One recorded operation being translated: its inputs' values, and what
  * the translation reports back. */
@@ -56,6 +57,9 @@ nn_status nn_onnx_only_input_carries_batch(exporter *x, op_io *io, int batch_inp
  * one without the batch must broadcast along it; the output carries the
  * batch when either input does. */
 nn_status nn_onnx_broadcast_batch(exporter *x, op_io *io);
+/* The graph's batch size, an int64 [1] value (the first entry of the
+ * input's Shape), emitted on first use; NULL on failure. */
+const char *nn_onnx_batch_size(exporter *x);
 /* A unique node name ("Conv_3") into io->name. */
 void nn_onnx_reserve_name(exporter *x, const char *op_type, op_io *io);
 /* A node of op_type named by nn_onnx_reserve_name. */

@@ -21,6 +21,34 @@ nn_status nn_onnx_only_input_carries_batch(exporter *x, op_io *io, int batch_inp
     return NN_OK;
 }
 
+const char *nn_onnx_batch_size(exporter *x) {
+    static const char *name = "batch_size", *shape = "batch_size_input_shape";
+    if (x->batch_size_made) return name;
+    const char *input = NULL;
+    for (int i = 0; i < x->count && !input; i++)
+        if (x->values[i]->t == x->input) input = x->values[i]->name;
+    const int64_t one = 1, zero = 0;
+    const char *starts = nn_onnx_add_constant(x, "batch_size_starts", NN_ONNX_INT64, &one, 1, &zero, sizeof zero);
+    const char *ends = nn_onnx_add_constant(x, "batch_size_ends", NN_ONNX_INT64, &one, 1, &one, sizeof one);
+    if (!input || !starts || !ends) {
+        if (!input) nn_set_error(NN_ERR_STATE, "%s: the graph's input has no value yet", x->who);
+        return NULL;
+    }
+    nn_onnx_node n;
+    nn_onnx_node_begin(&n, "Shape", shape);
+    nn_onnx_node_input(&n, input);
+    nn_onnx_node_output(&n, shape);
+    nn_onnx_node_end(&n, &x->graph);
+    nn_onnx_node_begin(&n, "Slice", name);
+    nn_onnx_node_input(&n, shape);
+    nn_onnx_node_input(&n, starts);
+    nn_onnx_node_input(&n, ends);
+    nn_onnx_node_output(&n, name);
+    nn_onnx_node_end(&n, &x->graph);
+    x->batch_size_made = true;
+    return name;
+}
+
 /* With a dynamic batch, an operand without it must broadcast along the
  * batch dimension (size 1 there, or fewer dimensions): one of the traced
  * batch's size would stop matching at another. */

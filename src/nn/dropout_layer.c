@@ -1,7 +1,10 @@
 /* The Dropout layer: nn_dropout in training mode, the identity in eval. */
 #include "module.h"
 
-static nn_tensor *dropout_forward(nn_module *m, nn_tensor *x) { return nn_dropout(x, m->p, m->training); }
+/* p = 0 (the transformers' default) is the identity: no node, no mask. */
+static nn_tensor *dropout_forward(nn_module *m, nn_tensor *x) {
+    return m->p == 0.0f ? x : nn_dropout(x, m->p, m->training);
+}
 
 nn_module *nn_dropout_layer(nn_ctx *ctx, float p) {
     if (!ctx) return NN_FAIL_NULL(NN_ERR_ARGUMENT, "nn_dropout_layer: ctx is NULL");

@@ -48,6 +48,13 @@ static nn_tensor *global_avgpool_forward(nn_module *m, nn_tensor *x) {
     return nn_adaptive_avgpool2d(x, 1, 1);
 }
 
+static nn_tensor *gelu_forward(nn_module *m, nn_tensor *x) {
+    (void)m;
+    return nn_gelu(x, false);
+}
+
+nn_module *nn_zoo_gelu(nn_ctx *ctx) { return nn_module_new(ctx, "GELU", gelu_forward, NULL, NULL); }
+
 nn_module *nn_zoo_global_avgpool(nn_ctx *ctx) {
     return nn_module_new(ctx, "AdaptiveAvgPool2d", global_avgpool_forward, NULL, NULL);
 }
@@ -65,4 +72,32 @@ nn_module *nn_zoo_finish(nn_module *m, nn_status status) {
     if (status == NN_OK) return m;
     nn_module_free(m);
     return NULL;
+}
+
+static nn_tensor *linear_forward(nn_module *m, nn_tensor *x) {
+    return nn_linear(x, nn_module_get_parameter(m, "weight"), nn_module_get_parameter(m, "bias"));
+}
+
+nn_module *nn_zoo_linear(nn_ctx *ctx, int in_features, int out_features, bool bias) {
+    if (bias) return nn_linear_layer(ctx, in_features, out_features, NN_INIT_KAIMING_UNIFORM);
+    if (in_features < 1 || out_features < 1)
+        return NN_FAIL_NULL(NN_ERR_ARGUMENT, "Linear: features must be >= 1, got in %d out %d", in_features,
+                            out_features);
+    nn_module *m = nn_module_new(ctx, "Linear", linear_forward, NULL, NULL);
+    if (!m) return NULL;
+    nn_tensor *weight = nn_tensor_new(ctx, NN_F32, 2, (const int64_t[]){out_features, in_features});
+    nn_status st = weight ? nn_init_kaiming_uniform(weight, sqrtf(5.0f)) : nn_last_status();
+    if (st == NN_OK) st = nn_module_register_parameter(m, "weight", weight);
+    nn_tensor_free(weight);
+    return nn_zoo_finish(m, st);
+}
+
+static nn_tensor *container_forward(nn_module *self, nn_tensor *x) {
+    (void)x;
+    return NN_FAIL_NULL(NN_ERR_ARGUMENT, "%s: holds a model's parts and is not called on its own",
+                        nn_module_kind(self));
+}
+
+nn_module *nn_zoo_container(nn_ctx *ctx, const char *kind) {
+    return nn_module_new(ctx, kind, container_forward, NULL, NULL);
 }

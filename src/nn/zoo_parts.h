@@ -19,6 +19,20 @@ nn_module *nn_zoo_maxpool(nn_ctx *ctx, int kernel, int stride, int padding);
 /* AdaptiveAvgPool2d((1, 1)). */
 nn_module *nn_zoo_global_avgpool(nn_ctx *ctx);
 
+/* Linear(in, out, bias) with PyTorch's initialisation (nn_linear_layer's
+ * Kaiming); without bias, a Linear of a weight alone. */
+nn_module *nn_zoo_linear(nn_ctx *ctx, int in_features, int out_features, bool bias);
+/* GELU (exact) as a module: the transformers' MLPs. */
+nn_module *nn_zoo_gelu(nn_ctx *ctx);
+/* The fused self-attention of projections qkv [N, T, 3 W] (the queries,
+ * keys and values side by side, as MultiheadAttention's in_proj and
+ * GPT-2's c_attn make them) in `heads` heads: [N, T, W]. */
+nn_tensor *nn_zoo_attention_heads(nn_tensor *qkv, int heads, bool causal);
+
+/* A module that only holds children (torch's ModuleDict, ModuleList): its
+ * forward refuses, its owner calls the children. */
+nn_module *nn_zoo_container(nn_ctx *ctx, const char *kind);
+
 /* Adds children in order while *status is NN_OK; once it is not, frees
  * each further child (constructors may have succeeded) and keeps the first
  * error. Lets a builder list its children without a check per line. */

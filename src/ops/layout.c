@@ -415,9 +415,41 @@ static nn_status expand_backward(nn_node *node) {
     return nn_run_sum_to(x->ctx, node->output->grad, grad, acc);
 }
 
+/* A constant of one row (a class token) expanded to as many rows as the
+ * traced batch: rows of the batch, as torch.onnx's trace of
+ * x.expand(input.shape[0], ...) makes it, the size taken from the graph's
+ * input. */
+static nn_status expand_to_batch(exporter *x, op_io *io, const char *out) {
+    const nn_tensor *y = io->node->output;
+    const char *batch = nn_onnx_batch_size(x);
+    char rest_name[80], shape_name[80];
+    snprintf(rest_name, sizeof rest_name, "%s_rest", io->name);
+    snprintf(shape_name, sizeof shape_name, "%s_shape", io->name);
+    const int64_t rest_len = y->ndim - 1;
+    const char *rest = rest_len > 0 ? nn_onnx_add_constant(x, rest_name, NN_ONNX_INT64, &rest_len, 1, y->shape + 1,
+                                                           sizeof(int64_t) * (size_t)rest_len)
+                                    : "";
+    if (!batch || !rest) return nn_last_status();
+    nn_onnx_node n;
+    nn_onnx_node_begin(&n, "Concat", shape_name);
+    nn_onnx_node_input(&n, batch);
+    if (rest_len > 0) nn_onnx_node_input(&n, rest);
+    nn_onnx_node_output(&n, shape_name);
+    nn_onnx_attr_int(&n, "axis", 0);
+    nn_onnx_node_end(&n, &x->graph);
+    nn_onnx_pair(x, "Expand", io->name, io->in[0]->name, shape_name, out);
+    io->out_batch = true;
+    return NN_OK;
+}
+
 static nn_status expand_onnx(exporter *x, op_io *io, const char *out) {
     NN_TRY(nn_onnx_only_input_carries_batch(x, io, 0));
     const nn_tensor *in = io->node->inputs[0], *y = io->node->output;
+    const bool one_row = in->ndim < y->ndim || in->shape[0] == 1;
+    if (x->dynamic && !io->in[0]->batch && one_row && y->shape[0] == x->input->shape[0] && y->shape[0] > 1) {
+        nn_onnx_reserve_name(x, "Expand", io);
+        return expand_to_batch(x, io, out);
+    }
     if (x->dynamic && io->in[0]->batch && (y->ndim != in->ndim || in->shape[0] != y->shape[0]))
         return nn_onnx_refuse_batch(x, io, "moves or repeats dimension 0 (the batch)");
     int64_t dims[NN_MAX_DIMS];

@@ -531,6 +531,34 @@ def resume_inside_an_epoch_is_bit_for_bit():
 
 
 @test
+def vit_tiny_trains_with_its_recipe_and_refuses_what_it_cannot_take():
+    # Issue 34: the vision transformer with its recipe (AdamW, warm-up and cosine, label smoothing,
+    # shifts and flips) on 8x8 images (4 patches), CPU; its ONNX export runs.
+    small = path("vit-8x8")
+    os.makedirs(small)
+    rng = random.Random(4)
+    labels = [i % 3 for i in range(48)]
+    write_idx(os.path.join(small, "train-images-idx3-ubyte"), 0x803, [48, 8, 8],
+              bytes(min(255, labels[i // 64] * 80 + rng.randrange(60)) for i in range(48 * 64)))
+    write_idx(os.path.join(small, "train-labels-idx1-ubyte"), 0x801, [48], labels)
+    weights = path("vit.safetensors")
+    r = expect(["train", "vit-tiny", "--data", small, "--batch", "16", "--epochs", "2",
+                "--device", "cpu", "--quiet", "--save", weights], 0,
+               "adamw lr 0.001 (cosine, warm-up)", "weight decay 0.05, label smoothing 0.1",
+               "shifts of up to 2 pixels, random flips")
+    assert len([l for l in r.stdout.splitlines() if l.startswith("epoch ")]) == 2, r.stdout
+    expect(["train", "vit-tiny", "--data", small, "--batch", "16", "--epochs", "1", "--device", "cpu", "--quiet",
+            "--label-smoothing", "0", "--optimizer", "sgd"], 0, "sgd lr 0.05", "label smoothing 0,")
+    expect(["train", "vit-tiny", "--data", small, "--label-smoothing", "1.5"], 2, "--label-smoothing")
+    odd = path("vit-10x10")
+    os.makedirs(odd)
+    write_idx(os.path.join(odd, "train-images-idx3-ubyte"), 0x803, [20, 10, 10], bytes(2000))
+    write_idx(os.path.join(odd, "train-labels-idx1-ubyte"), 0x801, [20], [i % 2 for i in range(20)])
+    expect(["train", "vit-tiny", "--data", odd, "--device", "cpu"], 2, "vit-tiny takes square images whose side is a multiple of 4",
+           "10x10")
+
+
+@test
 def schedule_accumulate_and_ema_resume_bit_for_bit():
     # A one-cycle schedule, 2 batches per step and a weights' average, stopped
     # and resumed: the saved (averaged) weights equal an uninterrupted run's.

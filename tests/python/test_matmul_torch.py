@@ -203,8 +203,9 @@ def test_multihead_attention_loads_torch_state_dict(batch_first, mask):
     for (name, p), (tname, tp) in zip(net.named_parameters(), theirs.named_parameters()):
         assert name == "mha." + tname
         _close(p.grad, tp.grad, rtol=1e-3, atol=1e-4)
-    _, none = net.mha(*ours, need_weights=False)
+    fused, none = net.mha(*ours, attn_mask=attn, need_weights=False)  # the fused attention, no weights
     assert none is None
+    _close(fused, yt)
 
 
 def test_multihead_attention_refuses_what_it_lacks():

@@ -163,6 +163,7 @@ int command_train(int argc, char **argv) {
         {"--max-lr", OPTION_FLOAT, &c.max_lr, 0, 1e3, "X", "onecycle: the peak rate (default --lr); starts at max/25, ends at max/25e4"},
         {"--pct-start", OPTION_FLOAT, &c.pct_start, 0, 1, "F", "onecycle: the fraction of steps rising to the peak (default 0.3)"},
         {"--accumulate", OPTION_INT, &c.accumulate, 1, 65536, "K", "sum the gradients of K batches (losses scaled by 1/K) per optimizer step (default 1)"},
+        {"--label-smoothing", OPTION_FLOAT, &c.label_smoothing, 0, 0.999, "E", "the training loss's label smoothing (PyTorch's cross_entropy label_smoothing; default 0, vit-tiny 0.1)"},
         {"--ema", OPTION_FLOAT, &c.ema, 0, 1, "D", "keep a moving average of the weights with decay D in [0, 1) (e.g. 0.999), evaluated and saved (default 0: off)"},
         {"--momentum", OPTION_FLOAT, &c.momentum, 0, 1, "M", "sgd, rmsprop, muon momentum (default 0.9; rmsprop 0; muon 0.95)"},
         {"--nesterov", OPTION_SWITCH, &c.nesterov, 0, 0, NULL, "sgd: Nesterov momentum (resnet18-cifar: on)"},

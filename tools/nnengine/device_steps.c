@@ -48,6 +48,7 @@ static nn_status init(device_steps *s, nn_ctx *ctx, nn_module *net, nn_optimizer
     s->schedule = extras->schedule;
     s->ema = extras->ema;
     s->loss_scale = extras->loss_scale;
+    s->label_smoothing = extras->label_smoothing;
     s->accumulate = extras->accumulate > 1 ? extras->accumulate : 1;
     s->full_batches = nn_step_runner_new(ctx, full_batch_step, s, &(nn_step_options){.eager = !use_capture});
     return s->full_batches ? NN_OK : nn_last_status();
@@ -135,7 +136,13 @@ static nn_status micro_step(device_steps *s, nn_tensor *x, nn_tensor *y, bool co
     if (first) st = nn_optimizer_zero_grad(s->opt);
     if (st == NN_OK && first && s->schedule) st = nn_schedule_apply(s->schedule);
     nn_tensor *logits = NULL;
-    nn_tensor *loss = st == NN_OK ? nn_module_forward_loss(s->net, x, y, &logits) : NULL;
+    nn_tensor *loss = NULL;
+    if (st == NN_OK && s->label_smoothing > 0.0f) { /* else the fused softmax cross-entropy */
+        logits = nn_module_forward(s->net, x);
+        loss = logits ? nn_cross_entropy(logits, y, NULL, NN_REDUCTION_MEAN, -100, s->label_smoothing) : NULL;
+    } else if (st == NN_OK) {
+        loss = nn_module_forward_loss(s->net, x, y, &logits);
+    }
     if (st == NN_OK && !loss) st = nn_last_status() != NN_OK ? nn_last_status() : NN_ERR_STATE;
     /* Advanced here, after the forward pass and before the next batch's
      * gather reads it: at the step's start or end it would need a barrier

@@ -34,6 +34,7 @@ typedef struct step_extras {
     int64_t shard_count; /* data parallel: this rank's images of an epoch (dist_train.h); 0: all */
     int rank, ranks;     /* data parallel: where this rank's images sit in each global batch (0 of 1: alone) */
     bool loss_scale;     /* the optimizer scales the loss (nn_optimizer_enable_loss_scaling) */
+    float label_smoothing; /* the training loss's (nn_cross_entropy); 0: none */
 } step_extras;
 
 typedef struct device_steps {
@@ -44,6 +45,7 @@ typedef struct device_steps {
     nn_schedule *schedule;
     nn_ema *ema;
     bool loss_scale;
+    float label_smoothing;
     int64_t accumulate;              /* batches per optimizer step */
     int64_t images;                  /* of an epoch (this rank's shard when data parallel) */
     int64_t batch, full_batches_per_epoch;

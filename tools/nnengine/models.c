@@ -29,7 +29,14 @@ static const model_entry models[] = {
     /* The recipe PyTorch reached 94.74% on Fashion-MNIST with in 15 epochs (issue 22): SGD with Nesterov
      * momentum 0.9, weight decay 5e-4 (sgd's), one-cycle to 0.1, batch 128, 2-pixel shifts and flips. */
     {"resnet18-cifar", "ResNet-18 for small images: 3x3 stride-1 stem, no max pool (the data's channels "
-                       "and size)", 0, 0, 0, "fc", {15, "onecycle", 128, 0.1, true, 2, true}},
+                       "and size)", 0, 0, 0, "fc",
+     {.epochs = 15, .schedule = "onecycle", .batch = 128, .lr = 0.1, .nesterov = true, .crop_pad = 2, .flip = true}},
+    /* A vision transformer's small-data recipe: AdamW (decay 0.05), warm-up over the run's first 5% then
+     * cosine, label smoothing 0.1, the device-side shifts and flips. */
+    {"vit-tiny", "vision transformer for small images: patch 4, width 192, 6 layers, 3 heads (square images, "
+                 "a side divisible by 4; the data's channels)", 0, 0, 0, "heads.head",
+     {.epochs = 20, .schedule = "cosine", .batch = 256, .optimizer = "adamw", .lr = 1e-3, .weight_decay = 0.05,
+      .crop_pad = 2, .flip = true, .warmup_fraction = 0.05, .label_smoothing = 0.1}},
 };
 #define MODEL_COUNT ((int)(sizeof models / sizeof models[0]))
 
@@ -37,7 +44,7 @@ static const model_entry models[] = {
 static const int mlp_hidden[] = {300, 100};
 
 const char *models_names(void) {
-    return "lenet5, mlp, alexnet, alexnet-tv, resnet18, resnet34, resnet50, mobilenet_v2, resnet18-cifar";
+    return "lenet5, mlp, alexnet, alexnet-tv, resnet18, resnet34, resnet50, mobilenet_v2, resnet18-cifar, vit-tiny";
 }
 
 const char *model_unknown(const char *name, char *text, size_t size) {
@@ -145,6 +152,13 @@ nn_module *model_build(nn_ctx *ctx, const char *name, int channels, int height, 
         net = nn_mobilenet_v2(ctx, classes);
     } else if (strcmp(name, "resnet18-cifar") == 0) {
         net = nn_resnet18_cifar(ctx, channels, classes);
+    } else if (strcmp(name, "vit-tiny") == 0) {
+        if (height != width || height % 4 != 0) {
+            snprintf(why, why_size, "vit-tiny takes square images whose side is a multiple of 4 (patches of 4x4); "
+                                    "the data's are %dx%d", height, width);
+            return NULL;
+        }
+        net = nn_vit_tiny(ctx, channels, height, classes);
     } else if (strcmp(name, "mlp") == 0) {
         net = nn_mlp(ctx, channels * height * width, mlp_hidden, 2, classes, NN_INIT_KAIMING_UNIFORM);
     } else {

@@ -32,10 +32,13 @@ typedef struct model_recipe {
     int epochs;
     const char *schedule;
     int batch;
-    double sgd_lr;  /* SGD's rate (the other optimizers' are theirs: optimizers.h) */
+    const char *optimizer; /* NULL: sgd */
+    double lr, weight_decay; /* the recipe's optimizer's (another's are its own: optimizers.h); 0: its default */
     bool nesterov;  /* SGD's Nesterov momentum */
     int crop_pad;   /* data on the device: random shifts of up to this many pixels */
     bool flip;      /* random horizontal flips */
+    double warmup_fraction; /* of the run's optimizer steps: linear warm-up (cosine, linear) */
+    double label_smoothing;
 } model_recipe;
 /* The recipe of `name` (the general defaults for an ONNX file or an unknown name). */
 model_recipe model_recipe_of(const char *name);

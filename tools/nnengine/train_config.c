@@ -53,7 +53,7 @@ int train_config_shared_flags(const train_config *c, rank_flag *f) {
         {"--beta1", c->beta1},   {"--beta2", c->beta2},       {"--eps", c->eps},
         {"--val-fraction", c->validation_fraction}, {"--gamma", c->gamma}, {"--warmup-start", c->warmup_start},
         {"--eta-min", c->eta_min}, {"--max-lr", c->max_lr},   {"--pct-start", c->pct_start},
-        {"--ema", c->ema}};
+        {"--ema", c->ema}, {"--label-smoothing", c->label_smoothing}};
     for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) add_flag(f, &n, reals[i].flag, "%.17g", reals[i].value);
     return n;
 }
@@ -62,9 +62,9 @@ int train_config_shared_flags(const train_config *c, rank_flag *f) {
  * (README); bench/README.md says how they were chosen. */
 train_config train_config_defaults(void) {
     return (train_config){
-        .device = "auto", .normalize = "auto", .schedule = NULL, .optimizer = "sgd", .precision = "fp32",
+        .device = "auto", .normalize = "auto", .schedule = NULL, .optimizer = NULL, .precision = "fp32",
         .epochs = 0, .batch = 0, .threads = 0, .seed = 1, .limit = 0, .crop_pad = -1,
-        .lr = -1, .momentum = -1, .weight_decay = -1, .beta1 = -1, .beta2 = -1, .eps = -1,
+        .lr = -1, .momentum = -1, .weight_decay = -1, .beta1 = -1, .beta2 = -1, .eps = -1, .label_smoothing = -1,
         .validation_fraction = 0.1,
         .step_size = 1, .gamma = 0.1, .warmup_start = 0.1, .pct_start = 0.3, .accumulate = 1,
         .save_best_by = "accuracy",
@@ -73,11 +73,18 @@ train_config train_config_defaults(void) {
 
 void train_config_apply_recipe(train_config *c) {
     const model_recipe r = model_recipe_of(c->model);
+    const char *recipe_optimizer = r.optimizer ? r.optimizer : "sgd";
+    if (!c->optimizer) c->optimizer = recipe_optimizer;
+    /* The recipe's rate and decay are its optimizer's: another one keeps its own defaults. */
+    const bool recipe_optimizer_used = strcmp(c->optimizer, recipe_optimizer) == 0;
     const bool sgd = strcmp(c->optimizer, "sgd") == 0;
     if (!c->epochs) c->epochs = r.epochs ? r.epochs : 10;
     if (!c->schedule) c->schedule = r.schedule ? r.schedule : "cosine";
     if (c->batch == 0) c->batch = r.batch; /* still 0 without one: the input kind's (train_setup) */
-    if (c->lr < 0 && sgd && r.sgd_lr > 0) c->lr = r.sgd_lr;
+    if (c->lr < 0 && recipe_optimizer_used && r.lr > 0) c->lr = r.lr;
+    if (c->weight_decay < 0 && recipe_optimizer_used && r.weight_decay > 0) c->weight_decay = r.weight_decay;
+    c->warmup_fraction = c->warmup ? 0.0 : r.warmup_fraction; /* --warmup N wins */
+    if (c->label_smoothing < 0) c->label_smoothing = r.label_smoothing;
     if (sgd && r.nesterov) c->nesterov = true;
     if (c->crop_pad < 0 && !c->no_augment && r.crop_pad > 0) c->crop_pad = r.crop_pad;
     if (!c->no_augment && r.flip) c->flip = true;
@@ -152,12 +159,13 @@ bool train_parse_milestones(const char *text, nn_schedule_options *o) {
 /* The schedule the flags ask for over `total` optimizer steps; --max-lr
  * defaults to --lr (one-cycle). nn_schedule_new checks the values. */
 nn_schedule_options train_schedule_options(const train_config *c, int64_t total) {
-    nn_schedule_options o = {.base_lr = c->lr, .step_size = c->step_size, .gamma = c->gamma, .warmup = c->warmup,
+    const int64_t warmup = c->warmup ? c->warmup : (int64_t)(c->warmup_fraction * (double)total);
+    nn_schedule_options o = {.base_lr = c->lr, .step_size = c->step_size, .gamma = c->gamma, .warmup = warmup,
                              .warmup_start = c->warmup_start, .total_steps = total, .eta_min = c->eta_min,
                              .max_lr = c->max_lr > 0 ? c->max_lr : c->lr, .pct_start = c->pct_start};
     nn_schedule_kind_parse(c->schedule, &o.kind);
     train_parse_milestones(c->milestones, &o);
     if (o.kind == NN_SCHEDULE_LINEAR) /* a ramp from --warmup-start of --lr to --lr, then --lr */
-        o.start_factor = c->warmup_start, o.end_factor = 1.0, o.total_steps = c->warmup > 0 ? c->warmup : total;
+        o.start_factor = c->warmup_start, o.end_factor = 1.0, o.total_steps = warmup > 0 ? warmup : total;
     return o;
 }

@@ -30,9 +30,11 @@ typedef struct train_config {
     bool no_loss_scale;     /* fp16 without dynamic loss scaling */
     bool nesterov;
     double lr, momentum, weight_decay, beta1, beta2, eps, validation_fraction;
+    double label_smoothing; /* the training loss's; -1: the recipe's, else 0 */
     /* the schedule (nn_schedule.h), in optimizer steps; accumulation; the weights' average */
     const char *milestones;
     int64_t warmup, step_size, accumulate;
+    double warmup_fraction; /* the recipe's warm-up, a fraction of the run's steps, where --warmup is not given */
     double gamma, warmup_start, eta_min, max_lr, pct_start, ema;
     bool allow_nan; /* train on past a non-finite loss (the divergence guard only warns) */
     /* what the run reports and keeps besides the epoch lines */

@@ -235,7 +235,7 @@ int train_setup(trainer *t) {
                                              t->opt, c->optimizer, stderr);
     }
     step_extras extras = {.ema = t->ema, .accumulate = c->accumulate, .crop_pad = c->crop_pad > 0 ? (int)c->crop_pad : 0,
-                          .flip = c->flip, .seed = (uint64_t)c->seed,
+                          .flip = c->flip, .label_smoothing = (float)c->label_smoothing, .seed = (uint64_t)c->seed,
                           .shard_count = t->photos ? 0 : dist_train_shard_count(&t->dist, t->data.train.count, c->batch),
                           .rank = t->dist.rank, .ranks = t->dist.size,
                           .loss_scale = loss_scale};
@@ -295,9 +295,10 @@ int train_setup(trainer *t) {
         return EXIT_FAILURE_RUNTIME;
     }
     fprintf(stderr,
-            "training %s: %d parameter tensors, batch %lld, %s lr %g (%s), momentum %g%s, weight decay %g, seed %lld; "
-            "%s\n", c->model, count, (long long)c->batch, c->optimizer, c->lr, c->schedule, c->momentum,
-            c->nesterov ? " (nesterov)" : "", c->weight_decay, (long long)c->seed,
+            "training %s: %d parameter tensors, batch %lld, %s lr %g (%s%s), momentum %g%s, weight decay %g, label "
+            "smoothing %g, seed %lld; %s\n", c->model, count, (long long)c->batch, c->optimizer, c->lr, c->schedule,
+            c->warmup || c->warmup_fraction > 0 ? ", warm-up" : "", c->momentum, c->nesterov ? " (nesterov)" : "", c->weight_decay,
+            c->label_smoothing, (long long)c->seed,
             c->no_capture ? "every step eager (--no-capture)" : "one step captured and replayed");
     if (!t->photos && (c->crop_pad > 0 || c->flip))
         fprintf(stderr, "augmenting on the device: shifts of up to %lld pixels, %s\n",

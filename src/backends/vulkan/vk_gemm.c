@@ -366,6 +366,44 @@ static nn_status record_with_epilogue_pass(vk_backend *vk, const nn_buffer_ref *
     return st;
 }
 
+/* B read transposed (NT: a Linear's weight [out, in] in its forward) runs
+ * the fp32 tiled kernels at three quarters of the rate of B as stored [k,
+ * n] (bench/README.md, issue 34); where the product is long enough in m to
+ * repay it, B is transposed once into scratch and the product runs NN.
+ * NN_ENGINE_VULKAN_GEMM_TRANSPOSE_B=0 keeps NT (for A/B runs). */
+#define TRANSPOSE_B_MIN_M 512
+
+static bool transpose_b_pays(vk_backend *vk, const nn_gemm_params *p) {
+    if (!p->trans_b || p->m < TRANSPOSE_B_MIN_M || p->k < 16 || p->n < 16 || p->alpha == 0.0f) return false;
+    if (vk_on_matrix_cores(vk, p->precision)) return false; /* gemm_coopmat.comp reads B^T as fast */
+    if (p->batch > 1 && p->stride_b != 0) return false; /* one B for the whole batch only */
+    const char *env = getenv("NN_ENGINE_VULKAN_GEMM_TRANSPOSE_B");
+    return !(env && strcmp(env, "0") == 0);
+}
+
+static nn_status record_b_transposed(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p,
+                                     int32_t epilogue) {
+    const int64_t words = (int64_t)p->k * p->n;
+    NN_TRY(vk_fits32(NN_KERNEL_GEMM, "transposed B entries", words));
+    nn_buffer *scratch = vk_scratch_alloc(vk, (size_t)words * sizeof(float));
+    if (!scratch) return nn_last_status();
+    const nn_buffer_ref bt = {scratch, 0, (size_t)words * sizeof(float)};
+    const nn_strided_copy_params copy = {.ndim = 2, .shape = {p->k, p->n}, .src_stride = {1, p->ldb},
+                                         .dst_stride = {p->n, 1}};
+    const nn_buffer_ref copy_args[2] = {a[1], bt};
+    nn_status st = vk_run_strided_copy(vk, &copy, copy_args);
+    if (st == NN_OK) {
+        nn_gemm_params stored = *p;
+        stored.trans_b = 0;
+        stored.ldb = p->n;
+        stored.stride_b = 0;
+        const nn_buffer_ref args[4] = {a[0], bt, a[2], epilogue ? a[3] : (nn_buffer_ref){NULL, 0, 0}};
+        st = vk_gemm_record(vk, args, &stored, epilogue);
+    }
+    vk_scratch_done(vk, scratch); /* freed at once (vk_stream.c orders reuse), or kept by a plan */
+    return st;
+}
+
 nn_status vk_gemm_record(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_params *p, int32_t epilogue) {
     if (epilogue) NN_TRY(check_epilogue(a, epilogue));
     const int nargs = epilogue ? 4 : 3;
@@ -381,6 +419,7 @@ nn_status vk_gemm_record(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_p
         return nn_set_error(NN_ERR_ARGUMENT, "vulkan gemm m=%d n=%d k=%d batch=%d lda=%d ldb=%d ldc=%d: %s", p->m,
                             p->n, p->k, p->batch, p->lda, p->ldb, p->ldc, "invalid sizes or strides");
     if (empty) return NN_OK;
+    if (transpose_b_pays(vk, p)) return record_b_transposed(vk, a, p, epilogue);
     bool summed = p->stride_c == 0 && p->batch > 1;
     /* Nothing to multiply: C = beta C, as the CPU (no 0 * NaN from A or B). */
     int32_t k = p->alpha == 0.0f ? 0 : p->k;
@@ -435,9 +474,8 @@ nn_status vk_gemm_record(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_p
                  splits > 1 ? " split-K" : "");
     if (splits < 2) {
         uint32_t gz = outputs > VK_MAX_GROUPS ? VK_MAX_GROUPS : (uint32_t)outputs; /* the shader strides over the rest */
-        if (epilogue) return record_with_epilogue_pass(vk, a, p, &product, (uint32_t)epilogue, pipe, variant,
-                                                       (uint32_t)gx, (uint32_t)gy, gz, outputs);
         gemm_push push = tiled_push(&product);
+        push.epilogue = 0; /* an epilogue runs as a pass of its own after the product the tile is chosen for */
         if (!cores) {
             const int64_t c_floats = (summed ? 0 : last * p->stride_c) + (int64_t)p->ldc * p->m;
             const char *how;
@@ -446,6 +484,11 @@ nn_status vk_gemm_record(vk_backend *vk, const nn_buffer_ref *a, const nn_gemm_p
                 const size_t used = strlen(vk->profile_label);
                 snprintf(vk->profile_label + used, sizeof vk->profile_label - used, " %s %s", tile_name(pipe), how);
             }
+        }
+        if (epilogue) {
+            vk_gemm_tiles(pipe, &bm, &bn, &bk); /* the tuner's tile may not be the heuristic's */
+            return record_with_epilogue_pass(vk, a, p, &product, (uint32_t)epilogue, pipe, variant,
+                                             (uint32_t)ceil_div(p->n, bn), (uint32_t)ceil_div(p->m, bm), gz, outputs);
         }
         return record_tiled(vk, pipe, variant, a, nargs, push, gz);
     }

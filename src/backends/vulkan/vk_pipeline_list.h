@@ -85,6 +85,8 @@
     /* softmax along any dimension, class-target losses */                                                     \
     P(SOFTMAX_DIM_FORWARD, softmax_dim_forward, "softmax_dim_forward", 0, 0, 0, 0, 0, 0, 0)                     \
     P(SOFTMAX_DIM_BACKWARD, softmax_dim_backward, "softmax_dim_backward", 0, 0, 0, 0, 0, 0, 0)                  \
+    P(SOFTMAX_DIM_ROWS_FORWARD, softmax_dim_rows_forward, "softmax_dim_forward", 0, 0, 0, 0, 0, 0, 0)          \
+    P(SOFTMAX_DIM_ROWS_BACKWARD, softmax_dim_rows_backward, "softmax_dim_backward", 0, 0, 0, 0, 0, 0, 0)       \
     P(NLL_FORWARD, nll_forward, "nll_forward", 0, 0, 0, 0, 0, 0, 0)                                             \
     P(NLL_BACKWARD, nll_backward, "nll_backward", 0, 0, 0, 0, 0, 0, 0)                                          \
     /* attention: variants hold E and Ev up to 64, 128, 192, 256 (attention_tiles.glsl's CHUNKS) */            \
