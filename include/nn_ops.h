@@ -313,6 +313,15 @@ nn_tensor *nn_embedding(nn_tensor *indices, nn_tensor *weight, int padding_idx);
  * ONNX export writes the composition. */
 nn_tensor *nn_scaled_dot_product_attention(nn_tensor *q, nn_tensor *k, nn_tensor *v, nn_tensor *mask, bool is_causal,
                                            float scale);
+/* Self-attention of packed projections (as flash_attn_qkvpacked_func):
+ * qkv [N, T, 3 W] holds each token's query, key and value side by side (one
+ * Linear of 3 W outputs: MultiheadAttention's in_proj, GPT-2's c_attn),
+ * each W = heads x D wide; returns [N, T, W], the heads' outputs side by
+ * side, scale 1 / sqrt(D), causal where is_causal. The kernels read the
+ * heads in place and write them merged, so the split and merge copy
+ * nothing; the gradient is qkv's, one block. Exports (ONNX) as the split,
+ * nn_scaled_dot_product_attention and the merge. */
+nn_tensor *nn_attention_qkv_packed(nn_tensor *qkv, int heads, bool is_causal);
 /* ---- convolution extensions: transposed convolution, resampling ---- */
 
 typedef struct nn_conv_transpose2d_params {

@@ -19,15 +19,15 @@ void main() {
     if (b >= uint(p.groups * p.heads)) return; // the last layer of z's workgroups runs past the batch
     const uint L = uint(p.queries), S = uint(p.keys), E = uint(p.head_dim), Ev = uint(p.value_dim);
     const uint qb = p.off[0] + entry(0u, b), kb = p.off[1] + entry(1u, b), vb = p.off[2] + entry(2u, b);
-    const uint db = p.off[4] + b * L * Ev;
+    const uint db = p.off[4] + out_entry(b), os = out_stride();
     float gk[ACC], gv[ACC];
     [[unroll]] for (uint x = 0u; x < ACC; x++) gk[x] = gv[x] = 0.0;
     // under causality no query before j0 sees these keys (j0 is a multiple of OTHER)
     for (uint i0 = p.causal != 0 ? j0 : 0u; i0 < L; i0 += OTHER) {
         float s[RM * CN], dp[RM * CN], ds[RM * CN];
         [[unroll]] for (uint x = 0u; x < RM * CN; x++) s[x] = dp[x] = 0.0;
-        DOT_ROWS(s, k, kb, j0, S, q, qb, i0, L, E)
-        DOT_ROWS(dp, v, vb, j0, S, dout, db, i0, L, Ev)
+        DOT_ROWS(s, k, kb, j0, S, qk_stride(), q, qb, i0, L, qk_stride(), E)
+        DOT_ROWS(dp, v, vb, j0, S, v_stride(), dout, db, i0, L, os, Ev)
         [[unroll]] for (uint j = 0u; j < CN; j++) {
             uint query = i0 + tx + TX * j;
             float lse_q = query < L ? lse[p.off[5] + b * L + query] : POS_INF;
@@ -39,14 +39,14 @@ void main() {
                 ds[i * CN + j] = w * (dp[i * CN + j] - delta_q);
             }
         }
-        ADD_WEIGHTED(gv, dout, db, i0, L, Ev, 1.0)
+        ADD_WEIGHTED(gv, dout, db, i0, L, os, Ev, 1.0)
         barrier(); // every invocation is done with p before it becomes ds
         [[unroll]] for (uint i = 0u; i < RM; i++)
             [[unroll]] for (uint j = 0u; j < CN; j++) weights[ty * RM + i][tx + TX * j] = ds[i * CN + j];
-        ADD_WEIGHTED(gk, q, qb, i0, L, E, p.scale)
+        ADD_WEIGHTED(gk, q, qb, i0, L, qk_stride(), E, p.scale)
     }
     float one[RM];
     [[unroll]] for (uint i = 0u; i < RM; i++) one[i] = 1.0;
-    STORE_ROWS(dk, j0, S, p.off[7] + (b * S + r_) * E, E, gk, one, p.accumulate)
-    STORE_ROWS(dv, j0, S, p.off[8] + (b * S + r_) * Ev, Ev, gv, one, p.accumulate_v)
+    STORE_ROWS(dk, j0, S, p.off[7] + grad_entry(1u, b, S, E) + r_ * qk_stride(), E, gk, one, p.accumulate)
+    STORE_ROWS(dv, j0, S, p.off[8] + grad_entry(2u, b, S, Ev) + r_ * v_stride(), Ev, gv, one, p.accumulate_v)
 }

@@ -20,13 +20,13 @@ void main() {
     if (b >= uint(p.groups * p.heads)) return; // the last layer of z's workgroups runs past the batch
     const uint L = uint(p.queries), S = uint(p.keys), E = uint(p.head_dim), Ev = uint(p.value_dim);
     const uint qb = p.off[0] + entry(0u, b), kb = p.off[1] + entry(1u, b), vb = p.off[2] + entry(2u, b);
-    const uint db = p.off[5] + b * L * Ev;
+    const uint db = p.off[5] + out_entry(b), ob = p.off[4] + out_entry(b), os = out_stride();
     float d[RM], lse_i[RM];
     [[unroll]] for (uint i = 0u; i < RM; i++) {
         uint r = i0 + ty * RM + i;
         d[i] = 0.0;
         if (r < L)
-            for (uint c = tx; c < Ev; c += TX) d[i] += dout[db + r * Ev + c] * o[p.off[4] + (b * L + r) * Ev + c];
+            for (uint c = tx; c < Ev; c += TX) d[i] += dout[db + r * os + c] * o[ob + r * os + c];
         lse_i[i] = r < L ? lse[p.off[6] + b * L + r] : POS_INF;
     }
     ROW_REDUCE(d, OP_ADD)
@@ -39,17 +39,17 @@ void main() {
     for (uint j0 = 0u; j0 < keys; j0 += OTHER) {
         float s[RM * CN], dp[RM * CN];
         [[unroll]] for (uint x = 0u; x < RM * CN; x++) s[x] = dp[x] = 0.0;
-        DOT_ROWS(s, q, qb, i0, L, k, kb, j0, S, E)
-        DOT_ROWS(dp, dout, db, i0, L, v, vb, j0, S, Ev)
+        DOT_ROWS(s, q, qb, i0, L, qk_stride(), k, kb, j0, S, qk_stride(), E)
+        DOT_ROWS(dp, dout, db, i0, L, os, v, vb, j0, S, v_stride(), Ev)
         [[unroll]] for (uint i = 0u; i < RM; i++)
             [[unroll]] for (uint j = 0u; j < CN; j++) {
                 float sc = finish_score(s[i * CN + j], b, i0 + ty * RM + i, j0 + tx + TX * j);
                 float w = sc == NEG_INF || lse_i[i] == POS_INF ? 0.0 : exp(sc - lse_i[i]);
                 weights[ty * RM + i][tx + TX * j] = w * (dp[i * CN + j] - d[i]);
             }
-        ADD_WEIGHTED(acc, k, kb, j0, S, E, p.scale)
+        ADD_WEIGHTED(acc, k, kb, j0, S, qk_stride(), E, p.scale)
     }
     float one[RM];
     [[unroll]] for (uint i = 0u; i < RM; i++) one[i] = 1.0;
-    STORE_ROWS(dq, i0, L, p.off[8] + (b * L + r_) * E, E, acc, one, p.accumulate)
+    STORE_ROWS(dq, i0, L, p.off[8] + grad_entry(0u, b, L, E) + r_ * qk_stride(), E, acc, one, p.accumulate)
 }

@@ -24,7 +24,7 @@ void main() {
     for (uint j0 = 0u; j0 < keys; j0 += OTHER) {
         float s[RM * CN], top[RM], sum[RM], alpha[RM];
         [[unroll]] for (uint x = 0u; x < RM * CN; x++) s[x] = 0.0;
-        DOT_ROWS(s, q, qb, i0, L, k, kb, j0, S, E)
+        DOT_ROWS(s, q, qb, i0, L, qk_stride(), k, kb, j0, S, qk_stride(), E)
         [[unroll]] for (uint i = 0u; i < RM; i++) {
             top[i] = NEG_INF;
             [[unroll]] for (uint j = 0u; j < CN; j++) {
@@ -49,11 +49,11 @@ void main() {
             l[i] = l[i] * alpha[i] + sum[i];
             [[unroll]] for (uint x = 0u; x < CHUNKS * COLS; x++) acc[i * CHUNKS * COLS + x] *= alpha[i];
         }
-        ADD_WEIGHTED(acc, v, vb, j0, S, Ev, 1.0)
+        ADD_WEIGHTED(acc, v, vb, j0, S, v_stride(), Ev, 1.0)
     }
     float inv[RM];
     [[unroll]] for (uint i = 0u; i < RM; i++) inv[i] = l[i] > 0.0 ? 1.0 / l[i] : 0.0;
-    STORE_ROWS(o, i0, L, p.off[4] + (b * L + r_) * Ev, Ev, acc, inv, 0)
+    STORE_ROWS(o, i0, L, p.off[4] + out_entry(b) + r_ * out_stride(), Ev, acc, inv, 0)
     if (tx == 0u)
         [[unroll]] for (uint i = 0u; i < RM; i++) {
             uint r = i0 + ty * RM + i;

@@ -42,6 +42,24 @@ uint entry(uint which, uint b) {
     return (b / heads) * p.group_stride[which] + (b % heads) * p.head_stride[which];
 }
 
+// Rows of q and k (and dq, dk), of v (and dv), of out (and dout): qkv_row
+// and out_row apart where set (heads in place in packed projections, heads
+// merged), else as wide as a row.
+uint qk_stride() { return p.qkv_row != 0 ? uint(p.qkv_row) : uint(p.head_dim); }
+uint v_stride() { return p.qkv_row != 0 ? uint(p.qkv_row) : uint(p.value_dim); }
+uint out_stride() { return p.out_row != 0 ? uint(p.out_row) : uint(p.value_dim); }
+// Where batch entry b's rows of out and dout start: [groups, L, heads, Ev]
+// with out_row, else dense [batch, L, Ev].
+uint out_entry(uint b) {
+    uint L = uint(p.queries), Ev = uint(p.value_dim), heads = uint(p.heads);
+    return p.out_row != 0 ? (b / heads) * L * uint(p.out_row) + (b % heads) * Ev : b * L * Ev;
+}
+// Where batch entry b's rows of dq (0), dk (1) or dv (2), `rows` of `cols`,
+// start: q's, k's or v's layout with qkv_row, else dense.
+uint grad_entry(uint which, uint b, uint rows, uint cols) {
+    return p.qkv_row != 0 ? entry(which, b) : b * rows * cols;
+}
+
 // The score of query i and key j from their product; -inf where hidden.
 float finish_score(float product, uint b, uint i, uint j) {
     if (i >= uint(p.queries) || j >= uint(p.keys) || (p.causal != 0 && j > i)) return NEG_INF;
@@ -64,20 +82,21 @@ float finish_score(float product, uint b, uint i, uint j) {
         v[i] = t_;                                                                                         \
     }
 
-// dst[r][c] = column ch * CK + c of row first + r (r < rows) of a dense
-// matrix of `count` rows of `cols` columns at base; 0 past its edges.
-#define LOAD_CHUNK(dst, rows, buf, base, first, count, cols, ch)                                          \
+// dst[r][c] = column ch * CK + c of row first + r (r < rows) of a matrix
+// of `count` rows of `cols` columns, `stride` apart, at base; 0 past its edges.
+#define LOAD_CHUNK(dst, rows, buf, base, first, count, stride, cols, ch)                                  \
     for (uint u_ = gl_LocalInvocationIndex; u_ < (rows) * CK; u_ += gl_WorkGroupSize.x) {                \
         uint r_ = u_ / CK, c_ = u_ % CK, e_ = (ch) * CK + c_;                                             \
-        dst[r_][c_] = (first) + r_ < (count) && e_ < (cols) ? buf[(base) + ((first) + r_) * (cols) + e_] : 0.0; \
+        dst[r_][c_] = (first) + r_ < (count) && e_ < (cols) ? buf[(base) + ((first) + r_) * (stride) + e_] : 0.0; \
     }
 
 // s[i * CN + j] += own row ty * RM + i . other row tx + TX j, over n columns.
-#define DOT_ROWS(s, own, own_base, own_first, own_count, other, other_base, other_first, other_count, n)   \
+#define DOT_ROWS(s, own, own_base, own_first, own_count, own_stride, other, other_base, other_first, other_count, \
+                 other_stride, n)                                                                         \
     for (uint ch = 0u; ch * CK < (n); ch++) {                                                             \
         barrier();                                                                                        \
-        LOAD_CHUNK(own_s, OWN, own, own_base, own_first, own_count, n, ch)                                \
-        LOAD_CHUNK(other_s, OTHER, other, other_base, other_first, other_count, n, ch)                    \
+        LOAD_CHUNK(own_s, OWN, own, own_base, own_first, own_count, own_stride, n, ch)                    \
+        LOAD_CHUNK(other_s, OTHER, other, other_base, other_first, other_count, other_stride, n, ch)      \
         barrier();                                                                                        \
         for (uint e = 0u; e < CK; e++) {                                                                  \
             float a_[RM], b_[CN];                                                                         \
@@ -90,13 +109,13 @@ float finish_score(float product, uint b, uint i, uint j) {
 
 // acc[(i * CHUNKS + ch) * COLS + c] += factor * sum over the other rows o of
 // weights[ty * RM + i][o] times column ch * CK + tx + TX c of other row
-// first + o, over n columns. Written out chunk by chunk, so that acc's
+// first + o (rows `stride` apart), over n columns. Written out chunk by chunk, so that acc's
 // indices are constants: a loop around barriers is not unrolled, and
 // accumulators indexed by its counter would live in memory.
-#define ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, ch)               \
+#define ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, stride, n, factor, ch)       \
     if ((ch) < CHUNKS && (ch) * CK < (n)) {                                                               \
         barrier();                                                                                        \
-        LOAD_CHUNK(other_s, OTHER, other, other_base, other_first, other_count, n, ch)                    \
+        LOAD_CHUNK(other_s, OTHER, other, other_base, other_first, other_count, stride, n, ch)            \
         barrier();                                                                                        \
         for (uint o = 0u; o < OTHER; o++) {                                                               \
             float w_[RM], b_[COLS];                                                                       \
@@ -107,15 +126,15 @@ float finish_score(float product, uint b, uint i, uint j) {
                     acc[(i * CHUNKS + (ch)) * COLS + c] += w_[i] * b_[c];                                 \
         }                                                                                                 \
     }
-#define ADD_WEIGHTED(acc, other, other_base, other_first, other_count, n, factor)                         \
-    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 0u)                   \
-    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 1u)                   \
-    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 2u)                   \
-    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 3u)                   \
-    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 4u)                   \
-    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 5u)                   \
-    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 6u)                   \
-    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, n, factor, 7u)
+#define ADD_WEIGHTED(acc, other, other_base, other_first, other_count, stride, n, factor)                 \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, stride, n, factor, 0u)            \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, stride, n, factor, 1u)            \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, stride, n, factor, 2u)            \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, stride, n, factor, 3u)            \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, stride, n, factor, 4u)            \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, stride, n, factor, 5u)            \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, stride, n, factor, 6u)            \
+    ADD_WEIGHTED_CHUNK(acc, other, other_base, other_first, other_count, stride, n, factor, 7u)            
 
 // Own rows first + ty * RM + i below count, their columns held here, times
 // factor[i], written at row_base (an expression of the row r_) + column

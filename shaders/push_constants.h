@@ -193,7 +193,8 @@
 #define PUSH_ATTENTION(F)                                                                                     \
     F(uint, off[9]) F(int, groups) F(int, heads) F(int, queries) F(int, keys) F(int, head_dim)                \
     F(int, value_dim) F(int, causal) F(int, accumulate) F(int, accumulate_v) F(float, scale) F(int, mask_row) \
-    F(int, mask_col) F(int, masked) F(uint, group_stride[4]) F(uint, head_stride[4])
+    F(int, mask_col) F(int, masked) F(uint, group_stride[4]) F(uint, head_stride[4]) F(int, qkv_row)        \
+    F(int, out_row)
 /* nn_nll_params; has_weight, has_total: whether those arguments are given */
 #define PUSH_NLL(F)                                                                                            \
     F(uint, off[8]) F(int, outer) F(int, classes) F(int, inner) F(int, ignore_index) F(int, reduction)       \

@@ -2,8 +2,9 @@
  * nn_attention_params): one row and many, sequences past one tile of 32
  * rows on either side, head sizes of one to four 64-column chunks, causal,
  * k and v shared by the heads, masks shared, per group or per entry with
- * a query that sees no key at all, accumulating gradients. The backward
- * cases read the CPU forward's output and log-sum-exp. */
+ * a query that sees no key at all, accumulating gradients, heads read in
+ * place from packed rows and written merged (qkv_row, out_row). The
+ * backward cases read the CPU forward's output and log-sum-exp. */
 #include "parity_cases.h"
 #include "parity_harness.h"
 
@@ -12,11 +13,15 @@ typedef struct attention_case {
     int causal;
     int shared_kv; /* k and v one matrix per group, shared by its heads */
     int mask;      /* 0 none, 1 [L, S] for all, 2 [groups, 1, 1, S], 3 [groups, heads, L, S] */
+    int packed;    /* q, k, v (and their gradients) [groups, rows, PAD + heads x width] read in place, out merged */
 } attention_case;
 
+enum { PAD = 3 }; /* columns past a packed row's heads, which no kernel may touch */
+
 static const attention_case kCases[] = {
-    {1, 1, 1, 1, 1, 1, 0, 0, 0},     {2, 3, 37, 45, 24, 40, 0, 0, 1}, {1, 2, 70, 33, 72, 16, 1, 0, 0},
-    {2, 1, 33, 70, 200, 130, 0, 0, 3}, {3, 2, 17, 64, 64, 64, 0, 1, 2}, {1, 1, 65, 65, 8, 256, 1, 0, 1},
+    {1, 1, 1, 1, 1, 1, 0, 0, 0, 0},       {2, 3, 37, 45, 24, 40, 0, 0, 1, 0}, {1, 2, 70, 33, 72, 16, 1, 0, 0, 0},
+    {2, 1, 33, 70, 200, 130, 0, 0, 3, 0}, {3, 2, 17, 64, 64, 64, 0, 1, 2, 0}, {1, 1, 65, 65, 8, 256, 1, 0, 1, 0},
+    {2, 3, 37, 37, 24, 24, 1, 0, 0, 1}, {1, 2, 33, 40, 16, 40, 0, 0, 1, 1},
 };
 #define CASES (sizeof kCases / sizeof kCases[0])
 
@@ -41,6 +46,16 @@ static attention_inputs inputs_of(const attention_case *c) {
     in.nq = batch * c->L * c->E;
     in.nk = (c->shared_kv ? (size_t)c->groups : batch) * c->S * c->E;
     in.nv = (c->shared_kv ? (size_t)c->groups : batch) * c->S * c->Ev;
+    if (c->packed) { /* row (g, i) of each: head h's columns at h x width, then padding */
+        p->qkv_row = c->heads * (c->E > c->Ev ? c->E : c->Ev) + PAD;
+        p->out_row = c->heads * c->Ev;
+        p->group_stride[0] = c->L * p->qkv_row;
+        p->group_stride[1] = p->group_stride[2] = c->S * p->qkv_row;
+        p->head_stride[0] = p->head_stride[1] = c->E;
+        p->head_stride[2] = c->Ev;
+        in.nq = (size_t)c->groups * c->L * p->qkv_row;
+        in.nk = in.nv = (size_t)c->groups * c->S * p->qkv_row;
+    }
     in.nout = batch * c->L * c->Ev;
     in.nlse = batch * c->L;
     in.q = parity_randoms(in.nq, -1, 1);
@@ -108,8 +123,9 @@ void parity_attention_backward_keys_case(nn_backend *o) {
             float *out = parity_array(in.nout * 4), *lse = parity_array(in.nlse * 4);
             forward_on_cpu(&in, out, lse);
             float *delta = parity_randoms(in.nlse, -1, 1);
-            /* the kernel writes every entry's gradient: a shared k or v is summed after it */
-            const size_t batch = (size_t)c->groups * c->heads, nk = batch * c->S * c->E, nv = batch * c->S * c->Ev;
+            /* the kernel writes every entry's gradient: a shared k or v is summed after it; packed, k's and v's layouts */
+            const size_t batch = (size_t)c->groups * c->heads;
+            const size_t nk = c->packed ? in.nk : batch * c->S * c->E, nv = c->packed ? in.nv : batch * c->S * c->Ev;
             const double tol = sums_tol(in.p.queries * (double)(in.p.head_dim + in.p.value_dim));
             parity_arg a[9] = {arg_in(in.q, in.nq, 0), arg_in(in.k, in.nk, 0), arg_in(in.v, in.nv, 4),
                                given(in.mask != NULL, arg_in(in.mask, in.nmask, 8)),

@@ -596,7 +596,11 @@ typedef struct nn_softmax_dim_params {
  * of 0 repeats the matrix); q is [L, E], k [S, E], v [S, Ev] row-major,
  * the mask (optional) an additive [L, S] with strides mask_row and
  * mask_col. out, dout, dq, dk, dv are dense [batch, rows, cols]; lse and
- * delta [batch, L]. causal hides key j from query i when j > i (torch's
+ * delta [batch, L]. Where qkv_row is set, rows of q, k and v are qkv_row
+ * apart (heads read in place from packed projections [.., L, 3 H E]) and
+ * dq, dk, dv are written with q's, k's and v's layouts; where out_row is
+ * set, out and dout are [groups, L, heads, Ev] with rows out_row apart (the
+ * heads merged). causal hides key j from query i when j > i (torch's
  * is_causal). A query whose keys are all hidden (-inf) gets 0, as torch's
  * safe softmax.
  *   FORWARD:         out = attention, lse = log sum exp of each row's scores
@@ -614,6 +618,7 @@ typedef struct nn_attention_params {
     float scale;
     int32_t mask_row, mask_col;
     int32_t group_stride[4], head_stride[4]; /* q, k, v, mask */
+    int32_t qkv_row, out_row;                /* 0: dense rows */
 } nn_attention_params;
 
 /* NLL_FORWARD: the negative log-likelihood of class targets, with label

@@ -1,8 +1,7 @@
 /* Self-attention as a module (torch.nn.MultiheadAttention's names and
- * initialisation, batch_first, query = key = value) and the head split the
- * transformer models share: one product for the queries, keys and values,
- * their heads as [N, H, T, D] batches, the fused attention
- * (nn_scaled_dot_product_attention) and the heads merged back. */
+ * initialisation, batch_first, query = key = value): one product for the
+ * queries, keys and values, their heads attended in place
+ * (nn_attention_qkv_packed), out_proj. */
 #include "zoo_parts.h"
 
 #include <stdlib.h>
@@ -14,21 +13,6 @@ typedef struct attention_config {
     bool causal;
 } attention_config;
 
-nn_tensor *nn_zoo_attention_heads(nn_tensor *qkv, int heads, bool causal) {
-    if (!qkv) return NULL;
-    if (qkv->ndim != 3 || qkv->shape[2] % (3 * heads) != 0)
-        return NN_FAIL_NULL(NN_ERR_SHAPE, "self-attention: expected [N, T, 3 x %d heads x head size] projections, "
-                                          "got %d dimensions",
-                            heads, qkv->ndim);
-    const int64_t n = qkv->shape[0], t = qkv->shape[1], width = qkv->shape[2] / 3, d = width / heads;
-    /* [N, T, 3, H, D] -> [N, 3, H, T, D] (the batch stays first, as ONNX export needs): queries, keys and values. */
-    nn_tensor *split = nn_permute(nn_reshape(qkv, 5, (const int64_t[]){n, t, 3, heads, d}),
-                                  (const int[]){0, 2, 3, 1, 4}, 5);
-    nn_tensor *q = nn_select(split, 1, 0), *k = nn_select(split, 1, 1), *v = nn_select(split, 1, 2);
-    nn_tensor *out = nn_scaled_dot_product_attention(q, k, v, NULL, causal, 0.0f); /* [N, H, T, D] */
-    return nn_reshape(nn_transpose(out, 1, 2), 3, (const int64_t[]){n, t, width});
-}
-
 static nn_tensor *self_attention_forward(nn_module *self, nn_tensor *x) {
     const attention_config *c = nn_module_data(self);
     if (x && (x->ndim != 3 || x->shape[2] * 3 != nn_module_get_parameter(self, "in_proj_weight")->shape[0]))
@@ -39,7 +23,8 @@ static nn_tensor *self_attention_forward(nn_module *self, nn_tensor *x) {
     nn_tensor *qkv = x ? nn_linear(x, nn_module_get_parameter(self, "in_proj_weight"),
                                    nn_module_get_parameter(self, "in_proj_bias"))
                        : NULL;
-    return nn_module_forward(nn_module_child(self, "out_proj"), nn_zoo_attention_heads(qkv, c->heads, c->causal));
+    return nn_module_forward(nn_module_child(self, "out_proj"), qkv ? nn_attention_qkv_packed(qkv, c->heads, c->causal)
+                                                                      : NULL);
 }
 
 /* A parameter of `shape` registered under `name`, filled with `value`

@@ -24,7 +24,7 @@ static nn_tensor *child(nn_module *self, const char *name, nn_tensor *x) {
 
 static nn_tensor *causal_attention_forward(nn_module *self, nn_tensor *x) {
     const int *heads = nn_module_data(self);
-    return child(self, "c_proj", nn_zoo_attention_heads(child(self, "c_attn", x), *heads, true));
+    return child(self, "c_proj", nn_attention_qkv_packed(child(self, "c_attn", x), *heads, true));
 }
 
 static nn_tensor *mlp_forward(nn_module *self, nn_tensor *x) {

@@ -24,10 +24,6 @@ nn_module *nn_zoo_global_avgpool(nn_ctx *ctx);
 nn_module *nn_zoo_linear(nn_ctx *ctx, int in_features, int out_features, bool bias);
 /* GELU (exact) as a module: the transformers' MLPs. */
 nn_module *nn_zoo_gelu(nn_ctx *ctx);
-/* The fused self-attention of projections qkv [N, T, 3 W] (the queries,
- * keys and values side by side, as MultiheadAttention's in_proj and
- * GPT-2's c_attn make them) in `heads` heads: [N, T, W]. */
-nn_tensor *nn_zoo_attention_heads(nn_tensor *qkv, int heads, bool causal);
 
 /* A module that only holds children (torch's ModuleDict, ModuleList): its
  * forward refuses, its owner calls the children. */

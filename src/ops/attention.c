@@ -163,46 +163,36 @@ static nn_status attention_backward(nn_node *node) {
     return st;
 }
 
-/* The composition: Transpose, MatMul, Mul, Add (the mask, or the causal
- * constant), Softmax, MatMul. */
-static nn_status attention_onnx(exporter *x, op_io *io, const char *out) {
-    const attention_node *n = NN_NODE_PARAMS(io->node, attention_node);
-    const nn_tensor *k = io->node->inputs[IN_K];
-    bool batch = false;
-    for (int i = 0; i < io->node->input_count; i++) batch = batch || (io->in[i] && io->in[i]->batch);
-    if (batch)
-        for (int i = IN_Q; i <= IN_V; i++)
-            if (io->node->inputs[i]->ndim < 3 || !io->in[i]->batch)
-                return nn_onnx_refuse_batch(x, io, "attention's q, k and v must all carry the batch in dimension 0");
-    io->out_batch = batch;
-    nn_onnx_reserve_name(x, "Attention", io);
+nn_status nn_attention_onnx_composition(exporter *x, op_io *io, const char *q, const char *k, int k_ndim,
+                                        const char *v, const char *mask, const nn_attention_params *p,
+                                        const char *out) {
     char kt[80], scores[80], scaled[80], masked[80], probs[80], name[96];
     if (!nn_onnx_fresh_value(x, io, "keys_t", kt, sizeof kt) || !nn_onnx_fresh_value(x, io, "scores", scores, sizeof scores) ||
         !nn_onnx_fresh_value(x, io, "scaled", scaled, sizeof scaled) || !nn_onnx_fresh_value(x, io, "probs", probs, sizeof probs))
         return nn_last_status();
     int64_t perm[NN_MAX_DIMS];
-    for (int d = 0; d < k->ndim; d++) perm[d] = d;
-    perm[k->ndim - 2] = k->ndim - 1;
-    perm[k->ndim - 1] = k->ndim - 2;
+    for (int d = 0; d < k_ndim; d++) perm[d] = d;
+    perm[k_ndim - 2] = k_ndim - 1;
+    perm[k_ndim - 1] = k_ndim - 2;
     nn_onnx_node t;
     snprintf(name, sizeof name, "%s_transpose", io->name);
     nn_onnx_node_begin(&t, "Transpose", name);
-    nn_onnx_node_input(&t, io->in[IN_K]->name);
+    nn_onnx_node_input(&t, k);
     nn_onnx_node_output(&t, kt);
-    nn_onnx_attr_ints(&t, "perm", perm, k->ndim);
+    nn_onnx_attr_ints(&t, "perm", perm, k_ndim);
     nn_onnx_node_end(&t, &x->graph);
     snprintf(name, sizeof name, "%s_scores", io->name);
-    nn_onnx_pair(x, "MatMul", name, io->in[IN_Q]->name, kt, scores);
+    nn_onnx_pair(x, "MatMul", name, q, kt, scores);
     snprintf(name, sizeof name, "%s_scale", io->name);
-    const char *scale = nn_onnx_add_constant(x, name, NN_ONNX_FLOAT, NULL, 0, &n->p.scale, sizeof(float));
+    const char *scale = nn_onnx_add_constant(x, name, NN_ONNX_FLOAT, NULL, 0, &p->scale, sizeof(float));
     if (!scale) return nn_last_status();
     nn_onnx_pair(x, "Mul", name, scores, scale, scaled);
     const char *logits = scaled;
-    if (n->p.causal || io->in[IN_MASK]) {
+    if (p->causal || mask) {
         if (!nn_onnx_fresh_value(x, io, "masked", masked, sizeof masked)) return nn_last_status();
-        const char *additive = io->in[IN_MASK] ? io->in[IN_MASK]->name : NULL;
+        const char *additive = mask;
         if (!additive) {
-            const int64_t L = n->p.queries, S = n->p.keys, dims[2] = {L, S};
+            const int64_t L = p->queries, S = p->keys, dims[2] = {L, S};
             float *hide = malloc(sizeof(float) * (size_t)(L * S));
             if (!hide) return nn_set_error(NN_ERR_MEMORY, "ONNX export: out of memory for the causal mask");
             for (int64_t i = 0; i < L; i++)
@@ -223,8 +213,23 @@ static nn_status attention_onnx(exporter *x, op_io *io, const char *out) {
     nn_onnx_node_output(&sm, probs);
     nn_onnx_attr_int(&sm, "axis", -1);
     nn_onnx_node_end(&sm, &x->graph);
-    nn_onnx_pair(x, "MatMul", io->name, probs, io->in[IN_V]->name, out);
+    nn_onnx_pair(x, "MatMul", io->name, probs, v, out);
     return NN_OK;
+}
+
+static nn_status attention_onnx(exporter *x, op_io *io, const char *out) {
+    const attention_node *n = NN_NODE_PARAMS(io->node, attention_node);
+    bool batch = false;
+    for (int i = 0; i < io->node->input_count; i++) batch = batch || (io->in[i] && io->in[i]->batch);
+    if (batch)
+        for (int i = IN_Q; i <= IN_V; i++)
+            if (io->node->inputs[i]->ndim < 3 || !io->in[i]->batch)
+                return nn_onnx_refuse_batch(x, io, "attention's q, k and v must all carry the batch in dimension 0");
+    io->out_batch = batch;
+    nn_onnx_reserve_name(x, "Attention", io);
+    return nn_attention_onnx_composition(x, io, io->in[IN_Q]->name, io->in[IN_K]->name, io->node->inputs[IN_K]->ndim,
+                                         io->in[IN_V]->name, io->in[IN_MASK] ? io->in[IN_MASK]->name : NULL, &n->p,
+                                         out);
 }
 
 const nn_op nn_op_attention = {.name = "nn_scaled_dot_product_attention",

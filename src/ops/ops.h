@@ -113,6 +113,12 @@ nn_tensor *nn_class_nll(const char *op, nn_tensor *input, nn_tensor *target, nn_
 /* nll_loss_onnx.c: NegativeLogLikelihoodLoss, and the label smoothing's
  * terms around it. */
 nn_status nn_nll_loss_onnx(struct exporter *x, struct op_io *io, const char *out);
+/* attention.c: attention's ONNX composition over the values q, k (of k_ndim
+ * dimensions), v and the additive mask (NULL: none, or p's causal constant):
+ * Transpose, MatMul, Mul, Add, Softmax, MatMul into `out`; io names the nodes. */
+nn_status nn_attention_onnx_composition(struct exporter *x, struct op_io *io, const char *q, const char *k, int k_ndim,
+                                        const char *v, const char *mask, const nn_attention_params *p,
+                                        const char *out);
 /* ---- batched matmul, linear of any rank, embedding ---- */
 extern const nn_op nn_op_matmul_batched, nn_op_linear_nd, nn_op_embedding;
 /* linear_nd.c: nn_linear for x of any rank but 2 ([..., in]). */

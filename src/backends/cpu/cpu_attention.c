@@ -32,6 +32,25 @@ static int64_t entry(const nn_attention_params *p, int which, int64_t b) {
     return (b / p->heads) * p->group_stride[which] + (b % p->heads) * p->head_stride[which];
 }
 
+/* Rows of q and k (and dq, dk), of v (and dv), of out (and dout): qkv_row
+ * and out_row apart where set, else as wide as a row. */
+static int qk_row(const nn_attention_params *p) { return p->qkv_row ? p->qkv_row : p->head_dim; }
+static int v_row(const nn_attention_params *p) { return p->qkv_row ? p->qkv_row : p->value_dim; }
+static int out_row(const nn_attention_params *p) { return p->out_row ? p->out_row : p->value_dim; }
+
+/* Where batch entry b's rows of out and dout start: [groups, L, heads, Ev]
+ * with out_row, else dense [batch, L, Ev]. */
+static int64_t out_entry(const nn_attention_params *p, int64_t b) {
+    return p->out_row ? (b / p->heads) * p->queries * p->out_row + (b % p->heads) * p->value_dim
+                      : b * p->queries * p->value_dim;
+}
+
+/* Where batch entry b's rows of dq (0), dk (1) or dv (2), `rows` of
+ * `cols`, start: q's, k's or v's layout with qkv_row, else dense. */
+static int64_t grad_entry(const nn_attention_params *p, int which, int64_t b, int64_t rows, int64_t cols) {
+    return p->qkv_row ? entry(p, which, b) : b * rows * cols;
+}
+
 /* C (m x n, row stride ldc) = A B + beta C, A m x k (or its transpose
  * stored k x m), B k x n (or n x k), row-major. */
 static void product(attention_job *job, int m, int n, int k, const float *a, int lda, bool trans_a, const float *b,
@@ -45,9 +64,9 @@ static void product(attention_job *job, int m, int n, int k, const float *a, int
  * hides the key. */
 static void scores(attention_job *job, int64_t b, int64_t i0, int nr, int64_t j0, int nc, float *s) {
     const nn_attention_params *p = job->p;
-    const int E = p->head_dim;
-    product(job, nr, nc, E, job->q + entry(p, 0, b) + i0 * E, E, false, job->k + entry(p, 1, b) + j0 * E, E, true, s,
-            COLS, 0.0f);
+    const int E = p->head_dim, ld = qk_row(p);
+    product(job, nr, nc, E, job->q + entry(p, 0, b) + i0 * ld, ld, false, job->k + entry(p, 1, b) + j0 * ld, ld, true,
+            s, COLS, 0.0f);
     for (int r = 0; r < nr; r++) {
         float *row = s + r * COLS;
         const float *m = job->mask ? job->mask + entry(p, 3, b) + (i0 + r) * p->mask_row + j0 * p->mask_col : NULL;
@@ -78,7 +97,7 @@ static void probabilities(float *s, const float *lse, int nr, int nc) {
 static void score_gradients(attention_job *job, const float *dout, const float *v, const float *s,
                             const float *delta, int nr, int nc, float *dp) {
     const int Ev = job->p->value_dim;
-    product(job, nr, nc, Ev, dout, Ev, false, v, Ev, true, dp, COLS, 0.0f);
+    product(job, nr, nc, Ev, dout, out_row(job->p), false, v, v_row(job->p), true, dp, COLS, 0.0f);
     for (int r = 0; r < nr; r++)
         for (int c = 0; c < nc; c++) {
             float *x = dp + r * COLS + c;
@@ -86,8 +105,13 @@ static void score_gradients(attention_job *job, const float *dout, const float *
         }
 }
 
-static void store(float *dst, const float *src, int64_t n, bool accumulate) {
-    for (int64_t i = 0; i < n; i++) dst[i] = accumulate ? dst[i] + src[i] : src[i];
+/* rows x cols of src (dense) into dst's rows, `stride` apart. */
+static void store(float *dst, int64_t stride, const float *src, int rows, int cols, bool accumulate) {
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            float *x = dst + r * stride + c;
+            *x = accumulate ? *x + src[(int64_t)r * cols + c] : src[(int64_t)r * cols + c];
+        }
 }
 
 static void forward_tasks(void *arg, int64_t begin, int64_t end, int worker) {
@@ -121,12 +145,13 @@ static void forward_tasks(void *arg, int64_t begin, int64_t end, int worker) {
                 l[r] = l[r] * alpha + sum;
                 m[r] = top;
             }
-            product(job, nr, Ev, nc, s, COLS, false, v + j0 * Ev, Ev, false, acc, Ev, 1.0f);
+            product(job, nr, Ev, nc, s, COLS, false, v + j0 * v_row(p), v_row(p), false, acc, Ev, 1.0f);
         }
         for (int r = 0; r < nr; r++) {
             const int64_t i = b * L + i0 + r;
             const float inv = l[r] > 0.0f ? 1.0f / l[r] : 0.0f;
-            for (int e = 0; e < Ev; e++) job->out_w[i * Ev + e] = acc[r * Ev + e] * inv;
+            float *out = job->out_w + out_entry(p, b) + (i0 + r) * out_row(p);
+            for (int e = 0; e < Ev; e++) out[e] = acc[r * Ev + e] * inv;
             job->lse_w[i] = l[r] > 0.0f ? m[r] + logf(l[r]) : INFINITY;
         }
     }
@@ -142,11 +167,12 @@ static void query_tasks(void *arg, int64_t begin, int64_t end, int worker) {
     for (int64_t t = begin; t < end; t++) {
         const int64_t b = t / job->blocks, i0 = (t % job->blocks) * ROWS;
         const int nr = (int)imin(ROWS, L - i0);
-        const float *dout = job->dout + (b * L + i0) * Ev, *out = job->out + (b * L + i0) * Ev;
+        const int os = out_row(p);
+        const float *dout = job->dout + out_entry(p, b) + i0 * os, *out = job->out + out_entry(p, b) + i0 * os;
         const float *lse = job->lse + b * L + i0, *k = job->k + entry(p, 1, b), *v = job->v + entry(p, 2, b);
         for (int r = 0; r < nr; r++) {
             double sum = 0.0;
-            for (int e = 0; e < Ev; e++) sum += (double)dout[r * Ev + e] * out[r * Ev + e];
+            for (int e = 0; e < Ev; e++) sum += (double)dout[r * os + e] * out[r * os + e];
             delta[r] = (float)sum;
             job->delta_w[b * L + i0 + r] = delta[r];
         }
@@ -156,10 +182,10 @@ static void query_tasks(void *arg, int64_t begin, int64_t end, int worker) {
             const int nc = (int)imin(COLS, keys - j0);
             scores(job, b, i0, nr, j0, nc, s);
             probabilities(s, lse, nr, nc);
-            score_gradients(job, dout, v + j0 * Ev, s, delta, nr, nc, dp);
-            product(job, nr, E, nc, dp, COLS, false, k + j0 * E, E, false, acc, E, 1.0f);
+            score_gradients(job, dout, v + j0 * v_row(p), s, delta, nr, nc, dp);
+            product(job, nr, E, nc, dp, COLS, false, k + j0 * qk_row(p), qk_row(p), false, acc, E, 1.0f);
         }
-        store(job->dq + (b * L + i0) * E, acc, (int64_t)nr * E, p->accumulate);
+        store(job->dq + grad_entry(p, 0, b, L, E) + i0 * qk_row(p), qk_row(p), acc, nr, E, p->accumulate);
     }
 }
 
@@ -175,18 +201,18 @@ static void key_tasks(void *arg, int64_t begin, int64_t end, int worker) {
         const int nc = (int)imin(COLS, S - j0);
         for (int64_t i = 0; i < nc * E; i++) dk[i] = 0.0f;
         for (int64_t i = 0; i < nc * Ev; i++) dv[i] = 0.0f;
-        const float *q = job->q + entry(p, 0, b), *v = job->v + entry(p, 2, b) + j0 * Ev;
+        const float *q = job->q + entry(p, 0, b), *v = job->v + entry(p, 2, b) + j0 * v_row(p);
         for (int64_t i0 = p->causal ? j0 / ROWS * ROWS : 0; i0 < L; i0 += ROWS) {
             const int nr = (int)imin(ROWS, L - i0);
-            const float *dout = job->dout + (b * L + i0) * Ev, *delta = job->delta + b * L + i0;
+            const float *dout = job->dout + out_entry(p, b) + i0 * out_row(p), *delta = job->delta + b * L + i0;
             scores(job, b, i0, nr, j0, nc, s);
             probabilities(s, job->lse + b * L + i0, nr, nc);
             score_gradients(job, dout, v, s, delta, nr, nc, dp);
-            product(job, nc, Ev, nr, s, COLS, true, dout, Ev, false, dv, Ev, 1.0f);
-            product(job, nc, E, nr, dp, COLS, true, q + i0 * E, E, false, dk, E, 1.0f);
+            product(job, nc, Ev, nr, s, COLS, true, dout, out_row(p), false, dv, Ev, 1.0f);
+            product(job, nc, E, nr, dp, COLS, true, q + i0 * qk_row(p), qk_row(p), false, dk, E, 1.0f);
         }
-        store(job->dk + (b * S + j0) * E, dk, (int64_t)nc * E, p->accumulate);
-        store(job->dv + (b * S + j0) * Ev, dv, (int64_t)nc * Ev, p->accumulate_v);
+        store(job->dk + grad_entry(p, 1, b, S, E) + j0 * qk_row(p), qk_row(p), dk, nc, E, p->accumulate);
+        store(job->dv + grad_entry(p, 2, b, S, Ev) + j0 * v_row(p), v_row(p), dv, nc, Ev, p->accumulate_v);
     }
 }
 

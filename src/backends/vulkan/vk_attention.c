@@ -27,11 +27,15 @@ static nn_status attention(vk_backend *vk, nn_kernel kernel, vk_pipeline_id pipe
                             "%u blocks of rows", name, (long long)batch, (long long)rows, VK_MAX_GROUPS);
     NN_TRY(vk_fits32(kernel, "elements", batch * (int64_t)p->queries * widest));
     NN_TRY(vk_fits32(kernel, "elements", batch * (int64_t)p->keys * widest));
+    const int64_t longest = p->queries > p->keys ? p->queries : p->keys;
+    NN_TRY(vk_fits32(kernel, "packed rows' elements", (int64_t)p->groups * longest * p->qkv_row));
+    NN_TRY(vk_fits32(kernel, "merged rows' elements", (int64_t)p->groups * p->queries * p->out_row));
     if (batch == 0) return NN_OK;
     VK_PUSH(ATTENTION) push = {.groups = p->groups, .heads = p->heads, .queries = p->queries, .keys = p->keys,
                                .head_dim = p->head_dim, .value_dim = p->value_dim, .causal = p->causal,
                                .accumulate = p->accumulate, .accumulate_v = p->accumulate_v, .scale = p->scale,
-                               .mask_row = p->mask_row, .mask_col = p->mask_col, .masked = a[3].buffer != NULL};
+                               .mask_row = p->mask_row, .mask_col = p->mask_col, .masked = a[3].buffer != NULL,
+                               .qkv_row = p->qkv_row, .out_row = p->out_row};
     for (int i = 0; i < 4; i++) {
         push.group_stride[i] = (uint32_t)p->group_stride[i];
         push.head_stride[i] = (uint32_t)p->head_stride[i];
