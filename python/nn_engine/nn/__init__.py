@@ -7,6 +7,7 @@ from ..layers import (ELU, GELU, AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d
                       MSELoss, MultiheadAttention, NLLLoss, ReLU, ReLU6, Sigmoid, SiLU, SmoothL1Loss, Softmax,
                       Softplus, Tanh, Upsample)
 from ..module import Module
+from ..transformer import TransformerEncoder, TransformerEncoderLayer
 from . import functional, init, utils
 from .parameter import Parameter
 
@@ -16,5 +17,5 @@ __all__ = [
     "GroupNorm", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "Embedding",
     "MultiheadAttention", "ReLU", "ReLU6", "GELU", "LeakyReLU", "ELU", "SiLU", "Hardswish", "Hardsigmoid",
     "Softplus", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "Identity", "MSELoss", "L1Loss", "SmoothL1Loss",
-    "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss",
+    "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss", "TransformerEncoderLayer", "TransformerEncoder",
 ]
