@@ -15,14 +15,12 @@ typedef struct attention_config {
 
 static nn_tensor *self_attention_forward(nn_module *self, nn_tensor *x) {
     const attention_config *c = nn_module_data(self);
-    if (x && (x->ndim != 3 || x->shape[2] * 3 != nn_module_get_parameter(self, "in_proj_weight")->shape[0]))
+    nn_tensor *weight = nn_module_get_parameter(self, "in_proj_weight");
+    if (x && (x->ndim != 3 || x->shape[2] != weight->shape[1]))
         return NN_FAIL_NULL(NN_ERR_SHAPE, "MultiheadAttention: expected input [N, T, %lld] (batch first), got %d "
                                           "dimensions with %lld last",
-                            (long long)nn_module_get_parameter(self, "in_proj_weight")->shape[1], x->ndim,
-                            (long long)x->shape[x->ndim - 1]);
-    nn_tensor *qkv = x ? nn_linear(x, nn_module_get_parameter(self, "in_proj_weight"),
-                                   nn_module_get_parameter(self, "in_proj_bias"))
-                       : NULL;
+                            (long long)weight->shape[1], x->ndim, (long long)x->shape[x->ndim - 1]);
+    nn_tensor *qkv = x ? nn_linear(x, weight, nn_module_get_parameter(self, "in_proj_bias")) : NULL;
     return nn_module_forward(nn_module_child(self, "out_proj"), qkv ? nn_attention_qkv_packed(qkv, c->heads, c->causal)
                                                                       : NULL);
 }

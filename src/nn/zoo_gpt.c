@@ -15,27 +15,23 @@
 #include "base/error.h"
 
 typedef struct gpt_config {
-    int context, heads, depth, vocab;
+    int context, depth;
 } gpt_config;
-
-static nn_tensor *child(nn_module *self, const char *name, nn_tensor *x) {
-    return x ? nn_module_forward(nn_module_child(self, name), x) : NULL;
-}
 
 static nn_tensor *causal_attention_forward(nn_module *self, nn_tensor *x) {
     const int *heads = nn_module_data(self);
-    return child(self, "c_proj", nn_attention_qkv_packed(child(self, "c_attn", x), *heads, true));
+    return nn_zoo_child(self, "c_proj", nn_attention_qkv_packed(nn_zoo_child(self, "c_attn", x), *heads, true));
 }
 
 static nn_tensor *mlp_forward(nn_module *self, nn_tensor *x) {
-    return child(self, "c_proj", child(self, "gelu", child(self, "c_fc", x)));
+    return nn_zoo_child(self, "c_proj", nn_zoo_child(self, "gelu", nn_zoo_child(self, "c_fc", x)));
 }
 
 /* x + attn(ln_1(x)), then that + mlp(ln_2(that)). */
 static nn_tensor *block_forward(nn_module *self, nn_tensor *x) {
-    nn_tensor *a = child(self, "attn", child(self, "ln_1", x));
+    nn_tensor *a = nn_zoo_child(self, "attn", nn_zoo_child(self, "ln_1", x));
     nn_tensor *y = a ? nn_add(x, a) : NULL;
-    nn_tensor *m = child(self, "mlp", child(self, "ln_2", y));
+    nn_tensor *m = nn_zoo_child(self, "mlp", nn_zoo_child(self, "ln_2", y));
     return m ? nn_add(y, m) : NULL;
 }
 
@@ -49,11 +45,11 @@ static nn_tensor *gpt_forward(nn_module *self, nn_tensor *tokens) {
     nn_module *t = nn_module_child(self, "transformer");
     const int64_t length = tokens->shape[1];
     nn_tensor *positions = nn_slice(nn_module_get_parameter(t, "wpe.weight"), 0, 0, length, 1); /* [T, W] */
-    nn_tensor *x = child(t, "wte", tokens);
+    nn_tensor *x = nn_zoo_child(t, "wte", tokens);
     x = x && positions ? nn_add(x, positions) : NULL;
     nn_module *blocks = nn_module_child(t, "h");
     for (int i = 0; i < c->depth && x; i++) x = nn_module_forward(nn_module_child_at(blocks, i), x);
-    return child(self, "lm_head", child(t, "ln_f", x));
+    return nn_zoo_child(self, "lm_head", nn_zoo_child(t, "ln_f", x));
 }
 
 static nn_module *layer_norm(nn_ctx *ctx, int width) {
@@ -110,7 +106,7 @@ nn_module *nn_gpt(nn_ctx *ctx, const nn_gpt_options *o) {
                             fn, o->vocab_size, o->context, o->width, o->depth, o->heads);
     gpt_config *c = malloc(sizeof *c);
     if (!c) return NN_FAIL_NULL(NN_ERR_MEMORY, "%s: out of host memory", fn);
-    *c = (gpt_config){.context = o->context, .heads = o->heads, .depth = o->depth, .vocab = o->vocab_size};
+    *c = (gpt_config){.context = o->context, .depth = o->depth};
     nn_module *net = nn_module_new(ctx, "GPT", gpt_forward, c, free);
     nn_status st = net ? NN_OK : nn_last_status();
     nn_module *t = st == NN_OK ? nn_zoo_container(ctx, "ModuleDict") : NULL;

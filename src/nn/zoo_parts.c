@@ -59,6 +59,10 @@ nn_module *nn_zoo_global_avgpool(nn_ctx *ctx) {
     return nn_module_new(ctx, "AdaptiveAvgPool2d", global_avgpool_forward, NULL, NULL);
 }
 
+nn_tensor *nn_zoo_child(nn_module *self, const char *name, nn_tensor *x) {
+    return x ? nn_module_forward(nn_module_child(self, name), x) : NULL;
+}
+
 void nn_zoo_add(nn_module *parent, const char *name, nn_module *child, nn_status *status) {
     if (*status == NN_OK && !parent) *status = nn_last_status(); /* its constructor's error */
     if (*status != NN_OK) {

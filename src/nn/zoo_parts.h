@@ -29,6 +29,10 @@ nn_module *nn_zoo_gelu(nn_ctx *ctx);
  * forward refuses, its owner calls the children. */
 nn_module *nn_zoo_container(nn_ctx *ctx, const char *kind);
 
+/* The named child's output for x, or NULL when x already is (an earlier
+ * error): lets a forward chain its children without a check per call. */
+nn_tensor *nn_zoo_child(nn_module *self, const char *name, nn_tensor *x);
+
 /* Adds children in order while *status is NN_OK; once it is not, frees
  * each further child (constructors may have succeeded) and keeps the first
  * error. Lets a builder list its children without a check per line. */

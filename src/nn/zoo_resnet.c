@@ -16,11 +16,6 @@ typedef enum block_kind { BASIC_BLOCK, BOTTLENECK } block_kind;
 /* Output channels of a block over `planes`: torchvision's `expansion`. */
 static int expansion(block_kind kind) { return kind == BOTTLENECK ? 4 : 1; }
 
-/* The named child's output, or NULL when x already is (an earlier error). */
-static nn_tensor *child(nn_module *self, const char *name, nn_tensor *x) {
-    return x ? nn_module_forward(nn_module_child(self, name), x) : NULL;
-}
-
 /* The shortcut: x itself, or downsample(x) where the shape changes. */
 static nn_tensor *identity(nn_module *self, nn_tensor *x) {
     nn_module *down = nn_module_child(self, "downsample");
@@ -28,19 +23,19 @@ static nn_tensor *identity(nn_module *self, nn_tensor *x) {
 }
 
 static nn_tensor *residual_sum(nn_module *self, nn_tensor *out, nn_tensor *shortcut) {
-    return out && shortcut ? child(self, "relu", nn_add(out, shortcut)) : NULL;
+    return out && shortcut ? nn_zoo_child(self, "relu", nn_add(out, shortcut)) : NULL;
 }
 
 static nn_tensor *basic_block_forward(nn_module *self, nn_tensor *x) {
-    nn_tensor *out = child(self, "relu", child(self, "bn1", child(self, "conv1", x)));
-    out = child(self, "bn2", child(self, "conv2", out));
+    nn_tensor *out = nn_zoo_child(self, "relu", nn_zoo_child(self, "bn1", nn_zoo_child(self, "conv1", x)));
+    out = nn_zoo_child(self, "bn2", nn_zoo_child(self, "conv2", out));
     return residual_sum(self, out, identity(self, x));
 }
 
 static nn_tensor *bottleneck_forward(nn_module *self, nn_tensor *x) {
-    nn_tensor *out = child(self, "relu", child(self, "bn1", child(self, "conv1", x)));
-    out = child(self, "relu", child(self, "bn2", child(self, "conv2", out)));
-    out = child(self, "bn3", child(self, "conv3", out));
+    nn_tensor *out = nn_zoo_child(self, "relu", nn_zoo_child(self, "bn1", nn_zoo_child(self, "conv1", x)));
+    out = nn_zoo_child(self, "relu", nn_zoo_child(self, "bn2", nn_zoo_child(self, "conv2", out)));
+    out = nn_zoo_child(self, "bn3", nn_zoo_child(self, "conv3", out));
     return residual_sum(self, out, identity(self, x));
 }
 
@@ -92,12 +87,12 @@ static nn_module *layer(nn_ctx *ctx, block_kind kind, int *in_channels, int plan
 }
 
 static nn_tensor *resnet_forward(nn_module *self, nn_tensor *x) {
-    nn_tensor *h = child(self, "relu", child(self, "bn1", child(self, "conv1", x)));
-    if (nn_module_child(self, "maxpool")) h = child(self, "maxpool", h);
+    nn_tensor *h = nn_zoo_child(self, "relu", nn_zoo_child(self, "bn1", nn_zoo_child(self, "conv1", x)));
+    if (nn_module_child(self, "maxpool")) h = nn_zoo_child(self, "maxpool", h);
     static const char *const layers[4] = {"layer1", "layer2", "layer3", "layer4"};
-    for (int i = 0; i < 4; i++) h = child(self, layers[i], h);
-    h = child(self, "avgpool", h);
-    return child(self, "fc", h ? nn_flatten(h) : NULL);
+    for (int i = 0; i < 4; i++) h = nn_zoo_child(self, layers[i], h);
+    h = nn_zoo_child(self, "avgpool", h);
+    return nn_zoo_child(self, "fc", h ? nn_flatten(h) : NULL);
 }
 
 /* The network: a 7x7/2 stem and max pool 3/2 (torchvision's), or a 3x3/1

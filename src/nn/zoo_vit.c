@@ -13,15 +13,11 @@
 
 #include "base/error.h"
 
-static nn_tensor *child(nn_module *self, const char *name, nn_tensor *x) {
-    return x ? nn_module_forward(nn_module_child(self, name), x) : NULL;
-}
-
 /* x + self_attention(ln_1(x)), then that + mlp(ln_2(that)). */
 static nn_tensor *encoder_block_forward(nn_module *self, nn_tensor *x) {
-    nn_tensor *h = child(self, "dropout", child(self, "self_attention", child(self, "ln_1", x)));
+    nn_tensor *h = nn_zoo_child(self, "dropout", nn_zoo_child(self, "self_attention", nn_zoo_child(self, "ln_1", x)));
     nn_tensor *y = h ? nn_add(h, x) : NULL;
-    nn_tensor *m = child(self, "mlp", child(self, "ln_2", y));
+    nn_tensor *m = nn_zoo_child(self, "mlp", nn_zoo_child(self, "ln_2", y));
     return m ? nn_add(y, m) : NULL;
 }
 
@@ -31,7 +27,8 @@ static nn_tensor *encoder_forward(nn_module *self, nn_tensor *x) {
         return NN_FAIL_NULL(NN_ERR_SHAPE, "VisionTransformer encoder: expected [N, %lld, %lld] tokens, got %d "
                                           "dimensions",
                             (long long)pos->shape[1], (long long)pos->shape[2], x->ndim);
-    return child(self, "ln", child(self, "layers", child(self, "dropout", x ? nn_add(x, pos) : NULL)));
+    nn_tensor *placed = nn_zoo_child(self, "dropout", x ? nn_add(x, pos) : NULL);
+    return nn_zoo_child(self, "ln", nn_zoo_child(self, "layers", placed));
 }
 
 typedef struct vit_config {
@@ -42,16 +39,16 @@ static nn_tensor *vit_forward(nn_module *self, nn_tensor *x) {
     const vit_config *c = nn_module_data(self);
     if (x && (x->ndim != 4 || x->shape[1] != c->channels || x->shape[2] != c->image_size ||
               x->shape[3] != c->image_size))
-        return NN_FAIL_NULL(NN_ERR_SHAPE, "VisionTransformer: expected input [N, %d, %d, %d], got %d dimensions", c->channels,
-                            c->image_size, c->image_size, x->ndim);
-    nn_tensor *patches = child(self, "conv_proj", x); /* [N, D, h, w] */
+        return NN_FAIL_NULL(NN_ERR_SHAPE, "VisionTransformer: expected input [N, %d, %d, %d], got %d dimensions",
+                            c->channels, c->image_size, c->image_size, x->ndim);
+    nn_tensor *patches = nn_zoo_child(self, "conv_proj", x); /* [N, D, h, w] */
     if (!patches) return NULL;
     const int64_t n = patches->shape[0], width = patches->shape[1], count = patches->shape[2] * patches->shape[3];
     nn_tensor *tokens = nn_transpose(nn_reshape(patches, 3, (const int64_t[]){n, width, count}), 1, 2);
     nn_tensor *cls = nn_expand(nn_module_get_parameter(self, "class_token"), 3, (const int64_t[]){n, 1, width});
     nn_tensor *all = tokens && cls ? nn_cat((nn_tensor *const[]){cls, tokens}, 2, 1) : NULL;
-    nn_tensor *encoded = child(self, "encoder", all);
-    return child(self, "heads", encoded ? nn_select(encoded, 1, 0) : NULL);
+    nn_tensor *encoded = nn_zoo_child(self, "encoder", all);
+    return nn_zoo_child(self, "heads", encoded ? nn_select(encoded, 1, 0) : NULL);
 }
 
 /* A parameter of `shape`, N(0, std^2) (zeros for std 0). */
