@@ -129,8 +129,8 @@ def readme_and_help_name_the_same_flags_and_models():
     section = readme[start:readme.index("\n## ", start + 1)]
     flag = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]*)")
     in_help = set()
-    for command in ["train", "eval", "export", "devices"]:
-        text = expect([command, "--help"], 0, stream="stdout").stdout
+    for command in ["train", "train gpt-mini", "eval", "export", "devices", "generate"]:
+        text = expect([*command.split(), "--help"], 0, stream="stdout").stdout
         listed = set(re.findall(r"^  (--[a-z][a-z0-9-]*)", text, re.M))
         assert listed or command == "devices", text  # devices takes no flags
         missing = sorted(f for f in listed if f not in set(flag.findall(section)) and f != "--help")
@@ -556,6 +556,62 @@ def vit_tiny_trains_with_its_recipe_and_refuses_what_it_cannot_take():
     write_idx(os.path.join(odd, "train-labels-idx1-ubyte"), 0x801, [20], [i % 2 for i in range(20)])
     expect(["train", "vit-tiny", "--data", odd, "--device", "cpu"], 2, "vit-tiny takes square images whose side is a multiple of 4",
            "10x10")
+
+
+@test
+def gpt_mini_learns_a_text_resumes_and_generates():
+    # Issue 34: the language model of bytes on a small made-up text, on the CPU: the held-out loss
+    # falls far below a uniform guess's ln 256 = 5.55, bits per byte are the loss over ln 2, a run
+    # stopped and resumed ends with the uninterrupted run's weights, and generate samples from the
+    # saved weights (the same seed, the same bytes).
+    rng = random.Random(3)
+    words = ["alpha", "beta", "gamma", "delta", "kappa", "omega"]
+    corpus = path("corpus.txt")
+    with open(corpus, "w") as f:
+        f.write("".join(" ".join(rng.choice(words) for _ in range(rng.randrange(3, 7))) + f" {rng.randrange(100)}.\n"
+                        for _ in range(2000)))
+    common = ["train", "gpt-mini", "--text", corpus, "--context", "32", "--width", "32", "--depth", "1", "--heads", "2",
+              "--batch", "16", "--steps", "150", "--lr", "3e-3", "--eval-every", "75", "--device", "cpu", "--quiet"]
+    full, resumed, ck, log = (path(n) for n in ["gpt-full.st", "gpt-resumed.st", "gpt-ck.st", "gpt-log.json"])
+    r = expect(common + ["--save", full, "--log", log, "--sample", "0"], 0, "warm-up 15 steps, cosine to 0.0003",
+               "weight decay 0.1 on matrices and embeddings")
+    lines = [l for l in r.stdout.splitlines() if l.startswith("step ")]
+    assert len(lines) == 2 and lines[-1].startswith("step 150/150  train loss"), r.stdout
+    entries = [json.loads(l) for l in open(log)]
+    assert [e["step"] for e in entries] == [75, 150], entries
+    for e in entries:
+        assert abs(e["val_bits_per_byte"] - e["val_loss"] / 0.6931471805599453) < 1e-6, e
+    assert entries[-1]["val_loss"] < min(2.0, entries[0]["val_loss"]), entries
+    expect(common + ["--stop-after-step", "100", "--checkpoint", ck, "--sample", "0"], 0,
+           "stopped after step 100 of 150", "wrote the training state")
+    expect(common + ["--resume", ck, "--save", resumed, "--sample", "0"], 0, "resuming from")
+    assert open(full, "rb").read() == open(resumed, "rb").read(), "resumed weights differ"
+    expect(common + ["--steps", "200", "--resume", ck], 2, "saved by another run")
+
+    def generate(*args):  # bytes: a sample need not be UTF-8
+        p = subprocess.run([binary, "generate", full, "--device", "cpu", *args], capture_output=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    a, b = generate("--prompt", "alpha", "--bytes", "60", "--seed", "5"), generate("--prompt", "alpha", "--bytes", "60",
+                                                                              "--seed", "5")
+    assert a == b and a.startswith(b"alpha") and len(a) == 5 + 60 + 1, a
+    assert generate("--prompt", "alpha", "--bytes", "60", "--seed", "6") != a
+    assert len(generate("--bytes", "40", "--no-prompt", "--top-k", "3")) == 41
+    # a sample of the trained model reads like its text: mostly the words' letters, spaces and digits
+    text = generate("--bytes", "400", "--temperature", "0.5")
+    assert sum(chr(c) in "abcdeghklmopt .0123456789\n" for c in text) > 0.9 * len(text), text
+
+    expect(["generate", ck], 2, "training state")
+    lenet = path("gpt-lenet.st")
+    expect(["train", "lenet5", "--data", idx_dir("gpt-lenet"), "--epochs", "1", "--save", lenet, "--quiet"], 0)
+    expect(["generate", lenet], 2, "no \"nn_engine.gpt\" in its metadata")
+    expect(["train", "gpt-mini", "--text", path("nowhere.txt")], 2, "nowhere.txt")
+    expect(["train", "gpt-mini", "--data", corpus], 2, "--text")
+    expect(["train", "lenet5", "--text", corpus], 2, "--text trains gpt-mini, not lenet5")
+    expect(common + ["--heads", "3"], 2, "--heads 3 does not divide --width 32")
+    expect(common + ["--context", "40000"], 2, "a window of --context 40000")
+    expect(common + ["--warmup", "150"], 2, "--warmup 150")
+    expect(["train", "gpt-mini", "--help"], 0, "--text", "--context", "--temperature", stream="stdout")
 
 
 @test

@@ -144,7 +144,16 @@ static int train(train_config config) {
     return dist_train_finish(&t.dist, status);
 }
 
+/* gpt-mini, or --text anywhere: the language model's trainer and flags. */
+static bool trains_text(int argc, char **argv) {
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--text") == 0 || strncmp(argv[i], "--text=", 7) == 0 || strcmp(argv[i], "gpt-mini") == 0)
+            return true;
+    return false;
+}
+
 int command_train(int argc, char **argv) {
+    if (trains_text(argc, argv)) return command_train_text(argc, argv);
     train_config c = train_config_defaults();
     const char *positional[1] = {NULL};
     const option_spec options[] = {
@@ -242,7 +251,9 @@ int command_train(int argc, char **argv) {
         "each --accumulate batches; the rate is computed on the device from a step\n"
         "counter, with torch.optim.lr_scheduler's formulas (nn_schedule.h).\n"
         "With --ema, evaluation and --save use the averaged weights (parameters\n"
-        "and BatchNorm statistics); --checkpoint keeps both.",
+        "and BatchNorm statistics); --checkpoint keeps both.\n"
+        "gpt-mini, a language model of bytes, trains on a text file instead:\n"
+        "nnengine train gpt-mini --text FILE (its flags: nnengine train gpt-mini --help).",
         1, positional, options, (int)(sizeof options / sizeof options[0]), required,
     };
     int status;

@@ -21,6 +21,7 @@ static const command_entry commands[] = {
     {"eval", command_eval, "evaluate saved weights on a dataset's test set"},
     {"devices", command_devices, "list the CPU and GPUs nn-engine can use"},
     {"export", command_export, "write a model with saved weights as ONNX"},
+    {"generate", command_generate, "sample text from a gpt-mini trained with train gpt-mini --text"},
 };
 #define COMMAND_COUNT ((int)(sizeof commands / sizeof commands[0]))
 
@@ -34,9 +35,11 @@ static void print_usage(FILE *out) {
         fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
             "\nmodels: %s\n"
-            "        or FILE.onnx: the graph of an ONNX file (its input shape and classes; nn_onnx_import)\n\n"
-            "example:\n"
-            "  nnengine train lenet5 --data /usr/share/datasets/fashion-mnist --epochs 10\n",
+            "        or FILE.onnx: the graph of an ONNX file (its input shape and classes; nn_onnx_import)\n"
+            "text:   gpt-mini, a language model of bytes (nnengine train gpt-mini --text FILE; generate)\n\n"
+            "examples:\n"
+            "  nnengine train lenet5 --data /usr/share/datasets/fashion-mnist --epochs 10\n"
+            "  nnengine train gpt-mini --text corpus.txt --save gpt.safetensors\n",
             models_names());
 }
 
@@ -58,7 +61,7 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < COMMAND_COUNT; i++)
         if (strcmp(commands[i].name, name) == 0) return standard_output_end(commands[i].run(argc - 2, argv + 2));
-    fprintf(stderr, "nnengine: unknown command '%s' (commands: train, eval, devices, export; see nnengine --help)\n",
+    fprintf(stderr, "nnengine: unknown command '%s' (commands: train, eval, devices, export, generate; see nnengine --help)\n",
             name);
     return EXIT_BAD_INPUT;
 }
