@@ -22,21 +22,35 @@ shared float norm_part[NORM_THREADS];
 shared float norm_part2[NORM_THREADS];
 shared float norm_part3[NORM_THREADS];
 
-// norm_part[0] and norm_part2[0] = the workgroup's sums of a and b. Every
-// invocation must call it (it has barriers).
-void workgroup_sum2(float a, float b) {
-    uint tid = gl_LocalInvocationID.x;
+// Invocations per group where a workgroup takes several groups of n <=
+// PIECE elements (LayerNorm's rows) at once: the fewest, a power of two
+// from 32 to NORM_THREADS, whose NORM_LOADS loads each cover the group, so
+// a row of 192 takes 32 invocations, not 256 (vk_norm.c's row_threads).
+uint row_threads(uint n) {
+    uint t = 32u;
+    while (t < NORM_THREADS && t * NORM_LOADS < n) t <<= 1;
+    return t;
+}
+
+// The sums of a and b over each run of `width` invocations (a power of two
+// dividing NORM_THREADS), by a fixed tree, at the run's first slot of
+// norm_part and norm_part2. Every invocation must call it (it has barriers).
+void segment_sum2(float a, float b, uint width) {
+    uint tid = gl_LocalInvocationID.x, lane = tid & (width - 1u);
     norm_part[tid] = a;
     norm_part2[tid] = b;
     barrier();
-    for (uint s = NORM_THREADS / 2u; s > 0u; s >>= 1) {
-        if (tid < s) {
+    for (uint s = width / 2u; s > 0u; s >>= 1) {
+        if (lane < s) {
             norm_part[tid] += norm_part[tid + s];
             norm_part2[tid] += norm_part2[tid + s];
         }
         barrier();
     }
 }
+
+// norm_part[0] and norm_part2[0] = the workgroup's sums of a and b.
+void workgroup_sum2(float a, float b) { segment_sum2(a, b, NORM_THREADS); }
 
 // The count, mean and sum of squared deviations (M2) of some values: two
 // sets merge by Chan's formula, which never subtracts large squares.
@@ -50,16 +64,17 @@ Moments moments_merge(Moments a, Moments b) {
     return Moments(n, a.mean + delta * f, a.m2 + b.m2 + delta * delta * a.n * f);
 }
 
-// The workgroup's moments, merged by a fixed tree, in norm_part (n),
-// norm_part2 (mean), norm_part3 (M2) [0]. Every invocation must call it.
-void workgroup_moments(Moments m) {
-    uint tid = gl_LocalInvocationID.x;
+// Each run of `width` invocations' moments (width as segment_sum2's),
+// merged by a fixed tree, in norm_part (n), norm_part2 (mean), norm_part3
+// (M2) at the run's first slot. Every invocation must call it.
+void segment_moments(Moments m, uint width) {
+    uint tid = gl_LocalInvocationID.x, lane = tid & (width - 1u);
     norm_part[tid] = m.n;
     norm_part2[tid] = m.mean;
     norm_part3[tid] = m.m2;
     barrier();
-    for (uint s = NORM_THREADS / 2u; s > 0u; s >>= 1) {
-        if (tid < s) {
+    for (uint s = width / 2u; s > 0u; s >>= 1) {
+        if (lane < s) {
             Moments r = moments_merge(Moments(norm_part[tid], norm_part2[tid], norm_part3[tid]),
                                       Moments(norm_part[tid + s], norm_part2[tid + s], norm_part3[tid + s]));
             norm_part[tid] = r.n;
@@ -69,6 +84,9 @@ void workgroup_moments(Moments m) {
         barrier();
     }
 }
+
+// The workgroup's moments in norm_part, norm_part2, norm_part3 [0].
+void workgroup_moments(Moments m) { segment_moments(m, NORM_THREADS); }
 
 // Entries [begin, end) of a chunk of `count`: chunk j of p.chunk entries.
 uint chunk_end(uint j, uint count) { return min(count, (j + 1u) * p.chunk); }

@@ -43,9 +43,42 @@ Moments chunk_moments(uint g, uint j, uint n) {
     return m;
 }
 
+// Groups of at most a PIECE (LayerNorm's rows): row_threads(n) invocations
+// a group, NORM_THREADS / row_threads(n) groups a workgroup (vk_norm.c
+// dispatches that many fewer), each invocation's values in registers.
+void row_groups(uint n) {
+    uint tid = gl_LocalInvocationID.x, width = row_threads(n), lane = tid & (width - 1u);
+    uint rows = NORM_THREADS / width, first = tid - lane;
+    for (uint base = gl_WorkGroupID.y * rows; base < p.groups; base += gl_NumWorkGroups.y * rows) {
+        uint g = base + tid / width;
+        float v[NORM_LOADS];
+        float count = 0.0, sum = 0.0;
+        for (uint i = 0u; i < NORM_LOADS; i++) {
+            uint k = i * width + lane;
+            bool here = g < p.groups && k < n;
+            v[i] = here ? x[p.off[0] + group_element(g, k)] : 0.0;
+            if (here) count += 1.0;
+            sum += v[i];
+        }
+        float mu = count > 0.0 ? sum / count : 0.0, m2 = 0.0;
+        for (uint i = 0u; i < NORM_LOADS; i++)
+            if (g < p.groups && i * width + lane < n) m2 += (v[i] - mu) * (v[i] - mu);
+        segment_moments(Moments(count, mu, m2), width);
+        if (lane == 0u && g < p.groups) {
+            mean_out[p.off[1] + g] = norm_part2[first];
+            var_out[p.off[2] + g] = n > 0u ? norm_part3[first] / float(n) : 0.0;
+        }
+        barrier(); // the tree's results read before the next groups' tree
+    }
+}
+
 void main() {
     uint tid = gl_LocalInvocationID.x, j = gl_WorkGroupID.x;
     uint n = p.outer * p.inner;
+    if (n <= PIECE) {
+        row_groups(n);
+        return;
+    }
     for (uint g = gl_WorkGroupID.y; g < p.groups; g += gl_NumWorkGroups.y) {
         workgroup_moments(chunk_moments(g, j, n));
         if (p.chunks > 1u) {

@@ -33,6 +33,11 @@ static const norm_layout kLayouts[] = {
     {"batchnorm [4, 6, 1024] (groups past one piece, one chunk)", 4, 1024, 1024, 6, 6},
     {"groupnorm [3, 8, 4100] in 2 groups", 1, 16400, 4100, 6, 8},
     {"layernorm [300, 1024]", 1, 1024, 1, 300, 1024},
+    /* rows of at most a piece several a workgroup: 32, 64, 128 and 256 invocations a row */
+    {"layernorm [97, 192]", 1, 192, 1, 97, 192},
+    {"layernorm [33, 768]", 1, 768, 1, 33, 768},
+    {"layernorm [11, 257]", 1, 257, 1, 11, 257},
+    {"layernorm [5, 2048] (rows of exactly a piece)", 1, 2048, 1, 5, 2048},
     {"layernorm [3, 2053] (rows past one piece)", 1, 2053, 1, 3, 2053},
     /* rows of channels (channels-last activations, [N, C]): norm_columns.comp */
     {"batchnorm channels-last [12000 pixels, 12] (channels in fours, chunks of rows)", 12000, 1, 1, 12, 12},

@@ -1,13 +1,15 @@
 /* The normalisation kernels (kernels.h's nn_norm_params) on Vulkan, shaped
  * to fill a large GPU whatever the groups look like:
- *   STATS            workgroups over chunks of each group (norm_stats.comp);
+ *   STATS            groups of at most a PIECE (LayerNorm's rows) several a
+ *                    workgroup, row_threads invocations each; larger ones
+ *                    workgroups over chunks of each group (norm_stats.comp);
  *                    few, large groups (BatchNorm) are cut into enough
  *                    chunks for about SPLIT_TARGET workgroups in all, whose
  *                    moments the group's last workgroup merges;
  *   APPLY            one pass, four elements per invocation where the
  *                    layout and alignment allow (norm_apply.comp);
- *   BACKWARD_DATA    groups of at most a PIECE (LayerNorm rows): a
- *                    workgroup per group holding it in registers, one pass
+ *   BACKWARD_DATA    groups of at most a PIECE (LayerNorm rows): several
+ *                    a workgroup as STATS, held in registers, one pass
  *                    (norm_backward_data.comp); larger ones: the split sums
  *                    (norm_backward_sums.comp), then one pointwise pass
  *                    (norm_backward_pointwise.comp);
@@ -55,6 +57,20 @@ static nn_status norm_push(nn_kernel kernel, const nn_norm_params *p, norm_block
  * columns of [rows, channels] (BatchNorm over channels-last tensors or [N, C]). */
 static bool columnar(const nn_norm_params *p) {
     return p->inner == 1 && p->channel_inner == 1 && p->groups == p->channels;
+}
+
+/* Invocations per group of n <= PIECE elements, where a workgroup takes
+ * THREADS / row_threads(n) groups: norm_common.glsl's row_threads. */
+static int64_t row_threads(int64_t n) {
+    int64_t t = 32;
+    while (t < THREADS && t * (PIECE / THREADS) < n) t <<= 1;
+    return t;
+}
+
+/* Workgroups for `groups` groups of n <= PIECE elements, several a workgroup. */
+static int64_t row_workgroups(int64_t groups, int64_t n) {
+    const int64_t rows = THREADS / row_threads(n);
+    return (groups + rows - 1) / rows;
 }
 
 static uint32_t capped(int64_t workgroups) {
@@ -141,6 +157,9 @@ nn_status vk_run_norm_stats(vk_backend *vk, const nn_norm_params *p, const nn_bu
     }
     const int64_t n = p->outer * p->inner;
     nn_buffer_ref args[4] = {a[0], a[1], a[2], {NULL, 0, 0}};
+    if (n <= PIECE) /* several groups a workgroup, one chunk each (norm_stats.comp's row_groups) */
+        return record_split(vk, NN_KERNEL_NORM_STATS, VK_PIPE_NORM_STATS, args, 4, 3, NN_ARG(1) | NN_ARG(2), &push,
+                            (norm_split){1, n}, row_workgroups(p->groups, n), 2);
     return record_split(vk, NN_KERNEL_NORM_STATS, VK_PIPE_NORM_STATS, args, 4, 3, NN_ARG(1) | NN_ARG(2), &push,
                         split_of(p->groups, n, PIECE, MIN_CHUNK, 2, SPLIT_TARGET), p->groups, 2);
 }
@@ -216,8 +235,10 @@ nn_status vk_run_norm_backward_data(vk_backend *vk, const nn_norm_params *p, con
         const nn_buffer_ref args[7] = {a[0], a[1], a[2], a[3], a[4], a[5], {NULL, 0, 0}};
         return record_backward_pointwise(vk, kernel, p, args, 7, &push);
     }
-    if (p->outer * p->inner <= PIECE)
-        return vk_record(vk, kernel, VK_PIPE_NORM_BACKWARD_DATA, 0, a, 6, VK_PUSH_REF(push), capped(p->groups), 1, 1);
+    const int64_t n = p->outer * p->inner;
+    if (n <= PIECE)
+        return vk_record(vk, kernel, VK_PIPE_NORM_BACKWARD_DATA, 0, a, 6, VK_PUSH_REF(push),
+                         capped(row_workgroups(p->groups, n)), 1, 1);
     return backward_data_split(vk, p, a, &push);
 }
 
