@@ -16,6 +16,10 @@ is the median wall time of --runs steps; no memory figure.
 
     build/bench/bench_attention > ours.txt
     python3 bench/torch_attention.py ours.txt [--reps 5] [--runs 7] [--cpu]
+
+Lines of ours run with --precision fp16 or bf16 are timed in bf16 here
+(FlashAttention and the math backend); lines run with --forward, the
+forward alone (no gradients).
 """
 import argparse
 import time
@@ -31,7 +35,8 @@ def parse(path):
             if line.startswith("attention "):
                 w = line.split()
                 rows.append(dict(shape=tuple(int(v) for v in w[1:5]), causal=bool(int(w[5])),
-                                 ms=float(w[6]), mib=float(w[7])))
+                                 ms=float(w[6]), mib=float(w[7]), half=len(w) > 8 and w[8] != "fp32",
+                                 forward=len(w) > 9 and w[9] == "forward"))
     return rows
 
 
@@ -61,11 +66,15 @@ def measure(row, backend, reps, runs):
     from torch.nn.attention import sdpa_kernel
     from torch_conv_layers import graph_ms
 
-    q, k, v = (torch.randn(*row["shape"], device="cuda", requires_grad=True) for _ in range(3))
+    dtype = torch.bfloat16 if row.get("half") else torch.float32
+    grad = not row.get("forward")
+    q, k, v = (torch.randn(*row["shape"], device="cuda", dtype=dtype, requires_grad=grad) for _ in range(3))
 
     def step():
         with sdpa_kernel(backend):
-            F.scaled_dot_product_attention(q, k, v, is_causal=row["causal"]).sum().backward()
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=row["causal"])
+            if grad:
+                y.sum().backward()
 
     try:
         torch.cuda.synchronize()
@@ -73,7 +82,7 @@ def measure(row, backend, reps, runs):
         base = torch.cuda.memory_allocated()
         step()
         torch.cuda.synchronize()
-        peak = (torch.cuda.max_memory_allocated() - base) / 2**20 + 3 * q.numel() * 4 / 2**20
+        peak = (torch.cuda.max_memory_allocated() - base) / 2**20 + 3 * q.numel() * q.element_size() / 2**20
         return graph_ms(step, reps, runs), peak
     except torch.OutOfMemoryError:
         return None, None
@@ -102,12 +111,14 @@ def main():
     print(f"{'B, H, L, E':>18} {'causal':>6} | {'ours ms':>8} {'MiB':>7} | {'efficient ms':>12} {'MiB':>7} {'ratio':>6}"
           f" | {'math ms':>8} {'MiB':>7} {'ratio':>6}")
     for row in parse(a.ours):
-        eff, eff_mib = measure(row, SDPBackend.EFFICIENT_ATTENTION, a.reps, a.runs)
+        fast = SDPBackend.FLASH_ATTENTION if row["half"] else SDPBackend.EFFICIENT_ATTENTION
+        eff, eff_mib = measure(row, fast, a.reps, a.runs)
         math, math_mib = measure(row, SDPBackend.MATH, a.reps, a.runs)
         cell = lambda ms, mib: (f"{ms:12.3f} {mib:7.0f} {row['ms'] / ms:6.2f}" if ms else f"{'out of memory':>27}")
         cell_math = lambda ms, mib: (f"{ms:8.3f} {mib:7.0f} {row['ms'] / ms:6.2f}" if ms else f"{'out of memory':>23}")
+        what = ("bf16 flash " if row["half"] else "") + ("forward" if row["forward"] else "step")
         print(f"{str(row['shape']):>18} {int(row['causal']):>6} | {row['ms']:8.3f} {row['mib']:7.0f} | "
-              f"{cell(eff, eff_mib)} | {cell_math(math, math_mib)}")
+              f"{cell(eff, eff_mib)} | {cell_math(math, math_mib)} | {what}")
 
 
 if __name__ == "__main__":

@@ -190,3 +190,166 @@ TEST(attention_memory_grows_linearly_with_the_sequence) {
     CHECK_MSG(at_1024 <= 2 * at_512 + 4096 && at_1024 < 8u << 20, "peak %llu bytes at 512, %llu at 1024",
               (unsigned long long)at_512, (unsigned long long)at_1024);
 }
+
+/* fp16 attention (nn_ctx_set_precision): q, k, v and the softmax's
+ * unnormalised weights rounded to fp16, sums in fp32 (nn_attention_params).
+ * Each backend's output against double-precision attention of the rounded
+ * q, k and v (the weights' rounding is within the tolerance), the rounding
+ * seen against the fp32 output, and the gradients (fp32 kernels) between
+ * the CPU and Vulkan. On a GPU with matrix cores the forward runs
+ * attention_forward_coopmat.comp (heads up to 128: the 200-wide case runs
+ * the fp32 kernel there); lavapipe has none and runs the fp32 kernel. */
+typedef struct fp16_case {
+    int batch, heads, L, S, E, Ev;
+    bool causal, masked, packed; /* packed: nn_attention_qkv_packed, S = L, Ev = E */
+} fp16_case;
+
+static float round16(float x) {
+#ifdef __FLT16_MAX__
+    return (float)(_Float16)x;
+#else
+    return x; /* the tolerance still holds; the rounding is checked by test_precision.c */
+#endif
+}
+
+/* out and the gradients of sum(out * w) for q, k, v (packed: of qkv, in dq). */
+static bool fp16_attend(nn_ctx *ctx, const fp16_case *c, nn_precision precision, const float *q, const float *k,
+                        const float *v, const float *mask, const float *w, float *out, float *dq, float *dk,
+                        float *dv) {
+    const int64_t B = c->batch, H = c->heads, W = (int64_t)c->heads * c->E;
+    nn_tensor *tq = NULL, *tk = NULL, *tv = NULL, *tm = NULL, *y = NULL;
+    if (c->packed) {
+        tq = nn_tensor_from_data(ctx, NN_F32, 3, (int64_t[]){B, c->L, 3 * W}, q);
+        nn_tensor_set_requires_grad(tq, true);
+    } else {
+        tq = nn_tensor_from_data(ctx, NN_F32, 4, (int64_t[]){B, H, c->L, c->E}, q);
+        tk = nn_tensor_from_data(ctx, NN_F32, 4, (int64_t[]){B, H, c->S, c->E}, k);
+        tv = nn_tensor_from_data(ctx, NN_F32, 4, (int64_t[]){B, H, c->S, c->Ev}, v);
+        if (c->masked) tm = nn_tensor_from_data(ctx, NN_F32, 2, (int64_t[]){c->L, c->S}, mask);
+        nn_tensor_set_requires_grad(tq, true), nn_tensor_set_requires_grad(tk, true);
+        nn_tensor_set_requires_grad(tv, true);
+    }
+    const int64_t out_n = B * H * c->L * c->Ev;
+    nn_tensor *tw = c->packed ? nn_tensor_from_data(ctx, NN_F32, 3, (int64_t[]){B, c->L, W}, w)
+                              : nn_tensor_from_data(ctx, NN_F32, 4, (int64_t[]){B, H, c->L, c->Ev}, w);
+    CHECK(nn_ctx_set_precision(ctx, precision) == NN_OK);
+    y = c->packed ? nn_attention_qkv_packed(tq, c->heads, c->causal)
+                  : nn_scaled_dot_product_attention(tq, tk, tv, tm, c->causal, 0.0f);
+    nn_tensor *loss = y ? nn_sum(nn_mul(y, tw)) : NULL;
+    bool ok = loss && nn_backward(loss) == NN_OK && nn_tensor_read(y, out, sizeof(float) * out_n) == NN_OK;
+    if (ok && c->packed) ok = nn_tensor_read(nn_tensor_grad(tq), dq, sizeof(float) * B * c->L * 3 * W) == NN_OK;
+    if (ok && !c->packed)
+        ok = nn_tensor_read(nn_tensor_grad(tq), dq, sizeof(float) * B * H * c->L * c->E) == NN_OK &&
+             nn_tensor_read(nn_tensor_grad(tk), dk, sizeof(float) * B * H * c->S * c->E) == NN_OK &&
+             nn_tensor_read(nn_tensor_grad(tv), dv, sizeof(float) * B * H * c->S * c->Ev) == NN_OK;
+    CHECK_MSG(ok, "fp16 attention: %s", nn_last_error());
+    CHECK(nn_ctx_set_precision(ctx, NN_PRECISION_FP32) == NN_OK);
+    nn_ctx_step_end(ctx);
+    nn_tensor *all[] = {tq, tk, tv, tm, tw};
+    for (int i = 0; i < 5; i++)
+        if (all[i]) nn_tensor_free(all[i]);
+    return ok;
+}
+
+static double largest_gap(const float *a, const float *b, int64_t n, double *scale) {
+    double d = 0.0;
+    *scale = 1e-30;
+    for (int64_t i = 0; i < n; i++) {
+        const double g = fabs((double)a[i] - b[i]);
+        d = g > d || isnan(g) ? g : d;
+        *scale = fabs(b[i]) > *scale ? fabs(b[i]) : *scale;
+    }
+    return d;
+}
+
+TEST(attention_fp16_rounds_q_k_v_and_weights_on_every_backend) {
+    const fp16_case cases[] = {
+        {2, 3, 100, 100, 64, 64, true, false, false},  /* edges of 64-query blocks, causal */
+        {1, 2, 70, 90, 37, 24, false, true, false},    /* odd widths (scalar loads), a mask */
+        {1, 2, 80, 80, 128, 128, true, false, false},  /* 128 wide: the second variant */
+        {1, 1, 40, 33, 200, 200, false, false, false}, /* past the matrix-core kernel: fp32 there */
+        {2, 3, 130, 130, 64, 64, true, false, true},   /* packed heads: qkv_row, out_row */
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const fp16_case *c = &cases[ci];
+        const int64_t B = c->batch, H = c->heads, W = (int64_t)H * c->E;
+        const int64_t nq = c->packed ? B * c->L * 3 * W : B * H * c->L * c->E, nk = B * H * c->S * c->E;
+        const int64_t nv = B * H * c->S * c->Ev, nout = B * H * c->L * c->Ev;
+        float *q = vkt_randoms((size_t)nq, -2, 2, 31 + (unsigned)ci), *k = vkt_randoms((size_t)nk, -2, 2, 41);
+        float *v = vkt_randoms((size_t)nv, -1, 1, 51), *w = vkt_randoms((size_t)nout, -1, 1, 61);
+        float *mask = vkt_randoms((size_t)c->L * c->S, -2, 0, 71);
+        for (int i = 0; i < c->L; i++) mask[i * c->S + (i * 7) % c->S] = -INFINITY;
+        float *res[2][4], *fp32_out = malloc(sizeof(float) * nout), *scratch = malloc(sizeof(float) * (nq + 3 * nv + 3 * nk));
+        for (int d = 0; d < 2; d++) {
+            res[d][0] = malloc(sizeof(float) * nout), res[d][1] = malloc(sizeof(float) * nq);
+            res[d][2] = malloc(sizeof(float) * nk), res[d][3] = malloc(sizeof(float) * nv);
+        }
+        /* the reference: double attention of the rounded operands */
+        double *ref = calloc((size_t)nout, sizeof(double)), *s = malloc(sizeof(double) * c->S);
+        const double scale = 1.0 / sqrt((double)c->E);
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++)
+                for (int i = 0; i < c->L; i++) {
+                    double top = -INFINITY, sum = 0.0;
+                    for (int j = 0; j < c->S; j++) {
+                        double dot = 0.0;
+                        for (int e = 0; e < c->E; e++) {
+                            const float qe = c->packed ? q[(b * c->L + i) * 3 * W + h * c->E + e]
+                                                       : q[((b * H + h) * c->L + i) * c->E + e];
+                            const float ke = c->packed ? q[(b * c->L + j) * 3 * W + W + h * c->E + e]
+                                                       : k[((b * H + h) * c->S + j) * c->E + e];
+                            dot += (double)round16(qe) * round16(ke);
+                        }
+                        s[j] = dot * scale + (c->masked ? mask[i * c->S + j] : 0.0);
+                        if (c->causal && j > i) s[j] = -INFINITY;
+                        top = s[j] > top ? s[j] : top;
+                    }
+                    for (int j = 0; j < c->S; j++) sum += s[j] = s[j] == -INFINITY ? 0.0 : exp(s[j] - top);
+                    for (int e = 0; e < c->Ev; e++) {
+                        double o = 0.0;
+                        for (int j = 0; j < c->S; j++) {
+                            const float ve = c->packed ? q[(b * c->L + j) * 3 * W + 2 * W + h * c->E + e]
+                                                       : v[((b * H + h) * c->S + j) * c->Ev + e];
+                            o += s[j] * round16(ve);
+                        }
+                        /* out's layout: [B, L, W] packed, else [B, H, L, Ev] */
+                        ref[c->packed ? (b * c->L + i) * W + h * c->E + e : ((b * H + h) * c->L + i) * c->Ev + e] =
+                            o / sum;
+                    }
+                }
+        float *ref_f = malloc(sizeof(float) * nout);
+        for (int64_t i = 0; i < nout; i++) ref_f[i] = (float)ref[i];
+        const char *devices[2] = {"cpu", "vulkan"};
+        bool have[2] = {false, false};
+        for (int d = 0; d < 2; d++) {
+            nn_ctx *ctx = vkt_open_device(devices[d]);
+            if (!ctx) continue;
+            have[d] = fp16_attend(ctx, c, NN_PRECISION_FP16, q, k, v, mask, w, res[d][0], res[d][1], res[d][2],
+                                  res[d][3]);
+            if (have[d]) {
+                double sc, gap = largest_gap(res[d][0], ref_f, nout, &sc);
+                CHECK_MSG(gap <= 2e-3 * sc, "case %zu %s%s: fp16 output %.3g from the rounded reference (scale %.3g)",
+                          ci, devices[d], d && nn_ctx_matrix_cores(ctx, NN_PRECISION_FP16) ? " (matrix cores)" : "",
+                          gap, sc);
+            }
+            if (d == 0 && have[d] &&
+                fp16_attend(ctx, c, NN_PRECISION_FP32, q, k, v, mask, w, fp32_out, scratch, scratch + nq,
+                            scratch + nq + nk)) {
+                double sc, gap = largest_gap(fp32_out, res[0][0], nout, &sc);
+                CHECK_MSG(gap > 1e-5 * sc, "case %zu: fp16 output within %.3g of fp32's: no rounding?", ci, gap);
+            }
+            nn_ctx_free(ctx);
+        }
+        if (have[0] && have[1]) {
+            const int64_t counts[4] = {nout, nq, c->packed ? 0 : nk, c->packed ? 0 : nv};
+            for (int g = 1; g < 4; g++) {
+                double sc, gap = largest_gap(res[1][g], res[0][g], counts[g], &sc);
+                CHECK_MSG(gap <= 1e-2 * sc, "case %zu: gradient %d differs by %.3g between the CPU and Vulkan (scale %.3g)",
+                          ci, g, gap, sc);
+            }
+        }
+        for (int d = 0; d < 2; d++)
+            for (int g = 0; g < 4; g++) free(res[d][g]);
+        free(q), free(k), free(v), free(w), free(mask), free(fp32_out), free(scratch), free(ref), free(s), free(ref_f);
+    }
+}

@@ -619,6 +619,13 @@ typedef struct nn_attention_params {
     int32_t mask_row, mask_col;
     int32_t group_stride[4], head_stride[4]; /* q, k, v, mask */
     int32_t qkv_row, out_row;                /* 0: dense rows */
+    /* The node's nn_precision. fp16 rounds the operands of every product
+     * to fp16, the products summing in fp32: q, k, v, the forward's
+     * unnormalised weights exp(s - running max), the backward's P, dout
+     * and dS; the scores, the softmax's statistics, P and dS as computed,
+     * delta and the outputs stay fp32 (cpu_attention.c,
+     * attention_*_coopmat.comp). Other precisions multiply in fp32. */
+    int32_t precision;
 } nn_attention_params;
 
 /* NLL_FORWARD: the negative log-likelihood of class targets, with label

@@ -102,7 +102,9 @@ static nn_status attention_forward(nn_node *node) {
     nn_buffer_ref args[6] = {nn_tensor_ref(node->inputs[IN_Q]), nn_tensor_ref(node->inputs[IN_K]),
                              nn_tensor_ref(node->inputs[IN_V]), nn_optional_ref(mask_input(node)),
                              nn_tensor_ref(node->output), nn_tensor_ref(lse)};
-    return nn_ctx_run(node->output->ctx, NN_KERNEL_ATTENTION_FORWARD, args, 6, &n->p);
+    nn_attention_params p = n->p;
+    p.precision = node->output->ctx->launch_precision; /* the node's (nn_attention_params) */
+    return nn_ctx_run(node->output->ctx, NN_KERNEL_ATTENTION_FORWARD, args, 6, &p);
 }
 
 /* Where the kernels write input i's gradient: its own gradient when its
@@ -139,6 +141,7 @@ static nn_status attention_backward(nn_node *node) {
     for (int i = 0; i < 3 && st == NN_OK; i++)
         if (!(target[i] = gradient_buffer(node, i, &temp[i], &grad[i], &accumulate[i]))) st = nn_last_status();
     nn_attention_params p = n->p;
+    p.precision = ctx->launch_precision; /* the node's */
     const nn_buffer_ref q = nn_tensor_ref(node->inputs[IN_Q]), k = nn_tensor_ref(node->inputs[IN_K]);
     const nn_buffer_ref v = nn_tensor_ref(node->inputs[IN_V]), mask = nn_optional_ref(mask_input(node));
     const nn_buffer_ref dout = nn_tensor_ref(out->grad), lse = nn_tensor_ref(node->saved[0]);

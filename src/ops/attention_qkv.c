@@ -35,7 +35,9 @@ static nn_status qkv_forward(nn_node *node) {
     if (!lse) return nn_last_status();
     nn_buffer_ref args[6] = {third(qkv, n, 0), third(qkv, n, 1), third(qkv, n, 2), {NULL, 0, 0},
                              nn_tensor_ref(node->output), nn_tensor_ref(lse)};
-    return nn_ctx_run(qkv->ctx, NN_KERNEL_ATTENTION_FORWARD, args, 6, &n->p);
+    nn_attention_params p = n->p;
+    p.precision = qkv->ctx->launch_precision; /* the node's (nn_attention_params) */
+    return nn_ctx_run(qkv->ctx, NN_KERNEL_ATTENTION_FORWARD, args, 6, &p);
 }
 
 /* dq, dk and dv into their thirds of qkv's gradient: each written once. */
@@ -50,6 +52,7 @@ static nn_status qkv_backward(nn_node *node) {
         nn_op_scratch(ctx, NN_F32, 1, (const int64_t[]){(int64_t)n->p.groups * n->p.heads * n->p.queries});
     if (!delta) return nn_last_status();
     nn_attention_params p = n->p;
+    p.precision = ctx->launch_precision; /* the node's */
     p.accumulate = p.accumulate_v = accumulate;
     const nn_buffer_ref q = third(qkv, n, 0), k = third(qkv, n, 1), v = third(qkv, n, 2), none = {NULL, 0, 0};
     const nn_buffer_ref dout = nn_tensor_ref(out->grad), lse = nn_tensor_ref(node->saved[0]);

@@ -4,7 +4,14 @@
  * at a time, so a task's scores are a ROWS x COLS tile in its worker's
  * scratch whatever the sequence length. The tiles' products are the CPU
  * GEMM's (OpenBLAS or the built-in one) on one thread: the tasks share the
- * pool. */
+ * pool. At fp16 (nn_attention_params.precision) every one of those
+ * products takes fp16 operands, as the GPU's matrix cores do
+ * (attention_*_coopmat.comp), rounded by the CPU GEMM (cpu_precision.c):
+ * q and k for the scores; the unnormalised weights exp(s - running max)
+ * and v for the output; dout and v for dP; P = exp(s - lse) and dout for
+ * dv; dS = P (dP - delta) scale and k (q) for dq (dk). The softmax's
+ * maxima and sums, P and dS themselves, delta and the products' sums stay
+ * fp32. Other precisions multiply in fp32. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -23,6 +30,7 @@ typedef struct attention_job {
     int64_t scratch_floats; /* per worker */
     int64_t blocks;         /* tasks per batch entry */
     atomic_int failed;      /* a tile's product found no scratch memory */
+    int32_t precision;      /* the products' operands: NN_PRECISION_FP16 or FP32 */
 } attention_job;
 
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -56,7 +64,8 @@ static int64_t grad_entry(const nn_attention_params *p, int which, int64_t b, in
 static void product(attention_job *job, int m, int n, int k, const float *a, int lda, bool trans_a, const float *b,
                     int ldb, bool trans_b, float *c, int ldc, float beta) {
     const nn_gemm_params g = {.m = m, .n = n, .k = k, .trans_a = trans_a, .trans_b = trans_b, .lda = lda,
-                              .ldb = ldb, .ldc = ldc, .batch = 1, .alpha = 1.0f, .beta = beta};
+                              .ldb = ldb, .ldc = ldc, .batch = 1, .alpha = 1.0f, .beta = beta,
+                              .precision = job->precision};
     if (nn_cpu_gemm(NULL, &g, a, b, c) != NN_OK) atomic_store(&job->failed, 1);
 }
 
@@ -238,8 +247,13 @@ static nn_status run(nn_backend *self, const char *name, const nn_attention_para
 
 #define F32(i) nn_cpu_f32(a[i])
 
+static int32_t operands(const nn_attention_params *p) {
+    return p->precision == NN_PRECISION_FP16 ? NN_PRECISION_FP16 : NN_PRECISION_FP32;
+}
+
 nn_status nn_cpu_run_attention_forward(nn_backend *self, const nn_attention_params *p, const nn_buffer_ref *a) {
-    attention_job job = {.q = F32(0), .k = F32(1), .v = F32(2), .mask = F32(3), .out_w = F32(4), .lse_w = F32(5)};
+    attention_job job = {.q = F32(0), .k = F32(1), .v = F32(2), .mask = F32(3), .out_w = F32(4), .lse_w = F32(5),
+                         .precision = operands(p)};
     return run(self, "attention_forward", p, &job, (p->queries + ROWS - 1) / ROWS,
                (int64_t)ROWS * p->value_dim + 2 * ROWS, forward_tasks);
 }
@@ -247,7 +261,7 @@ nn_status nn_cpu_run_attention_forward(nn_backend *self, const nn_attention_para
 nn_status nn_cpu_run_attention_backward_query(nn_backend *self, const nn_attention_params *p,
                                               const nn_buffer_ref *a) {
     attention_job job = {.q = F32(0), .k = F32(1), .v = F32(2), .mask = F32(3), .out = F32(4), .dout = F32(5),
-                         .lse = F32(6), .delta_w = F32(7), .dq = F32(8)};
+                         .lse = F32(6), .delta_w = F32(7), .dq = F32(8), .precision = operands(p)};
     return run(self, "attention_backward_query", p, &job, (p->queries + ROWS - 1) / ROWS,
                (int64_t)ROWS * p->head_dim + ROWS, query_tasks);
 }
@@ -255,7 +269,7 @@ nn_status nn_cpu_run_attention_backward_query(nn_backend *self, const nn_attenti
 nn_status nn_cpu_run_attention_backward_keys(nn_backend *self, const nn_attention_params *p,
                                              const nn_buffer_ref *a) {
     attention_job job = {.q = F32(0), .k = F32(1), .v = F32(2), .mask = F32(3), .dout = F32(4), .lse = F32(5),
-                         .delta = F32(6), .dk = F32(7), .dv = F32(8)};
+                         .delta = F32(6), .dk = F32(7), .dv = F32(8), .precision = operands(p)};
     return run(self, "attention_backward_keys", p, &job, (p->keys + COLS - 1) / COLS,
                (int64_t)COLS * (p->head_dim + p->value_dim), key_tasks);
 }

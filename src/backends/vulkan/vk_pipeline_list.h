@@ -89,10 +89,16 @@
     P(SOFTMAX_DIM_ROWS_BACKWARD, softmax_dim_rows_backward, "softmax_dim_backward", 0, 0, 0, 0, 0, 0, 0)       \
     P(NLL_FORWARD, nll_forward, "nll_forward", 0, 0, 0, 0, 0, 0, 0)                                             \
     P(NLL_BACKWARD, nll_backward, "nll_backward", 0, 0, 0, 0, 0, 0, 0)                                          \
-    /* attention: variants hold E and Ev up to 64, 128, 192, 256 (attention_tiles.glsl's CHUNKS) */            \
+    /* attention: variants hold E and Ev up to 64, 128, 192, 256 (attention_tiles.glsl's CHUNKS); the fp16     \
+       kernels on matrix cores up to 64 and 128 */                                                             \
     P(ATTENTION_FORWARD, attention_forward, "attention_forward", 0, 0, 0, 0, 0, 0, 0)                          \
+    P(ATTENTION_FORWARD_COOPMAT, attention_forward_coopmat, "attention_forward (cores)", 0, 0, 0, 0, 0, 0, 0)  \
     P(ATTENTION_BACKWARD_QUERY, attention_backward_query, "attention_backward_query", 0, 0, 0, 0, 0, 0, 0)     \
     P(ATTENTION_BACKWARD_KEYS, attention_backward_keys, "attention_backward_keys", 0, 0, 0, 0, 0, 0, 0)        \
+    P(ATTENTION_BACKWARD_QUERY_COOPMAT, attention_backward_query_coopmat, "attention_backward_query (cores)", 0, 0, 0, \
+      0, 0, 0, 0)                                                                                                   \
+    P(ATTENTION_BACKWARD_KEYS_COOPMAT, attention_backward_keys_coopmat, "attention_backward_keys (cores)", 0, 0, 0, 0, \
+      0, 0, 0)                                                                                                      \
     P(EMBEDDING_FORWARD, embedding_forward, "embedding_forward", 0, 0, 0, 0, 0, 0, 0)                          \
     P(EMBEDDING_BACKWARD, embedding_backward, "embedding_backward", 0, 0, 0, 0, 0, 0, 0)                        \
     P(DEPTHWISE_FORWARD, depthwise_conv2d_forward, "depthwise_conv2d_forward", 0, 0, 0, 0, 0, 0, 0)           \
