@@ -21,6 +21,22 @@ const uint DT = D / MS;
             [[unroll]] for (int e_ = 0; e_ < acc[d_].length(); e_++) acc[d_][e_] *= f_[e_];                \
     }
 
+// x_ = row g_'s columns c_ .. c_ + 3 of buf (rows `stride` apart from
+// base), zeros past `count` rows and `cols` columns; one vec4 read where
+// vec_ (base, stride and cols multiples of four) allows. Declares x_.
+#define READ4(buf, buf4, base, g_, c_, count, stride, cols, vec_)                                            \
+    vec4 x_ = vec4(0.0);                                                                                   \
+    if (g_ < (count) && c_ < (cols)) {                                                                     \
+        uint at_ = (base) + g_ * (stride) + c_;                                                            \
+        if (vec_) x_ = buf4[at_ / 4u];                                                                     \
+        else {                                                                                             \
+            x_.x = buf[at_];                                                                               \
+            if (c_ + 1u < (cols)) x_.y = buf[at_ + 1u];                                                    \
+            if (c_ + 2u < (cols)) x_.z = buf[at_ + 2u];                                                    \
+            if (c_ + 3u < (cols)) x_.w = buf[at_ + 3u];                                                    \
+        }                                                                                                  \
+    }
+
 // Rows first .. first + rows - 1 (below count) of a matrix with `stride`
 // between rows, its first `cols` columns, at base, into dst rounded to fp16
 // (D columns, DS apart; zeros past the edges). Four columns at a time, read
@@ -30,17 +46,7 @@ const uint DT = D / MS;
         const bool vec_ = (((base) | (stride) | (cols)) & 3u) == 0u;                                       \
         for (uint u_ = gl_LocalInvocationIndex; u_ < (rows) * (D / 4u); u_ += 128u) {                      \
             uint r_ = u_ / (D / 4u), c_ = (u_ % (D / 4u)) * 4u, g_ = (first) + r_;                          \
-            vec4 x_ = vec4(0.0);                                                                           \
-            if (g_ < (count) && c_ < (cols)) {                                                             \
-                uint at_ = (base) + g_ * (stride) + c_;                                                    \
-                if (vec_) x_ = buf4[at_ / 4u];                                                             \
-                else {                                                                                     \
-                    x_.x = buf[at_];                                                                       \
-                    if (c_ + 1u < (cols)) x_.y = buf[at_ + 1u];                                            \
-                    if (c_ + 2u < (cols)) x_.z = buf[at_ + 2u];                                            \
-                    if (c_ + 3u < (cols)) x_.w = buf[at_ + 3u];                                            \
-                }                                                                                          \
-            }                                                                                              \
+            READ4(buf, buf4, base, g_, c_, count, stride, cols, vec_)                                      \
             dst[(r_ * DS + c_) / 4u] = f16vec4(x_);                                                        \
         }                                                                                                  \
     }
@@ -69,17 +75,7 @@ const uint DT = D / MS;
         [[unroll]] for (uint i_ = 0u; i_ < FETCHES(tile); i_++) {                                          \
             uint u_ = gl_LocalInvocationIndex + i_ * 128u;                                                 \
             uint r_ = u_ / (D / 4u), c_ = (u_ % (D / 4u)) * 4u, g_ = (first) + r_;                          \
-            vec4 x_ = vec4(0.0);                                                                           \
-            if (g_ < (count) && c_ < (cols)) {                                                             \
-                uint at_ = (base) + g_ * (stride) + c_;                                                    \
-                if (vec_) x_ = buf4[at_ / 4u];                                                             \
-                else {                                                                                     \
-                    x_.x = buf[at_];                                                                       \
-                    if (c_ + 1u < (cols)) x_.y = buf[at_ + 1u];                                            \
-                    if (c_ + 2u < (cols)) x_.z = buf[at_ + 2u];                                            \
-                    if (c_ + 3u < (cols)) x_.w = buf[at_ + 3u];                                            \
-                }                                                                                          \
-            }                                                                                              \
+            READ4(buf, buf4, base, g_, c_, count, stride, cols, vec_)                                      \
             regs[i_] = x_;                                                                                 \
         }                                                                                                  \
     }
