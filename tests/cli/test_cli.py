@@ -110,6 +110,20 @@ def idx_dir(name, images=20, labels=20, magic=0x803, cut=0):
     return d
 
 
+def small_images(name, count, classes, step, seed):
+    """An IDX training set of `count` 8x8 images, image i of class i % classes,
+    its pixels the class times `step` plus noise below 60: classes a small
+    model tells apart in a few steps."""
+    d = path(name)
+    os.makedirs(d)
+    rng = random.Random(seed)
+    labels = [i % classes for i in range(count)]
+    write_idx(os.path.join(d, "train-images-idx3-ubyte"), 0x803, [count, 8, 8],
+              bytes(min(255, labels[i // 64] * step + rng.randrange(60)) for i in range(count * 64)))
+    write_idx(os.path.join(d, "train-labels-idx1-ubyte"), 0x801, [count], labels)
+    return d
+
+
 @test
 def help_and_usage():
     expect([], 2, "usage: nnengine COMMAND")
@@ -513,13 +527,7 @@ def resume_inside_an_epoch_is_bit_for_bit():
            "--stop-after-step 4")
     # resnet18-cifar's recipe (BatchNorm, Nesterov, one-cycle, shifts and flips) on 8x8 images, CPU
     # only (lavapipe takes minutes for it): 6 steps an epoch, stopped inside each.
-    small = path("resume-8x8")
-    os.makedirs(small)
-    rng = random.Random(3)
-    labels = [i % 10 for i in range(200)]
-    write_idx(os.path.join(small, "train-images-idx3-ubyte"), 0x803, [200, 8, 8],
-              bytes(min(255, labels[i // 64] * 25 + rng.randrange(60)) for i in range(200 * 64)))
-    write_idx(os.path.join(small, "train-labels-idx1-ubyte"), 0x801, [200], labels)
+    small = small_images("resume-8x8", 200, 10, 25, seed=3)
     common = ["train", "resnet18-cifar", "--data", small, "--limit", "96", "--batch", "16", "--device", "cpu",
               "--epochs", "2", "--quiet"]
     full, resumed, ck = (path(f"mid-cifar-{n}") for n in ["full.st", "resumed.st", "ck.st"])
@@ -534,13 +542,7 @@ def resume_inside_an_epoch_is_bit_for_bit():
 def vit_tiny_trains_with_its_recipe_and_refuses_what_it_cannot_take():
     # Issue 34: the vision transformer with its recipe (AdamW, warm-up and cosine, label smoothing,
     # shifts and flips) on 8x8 images (4 patches), CPU; its ONNX export runs.
-    small = path("vit-8x8")
-    os.makedirs(small)
-    rng = random.Random(4)
-    labels = [i % 3 for i in range(48)]
-    write_idx(os.path.join(small, "train-images-idx3-ubyte"), 0x803, [48, 8, 8],
-              bytes(min(255, labels[i // 64] * 80 + rng.randrange(60)) for i in range(48 * 64)))
-    write_idx(os.path.join(small, "train-labels-idx1-ubyte"), 0x801, [48], labels)
+    small = small_images("vit-8x8", 48, 3, 80, seed=4)
     weights = path("vit.safetensors")
     r = expect(["train", "vit-tiny", "--data", small, "--batch", "16", "--epochs", "2",
                 "--device", "cpu", "--quiet", "--save", weights], 0,

@@ -34,12 +34,9 @@ static int export_model(const export_config *c) {
                 c->input_shape);
         return EXIT_BAD_INPUT;
     }
-    if (nn_check_writable_path(c->onnx) != NN_OK) {
-        fprintf(stderr, "nnengine export: --onnx: %s\n", library_error());
-        return EXIT_BAD_INPUT;
-    }
     const output_path files[] = {{"--weights", c->weights}, {"--onnx", c->onnx}};
-    if (check_distinct_outputs("export", files, 2) != EXIT_OK) return EXIT_BAD_INPUT;
+    if (check_writable_outputs("export", files + 1, 1) != EXIT_OK || check_distinct_outputs("export", files, 2) != EXIT_OK)
+        return EXIT_BAD_INPUT;
     /* Export runs one forward pass on zeros: the CPU is always there and exact. */
     nn_ctx *ctx = nn_ctx_new(&(nn_ctx_options){.device = "cpu", .threads = 1});
     char why[512];

@@ -176,12 +176,8 @@ static int resume(text_trainer *t) {
 static int setup(text_trainer *t) {
     text_config *c = &t->c;
     const output_path outputs[] = {{"--save", c->save}, {"--checkpoint", c->checkpoint}, {"--log", c->log}};
-    for (int i = 0; i < 3; i++)
-        if (outputs[i].path && nn_check_writable_path(outputs[i].path) != NN_OK) {
-            fprintf(stderr, "nnengine train: %s: %s\n", outputs[i].flag, library_error());
-            return EXIT_BAD_INPUT;
-        }
-    if (check_distinct_outputs("train", outputs, 3) != EXIT_OK) return EXIT_BAD_INPUT;
+    if (check_writable_outputs("train", outputs, 3) != EXIT_OK || check_distinct_outputs("train", outputs, 3) != EXIT_OK)
+        return EXIT_BAD_INPUT;
     if (c->width % c->heads != 0) {
         fprintf(stderr, "nnengine train: --heads %lld does not divide --width %lld\n", (long long)c->heads,
                 (long long)c->width);

@@ -9,6 +9,16 @@
 
 #include "options.h"
 #include "platform/files.h"
+#include "setup.h"
+
+int check_writable_outputs(const char *command, const output_path *outputs, int count) {
+    for (int i = 0; i < count; i++)
+        if (outputs[i].path && nn_check_writable_path(outputs[i].path) != NN_OK) {
+            fprintf(stderr, "nnengine %s: %s: %s\n", command, outputs[i].flag, library_error());
+            return EXIT_BAD_INPUT;
+        }
+    return EXIT_OK;
+}
 
 /* Where `path` leads: its resolved form if it exists (links followed),
  * else its folder's resolved form and its name; the path as given when

@@ -14,6 +14,11 @@ typedef struct output_path {
     const char *path; /* NULL: the flag was not given */
 } output_path;
 
+/* Whether each given path can be written (nn_check_writable_path), found
+ * out before a run rather than after its hours of training: EXIT_OK, or
+ * EXIT_BAD_INPUT having printed "nnengine COMMAND: FLAG: why" for the first
+ * that cannot. */
+int check_writable_outputs(const char *command, const output_path *outputs, int count);
 /* Returns an exit status (EXIT_OK, or EXIT_BAD_INPUT having printed
  * "nnengine COMMAND: FLAG A and FLAG B name the same file ..."). */
 int check_distinct_outputs(const char *command, const output_path *outputs, int count);

@@ -17,14 +17,6 @@
 #include "platform/files.h"
 #include "trainer.h"
 
-/* An output path (--save, --checkpoint, --log) must be writable: found out
- * now, not after an hour of training. */
-static int check_output_path(const char *flag, const char *path) {
-    if (nn_check_writable_path(path) == NN_OK) return EXIT_OK;
-    fprintf(stderr, "nnengine train: %s: %s\n", flag, library_error());
-    return EXIT_BAD_INPUT;
-}
-
 /* --classes K gives the classifier K outputs: at least one per class of the data. */
 static int fine_tuning_classes(const train_config *c, int data_classes) {
     if (!c->classes || c->classes >= data_classes) return EXIT_OK;
@@ -157,11 +149,10 @@ static int setup_photo_data(trainer *t, int channels, int height, int width, cha
 
 int train_setup(trainer *t) {
     train_config *c = &t->config;
-    if (c->save && check_output_path("--save", c->save) != EXIT_OK) return EXIT_BAD_INPUT;
-    if (c->checkpoint && check_output_path("--checkpoint", c->checkpoint) != EXIT_OK) return EXIT_BAD_INPUT;
-    if (c->log && check_output_path("--log", c->log) != EXIT_OK) return EXIT_BAD_INPUT;
-    if (c->save_best && check_output_path("--save-best", c->save_best) != EXIT_OK) return EXIT_BAD_INPUT;
-    if (c->log_steps && check_output_path("--log-steps", c->log_steps) != EXIT_OK) return EXIT_BAD_INPUT;
+    const output_path files[] = {{"--save", c->save},           {"--checkpoint", c->checkpoint}, {"--log", c->log},
+                                 {"--save-best", c->save_best}, {"--log-steps", c->log_steps}};
+    if (check_writable_outputs("train", files, (int)(sizeof files / sizeof files[0])) != EXIT_OK)
+        return EXIT_BAD_INPUT;
     const output_path outputs[] = {{"--save", c->save},           {"--checkpoint", c->checkpoint},
                                    {"--save-best", c->save_best}, {"--log", c->log},
                                    {"--log-steps", c->log_steps}, {"--tensorboard", c->tensorboard}};
